@@ -1,0 +1,45 @@
+/*
+ * cli — one file per subcommand, each exporting an mcg_cmd.
+ *
+ * A command parses its own options with getopt_long, prints results to
+ * stdout and reasons to stderr as "mcgit CMD: message", and returns the exit
+ * status: 0 success, 1 refused or failed, 2 usage.
+ */
+#ifndef MCG_CLI_H
+#define MCG_CLI_H
+
+#include "util/util.h"
+
+enum { MCG_EXIT_OK = 0, MCG_EXIT_FAIL = 1, MCG_EXIT_USAGE = 2 };
+
+typedef struct mcg_cmd {
+    const char *name;
+    const char *summary; /* one line for `mcgit help` */
+    const char *usage;   /* the full text for `mcgit help CMD` */
+    int (*run)(int argc, char **argv);
+} mcg_cmd;
+
+/* The command table, defined in main.c. */
+extern const mcg_cmd *const mcg_commands[];
+const mcg_cmd *mcg_cmd_find(const char *name);
+
+/* Log verbosity: 0 quiet, 1 normal, 2 verbose (-q / -v). */
+extern int mcg_verbosity;
+
+/* "mcgit CMD: message" on stderr. */
+void mcg_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mcg_cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print usage for cmd to stderr (after a bad option) and return 2. */
+int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Print cmd's help to stdout and return 0. */
+int mcg_cli_help(const mcg_cmd *cmd);
+/* Print every diagnostic to stderr, one per line. */
+void mcg_cli_diags(const char *cmd, const mcg_diags *d);
+
+/* Read a whole file (regular files only, no symlink followed at the last step). */
+int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_err *err);
+/* Write a file atomically: temp in the same directory, fsync, rename, fsync dir. */
+int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mode, mcg_err *err);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * main.c — the command table. Everything else lives in src/cli/.
+ */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+extern const mcg_cmd mcg_cmd_help, mcg_cmd_version, mcg_cmd_init, mcg_cmd_validate,
+    mcg_cmd_render;
+
+const mcg_cmd *const mcg_commands[] = {
+    &mcg_cmd_init,
+    &mcg_cmd_validate,
+    &mcg_cmd_render,
+    &mcg_cmd_help,
+    &mcg_cmd_version,
+    NULL,
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        mcg_cmd_help.run(1, argv);
+        return MCG_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h"))
+        name = "help";
+    if (!strcmp(name, "--version"))
+        name = "version";
+    const mcg_cmd *cmd = mcg_cmd_find(name);
+    if (!cmd) {
+        fprintf(stderr, "mcgit: '%s' is not a command; see 'mcgit help'\n", name);
+        return MCG_EXIT_USAGE;
+    }
+    return cmd->run(argc - 1, argv + 1);
+}

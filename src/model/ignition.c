@@ -1,0 +1,528 @@
+/*
+ * ignition.c — the part of Ignition 3.0–3.4 that mcgit manages, validated.
+ *
+ * mcgit writes files, directories, links, systemd units (with drop-ins) and
+ * the boot user core's SSH keys. Everything else Ignition can express — other
+ * users, groups, disks, RAID, filesystems, LUKS, appends, remote sources,
+ * kernel arguments — is refused by name rather than ignored, so a config
+ * never silently does less on a node than its author expects.
+ */
+#include "model/model_int.h"
+
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FILE_BYTES (1536u * 1024u) /* one file cannot exceed a whole render */
+
+static void owner_free(mcg_owner *o)
+{
+    free(o->name);
+    o->name = NULL;
+}
+
+static void storage_free(mcg_storage *s)
+{
+    free(s->path);
+    free(s->source);
+    free(s->compression);
+    free(s->data);
+    free(s->target);
+    owner_free(&s->user);
+    owner_free(&s->group);
+}
+
+static void unit_free(mcg_unit *u)
+{
+    free(u->name);
+    free(u->contents);
+    for (size_t i = 0; i < u->ndropins; i++) {
+        free(u->dropins[i].name);
+        free(u->dropins[i].contents);
+    }
+    free(u->dropins);
+}
+
+void mcg_ignition_free(mcg_ignition *ign)
+{
+    if (!ign)
+        return;
+    free(ign->version);
+    for (size_t i = 0; i < ign->nstorage; i++)
+        storage_free(&ign->storage[i]);
+    free(ign->storage);
+    for (size_t i = 0; i < ign->nunits; i++)
+        unit_free(&ign->units[i]);
+    free(ign->units);
+    mcg_strv_free(&ign->ssh_keys);
+    memset(ign, 0, sizeof(*ign));
+}
+
+/* Refuse a field mcgit does not manage when it holds anything. */
+static void refuse(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
+                   const char *why)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!mcg_json_is_empty(v))
+        mcg_pctx_err(c, v, "field '%s' is not supported: %s", name, why);
+}
+
+static void parse_owner(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
+                        mcg_owner *out)
+{
+    json_t *o = mcg_get_obj(c, obj, key, name);
+    if (!o)
+        return;
+    static const char *const keys[] = {"id", "name", NULL};
+    mcg_check_keys(c, o, name, keys);
+    mcg_get_str(c, o, "name", name, &out->name);
+    mcg_get_int(c, o, "id", name, &out->has_id, &out->id);
+    if (out->has_id && (out->id < 0 || out->id > 0x7fffffff))
+        mcg_pctx_err(c, o, "field '%s.id' is out of range", name);
+    if (out->has_id && out->name) {
+        mcg_pctx_err(c, o, "field '%s' may give id or name, not both", name);
+    }
+    if (out->name && (!*out->name || strchr(out->name, ':') || strchr(out->name, '\n')))
+        mcg_pctx_err(c, o, "field '%s.name' is not a valid user or group name", name);
+}
+
+/* sha256-<hex> / sha512-<hex> over the undecompressed bytes. */
+static void check_verification(mcg_pctx *c, const json_t *ver, const char *name,
+                               const unsigned char *data, size_t len)
+{
+    static const char *const keys[] = {"hash", NULL};
+    mcg_check_keys(c, ver, name, keys);
+    json_t *h = json_object_get(ver, "hash");
+    if (!h || json_is_null(h))
+        return;
+    if (!json_is_string(h)) {
+        mcg_pctx_err(c, h, "field '%s.hash' must be a string", name);
+        return;
+    }
+    const char *s = json_string_value(h);
+    const EVP_MD *md = NULL;
+    size_t hexlen = 0;
+    if (!strncmp(s, "sha512-", 7)) {
+        md = EVP_sha512();
+        hexlen = 128;
+    } else if (!strncmp(s, "sha256-", 7)) {
+        md = EVP_sha256();
+        hexlen = 64;
+    } else {
+        mcg_pctx_err(c, h, "field '%s.hash' must be sha256-<hex> or sha512-<hex>", name);
+        return;
+    }
+    unsigned char dig[EVP_MAX_MD_SIZE];
+    unsigned int dlen = 0;
+    char hex[2 * EVP_MAX_MD_SIZE + 1];
+    if (!EVP_Digest(data, len, dig, &dlen, md, NULL) || strlen(s + 7) != hexlen) {
+        mcg_pctx_err(c, h, "field '%s.hash' is malformed", name);
+        return;
+    }
+    mcg_hex(dig, dlen, hex);
+    if (strcasecmp(hex, s + 7) != 0)
+        mcg_pctx_err(c, h, "field '%s.hash' does not match the contents", name);
+}
+
+static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mcg_storage *st)
+{
+    json_t *ct = mcg_get_obj(c, file, "contents", name);
+    if (!ct)
+        return;
+    char cname[300];
+    snprintf(cname, sizeof(cname), "%s.contents", name);
+    static const char *const keys[] = {"source", "compression", "verification", "httpHeaders",
+                                       NULL};
+    mcg_check_keys(c, ct, cname, keys);
+    refuse(c, ct, "httpHeaders", "contents.httpHeaders", "only data: URLs are supported");
+    st->has_contents = true;
+    int before = c->errors;
+    mcg_get_str(c, ct, "source", cname, &st->source);
+    mcg_get_str(c, ct, "compression", cname, &st->compression);
+    if (st->compression && !*st->compression) {
+        free(st->compression);
+        st->compression = NULL;
+    }
+    if (st->compression && strcmp(st->compression, "gzip") != 0)
+        mcg_pctx_err(c, json_object_get(ct, "compression"),
+                     "field '%s.compression' must be gzip (got '%s')", cname, st->compression);
+    if (c->errors != before)
+        return;
+    mcg_buf raw = MCG_BUF_INIT;
+    if (st->source) {
+        mcg_err e = {0};
+        if (strncmp(st->source, "data:", 5) != 0) {
+            mcg_pctx_err(c, json_object_get(ct, "source"),
+                         "field '%s.source': remote sources are not supported, use a data: URL",
+                         cname);
+            return;
+        }
+        if (mcg_dataurl_decode(st->source, &raw, &e) != 0) {
+            mcg_pctx_err(c, json_object_get(ct, "source"), "field '%s.source': %s", cname, e.msg);
+            mcg_buf_free(&raw);
+            return;
+        }
+    }
+    json_t *ver = mcg_get_obj(c, ct, "verification", cname);
+    if (ver) {
+        char vname[320];
+        snprintf(vname, sizeof(vname), "%s.verification", cname);
+        check_verification(c, ver, vname, (unsigned char *)raw.ptr, raw.len);
+    }
+    if (st->compression) {
+        mcg_buf plain = MCG_BUF_INIT;
+        mcg_err e = {0};
+        if (mcg_gunzip((unsigned char *)raw.ptr, raw.len, MAX_FILE_BYTES, &plain, &e) != 0) {
+            mcg_pctx_err(c, json_object_get(ct, "source"), "field '%s.source': %s", cname, e.msg);
+            mcg_buf_free(&plain);
+            mcg_buf_free(&raw);
+            return;
+        }
+        mcg_buf_free(&raw);
+        raw = plain;
+    }
+    if (raw.len > MAX_FILE_BYTES) {
+        mcg_pctx_err(c, ct, "field '%s' is larger than 1.5 MiB", cname);
+        mcg_buf_free(&raw);
+        return;
+    }
+    st->data = (unsigned char *)mcg_buf_detach(&raw, &st->data_len);
+}
+
+static void parse_common(mcg_pctx *c, const json_t *e, const char *name, mcg_storage *st)
+{
+    mcg_get_str(c, e, "path", name, &st->path);
+    json_t *pv = json_object_get(e, "path");
+    if (!st->path)
+        mcg_pctx_err(c, e, "field '%s.path' is required", name);
+    else if (!mcg_path_is_clean_abs(st->path))
+        mcg_pctx_err(c, pv, "field '%s.path' must be an absolute clean path (got '%s')", name,
+                     st->path);
+    mcg_get_bool(c, e, "overwrite", name, &st->overwrite);
+    char sub[300];
+    snprintf(sub, sizeof(sub), "%s.user", name);
+    parse_owner(c, e, "user", sub, &st->user);
+    snprintf(sub, sizeof(sub), "%s.group", name);
+    parse_owner(c, e, "group", sub, &st->group);
+    st->loc.line = mcg_pctx_line(c, e);
+    st->loc.file = c->file;
+}
+
+static void parse_mode(mcg_pctx *c, const json_t *e, const char *name, mcg_storage *st)
+{
+    int64_t mode = 0;
+    mcg_get_int(c, e, "mode", name, &st->has_mode, &mode);
+    if (st->has_mode && (mode < 0 || mode > 0777))
+        mcg_pctx_err(c, json_object_get(e, "mode"),
+                     "field '%s.mode' must be at most 0777 (got 0%llo): setuid, setgid and "
+                     "sticky bits are not supported",
+                     name, (unsigned long long)mode);
+    st->mode = (int)(mode & 0777);
+}
+
+static mcg_storage *storage_new(mcg_ignition *ign)
+{
+    ign->storage = mcg_realloc(ign->storage, (ign->nstorage + 1) * sizeof(*ign->storage));
+    mcg_storage *st = &ign->storage[ign->nstorage++];
+    memset(st, 0, sizeof(*st));
+    return st;
+}
+
+static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix,
+                          mcg_ignition *ign)
+{
+    char name[256];
+    static const char *const keys[] = {"files", "directories", "links", "disks", "raid",
+                                       "filesystems", "luks", NULL};
+    snprintf(name, sizeof(name), "%s.storage", prefix);
+    mcg_check_keys(c, storage, name, keys);
+    refuse(c, storage, "disks", "storage.disks", "mcgit manages files, units and SSH keys");
+    refuse(c, storage, "raid", "storage.raid", "mcgit manages files, units and SSH keys");
+    refuse(c, storage, "filesystems", "storage.filesystems",
+           "mcgit manages files, units and SSH keys");
+    refuse(c, storage, "luks", "storage.luks", "mcgit manages files, units and SSH keys");
+
+    static const char *const kinds[] = {"files", "directories", "links"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof(name), "storage.%s", kinds[k]);
+        json_t *arr = mcg_get_arr(c, storage, kinds[k], name);
+        size_t i;
+        json_t *e;
+        json_array_foreach(arr, i, e)
+        {
+            char ename[300];
+            snprintf(ename, sizeof(ename), "storage.%s[%zu]", kinds[k], i);
+            if (!json_is_object(e)) {
+                mcg_pctx_err(c, e, "field '%s' must be a mapping", ename);
+                continue;
+            }
+            mcg_storage *st = storage_new(ign);
+            int before = c->errors;
+            if (k == 0) {
+                static const char *const fk[] = {"path", "overwrite", "mode", "user", "group",
+                                                 "contents", "append", NULL};
+                st->kind = MCG_NODE_FILE;
+                mcg_check_keys(c, e, ename, fk);
+                refuse(c, e, "append", "append", "files are written whole");
+                parse_common(c, e, ename, st);
+                parse_mode(c, e, ename, st);
+                parse_contents(c, e, ename, st);
+            } else if (k == 1) {
+                static const char *const dk[] = {"path", "overwrite", "mode", "user", "group",
+                                                 NULL};
+                st->kind = MCG_NODE_DIR;
+                mcg_check_keys(c, e, ename, dk);
+                parse_common(c, e, ename, st);
+                parse_mode(c, e, ename, st);
+            } else {
+                static const char *const lk[] = {"path", "overwrite", "user", "group", "target",
+                                                 "hard", NULL};
+                st->kind = MCG_NODE_LINK;
+                mcg_check_keys(c, e, ename, lk);
+                parse_common(c, e, ename, st);
+                mcg_get_str(c, e, "target", ename, &st->target);
+                mcg_get_bool(c, e, "hard", ename, &st->hard);
+                if (st->target && (!*st->target || strlen(st->target) > 4095))
+                    mcg_pctx_err(c, json_object_get(e, "target"), "field '%s.target' is invalid",
+                                 ename);
+                if (st->hard == MCG_TRUE && st->target && !mcg_path_is_clean_abs(st->target))
+                    mcg_pctx_err(c, json_object_get(e, "target"),
+                                 "field '%s.target' of a hard link must be an absolute clean path",
+                                 ename);
+            }
+            if (c->errors != before) {
+                storage_free(st);
+                ign->nstorage--;
+                continue;
+            }
+            /* One key space for files, directories and links within a config. */
+            for (size_t j = 0; j + 1 < ign->nstorage; j++)
+                if (!strcmp(ign->storage[j].path, st->path)) {
+                    mcg_pctx_err(c, e, "path '%s' is given twice in this config (first on line %d)",
+                                 st->path, ign->storage[j].loc.line);
+                    break;
+                }
+        }
+    }
+}
+
+static bool valid_dropin_name(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 5 && n < 256 && !strchr(s, '/') && !strcmp(s + n - 5, ".conf") && s[0] != '.';
+}
+
+static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
+{
+    static const char *const keys[] = {"units", NULL};
+    mcg_check_keys(c, systemd, "systemd", keys);
+    json_t *arr = mcg_get_arr(c, systemd, "units", "systemd.units");
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        char name[300];
+        snprintf(name, sizeof(name), "systemd.units[%zu]", i);
+        if (!json_is_object(e)) {
+            mcg_pctx_err(c, e, "field '%s' must be a mapping", name);
+            continue;
+        }
+        static const char *const uk[] = {"name", "enabled", "mask", "contents", "dropins", NULL};
+        int before = c->errors;
+        mcg_check_keys(c, e, name, uk);
+        mcg_unit u = {0};
+        u.loc.file = c->file;
+        u.loc.line = mcg_pctx_line(c, e);
+        mcg_get_str(c, e, "name", name, &u.name);
+        if (!u.name)
+            mcg_pctx_err(c, e, "field '%s.name' is required", name);
+        else if (!mcg_name_is_unit(u.name))
+            mcg_pctx_err(c, json_object_get(e, "name"), "'%s' is not a valid systemd unit name",
+                         u.name);
+        mcg_get_bool(c, e, "enabled", name, &u.enabled);
+        mcg_get_bool(c, e, "mask", name, &u.mask);
+        mcg_get_str(c, e, "contents", name, &u.contents);
+        json_t *dr = mcg_get_arr(c, e, "dropins", name);
+        size_t j;
+        json_t *d;
+        json_array_foreach(dr, j, d)
+        {
+            char dname[340];
+            snprintf(dname, sizeof(dname), "%s.dropins[%zu]", name, j);
+            if (!json_is_object(d)) {
+                mcg_pctx_err(c, d, "field '%s' must be a mapping", dname);
+                continue;
+            }
+            static const char *const dk[] = {"name", "contents", NULL};
+            mcg_check_keys(c, d, dname, dk);
+            mcg_dropin di = {0};
+            di.loc.file = c->file;
+            di.loc.line = mcg_pctx_line(c, d);
+            mcg_get_str(c, d, "name", dname, &di.name);
+            mcg_get_str(c, d, "contents", dname, &di.contents);
+            bool ok = true;
+            if (!di.name) {
+                mcg_pctx_err(c, d, "field '%s.name' is required", dname);
+                ok = false;
+            } else if (!valid_dropin_name(di.name)) {
+                mcg_pctx_err(c, json_object_get(d, "name"),
+                             "'%s' is not a valid drop-in name (NAME.conf)", di.name);
+                ok = false;
+            }
+            for (size_t k = 0; ok && k < u.ndropins; k++)
+                if (!strcmp(u.dropins[k].name, di.name)) {
+                    mcg_pctx_err(c, d, "drop-in '%s' is given twice for unit '%s'", di.name,
+                                 u.name ? u.name : "?");
+                    ok = false;
+                }
+            if (!ok) {
+                free(di.name);
+                free(di.contents);
+                continue;
+            }
+            u.dropins = mcg_realloc(u.dropins, (u.ndropins + 1) * sizeof(*u.dropins));
+            u.dropins[u.ndropins++] = di;
+        }
+        for (size_t k = 0; c->errors == before && k < ign->nunits; k++)
+            if (!strcmp(ign->units[k].name, u.name))
+                mcg_pctx_err(c, e, "unit '%s' is given twice in this config", u.name);
+        if (c->errors != before) {
+            unit_free(&u);
+            continue;
+        }
+        ign->units = mcg_realloc(ign->units, (ign->nunits + 1) * sizeof(*ign->units));
+        ign->units[ign->nunits++] = u;
+    }
+}
+
+static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
+{
+    static const char *const keys[] = {"users", "groups", NULL};
+    mcg_check_keys(c, passwd, "passwd", keys);
+    refuse(c, passwd, "groups", "passwd.groups", "mcgit does not create groups");
+    json_t *users = mcg_get_arr(c, passwd, "users", "passwd.users");
+    size_t i;
+    json_t *u;
+    json_array_foreach(users, i, u)
+    {
+        char name[64];
+        snprintf(name, sizeof(name), "passwd.users[%zu]", i);
+        if (!json_is_object(u)) {
+            mcg_pctx_err(c, u, "field '%s' must be a mapping", name);
+            continue;
+        }
+        json_t *n = json_object_get(u, "name");
+        if (!json_is_string(n) || strcmp(json_string_value(n), "core") != 0) {
+            mcg_pctx_err(c, n ? n : u,
+                         "user '%s' is not supported: only user 'core' may be configured",
+                         json_is_string(n) ? json_string_value(n) : "?");
+            continue;
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach(u, key, v)
+        {
+            if (strcmp(key, "name") && strcmp(key, "sshAuthorizedKeys") && !mcg_json_is_empty(v))
+                mcg_pctx_err(c, v,
+                             "field 'passwd.users[%zu].%s' is not supported: only "
+                             "sshAuthorizedKeys of user 'core' is managed",
+                             i, key);
+        }
+        json_t *keysarr = mcg_get_arr(c, u, "sshAuthorizedKeys", "sshAuthorizedKeys");
+        size_t j;
+        json_t *k;
+        json_array_foreach(keysarr, j, k)
+        {
+            if (!json_is_string(k) || !json_string_length(k) ||
+                strchr(json_string_value(k), '\n') ||
+                strlen(json_string_value(k)) != json_string_length(k)) {
+                mcg_pctx_err(c, k, "sshAuthorizedKeys[%zu] must be a one-line string", j);
+                continue;
+            }
+            if (!mcg_strv_contains(&ign->ssh_keys, json_string_value(k)))
+                mcg_strv_push(&ign->ssh_keys, json_string_value(k));
+        }
+    }
+}
+
+static bool version_ok(const char *v)
+{
+    static const char *const ok[] = {"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", NULL};
+    for (const char *const *p = ok; *p; p++)
+        if (!strcmp(*p, v))
+            return true;
+    return false;
+}
+
+int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, mcg_ignition *out)
+{
+    int before = c->errors;
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(cfg)) {
+        mcg_pctx_err(c, cfg, "field '%s' must be a mapping", prefix);
+        return MCG_EINVAL;
+    }
+    json_t *ig = json_object_get(cfg, "ignition");
+    json_t *ver = json_is_object(ig) ? json_object_get(ig, "version") : NULL;
+    if (!json_is_string(ver)) {
+        mcg_pctx_err(c, ig ? ig : cfg, "field '%s.ignition.version' is required", prefix);
+        return MCG_EINVAL;
+    }
+    const char *vs = json_string_value(ver);
+    if (vs[0] == '2' || vs[0] == '1') {
+        mcg_pctx_err(c, ver, "Ignition %s is not supported: convert the config to Ignition 3.x",
+                     vs);
+        return MCG_EINVAL;
+    }
+    if (!version_ok(vs)) {
+        mcg_pctx_err(c, ver, "Ignition version '%s' is not supported (3.0.0 to 3.4.0)", vs);
+        return MCG_EINVAL;
+    }
+    out->version = mcg_strdup(vs);
+    static const char *const top[] = {"ignition", "passwd", "storage", "systemd",
+                                      "kernelArguments", NULL};
+    mcg_check_keys(c, cfg, prefix, top);
+    static const char *const igk[] = {"version", "config", "timeouts", "security", "proxy",
+                                      NULL};
+    mcg_check_keys(c, ig, "ignition", igk);
+    refuse(c, ig, "config", "ignition.config", "remote configs are not supported");
+    refuse(c, ig, "security", "ignition.security", "remote sources are not supported");
+    refuse(c, ig, "proxy", "ignition.proxy", "remote sources are not supported");
+    refuse(c, cfg, "kernelArguments", "kernelArguments",
+           "mcgit manages files, units and SSH keys");
+    json_t *p = mcg_get_obj(c, cfg, "passwd", "passwd");
+    if (p)
+        parse_passwd(c, p, out);
+    json_t *s = mcg_get_obj(c, cfg, "storage", "storage");
+    if (s)
+        parse_storage(c, s, prefix, out);
+    json_t *sd = mcg_get_obj(c, cfg, "systemd", "systemd");
+    if (sd)
+        parse_units(c, sd, out);
+    if (c->errors != before) {
+        mcg_ignition_free(out);
+        return MCG_EINVAL;
+    }
+    return 0;
+}
+
+int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *data, size_t len,
+                            mcg_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    json_error_t je;
+    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return mcg_err_set(err, MCG_EINVAL, "%s:%d: invalid JSON: %s", what, je.line, je.text);
+    mcg_diags d = {0};
+    mcg_pctx c = {what, NULL, 0, &d, 0};
+    int rc = 0;
+    json_t *cfg = json_is_object(root) ? json_object_get(root, "config") : NULL;
+    if (!cfg)
+        rc = mcg_err_set(err, MCG_EINVAL, "%s: no 'config' in rendered spec", what);
+    else if (mcg_ignition_from_json(&c, cfg, "config", out) != 0)
+        rc = mcg_err_set(err, MCG_EINVAL, "%s", d.count ? d.msgs[0] : what);
+    mcg_diags_free(&d);
+    json_decref(root);
+    return rc;
+}

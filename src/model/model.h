@@ -1,0 +1,247 @@
+/*
+ * model — the config repo's objects as C structs.
+ *
+ * Parses MachineConfigPool, MachineConfig and MachineConfiguration YAML
+ * (several documents per file; JSON is accepted as the YAML subset it is)
+ * and the Ignition 3.0–3.4 config inside each MachineConfig, validating as it
+ * goes. Every object and field keeps the file and line it came from, so
+ * problems are reported as "file:line: message". Pure: callers hand in bytes.
+ *
+ * Ownership: an mcg_model owns everything reachable from it; free it with
+ * mcg_model_free(). Strings are NUL-terminated UTF-8.
+ */
+#ifndef MCG_MODEL_H
+#define MCG_MODEL_H
+
+#include "util/util.h"
+
+#define MCG_API_OPENSHIFT "machineconfiguration.openshift.io/v1"
+#define MCG_API_MCGIT "machineconfiguration.mcgit.io/v1"
+
+/* Where something came from. file points into the model's file table. */
+typedef struct mcg_loc {
+    const char *file;
+    int line;
+} mcg_loc;
+
+/* ----------------------------------------------------------- selectors */
+
+typedef enum { MCG_SEL_IN, MCG_SEL_NOTIN, MCG_SEL_EXISTS, MCG_SEL_DOESNOTEXIST } mcg_sel_op;
+
+typedef struct mcg_sel_expr {
+    char *key;
+    mcg_sel_op op;
+    mcg_strv values;
+} mcg_sel_expr;
+
+typedef struct mcg_kv {
+    char *key;
+    char *value;
+} mcg_kv;
+
+typedef struct mcg_labels {
+    mcg_kv *items; /* sorted by key, unique keys */
+    size_t n;
+} mcg_labels;
+
+typedef struct mcg_selector {
+    bool present;     /* the field was given at all */
+    mcg_labels match; /* matchLabels */
+    mcg_sel_expr *exprs;
+    size_t nexprs;
+} mcg_selector;
+
+/*
+ * Label-selector matching with Kubernetes semantics for a present selector
+ * (all matchLabels equal and every expression true; {} matches everything).
+ * An absent selector matches nothing. For machineConfigSelector, callers use
+ * mcg_selector_selects_any() first: an empty one selects nothing (MCO).
+ */
+bool mcg_selector_matches(const mcg_selector *s, const mcg_labels *labels);
+bool mcg_selector_is_empty(const mcg_selector *s);
+const char *mcg_labels_get(const mcg_labels *l, const char *key);
+/* Set key=value (replacing), keeping items sorted. */
+void mcg_labels_set(mcg_labels *l, const char *key, const char *value);
+bool mcg_labels_remove(mcg_labels *l, const char *key);
+void mcg_labels_free(mcg_labels *l);
+/* Parse "k=v,k2=v2" (validated label syntax); "k-" entries remove keys. */
+int mcg_labels_parse_arg(mcg_labels *l, const char *arg, mcg_err *err);
+
+/* --------------------------------------------------------- Ignition */
+
+/* An optional owner: by name, by id, or unset. */
+typedef struct mcg_owner {
+    char *name; /* NULL when unset or given by id */
+    bool has_id;
+    int64_t id;
+} mcg_owner;
+
+/* A tri-state boolean: unset, false, true. */
+typedef enum { MCG_UNSET = 0, MCG_FALSE = 1, MCG_TRUE = 2 } mcg_tri;
+
+typedef enum { MCG_NODE_FILE, MCG_NODE_DIR, MCG_NODE_LINK } mcg_node_kind;
+
+/*
+ * A storage entry: file, directory or link. They share one key space (path).
+ * Optional numeric fields carry has_* flags so merges can tell "unset" from a
+ * value, field by field.
+ */
+typedef struct mcg_storage {
+    mcg_node_kind kind;
+    char *path;
+    mcg_loc loc;
+    bool has_mode;
+    int mode;          /* permission bits, <= 0777 */
+    mcg_tri overwrite; /* unset after merge means true */
+    mcg_owner user, group;
+    /* files: contents (source + compression) travel as one field */
+    bool has_contents;
+    char *source;      /* data: URL as given */
+    char *compression; /* NULL or "gzip" */
+    unsigned char *data; /* decoded bytes (owned), len in data_len */
+    size_t data_len;
+    /* links */
+    char *target;
+    mcg_tri hard;
+} mcg_storage;
+
+typedef struct mcg_dropin {
+    char *name;
+    char *contents; /* NULL when unset */
+    mcg_loc loc;
+} mcg_dropin;
+
+typedef struct mcg_unit {
+    char *name;
+    mcg_loc loc;
+    mcg_tri enabled;
+    mcg_tri mask;
+    char *contents; /* NULL when unset */
+    mcg_dropin *dropins;
+    size_t ndropins;
+} mcg_unit;
+
+/* The part of an Ignition 3.x config that mcgit manages. */
+typedef struct mcg_ignition {
+    char *version; /* "3.x.0" as given */
+    mcg_storage *storage;
+    size_t nstorage;
+    mcg_unit *units;
+    size_t nunits;
+    mcg_strv ssh_keys; /* user core's sshAuthorizedKeys */
+} mcg_ignition;
+
+void mcg_ignition_free(mcg_ignition *ign);
+
+/* ------------------------------------------------------------ objects */
+
+typedef struct mcg_machineconfig {
+    char *name;
+    mcg_loc loc;
+    mcg_labels labels;
+    mcg_ignition config;
+} mcg_machineconfig;
+
+typedef struct mcg_pool {
+    char *name;
+    mcg_loc loc;
+    mcg_selector mc_selector;
+    mcg_selector node_selector;
+    /* maxUnavailable: absolute count, or a percentage when is_percent */
+    bool max_unavailable_set;
+    bool max_unavailable_is_percent;
+    int64_t max_unavailable;
+    bool paused;
+} mcg_pool;
+
+/* Node disruption policy (MachineConfiguration "cluster"). */
+typedef enum {
+    MCG_ACT_NONE,
+    MCG_ACT_REBOOT,
+    MCG_ACT_DRAIN,
+    MCG_ACT_RELOAD,
+    MCG_ACT_RESTART,
+    MCG_ACT_DAEMON_RELOAD,
+} mcg_action_type;
+
+typedef struct mcg_action {
+    mcg_action_type type;
+    char *service; /* for Reload / Restart */
+} mcg_action;
+
+typedef struct mcg_policy_rule {
+    char *key; /* file path or unit name */
+    mcg_action *actions;
+    size_t nactions;
+} mcg_policy_rule;
+
+typedef struct mcg_disruption_policy {
+    bool present;
+    mcg_policy_rule *files;
+    size_t nfiles;
+    mcg_policy_rule *units;
+    size_t nunits;
+    bool has_sshkey;
+    mcg_action *sshkey;
+    size_t nsshkey;
+} mcg_disruption_policy;
+
+/* mcgit.yaml: repo settings. */
+typedef struct mcg_settings {
+    char *source_branch;   /* default "main" */
+    char *rendered_branch; /* default "rendered" */
+} mcg_settings;
+
+typedef struct mcg_model {
+    mcg_strv files; /* file names, owned; mcg_loc.file points here */
+    mcg_pool *pools;
+    size_t npools;
+    mcg_machineconfig *mcs;
+    size_t nmcs;
+    mcg_disruption_policy policy;
+    mcg_settings settings;
+} mcg_model;
+
+mcg_model *mcg_model_new(void);
+void mcg_model_free(mcg_model *m);
+
+/*
+ * Parse one file's bytes. relpath is the file's path in the config repo and
+ * decides what may be in it: "pools/NAME.yaml" holds MachineConfigPools,
+ * "machineconfigs/NAME.yaml" MachineConfigs (and the MachineConfiguration
+ * "cluster"), "mcgit.yaml" the repo settings. Every problem is appended to
+ * diags as "relpath:line: message"; valid objects are added to m.
+ */
+void mcg_model_add_file(mcg_model *m, const char *relpath, const char *data, size_t len,
+                        mcg_diags *diags);
+
+/* True if relpath is a file mcg_model_add_file reads. */
+bool mcg_model_wants_file(const char *relpath);
+
+/*
+ * Cross-object checks once every file is in: duplicate names, required
+ * pools. Sorts pools and MCs by name. Problems go to diags.
+ */
+void mcg_model_finish(mcg_model *m, mcg_diags *diags);
+
+const mcg_pool *mcg_model_pool(const mcg_model *m, const char *name);
+
+/*
+ * Parse a rendered spec ({"config": <Ignition>}) as an agent receives it.
+ * Same validation as a MachineConfig's config. Errors name `what`.
+ */
+int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *data, size_t len,
+                            mcg_err *err);
+
+/* Parse a MachineConfiguration's disruption policy from JSON (cluster store). */
+int mcg_policy_parse_json(mcg_disruption_policy *out, const char *what, const char *data,
+                          size_t len, mcg_err *err);
+json_t *mcg_policy_to_json(const mcg_disruption_policy *p);
+void mcg_policy_free(mcg_disruption_policy *p);
+
+/* Name checks (DNS-1123 label / subdomain; systemd unit names). */
+bool mcg_name_is_dns_label(const char *s);
+bool mcg_name_is_dns_subdomain(const char *s);
+bool mcg_name_is_unit(const char *s);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * model_int.h — shared inside model/: YAML → jansson conversion with a line
+ * table, and the field readers every object parser uses.
+ *
+ * Objects are first converted to json_t (JSON is the YAML subset Kubernetes
+ * tools speak) while a side table records the source line of every value;
+ * validation then walks json_t and asks the table for lines.
+ */
+#ifndef MCG_MODEL_INT_H
+#define MCG_MODEL_INT_H
+
+#include "model/model.h"
+
+/* Pointer → line table (open addressing). */
+typedef struct mcg_linemap {
+    const void **keys;
+    int *lines;
+    size_t cap;
+    size_t n;
+} mcg_linemap;
+
+void mcg_linemap_put(mcg_linemap *lm, const void *key, int line);
+int mcg_linemap_get(const mcg_linemap *lm, const void *key);
+void mcg_linemap_free(mcg_linemap *lm);
+
+/* Context for reporting: file name, line table, fallback line, sink. */
+typedef struct mcg_pctx {
+    const char *file;
+    mcg_linemap *lines; /* may be NULL: every value reports base_line */
+    int base_line;
+    mcg_diags *diags;
+    int errors; /* problems added through this context */
+} mcg_pctx;
+
+int mcg_pctx_line(const mcg_pctx *c, const json_t *v);
+void mcg_pctx_err(mcg_pctx *c, const json_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/*
+ * Parse every YAML document in data. For each document calls fn with the
+ * root converted to JSON. line_offset is added to every line (for YAML
+ * embedded in another file). Problems go to diags. Returns the number of
+ * YAML syntax errors.
+ */
+typedef void (*mcg_yaml_doc_fn)(json_t *root, mcg_linemap *lines, void *arg);
+int mcg_yaml_each_doc(const char *file, const char *data, size_t len, int line_offset,
+                      mcg_diags *diags, mcg_yaml_doc_fn fn, void *arg);
+
+/*
+ * Field readers. Each checks the type, reports "field 'x' must be ..." and
+ * returns false when the field is present but wrong; *out is untouched when
+ * the field is absent or null. name is the dotted field path for messages.
+ */
+bool mcg_get_str(mcg_pctx *c, const json_t *obj, const char *key, const char *name, char **out);
+bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
+                  mcg_tri *out);
+bool mcg_get_int(mcg_pctx *c, const json_t *obj, const char *key, const char *name, bool *has,
+                 int64_t *out);
+/* Object/array or absent/null (returns NULL); reports a wrong type. */
+json_t *mcg_get_obj(mcg_pctx *c, const json_t *obj, const char *key, const char *name);
+json_t *mcg_get_arr(mcg_pctx *c, const json_t *obj, const char *key, const char *name);
+/*
+ * Report every key of obj not in allowed (NULL-terminated) as
+ * "unknown field 'prefix.key'".
+ */
+void mcg_check_keys(mcg_pctx *c, const json_t *obj, const char *prefix, const char *const *allowed);
+/* True when v is absent, null, false, "", 0, [] or {}. */
+bool mcg_json_is_empty(const json_t *v);
+
+int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, mcg_ignition *out);
+int mcg_policy_from_json(mcg_pctx *c, const json_t *spec, mcg_disruption_policy *out);
+
+#endif

@@ -1,0 +1,449 @@
+/*
+ * yaml.c — libyaml documents to jansson values, with source lines.
+ *
+ * Scalars follow YAML 1.1 core typing as Kubernetes' YAML reader does for the
+ * types mcgit needs: a plain scalar that spells null, a boolean or an integer
+ * (decimal, 0o/leading-0 octal, 0x hex) becomes that type; a quoted scalar
+ * is always a string. Aliases are refused (they make documents whose size
+ * is not bounded by their text), as are duplicate keys and non-scalar keys.
+ */
+#include "model/model_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+/* ------------------------------------------------------------ line map */
+
+static size_t ptr_hash(const void *p)
+{
+    uintptr_t x = (uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static void linemap_grow(mcg_linemap *lm)
+{
+    size_t ncap = lm->cap ? lm->cap * 2 : 256;
+    const void **keys = mcg_calloc(ncap, sizeof(*keys));
+    int *lines = mcg_calloc(ncap, sizeof(*lines));
+    for (size_t i = 0; i < lm->cap; i++) {
+        if (!lm->keys[i])
+            continue;
+        size_t j = ptr_hash(lm->keys[i]) & (ncap - 1);
+        while (keys[j])
+            j = (j + 1) & (ncap - 1);
+        keys[j] = lm->keys[i];
+        lines[j] = lm->lines[i];
+    }
+    free(lm->keys);
+    free(lm->lines);
+    lm->keys = keys;
+    lm->lines = lines;
+    lm->cap = ncap;
+}
+
+void mcg_linemap_put(mcg_linemap *lm, const void *key, int line)
+{
+    if ((lm->n + 1) * 2 > lm->cap)
+        linemap_grow(lm);
+    size_t j = ptr_hash(key) & (lm->cap - 1);
+    while (lm->keys[j] && lm->keys[j] != key)
+        j = (j + 1) & (lm->cap - 1);
+    if (!lm->keys[j])
+        lm->n++;
+    lm->keys[j] = key;
+    lm->lines[j] = line;
+}
+
+int mcg_linemap_get(const mcg_linemap *lm, const void *key)
+{
+    if (!lm || !lm->cap || !key)
+        return 0;
+    size_t j = ptr_hash(key) & (lm->cap - 1);
+    while (lm->keys[j]) {
+        if (lm->keys[j] == key)
+            return lm->lines[j];
+        j = (j + 1) & (lm->cap - 1);
+    }
+    return 0;
+}
+
+void mcg_linemap_free(mcg_linemap *lm)
+{
+    if (!lm)
+        return;
+    free(lm->keys);
+    free(lm->lines);
+    memset(lm, 0, sizeof(*lm));
+}
+
+/* ------------------------------------------------------------ scalars */
+
+static bool is_null_word(const char *s)
+{
+    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+           !strcmp(s, "NULL");
+}
+
+static int parse_int_scalar(const char *s, json_int_t *out)
+{
+    const char *p = s;
+    bool neg = false;
+    if (*p == '-' || *p == '+')
+        neg = *p++ == '-';
+    if (!*p)
+        return -1;
+    int base = 10;
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        base = 16;
+        p += 2;
+    } else if (p[0] == '0' && p[1] == 'o') {
+        base = 8;
+        p += 2;
+    } else if (p[0] == '0' && p[1]) {
+        base = 8; /* YAML 1.1: 0644 is octal, as file modes are written */
+        p += 1;
+    }
+    if (!*p)
+        return -1;
+    for (const char *q = p; *q; q++) {
+        int d = (*q >= '0' && *q <= '9')   ? *q - '0'
+                : (*q >= 'a' && *q <= 'f') ? *q - 'a' + 10
+                : (*q >= 'A' && *q <= 'F') ? *q - 'A' + 10
+                                           : 99;
+        if (d >= base)
+            return *q == '.' || *q == 'e' || *q == 'E' ? -2 : -1;
+    }
+    errno = 0;
+    char *end;
+    long long v = strtoll(p, &end, base);
+    if (errno || *end)
+        return -3;
+    *out = neg ? -v : v;
+    return 0;
+}
+
+/* ------------------------------------------------------------ documents */
+
+typedef struct conv {
+    yaml_document_t *doc;
+    const char *file;
+    int line_offset;
+    mcg_diags *diags;
+    mcg_linemap *lines;
+    unsigned char *seen;
+    int errors;
+    int depth;
+} conv;
+
+static json_t *convert(conv *cv, yaml_node_t *node);
+
+static int node_line(conv *cv, yaml_node_t *n)
+{
+    return (int)n->start_mark.line + 1 + cv->line_offset;
+}
+
+static json_t *conv_scalar(conv *cv, yaml_node_t *n)
+{
+    const char *s = (const char *)n->data.scalar.value;
+    size_t len = n->data.scalar.length;
+    if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return json_stringn(s, len);
+    if (strlen(s) != len) {
+        cv->errors++;
+        mcg_diags_add(cv->diags, "%s:%d: NUL byte in value", cv->file, node_line(cv, n));
+        return NULL;
+    }
+    if (is_null_word(s))
+        return json_null();
+    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE"))
+        return json_true();
+    if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE"))
+        return json_false();
+    if ((s[0] >= '0' && s[0] <= '9') || ((s[0] == '-' || s[0] == '+') && s[1] >= '0' && s[1] <= '9')) {
+        json_int_t v;
+        int r = parse_int_scalar(s, &v);
+        if (r == 0)
+            return json_integer(v);
+        if (r == -3) {
+            cv->errors++;
+            mcg_diags_add(cv->diags, "%s:%d: integer '%s' is out of range", cv->file,
+                          node_line(cv, n), s);
+            return NULL;
+        }
+        if (r == -2) {
+            char *end;
+            double d = strtod(s, &end);
+            if (!*end)
+                return json_real(d);
+        }
+    }
+    json_t *v = json_stringn(s, len);
+    if (!v) {
+        cv->errors++;
+        mcg_diags_add(cv->diags, "%s:%d: value is not valid UTF-8", cv->file, node_line(cv, n));
+    }
+    return v;
+}
+
+static json_t *convert(conv *cv, yaml_node_t *n)
+{
+    int idx = (int)(n - cv->doc->nodes.start);
+    if (cv->seen[idx]) {
+        cv->errors++;
+        mcg_diags_add(cv->diags, "%s:%d: YAML aliases are not supported", cv->file,
+                      node_line(cv, n));
+        return NULL;
+    }
+    cv->seen[idx] = 1;
+    if (++cv->depth > 64) {
+        cv->errors++;
+        mcg_diags_add(cv->diags, "%s:%d: nesting deeper than 64 levels", cv->file,
+                      node_line(cv, n));
+        return NULL;
+    }
+    json_t *out = NULL;
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        out = conv_scalar(cv, n);
+        break;
+    case YAML_SEQUENCE_NODE:
+        out = json_array();
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+             it++) {
+            json_t *v = convert(cv, yaml_document_get_node(cv->doc, *it));
+            if (!v) {
+                json_decref(out);
+                out = NULL;
+                break;
+            }
+            json_array_append_new(out, v);
+        }
+        break;
+    case YAML_MAPPING_NODE:
+        out = json_object();
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+             p++) {
+            yaml_node_t *k = yaml_document_get_node(cv->doc, p->key);
+            yaml_node_t *v = yaml_document_get_node(cv->doc, p->value);
+            if (k->type != YAML_SCALAR_NODE) {
+                cv->errors++;
+                mcg_diags_add(cv->diags, "%s:%d: mapping keys must be scalars", cv->file,
+                              node_line(cv, k));
+                json_decref(out);
+                out = NULL;
+                break;
+            }
+            const char *key = (const char *)k->data.scalar.value;
+            if (strlen(key) != k->data.scalar.length) {
+                cv->errors++;
+                mcg_diags_add(cv->diags, "%s:%d: NUL byte in key", cv->file, node_line(cv, k));
+                json_decref(out);
+                out = NULL;
+                break;
+            }
+            if (json_object_get(out, key)) {
+                cv->errors++;
+                mcg_diags_add(cv->diags, "%s:%d: duplicate key '%s'", cv->file, node_line(cv, k),
+                              key);
+                json_decref(out);
+                out = NULL;
+                break;
+            }
+            json_t *jv = convert(cv, v);
+            if (!jv) {
+                json_decref(out);
+                out = NULL;
+                break;
+            }
+            /* Keys that are not valid UTF-8 are refused by jansson. */
+            if (json_object_set_new(out, key, jv) != 0) {
+                cv->errors++;
+                mcg_diags_add(cv->diags, "%s:%d: key is not valid UTF-8", cv->file,
+                              node_line(cv, k));
+                json_decref(out);
+                out = NULL;
+                break;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    cv->depth--;
+    if (out)
+        mcg_linemap_put(cv->lines, out, node_line(cv, n));
+    return out;
+}
+
+int mcg_yaml_each_doc(const char *file, const char *data, size_t len, int line_offset,
+                      mcg_diags *diags, mcg_yaml_doc_fn fn, void *arg)
+{
+    yaml_parser_t parser;
+    int errors = 0;
+    if (!yaml_parser_initialize(&parser)) {
+        mcg_diags_add(diags, "%s: cannot start the YAML parser", file);
+        return 1;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+    for (;;) {
+        yaml_document_t doc;
+        if (!yaml_parser_load(&parser, &doc)) {
+            mcg_diags_add(diags, "%s:%d: invalid YAML: %s%s%s", file,
+                          (int)(parser.problem_mark.line + 1) + line_offset,
+                          parser.problem ? parser.problem : "syntax error",
+                          parser.context ? " " : "", parser.context ? parser.context : "");
+            errors++;
+            break;
+        }
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        if (!root) {
+            yaml_document_delete(&doc);
+            break; /* end of stream */
+        }
+        size_t nnodes = (size_t)(doc.nodes.top - doc.nodes.start);
+        mcg_linemap lines = {0};
+        conv cv = {&doc, file, line_offset, diags, &lines, mcg_calloc(nnodes + 1, 1), 0, 0};
+        json_t *j = convert(&cv, root);
+        free(cv.seen);
+        errors += cv.errors;
+        if (j)
+            fn(j, &lines, arg);
+        json_decref(j);
+        mcg_linemap_free(&lines);
+        yaml_document_delete(&doc);
+    }
+    yaml_parser_delete(&parser);
+    return errors;
+}
+
+/* ------------------------------------------------------------ readers */
+
+int mcg_pctx_line(const mcg_pctx *c, const json_t *v)
+{
+    int l = mcg_linemap_get(c->lines, v);
+    return l ? l : c->base_line;
+}
+
+void mcg_pctx_err(mcg_pctx *c, const json_t *at, const char *fmt, ...)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    mcg_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    int line = mcg_pctx_line(c, at);
+    if (line > 0)
+        mcg_diags_add(c->diags, "%s:%d: %s", c->file, line, b.ptr);
+    else
+        mcg_diags_add(c->diags, "%s: %s", c->file, b.ptr);
+    mcg_buf_free(&b);
+    c->errors++;
+}
+
+bool mcg_get_str(mcg_pctx *c, const json_t *obj, const char *key, const char *name, char **out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_string(v)) {
+        mcg_pctx_err(c, v, "field '%s' must be a string", name);
+        return false;
+    }
+    if (strlen(json_string_value(v)) != json_string_length(v)) {
+        mcg_pctx_err(c, v, "field '%s' contains a NUL byte", name);
+        return false;
+    }
+    free(*out);
+    *out = mcg_strdup(json_string_value(v));
+    return true;
+}
+
+bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
+                  mcg_tri *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_boolean(v)) {
+        mcg_pctx_err(c, v, "field '%s' must be true or false", name);
+        return false;
+    }
+    *out = json_is_true(v) ? MCG_TRUE : MCG_FALSE;
+    return true;
+}
+
+bool mcg_get_int(mcg_pctx *c, const json_t *obj, const char *key, const char *name, bool *has,
+                 int64_t *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_integer(v)) {
+        mcg_pctx_err(c, v, "field '%s' must be an integer", name);
+        return false;
+    }
+    *has = true;
+    *out = (int64_t)json_integer_value(v);
+    return true;
+}
+
+json_t *mcg_get_obj(mcg_pctx *c, const json_t *obj, const char *key, const char *name)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return NULL;
+    if (!json_is_object(v)) {
+        mcg_pctx_err(c, v, "field '%s' must be a mapping", name);
+        return NULL;
+    }
+    return v;
+}
+
+json_t *mcg_get_arr(mcg_pctx *c, const json_t *obj, const char *key, const char *name)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return NULL;
+    if (!json_is_array(v)) {
+        mcg_pctx_err(c, v, "field '%s' must be a list", name);
+        return NULL;
+    }
+    return v;
+}
+
+void mcg_check_keys(mcg_pctx *c, const json_t *obj, const char *prefix, const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        bool ok = false;
+        for (const char *const *a = allowed; *a; a++)
+            if (!strcmp(*a, key)) {
+                ok = true;
+                break;
+            }
+        if (!ok)
+            mcg_pctx_err(c, v, "unknown field '%s%s%s'", prefix, *prefix ? "." : "", key);
+    }
+}
+
+bool mcg_json_is_empty(const json_t *v)
+{
+    if (!v || json_is_null(v) || json_is_false(v))
+        return true;
+    if (json_is_string(v))
+        return json_string_length(v) == 0;
+    if (json_is_integer(v))
+        return json_integer_value(v) == 0;
+    if (json_is_array(v))
+        return json_array_size(v) == 0;
+    if (json_is_object(v))
+        return json_object_size(v) == 0;
+    return false;
+}

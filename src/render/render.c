@@ -1,0 +1,585 @@
+/*
+ * render.c — selection, Ignition merge, canonical spec and content name.
+ *
+ * Merge rules (REFERENCE.md): files, directories and links share one key
+ * space (path); units are keyed by name and drop-ins by name within their
+ * unit; for the same key a later entry wins field by field, a field it
+ * leaves unset keeps the earlier value; an entry of another kind at the same
+ * path replaces the earlier one whole. A file's contents (source and
+ * compression) are one field: mixing one MC's source with another's
+ * compression would decode neither. core's SSH keys are united in order of
+ * first appearance. After the merge, unset fields take Ignition's defaults
+ * (file mode 0644, directory 0755, overwrite true) so that configs that mean
+ * the same thing hash the same.
+ */
+#include "render/render.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_or_null(const char *s)
+{
+    return s ? mcg_strdup(s) : NULL;
+}
+
+static void owner_merge(mcg_owner *d, const mcg_owner *s)
+{
+    if (s->name || s->has_id) {
+        free(d->name);
+        d->name = dup_or_null(s->name);
+        d->has_id = s->has_id;
+        d->id = s->id;
+    }
+}
+
+static void storage_clear(mcg_storage *s)
+{
+    free(s->path);
+    free(s->source);
+    free(s->compression);
+    free(s->data);
+    free(s->target);
+    free(s->user.name);
+    free(s->group.name);
+    memset(s, 0, sizeof(*s));
+}
+
+static void storage_copy(mcg_storage *d, const mcg_storage *s)
+{
+    *d = *s;
+    d->path = mcg_strdup(s->path);
+    d->source = dup_or_null(s->source);
+    d->compression = dup_or_null(s->compression);
+    d->target = dup_or_null(s->target);
+    d->user.name = dup_or_null(s->user.name);
+    d->group.name = dup_or_null(s->group.name);
+    d->data = NULL;
+    if (s->data) {
+        d->data = mcg_malloc(s->data_len + 1);
+        memcpy(d->data, s->data, s->data_len);
+        d->data[s->data_len] = 0;
+    }
+}
+
+static void storage_merge(mcg_storage *d, const mcg_storage *s)
+{
+    if (d->kind != s->kind) {
+        /* Another kind at the same path replaces the entry whole; the path
+         * string is kept because the merge index points at it. */
+        char *path = d->path;
+        d->path = NULL;
+        storage_clear(d);
+        storage_copy(d, s);
+        free(d->path);
+        d->path = path;
+        return;
+    }
+    d->loc = s->loc;
+    if (s->has_mode) {
+        d->has_mode = true;
+        d->mode = s->mode;
+    }
+    if (s->overwrite)
+        d->overwrite = s->overwrite;
+    owner_merge(&d->user, &s->user);
+    owner_merge(&d->group, &s->group);
+    if (s->has_contents) {
+        free(d->source);
+        free(d->compression);
+        free(d->data);
+        d->has_contents = true;
+        d->source = dup_or_null(s->source);
+        d->compression = dup_or_null(s->compression);
+        d->data = mcg_malloc(s->data_len + 1);
+        if (s->data_len)
+            memcpy(d->data, s->data, s->data_len);
+        d->data[s->data_len] = 0;
+        d->data_len = s->data_len;
+    }
+    if (s->target) {
+        free(d->target);
+        d->target = mcg_strdup(s->target);
+    }
+    if (s->hard)
+        d->hard = s->hard;
+}
+
+static void unit_merge(mcg_unit *d, const mcg_unit *s)
+{
+    if (s->enabled)
+        d->enabled = s->enabled;
+    if (s->mask)
+        d->mask = s->mask;
+    if (s->contents) {
+        free(d->contents);
+        d->contents = mcg_strdup(s->contents);
+    }
+    for (size_t i = 0; i < s->ndropins; i++) {
+        const mcg_dropin *sd = &s->dropins[i];
+        size_t j = 0;
+        while (j < d->ndropins && strcmp(d->dropins[j].name, sd->name) != 0)
+            j++;
+        if (j == d->ndropins) {
+            d->dropins = mcg_realloc(d->dropins, (d->ndropins + 1) * sizeof(*d->dropins));
+            d->dropins[j] = (mcg_dropin){mcg_strdup(sd->name), NULL, sd->loc};
+            d->ndropins++;
+        }
+        if (sd->contents) {
+            free(d->dropins[j].contents);
+            d->dropins[j].contents = mcg_strdup(sd->contents);
+        }
+    }
+}
+
+/*
+ * Keyed lookups use a linear scan per entry; configs hold tens of entries,
+ * but 10,000 MCs x 10 files must still be fast, so callers merge through an
+ * index (see merge_index below).
+ */
+typedef struct keyidx {
+    char **keys;
+    size_t *pos;
+    size_t cap;
+    size_t n;
+} keyidx;
+
+static size_t str_hash(const char *s)
+{
+    size_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static void idx_put(keyidx *ix, char *key, size_t pos);
+
+static void idx_grow(keyidx *ix)
+{
+    keyidx n = {mcg_calloc(ix->cap ? ix->cap * 2 : 64, sizeof(char *)),
+                mcg_calloc(ix->cap ? ix->cap * 2 : 64, sizeof(size_t)), ix->cap ? ix->cap * 2 : 64,
+                0};
+    for (size_t i = 0; i < ix->cap; i++)
+        if (ix->keys[i])
+            idx_put(&n, ix->keys[i], ix->pos[i]);
+    free(ix->keys);
+    free(ix->pos);
+    *ix = n;
+}
+
+/* key is borrowed: it must live as long as the index. */
+static void idx_put(keyidx *ix, char *key, size_t pos)
+{
+    if ((ix->n + 1) * 2 > ix->cap)
+        idx_grow(ix);
+    size_t j = str_hash(key) & (ix->cap - 1);
+    while (ix->keys[j] && strcmp(ix->keys[j], key) != 0)
+        j = (j + 1) & (ix->cap - 1);
+    if (!ix->keys[j])
+        ix->n++;
+    ix->keys[j] = key;
+    ix->pos[j] = pos;
+}
+
+static bool idx_get(const keyidx *ix, const char *key, size_t *pos)
+{
+    if (!ix->cap)
+        return false;
+    size_t j = str_hash(key) & (ix->cap - 1);
+    while (ix->keys[j]) {
+        if (!strcmp(ix->keys[j], key)) {
+            *pos = ix->pos[j];
+            return true;
+        }
+        j = (j + 1) & (ix->cap - 1);
+    }
+    return false;
+}
+
+static void idx_free(keyidx *ix)
+{
+    free(ix->keys);
+    free(ix->pos);
+    memset(ix, 0, sizeof(*ix));
+}
+
+typedef struct merger {
+    mcg_ignition *dst;
+    keyidx paths, units, keys;
+} merger;
+
+static void merger_rebuild(merger *mg)
+{
+    idx_free(&mg->paths);
+    idx_free(&mg->units);
+    idx_free(&mg->keys);
+    for (size_t i = 0; i < mg->dst->nstorage; i++)
+        idx_put(&mg->paths, mg->dst->storage[i].path, i);
+    for (size_t i = 0; i < mg->dst->nunits; i++)
+        idx_put(&mg->units, mg->dst->units[i].name, i);
+    for (size_t i = 0; i < mg->dst->ssh_keys.n; i++)
+        idx_put(&mg->keys, mg->dst->ssh_keys.v[i], i);
+}
+
+static void merger_add(merger *mg, const mcg_ignition *src)
+{
+    mcg_ignition *d = mg->dst;
+    size_t pos;
+    for (size_t i = 0; i < src->nstorage; i++) {
+        const mcg_storage *s = &src->storage[i];
+        if (idx_get(&mg->paths, s->path, &pos)) {
+            storage_merge(&d->storage[pos], s);
+            continue;
+        }
+        d->storage = mcg_realloc(d->storage, (d->nstorage + 1) * sizeof(*d->storage));
+        storage_copy(&d->storage[d->nstorage], s);
+        idx_put(&mg->paths, d->storage[d->nstorage].path, d->nstorage);
+        d->nstorage++;
+    }
+    for (size_t i = 0; i < src->nunits; i++) {
+        const mcg_unit *s = &src->units[i];
+        if (!idx_get(&mg->units, s->name, &pos)) {
+            d->units = mcg_realloc(d->units, (d->nunits + 1) * sizeof(*d->units));
+            pos = d->nunits++;
+            memset(&d->units[pos], 0, sizeof(d->units[pos]));
+            d->units[pos].name = mcg_strdup(s->name);
+            idx_put(&mg->units, d->units[pos].name, pos);
+        }
+        d->units[pos].loc = s->loc;
+        unit_merge(&d->units[pos], s);
+    }
+    for (size_t i = 0; i < src->ssh_keys.n; i++) {
+        if (idx_get(&mg->keys, src->ssh_keys.v[i], &pos))
+            continue;
+        mcg_strv_push(&d->ssh_keys, src->ssh_keys.v[i]);
+        idx_put(&mg->keys, d->ssh_keys.v[d->ssh_keys.n - 1], d->ssh_keys.n - 1);
+    }
+}
+
+static void merger_free(merger *mg)
+{
+    idx_free(&mg->paths);
+    idx_free(&mg->units);
+    idx_free(&mg->keys);
+}
+
+void mcg_ignition_merge(mcg_ignition *dst, const mcg_ignition *src)
+{
+    merger mg = {dst, {0}, {0}, {0}};
+    merger_rebuild(&mg);
+    merger_add(&mg, src);
+    merger_free(&mg);
+}
+
+/* ------------------------------------------------------------ selection */
+
+static bool mc_selected(const mcg_pool *p, const mcg_machineconfig *mc)
+{
+    return !mcg_selector_is_empty(&p->mc_selector) && mcg_selector_matches(&p->mc_selector, &mc->labels);
+}
+
+void mcg_render_select(mcg_strv *out, const mcg_model *m, const mcg_pool *pool)
+{
+    bool custom = strcmp(pool->name, "master") != 0 && strcmp(pool->name, "worker") != 0;
+    const mcg_pool *worker = custom ? mcg_model_pool(m, "worker") : NULL;
+    /* m->mcs is sorted by name (mcg_model_finish). */
+    if (worker)
+        for (size_t i = 0; i < m->nmcs; i++)
+            if (mc_selected(worker, &m->mcs[i]))
+                mcg_strv_push(out, m->mcs[i].name);
+    size_t nworker = out->n;
+    for (size_t i = 0; i < m->nmcs; i++) {
+        if (!mc_selected(pool, &m->mcs[i]))
+            continue;
+        bool dup = false;
+        for (size_t j = 0; j < nworker && !dup; j++)
+            dup = !strcmp(out->v[j], m->mcs[i].name);
+        if (!dup)
+            mcg_strv_push(out, m->mcs[i].name);
+    }
+}
+
+/* ------------------------------------------------------------ output */
+
+static int storage_cmp(const void *a, const void *b)
+{
+    return strcmp(((const mcg_storage *)a)->path, ((const mcg_storage *)b)->path);
+}
+
+static int unit_cmp(const void *a, const void *b)
+{
+    return strcmp(((const mcg_unit *)a)->name, ((const mcg_unit *)b)->name);
+}
+
+static int dropin_cmp(const void *a, const void *b)
+{
+    return strcmp(((const mcg_dropin *)a)->name, ((const mcg_dropin *)b)->name);
+}
+
+/* Fill Ignition's defaults and sort keyed lists: the canonical form. */
+static void normalise(mcg_ignition *ign)
+{
+    free(ign->version);
+    ign->version = mcg_strdup("3.4.0");
+    for (size_t i = 0; i < ign->nstorage; i++) {
+        mcg_storage *s = &ign->storage[i];
+        if (!s->overwrite)
+            s->overwrite = MCG_TRUE;
+        if (s->kind == MCG_NODE_FILE && !s->has_mode)
+            s->has_mode = true, s->mode = 0644;
+        if (s->kind == MCG_NODE_DIR && !s->has_mode)
+            s->has_mode = true, s->mode = 0755;
+        if (s->kind == MCG_NODE_LINK && !s->hard)
+            s->hard = MCG_FALSE;
+        if (s->kind == MCG_NODE_FILE && !s->data) {
+            s->data = mcg_calloc(1, 1);
+            s->data_len = 0;
+        }
+    }
+    if (ign->nstorage > 1)
+        qsort(ign->storage, ign->nstorage, sizeof(*ign->storage), storage_cmp);
+    if (ign->nunits > 1)
+        qsort(ign->units, ign->nunits, sizeof(*ign->units), unit_cmp);
+    for (size_t i = 0; i < ign->nunits; i++)
+        if (ign->units[i].ndropins > 1)
+            qsort(ign->units[i].dropins, ign->units[i].ndropins, sizeof(mcg_dropin), dropin_cmp);
+}
+
+static json_t *owner_json(const mcg_owner *o)
+{
+    if (o->has_id)
+        return json_pack("{s:I}", "id", (json_int_t)o->id);
+    return json_pack("{s:s}", "name", o->name);
+}
+
+static void set_tri(json_t *o, const char *key, mcg_tri t)
+{
+    if (t)
+        json_object_set_new(o, key, json_boolean(t == MCG_TRUE));
+}
+
+json_t *mcg_render_spec_json(const mcg_ignition *ign)
+{
+    json_t *cfg = json_object();
+    json_object_set_new(cfg, "ignition", json_pack("{s:s}", "version", "3.4.0"));
+    if (ign->ssh_keys.n) {
+        json_t *keys = json_array();
+        for (size_t i = 0; i < ign->ssh_keys.n; i++)
+            json_array_append_new(keys, json_string(ign->ssh_keys.v[i]));
+        json_object_set_new(cfg, "passwd",
+                            json_pack("{s:[{s:s,s:o}]}", "users", "name", "core",
+                                      "sshAuthorizedKeys", keys));
+    }
+    if (ign->nstorage) {
+        json_t *files = json_array(), *dirs = json_array(), *links = json_array();
+        for (size_t i = 0; i < ign->nstorage; i++) {
+            const mcg_storage *s = &ign->storage[i];
+            json_t *e = json_pack("{s:s}", "path", s->path);
+            set_tri(e, "overwrite", s->overwrite);
+            if (s->user.name || s->user.has_id)
+                json_object_set_new(e, "user", owner_json(&s->user));
+            if (s->group.name || s->group.has_id)
+                json_object_set_new(e, "group", owner_json(&s->group));
+            if (s->kind != MCG_NODE_LINK && s->has_mode)
+                json_object_set_new(e, "mode", json_integer(s->mode));
+            if (s->kind == MCG_NODE_FILE && s->source) {
+                json_t *ct = json_pack("{s:s}", "source", s->source);
+                if (s->compression)
+                    json_object_set_new(ct, "compression", json_string(s->compression));
+                json_object_set_new(e, "contents", ct);
+            }
+            if (s->kind == MCG_NODE_LINK) {
+                if (s->target)
+                    json_object_set_new(e, "target", json_string(s->target));
+                set_tri(e, "hard", s->hard);
+            }
+            json_array_append_new(s->kind == MCG_NODE_FILE  ? files
+                                  : s->kind == MCG_NODE_DIR ? dirs
+                                                            : links,
+                                  e);
+        }
+        json_t *st = json_object();
+        if (json_array_size(files))
+            json_object_set(st, "files", files);
+        if (json_array_size(dirs))
+            json_object_set(st, "directories", dirs);
+        if (json_array_size(links))
+            json_object_set(st, "links", links);
+        json_decref(files);
+        json_decref(dirs);
+        json_decref(links);
+        json_object_set_new(cfg, "storage", st);
+    }
+    if (ign->nunits) {
+        json_t *units = json_array();
+        for (size_t i = 0; i < ign->nunits; i++) {
+            const mcg_unit *u = &ign->units[i];
+            json_t *e = json_pack("{s:s}", "name", u->name);
+            set_tri(e, "enabled", u->enabled);
+            set_tri(e, "mask", u->mask);
+            if (u->contents)
+                json_object_set_new(e, "contents", json_string(u->contents));
+            if (u->ndropins) {
+                json_t *dr = json_array();
+                for (size_t j = 0; j < u->ndropins; j++) {
+                    json_t *d = json_pack("{s:s}", "name", u->dropins[j].name);
+                    if (u->dropins[j].contents)
+                        json_object_set_new(d, "contents", json_string(u->dropins[j].contents));
+                    json_array_append_new(dr, d);
+                }
+                json_object_set_new(e, "dropins", dr);
+            }
+            json_array_append_new(units, e);
+        }
+        json_object_set_new(cfg, "systemd", json_pack("{s:o}", "units", units));
+    }
+    return json_pack("{s:o}", "config", cfg);
+}
+
+int mcg_render_name(const mcg_ignition *ign, const char *pool, char **spec, size_t *spec_len,
+                    char hash[MCG_HASH_HEX + 1], char **name, mcg_err *err)
+{
+    json_t *j = mcg_render_spec_json(ign);
+    mcg_buf b = MCG_BUF_INIT;
+    int rc = mcg_json_canonical(j, &b, err);
+    json_decref(j);
+    if (rc)
+        goto out;
+    if (b.len > MCG_RENDER_MAX_BYTES) {
+        rc = mcg_err_set(err, MCG_EINVAL, "rendered config is %zu bytes, over the 1.5 MiB limit",
+                         b.len);
+        goto out;
+    }
+    unsigned char dig[MCG_SHA256_LEN];
+    char hex[2 * MCG_SHA256_LEN + 1];
+    mcg_sha256(b.ptr, b.len, dig);
+    mcg_hex(dig, sizeof(dig), hex);
+    memcpy(hash, hex, MCG_HASH_HEX);
+    hash[MCG_HASH_HEX] = '\0';
+    *name = mcg_sprintf("rendered-%s-%s", pool, hash);
+    *spec = mcg_buf_detach(&b, spec_len);
+out:
+    mcg_buf_free(&b);
+    return rc;
+}
+
+bool mcg_render_name_matches(const char *name, const char *spec, size_t spec_len)
+{
+    size_t n = strlen(name);
+    if (n < 9 + 1 + MCG_HASH_HEX || strncmp(name, "rendered-", 9) != 0 ||
+        name[n - MCG_HASH_HEX - 1] != '-')
+        return false;
+    unsigned char dig[MCG_SHA256_LEN];
+    char hex[2 * MCG_SHA256_LEN + 1];
+    mcg_sha256(spec, spec_len, dig);
+    mcg_hex(dig, sizeof(dig), hex);
+    return mcg_memeq_ct(hex, name + n - MCG_HASH_HEX, MCG_HASH_HEX);
+}
+
+/* An entry below a file or a link cannot exist on disk. */
+static int check_conflicts(const mcg_ignition *ign, mcg_err *err)
+{
+    keyidx leaves = {0};
+    int rc = 0;
+    for (size_t i = 0; i < ign->nstorage; i++)
+        if (ign->storage[i].kind != MCG_NODE_DIR)
+            idx_put(&leaves, ign->storage[i].path, i);
+    for (size_t i = 0; i < ign->nstorage && !rc; i++) {
+        char *p = mcg_strdup(ign->storage[i].path);
+        for (char *slash = strrchr(p, '/'); slash && slash != p; slash = strrchr(p, '/')) {
+            *slash = '\0';
+            size_t pos;
+            if (idx_get(&leaves, p, &pos)) {
+                const mcg_storage *s = &ign->storage[i];
+                rc = mcg_err_set(err, MCG_EINVAL,
+                                 "%s:%d: path '%s' lies below '%s', which is a %s", s->loc.file,
+                                 s->loc.line, s->path, p,
+                                 ign->storage[pos].kind == MCG_NODE_FILE ? "file" : "link");
+                break;
+            }
+        }
+        free(p);
+    }
+    idx_free(&leaves);
+    return rc;
+}
+
+static int render_pool(mcg_rendered_pool *rp, const mcg_model *m, const mcg_pool *pool,
+                       mcg_err *err)
+{
+    rp->pool = mcg_strdup(pool->name);
+    mcg_render_select(&rp->mcs, m, pool);
+    if (rp->mcs.n == 0)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "%s:%d: pool '%s' selects no MachineConfig (check "
+                           "machineConfigSelector)",
+                           pool->loc.file, pool->loc.line, pool->name);
+    merger mg = {&rp->merged, {0}, {0}, {0}};
+    size_t mi = 0;
+    for (size_t i = 0; i < rp->mcs.n; i++) {
+        /* mcs are sorted: find each by binary search */
+        size_t lo = 0, hi = m->nmcs;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (strcmp(m->mcs[mid].name, rp->mcs.v[i]) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        mi = lo;
+        merger_add(&mg, &m->mcs[mi].config);
+    }
+    merger_free(&mg);
+    int rc = check_conflicts(&rp->merged, err);
+    if (rc)
+        return rc;
+    normalise(&rp->merged);
+    rc = mcg_render_name(&rp->merged, pool->name, &rp->spec, &rp->spec_len, rp->hash, &rp->name,
+                         err);
+    if (rc)
+        return mcg_err_prefix(err, "%s:%d: pool '%s'", pool->loc.file, pool->loc.line,
+                              pool->name);
+    return 0;
+}
+
+int mcg_render_model(mcg_render **out, const mcg_model *m, mcg_diags *diags)
+{
+    mcg_render *r = mcg_calloc(1, sizeof(*r));
+    int rc = 0;
+    r->pools = mcg_calloc(m->npools ? m->npools : 1, sizeof(*r->pools));
+    for (size_t i = 0; i < m->npools; i++) {
+        mcg_err err = {0};
+        mcg_rendered_pool *rp = &r->pools[r->n++];
+        if (render_pool(rp, m, &m->pools[i], &err) != 0) {
+            rp->error = mcg_strdup(err.msg);
+            mcg_diags_add(diags, "%s", err.msg);
+            rc = MCG_EINVAL;
+        }
+    }
+    *out = r;
+    return rc;
+}
+
+void mcg_render_free(mcg_render *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        mcg_rendered_pool *rp = &r->pools[i];
+        free(rp->pool);
+        mcg_strv_free(&rp->mcs);
+        mcg_ignition_free(&rp->merged);
+        free(rp->spec);
+        free(rp->name);
+        free(rp->error);
+    }
+    free(r->pools);
+    free(r);
+}
+
+const mcg_rendered_pool *mcg_render_pool(const mcg_render *r, const char *pool)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!strcmp(r->pools[i].pool, pool))
+            return &r->pools[i];
+    return NULL;
+}

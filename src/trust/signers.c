@@ -1,0 +1,521 @@
+/*
+ * signers.c — the allowed_signers file (ssh-keygen(1), ALLOWED SIGNERS).
+ *
+ * Each line names who (principals), under which conditions (namespaces=,
+ * valid-after=, valid-before=) and which key. The parser follows OpenSSH's
+ * sshsig.c line by line (quoted principals, quoted option values,
+ * case-insensitive option names, a key comment after the key) but refuses
+ * rather than skips: this file is a trust root, so a line mcgit cannot
+ * fully understand — cert-authority, an unknown option, a key type or
+ * length it does not accept — fails the whole file with "<name>:<line>:".
+ *
+ * Times are read as UTC whether or not they end in Z (ssh-keygen would use
+ * the local zone without it): the pure core has no time zone.
+ */
+#include "trust/trust_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ patterns */
+
+/* Glob match of s against pattern p[0..plen) with * and ?, no recursion. */
+static bool match_one(const char *s, const char *p, size_t plen)
+{
+    size_t si = 0, pi = 0, star = SIZE_MAX, mark = 0, slen = strlen(s);
+    while (si < slen) {
+        if (pi < plen && p[pi] == '*') {
+            star = pi++;
+            mark = si;
+        } else if (pi < plen && (p[pi] == '?' || p[pi] == s[si])) {
+            si++;
+            pi++;
+        } else if (star != SIZE_MAX) {
+            pi = star + 1;
+            si = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (pi < plen && p[pi] == '*')
+        pi++;
+    return pi == plen;
+}
+
+int mcg_trust_match_list(const char *s, const char *list)
+{
+    int positive = 0;
+    const char *p = list;
+    for (;;) {
+        bool neg = *p == '!';
+        if (neg)
+            p++;
+        size_t n = strcspn(p, ",");
+        if (match_one(s, p, n)) {
+            if (neg)
+                return -1;
+            positive = 1;
+        }
+        if (p[n] == '\0')
+            return positive;
+        p += n + 1;
+    }
+}
+
+/* --------------------------------------------------------------- times */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+void mcg_trust_fmt_time(int64_t t, char out[32])
+{
+    int64_t days = t / 86400, secs = t % 86400;
+    if (secs < 0) {
+        secs += 86400;
+        days--;
+    }
+    /* civil_from_days (H. Hinnant) */
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = (int64_t)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    unsigned d = doy - (153 * mp + 2) / 5 + 1;
+    unsigned m = mp < 10 ? mp + 3 : mp - 9;
+    y += m <= 2;
+    snprintf(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)y, m, d,
+             (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60), (unsigned)(secs % 60));
+}
+
+static unsigned digits(const char *s, size_t n)
+{
+    unsigned v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (unsigned)(s[i] - '0');
+    return v;
+}
+
+static bool ascii_ieq(const char *a, size_t n, const char *b)
+{
+    if (strlen(b) != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char x = a[i] >= 'A' && a[i] <= 'Z' ? (char)(a[i] - 'A' + 'a') : a[i];
+        if (x != b[i])
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Parse YYYYMMDD[HHMM[SS]] with an optional Z or UTC suffix as UTC unix
+ * seconds. Years 1970..9999; the result must be after the epoch.
+ */
+static bool parse_time(const char *s, int64_t *out)
+{
+    size_t n = strlen(s);
+    if (n > 1 && ascii_ieq(s + n - 1, 1, "z"))
+        n -= 1;
+    else if (n > 3 && ascii_ieq(s + n - 3, 3, "utc"))
+        n -= 3;
+    if (n != 8 && n != 12 && n != 14)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    static const unsigned mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    unsigned y = digits(s, 4), mo = digits(s + 4, 2), d = digits(s + 6, 2);
+    unsigned h = n >= 12 ? digits(s + 8, 2) : 0, mi = n >= 12 ? digits(s + 10, 2) : 0;
+    unsigned sec = n == 14 ? digits(s + 12, 2) : 0;
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 ||
+        sec > 59)
+        return false;
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (mo == 2 && d == 29 && !leap)
+        return false;
+    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    return *out > 0;
+}
+
+/* ---------------------------------------------------------------- lines */
+
+static void signer_clear(mcg_signer *e)
+{
+    free(e->principals);
+    free(e->namespaces);
+    free(e->blob);
+    free(e->where);
+    memset(e, 0, sizeof(*e));
+}
+
+static bool is_ws(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+static const char *skip_ws(const char *p)
+{
+    while (is_ws(*p))
+        p++;
+    return p;
+}
+
+/* Key types OpenSSH knows but mcgit refuses, to name them as such. */
+static bool is_other_ssh_key_type(const char *s, size_t n)
+{
+    static const char *const others[] = {
+        "ssh-dss",
+        "ecdsa-sha2-nistp384",
+        "ecdsa-sha2-nistp521",
+        "sk-ecdsa-sha2-nistp256@openssh.com",
+        "sk-ssh-ed25519@openssh.com",
+        "ssh-xmss@openssh.com",
+    };
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+        if (strlen(others[i]) == n && memcmp(others[i], s, n) == 0)
+            return true;
+    return n > 21 && memcmp(s + n - 21, "-cert-v01@openssh.com", 21) == 0;
+}
+
+/*
+ * Read a double-quoted option value at *pp (\" is a literal quote, as in
+ * OpenSSH's opt_dequote) into a new string; advances *pp past the quote.
+ */
+static int dequote(const char **pp, char **out, const char *where, const char *opt, mcg_err *err)
+{
+    const char *p = *pp;
+    if (*p != '"')
+        return mcg_err_set(err, MCG_EINVAL, "%s: value of option %s must be in double quotes",
+                           where, opt);
+    p++;
+    mcg_buf b = MCG_BUF_INIT;
+    for (; *p && *p != '"'; p++) {
+        if (p[0] == '\\' && p[1] == '"')
+            p++;
+        mcg_buf_putc(&b, *p);
+    }
+    if (*p != '"') {
+        mcg_buf_free(&b);
+        return mcg_err_set(err, MCG_EINVAL, "%s: unterminated quote in option %s", where, opt);
+    }
+    *pp = p + 1;
+    *out = mcg_buf_detach(&b, NULL);
+    return 0;
+}
+
+/* Parse the options field at *pp into e, leaving *pp after it. */
+static int parse_options(mcg_signer *e, const char **pp, const char *where, mcg_err *err)
+{
+    const char *p = *pp;
+    char *val = NULL;
+    int rc = MCG_EINVAL;
+
+    for (;;) {
+        size_t n = strcspn(p, "=, \t");
+        const char *opt = NULL;
+        if (ascii_ieq(p, n, "cert-authority")) {
+            mcg_err_set(err, MCG_EINVAL, "%s: cert-authority is not supported", where);
+            goto out;
+        } else if (ascii_ieq(p, n, "namespaces")) {
+            opt = "namespaces";
+        } else if (ascii_ieq(p, n, "valid-after")) {
+            opt = "valid-after";
+        } else if (ascii_ieq(p, n, "valid-before")) {
+            opt = "valid-before";
+        } else {
+            char name[64];
+            mcg_trust_printable((const unsigned char *)p, n, name, sizeof(name));
+            mcg_err_set(err, MCG_EINVAL, "%s: unknown option '%s'", where, name);
+            goto out;
+        }
+        p += n;
+        if (*p != '=') {
+            mcg_err_set(err, MCG_EINVAL, "%s: option %s needs a value", where, opt);
+            goto out;
+        }
+        p++;
+        if ((rc = dequote(&p, &val, where, opt, err)) != 0)
+            goto out;
+        rc = MCG_EINVAL;
+        if (opt[0] == 'n') {
+            if (e->namespaces) {
+                mcg_err_set(err, MCG_EINVAL, "%s: option namespaces given twice", where);
+                goto out;
+            }
+            if (!*val) {
+                mcg_err_set(err, MCG_EINVAL, "%s: option namespaces is empty", where);
+                goto out;
+            }
+            e->namespaces = val; /* transferred */
+            val = NULL;
+        } else {
+            int64_t *t = strcmp(opt, "valid-after") == 0 ? &e->valid_after : &e->valid_before;
+            if (*t) {
+                mcg_err_set(err, MCG_EINVAL, "%s: option %s given twice", where, opt);
+                goto out;
+            }
+            if (!parse_time(val, t)) {
+                char v[64];
+                mcg_trust_printable((const unsigned char *)val, strlen(val), v, sizeof(v));
+                mcg_err_set(err, MCG_EINVAL,
+                            "%s: invalid %s time '%s' (want YYYYMMDD[HHMM[SS]][Z])", where, opt,
+                            v);
+                goto out;
+            }
+            free(val);
+            val = NULL;
+        }
+        if (*p == '\0' || is_ws(*p))
+            break;
+        if (*p != ',') {
+            char c[8];
+            mcg_trust_printable((const unsigned char *)p, 1, c, sizeof(c));
+            mcg_err_set(err, MCG_EINVAL, "%s: unexpected '%s' after option %s", where, c, opt);
+            goto out;
+        }
+        p++;
+        if (*p == '\0' || is_ws(*p)) {
+            mcg_err_set(err, MCG_EINVAL, "%s: empty option after ','", where);
+            goto out;
+        }
+    }
+    if (e->valid_after && e->valid_before && e->valid_before <= e->valid_after) {
+        mcg_err_set(err, MCG_EINVAL, "%s: valid-before is not later than valid-after", where);
+        goto out;
+    }
+    *pp = p;
+    rc = 0;
+out:
+    free(val);
+    return rc;
+}
+
+/*
+ * Parse one NUL-terminated line into e. Returns 1 for a blank or comment
+ * line (e untouched), 0 for an entry, or an error.
+ */
+static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_err *err)
+{
+    const char *p = skip_ws(line), *start;
+    mcg_buf key = MCG_BUF_INIT;
+    mcg_err derr = {0, ""};
+    char why[128];
+    int rc = MCG_EINVAL;
+    size_t n;
+
+    if (*p == '\0' || *p == '#')
+        return 1;
+
+    /* principals, maybe quoted */
+    if (*p == '"') {
+        start = ++p;
+        n = strcspn(p, "\"");
+        if (p[n] != '"') {
+            mcg_err_set(err, MCG_EINVAL, "%s: unterminated quote in principals", where);
+            goto out;
+        }
+        p += n + 1;
+        if (*p && !is_ws(*p)) {
+            mcg_err_set(err, MCG_EINVAL, "%s: unexpected text after quoted principals", where);
+            goto out;
+        }
+    } else {
+        start = p;
+        n = strcspn(p, " \t");
+        p += n;
+    }
+    if (n == 0) {
+        mcg_err_set(err, MCG_EINVAL, "%s: empty principals", where);
+        goto out;
+    }
+    if (n > 255) { /* must fit mcg_sig_result.principal */
+        mcg_err_set(err, MCG_EINVAL, "%s: principals are longer than 255 bytes", where);
+        goto out;
+    }
+    e->principals = mcg_strndup(start, n);
+
+    /* [options] keytype */
+    p = skip_ws(p);
+    n = strcspn(p, " \t");
+    if (n == 0) {
+        mcg_err_set(err, MCG_EINVAL, "%s: missing key", where);
+        goto out;
+    }
+    if (!mcg_sshkey_type_name((const unsigned char *)p, n) && !is_other_ssh_key_type(p, n)) {
+        const char *next = skip_ws(p + n);
+        if (!memchr(p, '=', n) && !memchr(p, '"', n) && !ascii_ieq(p, n, "cert-authority") &&
+            strncmp(next, "AAAA", 4) == 0) {
+            char t[64];
+            mcg_trust_printable((const unsigned char *)p, n, t, sizeof(t));
+            mcg_err_set(err, MCG_EINVAL, "%s: unknown key type '%s'", where, t);
+            goto out;
+        }
+        if ((rc = parse_options(e, &p, where, err)) != 0)
+            goto out;
+        rc = MCG_EINVAL;
+        p = skip_ws(p);
+        n = strcspn(p, " \t");
+        if (n == 0) {
+            mcg_err_set(err, MCG_EINVAL, "%s: missing key", where);
+            goto out;
+        }
+    }
+    const char *type = mcg_sshkey_type_name((const unsigned char *)p, n);
+    if (!type) {
+        char t[64];
+        mcg_trust_printable((const unsigned char *)p, n, t, sizeof(t));
+        mcg_err_set(err, MCG_EINVAL, "%s: %s key type '%s'", where,
+                    is_other_ssh_key_type(p, n) ? "unsupported" : "unknown", t);
+        goto out;
+    }
+
+    /* base64 key; anything after it is a comment */
+    p = skip_ws(p + n);
+    n = strcspn(p, " \t");
+    if (n == 0) {
+        mcg_err_set(err, MCG_EINVAL, "%s: missing key after %s", where, type);
+        goto out;
+    }
+    if (mcg_base64_decode(p, n, &key, &derr) != 0) {
+        mcg_err_set(err, MCG_EINVAL, "%s: bad base64 in key: %s", where, derr.msg);
+        goto out;
+    }
+    mcg_wire w = {(const unsigned char *)key.ptr, key.len};
+    const unsigned char *bt;
+    size_t btn;
+    if (!mcg_wire_string(&w, &bt, &btn)) {
+        mcg_err_set(err, MCG_EINVAL, "%s: key blob is truncated", where);
+        goto out;
+    }
+    if (btn != strlen(type) || memcmp(bt, type, btn) != 0) {
+        char t[64];
+        mcg_trust_printable(bt, btn, t, sizeof(t));
+        mcg_err_set(err, MCG_EINVAL, "%s: key type mismatch: line says %s, key blob is '%s'", where,
+                    type, t);
+        goto out;
+    }
+    mcg_sshkey k;
+    if (!mcg_sshkey_parse(&k, (const unsigned char *)key.ptr, key.len, why, sizeof(why))) {
+        mcg_err_set(err, MCG_EINVAL, "%s: %s", where, why);
+        goto out;
+    }
+    e->blob_len = key.len;
+    e->blob = (unsigned char *)mcg_buf_detach(&key, NULL); /* transferred */
+    e->where = mcg_strdup(where);
+    rc = 0;
+out:
+    mcg_buf_free(&key);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- sets */
+
+int mcg_signers_parse(mcg_signers **out, const char *name, const char *text, size_t len,
+                      mcg_err *err)
+{
+    mcg_signers *s = mcg_calloc(1, sizeof(*s));
+    mcg_signer e = {0};
+    char *line = NULL, *where = NULL;
+    size_t cap = 0, lineno = 0;
+    int rc = MCG_EINVAL;
+
+    *out = NULL;
+    if (len > MCG_SIGNERS_MAX_TEXT) {
+        mcg_err_set(err, MCG_EINVAL, "%s: file is larger than %d bytes", name,
+                    MCG_SIGNERS_MAX_TEXT);
+        goto out;
+    }
+    for (size_t pos = 0; pos < len;) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+        lineno++;
+        free(where);
+        where = mcg_sprintf("%s:%zu", name, lineno);
+        if (n > MCG_SIGNERS_MAX_LINE) {
+            mcg_err_set(err, MCG_EINVAL, "%s: line is longer than %d bytes", where,
+                        MCG_SIGNERS_MAX_LINE);
+            goto out;
+        }
+        if (memchr(text + pos, '\0', n)) {
+            mcg_err_set(err, MCG_EINVAL, "%s: line contains a NUL byte", where);
+            goto out;
+        }
+        free(line);
+        line = mcg_strndup(text + pos, n);
+        pos += n + (nl != NULL);
+        if (n && line[n - 1] == '\r')
+            line[n - 1] = '\0';
+
+        rc = parse_line(&e, line, where, err);
+        if (rc < 0)
+            goto out;
+        if (rc == 0) {
+            if (s->n == cap) {
+                cap = cap ? cap * 2 : 8;
+                s->v = mcg_realloc(s->v, cap * sizeof(*s->v));
+            }
+            s->v[s->n++] = e; /* transferred */
+            memset(&e, 0, sizeof(e));
+        }
+    }
+    *out = s; /* transferred */
+    s = NULL;
+    rc = 0;
+out:
+    signer_clear(&e);
+    mcg_signers_free(s);
+    free(line);
+    free(where);
+    return rc;
+}
+
+void mcg_signers_free(mcg_signers *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        signer_clear(&s->v[i]);
+    free(s->v);
+    free(s);
+}
+
+size_t mcg_signers_count(const mcg_signers *s)
+{
+    return s ? s->n : 0;
+}
+
+static void append_copies(mcg_signers *to, const mcg_signers *from)
+{
+    for (size_t i = 0; from && i < from->n; i++) {
+        const mcg_signer *f = &from->v[i];
+        mcg_signer *t = &to->v[to->n++];
+        t->principals = mcg_strdup(f->principals);
+        t->namespaces = f->namespaces ? mcg_strdup(f->namespaces) : NULL;
+        t->valid_after = f->valid_after;
+        t->valid_before = f->valid_before;
+        t->blob = mcg_malloc(f->blob_len);
+        memcpy(t->blob, f->blob, f->blob_len);
+        t->blob_len = f->blob_len;
+        t->where = mcg_strdup(f->where);
+    }
+}
+
+mcg_signers *mcg_signers_union(const mcg_signers *a, const mcg_signers *b)
+{
+    mcg_signers *s = mcg_calloc(1, sizeof(*s));
+    s->v = mcg_calloc(mcg_signers_count(a) + mcg_signers_count(b), sizeof(*s->v));
+    append_copies(s, a);
+    append_copies(s, b);
+    return s;
+}

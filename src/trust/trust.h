@@ -1,0 +1,118 @@
+/*
+ * trust — who may sign the config repo, and checking that they did.
+ *
+ * Two pieces, both pure (bytes and times in, verdicts out):
+ *
+ *   - an allowed_signers parser (ssh-keygen(1) "ALLOWED SIGNERS", the file
+ *     git's gpg.ssh.allowedSignersFile names), and
+ *   - a verifier for OpenSSH "SSHSIG" signatures (openssh-portable
+ *     PROTOCOL.sshsig) as git writes them into a commit's gpgsig header.
+ *
+ * Key types: ssh-ed25519 (libsodium), ecdsa-sha2-nistp256 and ssh-rsa with
+ * rsa-sha2-256/512 signatures, modulus >= 2048 bits (OpenSSL). Anything else
+ * is refused. Every refusal is MCG_ETRUST or MCG_EINVAL with a one-line
+ * reason in the mcg_err.
+ */
+#ifndef MCG_TRUST_H
+#define MCG_TRUST_H
+
+#include "util/util.h"
+
+/* Size limits: larger inputs are refused, never truncated. */
+#define MCG_SIGNERS_MAX_TEXT (1024 * 1024) /* whole allowed_signers file */
+#define MCG_SIGNERS_MAX_LINE (16 * 1024)   /* one line of it */
+#define MCG_SSHSIG_MAX_ARMOR (64 * 1024)   /* one armored signature */
+
+/* A parsed allowed_signers file: an ordered list of (principals, options, key). */
+typedef struct mcg_signers mcg_signers;
+
+/*
+ * Parse allowed_signers text (len bytes, need not be NUL-terminated) into a
+ * new set in *out, which the caller releases with mcg_signers_free. `name`
+ * is used only in messages ("<name>:<line>: ...").
+ *
+ * Grammar, one entry per line, fields separated by spaces or tabs:
+ *     principals [options] keytype base64-key [comment]
+ *   - principals: a comma-separated pattern list (*, ? wildcards, ! negation),
+ *     optionally in double quotes (then it may contain spaces); at most 255
+ *     bytes. mcgit does not match identities against it: it is reported as
+ *     the signer's name (as git's find-principals does).
+ *   - options, comma-separated, keywords case-insensitive, values in double
+ *     quotes (as ssh-keygen requires; \" escapes a quote):
+ *       namespaces="pattern-list"  the key may sign only these namespaces
+ *       valid-after="TIME"         valid at or after TIME
+ *       valid-before="TIME"        valid at or before TIME
+ *     TIME is YYYYMMDD, YYYYMMDDHHMM or YYYYMMDDHHMMSS, optionally followed
+ *     by "Z" or "UTC". mcgit: TIME is always UTC, with or without the
+ *     suffix (ssh-keygen reads an unsuffixed time in the local time zone;
+ *     write the Z to mean the same thing in both).
+ *     `cert-authority` is refused ("cert-authority is not supported"), as is
+ *     any other option.
+ *   - keytype: ssh-ed25519, ecdsa-sha2-nistp256 or ssh-rsa; it must equal
+ *     the type inside the key blob. RSA moduli must be >= 2048 bits.
+ * Blank lines and lines whose first non-blank character is '#' are skipped;
+ * CRLF line ends are accepted. Any malformed line fails the whole parse with
+ * MCG_EINVAL and "<name>:<line>: <what is wrong>"; *out is then NULL.
+ */
+int mcg_signers_parse(mcg_signers **out, const char *name, const char *text, size_t len,
+                      mcg_err *err);
+
+/* Release a set from mcg_signers_parse or mcg_signers_union. NULL is a no-op. */
+void mcg_signers_free(mcg_signers *s);
+
+/* Number of entries (key lines) in s; 0 for NULL. */
+size_t mcg_signers_count(const mcg_signers *s);
+
+/*
+ * A new set holding copies of the entries of a, then those of b (either may
+ * be NULL: an empty set). Used to extend the trust root with a repo's own
+ * allowed_signers. The caller frees the result; a and b are unchanged.
+ */
+mcg_signers *mcg_signers_union(const mcg_signers *a, const mcg_signers *b);
+
+/* Who signed, filled by mcg_sshsig_verify. */
+typedef struct mcg_sig_result {
+    char principal[256];  /* principals field of the allowed_signers line that accepted the key */
+    char fingerprint[64]; /* "SHA256:<unpadded base64>", as ssh-keygen -l prints it */
+    char keytype[32];     /* "ssh-ed25519", "ecdsa-sha2-nistp256" or "ssh-rsa" */
+} mcg_sig_result;
+
+/*
+ * Verify an armored SSH signature over msg for namespace "git" at time
+ * `when` (unix seconds; for a commit, its committer time).
+ *
+ * `armored` is "-----BEGIN SSH SIGNATURE-----\n", base64 lines, and
+ * "-----END SSH SIGNATURE-----" with at most one '\n' after it (what
+ * git_commit_extract_signature returns, or what ssh-keygen -Y sign writes).
+ * The blob is parsed strictly: magic "SSHSIG", version 1, a supported
+ * public key, namespace, reserved, hash algorithm sha256 or sha512, and the
+ * signature, with no trailing data anywhere.
+ *
+ * Returns 0 and fills *res when the signature's key equals (byte for byte)
+ * a key in `signers` on a line that permits namespace git and whose validity
+ * window contains `when`, and the signature verifies. Otherwise returns
+ * MCG_ETRUST with one of:
+ *     signature is malformed: <what>
+ *     signature namespace is '<ns>', not 'git'
+ *     signature uses unsupported <what>
+ *     key SHA256:... is not in allowed signers
+ *     key SHA256:... is not allowed for namespace git (<name>:<line>)
+ *     key SHA256:... is not valid at <time> (valid-before <time>, <name>:<line>)
+ *     signature does not verify (key SHA256:...)
+ * On failure res->fingerprint and res->keytype are still filled once the
+ * signature's public key has been parsed (else they are empty), and
+ * res->principal is empty. signers may be NULL (an empty set). msg may be
+ * NULL when msg_len is 0.
+ */
+int mcg_sshsig_verify(mcg_sig_result *res, const mcg_signers *signers, const char *armored,
+                      size_t armored_len, const void *msg, size_t msg_len, int64_t when,
+                      mcg_err *err);
+
+/*
+ * Fingerprint of an SSH public key blob (wire format) as ssh-keygen -l
+ * prints it: "SHA256:" and the unpadded base64 of SHA-256(blob), always 50
+ * characters plus NUL. Any bytes are accepted.
+ */
+void mcg_ssh_fingerprint(const unsigned char *blob, size_t len, char out[64]);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * util.c — errors, allocation, buffers, diagnostics and string vectors.
+ *
+ * Allocation failures abort: mcgit cannot do anything useful without memory
+ * and every caller checking malloc would only hide real error paths.
+ */
+#include "util/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mcg_err_set(mcg_err *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+int mcg_err_prefix(mcg_err *err, const char *fmt, ...)
+{
+    if (!err)
+        return MCG_EIO;
+    char pre[MCG_ERR_MSG], old[MCG_ERR_MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof(pre), fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof(old));
+    snprintf(err->msg, sizeof(err->msg), "%s: %s", pre, old);
+    if (err->code == 0)
+        err->code = MCG_EIO;
+    return err->code;
+}
+
+void mcg_err_clear(mcg_err *err)
+{
+    if (err) {
+        err->code = 0;
+        err->msg[0] = '\0';
+    }
+}
+
+static void oom(void)
+{
+    fputs("mcgit: out of memory\n", stderr);
+    abort();
+}
+
+void *mcg_malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *mcg_calloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *mcg_realloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        oom();
+    return q;
+}
+
+char *mcg_strdup(const char *s)
+{
+    return mcg_strndup(s, strlen(s));
+}
+
+char *mcg_strndup(const char *s, size_t n)
+{
+    char *p = mcg_malloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *mcg_sprintf(const char *fmt, ...)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    mcg_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    return mcg_buf_detach(&b, NULL);
+}
+
+static void buf_grow(mcg_buf *b, size_t extra)
+{
+    if (extra > SIZE_MAX / 2 - b->len)
+        oom();
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    b->ptr = mcg_realloc(b->ptr, cap);
+    b->cap = cap;
+}
+
+void mcg_buf_put(mcg_buf *b, const void *data, size_t n)
+{
+    buf_grow(b, n);
+    if (n)
+        memcpy(b->ptr + b->len, data, n);
+    b->len += n;
+    b->ptr[b->len] = '\0';
+}
+
+void mcg_buf_puts(mcg_buf *b, const char *s)
+{
+    mcg_buf_put(b, s, strlen(s));
+}
+
+void mcg_buf_putc(mcg_buf *b, char c)
+{
+    mcg_buf_put(b, &c, 1);
+}
+
+void mcg_buf_vprintf(mcg_buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return;
+    buf_grow(b, (size_t)n);
+    vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void mcg_buf_printf(mcg_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    mcg_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+char *mcg_buf_detach(mcg_buf *b, size_t *len)
+{
+    if (!b->ptr)
+        buf_grow(b, 0);
+    char *p = b->ptr;
+    p[b->len] = '\0';
+    if (len)
+        *len = b->len;
+    b->ptr = NULL;
+    b->len = b->cap = 0;
+    return p;
+}
+
+void mcg_buf_free(mcg_buf *b)
+{
+    if (!b)
+        return;
+    free(b->ptr);
+    b->ptr = NULL;
+    b->len = b->cap = 0;
+}
+
+void mcg_diags_add(mcg_diags *d, const char *fmt, ...)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    mcg_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    if (d->count == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 8;
+        d->msgs = mcg_realloc(d->msgs, d->cap * sizeof(*d->msgs));
+    }
+    d->msgs[d->count++] = mcg_buf_detach(&b, NULL);
+}
+
+void mcg_diags_free(mcg_diags *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->count; i++)
+        free(d->msgs[i]);
+    free(d->msgs);
+    d->msgs = NULL;
+    d->count = d->cap = 0;
+}
+
+void mcg_strv_push(mcg_strv *s, const char *str)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 8;
+        s->v = mcg_realloc(s->v, s->cap * sizeof(*s->v));
+    }
+    s->v[s->n++] = mcg_strdup(str);
+}
+
+bool mcg_strv_contains(const mcg_strv *s, const char *str)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], str) == 0)
+            return true;
+    return false;
+}
+
+int mcg_strcmp_ptr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void mcg_strv_sort(mcg_strv *s)
+{
+    if (s->n > 1)
+        qsort(s->v, s->n, sizeof(*s->v), mcg_strcmp_ptr);
+}
+
+void mcg_strv_free(mcg_strv *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    s->v = NULL;
+    s->n = s->cap = 0;
+}
+
+bool mcg_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}

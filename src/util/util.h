@@ -1,0 +1,156 @@
+/*
+ * util — the bottom of mcgit: error records, growable buffers, diagnostics
+ * lists, canonical JSON, SHA-256 helpers, strict decoders (base64, percent,
+ * data: URLs, gzip) and clean-path checks.
+ *
+ * Everything here is pure: it takes bytes and returns bytes. Nothing reads
+ * files, clocks or the environment.
+ */
+#ifndef MCG_UTIL_H
+#define MCG_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* ---------------------------------------------------------------- errors */
+
+enum {
+    MCG_OK = 0,
+    MCG_EINVAL = -1,   /* invalid input (parse or validation) */
+    MCG_EIO = -2,      /* a system call or library failed */
+    MCG_ENOMEM = -3,   /* allocation failed or a size limit was hit */
+    MCG_ETRUST = -4,   /* signature or trust policy refused */
+    MCG_ENOTFOUND = -5,/* named object does not exist */
+    MCG_ECONFLICT = -6,/* concurrent update or non-fast-forward */
+    MCG_EUSAGE = -7,   /* bad command-line usage */
+};
+
+#define MCG_ERR_MSG 1024
+
+/* One error record passed down as the last parameter. */
+typedef struct mcg_err {
+    int code;
+    char msg[MCG_ERR_MSG];
+} mcg_err;
+
+/*
+ * Record an error and return its code, so that
+ *     return mcg_err_set(err, MCG_EINVAL, "%s:%d: bad", file, line);
+ * reads naturally. err may be NULL (the message is dropped).
+ */
+int mcg_err_set(mcg_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prefix the current message with "fmt: ", keep the code, return it. */
+int mcg_err_prefix(mcg_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mcg_err_clear(mcg_err *err);
+
+/* --------------------------------------------------------------- memory */
+
+/* Allocation that aborts on failure: out of memory is not recoverable here. */
+void *mcg_malloc(size_t n);
+void *mcg_calloc(size_t n, size_t size);
+void *mcg_realloc(void *p, size_t n);
+char *mcg_strdup(const char *s);
+char *mcg_strndup(const char *s, size_t n);
+char *mcg_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* --------------------------------------------------------------- buffer */
+
+/* A growable byte buffer, always NUL-terminated after len bytes. */
+typedef struct mcg_buf {
+    char *ptr;
+    size_t len;
+    size_t cap;
+} mcg_buf;
+
+#define MCG_BUF_INIT {NULL, 0, 0}
+
+void mcg_buf_put(mcg_buf *b, const void *data, size_t n);
+void mcg_buf_puts(mcg_buf *b, const char *s);
+void mcg_buf_putc(mcg_buf *b, char c);
+void mcg_buf_printf(mcg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mcg_buf_vprintf(mcg_buf *b, const char *fmt, va_list ap);
+/* Give the buffer's memory to the caller (never NULL) and reset b. */
+char *mcg_buf_detach(mcg_buf *b, size_t *len);
+void mcg_buf_free(mcg_buf *b);
+
+/* --------------------------------------------------------- diagnostics */
+
+/* A list of one-line problem reports ("path:line: message"). */
+typedef struct mcg_diags {
+    char **msgs;
+    size_t count;
+    size_t cap;
+} mcg_diags;
+
+void mcg_diags_add(mcg_diags *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mcg_diags_free(mcg_diags *d);
+
+/* ------------------------------------------------------------- strings */
+
+typedef struct mcg_strv {
+    char **v;
+    size_t n;
+    size_t cap;
+} mcg_strv;
+
+void mcg_strv_push(mcg_strv *s, const char *str);
+bool mcg_strv_contains(const mcg_strv *s, const char *str);
+void mcg_strv_sort(mcg_strv *s);
+void mcg_strv_free(mcg_strv *s);
+int mcg_strcmp_ptr(const void *a, const void *b); /* qsort over char* */
+
+/* ------------------------------------------------------------- hashing */
+
+#define MCG_SHA256_LEN 32
+void mcg_sha256(const void *data, size_t len, unsigned char out[MCG_SHA256_LEN]);
+/* Lower-case hex of n bytes into out (2n+1 bytes). */
+void mcg_hex(const unsigned char *in, size_t n, char *out);
+/* Constant-time comparison of two byte strings of length n. */
+bool mcg_memeq_ct(const void *a, const void *b, size_t n);
+
+/* ---------------------------------------------------- canonical JSON */
+
+/*
+ * Serialise v canonically: object keys sorted bytewise, 2-space indent,
+ * UTF-8 (no \u escapes for non-ASCII), one trailing newline. Same value,
+ * same bytes, on any machine.
+ */
+int mcg_json_canonical(const json_t *v, mcg_buf *out, mcg_err *err);
+
+/* ------------------------------------------------------------ decoders */
+
+/* Strict standard base64 (padding required, no whitespace). */
+int mcg_base64_decode(const char *in, size_t len, mcg_buf *out, mcg_err *err);
+void mcg_base64_encode(const unsigned char *in, size_t len, mcg_buf *out);
+
+/*
+ * Decode an RFC 2397 data: URL: "data:[<mediatype>][;base64],<data>".
+ * Without ;base64 the data is percent-decoded strictly (every % followed by
+ * two hex digits). Fails with a message saying what is wrong.
+ */
+int mcg_dataurl_decode(const char *url, mcg_buf *out, mcg_err *err);
+/* Encode bytes as "data:,<percent-encoded>" (used by tests and tools). */
+void mcg_dataurl_encode(const unsigned char *in, size_t len, mcg_buf *out);
+
+/* Gunzip in into out, refusing outputs larger than limit bytes. */
+int mcg_gunzip(const unsigned char *in, size_t len, size_t limit, mcg_buf *out, mcg_err *err);
+
+/* ------------------------------------------------------------- paths */
+
+/*
+ * True when p is absolute and clean: starts with '/', is not "/" alone,
+ * has no empty, "." or ".." component, no trailing '/', no NUL.
+ */
+bool mcg_path_is_clean_abs(const char *p);
+
+/* ------------------------------------------------------------- misc */
+
+/* Parse a decimal non-negative integer fully; false on junk or overflow. */
+bool mcg_parse_u64(const char *s, uint64_t *out);
+
+#endif
