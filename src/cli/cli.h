@@ -42,4 +42,9 @@ int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_
 /* Write a file atomically: temp in the same directory, fsync, rename, fsync dir. */
 int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mode, mcg_err *err);
 
+
+
+/* Load the trust root from --trust FILE. */
+struct mcg_signers;
+int mcg_cli_load_trust(struct mcg_signers **out, const char *path, mcg_err *err);
 #endif

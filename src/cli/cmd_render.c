@@ -4,17 +4,21 @@
  */
 #include "cli/cli.h"
 #include "gitops/gitops.h"
+#include "trust/trust.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 static int run(int argc, char **argv);
+static void print_render(const mcg_render *r, const char *format);
+static int render_repo(const char *repo, const char *rev, const char *trust, const char *format);
 
 const mcg_cmd mcg_cmd_render = {
     "render",
     "render each pool's MachineConfigs into one config",
     "usage: mcgit render [DIR] [-o names|json]\n"
+    "       mcgit render --repo R [--rev REV] --trust F [-o names|json]\n"
     "\n"
     "Render the config directory DIR (default: the current directory) without\n"
     "touching git. For each pool: select its MachineConfigs (custom pools inherit\n"
@@ -26,15 +30,25 @@ const mcg_cmd mcg_cmd_render = {
     "  -o json    one JSON document: {\"pools\": {\"<pool>\": {\"name\", \n"
     "             \"machineConfigs\": [...], \"spec\": {\"config\": <Ignition 3.4.0>}}}}\n"
     "\n"
-    "Invalid input: every problem as `file:line: message` on stderr, exit 1.\n",
+    "Invalid input: every problem as `file:line: message` on stderr, exit 1.\n"
+    "\n"
+    "With --repo, render a commit of the git repository R instead (REV, default\n"
+    "the source branch): first verify the signature of every commit since the\n"
+    "last verified one against the trust root F (see `mcgit help verify`), then\n"
+    "append a commit to the rendered branch holding, per pool, spec.json, name,\n"
+    "files/<path> and units/<unit>, made by mcgit <mcgit@localhost> at the source\n"
+    "commit's time (same history, same commit ids, in any clone). A source that\n"
+    "was already rendered adds nothing. A refused commit moves nothing.\n",
     run,
 };
 
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'}, {"output", required_argument, 0, 'o'}, {0, 0, 0, 0}};
-    const char *format = "names";
+        {"help", no_argument, 0, 'h'},       {"output", required_argument, 0, 'o'},
+        {"repo", required_argument, 0, 'r'}, {"rev", required_argument, 0, 'R'},
+        {"trust", required_argument, 0, 't'}, {0, 0, 0, 0}};
+    const char *format = "names", *repo = NULL, *rev = NULL, *trust = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -44,14 +58,29 @@ static int run(int argc, char **argv)
         case 'o':
             format = optarg;
             break;
+        case 'r':
+            repo = optarg;
+            break;
+        case 'R':
+            rev = optarg;
+            break;
+        case 't':
+            trust = optarg;
+            break;
         default:
             return mcg_cli_usage_error(&mcg_cmd_render, NULL);
         }
     }
     if (strcmp(format, "names") && strcmp(format, "json"))
         return mcg_cli_usage_error(&mcg_cmd_render, "unknown output format '%s'", format);
-    if (argc - optind > 1)
-        return mcg_cli_usage_error(&mcg_cmd_render, "expected at most one DIR");
+    if (argc - optind > 1 || (repo && optind != argc))
+        return mcg_cli_usage_error(&mcg_cmd_render, "expected at most one DIR, or --repo");
+    if ((rev || trust) && !repo)
+        return mcg_cli_usage_error(&mcg_cmd_render, "--rev and --trust go with --repo");
+    if (repo && !trust)
+        return mcg_cli_usage_error(&mcg_cmd_render, "--repo needs --trust FILE");
+    if (repo)
+        return render_repo(repo, rev, trust, format);
     const char *dir = optind < argc ? argv[optind] : ".";
     mcg_diags diags = {0};
     mcg_err err = {0};
@@ -66,6 +95,17 @@ static int run(int argc, char **argv)
         mcg_cli_diags("render", &diags);
         goto out;
     }
+    print_render(r, format);
+out:
+    mcg_render_free(r);
+    mcg_model_free(m);
+    mcg_diags_free(&diags);
+    return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
+}
+
+static void print_render(const mcg_render *r, const char *format)
+{
+    mcg_err err = {0};
     if (!strcmp(format, "names")) {
         for (size_t i = 0; i < r->n; i++)
             printf("%s %s\n", r->pools[i].pool, r->pools[i].name);
@@ -88,9 +128,40 @@ static int run(int argc, char **argv)
         mcg_buf_free(&b);
         json_decref(doc);
     }
-out:
-    mcg_render_free(r);
-    mcg_model_free(m);
+}
+
+static int render_repo(const char *repo, const char *rev, const char *trust, const char *format)
+{
+    mcg_err err = {0};
+    mcg_signers *root = NULL;
+    mcg_repo *r = NULL;
+    mcg_render *rd = NULL;
+    mcg_diags diags = {0};
+    mcg_verify_report rep = {0};
+    mcg_render_result res;
+    int rc = mcg_cli_load_trust(&root, trust, &err);
+    if (!rc)
+        rc = mcg_repo_open(&r, repo, &err);
+    if (!rc)
+        rc = mcg_gitops_render(&res, &rd, &rep, r, rev, root, &diags, &err);
+    if (rc) {
+        for (size_t i = 0; i < rep.n; i++)
+            if (!rep.v[i].good)
+                mcg_cli_error("render", "bad %s %s", rep.v[i].sha, rep.v[i].reason);
+        mcg_cli_diags("render", &diags);
+        mcg_cli_error("render", "%s", err.msg);
+    } else if (!res.created) {
+        mcg_cli_info("source %.12s is already rendered as %.12s; nothing to do", res.source,
+                     res.rendered);
+    } else {
+        mcg_cli_info("rendered %.12s as %s %.12s", res.source, mcg_repo_rendered_branch(r),
+                     res.rendered);
+        print_render(rd, format);
+    }
+    mcg_verify_report_free(&rep);
     mcg_diags_free(&diags);
+    mcg_render_free(rd);
+    mcg_repo_free(r);
+    mcg_signers_free(root);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
 }

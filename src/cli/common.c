@@ -150,3 +150,17 @@ out:
     free(dircopy);
     return rc;
 }
+
+#include "trust/trust.h"
+
+int mcg_cli_load_trust(mcg_signers **out, const char *path, mcg_err *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    *out = NULL;
+    int rc = mcg_read_file(path, MCG_SIGNERS_MAX_TEXT, &data, &len, err);
+    if (rc == 0)
+        rc = mcg_signers_parse(out, path, data, len, err);
+    free(data);
+    return rc;
+}

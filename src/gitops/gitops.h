@@ -17,8 +17,9 @@ typedef struct mcg_template_file {
     size_t len;
 } mcg_template_file;
 
-/* repo-template/, compiled in (generated at build time). */
+/* repo-template/ and hooks/, compiled in (generated at build time). */
 extern const mcg_template_file mcg_template_files[];
+extern const mcg_template_file mcg_hook_files[];
 
 /*
  * Create a new config repo in dir (which must not exist or be empty) from
@@ -39,5 +40,126 @@ int mcg_gitops_init(const char *dir, mcg_err *err);
  * *out is set either way (free with mcg_model_free).
  */
 int mcg_source_load_dir(mcg_model **out, const char *dir, mcg_diags *diags, mcg_err *err);
+
+
+/* ------------------------------------------------------------ git repos */
+
+#include "trust/trust.h"
+
+#define MCG_SHA_HEX 40
+
+typedef struct mcg_repo mcg_repo;
+
+/*
+ * Open the git repository at path (bare or not). Starts libgit2. The source
+ * branch is mcgit.yaml's sourceBranch as committed at HEAD (default main),
+ * the rendered branch likewise (default rendered). In a pre-receive hook the
+ * quarantine object directory (GIT_QUARANTINE_PATH) is added as an
+ * alternate so new objects can be read before they are accepted.
+ */
+int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err);
+void mcg_repo_free(mcg_repo *r);
+const char *mcg_repo_source_branch(const mcg_repo *r);
+const char *mcg_repo_rendered_branch(const mcg_repo *r);
+/* Resolve a revision (sha, branch, tag, HEAD~2 ...) to a commit sha. */
+int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err);
+/* Is a a descendant of (or equal to) b? */
+bool mcg_repo_descends(const mcg_repo *r, const char *a, const char *b);
+
+/* ------------------------------------------------------------ verify */
+
+typedef struct mcg_verdict {
+    char sha[MCG_SHA_HEX + 1];
+    bool good;
+    char principal[256];
+    char fingerprint[64];
+    char reason[512];
+} mcg_verdict;
+
+typedef struct mcg_verify_report {
+    mcg_verdict *v; /* parents before children */
+    size_t n;
+    size_t nbad;
+} mcg_verify_report;
+
+void mcg_verify_report_free(mcg_verify_report *rep);
+
+/*
+ * Verify every commit reachable from `tip` and not from `since` (NULL: the
+ * last verified commit recorded in refs/mcgit/verified when it is an
+ * ancestor of tip, else from the root), merges included. A commit is good
+ * when its SSH signature verifies with a key of the trust root `root`, or of
+ * .mcgit/allowed_signers as it stands in the commit's first parent, provided
+ * that parent is good (or below `since`). Returns 0 after checking every
+ * commit (report->nbad says how many failed), or an error when the range
+ * itself cannot be read.
+ */
+int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip, const char *since,
+                      const mcg_signers *root, mcg_err *err);
+/* Record tip as the last verified commit (refs/mcgit/verified). */
+int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, mcg_err *err);
+
+/* Load the config files of a commit's tree into a finished model. */
+int mcg_gitops_load_commit(mcg_model **out, mcg_repo *r, const char *sha, mcg_diags *diags,
+                           mcg_err *err);
+
+/* ------------------------------------------------------------ render */
+
+typedef struct mcg_render_result {
+    bool created;                   /* false: this source was already rendered */
+    char rendered[MCG_SHA_HEX + 1]; /* the rendered commit for the source */
+    char source[MCG_SHA_HEX + 1];
+} mcg_render_result;
+
+/*
+ * Verify (every new commit up to rev), render the tree of rev and append a
+ * commit to the rendered branch: per pool spec.json, name, files/<path>,
+ * units/<unit> (+ <unit>.d/). Author and committer are mcgit <mcgit@localhost>
+ * at the source commit's committer time, so the same source history renders
+ * to the same commit ids anywhere. Nothing moves if verification or the
+ * render fails (bad verdicts in *rep when rep is given), or if rev does not
+ * descend from the last rendered source (use rollback to go back). *out_render
+ * (optional) receives the render.
+ */
+int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verify_report *rep,
+                      mcg_repo *r, const char *rev, const mcg_signers *root, mcg_diags *diags,
+                      mcg_err *err);
+
+/*
+ * Append a commit restoring the tree of a rendered commit (or of the render
+ * of a source commit), whole or only pool `pool`'s part, with trailer
+ * Rollback-To: <rendered sha>. now is the commit time.
+ */
+int mcg_gitops_rollback(char out[MCG_SHA_HEX + 1], mcg_repo *r, const char *rev, const char *pool,
+                        int64_t now, mcg_err *err);
+
+/* One rendered commit, newest first in a log. */
+typedef struct mcg_log_entry {
+    char rendered[MCG_SHA_HEX + 1];
+    char source[MCG_SHA_HEX + 1];   /* Source-Commit trailer, "" if none */
+    char rollback[MCG_SHA_HEX + 1]; /* Rollback-To trailer, "" if none */
+    int64_t time;
+    int offset; /* minutes east of UTC */
+    mcg_strv pools; /* "pool rendered-pool-hash" */
+} mcg_log_entry;
+
+typedef struct mcg_log {
+    mcg_log_entry *e;
+    size_t n;
+} mcg_log;
+
+int mcg_gitops_log(mcg_log *out, mcg_repo *r, mcg_err *err);
+void mcg_log_free(mcg_log *l);
+
+/*
+ * Read a file from the tree of the rendered branch's tip: e.g.
+ * "worker/spec.json". ENOTFOUND when there is no such file or branch.
+ */
+int mcg_gitops_read_rendered(char **data, size_t *len, mcg_repo *r, const char *path,
+                             char tip_out[MCG_SHA_HEX + 1], mcg_err *err);
+
+/* Fetch the source branch from a remote, fast-forward only. */
+int mcg_gitops_fetch(mcg_repo *r, const char *remote, char sha_out[MCG_SHA_HEX + 1],
+                     mcg_err *err);
 
 #endif

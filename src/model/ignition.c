@@ -86,7 +86,7 @@ static void parse_owner(mcg_pctx *c, const json_t *obj, const char *key, const c
         mcg_pctx_err(c, o, "field '%s.name' is not a valid user or group name", name);
 }
 
-/* sha256-<hex> / sha512-<hex> over the undecompressed bytes. */
+/* sha256-<hex> / sha512-<hex> over the file's bytes (after decompression). */
 static void check_verification(mcg_pctx *c, const json_t *ver, const char *name,
                                const unsigned char *data, size_t len)
 {
@@ -163,12 +163,6 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
             return;
         }
     }
-    json_t *ver = mcg_get_obj(c, ct, "verification", cname);
-    if (ver) {
-        char vname[320];
-        snprintf(vname, sizeof(vname), "%s.verification", cname);
-        check_verification(c, ver, vname, (unsigned char *)raw.ptr, raw.len);
-    }
     if (st->compression) {
         mcg_buf plain = MCG_BUF_INIT;
         mcg_err e = {0};
@@ -185,6 +179,14 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
         mcg_pctx_err(c, ct, "field '%s' is larger than 1.5 MiB", cname);
         mcg_buf_free(&raw);
         return;
+    }
+    /* Ignition: "if compression is specified, the hash describes the
+     * decompressed file". */
+    json_t *ver = mcg_get_obj(c, ct, "verification", cname);
+    if (ver) {
+        char vname[320];
+        snprintf(vname, sizeof(vname), "%s.verification", cname);
+        check_verification(c, ver, vname, (unsigned char *)raw.ptr, raw.len);
     }
     st->data = (unsigned char *)mcg_buf_detach(&raw, &st->data_len);
 }

@@ -207,8 +207,8 @@ static mcg_member_kind classify(const mcg_labels *labels, pool_at_fn at, const v
     return MCG_MEMBER_NONE;
 }
 
-const mcg_pool *mcg_rollout_pool_of(const mcg_labels *labels, const mcg_pool *pools,
-                                    size_t npools, char **conflict)
+const mcg_pool *mcg_rollout_pool_of(const mcg_labels *labels, const mcg_pool *pools, size_t npools,
+                                    char **conflict)
 {
     size_t idx = 0;
     if (conflict)
@@ -231,7 +231,8 @@ int64_t mcg_rollout_max_unavailable(const mcg_pool *p, size_t count)
                 pct = 100;
             /* count * pct / 100 without overflow for any size_t count */
             uint64_t c = count;
-            v = (int64_t)((c / 100) * (uint64_t)pct + (c % 100) * (uint64_t)pct / 100);
+            uint64_t r = (c / 100) * (uint64_t)pct + (c % 100) * (uint64_t)pct / 100;
+            v = r > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)r;
         } else {
             v = p->max_unavailable;
         }
@@ -464,8 +465,8 @@ static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_
     }
 
     /* Updated / Updating (MCO calculateStatus) */
-    bool all = target && st->updated_count == nm && st->ready_count == nm &&
-               st->unavailable_count == 0;
+    bool all =
+        target && st->updated_count == nm && st->ready_count == nm && st->unavailable_count == 0;
     if (all) {
         cond_set(&st->conds[MCG_COND_UPDATED], MCG_COND_UPDATED, true, "AllNodesUpdated",
                  mcg_sprintf("All nodes are updated with %s", target));
@@ -481,12 +482,12 @@ static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_
             cond_set(&st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, false, "Paused",
                      mcg_sprintf("Pool is paused; will not update to %s", target));
         else
-            cond_set(&st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, true, "Updating",
-                     mcg_sprintf("%zu of %zu nodes updating to %s", st->updating_count, nm,
-                                 target));
+            cond_set(
+                &st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, true, "Updating",
+                mcg_sprintf("%zu of %zu nodes updating to %s", st->updating_count, nm, target));
     }
-    st->configuration = all ? mcg_strdup(target)
-                            : (nz(pv->configuration) ? mcg_strdup(pv->configuration) : NULL);
+    st->configuration =
+        all ? mcg_strdup(target) : (nz(pv->configuration) ? mcg_strdup(pv->configuration) : NULL);
 
     /* NodeDegraded, RenderDegraded, and Degraded = either */
     bool nodedeg = st->degraded_count > 0, renderdeg = pv->render_error != NULL;
@@ -613,8 +614,8 @@ int mcg_rollout_plan_make(mcg_rollout_plan **out, const mcg_node_view *nodes, si
     for (size_t p = 0; p < npools; p++)
         plan_pool(&pools[p], nodes, bucket + start[p], start[p + 1] - start[p], eff, scratch, &u);
     for (size_t p = 0; p < npools; p++)
-        pool_status(&plan->pools[p], &pools[p], nodes, bucket + start[p],
-                    start[p + 1] - start[p], eff);
+        pool_status(&plan->pools[p], &pools[p], nodes, bucket + start[p], start[p + 1] - start[p],
+                    eff);
 
     plan->updates = u.v; /* transferred */
     plan->nupdates = u.n;

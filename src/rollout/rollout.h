@@ -53,10 +53,10 @@ typedef struct mcg_node_view {
 
 /* One pool and what it should run. */
 typedef struct mcg_pool_view {
-    const mcg_pool *pool;       /* name, node_selector, max_unavailable, paused */
-    const char *target;         /* rendered config this pool should run; NULL/"" if none */
-    const char *render_error;   /* non-NULL: the last render failed with this message */
-    const char *configuration;  /* status.configuration as last published, NULL if none */
+    const mcg_pool *pool;      /* name, node_selector, max_unavailable, paused */
+    const char *target;        /* rendered config this pool should run; NULL/"" if none */
+    const char *render_error;  /* non-NULL: the last render failed with this message */
+    const char *configuration; /* status.configuration as last published, NULL if none */
 } mcg_pool_view;
 
 /* ------------------------------------------------------------ outputs */
@@ -91,7 +91,7 @@ typedef struct mcg_desired_update {
 typedef enum {
     MCG_COND_UPDATED = 0,
     MCG_COND_UPDATING,
-    MCG_COND_DEGRADED,        /* NodeDegraded or RenderDegraded */
+    MCG_COND_DEGRADED, /* NodeDegraded or RenderDegraded */
     MCG_COND_NODE_DEGRADED,
     MCG_COND_RENDER_DEGRADED,
     MCG_COND_COUNT,
@@ -99,7 +99,7 @@ typedef enum {
 
 /* A pool condition. lastTransitionTime is the caller's: see mcg_rollout_condition_changed(). */
 typedef struct mcg_condition {
-    const char *type; /* static: "Updated", "Updating", "Degraded", "NodeDegraded", "RenderDegraded" */
+    const char *type; /* static string: "Updated", "NodeDegraded", ... */
     bool status;      /* True / False */
     char *reason;     /* CamelCase, "" when none; never NULL */
     char *message;    /* "" when none; never NULL */
@@ -108,9 +108,9 @@ typedef struct mcg_condition {
 /* A pool's status, computed as if this plan's desiredConfig writes were already made. */
 typedef struct mcg_pool_status {
     char *pool;
-    char *target;        /* copy of the view's target, NULL if none */
-    char *configuration; /* status.configuration: target when Updated, else the previous one */
-    int64_t max_unavailable; /* effective, from mcg_rollout_max_unavailable */
+    char *target;             /* copy of the view's target, NULL if none */
+    char *configuration;      /* status.configuration: target when Updated, else the previous one */
+    int64_t max_unavailable;  /* effective, from mcg_rollout_max_unavailable */
     size_t machine_count;     /* nodes whose pool this is */
     size_t updated_count;     /* done at the target */
     size_t ready_count;       /* updated, ready and schedulable */
@@ -141,10 +141,15 @@ typedef struct mcg_rollout_plan {
  * Membership: master wins over everything, one custom pool over worker; two
  * or more custom pools (without master) make the node unmanaged (CONFLICT).
  * Desired writes, per pool: see rollout.c for the exact rules; in short, new
- * nodes get the target at once, then failing nodes are retargeted, then up to
- * maxUnavailable - unavailable settled nodes, ordered by zone (nodes without a
- * zone last), oldest first, then name. Paused pools and pools without a
- * target get no rollout.
+ * nodes (no current, no desired config) get the target at once without using
+ * capacity (the pool's status.configuration instead when paused or without a
+ * target); then failing or desired-less nodes, already unavailable, are
+ * retargeted; then up to maxUnavailable - unavailable settled nodes, ordered
+ * by zone (nodes without a zone last), oldest first, then name. Paused pools
+ * and pools without a target get no rollout; a render error beside a target
+ * (the last good render) does not stop it. Nodes still Working are not
+ * retargeted. Updates come per pool in input order, each group in rollout
+ * order.
  */
 int mcg_rollout_plan_make(mcg_rollout_plan **out, const mcg_node_view *nodes, size_t nnodes,
                           const mcg_pool_view *pools, size_t npools, mcg_err *err);
@@ -166,8 +171,8 @@ const mcg_pool_status *mcg_rollout_plan_pool(const mcg_rollout_plan *plan, const
  * simply no pool matches. labels may be NULL. Used by `mcgit status` and
  * `mcgit node add` without building a plan.
  */
-const mcg_pool *mcg_rollout_pool_of(const mcg_labels *labels, const mcg_pool *pools,
-                                    size_t npools, char **conflict);
+const mcg_pool *mcg_rollout_pool_of(const mcg_labels *labels, const mcg_pool *pools, size_t npools,
+                                    char **conflict);
 
 /*
  * The effective maxUnavailable of pool p with count nodes: unset -> 1; an

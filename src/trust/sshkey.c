@@ -196,7 +196,7 @@ bool mcg_sshkey_parse(mcg_sshkey *k, const unsigned char *blob, size_t len, char
         break;
     }
     if (w.len != 0) {
-        snprintf(why, whylen, "%s key blob has %zu trailing bytes", k->name, w.len);
+        snprintf(why, whylen, "%s key blob has trailing data (%zu bytes)", k->name, w.len);
         return false;
     }
     if (k->type != MCG_KEY_ED25519 && !evp_key_ok(k)) {

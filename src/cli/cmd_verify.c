@@ -1,0 +1,113 @@
+/*
+ * cmd_verify.c — `mcgit verify`: the signature verdict of every new commit.
+ */
+#include "cli/cli.h"
+#include "gitops/gitops.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static int run(int argc, char **argv);
+
+const mcg_cmd mcg_cmd_verify = {
+    "verify",
+    "verify the SSH signature of every new source commit",
+    "usage: mcgit verify --repo R [--rev REV] [--since REV] --trust F [-o json]\n"
+    "\n"
+    "Check every commit reachable from REV (default: the source branch, `main`\n"
+    "or mcgit.yaml's sourceBranch) and not from --since (default: the last\n"
+    "commit mcgit verified when rendering, else the root), merges included.\n"
+    "A commit is good when its SSH signature (namespace git) is made by a key\n"
+    "of the trust root F (an allowed_signers file), or of .mcgit/allowed_signers\n"
+    "as it stands in the commit's first parent when that parent is good.\n"
+    "\n"
+    "Prints one line per commit, parents first:\n"
+    "  good <sha> <principal> <fingerprint>\n"
+    "  bad <sha> <reason>\n"
+    "Exit status 1 if any commit is bad.\n"
+    "\n"
+    "  -o json   a JSON list of {\"commit\", \"status\", \"principal\", \"fingerprint\",\n"
+    "            \"reason\"}\n",
+    run,
+};
+
+static int run(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"repo", required_argument, 0, 'r'},
+                                         {"rev", required_argument, 0, 'R'},
+                                         {"since", required_argument, 0, 's'},
+                                         {"trust", required_argument, 0, 't'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {0, 0, 0, 0}};
+    const char *repo = NULL, *rev = NULL, *since = NULL, *trust = NULL, *format = "text";
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_verify);
+        case 'r': repo = optarg; break;
+        case 'R': rev = optarg; break;
+        case 's': since = optarg; break;
+        case 't': trust = optarg; break;
+        case 'o': format = optarg; break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_verify, NULL);
+        }
+    }
+    if (!repo || !trust || optind != argc)
+        return mcg_cli_usage_error(&mcg_cmd_verify, "--repo and --trust are required");
+    if (strcmp(format, "text") && strcmp(format, "json"))
+        return mcg_cli_usage_error(&mcg_cmd_verify, "unknown output format '%s'", format);
+    mcg_err err = {0};
+    mcg_signers *root = NULL;
+    mcg_repo *r = NULL;
+    mcg_verify_report rep = {0};
+    int rc = mcg_cli_load_trust(&root, trust, &err);
+    if (!rc)
+        rc = mcg_repo_open(&r, repo, &err);
+    if (!rc)
+        rc = mcg_gitops_verify(&rep, r, rev ? rev : mcg_repo_source_branch(r), since, root, &err);
+    if (rc) {
+        mcg_cli_error("verify", "%s", err.msg);
+        goto out;
+    }
+    if (!strcmp(format, "json")) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < rep.n; i++) {
+            mcg_verdict *v = &rep.v[i];
+            json_t *o = json_pack("{s:s,s:s}", "commit", v->sha, "status", v->good ? "good" : "bad");
+            if (v->good) {
+                json_object_set_new(o, "principal", json_string(v->principal));
+                json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
+            } else {
+                json_object_set_new(o, "reason", json_string(v->reason));
+                if (v->fingerprint[0])
+                    json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
+            }
+            json_array_append_new(arr, o);
+        }
+        mcg_buf b = MCG_BUF_INIT;
+        mcg_json_canonical(arr, &b, &err);
+        fwrite(b.ptr, 1, b.len, stdout);
+        mcg_buf_free(&b);
+        json_decref(arr);
+    } else {
+        for (size_t i = 0; i < rep.n; i++) {
+            mcg_verdict *v = &rep.v[i];
+            if (v->good)
+                printf("good %s %s %s\n", v->sha, v->principal, v->fingerprint);
+            else
+                printf("bad %s %s\n", v->sha, v->reason);
+        }
+    }
+    if (rep.nbad)
+        rc = MCG_ETRUST;
+out:
+    mcg_verify_report_free(&rep);
+    mcg_repo_free(r);
+    mcg_signers_free(root);
+    return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
+}

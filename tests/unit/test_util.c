@@ -1,0 +1,518 @@
+/*
+ * test_util.c — the strict decoders (base64, percent, data: URLs, gzip),
+ * clean-path checks, canonical JSON and the small helpers under them.
+ *
+ * Decoders are tested as tables of inputs that must decode to given bytes
+ * and inputs that must be refused with a message naming what is wrong.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <zlib.h>
+
+#include "util/util.h"
+
+#define assert_contains(hay, needle)                                                       \
+    do {                                                                                   \
+        const char *h_ = (hay), *n_ = (needle);                                            \
+        if (!h_ || !strstr(h_, n_))                                                        \
+            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);         \
+    } while (0)
+
+/* gzip (with header) of n bytes, for decoder tests. */
+static mcg_buf gzip_bytes(const void *in, size_t n)
+{
+    mcg_buf out = MCG_BUF_INIT;
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
+                     Z_OK);
+    size_t cap = deflateBound(&zs, (uLong)n) + 32;
+    out.ptr = mcg_malloc(cap + 1);
+    out.cap = cap + 1;
+    zs.next_in = (unsigned char *)in;
+    zs.avail_in = (uInt)n;
+    zs.next_out = (unsigned char *)out.ptr;
+    zs.avail_out = (uInt)cap;
+    assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+    out.len = cap - zs.avail_out;
+    out.ptr[out.len] = '\0';
+    deflateEnd(&zs);
+    return out;
+}
+
+/* ------------------------------------------------------------ base64 */
+
+typedef struct {
+    const char *in;
+    const char *out;  /* expected bytes when want_err is NULL */
+    size_t out_len;
+    const char *want_err;
+} b64_case;
+
+static const b64_case b64_cases[] = {
+    {"", "", 0, NULL},
+    {"aA==", "h", 1, NULL},
+    {"aGk=", "hi", 2, NULL},
+    {"aGVsbG8=", "hello", 5, NULL},
+    {"aGVsbG8h", "hello!", 6, NULL},
+    {"AAECAw==", "\0\1\2\3", 4, NULL},
+    {"+/+/", "\xfb\xff\xbf", 3, NULL},
+    {"aGVsbG8", NULL, 0, "not a multiple of 4"},
+    {"aGVsbG8==", NULL, 0, "not a multiple of 4"},
+    {"aGVs bG8=", NULL, 0, "not a multiple of 4"},
+    {"aGVs\nbG8", NULL, 0, "unexpected character"},
+    {"aGV*bG8=", NULL, 0, "unexpected character at 3"},
+    {"aGk=aGk=", NULL, 0, "unexpected character at 3"},
+    {"a===", NULL, 0, "unexpected character at 1"},
+    {"====", NULL, 0, "unexpected character at 0"},
+    {"aG=a", NULL, 0, "data after padding"},
+    {"aG==", NULL, 0, "non-zero padding bits"},
+    {"aGVsbG9=", NULL, 0, "non-zero padding bits"},
+    {"aGVsbG8_", NULL, 0, "unexpected character"},
+    {"aGVsbG8-", NULL, 0, "unexpected character"},
+};
+
+static void test_base64_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(b64_cases) / sizeof(b64_cases[0]); i++) {
+        const b64_case *c = &b64_cases[i];
+        mcg_buf out = MCG_BUF_INIT;
+        mcg_err err = {0};
+        int rc = mcg_base64_decode(c->in, strlen(c->in), &out, &err);
+        if (!c->want_err) {
+            if (rc != 0)
+                fail_msg("base64 '%s': unexpected error: %s", c->in, err.msg);
+            assert_int_equal(out.len, c->out_len);
+            if (c->out_len)
+                assert_memory_equal(out.ptr, c->out, c->out_len);
+        } else {
+            if (rc == 0)
+                fail_msg("base64 '%s': decoded, want error '%s'", c->in, c->want_err);
+            assert_int_equal(rc, MCG_EINVAL);
+            assert_contains(err.msg, c->want_err);
+        }
+        mcg_buf_free(&out);
+    }
+}
+
+static void test_base64_roundtrip(void **state)
+{
+    (void)state;
+    unsigned char in[300];
+    for (size_t i = 0; i < sizeof(in); i++)
+        in[i] = (unsigned char)(i * 7 + 3);
+    for (size_t n = 0; n <= sizeof(in); n += (n < 12 ? 1 : 37)) {
+        mcg_buf enc = MCG_BUF_INIT, dec = MCG_BUF_INIT;
+        mcg_err err = {0};
+        mcg_base64_encode(in, n, &enc);
+        assert_int_equal(enc.len, (n + 2) / 3 * 4);
+        assert_int_equal(mcg_base64_decode(enc.ptr ? enc.ptr : "", enc.len, &dec, &err), 0);
+        assert_int_equal(dec.len, n);
+        if (n)
+            assert_memory_equal(dec.ptr, in, n);
+        mcg_buf_free(&enc);
+        mcg_buf_free(&dec);
+    }
+}
+
+/* ------------------------------------------------------------ data URLs */
+
+typedef struct {
+    const char *url;
+    const char *out;
+    size_t out_len;
+    const char *want_err;
+} dataurl_case;
+
+static const dataurl_case dataurl_cases[] = {
+    {"data:,", "", 0, NULL},
+    {"data:,hello", "hello", 5, NULL},
+    {"data:,hello%20world%0A", "hello world\n", 12, NULL},
+    {"data:,%2f%2F", "//", 2, NULL},
+    {"data:,a,b", "a,b", 3, NULL},
+    {"data:,%00x", "\0x", 2, NULL},
+    {"data:text/plain,plain", "plain", 5, NULL},
+    {"data:text/plain;charset=utf-8,%C3%A9", "\xc3\xa9", 2, NULL},
+    {"data:;base64,aGVsbG8=", "hello", 5, NULL},
+    {"data:text/plain;charset=utf-8;base64,aGk=", "hi", 2, NULL},
+    {"data:;base64,", "", 0, NULL},
+    {"https://example.com/x", NULL, 0, "only data: URLs are supported"},
+    {"DATA:,x", NULL, 0, "only data: URLs are supported"},
+    {"", NULL, 0, "only data: URLs are supported"},
+    {"data:hello", NULL, 0, "no ','"},
+    {"data:,50%", NULL, 0, "bad percent escape at offset 8"},
+    {"data:,%4", NULL, 0, "bad percent escape at offset 6"},
+    {"data:,%zz", NULL, 0, "bad percent escape at offset 6"},
+    {"data:,ok%2", NULL, 0, "bad percent escape"},
+    {"data:,%g0", NULL, 0, "bad percent escape"},
+    {"data:;base64,aGVsbG8", NULL, 0, "invalid data URL: invalid base64"},
+    {"data:;base64,!!!!", NULL, 0, "invalid data URL: invalid base64: unexpected character"},
+    {"data:;base64,aGk=\n", NULL, 0, "invalid base64"},
+};
+
+static void test_dataurl_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(dataurl_cases) / sizeof(dataurl_cases[0]); i++) {
+        const dataurl_case *c = &dataurl_cases[i];
+        mcg_buf out = MCG_BUF_INIT;
+        mcg_err err = {0};
+        int rc = mcg_dataurl_decode(c->url, &out, &err);
+        if (!c->want_err) {
+            if (rc != 0)
+                fail_msg("data URL '%s': unexpected error: %s", c->url, err.msg);
+            assert_int_equal(out.len, c->out_len);
+            if (c->out_len)
+                assert_memory_equal(out.ptr, c->out, c->out_len);
+        } else {
+            if (rc == 0)
+                fail_msg("data URL '%s': decoded, want error '%s'", c->url, c->want_err);
+            assert_contains(err.msg, c->want_err);
+        }
+        mcg_buf_free(&out);
+    }
+}
+
+static void test_dataurl_roundtrip(void **state)
+{
+    (void)state;
+    unsigned char in[256];
+    for (size_t i = 0; i < sizeof(in); i++)
+        in[i] = (unsigned char)i;
+    mcg_buf enc = MCG_BUF_INIT, dec = MCG_BUF_INIT;
+    mcg_err err = {0};
+    mcg_dataurl_encode(in, sizeof(in), &enc);
+    assert_int_equal(strncmp(enc.ptr, "data:,", 6), 0);
+    assert_null(strchr(enc.ptr + 6, ','));
+    assert_null(strchr(enc.ptr, ' '));
+    assert_int_equal(mcg_dataurl_decode(enc.ptr, &dec, &err), 0);
+    assert_int_equal(dec.len, sizeof(in));
+    assert_memory_equal(dec.ptr, in, sizeof(in));
+    mcg_buf_free(&enc);
+    mcg_buf_free(&dec);
+
+    mcg_dataurl_encode((const unsigned char *)"", 0, &enc);
+    assert_string_equal(enc.ptr, "data:,");
+    mcg_buf_free(&enc);
+}
+
+/* ------------------------------------------------------------ gzip */
+
+static void test_gunzip_ok(void **state)
+{
+    (void)state;
+    size_t n = 100000;
+    unsigned char *plain = mcg_malloc(n);
+    for (size_t i = 0; i < n; i++)
+        plain[i] = (unsigned char)("mcgit\n"[i % 6] ^ (i / 1000));
+    mcg_buf gz = gzip_bytes(plain, n), out = MCG_BUF_INIT;
+    mcg_err err = {0};
+    assert_int_equal(mcg_gunzip((unsigned char *)gz.ptr, gz.len, n, &out, &err), 0);
+    assert_int_equal(out.len, n);
+    assert_memory_equal(out.ptr, plain, n);
+    mcg_buf_free(&out);
+    mcg_buf_free(&gz);
+
+    /* The empty file. */
+    gz = gzip_bytes("", 0);
+    assert_int_equal(mcg_gunzip((unsigned char *)gz.ptr, gz.len, 0, &out, &err), 0);
+    assert_int_equal(out.len, 0);
+    mcg_buf_free(&out);
+    mcg_buf_free(&gz);
+    free(plain);
+}
+
+static void test_gunzip_limit(void **state)
+{
+    (void)state;
+    /* A small input that expands far beyond the limit is stopped early. */
+    size_t n = 4u * 1024u * 1024u;
+    unsigned char *zeros = mcg_calloc(n, 1);
+    mcg_buf gz = gzip_bytes(zeros, n), out = MCG_BUF_INIT;
+    mcg_err err = {0};
+    assert_true(gz.len < 16384);
+    assert_int_equal(mcg_gunzip((unsigned char *)gz.ptr, gz.len, 1536u * 1024u, &out, &err),
+                     MCG_ENOMEM);
+    assert_contains(err.msg, "expands beyond 1572864 bytes");
+    assert_true(out.len <= 1536u * 1024u);
+    mcg_buf_free(&out);
+
+    /* Exactly at the limit is fine; one byte less is not. */
+    assert_int_equal(mcg_gunzip((unsigned char *)gz.ptr, gz.len, n, &out, &err), 0);
+    assert_int_equal(out.len, n);
+    mcg_buf_free(&out);
+    assert_int_equal(mcg_gunzip((unsigned char *)gz.ptr, gz.len, n - 1, &out, &err), MCG_ENOMEM);
+    mcg_buf_free(&out);
+    mcg_buf_free(&gz);
+    free(zeros);
+}
+
+static void test_gunzip_bad(void **state)
+{
+    (void)state;
+    const char *text = "hello, gzip\n";
+    mcg_buf gz = gzip_bytes(text, strlen(text)), out = MCG_BUF_INIT;
+    mcg_err err = {0};
+
+    /* Not gzip at all. */
+    assert_int_equal(mcg_gunzip((const unsigned char *)"hello", 5, 1024, &out, &err), MCG_EINVAL);
+    assert_contains(err.msg, "invalid gzip data");
+    mcg_buf_free(&out);
+
+    /* Empty input. */
+    assert_int_equal(mcg_gunzip((const unsigned char *)"", 0, 1024, &out, &err), MCG_EINVAL);
+    assert_contains(err.msg, "invalid gzip data");
+    mcg_buf_free(&out);
+
+    /* Truncated at every length. */
+    for (size_t cut = 1; cut < gz.len; cut++) {
+        mcg_err_clear(&err);
+        if (mcg_gunzip((unsigned char *)gz.ptr, cut, 1024, &out, &err) == 0)
+            fail_msg("gzip truncated to %zu of %zu bytes was accepted", cut, gz.len);
+        assert_contains(err.msg, "invalid gzip data");
+        mcg_buf_free(&out);
+    }
+
+    /* Trailing bytes after the stream. */
+    mcg_buf tail = MCG_BUF_INIT;
+    mcg_buf_put(&tail, gz.ptr, gz.len);
+    mcg_buf_puts(&tail, "junk");
+    assert_int_equal(mcg_gunzip((unsigned char *)tail.ptr, tail.len, 1024, &out, &err),
+                     MCG_EINVAL);
+    assert_contains(err.msg, "trailing bytes");
+    mcg_buf_free(&out);
+    mcg_buf_free(&tail);
+
+    /* A flipped byte in the body or the CRC. */
+    mcg_buf bad = MCG_BUF_INIT;
+    mcg_buf_put(&bad, gz.ptr, gz.len);
+    bad.ptr[bad.len - 6] ^= 0x55; /* CRC32 */
+    assert_int_equal(mcg_gunzip((unsigned char *)bad.ptr, bad.len, 1024, &out, &err), MCG_EINVAL);
+    assert_contains(err.msg, "invalid gzip data");
+    mcg_buf_free(&out);
+    mcg_buf_free(&bad);
+    mcg_buf_free(&gz);
+}
+
+/* ------------------------------------------------------------ paths */
+
+static void test_clean_path(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"/etc", "/etc/chrony.conf", "/a/b/c", "/etc/.hidden",
+                                       "/etc/..x", "/etc/x..", "/a/.../b", "/a b/c", NULL};
+    static const char *const bad[] = {"",         "/",         "//",         "etc/x",
+                                      "./etc",    "../etc",    "/etc/",      "/etc//x",
+                                      "//etc",    "/etc/../x", "/etc/./x",   "/etc/.",
+                                      "/etc/..",  "/..",       "/.",         "/a/b/",
+                                      "relative", "~/x",       NULL};
+    for (const char *const *p = good; *p; p++)
+        if (!mcg_path_is_clean_abs(*p))
+            fail_msg("'%s' should be clean", *p);
+    for (const char *const *p = bad; *p; p++)
+        if (mcg_path_is_clean_abs(*p))
+            fail_msg("'%s' should be refused", *p);
+    assert_false(mcg_path_is_clean_abs(NULL));
+}
+
+/* ------------------------------------------------------------ canonical JSON */
+
+static char *canon(const json_t *v)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    mcg_err err = {0};
+    assert_int_equal(mcg_json_canonical(v, &b, &err), 0);
+    return mcg_buf_detach(&b, NULL);
+}
+
+static void test_canonical_json(void **state)
+{
+    (void)state;
+    /* The same value built in two insertion orders gives the same bytes. */
+    json_t *a = json_object();
+    json_object_set_new(a, "zeta", json_integer(1));
+    json_object_set_new(a, "alpha", json_pack("{s:[i,i], s:s}", "list", 2, 1, "name", "é ü €"));
+    json_object_set_new(a, "Beta", json_true());
+    json_object_set_new(a, "_", json_null());
+    json_t *b = json_object();
+    json_object_set_new(b, "_", json_null());
+    json_object_set_new(b, "Beta", json_true());
+    json_object_set_new(b, "alpha", json_pack("{s:s, s:[i,i]}", "name", "é ü €", "list", 2, 1));
+    json_object_set_new(b, "zeta", json_integer(1));
+    char *sa = canon(a), *sb = canon(b);
+    assert_string_equal(sa, sb);
+    /* Keys sorted bytewise (upper case before '_' before lower case), two
+     * spaces of indent, raw UTF-8, one trailing newline. */
+    assert_string_equal(sa, "{\n"
+                            "  \"Beta\": true,\n"
+                            "  \"_\": null,\n"
+                            "  \"alpha\": {\n"
+                            "    \"list\": [\n"
+                            "      2,\n"
+                            "      1\n"
+                            "    ],\n"
+                            "    \"name\": \"\xc3\xa9 \xc3\xbc \xe2\x82\xac\"\n"
+                            "  },\n"
+                            "  \"zeta\": 1\n"
+                            "}\n");
+    assert_null(strstr(sa, "\\u"));
+    free(sa);
+    free(sb);
+    json_decref(a);
+    json_decref(b);
+
+    /* Escapes: control characters are escaped, '/' is not. */
+    json_t *s = json_pack("{s:s}", "k", "a/b\n\t\"\x01");
+    char *ss = canon(s);
+    assert_string_equal(ss, "{\n  \"k\": \"a/b\\n\\t\\\"\\u0001\"\n}\n");
+    free(ss);
+    json_decref(s);
+
+    /* Empty containers and scalars at the top. */
+    json_t *e = json_object();
+    char *se = canon(e);
+    assert_string_equal(se, "{}\n");
+    free(se);
+    json_decref(e);
+    json_t *i = json_integer(42);
+    char *si = canon(i);
+    assert_string_equal(si, "42\n");
+    free(si);
+    json_decref(i);
+}
+
+static void test_canonical_json_many_keys(void **state)
+{
+    (void)state;
+    /* Enough keys to make hash-table order differ from insertion order. */
+    json_t *fwd = json_object(), *rev = json_object();
+    for (int k = 0; k < 500; k++) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%03d", k);
+        json_object_set_new(fwd, key, json_integer(k));
+        snprintf(key, sizeof(key), "k%03d", 499 - k);
+        json_object_set_new(rev, key, json_integer(499 - k));
+    }
+    char *sf = canon(fwd), *sr = canon(rev);
+    assert_string_equal(sf, sr);
+    assert_true(strstr(sf, "\"k000\"") < strstr(sf, "\"k001\""));
+    assert_true(strstr(sf, "\"k498\"") < strstr(sf, "\"k499\""));
+    free(sf);
+    free(sr);
+    json_decref(fwd);
+    json_decref(rev);
+}
+
+/* ------------------------------------------------------------ hashing */
+
+static void test_sha256_hex(void **state)
+{
+    (void)state;
+    unsigned char d[MCG_SHA256_LEN];
+    char hex[2 * MCG_SHA256_LEN + 1];
+    mcg_sha256("abc", 3, d);
+    mcg_hex(d, sizeof(d), hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    mcg_sha256("", 0, d);
+    mcg_hex(d, sizeof(d), hex);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    assert_true(mcg_memeq_ct("abcd", "abcd", 4));
+    assert_false(mcg_memeq_ct("abcd", "abce", 4));
+    assert_true(mcg_memeq_ct("x", "y", 0));
+}
+
+/* ------------------------------------------------------------ small helpers */
+
+static void test_parse_u64(void **state)
+{
+    (void)state;
+    uint64_t v = 7;
+    assert_true(mcg_parse_u64("0", &v));
+    assert_int_equal(v, 0);
+    assert_true(mcg_parse_u64("18446744073709551615", &v));
+    assert_true(v == UINT64_MAX);
+    assert_false(mcg_parse_u64("18446744073709551616", &v));
+    assert_false(mcg_parse_u64("", &v));
+    assert_false(mcg_parse_u64(NULL, &v));
+    assert_false(mcg_parse_u64("-1", &v));
+    assert_false(mcg_parse_u64("+1", &v));
+    assert_false(mcg_parse_u64("1 ", &v));
+    assert_false(mcg_parse_u64("0x10", &v));
+}
+
+static void test_buf_strv_diags(void **state)
+{
+    (void)state;
+    mcg_buf b = MCG_BUF_INIT;
+    char *empty = mcg_buf_detach(&b, NULL);
+    assert_string_equal(empty, "");
+    free(empty);
+    mcg_buf_puts(&b, "a");
+    mcg_buf_putc(&b, 'b');
+    mcg_buf_printf(&b, "%d-%s", 42, "x");
+    for (int i = 0; i < 1000; i++)
+        mcg_buf_putc(&b, 'z');
+    assert_int_equal(b.len, 1006);
+    assert_int_equal(strncmp(b.ptr, "ab42-xz", 7), 0);
+    assert_int_equal(b.ptr[b.len], '\0');
+    mcg_buf_free(&b);
+    mcg_buf_free(NULL);
+
+    mcg_strv s = {0};
+    mcg_strv_push(&s, "b");
+    mcg_strv_push(&s, "a");
+    mcg_strv_push(&s, "B");
+    mcg_strv_sort(&s);
+    assert_string_equal(s.v[0], "B");
+    assert_string_equal(s.v[1], "a");
+    assert_string_equal(s.v[2], "b");
+    assert_true(mcg_strv_contains(&s, "a"));
+    assert_false(mcg_strv_contains(&s, "c"));
+    mcg_strv_free(&s);
+    mcg_strv_free(NULL);
+
+    mcg_diags d = {0};
+    for (int i = 0; i < 20; i++)
+        mcg_diags_add(&d, "f.yaml:%d: problem", i + 1);
+    assert_int_equal(d.count, 20);
+    assert_string_equal(d.msgs[19], "f.yaml:20: problem");
+    mcg_diags_free(&d);
+    mcg_diags_free(NULL);
+
+    mcg_err err = {0};
+    assert_int_equal(mcg_err_set(&err, MCG_EINVAL, "x.yaml:%d: bad", 3), MCG_EINVAL);
+    assert_int_equal(mcg_err_prefix(&err, "loading %s", "dir"), MCG_EINVAL);
+    assert_string_equal(err.msg, "loading dir: x.yaml:3: bad");
+    assert_int_equal(mcg_err_set(NULL, MCG_EIO, "dropped"), MCG_EIO);
+    mcg_err_clear(&err);
+    assert_int_equal(err.code, 0);
+    assert_string_equal(err.msg, "");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_base64_table),
+        cmocka_unit_test(test_base64_roundtrip),
+        cmocka_unit_test(test_dataurl_table),
+        cmocka_unit_test(test_dataurl_roundtrip),
+        cmocka_unit_test(test_gunzip_ok),
+        cmocka_unit_test(test_gunzip_limit),
+        cmocka_unit_test(test_gunzip_bad),
+        cmocka_unit_test(test_clean_path),
+        cmocka_unit_test(test_canonical_json),
+        cmocka_unit_test(test_canonical_json_many_keys),
+        cmocka_unit_test(test_sha256_hex),
+        cmocka_unit_test(test_parse_u64),
+        cmocka_unit_test(test_buf_strv_diags),
+    };
+    return cmocka_run_group_tests_name("util", tests, NULL, NULL);
+}
