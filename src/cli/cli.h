@@ -9,6 +9,7 @@
 #define MCG_CLI_H
 
 #include "util/util.h"
+#include "fsio/fsio.h"
 
 enum { MCG_EXIT_OK = 0, MCG_EXIT_FAIL = 1, MCG_EXIT_USAGE = 2 };
 
@@ -37,10 +38,6 @@ int mcg_cli_help(const mcg_cmd *cmd);
 /* Print every diagnostic to stderr, one per line. */
 void mcg_cli_diags(const char *cmd, const mcg_diags *d);
 
-/* Read a whole file (regular files only, no symlink followed at the last step). */
-int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_err *err);
-/* Write a file atomically: temp in the same directory, fsync, rename, fsync dir. */
-int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mode, mcg_err *err);
 
 
 

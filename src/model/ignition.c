@@ -214,7 +214,10 @@ static void parse_mode(mcg_pctx *c, const json_t *e, const char *name, mcg_stora
 {
     int64_t mode = 0;
     mcg_get_int(c, e, "mode", name, &st->has_mode, &mode);
-    if (st->has_mode && (mode < 0 || mode > 0777))
+    if (st->has_mode && mode < 0)
+        mcg_pctx_err(c, json_object_get(e, "mode"), "field '%s.mode' must not be negative",
+                     name);
+    else if (st->has_mode && mode > 0777)
         mcg_pctx_err(c, json_object_get(e, "mode"),
                      "field '%s.mode' must be at most 0777 (got 0%llo): setuid, setgid and "
                      "sticky bits are not supported",

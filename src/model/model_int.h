@@ -49,7 +49,8 @@ int mcg_yaml_each_doc(const char *file, const char *data, size_t len, int line_o
 /*
  * Field readers. Each checks the type, reports "field 'x' must be ..." and
  * returns false when the field is present but wrong; *out is untouched when
- * the field is absent or null. name is the dotted field path for messages.
+ * the field is absent or null. name is the dotted path of the field, or of
+ * the object holding it (".key" is then appended), for messages.
  */
 bool mcg_get_str(mcg_pctx *c, const json_t *obj, const char *key, const char *name, char **out);
 bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *name,

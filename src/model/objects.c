@@ -78,6 +78,12 @@ void mcg_model_free(mcg_model *m)
 
 /* ------------------------------------------------------------ helpers */
 
+/* `spec:` with nothing after it is null in YAML: as good as absent. */
+static bool json_is_null_or_absent(const json_t *v)
+{
+    return !v || json_is_null(v);
+}
+
 static void parse_labels(mcg_pctx *c, const json_t *obj, const char *name, mcg_labels *out)
 {
     json_t *o = mcg_get_obj(c, obj, "labels", name);
@@ -223,7 +229,7 @@ static void parse_pool(mcg_model *m, mcg_pctx *c, const json_t *root)
     p.name = parse_meta_name(c, root, "MachineConfigPool", true);
     json_t *spec = mcg_get_obj(c, root, "spec", "spec");
     if (!spec) {
-        if (!json_object_get(root, "spec"))
+        if (json_is_null_or_absent(json_object_get(root, "spec")))
             mcg_pctx_err(c, root, "MachineConfigPool has no spec");
     } else {
         static const char *const keys[] = {"machineConfigSelector", "nodeSelector",
@@ -270,6 +276,7 @@ static void parse_pool(mcg_model *m, mcg_pctx *c, const json_t *root)
 
 typedef struct embedded {
     mcg_pctx *outer;
+    const json_t *cfg; /* the spec.config string, for its line */
     mcg_ignition *out;
     int docs;
     int rc;
@@ -279,7 +286,7 @@ static void embedded_doc(json_t *root, mcg_linemap *lines, void *arg)
 {
     embedded *e = arg;
     if (e->docs++) {
-        mcg_pctx_err(e->outer, NULL, "spec.config holds more than one document");
+        mcg_pctx_err(e->outer, e->cfg, "spec.config holds more than one document");
         e->rc = MCG_EINVAL;
         return;
     }
@@ -300,7 +307,7 @@ static void parse_mc(mcg_model *m, mcg_pctx *c, const json_t *root)
         parse_labels(c, md, "metadata.labels", &mc.labels);
     json_t *spec = mcg_get_obj(c, root, "spec", "spec");
     if (!spec) {
-        if (!json_object_get(root, "spec"))
+        if (json_is_null_or_absent(json_object_get(root, "spec")))
             mcg_pctx_err(c, root, "MachineConfig has no spec");
         goto done;
     }
@@ -328,7 +335,7 @@ static void parse_mc(mcg_model *m, mcg_pctx *c, const json_t *root)
         /* An embedded JSON (or YAML) document, as `oc` users sometimes write. */
         const char *s = json_string_value(cfg);
         int line = mcg_pctx_line(c, cfg);
-        embedded e = {c, &mc.config, 0, MCG_EINVAL};
+        embedded e = {c, cfg, &mc.config, 0, MCG_EINVAL};
         int synt = mcg_yaml_each_doc(c->file, s, json_string_length(cfg),
                                      strchr(s, '\n') ? line : line - 1, c->diags, embedded_doc, &e);
         c->errors += synt;
@@ -701,14 +708,26 @@ void mcg_model_add_file(mcg_model *m, const char *relpath, const char *data, siz
     mcg_yaml_each_doc(a.file, data, len, 0, diags, add_doc, &a);
 }
 
+/* Equal names (an error reported below) fall back to file and line, so the
+ * report does not depend on qsort's handling of ties. */
+static int loc_cmp(const mcg_loc *a, const mcg_loc *b)
+{
+    int r = strcmp(a->file, b->file);
+    return r ? r : (a->line > b->line) - (a->line < b->line);
+}
+
 static int pool_cmp(const void *a, const void *b)
 {
-    return strcmp(((const mcg_pool *)a)->name, ((const mcg_pool *)b)->name);
+    const mcg_pool *x = a, *y = b;
+    int r = strcmp(x->name, y->name);
+    return r ? r : loc_cmp(&x->loc, &y->loc);
 }
 
 static int mc_cmp(const void *a, const void *b)
 {
-    return strcmp(((const mcg_machineconfig *)a)->name, ((const mcg_machineconfig *)b)->name);
+    const mcg_machineconfig *x = a, *y = b;
+    int r = strcmp(x->name, y->name);
+    return r ? r : loc_cmp(&x->loc, &y->loc);
 }
 
 void mcg_model_finish(mcg_model *m, mcg_diags *diags)

@@ -345,17 +345,32 @@ void mcg_pctx_err(mcg_pctx *c, const json_t *at, const char *fmt, ...)
     c->errors++;
 }
 
+/*
+ * The dotted path of field key for messages: name when it already ends in
+ * key (callers pass "spec.paused" for "paused"), else name + "." + key
+ * (callers pass the path of the object holding the field).
+ */
+static const char *field_name(char *buf, size_t size, const char *name, const char *key)
+{
+    size_t n = strlen(name), k = strlen(key);
+    if ((n == k && !strcmp(name, key)) || (n > k && name[n - k - 1] == '.' && !strcmp(name + n - k, key)))
+        return name;
+    snprintf(buf, size, "%s.%s", name, key);
+    return buf;
+}
+
 bool mcg_get_str(mcg_pctx *c, const json_t *obj, const char *key, const char *name, char **out)
 {
     json_t *v = json_object_get(obj, key);
+    char fb[400];
     if (!v || json_is_null(v))
         return true;
     if (!json_is_string(v)) {
-        mcg_pctx_err(c, v, "field '%s' must be a string", name);
+        mcg_pctx_err(c, v, "field '%s' must be a string", field_name(fb, sizeof(fb), name, key));
         return false;
     }
     if (strlen(json_string_value(v)) != json_string_length(v)) {
-        mcg_pctx_err(c, v, "field '%s' contains a NUL byte", name);
+        mcg_pctx_err(c, v, "field '%s' contains a NUL byte", field_name(fb, sizeof(fb), name, key));
         return false;
     }
     free(*out);
@@ -370,7 +385,8 @@ bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *n
     if (!v || json_is_null(v))
         return true;
     if (!json_is_boolean(v)) {
-        mcg_pctx_err(c, v, "field '%s' must be true or false", name);
+        char fb[400];
+        mcg_pctx_err(c, v, "field '%s' must be true or false", field_name(fb, sizeof(fb), name, key));
         return false;
     }
     *out = json_is_true(v) ? MCG_TRUE : MCG_FALSE;
@@ -384,7 +400,8 @@ bool mcg_get_int(mcg_pctx *c, const json_t *obj, const char *key, const char *na
     if (!v || json_is_null(v))
         return true;
     if (!json_is_integer(v)) {
-        mcg_pctx_err(c, v, "field '%s' must be an integer", name);
+        char fb[400];
+        mcg_pctx_err(c, v, "field '%s' must be an integer", field_name(fb, sizeof(fb), name, key));
         return false;
     }
     *has = true;
@@ -398,7 +415,8 @@ json_t *mcg_get_obj(mcg_pctx *c, const json_t *obj, const char *key, const char 
     if (!v || json_is_null(v))
         return NULL;
     if (!json_is_object(v)) {
-        mcg_pctx_err(c, v, "field '%s' must be a mapping", name);
+        char fb[400];
+        mcg_pctx_err(c, v, "field '%s' must be a mapping", field_name(fb, sizeof(fb), name, key));
         return NULL;
     }
     return v;
@@ -410,7 +428,8 @@ json_t *mcg_get_arr(mcg_pctx *c, const json_t *obj, const char *key, const char 
     if (!v || json_is_null(v))
         return NULL;
     if (!json_is_array(v)) {
-        mcg_pctx_err(c, v, "field '%s' must be a list", name);
+        char fb[400];
+        mcg_pctx_err(c, v, "field '%s' must be a list", field_name(fb, sizeof(fb), name, key));
         return NULL;
     }
     return v;

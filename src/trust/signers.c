@@ -432,7 +432,7 @@ int mcg_signers_parse(mcg_signers **out, const char *name, const char *text, siz
 
     *out = NULL;
     if (len > MCG_SIGNERS_MAX_TEXT) {
-        mcg_err_set(err, MCG_EINVAL, "%s: file is larger than %d bytes", name,
+        rc = mcg_err_set(err, MCG_EINVAL, "%s: file is larger than %d bytes", name,
                     MCG_SIGNERS_MAX_TEXT);
         goto out;
     }
@@ -443,12 +443,12 @@ int mcg_signers_parse(mcg_signers **out, const char *name, const char *text, siz
         free(where);
         where = mcg_sprintf("%s:%zu", name, lineno);
         if (n > MCG_SIGNERS_MAX_LINE) {
-            mcg_err_set(err, MCG_EINVAL, "%s: line is longer than %d bytes", where,
+            rc = mcg_err_set(err, MCG_EINVAL, "%s: line is longer than %d bytes", where,
                         MCG_SIGNERS_MAX_LINE);
             goto out;
         }
         if (memchr(text + pos, '\0', n)) {
-            mcg_err_set(err, MCG_EINVAL, "%s: line contains a NUL byte", where);
+            rc = mcg_err_set(err, MCG_EINVAL, "%s: line contains a NUL byte", where);
             goto out;
         }
         free(line);

@@ -120,7 +120,8 @@ static int parse_blob(sshsig *s, const unsigned char *blob, size_t len, mcg_err 
     if (!mcg_wire_string(&w, &s->sig, &s->sig_len))
         return malformed(err, "truncated in the signature");
     if (w.len != 0)
-        return mcg_err_set(err, MCG_ETRUST, "signature is malformed: trailing data after the signature (%zu bytes)",
+        return mcg_err_set(err, MCG_ETRUST,
+                           "signature is malformed: trailing data after the signature (%zu bytes)",
                            w.len);
     return 0;
 }

@@ -24,3 +24,39 @@ expect_rc() {
 # expect_grep PATTERN FILE DESC
 expect_grep() { if grep -qE -- "$1" "$2"; then ok "$3"; else bad "$3 (no '$1' in $2)"; sed 's/^/    /' "$2" | head -5; fi; }
 finish() { echo "$PASS passed, $FAIL failed"; [ "$FAIL" = 0 ]; }
+
+# ---------------------------------------------------------------- signed git
+# Helpers for tests that make SSH-signed histories with the real git and
+# ssh-keygen. Keys live in $T/keys.
+#
+# mkkey NAME TYPE: an unencrypted key pair $T/keys/NAME{,.pub}; TYPE is
+# ed25519, ecdsa (nistp256) or rsa (3072 bits).
+mkkey() {
+  mkdir -p "$T/keys"
+  case $2 in
+    ed25519) ssh-keygen -q -t ed25519 -N '' -C "$1" -f "$T/keys/$1" ;;
+    ecdsa)   ssh-keygen -q -t ecdsa -b 256 -N '' -C "$1" -f "$T/keys/$1" ;;
+    rsa)     ssh-keygen -q -t rsa -b 3072 -N '' -C "$1" -f "$T/keys/$1" ;;
+    *) echo "mkkey: unknown key type $2" >&2; return 2 ;;
+  esac
+}
+# signer_line PRINCIPAL KEYNAME [OPTIONS]: one allowed_signers line for the key.
+signer_line() { echo "$1${3:+ $3} $(cut -d' ' -f1,2 "$T/keys/$2.pub")"; }
+# keyfp KEYNAME: the key's fingerprint as ssh-keygen -l prints it (SHA256:...).
+keyfp() { ssh-keygen -lf "$T/keys/$1.pub" | cut -d' ' -f2; }
+# sign_setup REPO ALLOWED_SIGNERS: make REPO sign with SSH keys, and let
+# `git verify-commit` check against ALLOWED_SIGNERS.
+sign_setup() {
+  git -C "$1" config gpg.format ssh
+  git -C "$1" config gpg.ssh.allowedSignersFile "$2"
+}
+# scommit REPO KEYNAME MSG: commit everything in REPO's working tree, signed
+# with KEYNAME ("-" for an unsigned commit); prints nothing.
+scommit() {
+  git -C "$1" add -A
+  if [ "$2" = - ]; then
+    git -C "$1" commit -q --allow-empty --no-gpg-sign -m "$3"
+  else
+    git -C "$1" -c user.signingkey="$T/keys/$2" commit -q --allow-empty -S -m "$3"
+  fi
+}

@@ -1,0 +1,244 @@
+/*
+ * cmd_status.c — `mcgit status`: pools and nodes, as kubectl shows them.
+ */
+#include "cli/cli.h"
+#include "cluster/cluster.h"
+#include "controller/controller.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int run(int argc, char **argv);
+
+const mcg_cmd mcg_cmd_status = {
+    "status",
+    "show pools or nodes (the kubectl get machineconfigpool view)",
+    "usage: mcgit status --cluster C [pools|nodes] [-o json|wide] [--watch]\n"
+    "\n"
+    "pools (default) prints the columns of `kubectl get machineconfigpool`:\n"
+    "  NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT\n"
+    "  UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE\n"
+    "nodes prints NODE DESIRED CURRENT STATE (-o wide adds POOL and REASON).\n"
+    "\n"
+    "  -o json   a Kubernetes List ({\"apiVersion\": \"v1\", \"kind\": \"List\",\n"
+    "            \"items\": [...]}) of MachineConfigPool or Node objects, the shapes\n"
+    "            `kubectl get -o json` prints\n"
+    "  -o wide   more columns\n"
+    "  --watch   print again whenever the output changes (until interrupted)\n",
+    run,
+};
+
+/* A table printed like kubectl's: columns padded, three spaces apart. */
+typedef struct table {
+    mcg_strv cells;
+    size_t cols;
+} table;
+
+static void print_table(const table *t, mcg_buf *out)
+{
+    size_t rows = t->cells.n / t->cols;
+    size_t width[16] = {0};
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < t->cols; c++) {
+            size_t w = strlen(t->cells.v[r * t->cols + c]);
+            if (w > width[c])
+                width[c] = w;
+        }
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t c = 0; c < t->cols; c++) {
+            const char *s = t->cells.v[r * t->cols + c];
+            if (c + 1 == t->cols)
+                mcg_buf_puts(out, s);
+            else
+                mcg_buf_printf(out, "%-*s   ", (int)width[c], s);
+        }
+        mcg_buf_putc(out, '\n');
+    }
+}
+
+static const char *cond_status(const json_t *pool, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pool, "status"), "conditions"), i, c)
+    {
+        json_t *t = json_object_get(c, "type");
+        if (json_is_string(t) && !strcmp(json_string_value(t), type)) {
+            json_t *s = json_object_get(c, "status");
+            return json_is_string(s) ? json_string_value(s) : "";
+        }
+    }
+    return "";
+}
+
+static void count_cell(table *t, const json_t *pool, const char *key)
+{
+    char buf[32];
+    json_t *v = json_object_get(json_object_get(pool, "status"), key);
+    snprintf(buf, sizeof(buf), "%lld", json_is_integer(v) ? (long long)json_integer_value(v) : 0LL);
+    mcg_strv_push(&t->cells, buf);
+}
+
+static int render_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err)
+{
+    json_t *items = NULL;
+    int rc = cl->ops->list_pools(cl, &items, err);
+    if (rc)
+        return rc;
+    if (!strcmp(format, "json")) {
+        json_t *list = json_pack("{s:s,s:s,s:O,s:{}}", "apiVersion", "v1", "kind", "List", "items",
+                                 items, "metadata");
+        rc = mcg_json_canonical(list, out, err);
+        json_decref(list);
+        json_decref(items);
+        return rc;
+    }
+    static const char *const hdr[] = {"NAME", "CONFIG", "UPDATED", "UPDATING", "DEGRADED",
+                                      "MACHINECOUNT", "READYMACHINECOUNT", "UPDATEDMACHINECOUNT",
+                                      "DEGRADEDMACHINECOUNT", "AGE"};
+    table t = {{0}, 10};
+    for (size_t i = 0; i < 10; i++)
+        mcg_strv_push(&t.cells, hdr[i]);
+    size_t i;
+    json_t *p;
+    int64_t now = (int64_t)time(NULL);
+    json_array_foreach(items, i, p)
+    {
+        json_t *md = json_object_get(p, "metadata");
+        const char *name = json_string_value(json_object_get(md, "name"));
+        const char *cfg = json_string_value(
+            json_object_get(json_object_get(json_object_get(p, "status"), "configuration"), "name"));
+        mcg_strv_push(&t.cells, name ? name : "");
+        mcg_strv_push(&t.cells, cfg ? cfg : "");
+        mcg_strv_push(&t.cells, cond_status(p, "Updated"));
+        mcg_strv_push(&t.cells, cond_status(p, "Updating"));
+        mcg_strv_push(&t.cells, cond_status(p, "Degraded"));
+        count_cell(&t, p, "machineCount");
+        count_cell(&t, p, "readyMachineCount");
+        count_cell(&t, p, "updatedMachineCount");
+        count_cell(&t, p, "degradedMachineCount");
+        int64_t created = 0;
+        const char *ts = json_string_value(json_object_get(md, "creationTimestamp"));
+        char age[32] = "<unknown>";
+        if (ts && mcg_time_parse(ts, &created))
+            mcg_human_duration(now - created, age);
+        mcg_strv_push(&t.cells, age);
+    }
+    print_table(&t, out);
+    mcg_strv_free(&t.cells);
+    json_decref(items);
+    return 0;
+}
+
+static int render_nodes(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err)
+{
+    mcg_node *nodes = NULL;
+    size_t n = 0;
+    int rc = mcg_cluster_list_nodes(cl, &nodes, &n, err);
+    if (rc)
+        return rc;
+    if (!strcmp(format, "json")) {
+        json_t *items = json_array();
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(items, mcg_node_to_json(&nodes[i]));
+        json_t *list = json_pack("{s:s,s:s,s:o,s:{}}", "apiVersion", "v1", "kind", "List", "items",
+                                 items, "metadata");
+        rc = mcg_json_canonical(list, out, err);
+        json_decref(list);
+        mcg_nodes_free(nodes, n);
+        return rc;
+    }
+    bool wide = !strcmp(format, "wide");
+    table t = {{0}, wide ? 6 : 4};
+    mcg_strv_push(&t.cells, "NODE");
+    mcg_strv_push(&t.cells, "DESIRED");
+    mcg_strv_push(&t.cells, "CURRENT");
+    mcg_strv_push(&t.cells, "STATE");
+    if (wide) {
+        mcg_strv_push(&t.cells, "POOL");
+        mcg_strv_push(&t.cells, "REASON");
+    }
+    for (size_t i = 0; i < n; i++) {
+        mcg_strv_push(&t.cells, nodes[i].name);
+        mcg_strv_push(&t.cells, nodes[i].desired ? nodes[i].desired : "<none>");
+        mcg_strv_push(&t.cells, nodes[i].current ? nodes[i].current : "<none>");
+        mcg_strv_push(&t.cells, nodes[i].state ? nodes[i].state : "<none>");
+        if (wide) {
+            const char *pool = "<none>";
+            const char *d = nodes[i].desired ? nodes[i].desired : nodes[i].current;
+            char buf[256];
+            if (d && !strncmp(d, "rendered-", 9)) {
+                snprintf(buf, sizeof(buf), "%s", d + 9);
+                char *dash = strrchr(buf, '-');
+                if (dash)
+                    *dash = '\0';
+                pool = buf;
+            }
+            mcg_strv_push(&t.cells, pool);
+            mcg_strv_push(&t.cells, nodes[i].reason && *nodes[i].reason ? nodes[i].reason : "");
+        }
+    }
+    print_table(&t, out);
+    mcg_strv_free(&t.cells);
+    mcg_nodes_free(nodes, n);
+    return 0;
+}
+
+static int run(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"cluster", required_argument, 0, 'c'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"watch", no_argument, 0, 'w'},
+                                         {0, 0, 0, 0}};
+    const char *cluster = NULL, *format = "text", *what = "pools";
+    bool watch = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ho:w", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return mcg_cli_help(&mcg_cmd_status);
+        case 'c': cluster = optarg; break;
+        case 'o': format = optarg; break;
+        case 'w': watch = true; break;
+        default: return mcg_cli_usage_error(&mcg_cmd_status, NULL);
+        }
+    }
+    if (optind < argc)
+        what = argv[optind++];
+    if (!cluster || optind != argc || (strcmp(what, "pools") && strcmp(what, "nodes")))
+        return mcg_cli_usage_error(&mcg_cmd_status, "expected --cluster C [pools|nodes]");
+    if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "wide"))
+        return mcg_cli_usage_error(&mcg_cmd_status, "unknown output format '%s'", format);
+    mcg_err err = {0};
+    mcg_cluster *cl = NULL;
+    int rc = mcg_cluster_open(&cl, cluster, &err);
+    mcg_buf last = MCG_BUF_INIT;
+    while (!rc) {
+        mcg_buf out = MCG_BUF_INIT;
+        rc = !strcmp(what, "pools") ? render_pools(cl, format, &out, &err)
+                                    : render_nodes(cl, format, &out, &err);
+        if (!rc && (!last.ptr || strcmp(out.ptr ? out.ptr : "", last.ptr) != 0)) {
+            if (out.len)
+                fwrite(out.ptr, 1, out.len, stdout);
+            if (watch)
+                putchar('\n');
+            fflush(stdout);
+        }
+        mcg_buf_free(&last);
+        last = out;
+        if (!last.ptr)
+            mcg_buf_puts(&last, "");
+        if (!watch)
+            break;
+        usleep(500000);
+    }
+    mcg_buf_free(&last);
+    if (rc)
+        mcg_cli_error("status", "%s", err.msg);
+    mcg_cluster_free(cl);
+    return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
+}

@@ -1,0 +1,481 @@
+/*
+ * local.c — the embedded `local:DIR` cluster backend.
+ *
+ * DIR holds Kubernetes-shaped JSON objects, one file each:
+ *   nodes/<name>.json            Node (labels, annotations, unschedulable, Ready)
+ *   configs/<rendered-name>.json published rendered configs (canonical spec bytes)
+ *   pools/<pool>.json            MachineConfigPool with status
+ *   machineconfiguration.json    the MachineConfiguration "cluster" spec
+ *   roots/<name>/                simulated nodes' root filesystems
+ * Every write is atomic (temp file, fsync, rename) and every
+ * read-modify-write holds an exclusive flock on DIR/.lock, so a controller
+ * and many agents can share DIR without lost updates. Readers need no lock:
+ * a rename is atomic, so they see the old object or the new one.
+ */
+#include "cluster/cluster_int.h"
+#include "fsio/fsio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#define MAX_OBJECT (4u * 1024u * 1024u)
+
+typedef struct local {
+    mcg_cluster base;
+    char *dir;
+} local;
+
+static int lock_dir(local *l, mcg_err *err)
+{
+    char *p = mcg_sprintf("%s/.lock", l->dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    free(p);
+    if (fd < 0)
+        return mcg_err_set(err, MCG_EIO, "%s/.lock: %s", l->dir, strerror(errno)), -1;
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            mcg_err_set(err, MCG_EIO, "%s/.lock: %s", l->dir, strerror(errno));
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+static void unlock_dir(int fd)
+{
+    if (fd >= 0) {
+        flock(fd, LOCK_UN);
+        close(fd);
+    }
+}
+
+static int read_json(json_t **out, const char *path, mcg_err *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    *out = NULL;
+    int rc = mcg_read_file(path, MAX_OBJECT, &data, &len, err);
+    if (rc)
+        return rc;
+    json_error_t je;
+    *out = json_loadb(data, len, 0, &je);
+    free(data);
+    if (!*out)
+        return mcg_err_set(err, MCG_EINVAL, "%s:%d: invalid JSON: %s", path, je.line, je.text);
+    return 0;
+}
+
+static int write_json(const char *path, const json_t *v, mcg_err *err)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    int rc = mcg_json_canonical(v, &b, err);
+    if (!rc)
+        rc = mcg_write_file_atomic(path, b.ptr, b.len, 0644, err);
+    mcg_buf_free(&b);
+    return rc;
+}
+
+static bool name_ok(const char *name)
+{
+    return mcg_name_is_dns_subdomain(name);
+}
+
+static char *node_path(local *l, const char *name)
+{
+    return mcg_sprintf("%s/nodes/%s.json", l->dir, name);
+}
+
+static int l_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err)
+{
+    local *l = (local *)c;
+    memset(out, 0, sizeof(*out));
+    if (!name_ok(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
+    char *p = node_path(l, name);
+    json_t *o = NULL;
+    int rc = read_json(&o, p, err);
+    if (rc == MCG_ENOTFOUND)
+        mcg_err_set(err, MCG_ENOTFOUND, "node '%s' not found", name);
+    if (!rc)
+        rc = mcg_node_from_json(out, o, err);
+    json_decref(o);
+    free(p);
+    return rc;
+}
+
+static int l_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err)
+{
+    local *l = (local *)c;
+    *out = NULL;
+    *n = 0;
+    char *d = mcg_sprintf("%s/nodes", l->dir);
+    DIR *dh = opendir(d);
+    free(d);
+    if (!dh)
+        return errno == ENOENT ? 0 : mcg_err_set(err, MCG_EIO, "%s/nodes: %s", l->dir, strerror(errno));
+    mcg_strv names = {0};
+    struct dirent *de;
+    while ((de = readdir(dh))) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] != '.' && len > 5 && !strcmp(de->d_name + len - 5, ".json")) {
+            char *nm = mcg_strndup(de->d_name, len - 5);
+            mcg_strv_push(&names, nm);
+            free(nm);
+        }
+    }
+    closedir(dh);
+    mcg_strv_sort(&names);
+    mcg_node *nodes = mcg_calloc(names.n ? names.n : 1, sizeof(*nodes));
+    size_t k = 0;
+    int rc = 0;
+    for (size_t i = 0; i < names.n; i++) {
+        int r = l_get_node(c, names.v[i], &nodes[k], err);
+        if (r == MCG_ENOTFOUND || (r == MCG_EINVAL && !name_ok(names.v[i])))
+            continue; /* removed meanwhile, or not ours */
+        if (r) {
+            rc = r;
+            break;
+        }
+        k++;
+    }
+    mcg_strv_free(&names);
+    if (rc) {
+        mcg_nodes_free(nodes, k);
+        return rc;
+    }
+    *out = nodes;
+    *n = k;
+    return 0;
+}
+
+static void set_ann(json_t *ann, const char *key, const char *val)
+{
+    if (!val)
+        return;
+    if (*val)
+        json_object_set_new(ann, key, json_string(val));
+    else
+        json_object_del(ann, key);
+}
+
+static int l_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err)
+{
+    local *l = (local *)c;
+    if (!name_ok(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
+    int lk = lock_dir(l, err);
+    if (lk < 0)
+        return err->code;
+    char *path = node_path(l, name);
+    json_t *o = NULL;
+    int rc = read_json(&o, path, err);
+    if (rc == MCG_ENOTFOUND)
+        mcg_err_set(err, MCG_ENOTFOUND, "node '%s' not found", name);
+    if (rc)
+        goto out;
+    json_t *md = json_object_get(o, "metadata");
+    json_t *ann = json_object_get(md, "annotations");
+    if (!json_is_object(ann)) {
+        ann = json_object();
+        json_object_set_new(md, "annotations", ann);
+    }
+    if (p->if_desired) {
+        json_t *d = json_object_get(ann, MCG_ANN_DESIRED);
+        const char *cur = json_is_string(d) ? json_string_value(d) : "";
+        if (strcmp(cur, p->if_desired) != 0) {
+            rc = mcg_err_set(err, MCG_ECONFLICT, "node '%s': desiredConfig changed", name);
+            goto out;
+        }
+    }
+    set_ann(ann, MCG_ANN_DESIRED, p->desired);
+    set_ann(ann, MCG_ANN_CURRENT, p->current);
+    set_ann(ann, MCG_ANN_STATE, p->state);
+    set_ann(ann, MCG_ANN_REASON, p->reason);
+    if (p->unschedulable >= 0)
+        json_object_set_new(json_object_get(o, "spec"), "unschedulable",
+                            json_boolean(p->unschedulable));
+    if (p->ready >= 0)
+        json_object_set_new(o, "status",
+                            json_pack("{s:[{s:s,s:s}]}", "conditions", "type", "Ready", "status",
+                                      p->ready ? "True" : "False"));
+    rc = write_json(path, o, err);
+out:
+    json_decref(o);
+    free(path);
+    unlock_dir(lk);
+    return rc;
+}
+
+static int l_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
+                      mcg_err *err)
+{
+    local *l = (local *)c;
+    if (!name_ok(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s' (DNS-1123 subdomain)", name);
+    int lk = lock_dir(l, err);
+    if (lk < 0)
+        return err->code;
+    char *path = node_path(l, name);
+    int rc = 0;
+    if (access(path, F_OK) == 0) {
+        rc = mcg_err_set(err, MCG_ECONFLICT, "node '%s' already exists", name);
+        goto out;
+    }
+    mcg_node n = {0};
+    n.name = (char *)name;
+    n.labels = *labels;
+    n.created = now;
+    n.ready = true;
+    json_t *o = mcg_node_to_json(&n);
+    rc = write_json(path, o, err);
+    json_decref(o);
+    if (!rc) {
+        char *root = mcg_sprintf("%s/roots/%s", l->dir, name);
+        rc = mcg_mkdirs(root, 0755, err);
+        free(root);
+    }
+out:
+    free(path);
+    unlock_dir(lk);
+    return rc;
+}
+
+static int l_remove_node(mcg_cluster *c, const char *name, mcg_err *err)
+{
+    local *l = (local *)c;
+    if (!name_ok(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
+    int lk = lock_dir(l, err);
+    if (lk < 0)
+        return err->code;
+    char *path = node_path(l, name);
+    int rc = 0;
+    if (unlink(path) != 0)
+        rc = mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "node '%s': %s", name,
+                         errno == ENOENT ? "not found" : strerror(errno));
+    free(path);
+    unlock_dir(lk);
+    return rc;
+}
+
+static int l_set_labels(mcg_cluster *c, const char *name, const mcg_labels *labels, mcg_err *err)
+{
+    local *l = (local *)c;
+    if (!name_ok(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
+    int lk = lock_dir(l, err);
+    if (lk < 0)
+        return err->code;
+    char *path = node_path(l, name);
+    json_t *o = NULL;
+    int rc = read_json(&o, path, err);
+    if (rc == MCG_ENOTFOUND)
+        mcg_err_set(err, MCG_ENOTFOUND, "node '%s' not found", name);
+    if (!rc) {
+        json_t *lab = json_object();
+        for (size_t i = 0; i < labels->n; i++)
+            json_object_set_new(lab, labels->items[i].key, json_string(labels->items[i].value));
+        json_object_set_new(json_object_get(o, "metadata"), "labels", lab);
+        rc = write_json(path, o, err);
+    }
+    json_decref(o);
+    free(path);
+    unlock_dir(lk);
+    return rc;
+}
+
+static bool config_name_ok(const char *name)
+{
+    return !strncmp(name, "rendered-", 9) && mcg_name_is_dns_subdomain(name);
+}
+
+static int l_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
+                        mcg_err *err)
+{
+    local *l = (local *)c;
+    if (!config_name_ok(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name);
+    char *path = mcg_sprintf("%s/configs/%s.json", l->dir, name);
+    int rc = access(path, F_OK) == 0 ? 0 : mcg_write_file_atomic(path, spec, len, 0644, err);
+    free(path);
+    return rc;
+}
+
+static int l_get_config(mcg_cluster *c, const char *name, char **spec, size_t *len, mcg_err *err)
+{
+    local *l = (local *)c;
+    *spec = NULL;
+    *len = 0;
+    if (!config_name_ok(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name);
+    char *path = mcg_sprintf("%s/configs/%s.json", l->dir, name);
+    int rc = mcg_read_file(path, MAX_OBJECT, spec, len, err);
+    if (rc == MCG_ENOTFOUND)
+        mcg_err_set(err, MCG_ENOTFOUND, "rendered config '%s' is not published", name);
+    free(path);
+    return rc;
+}
+
+static int list_dir_json(local *l, const char *sub, mcg_strv *names, mcg_err *err)
+{
+    char *d = mcg_sprintf("%s/%s", l->dir, sub);
+    DIR *dh = opendir(d);
+    free(d);
+    if (!dh)
+        return errno == ENOENT ? 0 : mcg_err_set(err, MCG_EIO, "%s/%s: %s", l->dir, sub, strerror(errno));
+    struct dirent *de;
+    while ((de = readdir(dh))) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] != '.' && len > 5 && !strcmp(de->d_name + len - 5, ".json")) {
+            char *nm = mcg_strndup(de->d_name, len - 5);
+            mcg_strv_push(names, nm);
+            free(nm);
+        }
+    }
+    closedir(dh);
+    mcg_strv_sort(names);
+    return 0;
+}
+
+static int l_list_configs(mcg_cluster *c, mcg_strv *names, mcg_err *err)
+{
+    return list_dir_json((local *)c, "configs", names, err);
+}
+
+static int l_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
+{
+    local *l = (local *)c;
+    if (!config_name_ok(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name);
+    char *path = mcg_sprintf("%s/configs/%s.json", l->dir, name);
+    int rc = unlink(path) == 0 || errno == ENOENT ? 0
+                                                   : mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+    free(path);
+    return rc;
+}
+
+static int l_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_err *err)
+{
+    local *l = (local *)c;
+    if (!mcg_name_is_dns_label(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid pool name '%s'", name);
+    char *path = mcg_sprintf("%s/pools/%s.json", l->dir, name);
+    int rc = write_json(path, obj, err);
+    free(path);
+    return rc;
+}
+
+static int l_list_pools(mcg_cluster *c, json_t **items, mcg_err *err)
+{
+    local *l = (local *)c;
+    mcg_strv names = {0};
+    *items = json_array();
+    int rc = list_dir_json(l, "pools", &names, err);
+    for (size_t i = 0; !rc && i < names.n; i++) {
+        char *path = mcg_sprintf("%s/pools/%s.json", l->dir, names.v[i]);
+        json_t *o = NULL;
+        int r = read_json(&o, path, err);
+        if (r == 0)
+            json_array_append_new(*items, o);
+        else if (r != MCG_ENOTFOUND)
+            rc = r;
+        free(path);
+    }
+    mcg_strv_free(&names);
+    if (rc) {
+        json_decref(*items);
+        *items = NULL;
+    }
+    return rc;
+}
+
+static int l_delete_pool(mcg_cluster *c, const char *name, mcg_err *err)
+{
+    local *l = (local *)c;
+    if (!mcg_name_is_dns_label(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid pool name '%s'", name);
+    char *path = mcg_sprintf("%s/pools/%s.json", l->dir, name);
+    int rc = unlink(path) == 0 || errno == ENOENT ? 0
+                                                   : mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+    free(path);
+    return rc;
+}
+
+static int l_put_policy(mcg_cluster *c, const json_t *spec, mcg_err *err)
+{
+    local *l = (local *)c;
+    char *path = mcg_sprintf("%s/machineconfiguration.json", l->dir);
+    json_t *o = json_pack("{s:s,s:s,s:{s:s},s:O}", "apiVersion", MCG_API_MCGIT, "kind",
+                          "MachineConfiguration", "metadata", "name", "cluster", "spec", spec);
+    int rc = write_json(path, o, err);
+    json_decref(o);
+    free(path);
+    return rc;
+}
+
+static int l_get_policy(mcg_cluster *c, json_t **spec, mcg_err *err)
+{
+    local *l = (local *)c;
+    char *path = mcg_sprintf("%s/machineconfiguration.json", l->dir);
+    json_t *o = NULL;
+    int rc = read_json(&o, path, err);
+    free(path);
+    *spec = NULL;
+    if (rc)
+        return rc;
+    json_t *s = json_object_get(o, "spec");
+    *spec = json_is_object(s) ? json_incref(s) : json_object();
+    json_decref(o);
+    return 0;
+}
+
+static int l_drain(mcg_cluster *c, const char *name, mcg_err *err)
+{
+    (void)c;
+    (void)name;
+    (void)err;
+    return 0; /* a local cluster runs no pods */
+}
+
+static char *l_node_root(mcg_cluster *c, const char *name)
+{
+    return mcg_sprintf("%s/roots/%s", ((local *)c)->dir, name);
+}
+
+static void l_free(mcg_cluster *c)
+{
+    local *l = (local *)c;
+    free(l->dir);
+    free(l->base.spec);
+    free(l);
+}
+
+static const mcg_cluster_ops local_ops = {
+    l_list_nodes, l_get_node,    l_patch_node,  l_add_node,     l_remove_node,  l_set_labels,
+    l_put_config, l_get_config,  l_list_configs, l_delete_config, l_put_pool, l_list_pools,
+    l_delete_pool, l_put_policy, l_get_policy,  l_drain,        l_node_root,    l_free,
+};
+
+int mcg_cluster_local_open(mcg_cluster **out, const char *spec, const char *dir, mcg_err *err)
+{
+    static const char *const subs[] = {"nodes", "configs", "pools", "roots", NULL};
+    for (const char *const *s = subs; *s; s++) {
+        char *p = mcg_sprintf("%s/%s", dir, *s);
+        int rc = mcg_mkdirs(p, 0755, err);
+        free(p);
+        if (rc)
+            return mcg_err_prefix(err, "cluster %s", spec);
+    }
+    local *l = mcg_calloc(1, sizeof(*l));
+    l->base.ops = &local_ops;
+    l->base.spec = mcg_strdup(spec);
+    l->dir = mcg_strdup(dir);
+    *out = &l->base;
+    return 0;
+}

@@ -1,0 +1,116 @@
+/*
+ * fsio.c — see fsio.h.
+ */
+#include "fsio/fsio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_err *err)
+{
+    *data = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "%s: %s", path,
+                           errno == ELOOP ? "is a symbolic link" : strerror(errno));
+    struct stat st;
+    int rc = 0;
+    mcg_buf b = MCG_BUF_INIT;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = mcg_err_set(err, MCG_EIO, "%s: not a regular file", path);
+        goto out;
+    }
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        if (b.len + (size_t)n > limit) {
+            rc = mcg_err_set(err, MCG_ENOMEM, "%s: larger than %zu bytes", path, limit);
+            goto out;
+        }
+        mcg_buf_put(&b, chunk, (size_t)n);
+    }
+    *data = mcg_buf_detach(&b, len);
+out:
+    mcg_buf_free(&b);
+    close(fd);
+    return rc;
+}
+
+int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mode, mcg_err *err)
+{
+    char *dircopy = mcg_strdup(path);
+    char *dir = dirname(dircopy);
+    char *tmp = mcg_sprintf("%s.tmp.%ld", path, (long)getpid());
+    int rc = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0) {
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = mcg_err_set(err, MCG_EIO, "%s: %s", tmp, strerror(errno));
+            break;
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    if (!rc && fsync(fd) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "%s: fsync: %s", tmp, strerror(errno));
+    close(fd);
+    if (!rc && rename(tmp, path) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+    if (rc) {
+        unlink(tmp);
+        goto out;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+out:
+    free(tmp);
+    free(dircopy);
+    return rc;
+}
+
+int mcg_mkdirs(const char *path, int mode, mcg_err *err)
+{
+    char *p = mcg_strdup(path);
+    int rc = 0;
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, (mode_t)mode) != 0 && errno != EEXIST) {
+                rc = mcg_err_set(err, MCG_EIO, "%s: %s", p, strerror(errno));
+                break;
+            }
+            *s = c;
+            if (!c)
+                break;
+        }
+    }
+    free(p);
+    return rc;
+}

@@ -1,0 +1,20 @@
+/*
+ * fsio — small, careful file I/O shared by the commands, the cluster store
+ * and the agent: whole-file reads that refuse symlinks and bound the size,
+ * and atomic replacement (temp file in the same directory, fsync, rename,
+ * fsync of the directory), so a crash leaves the old file or the new one.
+ */
+#ifndef MCG_FSIO_H
+#define MCG_FSIO_H
+
+#include "util/util.h"
+
+/* Read a whole regular file (the last component is never followed if it is
+ * a symlink), refusing files over limit bytes. *data is NUL-terminated. */
+int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_err *err);
+/* Replace path atomically with data, created with mode. */
+int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mode, mcg_err *err);
+/* mkdir -p with mode for each created directory. */
+int mcg_mkdirs(const char *path, int mode, mcg_err *err);
+
+#endif

@@ -1,0 +1,1235 @@
+/*
+ * test_model.c — the config repo parser, as a table.
+ *
+ * Every case is one file (sometimes two) handed to mcg_model_add_file under a
+ * repo path, then mcg_model_finish. A passing case must produce no
+ * diagnostic (and may check what was parsed); a failing case names the
+ * place ("machineconfigs/x.yaml:13:") the first diagnostic must start with
+ * and a phrase it must contain, so each refusal is pinned to its file, line
+ * and field. Each case runs as its own cmocka test, named after the case.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <zlib.h>
+
+#include "model/model.h"
+
+#define assert_contains(hay, needle)                                                       \
+    do {                                                                                   \
+        const char *h_ = (hay), *n_ = (needle);                                            \
+        if (!h_ || !strstr(h_, n_))                                                        \
+            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);         \
+    } while (0)
+
+/* ------------------------------------------------------------ fixtures */
+
+#define API "apiVersion: machineconfiguration.openshift.io/v1\n"
+
+/* Lines 1-10 of a MachineConfig named N; the config's body starts on line 11
+ * at four spaces of indent, spec-level fields at two. */
+#define MC_HEAD(N)                                                                         \
+    API                                      /*  1 */                                      \
+    "kind: MachineConfig\n"                  /*  2 */                                      \
+    "metadata:\n"                            /*  3 */                                      \
+    "  name: " N "\n"                        /*  4 */                                      \
+    "  labels:\n"                            /*  5 */                                      \
+    "    machineconfiguration.openshift.io/role: worker\n" /* 6 */                         \
+    "spec:\n"                                /*  7 */                                      \
+    "  config:\n"                            /*  8 */                                      \
+    "    ignition:\n"                        /*  9 */                                      \
+    "      version: 3.4.0\n"                 /* 10 */
+
+/* Lines 1-5 of a MachineConfigPool named N; its spec starts on line 6. */
+#define POOL_HEAD(N)                                                                       \
+    API                                      /*  1 */                                      \
+    "kind: MachineConfigPool\n"              /*  2 */                                      \
+    "metadata:\n"                            /*  3 */                                      \
+    "  name: " N "\n"                        /*  4 */                                      \
+    "spec:\n"                                /*  5 */
+
+#define WORKER_POOL                                                                        \
+    POOL_HEAD("worker")                                                                    \
+    "  machineConfigSelector:\n"                                                           \
+    "    matchLabels:\n"                                                                   \
+    "      machineconfiguration.openshift.io/role: worker\n"
+
+/* Lines 11-13: one file entry at PATH (line 13). */
+#define FILE_AT(PATH)                                                                      \
+    "    storage:\n"                             /* 11 */                                  \
+    "      files:\n"                             /* 12 */                                  \
+    "      - path: " PATH "\n"                   /* 13 */
+
+#define MCF "machineconfigs/x.yaml"
+#define POOLF "pools/worker.yaml"
+
+/* printf 'hello gzip\n' | gzip -n9 | base64 -w0 */
+#define GZ_HELLO "H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA=="
+/* sha256 / sha512 of "hello gzip\n" (decompressed), sha256 of the gzip bytes */
+#define SHA256_HELLO "cc19744a9c456a1d13c6a45c61299b20c80952c22e867bdfbecece10bd2ae150"
+#define SHA512_HELLO                                                                       \
+    "decd9a872e9c917b98f76e6843f2ba92747b318fbba35bb47db90ea6449587032cf4607286ade7100a7f" \
+    "809caace2efda5a45eb3df792255c5498249186a61f4"
+#define SHA256_GZ_HELLO "b5b74c5b094305e197b02d90dfb1ccfe86e1c1e0d4dd428e843042ec21fd2062"
+
+typedef struct parse_case {
+    const char *name;
+    const char *path;
+    const char *yaml;
+    const char *where; /* NULL: must pass; else the first diagnostic starts with it */
+    const char *what;  /* ...and contains this */
+    int nobj;          /* pools + MCs in the model afterwards (-1: do not check) */
+    void (*check)(const mcg_model *m);
+    const char *path2; /* optional second file */
+    const char *yaml2;
+} parse_case;
+
+/* ------------------------------------------------------------ checks */
+
+static const mcg_storage *find_storage(const mcg_ignition *ign, const char *path)
+{
+    for (size_t i = 0; i < ign->nstorage; i++)
+        if (!strcmp(ign->storage[i].path, path))
+            return &ign->storage[i];
+    fail_msg("no storage entry '%s'", path);
+    return NULL;
+}
+
+static void check_full(const mcg_model *m)
+{
+    assert_int_equal(m->nmcs, 1);
+    const mcg_machineconfig *mc = &m->mcs[0];
+    assert_string_equal(mc->name, "50-full");
+    assert_string_equal(mc->loc.file, MCF);
+    assert_int_equal(mc->loc.line, 1);
+    assert_string_equal(mcg_labels_get(&mc->labels, "machineconfiguration.openshift.io/role"),
+                        "worker");
+    const mcg_ignition *ign = &mc->config;
+    assert_string_equal(ign->version, "3.4.0");
+    /* SSH keys deduplicated in order of first appearance */
+    assert_int_equal(ign->ssh_keys.n, 2);
+    assert_string_equal(ign->ssh_keys.v[0], "ssh-ed25519 AAAA key1");
+    assert_string_equal(ign->ssh_keys.v[1], "ssh-ed25519 AAAA key2");
+    assert_int_equal(ign->nstorage, 3);
+    const mcg_storage *f = find_storage(ign, "/etc/chrony.conf");
+    assert_int_equal(f->kind, MCG_NODE_FILE);
+    assert_int_equal(f->loc.line, 20);
+    assert_true(f->has_mode);
+    assert_int_equal(f->mode, 0644);
+    assert_int_equal(f->overwrite, MCG_TRUE);
+    assert_string_equal(f->user.name, "root");
+    assert_false(f->user.has_id);
+    assert_null(f->group.name);
+    assert_true(f->group.has_id);
+    assert_int_equal(f->group.id, 0);
+    assert_true(f->has_contents);
+    assert_string_equal(f->source, "data:,server%20ntp.example.com%0A");
+    assert_null(f->compression);
+    assert_int_equal(f->data_len, strlen("server ntp.example.com\n"));
+    assert_memory_equal(f->data, "server ntp.example.com\n", f->data_len);
+    const mcg_storage *d = find_storage(ign, "/etc/mcgit.d");
+    assert_int_equal(d->kind, MCG_NODE_DIR);
+    assert_int_equal(d->mode, 0750);
+    assert_int_equal(d->overwrite, MCG_UNSET);
+    const mcg_storage *l = find_storage(ign, "/etc/localtime");
+    assert_int_equal(l->kind, MCG_NODE_LINK);
+    assert_string_equal(l->target, "../usr/share/zoneinfo/UTC");
+    assert_int_equal(l->hard, MCG_UNSET);
+    assert_false(l->has_mode);
+    assert_int_equal(ign->nunits, 2);
+    const mcg_unit *u = &ign->units[0];
+    assert_string_equal(u->name, "chronyd.service");
+    assert_int_equal(u->loc.line, 37);
+    assert_int_equal(u->enabled, MCG_TRUE);
+    assert_int_equal(u->mask, MCG_UNSET);
+    assert_null(u->contents);
+    assert_int_equal(u->ndropins, 1);
+    assert_string_equal(u->dropins[0].name, "10-mcgit.conf");
+    assert_string_equal(u->dropins[0].contents, "[Service]\nNice=5\n");
+    assert_int_equal(u->dropins[0].loc.line, 40);
+    assert_string_equal(ign->units[1].name, "debug.service");
+    assert_int_equal(ign->units[1].mask, MCG_TRUE);
+    assert_int_equal(ign->units[1].enabled, MCG_UNSET);
+    assert_string_equal(ign->units[1].contents, "[Unit]\nDescription=debug\n");
+}
+
+static void check_embedded(const mcg_model *m)
+{
+    assert_int_equal(m->nmcs, 1);
+    const mcg_ignition *ign = &m->mcs[0].config;
+    assert_string_equal(ign->version, "3.2.0");
+    assert_int_equal(ign->nstorage, 1);
+    assert_string_equal(ign->storage[0].path, "/etc/a");
+    assert_int_equal(ign->storage[0].mode, 0600);
+    assert_int_equal(ign->storage[0].data_len, 1);
+    assert_int_equal(ign->storage[0].data[0], 'a');
+    /* line of the entry inside the block scalar, counted in the outer file */
+    assert_int_equal(ign->storage[0].loc.line, 8);
+}
+
+static void check_one_mc(const mcg_model *m)
+{
+    assert_int_equal(m->nmcs, 1);
+    assert_int_equal(m->npools, 0);
+}
+
+static void check_two_mcs(const mcg_model *m)
+{
+    assert_int_equal(m->nmcs, 2);
+    /* sorted by name by mcg_model_finish */
+    assert_string_equal(m->mcs[0].name, "00-a");
+    assert_string_equal(m->mcs[1].name, "10-b");
+    assert_int_equal(m->mcs[0].loc.line, 13);
+    assert_int_equal(m->mcs[1].loc.line, 3);
+}
+
+static void check_two_pools(const mcg_model *m)
+{
+    assert_int_equal(m->npools, 2);
+    assert_string_equal(m->pools[0].name, "master");
+    assert_string_equal(m->pools[1].name, "worker");
+    assert_int_equal(m->pools[1].loc.line, 1);
+    assert_int_equal(m->pools[0].loc.line, 10);
+    assert_false(m->pools[0].max_unavailable_set);
+    assert_false(m->pools[0].paused);
+}
+
+static void check_modes(const mcg_model *m)
+{
+    const mcg_ignition *ign = &m->mcs[0].config;
+    assert_int_equal(ign->nstorage, 6);
+    for (size_t i = 0; i < 4; i++) {
+        assert_true(ign->storage[i].has_mode);
+        assert_int_equal(ign->storage[i].mode, 0644);
+    }
+    assert_int_equal(find_storage(ign, "/etc/e")->mode, 0755);
+    assert_int_equal(find_storage(ign, "/etc/f")->mode, 0);
+    assert_true(find_storage(ign, "/etc/f")->has_mode);
+}
+
+static void check_gzip(const mcg_model *m)
+{
+    const mcg_storage *s = &m->mcs[0].config.storage[0];
+    assert_string_equal(s->compression, "gzip");
+    assert_string_equal(s->source, "data:;base64," GZ_HELLO);
+    assert_int_equal(s->data_len, 11);
+    assert_memory_equal(s->data, "hello gzip\n", 11);
+}
+
+static void check_percent(const mcg_model *m)
+{
+    const mcg_storage *s = &m->mcs[0].config.storage[0];
+    assert_null(s->compression);
+    assert_int_equal(s->data_len, 6);
+    assert_memory_equal(s->data, "caf\xc3\xa9\n", 6);
+    const mcg_storage *e = &m->mcs[0].config.storage[1];
+    assert_true(e->has_contents);
+    assert_int_equal(e->data_len, 0);
+    const mcg_storage *n = &m->mcs[0].config.storage[2];
+    assert_false(n->has_contents);
+    assert_null(n->source);
+}
+
+static void check_selectors(const mcg_model *m)
+{
+    assert_int_equal(m->npools, 1);
+    const mcg_pool *p = &m->pools[0];
+    assert_true(p->mc_selector.present);
+    assert_int_equal(p->mc_selector.match.n, 0);
+    assert_int_equal(p->mc_selector.nexprs, 2);
+    assert_string_equal(p->mc_selector.exprs[0].key, "machineconfiguration.openshift.io/role");
+    assert_int_equal(p->mc_selector.exprs[0].op, MCG_SEL_IN);
+    assert_int_equal(p->mc_selector.exprs[0].values.n, 2);
+    assert_string_equal(p->mc_selector.exprs[0].values.v[1], "infra");
+    assert_int_equal(p->mc_selector.exprs[1].op, MCG_SEL_NOTIN);
+    assert_string_equal(p->mc_selector.exprs[1].values.v[0], "true");
+    assert_int_equal(p->node_selector.match.n, 1);
+    assert_string_equal(mcg_labels_get(&p->node_selector.match, "node-role.kubernetes.io/worker"),
+                        "");
+    assert_int_equal(p->node_selector.nexprs, 2);
+    assert_int_equal(p->node_selector.exprs[0].op, MCG_SEL_DOESNOTEXIST);
+    assert_int_equal(p->node_selector.exprs[1].op, MCG_SEL_EXISTS);
+    assert_int_equal(p->node_selector.exprs[1].values.n, 0);
+    assert_true(p->max_unavailable_set);
+    assert_false(p->max_unavailable_is_percent);
+    assert_int_equal(p->max_unavailable, 2);
+    assert_true(p->paused);
+
+    /* and they select what Kubernetes would */
+    mcg_labels l = {0};
+    mcg_labels_set(&l, "machineconfiguration.openshift.io/role", "infra");
+    assert_true(mcg_selector_matches(&p->mc_selector, &l));
+    mcg_labels_set(&l, "example.com/skip", "true");
+    assert_false(mcg_selector_matches(&p->mc_selector, &l));
+    mcg_labels_set(&l, "example.com/skip", "false");
+    assert_true(mcg_selector_matches(&p->mc_selector, &l));
+    mcg_labels_set(&l, "machineconfiguration.openshift.io/role", "master");
+    assert_false(mcg_selector_matches(&p->mc_selector, &l));
+    mcg_labels_free(&l);
+
+    mcg_labels_set(&l, "node-role.kubernetes.io/worker", "");
+    assert_false(mcg_selector_matches(&p->node_selector, &l)); /* no hostname */
+    mcg_labels_set(&l, "kubernetes.io/hostname", "n1");
+    assert_true(mcg_selector_matches(&p->node_selector, &l));
+    mcg_labels_set(&l, "node-role.kubernetes.io/infra", "");
+    assert_false(mcg_selector_matches(&p->node_selector, &l));
+    mcg_labels_free(&l);
+}
+
+static void check_percent_unavailable(const mcg_model *m)
+{
+    const mcg_pool *p = mcg_model_pool(m, "worker");
+    assert_non_null(p);
+    assert_true(p->max_unavailable_set);
+    assert_true(p->max_unavailable_is_percent);
+    assert_int_equal(p->max_unavailable, 25);
+    assert_false(p->paused);
+}
+
+static void check_settings(const mcg_model *m)
+{
+    assert_string_equal(m->settings.source_branch, "config/main");
+    assert_string_equal(m->settings.rendered_branch, "rendered-configs");
+    assert_int_equal(m->nmcs + m->npools, 0);
+}
+
+static void check_policy(const mcg_model *m)
+{
+    assert_true(m->policy.present);
+    assert_int_equal(m->policy.nfiles, 1);
+    assert_string_equal(m->policy.files[0].key, "/etc/chrony.conf");
+    assert_int_equal(m->policy.files[0].nactions, 1);
+    assert_int_equal(m->policy.files[0].actions[0].type, MCG_ACT_RESTART);
+    assert_string_equal(m->policy.files[0].actions[0].service, "chronyd.service");
+    assert_int_equal(m->nmcs, 0);
+}
+
+static void check_links(const mcg_model *m)
+{
+    const mcg_ignition *ign = &m->mcs[0].config;
+    const mcg_storage *h = find_storage(ign, "/usr/local/bin/tool");
+    assert_int_equal(h->hard, MCG_TRUE);
+    assert_string_equal(h->target, "/usr/bin/tool");
+    assert_int_equal(h->overwrite, MCG_FALSE);
+    assert_true(h->user.has_id);
+    assert_int_equal(h->user.id, 1000);
+}
+
+/* ------------------------------------------------------------ the table */
+
+static const parse_case cases[] = {
+    /* ---------------------------------------------------- passing */
+    {"pass: YAML config with files, dirs, links, units, keys", MCF,
+     MC_HEAD("50-full")
+     "    passwd:\n"                                  /* 11 */
+     "      users:\n"                                 /* 12 */
+     "      - name: core\n"                           /* 13 */
+     "        sshAuthorizedKeys:\n"                   /* 14 */
+     "        - ssh-ed25519 AAAA key1\n"              /* 15 */
+     "        - ssh-ed25519 AAAA key2\n"              /* 16 */
+     "        - ssh-ed25519 AAAA key1\n"              /* 17 */
+     "    storage:\n"                                 /* 18 */
+     "      files:\n"                                 /* 19 */
+     "      - path: /etc/chrony.conf\n"               /* 20 */
+     "        mode: 0644\n"                           /* 21 */
+     "        overwrite: true\n"                      /* 22 */
+     "        user:\n"                                /* 23 */
+     "          name: root\n"                         /* 24 */
+     "        group:\n"                               /* 25 */
+     "          id: 0\n"                              /* 26 */
+     "        contents:\n"                            /* 27 */
+     "          source: data:,server%20ntp.example.com%0A\n" /* 28 */
+     "      directories:\n"                           /* 29 */
+     "      - path: /etc/mcgit.d\n"                   /* 30 */
+     "        mode: 0750\n"                           /* 31 */
+     "      links:\n"                                 /* 32 */
+     "      - path: /etc/localtime\n"                 /* 33 */
+     "        target: ../usr/share/zoneinfo/UTC\n"    /* 34 */
+     "    systemd:\n"                                 /* 35 */
+     "      units:\n"                                 /* 36 */
+     "      - name: chronyd.service\n"                /* 37 */
+     "        enabled: true\n"                        /* 38 */
+     "        dropins:\n"                             /* 39 */
+     "        - name: 10-mcgit.conf\n"                /* 40 */
+     "          contents: \"[Service]\\nNice=5\\n\"\n" /* 41 */
+     "      - name: debug.service\n"                  /* 42 */
+     "        mask: true\n"                           /* 43 */
+     "        contents: |\n"                          /* 44 */
+     "          [Unit]\n"                             /* 45 */
+     "          Description=debug\n",                 /* 46 */
+     NULL, NULL, 1, check_full},
+
+    {"pass: config as an embedded JSON string", MCF,
+     API "kind: MachineConfig\n"
+     "metadata:\n"
+     "  name: 10-json\n"
+     "spec:\n"
+     "  config: |\n"                                                   /* 6 */
+     "    {\"ignition\": {\"version\": \"3.2.0\"},\n"                  /* 7 */
+     "     \"storage\": {\"files\": [{\"path\": \"/etc/a\", \"mode\": 384,\n" /* 8 */
+     "       \"contents\": {\"source\": \"data:,a\"}}]}}\n",           /* 9 */
+     NULL, NULL, 1, check_embedded},
+
+    {"pass: config as a one-line JSON string", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: 10-json\nspec:\n"
+     "  config: '{\"ignition\":{\"version\":\"3.0.0\"}}'\n",
+     NULL, NULL, 1, check_one_mc},
+
+    {"pass: several documents in one file", MCF,
+     "# two MachineConfigs\n"                          /* 1 */
+     "---\n"                                           /* 2 */
+     API "kind: MachineConfig\n"                       /* 3-4 */
+     "metadata:\n  name: 10-b\n"                       /* 5-6 */
+     "spec:\n  config:\n    ignition:\n      version: 3.1.0\n" /* 7-10 */
+     "---\n"                                           /* 11 */
+     "---\n"                                           /* 12: empty */
+     API "kind: MachineConfig\n"                       /* 13-14 */
+     "metadata:\n  name: 00-a\n"
+     "spec:\n  config:\n    ignition:\n      version: 3.3.0\n"
+     "...\n",
+     NULL, NULL, 2, check_two_mcs},
+
+    {"pass: several pools in one file", "pools/all.yaml",
+     WORKER_POOL                                       /* 1-8 */
+     "---\n"                                           /* 9 */
+     POOL_HEAD("master")
+     "  machineConfigSelector:\n"
+     "    matchLabels:\n"
+     "      machineconfiguration.openshift.io/role: master\n",
+     NULL, NULL, 2, check_two_pools},
+
+    {"pass: mcgit's own apiVersion", MCF,
+     "apiVersion: machineconfiguration.mcgit.io/v1\n"
+     "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
+     "      version: 3.4.0\n",
+     NULL, NULL, 2, NULL, POOLF,
+     "apiVersion: machineconfiguration.mcgit.io/v1\n"
+     "kind: MachineConfigPool\nmetadata:\n  name: worker\nspec: {}\n"},
+
+    {"pass: octal and decimal modes", MCF,
+     MC_HEAD("x")
+     "    storage:\n"
+     "      files:\n"
+     "      - path: /etc/a\n"
+     "        mode: 0644\n"
+     "      - path: /etc/b\n"
+     "        mode: 0o644\n"
+     "      - path: /etc/c\n"
+     "        mode: 420\n"
+     "      - path: /etc/d\n"
+     "        mode: 0x1a4\n"
+     "      - path: /etc/f\n"
+     "        mode: 0\n"
+     "      directories:\n"
+     "      - path: /etc/e\n"
+     "        mode: 0o755\n",
+     NULL, NULL, 1, check_modes},
+
+    {"pass: gzip + base64 data URL with sha256 verification", MCF,
+     MC_HEAD("x") FILE_AT("/etc/gz")
+     "        contents:\n"
+     "          compression: gzip\n"
+     "          source: data:;base64," GZ_HELLO "\n"
+     "          verification:\n"
+     "            hash: sha256-" SHA256_HELLO "\n",
+     NULL, NULL, 1, check_gzip},
+
+    {"pass: sha512 verification", MCF,
+     MC_HEAD("x") FILE_AT("/etc/v")
+     "        contents:\n"
+     "          source: data:,hello%20gzip%0a\n"
+     "          verification:\n"
+     "            hash: sha512-" SHA512_HELLO "\n",
+     NULL, NULL, 1, NULL},
+
+    {"pass: percent-encoded data URL, empty contents, no contents", MCF,
+     MC_HEAD("x") FILE_AT("/etc/p")
+     "        contents:\n"
+     "          source: \"data:text/plain;charset=utf-8,caf%C3%A9%0A\"\n"
+     "      - path: /etc/empty\n"
+     "        contents:\n"
+     "          source: \"data:,\"\n"
+     "      - path: /etc/none\n",
+     NULL, NULL, 1, check_percent},
+
+    {"pass: selectors with matchExpressions, maxUnavailable, paused", POOLF,
+     POOL_HEAD("worker")
+     "  machineConfigSelector:\n"
+     "    matchExpressions:\n"
+     "    - key: machineconfiguration.openshift.io/role\n"
+     "      operator: In\n"
+     "      values: [worker, infra]\n"
+     "    - key: example.com/skip\n"
+     "      operator: NotIn\n"
+     "      values: [\"true\"]\n"
+     "  nodeSelector:\n"
+     "    matchLabels:\n"
+     "      node-role.kubernetes.io/worker: \"\"\n"
+     "    matchExpressions:\n"
+     "    - key: node-role.kubernetes.io/infra\n"
+     "      operator: DoesNotExist\n"
+     "    - key: kubernetes.io/hostname\n"
+     "      operator: Exists\n"
+     "  maxUnavailable: 2\n"
+     "  paused: true\n",
+     NULL, NULL, 1, check_selectors},
+
+    {"pass: maxUnavailable as a percentage", POOLF,
+     WORKER_POOL "  maxUnavailable: \"25%\"\n  paused: false\n", NULL, NULL, 1,
+     check_percent_unavailable},
+
+    {"pass: mcgit.yaml", "mcgit.yaml",
+     "# settings\nsourceBranch: config/main\nrenderedBranch: rendered-configs\n"
+     "apiGroup: machineconfiguration.mcgit.io\nsignatures: required\n",
+     NULL, NULL, 0, check_settings},
+
+    {"pass: MachineConfiguration cluster in machineconfigs/", "machineconfigs/cluster.yaml",
+     "apiVersion: operator.openshift.io/v1\n"
+     "kind: MachineConfiguration\n"
+     "metadata:\n  name: cluster\n"
+     "spec:\n"
+     "  nodeDisruptionPolicy:\n"
+     "    files:\n"
+     "    - path: /etc/chrony.conf\n"
+     "      actions:\n"
+     "      - type: Restart\n"
+     "        restart:\n"
+     "          serviceName: chronyd.service\n",
+     NULL, NULL, 0, check_policy},
+
+    {"pass: unsupported fields left empty or default", MCF,
+     MC_HEAD("x")
+     "    kernelArguments: {}\n"
+     "  kernelArguments: []\n"
+     "  extensions: []\n"
+     "  osImageURL: \"\"\n"
+     "  kernelType: default\n"
+     "  fips: false\n",
+     NULL, NULL, 1, NULL},
+
+    {"pass: a MachineConfig as a JSON document", "machineconfigs/x.json",
+     "{\"apiVersion\": \"machineconfiguration.openshift.io/v1\", \"kind\": \"MachineConfig\",\n"
+     " \"metadata\": {\"name\": \"x\", \"labels\": {\"a\": \"b\"}},\n"
+     " \"spec\": {\"config\": {\"ignition\": {\"version\": \"3.4.0\"},\n"
+     "   \"storage\": {\"files\": [{\"path\": \"/etc/x\", \"mode\": 420}]}}}}\n",
+     NULL, NULL, 1, NULL},
+
+    {"pass: hard link, owners by id, overwrite false", MCF,
+     MC_HEAD("x")
+     "    storage:\n"
+     "      links:\n"
+     "      - path: /usr/local/bin/tool\n"
+     "        target: /usr/bin/tool\n"
+     "        hard: true\n"
+     "        overwrite: false\n"
+     "        user: {id: 1000}\n"
+     "        group: {name: wheel}\n",
+     NULL, NULL, 1, check_links},
+
+    {"pass: file that is not a config file is ignored", "machineconfigs/README.md",
+     "this: [is not yaml", NULL, NULL, 0, NULL},
+
+    {"pass: comments only", MCF, "# nothing here yet\n", NULL, NULL, 0, NULL},
+
+    /* ---------------------------------------------------- paths */
+    {"refuse: path with ..", MCF, MC_HEAD("x") FILE_AT("/etc/../shadow"), MCF ":13:",
+     "field 'storage.files[0].path' must be an absolute clean path (got '/etc/../shadow')"},
+    {"refuse: path with //", MCF, MC_HEAD("x") FILE_AT("/etc//x"), MCF ":13:",
+     "must be an absolute clean path (got '/etc//x')"},
+    {"refuse: path with trailing /", MCF, MC_HEAD("x") FILE_AT("/etc/x/"), MCF ":13:",
+     "must be an absolute clean path (got '/etc/x/')"},
+    {"refuse: relative path", MCF, MC_HEAD("x") FILE_AT("etc/x"), MCF ":13:",
+     "must be an absolute clean path (got 'etc/x')"},
+    {"refuse: path with .", MCF, MC_HEAD("x") FILE_AT("/etc/./x"), MCF ":13:",
+     "absolute clean path"},
+    {"refuse: root as a path", MCF, MC_HEAD("x") FILE_AT("/"), MCF ":13:", "absolute clean path"},
+    {"refuse: directory path not clean", MCF,
+     MC_HEAD("x") "    storage:\n      directories:\n      - path: /var/lib/\n", MCF ":13:",
+     "field 'storage.directories[0].path' must be an absolute clean path"},
+    {"refuse: link path not clean", MCF,
+     MC_HEAD("x") "    storage:\n      links:\n      - target: /x\n        path: a/b\n",
+     MCF ":14:", "field 'storage.links[0].path' must be an absolute clean path"},
+    {"refuse: missing path", MCF,
+     MC_HEAD("x") "    storage:\n      files:\n      - mode: 420\n", MCF ":13:",
+     "field 'storage.files[0].path' is required"},
+    {"refuse: hard link with a relative target", MCF,
+     MC_HEAD("x") "    storage:\n      links:\n      - path: /a\n        hard: true\n"
+     "        target: b\n",
+     MCF ":15:", "field 'storage.links[0].target' of a hard link must be an absolute clean path"},
+
+    /* ---------------------------------------------------- modes */
+    {"refuse: mode over 0777 (setuid)", MCF, MC_HEAD("x") FILE_AT("/etc/a") "        mode: 04755\n",
+     MCF ":14:", "field 'storage.files[0].mode' must be at most 0777 (got 04755)"},
+    {"refuse: sticky directory", MCF,
+     MC_HEAD("x") "    storage:\n      directories:\n      - path: /tmp2\n        mode: 01777\n",
+     MCF ":14:", "field 'storage.directories[0].mode' must be at most 0777"},
+    {"refuse: negative mode", MCF, MC_HEAD("x") FILE_AT("/etc/a") "        mode: -1\n", MCF ":14:",
+     "field 'storage.files[0].mode' must not be negative"},
+    {"refuse: mode as a quoted string", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        mode: \"0644\"\n", MCF ":14:",
+     "field 'storage.files[0].mode' must be an integer"},
+    {"refuse: integer out of range", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        mode: 99999999999999999999\n", MCF ":14:",
+     "integer '99999999999999999999' is out of range"},
+    {"refuse: mode on a link", MCF,
+     MC_HEAD("x") "    storage:\n      links:\n      - path: /a\n        target: /b\n"
+     "        mode: 420\n",
+     MCF ":15:", "unknown field 'storage.links[0].mode'"},
+
+    /* ---------------------------------------------------- contents */
+    {"refuse: remote source (https)", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          source: https://example.com/a\n",
+     MCF ":15:", "remote sources are not supported, use a data: URL"},
+    {"refuse: remote source (s3)", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          source: s3://bucket/a\n",
+     MCF ":15:", "remote sources are not supported"},
+    {"refuse: bad base64", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          source: data:;base64,aGVsbG8\n",
+     MCF ":15:", "field 'storage.files[0].contents.source': invalid data URL: invalid base64"},
+    {"refuse: bad percent escape", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          source: data:,100%zz\n",
+     MCF ":15:", "bad percent escape"},
+    {"refuse: bad gzip", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a")
+     "        contents:\n          compression: gzip\n          source: data:,not-gzip\n",
+     MCF ":16:", "invalid gzip data"},
+    {"refuse: compression other than gzip", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a")
+     "        contents:\n          compression: bzip2\n          source: data:,x\n",
+     MCF ":15:", "field 'storage.files[0].contents.compression' must be gzip (got 'bzip2')"},
+    {"refuse: verification hash mismatch", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a")
+     "        contents:\n          source: data:,hello\n          verification:\n"
+     "            hash: sha256-0000000000000000000000000000000000000000000000000000000000000000\n",
+     MCF ":17:", "field 'storage.files[0].contents.verification.hash' does not match the contents"},
+    {"refuse: verification hash of the compressed bytes", MCF,
+     MC_HEAD("x") FILE_AT("/etc/gz")
+     "        contents:\n          compression: gzip\n"
+     "          source: data:;base64," GZ_HELLO "\n"
+     "          verification:\n            hash: sha256-" SHA256_GZ_HELLO "\n",
+     MCF ":18:", "does not match the contents"},
+    {"refuse: verification hash of unknown type", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a")
+     "        contents:\n          source: data:,hello\n          verification:\n"
+     "            hash: md5-5d41402abc4b2a76b9719d911017c592\n",
+     MCF ":17:", "must be sha256-<hex> or sha512-<hex>"},
+    {"refuse: verification hash too short", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a")
+     "        contents:\n          source: data:,hello\n          verification:\n"
+     "            hash: sha256-abc\n",
+     MCF ":17:", "is malformed"},
+    {"refuse: httpHeaders", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a")
+     "        contents:\n          source: data:,x\n          httpHeaders:\n"
+     "          - name: a\n            value: b\n",
+     MCF ":17:", "field 'contents.httpHeaders' is not supported"},
+    {"refuse: append", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        append:\n        - source: data:,more\n", MCF ":15:",
+     "field 'append' is not supported: files are written whole"},
+
+    /* ---------------------------------------------------- one key space */
+    {"refuse: same path as file and directory", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "      directories:\n      - path: /etc/a\n", MCF ":15:",
+     "path '/etc/a' is given twice in this config (first on line 13)"},
+    {"refuse: same path as file and link", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "      links:\n      - path: /etc/a\n        target: /b\n",
+     MCF ":15:", "path '/etc/a' is given twice in this config (first on line 13)"},
+    {"refuse: same file twice", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        mode: 420\n      - path: /etc/a\n", MCF ":15:",
+     "path '/etc/a' is given twice"},
+
+    /* ---------------------------------------------------- users */
+    {"refuse: user other than core", MCF,
+     MC_HEAD("x") "    passwd:\n      users:\n      - name: root\n", MCF ":13:",
+     "user 'root' is not supported: only user 'core' may be configured"},
+    {"refuse: user without a name", MCF,
+     MC_HEAD("x") "    passwd:\n      users:\n      - sshAuthorizedKeys: [k]\n", MCF ":13:",
+     "user '?' is not supported"},
+    {"refuse: core with passwordHash", MCF,
+     MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n"
+     "        passwordHash: $6$salt$hash\n",
+     MCF ":14:", "field 'passwd.users[0].passwordHash' is not supported"},
+    {"refuse: core with groups", MCF,
+     MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n        groups: [wheel]\n",
+     MCF ":14:", "field 'passwd.users[0].groups' is not supported"},
+    {"refuse: passwd.groups", MCF,
+     MC_HEAD("x") "    passwd:\n      groups:\n      - name: wheel\n", MCF ":13:",
+     "field 'passwd.groups' is not supported"},
+    {"refuse: multi-line SSH key", MCF,
+     MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n"
+     "        - \"ssh-ed25519 AAAA\\nssh-rsa BBBB\"\n",
+     MCF ":15:", "sshAuthorizedKeys[0] must be a one-line string"},
+    {"refuse: SSH key that is not a string", MCF,
+     MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n"
+     "        - {a: b}\n",
+     MCF ":15:", "sshAuthorizedKeys[0] must be a one-line string"},
+
+    /* ---------------------------------------------------- storage kinds */
+    {"refuse: storage.disks", MCF,
+     MC_HEAD("x") "    storage:\n      disks:\n      - device: /dev/sdb\n", MCF ":13:",
+     "field 'storage.disks' is not supported"},
+    {"refuse: storage.raid", MCF,
+     MC_HEAD("x") "    storage:\n      raid:\n      - name: md0\n        level: raid1\n", MCF ":13:",
+     "field 'storage.raid' is not supported"},
+    {"refuse: storage.filesystems", MCF,
+     MC_HEAD("x") "    storage:\n      filesystems:\n      - device: /dev/sdb1\n"
+     "        format: xfs\n",
+     MCF ":13:", "field 'storage.filesystems' is not supported"},
+    {"refuse: storage.luks", MCF,
+     MC_HEAD("x") "    storage:\n      luks:\n      - name: data\n        device: /dev/sdc\n",
+     MCF ":13:", "field 'storage.luks' is not supported"},
+    {"refuse: storage as a list", MCF, MC_HEAD("x") "    storage: []\n", MCF ":11:",
+     "field 'storage' must be a mapping"},
+
+    /* ---------------------------------------------------- MachineConfig spec */
+    {"refuse: spec.kernelArguments", MCF, MC_HEAD("x") "  kernelArguments:\n  - nosmt\n",
+     MCF ":12:", "field 'spec.kernelArguments' is not supported: mcgit manages files, units and "
+     "SSH keys"},
+    {"refuse: spec.extensions", MCF, MC_HEAD("x") "  extensions: [usbguard]\n", MCF ":11:",
+     "field 'spec.extensions' is not supported"},
+    {"refuse: spec.osImageURL", MCF, MC_HEAD("x") "  osImageURL: quay.io/example/os@sha256:00\n",
+     MCF ":11:", "field 'spec.osImageURL' is not supported"},
+    {"refuse: spec.kernelType realtime", MCF, MC_HEAD("x") "  kernelType: realtime\n",
+     MCF ":11:", "field 'spec.kernelType' is not supported"},
+    {"refuse: spec.fips true", MCF, MC_HEAD("x") "  fips: true\n", MCF ":11:",
+     "field 'spec.fips' is not supported"},
+    {"refuse: Ignition kernelArguments", MCF,
+     MC_HEAD("x") "    kernelArguments:\n      shouldExist: [nosmt]\n", MCF ":12:",
+     "field 'kernelArguments' is not supported"},
+    {"refuse: ignition.config (remote merge)", MCF,
+     MC_HEAD("x") "      config:\n        merge:\n        - source: https://x/c.ign\n",
+     MCF ":12:", "field 'ignition.config' is not supported"},
+    {"refuse: no spec.config", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  fips: false\n", MCF ":6:",
+     "MachineConfig 'x' has no spec.config"},
+    {"refuse: no spec", MCF, API "kind: MachineConfig\nmetadata:\n  name: x\n", MCF ":1:",
+     "MachineConfig has no spec"},
+    {"refuse: empty spec", MCF, API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n",
+     MCF ":1:", "MachineConfig has no spec"},
+    {"refuse: spec not a mapping", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec: [config]\n", MCF ":5:",
+     "field 'spec' must be a mapping"},
+    {"refuse: spec.config empty string", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config: \"\"\n", MCF ":6:",
+     "spec.config is empty"},
+
+    /* ---------------------------------------------------- Ignition version */
+    {"refuse: Ignition 2.2.0", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
+     "      version: 2.2.0\n",
+     MCF ":8:", "Ignition 2.2.0 is not supported: convert the config to Ignition 3.x"},
+    {"refuse: Ignition 2.2.0 in embedded JSON", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
+     "  config: '{\"ignition\": {\"version\": \"2.2.0\"}}'\n",
+     MCF ":6:", "Ignition 2.2.0 is not supported"},
+    {"refuse: unknown Ignition version", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
+     "      version: 3.5.0\n",
+     MCF ":8:", "Ignition version '3.5.0' is not supported (3.0.0 to 3.4.0)"},
+    {"refuse: experimental Ignition version", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
+     "      version: 3.5.0-experimental\n",
+     MCF ":8:", "is not supported"},
+    {"refuse: missing Ignition version", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition: {}\n",
+     MCF ":7:", "field 'spec.config.ignition.version' is required"},
+    {"refuse: missing ignition section", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n"
+     "    storage: {}\n",
+     MCF ":7:", "field 'spec.config.ignition.version' is required"},
+    {"refuse: Ignition version as a number", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
+     "      version: 3\n",
+     MCF ":8:", "field 'spec.config.ignition.version' is required"},
+
+    /* ---------------------------------------------------- unknown fields */
+    {"refuse: unknown field in the config", MCF, MC_HEAD("x") "    networkd: {}\n", MCF ":11:",
+     "unknown field 'spec.config.networkd'"},
+    {"refuse: unknown field in a file", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        size: 3\n", MCF ":14:",
+     "unknown field 'storage.files[0].size'"},
+    {"refuse: unknown field in spec", MCF, MC_HEAD("x") "  replicas: 3\n", MCF ":11:",
+     "unknown field 'spec.replicas'"},
+    {"refuse: unknown top-level field", MCF, MC_HEAD("x") "extra: 1\n", MCF ":11:",
+     "unknown field 'extra'", -1},
+    {"refuse: unknown field in a unit", MCF,
+     MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        enable: true\n",
+     MCF ":14:", "unknown field 'systemd.units[0].enable'"},
+    {"refuse: directory with contents", MCF,
+     MC_HEAD("x") "    storage:\n      directories:\n      - path: /d\n"
+     "        contents: {source: \"data:,\"}\n",
+     MCF ":14:", "unknown field 'storage.directories[0].contents'"},
+
+    /* ---------------------------------------------------- units */
+    {"refuse: bad unit name", MCF,
+     MC_HEAD("x") "    systemd:\n      units:\n      - name: chronyd\n", MCF ":13:",
+     "'chronyd' is not a valid systemd unit name"},
+    {"refuse: unit name with a slash", MCF,
+     MC_HEAD("x") "    systemd:\n      units:\n      - name: ../x.service\n", MCF ":13:",
+     "is not a valid systemd unit name"},
+    {"refuse: unit without a name", MCF,
+     MC_HEAD("x") "    systemd:\n      units:\n      - enabled: true\n", MCF ":13:",
+     "field 'systemd.units[0].name' is required"},
+    {"refuse: bad drop-in name", MCF,
+     MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        dropins:\n"
+     "        - name: override.txt\n",
+     MCF ":15:", "'override.txt' is not a valid drop-in name (NAME.conf)"},
+    {"refuse: drop-in name with a slash", MCF,
+     MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        dropins:\n"
+     "        - name: ../../x.conf\n",
+     MCF ":15:", "is not a valid drop-in name"},
+    {"refuse: duplicate unit", MCF,
+     MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n"
+     "        enabled: true\n      - name: a.service\n        mask: true\n",
+     MCF ":15:", "unit 'a.service' is given twice in this config"},
+    {"refuse: duplicate drop-in", MCF,
+     MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        dropins:\n"
+     "        - name: a.conf\n        - name: a.conf\n",
+     MCF ":16:", "drop-in 'a.conf' is given twice for unit 'a.service'"},
+    {"refuse: enabled as a string", MCF,
+     MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        enabled: \"yes\"\n",
+     MCF ":14:", "field 'systemd.units[0].enabled' must be true or false"},
+
+    /* ---------------------------------------------------- documents */
+    {"refuse: wrong apiVersion", MCF,
+     "apiVersion: v1\nkind: MachineConfig\nmetadata:\n  name: x\n", MCF ":1:",
+     "apiVersion 'v1' is not supported (use machineconfiguration.openshift.io/v1 or "
+     "machineconfiguration.mcgit.io/v1)"},
+    {"refuse: wrong apiVersion on the second document", MCF,
+     MC_HEAD("a") "---\napiVersion: machineconfiguration.openshift.io/v2\nkind: MachineConfig\n",
+     MCF ":12:", "apiVersion 'machineconfiguration.openshift.io/v2' is not supported", 1},
+    {"refuse: MachineConfigPool in machineconfigs/", MCF, WORKER_POOL, MCF ":2:",
+     "kind 'MachineConfigPool' does not belong in machineconfigs/"},
+    {"refuse: MachineConfig in pools/", POOLF, MC_HEAD("x"), POOLF ":2:",
+     "kind 'MachineConfig' does not belong in pools/ (MachineConfigPool only)"},
+    {"refuse: ConfigMap in machineconfigs/", MCF,
+     "apiVersion: machineconfiguration.openshift.io/v1\nkind: ConfigMap\n", MCF ":2:",
+     "kind 'ConfigMap' does not belong in machineconfigs/"},
+    {"refuse: no kind", MCF, API "metadata:\n  name: x\n", MCF ":1:", "document has no kind"},
+    {"refuse: no apiVersion", MCF, "kind: MachineConfig\nmetadata:\n  name: x\n", MCF ":1:",
+     "document has no apiVersion"},
+    {"refuse: document is a list", MCF, "- a\n- b\n", MCF ":1:", "document must be a mapping"},
+    {"refuse: missing metadata.name", MCF,
+     API "kind: MachineConfig\nmetadata:\n  labels:\n    a: b\nspec:\n  config:\n"
+     "    ignition:\n      version: 3.4.0\n",
+     MCF ":4:", "MachineConfig has no metadata.name"},
+    {"refuse: missing metadata", MCF,
+     API "kind: MachineConfig\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n",
+     MCF ":1:", "MachineConfig has no metadata.name"},
+    {"refuse: invalid MachineConfig name", MCF, MC_HEAD("Bad_Name"), MCF ":4:",
+     "MachineConfig name 'Bad_Name' is not a valid DNS-1123 subdomain"},
+    {"refuse: invalid pool name", POOLF, POOL_HEAD("work.er") "  paused: false\n", POOLF ":4:",
+     "MachineConfigPool name 'work.er' is not a valid DNS-1123 label"},
+    {"refuse: label value not a string", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\n  labels:\n    tier: 1\n", MCF ":6:",
+     "label 'tier' must be a string (quote it)"},
+    {"refuse: pool with an empty spec", POOLF, POOL_HEAD("worker"), POOLF ":1:",
+     "MachineConfigPool has no spec"},
+    {"refuse: owner name not a string", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        user:\n          name: [root]\n", MCF ":15:",
+     "field 'storage.files[0].user.name' must be a string"},
+    {"refuse: contents source not a string", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          source: 3\n", MCF ":15:",
+     "field 'storage.files[0].contents.source' must be a string"},
+    {"refuse: drop-ins not a list", MCF,
+     MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        dropins: {}\n",
+     MCF ":14:", "field 'systemd.units[0].dropins' must be a list"},
+    {"refuse: selector values not a list", POOLF,
+     POOL_HEAD("worker") "  nodeSelector:\n    matchExpressions:\n    - key: a\n"
+     "      operator: In\n      values: b\n",
+     POOLF ":10:", "field 'spec.nodeSelector.matchExpressions[0].values' must be a list"},
+    {"refuse: pool without spec", POOLF,
+     API "kind: MachineConfigPool\nmetadata:\n  name: worker\n", POOLF ":1:",
+     "MachineConfigPool has no spec"},
+
+    /* ---------------------------------------------------- pools */
+    {"refuse: bad selector operator", POOLF,
+     POOL_HEAD("worker")
+     "  machineConfigSelector:\n"
+     "    matchExpressions:\n"
+     "    - key: role\n"
+     "      operator: Equals\n"
+     "      values: [worker]\n",
+     POOLF ":9:", "operator 'Equals' is not one of In, NotIn, Exists, DoesNotExist"},
+    {"refuse: In without values", POOLF,
+     POOL_HEAD("worker")
+     "  nodeSelector:\n"
+     "    matchExpressions:\n"
+     "    - key: role\n"
+     "      operator: In\n",
+     POOLF ":8:", "spec.nodeSelector.matchExpressions[0]: operator In needs values"},
+    {"refuse: NotIn with empty values", POOLF,
+     POOL_HEAD("worker")
+     "  nodeSelector:\n"
+     "    matchExpressions:\n"
+     "    - {key: role, operator: NotIn, values: []}\n",
+     POOLF ":8:", "operator NotIn needs values"},
+    {"refuse: Exists with values", POOLF,
+     POOL_HEAD("worker")
+     "  machineConfigSelector:\n"
+     "    matchExpressions:\n"
+     "    - key: role\n"
+     "      operator: Exists\n"
+     "      values: [x]\n",
+     POOLF ":8:", "operator Exists takes no values"},
+    {"refuse: expression without key", POOLF,
+     POOL_HEAD("worker")
+     "  machineConfigSelector:\n"
+     "    matchExpressions:\n"
+     "    - operator: Exists\n",
+     POOLF ":8:", "field 'spec.machineConfigSelector.matchExpressions[0].key' is required"},
+    {"refuse: matchLabels value not a string", POOLF,
+     POOL_HEAD("worker") "  nodeSelector:\n    matchLabels:\n      gpu: true\n", POOLF ":8:",
+     "spec.nodeSelector.matchLabels['gpu'] must be a string (quote it)"},
+    {"refuse: unknown selector field", POOLF,
+     POOL_HEAD("worker") "  nodeSelector:\n    matchFields: {}\n", POOLF ":7:",
+     "unknown field 'spec.nodeSelector.matchFields'"},
+    {"refuse: maxUnavailable not a number", POOLF, WORKER_POOL "  maxUnavailable: lots\n",
+     POOLF ":9:", "maxUnavailable 'lots' must be an integer or a percentage like \"10%\""},
+    {"refuse: maxUnavailable over 100%", POOLF, WORKER_POOL "  maxUnavailable: 150%\n",
+     POOLF ":9:", "maxUnavailable '150%' must be an integer or a percentage"},
+    {"refuse: maxUnavailable a bare %", POOLF, WORKER_POOL "  maxUnavailable: \"%\"\n",
+     POOLF ":9:", "maxUnavailable '%' must be"},
+    {"refuse: maxUnavailable a number in a string", POOLF, WORKER_POOL "  maxUnavailable: \"5\"\n",
+     POOLF ":9:", "maxUnavailable '5' must be"},
+    {"refuse: maxUnavailable negative", POOLF, WORKER_POOL "  maxUnavailable: -1\n", POOLF ":9:",
+     "maxUnavailable must not be negative"},
+    {"refuse: maxUnavailable fractional", POOLF, WORKER_POOL "  maxUnavailable: 1.5\n",
+     POOLF ":9:", "maxUnavailable must be an integer or a percentage"},
+    {"refuse: paused as a string", POOLF, WORKER_POOL "  paused: \"true\"\n", POOLF ":9:",
+     "field 'spec.paused' must be true or false"},
+    {"refuse: no worker pool", "pools/master.yaml",
+     POOL_HEAD("master") "  machineConfigSelector: {}\n", "pools/:",
+     "there is no pool 'worker' (custom pools inherit from it)", 1},
+
+    /* ---------------------------------------------------- YAML */
+    {"refuse: YAML syntax error", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: [x\nspec: {}\n", MCF ":5:", "invalid YAML"},
+    {"refuse: YAML bad indentation", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\n   labels: {}\n", MCF ":5:",
+     "invalid YAML"},
+    {"refuse: YAML alias", MCF,
+     API "kind: MachineConfig\n"       /* 2 */
+     "metadata:\n"                     /* 3 */
+     "  name: x\n"                     /* 4 */
+     "  labels: &l\n"                  /* 5 */
+     "    a: b\n"                      /* 6 */
+     "  annotations: *l\n",            /* 7 */
+     MCF ":7:", "YAML aliases are not supported"},
+    {"refuse: duplicate key", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        mode: 420\n        mode: 384\n", MCF ":15:",
+     "duplicate key 'mode'"},
+    {"refuse: duplicate top-level key", MCF, MC_HEAD("x") "kind: MachineConfig\n", MCF ":11:",
+     "duplicate key 'kind'"},
+    {"refuse: non-scalar key", MCF, API "? [a, b]\n: c\n", MCF ":2:",
+     "mapping keys must be scalars"},
+    {"refuse: deep nesting", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\n  labels: "
+     "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+     "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+     MCF ":5:", "nesting deeper than 64 levels"},
+
+    /* ---------------------------------------------------- embedded config lines */
+    {"refuse: bad path inside an embedded JSON config", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
+     "  config: |\n"                                                   /* 6 */
+     "    {\"ignition\": {\"version\": \"3.4.0\"},\n"                  /* 7 */
+     "     \"storage\": {\"files\": [\n"                               /* 8 */
+     "       {\"path\": \"/etc/ok\"},\n"                               /* 9 */
+     "       {\"path\": \"/etc/../bad\"}]}}\n",                        /* 10 */
+     MCF ":10:", "field 'storage.files[1].path' must be an absolute clean path"},
+    {"refuse: syntax error inside an embedded JSON config", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
+     "  config: |\n"                                                   /* 6 */
+     "    {\"ignition\": {\"version\": \"3.4.0\"},\n"                  /* 7 */
+     "     \"storage\": {\"files\": [}\n",                             /* 8 */
+     MCF ":8:", "invalid YAML"},
+    {"refuse: two documents in an embedded config", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
+     "  config: |\n"                                                   /* 6 */
+     "    ignition: {version: 3.4.0}\n"                                /* 7 */
+     "    ---\n"                                                       /* 8 */
+     "    ignition: {version: 3.4.0}\n",                               /* 9 */
+     MCF ":6:", "spec.config holds more than one document"},
+
+    /* ---------------------------------------------------- mcgit.yaml */
+    {"refuse: mcgit.yaml bad branch", "mcgit.yaml",
+     "# settings\nsourceBranch: \"main..x\"\n", "mcgit.yaml:2:",
+     "'main..x' is not a valid branch name"},
+    {"refuse: mcgit.yaml branch with a space", "mcgit.yaml",
+     "renderedBranch: \"my branch\"\n", "mcgit.yaml:1:", "'my branch' is not a valid branch name"},
+    {"refuse: mcgit.yaml same branches", "mcgit.yaml",
+     "sourceBranch: main\nrenderedBranch: main\n", "mcgit.yaml:1:",
+     "sourceBranch and renderedBranch must differ"},
+    {"refuse: mcgit.yaml unsigned", "mcgit.yaml", "signatures: optional\n", "mcgit.yaml:1:",
+     "signatures must be 'required'"},
+    {"refuse: mcgit.yaml unknown key", "mcgit.yaml", "sourceBranch: main\nbranch: x\n",
+     "mcgit.yaml:2:", "unknown field 'branch'"},
+    {"refuse: mcgit.yaml unknown apiGroup", "mcgit.yaml", "apiGroup: example.com\n",
+     "mcgit.yaml:1:", "unknown apiGroup 'example.com'"},
+
+    /* ---------------------------------------------------- across files */
+    {"refuse: MachineConfig defined in two files", MCF, MC_HEAD("dup"), "machineconfigs/y.yaml:2:",
+     "MachineConfig 'dup' is already defined at machineconfigs/x.yaml:1", 2, NULL,
+     "machineconfigs/y.yaml", "# again\n" MC_HEAD("dup")},
+    {"refuse: pool defined in two files", POOLF, WORKER_POOL, "pools/worker2.yaml:1:",
+     "pool 'worker' is already defined at pools/worker.yaml:1", 2, NULL, "pools/worker2.yaml",
+     WORKER_POOL},
+};
+
+static void run_case(void **state)
+{
+    const parse_case *pc = *state;
+    mcg_model *m = mcg_model_new();
+    mcg_diags d = {0};
+    mcg_model_add_file(m, pc->path, pc->yaml, strlen(pc->yaml), &d);
+    if (pc->path2)
+        mcg_model_add_file(m, pc->path2, pc->yaml2, strlen(pc->yaml2), &d);
+    mcg_model_finish(m, &d);
+    if (!pc->where) {
+        if (d.count)
+            fail_msg("%s: unexpected problem: %s", pc->name, d.msgs[0]);
+        if (pc->check)
+            pc->check(m);
+    } else {
+        if (!d.count)
+            fail_msg("%s: accepted; want \"%s %s\"", pc->name, pc->where, pc->what);
+        if (strncmp(d.msgs[0], pc->where, strlen(pc->where)) != 0)
+            fail_msg("%s: first problem \"%s\" is not at \"%s\"", pc->name, d.msgs[0], pc->where);
+        assert_contains(d.msgs[0], pc->what);
+    }
+    if (pc->nobj >= 0 && (int)(m->npools + m->nmcs) != pc->nobj)
+        fail_msg("%s: %zu pools + %zu MCs, want %d objects", pc->name, m->npools, m->nmcs,
+                 pc->nobj);
+    mcg_diags_free(&d);
+    mcg_model_free(m);
+}
+
+/* ------------------------------------------------------------ other tests */
+
+/* Every supported Ignition version parses, each unsupported one is named. */
+static void test_ignition_versions(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"};
+    static const char *const bad[] = {"2.0.0", "2.3.0", "3.4.1", "3.6.0", "4.0.0", "3.4", "v3.4.0",
+                                      ""};
+    for (size_t i = 0; i < 5 + 8; i++) {
+        const char *v = i < 5 ? ok[i] : bad[i - 5];
+        char *y = mcg_sprintf(API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
+                                  "  config:\n    ignition:\n      version: \"%s\"\n",
+                              v);
+        mcg_model *m = mcg_model_new();
+        mcg_diags d = {0};
+        mcg_model_add_file(m, MCF, y, strlen(y), &d);
+        if (i < 5) {
+            if (d.count)
+                fail_msg("version %s refused: %s", v, d.msgs[0]);
+            assert_string_equal(m->mcs[0].config.version, v);
+        } else {
+            if (!d.count)
+                fail_msg("version '%s' accepted", v);
+            assert_contains(d.msgs[0], MCF ":8:");
+            assert_contains(d.msgs[0], "not supported");
+        }
+        mcg_diags_free(&d);
+        mcg_model_free(m);
+        free(y);
+    }
+}
+
+/* A gzip bomb inside a data URL is stopped at 1.5 MiB with the file's line. */
+static void test_gzip_bomb(void **state)
+{
+    (void)state;
+    size_t n = 2u * 1024u * 1024u;
+    unsigned char *zeros = mcg_calloc(n, 1);
+    unsigned char gz[8192];
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
+                     Z_OK);
+    zs.next_in = zeros;
+    zs.avail_in = (uInt)n;
+    zs.next_out = gz;
+    zs.avail_out = sizeof(gz);
+    assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+    size_t gzlen = sizeof(gz) - zs.avail_out;
+    deflateEnd(&zs);
+    mcg_buf b64 = MCG_BUF_INIT;
+    mcg_base64_encode(gz, gzlen, &b64);
+    char *y = mcg_sprintf(MC_HEAD("x") FILE_AT("/etc/big")
+                          "        contents:\n"
+                          "          compression: gzip\n"
+                          "          source: data:;base64,%s\n",
+                          b64.ptr);
+    mcg_model *m = mcg_model_new();
+    mcg_diags d = {0};
+    mcg_model_add_file(m, MCF, y, strlen(y), &d);
+    assert_int_equal(d.count, 1);
+    assert_contains(d.msgs[0], MCF ":16:");
+    assert_contains(d.msgs[0], "expands beyond 1572864 bytes");
+    assert_int_equal(m->nmcs, 0);
+    mcg_diags_free(&d);
+    mcg_model_free(m);
+    mcg_buf_free(&b64);
+    free(y);
+    free(zeros);
+}
+
+/* A plain file over 1.5 MiB is refused too. */
+static void test_file_too_large(void **state)
+{
+    (void)state;
+    size_t n = 1536u * 1024u + 3u; /* decodes to one byte over the limit */
+    mcg_buf y = MCG_BUF_INIT;
+    mcg_buf_puts(&y, MC_HEAD("x") FILE_AT("/etc/big") "        contents:\n"
+                                                      "          source: data:;base64,");
+    for (size_t i = 0; i < n / 3; i++)
+        mcg_buf_puts(&y, "AAAA");
+    mcg_buf_puts(&y, "\n");
+    mcg_model *m = mcg_model_new();
+    mcg_diags d = {0};
+    mcg_model_add_file(m, MCF, y.ptr, y.len, &d);
+    assert_int_equal(d.count, 1);
+    assert_contains(d.msgs[0], MCF ":15:");
+    assert_contains(d.msgs[0], "larger than 1.5 MiB");
+    mcg_diags_free(&d);
+    mcg_model_free(m);
+    mcg_buf_free(&y);
+}
+
+/* Every problem in a file is reported, not just the first. */
+static void test_every_problem(void **state)
+{
+    (void)state;
+    const char *y = MC_HEAD("x")
+        "    storage:\n"                    /* 11 */
+        "      files:\n"                    /* 12 */
+        "      - path: /etc/../a\n"         /* 13 */
+        "      - path: /etc/b\n"            /* 14 */
+        "        mode: 07777\n"             /* 15 */
+        "      disks: [{device: /dev/sda}]\n" /* 16 */
+        "    passwd:\n"                     /* 17 */
+        "      users:\n"                    /* 18 */
+        "      - name: admin\n"             /* 19 */
+        "  fips: true\n";                   /* 20 */
+    mcg_model *m = mcg_model_new();
+    mcg_diags d = {0};
+    mcg_model_add_file(m, MCF, y, strlen(y), &d);
+    static const char *const want[] = {MCF ":20:", MCF ":19:", MCF ":16:", MCF ":13:",
+                                       MCF ":15:"};
+    assert_int_equal(d.count, 5);
+    for (size_t i = 0; i < 5; i++) {
+        bool found = false;
+        for (size_t j = 0; j < d.count; j++)
+            found = found || strncmp(d.msgs[j], want[i], strlen(want[i])) == 0;
+        if (!found)
+            fail_msg("no problem reported at %s", want[i]);
+    }
+    assert_int_equal(m->nmcs, 0);
+    mcg_diags_free(&d);
+    mcg_model_free(m);
+}
+
+/* Rendered specs come back through mcg_ignition_parse_json. */
+static void test_parse_json_spec(void **state)
+{
+    (void)state;
+    const char *spec = "{\"config\": {\"ignition\": {\"version\": \"3.4.0\"},"
+                       " \"storage\": {\"files\": [{\"path\": \"/etc/a\", \"mode\": 420,"
+                       " \"overwrite\": true, \"contents\": {\"source\": \"data:,hi\"}}]}}}";
+    mcg_ignition ign;
+    mcg_err err = {0};
+    assert_int_equal(mcg_ignition_parse_json(&ign, "worker/spec.json", spec, strlen(spec), &err),
+                     0);
+    assert_int_equal(ign.nstorage, 1);
+    assert_int_equal(ign.storage[0].data_len, 2);
+    mcg_ignition_free(&ign);
+
+    const char *bad = "{\"config\": {\"ignition\": {\"version\": \"3.4.0\"},"
+                      " \"storage\": {\"files\": [{\"path\": \"/etc/../a\"}]}}}";
+    assert_int_equal(mcg_ignition_parse_json(&ign, "w/spec.json", bad, strlen(bad), &err),
+                     MCG_EINVAL);
+    assert_contains(err.msg, "w/spec.json");
+    assert_contains(err.msg, "absolute clean path");
+    mcg_ignition_free(&ign);
+
+    assert_int_equal(mcg_ignition_parse_json(&ign, "w/spec.json", "{", 1, &err), MCG_EINVAL);
+    assert_contains(err.msg, "w/spec.json:1: invalid JSON");
+    assert_int_equal(mcg_ignition_parse_json(&ign, "w/spec.json", "{}", 2, &err), MCG_EINVAL);
+    assert_contains(err.msg, "no 'config'");
+    const char *dup = "{\"config\": {}, \"config\": {}}";
+    assert_int_equal(mcg_ignition_parse_json(&ign, "w/spec.json", dup, strlen(dup), &err),
+                     MCG_EINVAL);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_true(mcg_name_is_dns_label("worker"));
+    assert_true(mcg_name_is_dns_label("a-1"));
+    assert_false(mcg_name_is_dns_label("-a"));
+    assert_false(mcg_name_is_dns_label("a-"));
+    assert_false(mcg_name_is_dns_label("A"));
+    assert_false(mcg_name_is_dns_label("a.b"));
+    assert_false(mcg_name_is_dns_label(""));
+    assert_true(mcg_name_is_dns_subdomain("99-worker-ssh"));
+    assert_true(mcg_name_is_dns_subdomain("a.b.c"));
+    assert_false(mcg_name_is_dns_subdomain("a..b"));
+    assert_false(mcg_name_is_dns_subdomain(".a"));
+    assert_true(mcg_name_is_unit("chronyd.service"));
+    assert_true(mcg_name_is_unit("getty@tty1.service"));
+    assert_true(mcg_name_is_unit("var-lib.mount"));
+    assert_false(mcg_name_is_unit("chronyd"));
+    assert_false(mcg_name_is_unit(".service"));
+    assert_false(mcg_name_is_unit("a/b.service"));
+    assert_false(mcg_name_is_unit("a b.service"));
+}
+
+static void test_labels_arg(void **state)
+{
+    (void)state;
+    mcg_labels l = {0};
+    mcg_err err = {0};
+    assert_int_equal(mcg_labels_parse_arg(&l, "b=2,a=1,node-role.kubernetes.io/infra=", &err), 0);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.items[0].key, "a");
+    assert_string_equal(mcg_labels_get(&l, "node-role.kubernetes.io/infra"), "");
+    assert_int_equal(mcg_labels_parse_arg(&l, "a-", &err), 0);
+    assert_null(mcg_labels_get(&l, "a"));
+    assert_int_equal(mcg_labels_parse_arg(&l, "novalue", &err), MCG_EUSAGE);
+    assert_int_equal(mcg_labels_parse_arg(&l, "bad key=x", &err), MCG_EUSAGE);
+    mcg_labels_free(&l);
+}
+
+int main(void)
+{
+    size_t ncases = sizeof(cases) / sizeof(cases[0]);
+    static const struct CMUnitTest extra[] = {
+        cmocka_unit_test(test_ignition_versions),
+        cmocka_unit_test(test_gzip_bomb),
+        cmocka_unit_test(test_file_too_large),
+        cmocka_unit_test(test_every_problem),
+        cmocka_unit_test(test_parse_json_spec),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_labels_arg),
+    };
+    size_t nextra = sizeof(extra) / sizeof(extra[0]);
+    struct CMUnitTest *tests = mcg_calloc(ncases + nextra, sizeof(*tests));
+    for (size_t i = 0; i < ncases; i++) {
+        tests[i].name = cases[i].name;
+        tests[i].test_func = run_case;
+        tests[i].initial_state = (void *)&cases[i];
+    }
+    memcpy(tests + ncases, extra, sizeof(extra));
+    int rc = _cmocka_run_group_tests("model", tests, ncases + nextra, NULL, NULL);
+    free(tests);
+    return rc;
+}
