@@ -8,7 +8,7 @@
 
 extern const mcg_cmd mcg_cmd_help, mcg_cmd_version, mcg_cmd_init, mcg_cmd_validate,
     mcg_cmd_render, mcg_cmd_verify, mcg_cmd_log, mcg_cmd_rollback, mcg_cmd_fetch, mcg_cmd_hook,
-    mcg_cmd_node, mcg_cmd_controller, mcg_cmd_status;
+    mcg_cmd_node, mcg_cmd_controller, mcg_cmd_status, mcg_cmd_demo;
 
 const mcg_cmd *const mcg_commands[] = {
     &mcg_cmd_init,
@@ -22,6 +22,7 @@ const mcg_cmd *const mcg_commands[] = {
     &mcg_cmd_controller,
     &mcg_cmd_node,
     &mcg_cmd_status,
+    &mcg_cmd_demo,
     &mcg_cmd_help,
     &mcg_cmd_version,
     NULL,

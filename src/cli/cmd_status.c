@@ -82,7 +82,7 @@ static void count_cell(table *t, const json_t *pool, const char *key)
     mcg_strv_push(&t->cells, buf);
 }
 
-static int render_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err)
+int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err)
 {
     json_t *items = NULL;
     int rc = cl->ops->list_pools(cl, &items, err);
@@ -133,7 +133,7 @@ static int render_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_e
     return 0;
 }
 
-static int render_nodes(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err)
+int mcg_cli_status_nodes(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err)
 {
     mcg_node *nodes = NULL;
     size_t n = 0;
@@ -219,8 +219,8 @@ static int run(int argc, char **argv)
     mcg_buf last = MCG_BUF_INIT;
     while (!rc) {
         mcg_buf out = MCG_BUF_INIT;
-        rc = !strcmp(what, "pools") ? render_pools(cl, format, &out, &err)
-                                    : render_nodes(cl, format, &out, &err);
+        rc = !strcmp(what, "pools") ? mcg_cli_status_pools(cl, format, &out, &err)
+                                    : mcg_cli_status_nodes(cl, format, &out, &err);
         if (!rc && (!last.ptr || strcmp(out.ptr ? out.ptr : "", last.ptr) != 0)) {
             if (out.len)
                 fwrite(out.ptr, 1, out.len, stdout);

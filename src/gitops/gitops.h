@@ -96,7 +96,11 @@ void mcg_verify_report_free(mcg_verify_report *rep);
  */
 int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip, const char *since,
                       const mcg_signers *root, mcg_err *err);
-/* Record tip as the last verified commit (refs/mcgit/verified). */
+/*
+ * Record tip as the last verified commit (refs/mcgit/verified). A tip that
+ * the recorded commit already descends from leaves it unchanged, so the
+ * mark never moves back.
+ */
 int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, mcg_err *err);
 
 /* Load the config files of a commit's tree into a finished model. */
@@ -161,5 +165,28 @@ int mcg_gitops_read_rendered(char **data, size_t *len, mcg_repo *r, const char *
 /* Fetch the source branch from a remote, fast-forward only. */
 int mcg_gitops_fetch(mcg_repo *r, const char *remote, char sha_out[MCG_SHA_HEX + 1],
                      mcg_err *err);
+
+
+/* ------------------------------------------------------------ signing */
+
+/* An ed25519 key pair (libsodium layout: sk holds seed and public key). */
+typedef struct mcg_sshkey {
+    unsigned char pk[32];
+    unsigned char sk[64];
+} mcg_sshkey;
+
+void mcg_sshkey_generate(mcg_sshkey *key);
+void mcg_sshkey_wipe(mcg_sshkey *key);
+/* "ssh-ed25519 AAAA... comment" (caller frees). */
+char *mcg_sshkey_public_line(const mcg_sshkey *key, const char *comment);
+/* An armored SSH signature (namespace git, sha512) of msg (caller frees). */
+char *mcg_sshsig_sign(const mcg_sshkey *key, const void *msg, size_t len);
+/*
+ * Stage every change in the work tree at path and commit it on the branch
+ * HEAD points at, signed with key (NULL: unsigned), author and committer
+ * "mcgit demo" at time when. The new commit id goes to out.
+ */
+int mcg_gitops_commit_worktree(char out[MCG_SHA_HEX + 1], const char *path, const char *message,
+                               const mcg_sshkey *key, int64_t when, mcg_err *err);
 
 #endif

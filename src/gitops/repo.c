@@ -491,10 +491,14 @@ out:
 
 int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, mcg_err *err)
 {
-    git_oid oid;
+    git_oid oid, cur;
     git_reference *ref = NULL;
     if (git_oid_fromstr(&oid, tip) != 0)
         return mcg_err_set(err, MCG_EINVAL, "bad commit id '%s'", tip);
+    /* Never move back: re-rendering an older source leaves the mark alone. */
+    if (git_reference_name_to_id(&cur, r->git, "refs/mcgit/verified") == 0 &&
+        (git_oid_equal(&cur, &oid) || git_graph_descendant_of(r->git, &cur, &oid) == 1))
+        return 0;
     if (git_reference_create(&ref, r->git, "refs/mcgit/verified", &oid, 1, "mcgit: verified") != 0)
         return mcg_git_err(err, "refs/mcgit/verified");
     git_reference_free(ref);

@@ -277,25 +277,40 @@ static bool mc_selected(const mcg_pool *p, const mcg_machineconfig *mc)
     return !mcg_selector_is_empty(&p->mc_selector) && mcg_selector_matches(&p->mc_selector, &mc->labels);
 }
 
-void mcg_render_select(mcg_strv *out, const mcg_model *m, const mcg_pool *pool)
+/*
+ * Indices into m->mcs (sorted by name, mcg_model_finish) of the MCs pool
+ * merges, in merge order: for a custom pool worker's first, then its own
+ * that worker did not already select. Linear in the number of MCs. Returns
+ * the count; *out is owned by the caller (free).
+ */
+static size_t select_indices(size_t **out, const mcg_model *m, const mcg_pool *pool)
 {
     bool custom = strcmp(pool->name, "master") != 0 && strcmp(pool->name, "worker") != 0;
     const mcg_pool *worker = custom ? mcg_model_pool(m, "worker") : NULL;
-    /* m->mcs is sorted by name (mcg_model_finish). */
+    size_t *idx = mcg_calloc(m->nmcs ? m->nmcs : 1, sizeof(*idx));
+    bool *taken = mcg_calloc(m->nmcs ? m->nmcs : 1, sizeof(*taken));
+    size_t n = 0;
     if (worker)
         for (size_t i = 0; i < m->nmcs; i++)
-            if (mc_selected(worker, &m->mcs[i]))
-                mcg_strv_push(out, m->mcs[i].name);
-    size_t nworker = out->n;
-    for (size_t i = 0; i < m->nmcs; i++) {
-        if (!mc_selected(pool, &m->mcs[i]))
-            continue;
-        bool dup = false;
-        for (size_t j = 0; j < nworker && !dup; j++)
-            dup = !strcmp(out->v[j], m->mcs[i].name);
-        if (!dup)
-            mcg_strv_push(out, m->mcs[i].name);
-    }
+            if (mc_selected(worker, &m->mcs[i])) {
+                idx[n++] = i;
+                taken[i] = true;
+            }
+    for (size_t i = 0; i < m->nmcs; i++)
+        if (!taken[i] && mc_selected(pool, &m->mcs[i]))
+            idx[n++] = i;
+    free(taken);
+    *out = idx;
+    return n;
+}
+
+void mcg_render_select(mcg_strv *out, const mcg_model *m, const mcg_pool *pool)
+{
+    size_t *idx = NULL;
+    size_t n = select_indices(&idx, m, pool);
+    for (size_t i = 0; i < n; i++)
+        mcg_strv_push(out, m->mcs[idx[i]].name);
+    free(idx);
 }
 
 /* ------------------------------------------------------------ output */
@@ -507,28 +522,22 @@ static int render_pool(mcg_rendered_pool *rp, const mcg_model *m, const mcg_pool
                        mcg_err *err)
 {
     rp->pool = mcg_strdup(pool->name);
-    mcg_render_select(&rp->mcs, m, pool);
-    if (rp->mcs.n == 0)
+    size_t *idx = NULL;
+    size_t n = select_indices(&idx, m, pool);
+    if (n == 0) {
+        free(idx);
         return mcg_err_set(err, MCG_EINVAL,
                            "%s:%d: pool '%s' selects no MachineConfig (check "
                            "machineConfigSelector)",
                            pool->loc.file, pool->loc.line, pool->name);
+    }
     merger mg = {&rp->merged, {0}, {0}, {0}};
-    size_t mi = 0;
-    for (size_t i = 0; i < rp->mcs.n; i++) {
-        /* mcs are sorted: find each by binary search */
-        size_t lo = 0, hi = m->nmcs;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (strcmp(m->mcs[mid].name, rp->mcs.v[i]) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        mi = lo;
-        merger_add(&mg, &m->mcs[mi].config);
+    for (size_t i = 0; i < n; i++) {
+        mcg_strv_push(&rp->mcs, m->mcs[idx[i]].name);
+        merger_add(&mg, &m->mcs[idx[i]].config);
     }
     merger_free(&mg);
+    free(idx);
     int rc = check_conflicts(&rp->merged, err);
     if (rc)
         return rc;

@@ -70,7 +70,13 @@ static int dearmor(const char *a, size_t len, mcg_buf *blob, mcg_err *err)
         malformed(err, "missing END SSH SIGNATURE line");
         goto out;
     }
-    for (size_t p = blen, end = len - elen; p < end;) {
+    /* the body: a[blen, end), lines separated by '\n', none empty */
+    size_t end = len - elen;
+    if (end <= blen) {
+        malformed(err, "no data inside the armor");
+        goto out;
+    }
+    for (size_t p = blen;;) {
         const char *nl = memchr(a + p, '\n', end - p);
         size_t n = nl ? (size_t)(nl - (a + p)) : end - p;
         if (n == 0) {
@@ -78,11 +84,9 @@ static int dearmor(const char *a, size_t len, mcg_buf *blob, mcg_err *err)
             goto out;
         }
         mcg_buf_put(&b64, a + p, n);
+        if (!nl)
+            break;
         p += n + 1;
-    }
-    if (b64.len == 0) {
-        malformed(err, "no data inside the armor");
-        goto out;
     }
     if (mcg_base64_decode(b64.ptr, b64.len, blob, &derr) != 0) {
         mcg_err_set(err, MCG_ETRUST, "signature is malformed: %s", derr.msg);

@@ -1,0 +1,116 @@
+/*
+ * agent — the part of mcgit that runs on a node: it applies a rendered
+ * config to the filesystem under a root directory, reports the node's state
+ * through the cluster interface and watches managed files for drift.
+ *
+ * The idea, as in MCO's machine-config-daemon: read the node's
+ * desiredConfig; when it differs from what is on disk, fetch the rendered
+ * config (refusing one whose bytes do not match the hash in its name), plan
+ * the change (files, directories, links, units, drop-ins, enablement links,
+ * core's SSH keys), decide the disruption actions from the node disruption
+ * policy, cordon and drain when they need it, write a journal, apply, run
+ * the actions, uncordon and report Done. When the disk already holds the
+ * desired config, compare every managed path with it (drift) and report
+ * Degraded, without touching anything, until someone puts the path back.
+ *
+ * Safety rules that hold for every path: nothing is written outside the
+ * root (paths are resolved inside it without following any symlink); every
+ * file is replaced atomically (temp file in the same directory, rename); a
+ * journal in the state directory, written and synced before the first
+ * change, lets a restarted agent finish an interrupted update, so a kill -9
+ * at any moment ends with the node exactly at the target.
+ *
+ * Ownership: an mcg_agent from mcg_agent_open() is the caller's and is
+ * released with mcg_agent_free(). Results are plain structs the caller owns.
+ */
+#ifndef MCG_AGENT_H
+#define MCG_AGENT_H
+
+#include <signal.h>
+
+#include "cluster/cluster.h"
+
+/* How an agent runs. Strings are borrowed for the agent's lifetime. */
+typedef struct mcg_agent_opts {
+    const char *node;      /* node name (required with a cluster) */
+    const char *root;      /* filesystem to manage; "/" is the host */
+    const char *state_dir; /* NULL: <root>/var/lib/mcgit, resolved inside the root */
+    bool live;             /* the root is the host's: run systemctl and reboots */
+    bool force;            /* re-apply the whole config even when it is current */
+    const char *reboot_command; /* NULL: "systemctl reboot" when live, nothing otherwise */
+    const char *systemctl;      /* NULL: "systemctl" */
+    int verbosity;              /* 0 quiet, 1 normal, 2 verbose; logs go to stderr */
+} mcg_agent_opts;
+
+typedef enum {
+    MCG_AGENT_DONE = 0,     /* disk = desired config, no drift */
+    MCG_AGENT_WORKING = 1,  /* update in progress (e.g. waiting for a reboot) */
+    MCG_AGENT_DEGRADED = 2, /* apply failed, config refused, or drift found */
+} mcg_agent_state;
+
+#define MCG_AGENT_REASON 1024
+
+/* What one pass did. */
+typedef struct mcg_agent_result {
+    mcg_agent_state state;
+    char reason[MCG_AGENT_REASON]; /* one line; empty when Done */
+    char config[256];              /* the rendered config on disk afterwards ("" if none) */
+    bool applied;                  /* this pass changed files */
+    bool offline;                  /* the cluster could not be reached */
+    bool rebooted;                 /* a Reboot action was carried out (or recorded) */
+    size_t written, removed;       /* paths written / removed this pass */
+} mcg_agent_result;
+
+typedef struct mcg_agent mcg_agent;
+
+/*
+ * Open the root (which must exist) and the state directory (created 0700
+ * when missing). Fails with a message when either cannot be opened or the
+ * default state directory's path inside the root holds a symlink.
+ * *out is NULL on failure.
+ */
+int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_err *err);
+
+/* Close the agent's descriptors and free its cached configs. NULL is a no-op. */
+void mcg_agent_free(mcg_agent *a);
+
+/*
+ * One reconcile pass against the cluster: finish a leftover journal, read
+ * the node, update to its desiredConfig or check drift, and report the
+ * outcome on the node (state, reason, currentConfig, unschedulable).
+ * Returns 0 when the pass ran (its outcome, Done or Degraded, is in *res)
+ * and a negative code only when the agent could not run at all (the
+ * message in err). When the cluster is unreachable the drift check still
+ * runs on the locally kept config and res->offline is set.
+ */
+int mcg_agent_run_once(mcg_agent_result *res, mcg_agent *a, mcg_cluster *c, mcg_err *err);
+
+/*
+ * Apply a rendered config given as bytes (name + canonical spec), with no
+ * cluster: no node is patched and no disruption policy is read (actions are
+ * logged only). The name must match the spec's hash. Used by tools and the
+ * benchmarks; outcome in *res as for mcg_agent_run_once.
+ */
+int mcg_agent_apply(mcg_agent_result *res, mcg_agent *a, const char *name, const char *spec,
+                    size_t len, mcg_err *err);
+
+/*
+ * Compare the disk with the config the state directory says is current
+ * (kept parsed in memory between calls). res->state is Done or Degraded
+ * with each drifted path and what differs in res->reason; nothing is
+ * written. Done with an empty config when no config was ever applied.
+ */
+int mcg_agent_check_drift(mcg_agent_result *res, mcg_agent *a, mcg_err *err);
+
+/*
+ * Run passes every interval seconds until *stop becomes non-zero (set it
+ * from a SIGTERM/SIGINT handler; the sleep wakes on signals). --force
+ * applies to the first pass only. Returns 0 on a clean stop.
+ */
+int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval,
+                   volatile sig_atomic_t *stop, mcg_err *err);
+
+/* "Done", "Working" or "Degraded". */
+const char *mcg_agent_state_name(mcg_agent_state s);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * agent_int.h — shared inside agent/: safe path resolution under the root
+ * (safepath.c), the flat list of managed entries a config expands to
+ * (entries.c), and the plan / apply / drift machinery (apply.c).
+ */
+#ifndef MCG_AGENT_INT_H
+#define MCG_AGENT_INT_H
+
+#include "agent/agent.h"
+
+#include <sys/types.h>
+
+/* ------------------------------------------------------------ safepath */
+
+/*
+ * A directory handle cache over a root directory fd. Paths are relative to
+ * the root ("etc/foo", no leading '/'); every component is resolved without
+ * following symlinks, and never above the root.
+ */
+typedef struct mcg_sroot {
+    int fd;            /* the root directory */
+    bool no_openat2;   /* the kernel lacks openat2 (ENOSYS seen) */
+    char *cache_path;  /* last parent directory resolved */
+    int cache_fd;
+} mcg_sroot;
+
+int mcg_sroot_open(mcg_sroot *r, const char *root, mcg_err *err);
+void mcg_sroot_close(mcg_sroot *r);
+/* Drop the cached directory (after directories may have changed). */
+void mcg_sroot_forget(mcg_sroot *r);
+
+/*
+ * Open the parent directory of rel and point *base at rel's last component.
+ * create: make missing directories (0755, root-owned as created). The
+ * returned fd belongs to the cache: do not close it; it stays valid until
+ * the next call. Returns MCG_ENOTFOUND when a directory is missing and
+ * create is false, MCG_ETRUST when a symlink or non-directory is in the
+ * way (the message names the path), MCG_EIO otherwise.
+ */
+int mcg_sroot_parent(mcg_sroot *r, const char *rel, bool create, int *dirfd, const char **base,
+                     mcg_err *err);
+
+/* Open directory rel itself (creating it with mode when create). Caller closes. */
+int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int *fd,
+                      mcg_err *err);
+
+/* Deterministic temp name for base in the same directory (size >= 64). */
+void mcg_agent_tmpname(const char *base, char out[64]);
+
+/* Write all of len bytes to fd (EINTR-safe). */
+int mcg_agent_write_all(int fd, const void *data, size_t len);
+
+/* --------------------------------------------------------- entries */
+
+typedef enum {
+    MCG_ENT_FILE,
+    MCG_ENT_DIR,
+    MCG_ENT_SYMLINK,
+    MCG_ENT_HARDLINK,
+    MCG_ENT_ABSENT, /* a symlink that must not exist (a disabled unit's link) */
+} mcg_ent_kind;
+
+typedef enum { MCG_ORIG_STORAGE, MCG_ORIG_UNIT, MCG_ORIG_SSH } mcg_ent_origin;
+
+/* One managed path, with everything needed to write or check it. */
+typedef struct mcg_ent {
+    mcg_ent_kind kind;
+    mcg_ent_origin origin;
+    char *path;        /* relative to the root (owned) */
+    const char *key;   /* disruption key: "/path" or unit name (borrowed or = path) */
+    char *key_owned;
+    int mode;          /* FILE / DIR permission bits */
+    uid_t uid;
+    gid_t gid;
+    const unsigned char *data; /* FILE contents (borrowed from the config, or data_owned) */
+    size_t len;
+    unsigned char *data_owned;
+    char *target;      /* SYMLINK target; HARDLINK target path relative to the root */
+} mcg_ent;
+
+/* A parsed rendered config and its entries, sorted by path. */
+typedef struct mcg_acfg {
+    char *name;
+    char *spec;
+    size_t spec_len;
+    mcg_ignition ign;
+    mcg_ent *ents;
+    size_t n;
+} mcg_acfg;
+
+/*
+ * Parse spec and expand it into entries. strict: a named user or group that
+ * is not in the root's /etc/passwd or /etc/group, or a unit to enable whose
+ * file cannot be found, is an error; otherwise such owners map to root.
+ * Takes ownership of name and spec. *out is NULL on failure.
+ */
+int mcg_acfg_load(mcg_acfg **out, mcg_sroot *root, char *name, char *spec, size_t len,
+                  bool strict, mcg_err *err);
+void mcg_acfg_free(mcg_acfg *c);
+/* Binary search by path; NULL when absent. */
+const mcg_ent *mcg_acfg_find(const mcg_acfg *c, const char *path);
+/* True when two entries would put the same thing on disk. */
+bool mcg_ent_equal(const mcg_ent *a, const mcg_ent *b);
+
+/* ------------------------------------------------------------ apply */
+
+/* Disruption actions decided for one update. */
+typedef struct mcg_plan_actions {
+    bool reboot, drain, daemon_reload;
+    mcg_strv reload, restart; /* unit names, in first-seen order */
+} mcg_plan_actions;
+
+void mcg_plan_actions_free(mcg_plan_actions *a);
+/* Decide actions for the change old -> new under policy (may be NULL: defaults). */
+void mcg_plan_decide(mcg_plan_actions *out, const mcg_acfg *old, const mcg_acfg *new_cfg,
+                     const mcg_disruption_policy *policy);
+/* "Reboot", "Drain, Restart crio.service", "None", ... (caller frees). */
+char *mcg_plan_actions_str(const mcg_plan_actions *a);
+
+/* The disk-dependent part of a plan, fixed in the journal before any change. */
+typedef struct mcg_plan_disk {
+    mcg_strv backups;  /* paths to back up before the first overwrite */
+    mcg_strv restores; /* paths whose backup is restored when they leave */
+} mcg_plan_disk;
+
+void mcg_plan_disk_free(mcg_plan_disk *d);
+
+/*
+ * Everything that must hold before anything is written: no symlink on the
+ * way to any path of new_cfg, no symlink at a path that will be replaced
+ * by a file unless the old config put it there. Also fills the backup /
+ * restore lists.
+ */
+int mcg_plan_prepare(mcg_plan_disk *out, mcg_sroot *root, int statefd, const mcg_acfg *old,
+                     const mcg_acfg *new_cfg, mcg_err *err);
+
+/* Counters of one execution. */
+typedef struct mcg_exec_stats {
+    size_t written, removed;
+} mcg_exec_stats;
+
+/*
+ * Make the disk match new_cfg where it differs from old (or everywhere when
+ * force), idempotently: backups first (synced), then directories, removals
+ * and restores, files in synced batches, links. On failure returns the
+ * error; the caller rolls back with mcg_plan_execute(new -> old).
+ */
+int mcg_plan_execute(mcg_sroot *root, int statefd, const mcg_acfg *old, const mcg_acfg *new_cfg,
+                     const mcg_plan_disk *disk, bool force, mcg_exec_stats *st, mcg_err *err);
+
+/*
+ * Compare the disk with cfg. Each difference is appended to out as
+ * "/path: what". Returns 0 (differences or not) or an error.
+ */
+int mcg_drift_check(mcg_sroot *root, const mcg_acfg *cfg, mcg_strv *out, mcg_err *err);
+
+/* Remove leftover temp files of every entry of cfg (after a crash). */
+void mcg_plan_clean_temps(mcg_sroot *root, const mcg_acfg *cfg);
+
+/* Name of a path's backup file inside the state directory's backups/. */
+char *mcg_backup_name(const char *path);
+
+#endif

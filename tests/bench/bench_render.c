@@ -1,0 +1,220 @@
+/*
+ * bench_render.c — how fast `mcgit render DIR` is, against a floor.
+ *
+ *     bench_render DIR [--repeat N]
+ *
+ * Times three workloads over the config directory DIR (see gen_configs.py),
+ * each run N times (default 5) in a fresh child process so that every run
+ * starts cold in memory and its peak RSS can be read from wait4():
+ *
+ *   render  mcg_source_load_dir + mcg_render_model: read, parse and validate
+ *           every file, select, merge, serialise canonically and hash each
+ *           pool — everything `mcgit render` does but print.
+ *   floor   read the same files and, for each, json_loadb + json_dumps
+ *           (JSON_SORT_KEYS): the least any parse-and-reserialise of these
+ *           bytes could cost with jansson.
+ *   read    only read the files (the I/O both of the above include).
+ *
+ * Prints one "name value" line per figure, median times in seconds, peak
+ * RSS in KiB, and the ratio render / floor.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gitops/gitops.h"
+#include "render/render.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench_render: %s\n", what);
+    exit(1);
+}
+
+/* ------------------------------------------------------------ workloads */
+
+static void run_render(const char *dir)
+{
+    mcg_diags diags = {0};
+    mcg_err err = {0};
+    mcg_model *m = NULL;
+    mcg_render *r = NULL;
+    int rc = mcg_source_load_dir(&m, dir, &diags, &err);
+    if (rc == 0)
+        rc = mcg_render_model(&r, m, &diags);
+    if (rc) {
+        for (size_t i = 0; i < diags.count && i < 5; i++)
+            fprintf(stderr, "bench_render: %s\n", diags.msgs[i]);
+        die(err.msg[0] ? err.msg : "render failed");
+    }
+    /* Not freed: the process exits, as `mcgit render` effectively does. */
+}
+
+/* Call fn for the bytes of every pools/ and machineconfigs/ file. */
+static size_t each_file(const char *dir, void (*fn)(const char *data, size_t len))
+{
+    static const char *const subs[] = {"pools", "machineconfigs"};
+    size_t total = 0;
+    for (int s = 0; s < 2; s++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", dir, subs[s]);
+        DIR *d = opendir(path);
+        if (!d)
+            die("cannot open the config directory");
+        int dfd = dirfd(d);
+        struct dirent *de;
+        mcg_buf b = MCG_BUF_INIT;
+        while ((de = readdir(d))) {
+            if (de->d_name[0] == '.')
+                continue;
+            int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            struct stat st;
+            if (fd < 0 || fstat(fd, &st) != 0)
+                die("cannot read a file");
+            b.len = 0;
+            char chunk[65536];
+            ssize_t n;
+            while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+                mcg_buf_put(&b, chunk, (size_t)n);
+            close(fd);
+            total += b.len;
+            if (fn)
+                fn(b.ptr ? b.ptr : "", b.len);
+        }
+        mcg_buf_free(&b);
+        closedir(d);
+    }
+    return total;
+}
+
+static void floor_one(const char *data, size_t len)
+{
+    json_error_t je;
+    json_t *j = json_loadb(data, len, 0, &je);
+    if (!j)
+        die("floor: a file is not JSON (generate the directory with gen_configs.py)");
+    char *out = json_dumps(j, JSON_SORT_KEYS);
+    if (!out)
+        die("floor: json_dumps failed");
+    free(out);
+    json_decref(j);
+}
+
+static void run_floor(const char *dir)
+{
+    each_file(dir, floor_one);
+}
+
+static void run_read(const char *dir)
+{
+    each_file(dir, NULL);
+}
+
+/* ------------------------------------------------------------ harness */
+
+typedef struct result {
+    double median, min;
+    long max_rss_kib;
+} result;
+
+static int dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Run fn(dir) in `repeat` fresh children; time inside the child. */
+static result measure(void (*fn)(const char *), const char *dir, int repeat)
+{
+    double *t = calloc((size_t)repeat, sizeof(*t));
+    result res = {0, 0, 0};
+    if (!t)
+        die("out of memory");
+    for (int i = 0; i < repeat; i++) {
+        int p[2];
+        if (pipe(p) != 0)
+            die("pipe failed");
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork failed");
+        if (pid == 0) {
+            close(p[0]);
+            double t0 = now();
+            fn(dir);
+            double dt = now() - t0;
+            if (write(p[1], &dt, sizeof(dt)) != (ssize_t)sizeof(dt))
+                _exit(1);
+            _exit(0);
+        }
+        close(p[1]);
+        double dt = -1;
+        ssize_t got = read(p[0], &dt, sizeof(dt));
+        close(p[0]);
+        int status = 0;
+        struct rusage ru;
+        if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0 || got != (ssize_t)sizeof(dt))
+            die("a benchmark run failed");
+        t[i] = dt;
+        if (ru.ru_maxrss > res.max_rss_kib)
+            res.max_rss_kib = ru.ru_maxrss;
+    }
+    qsort(t, (size_t)repeat, sizeof(*t), dbl_cmp);
+    res.min = t[0];
+    res.median = repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
+    free(t);
+    return res;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = NULL;
+    int repeat = 5;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+            repeat = atoi(argv[++i]);
+        else if (argv[i][0] != '-' && !dir)
+            dir = argv[i];
+        else {
+            fprintf(stderr, "usage: bench_render DIR [--repeat N]\n");
+            return 2;
+        }
+    }
+    if (!dir || repeat < 1) {
+        fprintf(stderr, "usage: bench_render DIR [--repeat N]\n");
+        return 2;
+    }
+    size_t bytes = each_file(dir, NULL); /* also warms the page cache */
+    result rd = measure(run_read, dir, repeat);
+    result fl = measure(run_floor, dir, repeat);
+    result rn = measure(run_render, dir, repeat);
+    printf("dir %s\n", dir);
+    printf("input_bytes %zu\n", bytes);
+    printf("repeat %d\n", repeat);
+    printf("read_s %.4f\n", rd.median);
+    printf("floor_s %.4f\n", fl.median);
+    printf("render_s %.4f\n", rn.median);
+    printf("floor_min_s %.4f\n", fl.min);
+    printf("render_min_s %.4f\n", rn.min);
+    printf("ratio %.2f\n", rn.median / fl.median);
+    printf("read_rss_kib %ld\n", rd.max_rss_kib);
+    printf("floor_rss_kib %ld\n", fl.max_rss_kib);
+    printf("render_rss_kib %ld\n", rn.max_rss_kib);
+    return 0;
+}
