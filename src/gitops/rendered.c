@@ -434,8 +434,10 @@ int mcg_gitops_log(mcg_log *out, mcg_repo *r, mcg_err *err)
         mcg_git_trailer(msg, "Rollback-To", e->rollback);
         e->time = (int64_t)git_commit_time(c);
         e->offset = git_commit_time_offset(c);
-        /* "pool: rendered-pool-hash" lines of the message body */
-        for (const char *p = msg; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        /* "pool: rendered-pool-hash" lines of the message body (the subject
+         * quotes the source commit's, which may look like one) */
+        const char *body = strstr(msg, "\n\n");
+        for (const char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
             size_t ll = strcspn(p, "\n");
             const char *colon = memchr(p, ':', ll);
             if (colon && colon[1] == ' ' && !strncmp(colon + 2, "rendered-", 9)) {

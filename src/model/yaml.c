@@ -10,6 +10,7 @@
 #include "model/model_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -129,33 +130,65 @@ static int parse_int_scalar(const char *s, json_int_t *out)
 
 /* ------------------------------------------------------------ documents */
 
+/*
+ * Documents are converted straight from libyaml's event stream rather than
+ * through its document loader: one pass, no intermediate node tree, and an
+ * alias can be reported on its own line (the loader resolves it to the
+ * anchored node and forgets where the alias was).
+ */
 typedef struct conv {
-    yaml_document_t *doc;
+    yaml_parser_t *parser;
     const char *file;
     int line_offset;
     mcg_diags *diags;
     mcg_linemap *lines;
-    unsigned char *seen;
     int errors;
     int depth;
+    bool syntax; /* the parser failed: the stream ends here */
 } conv;
 
-static json_t *convert(conv *cv, yaml_node_t *node);
-
-static int node_line(conv *cv, yaml_node_t *n)
+static int mark_line(const conv *cv, const yaml_mark_t *m)
 {
-    return (int)n->start_mark.line + 1 + cv->line_offset;
+    return (int)m->line + 1 + cv->line_offset;
 }
 
-static json_t *conv_scalar(conv *cv, yaml_node_t *n)
+static void conv_err(conv *cv, const yaml_mark_t *m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void conv_err(conv *cv, const yaml_mark_t *m, const char *fmt, ...)
 {
-    const char *s = (const char *)n->data.scalar.value;
-    size_t len = n->data.scalar.length;
-    if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+    mcg_buf b = MCG_BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    mcg_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    mcg_diags_add(cv->diags, "%s:%d: %s", cv->file, mark_line(cv, m), b.ptr);
+    mcg_buf_free(&b);
+    cv->errors++;
+}
+
+/* Next event; a syntax error is reported once and ends the stream. */
+static bool next_event(conv *cv, yaml_event_t *ev)
+{
+    if (yaml_parser_parse(cv->parser, ev))
+        return true;
+    yaml_parser_t *p = cv->parser;
+    mcg_diags_add(cv->diags, "%s:%d: invalid YAML: %s%s%s", cv->file,
+                  mark_line(cv, &p->problem_mark), p->problem ? p->problem : "syntax error",
+                  p->context ? " " : "", p->context ? p->context : "");
+    cv->errors++;
+    cv->syntax = true;
+    return false;
+}
+
+static json_t *conv_scalar(conv *cv, const yaml_event_t *ev)
+{
+    const char *s = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
         return json_stringn(s, len);
     if (strlen(s) != len) {
-        cv->errors++;
-        mcg_diags_add(cv->diags, "%s:%d: NUL byte in value", cv->file, node_line(cv, n));
+        conv_err(cv, &ev->start_mark, "NUL byte in value");
         return NULL;
     }
     if (is_null_word(s))
@@ -170,9 +203,7 @@ static json_t *conv_scalar(conv *cv, yaml_node_t *n)
         if (r == 0)
             return json_integer(v);
         if (r == -3) {
-            cv->errors++;
-            mcg_diags_add(cv->diags, "%s:%d: integer '%s' is out of range", cv->file,
-                          node_line(cv, n), s);
+            conv_err(cv, &ev->start_mark, "integer '%s' is out of range", s);
             return NULL;
         }
         if (r == -2) {
@@ -183,142 +214,156 @@ static json_t *conv_scalar(conv *cv, yaml_node_t *n)
         }
     }
     json_t *v = json_stringn(s, len);
-    if (!v) {
-        cv->errors++;
-        mcg_diags_add(cv->diags, "%s:%d: value is not valid UTF-8", cv->file, node_line(cv, n));
-    }
+    if (!v)
+        conv_err(cv, &ev->start_mark, "value is not valid UTF-8");
     return v;
 }
 
-static json_t *convert(conv *cv, yaml_node_t *n)
+/*
+ * Convert the node that starts with *ev (which this function deletes),
+ * consuming its events through the node's end. Returns NULL after reporting
+ * a problem; the caller then gives up on the document.
+ */
+static json_t *conv_node(conv *cv, yaml_event_t *ev)
 {
-    int idx = (int)(n - cv->doc->nodes.start);
-    if (cv->seen[idx]) {
-        cv->errors++;
-        mcg_diags_add(cv->diags, "%s:%d: YAML aliases are not supported", cv->file,
-                      node_line(cv, n));
-        return NULL;
-    }
-    cv->seen[idx] = 1;
-    if (++cv->depth > 64) {
-        cv->errors++;
-        mcg_diags_add(cv->diags, "%s:%d: nesting deeper than 64 levels", cv->file,
-                      node_line(cv, n));
-        return NULL;
-    }
     json_t *out = NULL;
-    switch (n->type) {
-    case YAML_SCALAR_NODE:
-        out = conv_scalar(cv, n);
+    int line = mark_line(cv, &ev->start_mark);
+    if (ev->type == YAML_ALIAS_EVENT) {
+        conv_err(cv, &ev->start_mark, "YAML aliases are not supported");
+        yaml_event_delete(ev);
+        return NULL;
+    }
+    if (++cv->depth > 64) {
+        conv_err(cv, &ev->start_mark, "nesting deeper than 64 levels");
+        yaml_event_delete(ev);
+        return NULL;
+    }
+    yaml_event_t e;
+    switch (ev->type) {
+    case YAML_SCALAR_EVENT:
+        out = conv_scalar(cv, ev);
+        yaml_event_delete(ev);
         break;
-    case YAML_SEQUENCE_NODE:
+    case YAML_SEQUENCE_START_EVENT:
+        yaml_event_delete(ev);
         out = json_array();
-        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
-             it++) {
-            json_t *v = convert(cv, yaml_document_get_node(cv->doc, *it));
-            if (!v) {
-                json_decref(out);
-                out = NULL;
+        for (;;) {
+            if (!next_event(cv, &e))
+                goto fail;
+            if (e.type == YAML_SEQUENCE_END_EVENT) {
+                yaml_event_delete(&e);
                 break;
             }
+            json_t *v = conv_node(cv, &e);
+            if (!v)
+                goto fail;
             json_array_append_new(out, v);
         }
         break;
-    case YAML_MAPPING_NODE:
+    case YAML_MAPPING_START_EVENT:
+        yaml_event_delete(ev);
         out = json_object();
-        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(cv->doc, p->key);
-            yaml_node_t *v = yaml_document_get_node(cv->doc, p->value);
-            if (k->type != YAML_SCALAR_NODE) {
-                cv->errors++;
-                mcg_diags_add(cv->diags, "%s:%d: mapping keys must be scalars", cv->file,
-                              node_line(cv, k));
-                json_decref(out);
-                out = NULL;
+        for (;;) {
+            if (!next_event(cv, &e))
+                goto fail;
+            if (e.type == YAML_MAPPING_END_EVENT) {
+                yaml_event_delete(&e);
                 break;
             }
-            const char *key = (const char *)k->data.scalar.value;
-            if (strlen(key) != k->data.scalar.length) {
-                cv->errors++;
-                mcg_diags_add(cv->diags, "%s:%d: NUL byte in key", cv->file, node_line(cv, k));
-                json_decref(out);
-                out = NULL;
-                break;
+            if (e.type != YAML_SCALAR_EVENT) {
+                conv_err(cv, &e.start_mark, "mapping keys must be scalars");
+                yaml_event_delete(&e);
+                goto fail;
+            }
+            const char *key = (const char *)e.data.scalar.value;
+            if (strlen(key) != e.data.scalar.length) {
+                conv_err(cv, &e.start_mark, "NUL byte in key");
+                yaml_event_delete(&e);
+                goto fail;
             }
             if (json_object_get(out, key)) {
-                cv->errors++;
-                mcg_diags_add(cv->diags, "%s:%d: duplicate key '%s'", cv->file, node_line(cv, k),
-                              key);
-                json_decref(out);
-                out = NULL;
-                break;
+                conv_err(cv, &e.start_mark, "duplicate key '%s'", key);
+                yaml_event_delete(&e);
+                goto fail;
             }
-            json_t *jv = convert(cv, v);
+            yaml_event_t ve;
+            if (!next_event(cv, &ve)) {
+                yaml_event_delete(&e);
+                goto fail;
+            }
+            json_t *jv = conv_node(cv, &ve);
             if (!jv) {
-                json_decref(out);
-                out = NULL;
-                break;
+                yaml_event_delete(&e);
+                goto fail;
             }
             /* Keys that are not valid UTF-8 are refused by jansson. */
             if (json_object_set_new(out, key, jv) != 0) {
-                cv->errors++;
-                mcg_diags_add(cv->diags, "%s:%d: key is not valid UTF-8", cv->file,
-                              node_line(cv, k));
-                json_decref(out);
-                out = NULL;
-                break;
+                conv_err(cv, &e.start_mark, "key is not valid UTF-8");
+                yaml_event_delete(&e);
+                goto fail;
             }
+            yaml_event_delete(&e);
         }
         break;
     default:
+        /* Not a node (the parser only puts nodes here). */
+        yaml_event_delete(ev);
         break;
     }
     cv->depth--;
     if (out)
-        mcg_linemap_put(cv->lines, out, node_line(cv, n));
+        mcg_linemap_put(cv->lines, out, line);
     return out;
+fail:
+    json_decref(out);
+    return NULL;
 }
 
 int mcg_yaml_each_doc(const char *file, const char *data, size_t len, int line_offset,
                       mcg_diags *diags, mcg_yaml_doc_fn fn, void *arg)
 {
     yaml_parser_t parser;
-    int errors = 0;
     if (!yaml_parser_initialize(&parser)) {
         mcg_diags_add(diags, "%s: cannot start the YAML parser", file);
         return 1;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
-    for (;;) {
-        yaml_document_t doc;
-        if (!yaml_parser_load(&parser, &doc)) {
-            mcg_diags_add(diags, "%s:%d: invalid YAML: %s%s%s", file,
-                          (int)(parser.problem_mark.line + 1) + line_offset,
-                          parser.problem ? parser.problem : "syntax error",
-                          parser.context ? " " : "", parser.context ? parser.context : "");
-            errors++;
+    conv cv = {&parser, file, line_offset, diags, NULL, 0, 0, false};
+    yaml_event_t ev;
+    while (next_event(&cv, &ev)) {
+        yaml_event_type_t t = ev.type;
+        yaml_event_delete(&ev);
+        if (t == YAML_STREAM_END_EVENT)
+            break;
+        if (t != YAML_DOCUMENT_START_EVENT)
+            continue; /* STREAM_START */
+        /* One document: its root node, then DOCUMENT_END. */
+        if (!next_event(&cv, &ev))
+            break;
+        mcg_linemap lines = {0};
+        cv.lines = &lines;
+        cv.depth = 0;
+        json_t *j = conv_node(&cv, &ev);
+        if (cv.syntax) {
+            json_decref(j);
+            mcg_linemap_free(&lines);
             break;
         }
-        yaml_node_t *root = yaml_document_get_root_node(&doc);
-        if (!root) {
-            yaml_document_delete(&doc);
-            break; /* end of stream */
+        /* After a problem inside the document, skip to its end. */
+        bool ended = false;
+        while (!ended && next_event(&cv, &ev)) {
+            ended = ev.type == YAML_DOCUMENT_END_EVENT;
+            yaml_event_delete(&ev);
         }
-        size_t nnodes = (size_t)(doc.nodes.top - doc.nodes.start);
-        mcg_linemap lines = {0};
-        conv cv = {&doc, file, line_offset, diags, &lines, mcg_calloc(nnodes + 1, 1), 0, 0};
-        json_t *j = convert(&cv, root);
-        free(cv.seen);
-        errors += cv.errors;
-        if (j)
+        if (ended && j)
             fn(j, &lines, arg);
         json_decref(j);
         mcg_linemap_free(&lines);
-        yaml_document_delete(&doc);
+        if (!ended)
+            break;
     }
     yaml_parser_delete(&parser);
-    return errors;
+    return cv.errors;
 }
 
 /* ------------------------------------------------------------ readers */

@@ -247,15 +247,19 @@ expect_rc 0 "render of the same source after a rollback" -- "$MCGIT" render --re
 [ "$(refs)" = "$before" ] && ok "the rollback stays the target (render adds nothing)" || bad "render after rollback moved refs"
 # ...until a newer signed source commit is rendered.
 mc 50-worker.yaml 50-worker worker 'server%20c.example.com%20iburst%0A'
-GIT_COMMITTER_DATE="2026-01-04T00:00:00Z" scommit "$R" alice "third config"
+# (a subject that looks like a "pool: name" line must not become one in the log)
+GIT_COMMITTER_DATE="2026-01-04T00:00:00Z" scommit "$R" alice "rendered-bogus: third config"
 S3=$(g rev-parse HEAD)
 expect_rc 0 "render a newer source after the rollback" -- "$MCGIT" render --repo "$R" --trust "$TR"
 R3=$(g rev-parse rendered)
 [ "$(g rev-parse "$R3^")" = "$B3" ] && [ "$(g show "$R3:worker/files/etc/chrony.conf")" = "server c.example.com iburst" ] &&
   [ "$(g log -1 --format='%(trailers:key=Source-Commit,valueonly)' "$R3" | head -1)" = "$S3" ] &&
   ok "newer source renders on top of the rollback" || bad "render after rollback"
-"$MCGIT" log --repo "$R" -o json | jq -e 'length == 6' >/dev/null && ok "log lists renders and rollbacks (6)" ||
-  bad "log length"
+"$MCGIT" log --repo "$R" -o json >"$T/log.json"
+jq -e --arg r3 "$R3" --arg s3 "$S3" 'length == 6 and .[0].rendered == $r3 and .[0].source == $s3 and
+  (.[0].pools | keys) == ["master","worker"] and ([.[] | select(.rollbackTo != null)] | length) == 3' \
+  "$T/log.json" >/dev/null && ok "log lists 3 renders and 3 rollbacks; pools only from the pool lines" ||
+  { bad "log after rollbacks"; jq -c '.[0]' "$T/log.json"; }
 
 # ---------------------------------------------------------------- fetch
 U=$T/upstream
