@@ -22,6 +22,7 @@ typedef struct mcg_sroot {
     bool no_openat2;   /* the kernel lacks openat2 (ENOSYS seen) */
     char *cache_path;  /* last parent directory resolved */
     int cache_fd;
+    char *missing_path; /* last parent found missing (lookups without create) */
 } mcg_sroot;
 
 int mcg_sroot_open(mcg_sroot *r, const char *root, mcg_err *err);

@@ -64,6 +64,8 @@ void mcg_sroot_forget(mcg_sroot *r)
     r->cache_fd = -1;
     free(r->cache_path);
     r->cache_path = NULL;
+    free(r->missing_path);
+    r->missing_path = NULL;
 }
 
 void mcg_sroot_close(mcg_sroot *r)
@@ -147,6 +149,8 @@ static int open_dir(mcg_sroot *r, const char *dir, bool create, int *out, mcg_er
             *out = (int)fd;
             return 0;
         }
+        if (errno == ENOENT && !create)
+            return mcg_err_set(err, MCG_ENOTFOUND, "/%s: missing", dir);
         if (errno == ENOSYS || errno == EPERM) /* no openat2, or a seccomp filter */
             r->no_openat2 = true;
         /* anything else: the walk creates, or names the culprit */
@@ -169,11 +173,17 @@ int mcg_sroot_parent(mcg_sroot *r, const char *rel, bool create, int *dirfd, con
         *dirfd = r->cache_fd;
         return 0;
     }
+    if (!create && r->missing_path && strlen(r->missing_path) == n &&
+        !memcmp(r->missing_path, rel, n))
+        return mcg_err_set(err, MCG_ENOTFOUND, "/%s: missing", r->missing_path);
     char *dir = mcg_strndup(rel, n);
     int fd = -1;
     int rc = open_dir(r, dir, create, &fd, err);
     if (rc) {
-        free(dir);
+        free(r->missing_path);
+        r->missing_path = rc == MCG_ENOTFOUND ? dir : NULL;
+        if (rc != MCG_ENOTFOUND)
+            free(dir);
         return rc;
     }
     mcg_sroot_forget(r);
@@ -195,6 +205,8 @@ int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int 
     if (f < 0 && errno == ENOENT && create) {
         if (mkdirat(dfd, base, (mode_t)mode) != 0 && errno != EEXIST)
             return mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
+        free(r->missing_path); /* it may have been this one */
+        r->missing_path = NULL;
         f = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (f < 0) {

@@ -269,8 +269,7 @@ static int parse_options(mcg_signer *e, const char **pp, const char *where, mcg_
                 char v[64];
                 mcg_trust_printable((const unsigned char *)val, strlen(val), v, sizeof(v));
                 mcg_err_set(err, MCG_EINVAL,
-                            "%s: invalid %s time '%s' (want YYYYMMDD[HHMM[SS]][Z])", where, opt,
-                            v);
+                            "%s: invalid %s time '%s' (want YYYYMMDD[HHMM[SS]][Z])", where, opt, v);
                 goto out;
             }
             free(val);
@@ -334,6 +333,11 @@ static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_er
         start = p;
         n = strcspn(p, " \t");
         p += n;
+        if (mcg_sshkey_type_name((const unsigned char *)start, n) ||
+            is_other_ssh_key_type(start, n)) {
+            mcg_err_set(err, MCG_EINVAL, "%s: missing principals before the key", where);
+            goto out;
+        }
     }
     if (n == 0) {
         mcg_err_set(err, MCG_EINVAL, "%s: empty principals", where);
@@ -433,7 +437,7 @@ int mcg_signers_parse(mcg_signers **out, const char *name, const char *text, siz
     *out = NULL;
     if (len > MCG_SIGNERS_MAX_TEXT) {
         rc = mcg_err_set(err, MCG_EINVAL, "%s: file is larger than %d bytes", name,
-                    MCG_SIGNERS_MAX_TEXT);
+                         MCG_SIGNERS_MAX_TEXT);
         goto out;
     }
     for (size_t pos = 0; pos < len;) {
@@ -444,7 +448,7 @@ int mcg_signers_parse(mcg_signers **out, const char *name, const char *text, siz
         where = mcg_sprintf("%s:%zu", name, lineno);
         if (n > MCG_SIGNERS_MAX_LINE) {
             rc = mcg_err_set(err, MCG_EINVAL, "%s: line is longer than %d bytes", where,
-                        MCG_SIGNERS_MAX_LINE);
+                             MCG_SIGNERS_MAX_LINE);
             goto out;
         }
         if (memchr(text + pos, '\0', n)) {

@@ -111,7 +111,7 @@ static size_t bit_length(const unsigned char *m, size_t n)
     return bits;
 }
 
-/* Check an ecdsa/rsa key with OpenSSL's own public-key validation. */
+/* Check a key with OpenSSL's own public-key validation (point on the curve, order). */
 static bool evp_key_ok(const mcg_sshkey *k)
 {
     EVP_PKEY *pkey = mcg_sshkey_to_evp(k);
@@ -193,13 +193,18 @@ bool mcg_sshkey_parse(mcg_sshkey *k, const unsigned char *blob, size_t len, char
                      MCG_RSA_MIN_BITS, MCG_RSA_MAX_BITS);
             return false;
         }
+        if (!(k->n[k->n_len - 1] & 1)) {
+            snprintf(why, whylen, "ssh-rsa modulus is even");
+            return false;
+        }
         break;
     }
     if (w.len != 0) {
         snprintf(why, whylen, "%s key blob has trailing data (%zu bytes)", k->name, w.len);
         return false;
     }
-    if (k->type != MCG_KEY_ED25519 && !evp_key_ok(k)) {
+    /* OpenSSL's own check for the point; for RSA it is a costly primality test */
+    if (k->type == MCG_KEY_ECDSA_P256 && !evp_key_ok(k)) {
         snprintf(why, whylen, "%s public key is invalid", k->name);
         return false;
     }

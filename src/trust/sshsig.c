@@ -9,7 +9,8 @@
  *
  * The signature covers "SSHSIG" string(namespace) string(reserved)
  * string(hash_algorithm) string(H(message)), and is itself string(sigtype)
- * string(bytes) as the key type defines.
+ * string(bytes) as the key type defines. The reserved field is accepted
+ * whatever it holds (PROTOCOL.sshsig: ignore it); the signature covers it.
  *
  * The verifier fails closed, in the manner of OpenSSH's sshsig.c: the result
  * starts as a refusal, every parse step and policy check jumps to `out` on
@@ -214,8 +215,8 @@ typedef struct inner_sig {
  * type must be the one the key defines, the bytes of the right size.
  * Returns 0, or MCG_ETRUST with the reason set.
  */
-static int parse_inner(inner_sig *in, const mcg_sshkey *k, const unsigned char *sig,
-                       size_t sig_len, mcg_err *err)
+static int parse_inner(inner_sig *in, const mcg_sshkey *k, const unsigned char *sig, size_t sig_len,
+                       mcg_err *err)
 {
     mcg_wire w = {sig, sig_len};
     const unsigned char *st;
@@ -223,8 +224,7 @@ static int parse_inner(inner_sig *in, const mcg_sshkey *k, const unsigned char *
     char t[48];
 
     memset(in, 0, sizeof(*in));
-    if (!mcg_wire_string(&w, &st, &stn) || !mcg_wire_string(&w, &in->bytes, &in->len) ||
-        w.len != 0)
+    if (!mcg_wire_string(&w, &st, &stn) || !mcg_wire_string(&w, &in->bytes, &in->len) || w.len != 0)
         return malformed(err, "bad encoding of the signature field");
     mcg_trust_printable(st, stn, t, sizeof(t));
     if (k->type == MCG_KEY_RSA) {
@@ -237,12 +237,10 @@ static int parse_inner(inner_sig *in, const mcg_sshkey *k, const unsigned char *
                                "signature uses unsupported algorithm ssh-rsa (SHA-1)");
         else
             return mcg_err_set(err, MCG_ETRUST,
-                               "signature is malformed: signature type '%s' for an ssh-rsa key",
-                               t);
+                               "signature is malformed: signature type '%s' for an ssh-rsa key", t);
     } else if (stn != strlen(k->name) || memcmp(st, k->name, stn) != 0) {
         return mcg_err_set(err, MCG_ETRUST,
-                           "signature is malformed: signature type '%s' for a %s key", t,
-                           k->name);
+                           "signature is malformed: signature type '%s' for a %s key", t, k->name);
     }
     if (k->type == MCG_KEY_ED25519 && in->len != crypto_sign_BYTES)
         return mcg_err_set(err, MCG_ETRUST,
@@ -271,10 +269,6 @@ static int verify_inner(const mcg_sshkey *k, const inner_sig *in, const char *fp
     int rc = MCG_ETRUST;
 
     if (k->type == MCG_KEY_ED25519) {
-        if (sodium_init() < 0) {
-            mcg_err_set(err, MCG_ETRUST, "cannot initialise libsodium");
-            goto out;
-        }
         ok = crypto_sign_verify_detached(in->bytes, data, data_len, k->pk) == 0;
     } else {
         if (!(pkey = mcg_sshkey_to_evp(k))) {
@@ -360,12 +354,16 @@ int mcg_sshsig_verify(mcg_sig_result *res, const mcg_signers *signers, const cha
     size_t hlen = 0;
     const mcg_signer *signer;
     mcg_sshkey k;
-    sshsig s;
+    sshsig s = {0};
     inner_sig in;
     char why[128], t[48];
     int rc = MCG_ETRUST;
 
     memset(res, 0, sizeof(*res));
+    if (sodium_init() < 0) {
+        mcg_err_set(err, MCG_ETRUST, "cannot initialise libsodium");
+        goto out;
+    }
     if (msg == NULL && msg_len != 0) {
         mcg_err_set(err, MCG_ETRUST, "no message to verify");
         goto out;

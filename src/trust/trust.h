@@ -94,7 +94,8 @@ typedef struct mcg_sig_result {
  * MCG_ETRUST with one of:
  *     signature is malformed: <what>
  *     signature namespace is '<ns>', not 'git'
- *     signature uses unsupported <what>
+ *     signature uses unsupported <hash algorithm or ssh-rsa (SHA-1)>
+ *     signature key is refused: <what> (unsupported type, RSA < 2048 bits, ...)
  *     key SHA256:... is not in allowed signers
  *     key SHA256:... is not allowed for namespace git (<name>:<line>)
  *     key SHA256:... is not valid at <time> (valid-before <time>, <name>:<line>)

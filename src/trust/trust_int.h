@@ -44,9 +44,9 @@ typedef struct mcg_sshkey {
 
 /*
  * Parse a public key blob strictly: a supported type, canonical field
- * encodings, sane sizes (RSA 2048..16384 bits, odd e >= 3, an on-curve
- * P-256 point) and no trailing bytes. On failure writes a reason to
- * why[whylen] and returns false.
+ * encodings, sane sizes (RSA: an odd modulus of 2048..16384 bits, an odd
+ * e >= 3 of at most 64 bits; P-256: a point OpenSSL validates) and no
+ * trailing bytes. On failure writes a reason to why[whylen], returns false.
  */
 bool mcg_sshkey_parse(mcg_sshkey *k, const unsigned char *blob, size_t len, char *why,
                       size_t whylen);
@@ -69,7 +69,7 @@ typedef struct mcg_signer {
     int64_t valid_before; /* 0: unset */
     unsigned char *blob;  /* public key, wire format */
     size_t blob_len;
-    char *where;          /* "<name>:<line>", for messages */
+    char *where; /* "<name>:<line>", for messages */
 } mcg_signer;
 
 struct mcg_signers {

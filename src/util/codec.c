@@ -166,7 +166,7 @@ void mcg_dataurl_encode(const unsigned char *in, size_t len, mcg_buf *out)
     for (size_t i = 0; i < len; i++) {
         unsigned char c = in[i];
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            strchr("-_.~", c)) {
+            (c && strchr("-_.~", c))) {
             mcg_buf_putc(out, (char)c);
         } else {
             char e[3] = {'%', digits[c >> 4], digits[c & 15]};

@@ -2,6 +2,7 @@
  * bench_render.c — how fast `mcgit render DIR` is, against a floor.
  *
  *     bench_render DIR [--repeat N]
+ *     bench_render DIR --once render|floor|read     (one in-process run, to profile)
  *
  * Times three workloads over the config directory DIR (see gen_configs.py),
  * each run N times (default 5) in a fresh child process so that every run
@@ -15,8 +16,9 @@
  *           bytes could cost with jansson.
  *   read    only read the files (the I/O both of the above include).
  *
- * Prints one "name value" line per figure, median times in seconds, peak
- * RSS in KiB, and the ratio render / floor.
+ * Prints one "name value" line per figure: median CPU and wall times in
+ * seconds, peak RSS in KiB, and the ratio of the median CPU times
+ * render / floor.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,10 +36,10 @@
 #include "gitops/gitops.h"
 #include "render/render.h"
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -129,7 +131,8 @@ static void run_read(const char *dir)
 /* ------------------------------------------------------------ harness */
 
 typedef struct result {
-    double median, min;
+    double cpu, wall; /* medians, seconds */
+    double cpu_min;
     long max_rss_kib;
 } result;
 
@@ -139,12 +142,23 @@ static int dbl_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Run fn(dir) in `repeat` fresh children; time inside the child. */
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof(*t), dbl_cmp);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/*
+ * Run fn(dir) in `repeat` fresh children, timing inside the child: CPU time
+ * (user + system, the figure that other load on the machine disturbs least)
+ * and wall-clock time.
+ */
 static result measure(void (*fn)(const char *), const char *dir, int repeat)
 {
-    double *t = calloc((size_t)repeat, sizeof(*t));
-    result res = {0, 0, 0};
-    if (!t)
+    double *cpu = calloc((size_t)repeat, sizeof(*cpu));
+    double *wall = calloc((size_t)repeat, sizeof(*wall));
+    result res = {0, 0, 0, 0};
+    if (!cpu || !wall)
         die("out of memory");
     for (int i = 0; i < repeat; i++) {
         int p[2];
@@ -155,50 +169,70 @@ static result measure(void (*fn)(const char *), const char *dir, int repeat)
             die("fork failed");
         if (pid == 0) {
             close(p[0]);
-            double t0 = now();
+            double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
             fn(dir);
-            double dt = now() - t0;
-            if (write(p[1], &dt, sizeof(dt)) != (ssize_t)sizeof(dt))
+            double dt[2] = {clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0,
+                            clock_s(CLOCK_MONOTONIC) - w0};
+            if (write(p[1], dt, sizeof(dt)) != (ssize_t)sizeof(dt))
                 _exit(1);
             _exit(0);
         }
         close(p[1]);
-        double dt = -1;
-        ssize_t got = read(p[0], &dt, sizeof(dt));
+        double dt[2] = {-1, -1};
+        ssize_t got = read(p[0], dt, sizeof(dt));
         close(p[0]);
         int status = 0;
         struct rusage ru;
         if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
             WEXITSTATUS(status) != 0 || got != (ssize_t)sizeof(dt))
             die("a benchmark run failed");
-        t[i] = dt;
+        cpu[i] = dt[0];
+        wall[i] = dt[1];
         if (ru.ru_maxrss > res.max_rss_kib)
             res.max_rss_kib = ru.ru_maxrss;
     }
-    qsort(t, (size_t)repeat, sizeof(*t), dbl_cmp);
-    res.min = t[0];
-    res.median = repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
-    free(t);
+    res.cpu = median(cpu, repeat);
+    res.cpu_min = cpu[0]; /* sorted by median() */
+    res.wall = median(wall, repeat);
+    free(cpu);
+    free(wall);
     return res;
 }
 
 int main(int argc, char **argv)
 {
-    const char *dir = NULL;
+    const char *dir = NULL, *once = NULL;
     int repeat = 5;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
             repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--once") && i + 1 < argc)
+            once = argv[++i];
         else if (argv[i][0] != '-' && !dir)
             dir = argv[i];
         else {
-            fprintf(stderr, "usage: bench_render DIR [--repeat N]\n");
+            fprintf(stderr, "usage: bench_render DIR [--repeat N | --once render|floor|read]\n");
             return 2;
         }
     }
     if (!dir || repeat < 1) {
-        fprintf(stderr, "usage: bench_render DIR [--repeat N]\n");
+        fprintf(stderr, "usage: bench_render DIR [--repeat N | --once render|floor|read]\n");
         return 2;
+    }
+    if (once) {
+        /* One run in this process, for a profiler (perf, callgrind). */
+        void (*fn)(const char *) = !strcmp(once, "render")  ? run_render
+                                   : !strcmp(once, "floor") ? run_floor
+                                   : !strcmp(once, "read")  ? run_read
+                                                            : NULL;
+        if (!fn) {
+            fprintf(stderr, "bench_render: --once takes render, floor or read\n");
+            return 2;
+        }
+        double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        fn(dir);
+        printf("%s_cpu_s %.4f\n", once, clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
+        return 0;
     }
     size_t bytes = each_file(dir, NULL); /* also warms the page cache */
     result rd = measure(run_read, dir, repeat);
@@ -207,12 +241,14 @@ int main(int argc, char **argv)
     printf("dir %s\n", dir);
     printf("input_bytes %zu\n", bytes);
     printf("repeat %d\n", repeat);
-    printf("read_s %.4f\n", rd.median);
-    printf("floor_s %.4f\n", fl.median);
-    printf("render_s %.4f\n", rn.median);
-    printf("floor_min_s %.4f\n", fl.min);
-    printf("render_min_s %.4f\n", rn.min);
-    printf("ratio %.2f\n", rn.median / fl.median);
+    printf("read_cpu_s %.4f\n", rd.cpu);
+    printf("floor_cpu_s %.4f\n", fl.cpu);
+    printf("render_cpu_s %.4f\n", rn.cpu);
+    printf("floor_cpu_min_s %.4f\n", fl.cpu_min);
+    printf("render_cpu_min_s %.4f\n", rn.cpu_min);
+    printf("floor_wall_s %.4f\n", fl.wall);
+    printf("render_wall_s %.4f\n", rn.wall);
+    printf("ratio %.2f\n", rn.cpu / fl.cpu);
     printf("read_rss_kib %ld\n", rd.max_rss_kib);
     printf("floor_rss_kib %ld\n", fl.max_rss_kib);
     printf("render_rss_kib %ld\n", rn.max_rss_kib);

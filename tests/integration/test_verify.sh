@@ -174,6 +174,32 @@ for kt in ed25519 ecdsa rsa; do
   unset -f g tip
 done
 
+# Validity windows at the edges, and namespaces= without git (ed25519).
+# valid-before is inclusive; the committer's zone must not shift the instant.
+mkkey dave ed25519
+TW=$T/trust-windows
+{ signer_line carol@example.com carol-ed25519 'valid-before="20250101Z"'
+  signer_line dave@example.com dave 'namespaces="file,other"'
+  signer_line erin@example.com alice-ed25519 'valid-after="20270101Z",namespaces="git"'
+} >"$TW"
+RW=$T/repo-windows
+"$MCGIT" init "$RW" >/dev/null 2>&1
+sign_setup "$RW" "$TW"
+ORACLE=()
+GIT_COMMITTER_DATE="2024-12-31T23:30:00+02:00" change "$RW" carol-ed25519 "before, east of UTC"; w1=$(git -C "$RW" rev-parse HEAD)
+GIT_COMMITTER_DATE="2025-01-01T00:00:00Z" change "$RW" carol-ed25519 "exactly valid-before"; w2=$(git -C "$RW" rev-parse HEAD)
+GIT_COMMITTER_DATE="2024-12-31T23:30:00-02:00" change "$RW" carol-ed25519 "after, west of UTC"; w3=$(git -C "$RW" rev-parse HEAD)
+GIT_COMMITTER_DATE="2025-01-01T00:00:01Z" change "$RW" carol-ed25519 "one second late"; w4=$(git -C "$RW" rev-parse HEAD)
+change "$RW" dave "dave may not sign git"; w5=$(git -C "$RW" rev-parse HEAD)
+change "$RW" alice-ed25519 "erin's key before valid-after"; w6=$(git -C "$RW" rev-parse HEAD)
+same_as_git "validity windows" "$RW" "$TW" main
+pin "valid-before, 23:30+02:00 the day before" "$w1" good
+pin "valid-before is inclusive" "$w2" good
+pin "23:30-02:00 is past valid-before in UTC" "$w3" bad "not valid at 2025-01-01T01:30:00Z"
+pin "one second past valid-before" "$w4" bad "not valid at"
+pin "key limited to namespaces file,other" "$w5" bad "not allowed for namespace git"
+pin "key before valid-after" "$w6" bad "not valid at"
+
 # The rest uses the last round's repo and trust root (rsa).
 "$MCGIT" verify --repo "$R" --trust "$TR" >"$T/def.out" 2>&1 || true
 if [ "$(grep -c '^\(good\|bad\) ' "$T/def.out")" = "$(git -C "$R" rev-list --count main)" ]; then

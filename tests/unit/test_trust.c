@@ -39,13 +39,14 @@ static char *slurp(const char *name, size_t *len)
 
 /* Placeholders usable in parser tables, filled in by setup(). */
 enum { K_ED25519, K_ECDSA, K_RSA, K_RSA1024, K_ED25519_B64, K_ED25519_TRUNC, K_ED25519_LONG, NK };
-static const char *const knames[NK] = {"@ED25519@",     "@ECDSA@",         "@RSA@",
-                                       "@RSA1024@",     "@ED25519_B64@",   "@ED25519_TRUNC@",
+static const char *const knames[NK] = {"@ED25519@",     "@ECDSA@",       "@RSA@",
+                                       "@RSA1024@",     "@ED25519_B64@", "@ED25519_TRUNC@",
                                        "@ED25519_LONG@"};
 static char *kval[NK];
 
 static char *msg;
 static size_t msg_len;
+static mcg_signers *all_signers; /* ALL below, parsed once by verify_blob() */
 
 /* "type base64" of a .pub file (the comment dropped). */
 static char *pub_key(const char *file)
@@ -103,6 +104,7 @@ static int teardown(void **state)
     (void)state;
     for (int i = 0; i < NK; i++)
         free(kval[i]);
+    mcg_signers_free(all_signers);
     free(msg);
     return 0;
 }
@@ -151,8 +153,8 @@ static const good_case good[] = {
     {"alice@example.com @ED25519@", 1, "alice@example.com", NULL, 0, 0},
     {"alice@example.com @ED25519@ alice's laptop key\n", 1, "alice@example.com", NULL, 0, 0},
     {"# trust root\n\n   \n\t# indented comment\n\talice @ED25519@\n", 1, "alice", NULL, 0, 0},
-    {"a@x,*@example.com,!bad@example.com @ECDSA@", 1, "a@x,*@example.com,!bad@example.com", NULL,
-     0, 0},
+    {"a@x,*@example.com,!bad@example.com @ECDSA@", 1, "a@x,*@example.com,!bad@example.com", NULL, 0,
+     0},
     {"\"Alice Example\" @ED25519@", 1, "Alice Example", NULL, 0, 0},
     {"alice namespaces=\"git,file\" @ED25519@", 1, "alice", "git,file", 0, 0},
     {"alice namespaces=\"g\\\"it\" @ED25519@", 1, "alice", "g\"it", 0, 0},
@@ -246,6 +248,7 @@ static const bad_case bad[] = {
     {"\"alice @ED25519@", "t:1: unterminated quote in principals"},
     {"\"alice\"x @ED25519@", "t:1: unexpected text after quoted principals"},
     {"\"\" @ED25519@", "t:1: empty principals"},
+    {"@ED25519@ alice@example.com", "t:1: missing principals before the key"},
     {"# 1\n# 2\n\nbob @ECDSA@\nalice bogus=\"1\" @ED25519@", "t:5: unknown option 'bogus'"},
 };
 
@@ -351,13 +354,17 @@ static void test_patterns(void **state)
         const char *s, *list;
         int want;
     } cases[] = {
-        {"git", "git", 1},        {"git", "file", 0},       {"git", "file,git", 1},
-        {"git", "g?t", 1},        {"git", "g*", 1},         {"git", "*", 1},
-        {"git", "*,!git", -1},    {"git", "!git,*", -1},    {"git", "!file", 0},
-        {"git", "!file,*", 1},    {"git", "gi", 0},         {"git", "gitx", 0},
-        {"git", "*t*", 1},        {"git", "**g**i**t**", 1}, {"git", "?", 0},
-        {"git", "???", 1},        {"", "*", 1},             {"git", ",git", 1},
-        {"a@b.c", "*@b.c", 1},    {"a@b.c", "*@*.d", 0},    {"aaab", "*a*ab", 1},
+        {"git", "git", 1},      {"git", "file", 0},
+        {"git", "file,git", 1}, {"git", "g?t", 1},
+        {"git", "g*", 1},       {"git", "*", 1},
+        {"git", "*,!git", -1},  {"git", "!git,*", -1},
+        {"git", "!file", 0},    {"git", "!file,*", 1},
+        {"git", "gi", 0},       {"git", "gitx", 0},
+        {"git", "*t*", 1},      {"git", "**g**i**t**", 1},
+        {"git", "?", 0},        {"git", "???", 1},
+        {"", "*", 1},           {"git", ",git", 1},
+        {"a@b.c", "*@b.c", 1},  {"a@b.c", "*@*.d", 0},
+        {"aaab", "*a*ab", 1},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         if (mcg_trust_match_list(cases[i].s, cases[i].list) != cases[i].want)
@@ -624,9 +631,9 @@ static char *armor(const void *blob, size_t len)
 static int verify_blob(const void *blob, size_t len, mcg_sig_result *res, mcg_err *err)
 {
     char *a = armor(blob, len);
-    mcg_signers *s = signers_of(ALL);
-    int rc = mcg_sshsig_verify(res, s, a, strlen(a), msg, msg_len, 0, err);
-    mcg_signers_free(s);
+    if (!all_signers)
+        all_signers = signers_of(ALL);
+    int rc = mcg_sshsig_verify(res, all_signers, a, strlen(a), msg, msg_len, 0, err);
     free(a);
     return rc;
 }
@@ -705,8 +712,10 @@ static void test_malformed_armor(void **state)
          "signature is malformed: missing END SSH SIGNATURE line"},
         {"U1NIU0lH", "U1NI!0lH", "signature is malformed: invalid base64"},
         {"U1NIU0lH", "U1NIU0l", "signature is malformed: invalid base64"},
-        {"\n-----END SSH", "\n\n-----END SSH", "signature is malformed: empty line inside the armor"},
-        {"-----\nU1NIU0lH", "-----\n\nU1NIU0lH", "signature is malformed: empty line inside the armor"},
+        {"\n-----END SSH", "\n\n-----END SSH",
+         "signature is malformed: empty line inside the armor"},
+        {"-----\nU1NIU0lH", "-----\n\nU1NIU0lH",
+         "signature is malformed: empty line inside the armor"},
         {"U1NIU0lH", " U1NIU0lH", "signature is malformed: invalid base64"},
         {"U1NIU0lH", "U1NIU0lH\r", "signature is malformed: invalid base64"},
         {"-----BEGIN SSH SIGNATURE-----\n", "-----BEGIN SSH SIGNATURE-----\r\n",
@@ -719,8 +728,8 @@ static void test_malformed_armor(void **state)
     for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
         char *at = strstr(sig, edits[i].from);
         assert_non_null(at);
-        char *edited = mcg_sprintf("%.*s%s%s", (int)(at - sig), sig, edits[i].to,
-                                   at + strlen(edits[i].from));
+        char *edited =
+            mcg_sprintf("%.*s%s%s", (int)(at - sig), sig, edits[i].to, at + strlen(edits[i].from));
         int rc = verify_armor(edited, &err);
         if (rc != MCG_ETRUST || !strstr(err.msg, edits[i].want))
             fail_msg("edit %zu: rc %d '%s', want '%s'", i, rc, err.msg, edits[i].want);
@@ -874,7 +883,7 @@ static void test_malformed_fields(void **state)
     {
         mcg_wire w = {ec.sig, ec.sig_n};
         const unsigned char *r, *s;
-        size_t rn, sn;
+        size_t rn = 0, sn = 0;
         assert_true(mcg_wire_string(&w, &r, &rn) && mcg_wire_string(&w, &s, &sn));
         mcg_buf rs = MCG_BUF_INIT;
         unsigned char z[40] = {0};
@@ -925,6 +934,12 @@ static void test_malformed_fields(void **state)
         join(&ed, &b, NULL, NULL, NULL, NULL, 0, k.ptr, k.len);
         CHECK("signature key is refused: key type 'sk-ssh-ed25519@openssh.com' is not supported");
         mcg_buf_free(&k);
+        /* an even RSA modulus */
+        mcg_buf_put(&k, rsa.pub, rsa.pub_n);
+        k.ptr[k.len - 1] ^= 1;
+        join(&rsa, &b, NULL, NULL, NULL, NULL, 0, k.ptr, k.len);
+        CHECK("signature key is refused: ssh-rsa modulus is even");
+        mcg_buf_free(&k);
         /* an ecdsa point that is not on the curve */
         mcg_buf_put(&k, ec.pub, ec.pub_n);
         k.ptr[k.len - 1] ^= 1;
@@ -950,20 +965,13 @@ static void test_malformed_fields(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_signers_good),
-        cmocka_unit_test(test_signers_bad),
-        cmocka_unit_test(test_signers_limits),
-        cmocka_unit_test(test_signers_union),
-        cmocka_unit_test(test_patterns),
-        cmocka_unit_test(test_fmt_time),
-        cmocka_unit_test(test_fingerprints),
-        cmocka_unit_test(test_verify_each_key_type),
-        cmocka_unit_test(test_verify_git_commit),
-        cmocka_unit_test(test_verify_refusals),
-        cmocka_unit_test(test_verify_policy),
-        cmocka_unit_test(test_malformed_armor),
-        cmocka_unit_test(test_malformed_blob),
-        cmocka_unit_test(test_malformed_fields),
+        cmocka_unit_test(test_signers_good),      cmocka_unit_test(test_signers_bad),
+        cmocka_unit_test(test_signers_limits),    cmocka_unit_test(test_signers_union),
+        cmocka_unit_test(test_patterns),          cmocka_unit_test(test_fmt_time),
+        cmocka_unit_test(test_fingerprints),      cmocka_unit_test(test_verify_each_key_type),
+        cmocka_unit_test(test_verify_git_commit), cmocka_unit_test(test_verify_refusals),
+        cmocka_unit_test(test_verify_policy),     cmocka_unit_test(test_malformed_armor),
+        cmocka_unit_test(test_malformed_blob),    cmocka_unit_test(test_malformed_fields),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

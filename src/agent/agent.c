@@ -1,0 +1,935 @@
+/*
+ * agent.c — the node agent's reconcile pass: journal, update, actions,
+ * reboots, drift and node status.
+ *
+ * The state directory (default <root>/var/lib/mcgit, 0700) holds:
+ *   current              the name of the rendered config on disk
+ *   configs/<name>.json  its canonical spec (and, during an update, the
+ *                        target's), so drift checks and an interrupted
+ *                        update need nothing from the cluster
+ *   journal.json         the update in progress: target, from, backup and
+ *                        restore lists, actions, phase, boot id
+ *   backups/<sha256>     what was at a path before mcgit first overwrote it
+ * Every state file is written to a temp name, fsync'd and renamed.
+ *
+ * An update's phases, each recorded in the journal before it starts:
+ *   apply   -> execute the plan (idempotent, so it is simply re-run)
+ *   actions -> daemon-reload / reload / restart (live only), or
+ *   reboot  -> run the reboot command; done when the boot id changed
+ *              (live) or when the command exited 0 (not live)
+ *   finish  -> record current, report Done, uncordon, drop the journal
+ * A failure in apply rolls the disk back to the old config (the same
+ * executor run backwards) and leaves the node Degraded with the reason.
+ */
+#include "agent/agent_int.h"
+#include "fsio/fsio.h"
+#include "render/render.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define STATE_DEFAULT "var/lib/mcgit"
+#define MAX_STATE_FILE (512u * 1024u * 1024u)
+#define DRIFT_LIST_MAX 10
+
+struct mcg_agent {
+    mcg_agent_opts o;
+    mcg_sroot root;
+    int statefd;
+    int lockfd; /* flock on <state>/lock: one agent per state directory */
+    const char *state_rel; /* STATE_DEFAULT when the state dir is inside the root */
+    bool live;
+    bool force;
+    bool reboot_issued; /* this process already ran the reboot command */
+    mcg_acfg *cur;      /* parsed current config, cached for drift checks */
+};
+
+static const mcg_acfg empty_cfg = {0};
+
+const char *mcg_agent_state_name(mcg_agent_state s)
+{
+    return s == MCG_AGENT_DONE ? "Done" : s == MCG_AGENT_WORKING ? "Working" : "Degraded";
+}
+
+static void logf_(mcg_agent *a, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void logf_(mcg_agent *a, int level, const char *fmt, ...)
+{
+    if (a->o.verbosity < level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mcgit agent: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------- state files */
+
+static int state_write(mcg_agent *a, const char *name, const void *data, size_t len, mcg_err *err)
+{
+    const char *slash = strrchr(name, '/');
+    char *tmp = slash ? mcg_sprintf("%.*s/.%s.tmp", (int)(slash - name), name, slash + 1)
+                      : mcg_sprintf(".%s.tmp", name);
+    int rc = 0;
+    int fd = openat(a->statefd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = mcg_err_set(err, MCG_EIO, "state %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (mcg_agent_write_all(fd, data, len) != 0 || fsync(fd) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "state %s: %s", tmp, strerror(errno));
+    close(fd);
+    if (!rc && renameat(a->statefd, tmp, a->statefd, name) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "state %s: %s", name, strerror(errno));
+    if (rc) {
+        unlinkat(a->statefd, tmp, 0);
+        goto out;
+    }
+    int dfd = slash ? openat(a->statefd, "configs", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    fsync(dfd >= 0 ? dfd : a->statefd);
+    if (dfd >= 0)
+        close(dfd);
+out:
+    free(tmp);
+    return rc;
+}
+
+static int state_read(mcg_agent *a, const char *name, char **data, size_t *len, mcg_err *err)
+{
+    *data = NULL;
+    *len = 0;
+    int fd = openat(a->statefd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "state %s: %s", name,
+                           strerror(errno));
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > MAX_STATE_FILE) {
+        close(fd);
+        return mcg_err_set(err, MCG_EIO, "state %s: not a regular file or too large", name);
+    }
+    size_t n = (size_t)st.st_size, off = 0;
+    char *buf = mcg_malloc(n + 1);
+    while (off < n) {
+        ssize_t r = read(fd, buf + off, n - off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            rc = mcg_err_set(err, MCG_EIO, "state %s: short read", name);
+            break;
+        }
+        off += (size_t)r;
+    }
+    close(fd);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+/* The name in `current`, or NULL. */
+static char *read_current(mcg_agent *a)
+{
+    char *d;
+    size_t n;
+    mcg_err e = {0};
+    if (state_read(a, "current", &d, &n, &e))
+        return NULL;
+    while (n && (d[n - 1] == '\n' || d[n - 1] == ' '))
+        d[--n] = '\0';
+    if (!n || strchr(d, '/')) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+static int load_state_cfg(mcg_agent *a, const char *name, bool strict, mcg_acfg **out,
+                          mcg_err *err)
+{
+    char *p = mcg_sprintf("configs/%s.json", name), *spec;
+    size_t len;
+    int rc = state_read(a, p, &spec, &len, err);
+    free(p);
+    if (rc)
+        return rc;
+    return mcg_acfg_load(out, &a->root, mcg_strdup(name), spec, len, strict, err);
+}
+
+/* The current config, parsed once and kept (NULL: none). */
+static mcg_acfg *get_current(mcg_agent *a)
+{
+    char *name = read_current(a);
+    if (!name) {
+        mcg_acfg_free(a->cur);
+        a->cur = NULL;
+        return NULL;
+    }
+    if (!a->cur || strcmp(a->cur->name, name) != 0) {
+        mcg_acfg_free(a->cur);
+        a->cur = NULL;
+        mcg_err e = {0};
+        if (load_state_cfg(a, name, false, &a->cur, &e) != 0)
+            logf_(a, 1, "current config %s: %s", name, e.msg);
+    }
+    free(name);
+    return a->cur;
+}
+
+/* Drop every configs/ entry but keep. */
+static void prune_configs(mcg_agent *a, const char *keep)
+{
+    int dfd = openat(a->statefd, "configs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    char *k = mcg_sprintf("%s.json", keep);
+    mcg_strv del = {0};
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.' && strcmp(de->d_name, k) != 0)
+            mcg_strv_push(&del, de->d_name);
+    for (size_t i = 0; i < del.n; i++)
+        unlinkat(dirfd(d), del.v[i], 0);
+    fsync(dirfd(d));
+    closedir(d);
+    mcg_strv_free(&del);
+    free(k);
+}
+
+/* Remove temp files a killed agent left in the state directory. */
+static void clean_state_temps(mcg_agent *a)
+{
+    static const char *const subs[] = {".", "configs", "backups", NULL};
+    for (const char *const *s = subs; *s; s++) {
+        int dfd = openat(a->statefd, *s, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            continue;
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+            close(dfd);
+            continue;
+        }
+        mcg_strv del = {0};
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            size_t n = strlen(de->d_name);
+            if ((de->d_name[0] == '.' && n > 5 && !strcmp(de->d_name + n - 4, ".tmp")) ||
+                !strncmp(de->d_name, ".tmp-", 5))
+                mcg_strv_push(&del, de->d_name);
+        }
+        for (size_t i = 0; i < del.n; i++)
+            unlinkat(dirfd(d), del.v[i], 0);
+        closedir(d);
+        mcg_strv_free(&del);
+    }
+}
+
+/* ------------------------------------------------------------- open */
+
+int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_err *err)
+{
+    *out = NULL;
+    mcg_agent *a = mcg_calloc(1, sizeof(*a));
+    a->o = *o;
+    a->statefd = -1;
+    a->lockfd = -1;
+    a->root.fd = -1;
+    a->root.cache_fd = -1;
+    a->force = o->force;
+    int rc = mcg_sroot_open(&a->root, o->root ? o->root : "/", err);
+    if (rc)
+        goto out;
+    char *real = realpath(o->root ? o->root : "/", NULL);
+    a->live = o->live || (real && !strcmp(real, "/"));
+    free(real);
+    if (o->state_dir) {
+        if ((rc = mcg_mkdirs(o->state_dir, 0700, err)) != 0)
+            goto out;
+        a->statefd = open(o->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (a->statefd < 0) {
+            rc = mcg_err_set(err, MCG_EIO, "state directory %s: %s", o->state_dir, strerror(errno));
+            goto out;
+        }
+    } else {
+        a->state_rel = STATE_DEFAULT;
+        if ((rc = mcg_sroot_opendir(&a->root, STATE_DEFAULT, true, 0700, &a->statefd, err)) != 0) {
+            mcg_err_prefix(err, "state directory");
+            goto out;
+        }
+        mcg_sroot_forget(&a->root);
+    }
+    if ((mkdirat(a->statefd, "configs", 0700) != 0 && errno != EEXIST) ||
+        (mkdirat(a->statefd, "backups", 0700) != 0 && errno != EEXIST)) {
+        rc = mcg_err_set(err, MCG_EIO, "state directory: %s", strerror(errno));
+        goto out;
+    }
+    a->lockfd = openat(a->statefd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (a->lockfd < 0 || flock(a->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        rc = mcg_err_set(err, MCG_ECONFLICT, "state directory: %s",
+                         errno == EWOULDBLOCK ? "another agent is running on this root"
+                                              : strerror(errno));
+        goto out;
+    }
+    clean_state_temps(a);
+    *out = a;
+    a = NULL;
+out:
+    mcg_agent_free(a);
+    return rc;
+}
+
+void mcg_agent_free(mcg_agent *a)
+{
+    if (!a)
+        return;
+    mcg_sroot_close(&a->root);
+    if (a->statefd >= 0)
+        close(a->statefd);
+    if (a->lockfd >= 0)
+        close(a->lockfd);
+    mcg_acfg_free(a->cur);
+    free(a);
+}
+
+/* ---------------------------------------------------------- reporting */
+
+static void set_reason(mcg_agent_result *res, mcg_agent_state st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_reason(mcg_agent_result *res, mcg_agent_state st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->reason, sizeof(res->reason), fmt, ap);
+    va_end(ap);
+    for (char *p = res->reason; *p; p++) /* one line */
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+    res->state = st;
+}
+
+/* Patch the node; failures (cluster unreachable) are logged, not fatal. */
+static int patch(mcg_agent *a, mcg_cluster *c, const mcg_node_patch *p)
+{
+    if (!c)
+        return 0;
+    mcg_err e = {0};
+    int rc = mcg_cluster_patch_node(c, a->o.node, p, &e);
+    if (rc)
+        logf_(a, 1, "cannot update node %s: %s", a->o.node, e.msg);
+    return rc;
+}
+
+static void report_degraded(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res)
+{
+    logf_(a, 1, "Degraded: %s", res->reason);
+    mcg_node_patch p = MCG_NODE_PATCH_INIT;
+    p.state = "Degraded";
+    p.reason = res->reason;
+    patch(a, c, &p);
+}
+
+/* ---------------------------------------------------------- commands */
+
+/* Run `sh -c cmd`; returns the exit status, or -1 when it could not run. */
+static int run_cmd(mcg_agent *a, const char *cmd)
+{
+    logf_(a, 1, "running: %s", cmd);
+    char *argv[] = {(char *)"sh", (char *)"-c", (char *)cmd, NULL};
+    pid_t pid;
+    if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) != 0)
+        return -1;
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static void read_boot_id(char out[64])
+{
+    const char *p = getenv("MCGIT_BOOT_ID_FILE"); /* tests: a fake host's boot id */
+    FILE *f = fopen(p && *p ? p : "/proc/sys/kernel/random/boot_id", "re");
+    out[0] = '\0';
+    if (f) {
+        if (!fgets(out, 64, f))
+            out[0] = '\0';
+        fclose(f);
+    }
+    out[strcspn(out, "\n")] = '\0';
+}
+
+/* ------------------------------------------------------------ journal */
+
+static json_t *strv_json(const mcg_strv *v)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < v->n; i++)
+        json_array_append_new(a, json_string(v->v[i]));
+    return a;
+}
+
+static void json_strv(mcg_strv *out, const json_t *arr)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        if (json_is_string(v))
+            mcg_strv_push(out, json_string_value(v));
+    }
+}
+
+static int journal_write(mcg_agent *a, json_t *j, mcg_err *err)
+{
+    char *s = json_dumps(j, JSON_SORT_KEYS | JSON_INDENT(1));
+    int rc = state_write(a, "journal.json", s, strlen(s), err);
+    free(s);
+    return rc;
+}
+
+static const char *jstr(const json_t *j, const char *key)
+{
+    const json_t *v = json_object_get(j, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* Roll the disk back from new_cfg to old (NULL: nothing managed). */
+static void rollback(mcg_agent *a, const mcg_acfg *old, const mcg_acfg *new_cfg,
+                     const mcg_plan_disk *fwd)
+{
+    mcg_plan_disk rb = {0};
+    for (size_t i = 0; i < fwd->restores.n; i++)
+        mcg_strv_push(&rb.backups, fwd->restores.v[i]);
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        const char *p = new_cfg->ents[i].path;
+        char *b = mcg_backup_name(p);
+        struct stat st;
+        if (!mcg_acfg_find(old, p) && fstatat(a->statefd, b, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            mcg_strv_push(&rb.restores, p);
+        free(b);
+    }
+    mcg_exec_stats st = {0, 0};
+    mcg_err e = {0};
+    if (mcg_plan_execute(&a->root, a->statefd, new_cfg, old ? old : &empty_cfg, &rb, false, &st,
+                         &e) != 0)
+        logf_(a, 1, "rollback incomplete: %s", e.msg);
+    mcg_plan_clean_temps(&a->root, new_cfg);
+    mcg_plan_disk_free(&rb);
+}
+
+static void uncordon(mcg_agent *a, mcg_cluster *c)
+{
+    mcg_node_patch p = MCG_NODE_PATCH_INIT;
+    p.unschedulable = 0;
+    patch(a, c, &p);
+}
+
+/*
+ * Carry out the journal j from its recorded phase. Takes ownership of old
+ * and new_cfg (either may be NULL: loaded from the state directory).
+ * Always leaves the outcome in res; returns 0 unless the state directory
+ * itself fails.
+ */
+static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, mcg_acfg *new_cfg,
+                       bool resumed, mcg_agent_result *res, mcg_err *err)
+{
+    const char *target = jstr(j, "target"), *from = jstr(j, "from");
+    const char *phase = jstr(j, "phase");
+    bool cordoned = json_is_true(json_object_get(j, "cordoned"));
+    mcg_plan_disk disk = {0};
+    mcg_err e = {0};
+    int rc = 0;
+    if (!target || !phase || !mcg_name_is_dns_subdomain(target) ||
+        (from && !mcg_name_is_dns_subdomain(from))) {
+        rc = mcg_err_set(err, MCG_EINVAL, "state journal.json: malformed");
+        goto out;
+    }
+    if (!new_cfg && load_state_cfg(a, target, true, &new_cfg, &e) != 0) {
+        set_reason(res, MCG_AGENT_DEGRADED, "resuming update to %s: %s", target, e.msg);
+        unlinkat(a->statefd, "journal.json", 0);
+        if (cordoned)
+            uncordon(a, c);
+        report_degraded(a, c, res);
+        goto out;
+    }
+    if (!old && from && load_state_cfg(a, from, false, &old, &e) != 0)
+        logf_(a, 1, "previous config %s: %s (treating as none)", from, e.msg);
+    snprintf(res->config, sizeof(res->config), "%s", from ? from : "");
+    json_strv(&disk.backups, json_object_get(j, "backups"));
+    json_strv(&disk.restores, json_object_get(j, "restores"));
+    bool force = json_is_true(json_object_get(j, "force"));
+
+    if (!strcmp(phase, "apply")) {
+        mcg_exec_stats st = {0, 0};
+        logf_(a, 1, "%s %s (from %s)", resumed ? "resuming update to" : "updating to", target,
+              from ? from : "nothing");
+        if (mcg_plan_execute(&a->root, a->statefd, old, new_cfg, &disk, force, &st, &e) != 0) {
+            rollback(a, old, new_cfg, &disk);
+            unlinkat(a->statefd, "journal.json", 0);
+            fsync(a->statefd);
+            if (cordoned)
+                uncordon(a, c);
+            set_reason(res, MCG_AGENT_DEGRADED, "applying %s: %s", target, e.msg);
+            report_degraded(a, c, res);
+            goto out;
+        }
+        if (resumed) {
+            mcg_plan_clean_temps(&a->root, new_cfg);
+            mcg_plan_clean_temps(&a->root, old);
+        }
+        res->applied = true;
+        res->written += st.written;
+        res->removed += st.removed;
+        phase = "actions";
+        json_object_set_new(j, "phase", json_string(phase));
+        phase = jstr(j, "phase");
+        if ((rc = journal_write(a, j, err)) != 0)
+            goto out;
+    }
+    if (!strcmp(phase, "actions")) {
+        if (json_is_true(json_object_get(j, "reboot"))) {
+            char bid[64];
+            read_boot_id(bid);
+            json_object_set_new(j, "bootId", json_string(bid));
+            json_object_set_new(j, "phase", json_string("reboot"));
+            if ((rc = journal_write(a, j, err)) != 0)
+                goto out;
+            phase = jstr(j, "phase");
+        } else {
+            mcg_strv reload = {0}, restart = {0};
+            json_strv(&reload, json_object_get(j, "reload"));
+            json_strv(&restart, json_object_get(j, "restart"));
+            const char *sc = a->o.systemctl ? a->o.systemctl : "systemctl";
+            mcg_strv cmds = {0};
+            if (json_is_true(json_object_get(j, "daemonReload")))
+                mcg_strv_push(&cmds, "daemon-reload");
+            for (size_t i = 0; i < reload.n; i++) {
+                char *s = mcg_sprintf("reload '%s'", reload.v[i]);
+                mcg_strv_push(&cmds, s);
+                free(s);
+            }
+            for (size_t i = 0; i < restart.n; i++) {
+                char *s = mcg_sprintf("restart '%s'", restart.v[i]);
+                mcg_strv_push(&cmds, s);
+                free(s);
+            }
+            bool failed = false;
+            for (size_t i = 0; i < cmds.n && !failed; i++) {
+                if (!a->live) {
+                    logf_(a, 1, "skipped (not live): systemctl %s", cmds.v[i]);
+                    continue;
+                }
+                char *cmd = mcg_sprintf("%s %s", sc, cmds.v[i]);
+                int st = run_cmd(a, cmd);
+                if (st != 0) {
+                    set_reason(res, MCG_AGENT_DEGRADED, "%s failed (exit %d)", cmd, st);
+                    failed = true;
+                }
+                free(cmd);
+            }
+            mcg_strv_free(&cmds);
+            mcg_strv_free(&reload);
+            mcg_strv_free(&restart);
+            if (failed) { /* files are in place; the journal retries the actions */
+                report_degraded(a, c, res);
+                goto out;
+            }
+            json_object_set_new(j, "phase", json_string("finish"));
+            if ((rc = journal_write(a, j, err)) != 0)
+                goto out;
+            phase = jstr(j, "phase");
+        }
+    }
+    if (!strcmp(phase, "reboot")) {
+        res->rebooted = true;
+        if (a->live) {
+            char bid[64];
+            read_boot_id(bid);
+            const char *was = jstr(j, "bootId");
+            if (!was || !strcmp(was, bid)) {
+                if (!a->reboot_issued) {
+                    a->reboot_issued = true;
+                    const char *cmd = a->o.reboot_command ? a->o.reboot_command : "systemctl reboot";
+                    int st = run_cmd(a, cmd);
+                    if (st != 0) {
+                        a->reboot_issued = false;
+                        set_reason(res, MCG_AGENT_DEGRADED, "reboot command '%s' failed (exit %d)",
+                                   cmd, st);
+                        report_degraded(a, c, res);
+                        goto out;
+                    }
+                }
+                set_reason(res, MCG_AGENT_WORKING, "waiting for the reboot into %s", target);
+                snprintf(res->config, sizeof(res->config), "%s", from ? from : "");
+                goto out;
+            }
+            logf_(a, 1, "reboot done (boot id %s)", bid);
+        } else if (a->o.reboot_command) {
+            int st = run_cmd(a, a->o.reboot_command);
+            if (st != 0) {
+                set_reason(res, MCG_AGENT_DEGRADED, "reboot command '%s' failed (exit %d)",
+                           a->o.reboot_command, st);
+                report_degraded(a, c, res);
+                goto out;
+            }
+        } else {
+            logf_(a, 1, "reboot recorded (not live: nothing run)");
+        }
+        json_object_set_new(j, "phase", json_string("finish"));
+        if ((rc = journal_write(a, j, err)) != 0)
+            goto out;
+        phase = jstr(j, "phase");
+    }
+    if (!strcmp(phase, "finish")) {
+        char *line = mcg_sprintf("%s\n", target);
+        rc = state_write(a, "current", line, strlen(line), err);
+        free(line);
+        if (rc)
+            goto out;
+        prune_configs(a, target);
+        mcg_node_patch p = MCG_NODE_PATCH_INIT;
+        p.current = target;
+        p.state = "Done";
+        p.reason = "";
+        if (cordoned)
+            p.unschedulable = 0;
+        snprintf(res->config, sizeof(res->config), "%s", target);
+        res->state = MCG_AGENT_DONE;
+        res->reason[0] = '\0';
+        logf_(a, 1, "Done: %s", target);
+        if (patch(a, c, &p) != 0) {
+            res->offline = true; /* keep the journal: report once the cluster is back */
+            goto out;
+        }
+        unlinkat(a->statefd, "journal.json", 0);
+        fsync(a->statefd);
+        mcg_acfg_free(a->cur);
+        a->cur = new_cfg; /* transferred */
+        new_cfg = NULL;
+    } else if (strcmp(phase, "reboot") != 0) {
+        rc = mcg_err_set(err, MCG_EINVAL, "state journal.json: unknown phase '%s'", phase);
+    }
+out:
+    mcg_plan_disk_free(&disk);
+    mcg_acfg_free(old);
+    mcg_acfg_free(new_cfg);
+    return rc;
+}
+
+/* ------------------------------------------------------------ update */
+
+static bool under_state(const mcg_agent *a, const char *path)
+{
+    if (!a->state_rel)
+        return false;
+    size_t n = strlen(a->state_rel);
+    return !strncmp(path, a->state_rel, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Update the disk to config name/spec (the hash is checked here). */
+static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char *spec, size_t len,
+                     mcg_agent_result *res, mcg_err *err)
+{
+    mcg_err e = {0};
+    char *from = read_current(a);
+    mcg_acfg *old = NULL, *new_cfg = NULL;
+    mcg_disruption_policy pol;
+    memset(&pol, 0, sizeof(pol));
+    mcg_plan_disk disk = {0};
+    mcg_plan_actions act;
+    memset(&act, 0, sizeof(act));
+    json_t *j = NULL;
+    int rc = 0;
+    bool cordoned = false;
+
+    if (!mcg_render_name_matches(name, spec, len) || !mcg_name_is_dns_subdomain(name)) {
+        set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s does not match its hash", name);
+        goto degraded;
+    }
+    if (from && load_state_cfg(a, from, false, &old, &e) != 0) {
+        logf_(a, 1, "previous config %s: %s (treating as none)", from, e.msg);
+        old = NULL;
+    }
+    char *cpath = mcg_sprintf("configs/%s.json", name);
+    rc = state_write(a, cpath, spec, len, &e);
+    free(cpath);
+    if (rc) {
+        rc = 0;
+        set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
+        goto degraded;
+    }
+    char *copy = mcg_malloc(len + 1);
+    memcpy(copy, spec, len);
+    copy[len] = '\0';
+    if (mcg_acfg_load(&new_cfg, &a->root, mcg_strdup(name), copy, len, true, &e) != 0) {
+        set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
+        goto degraded;
+    }
+    for (size_t i = 0; i < new_cfg->n; i++)
+        if (under_state(a, new_cfg->ents[i].path)) {
+            set_reason(res, MCG_AGENT_DEGRADED, "/%s is inside the agent's state directory",
+                       new_cfg->ents[i].path);
+            goto degraded;
+        }
+    if (c && mcg_cluster_get_policy(c, &pol, &e) != 0) {
+        set_reason(res, MCG_AGENT_DEGRADED, "node disruption policy: %s", e.msg);
+        goto degraded;
+    }
+    if (mcg_plan_prepare(&disk, &a->root, a->statefd, old, new_cfg, &e) != 0) {
+        set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
+        goto degraded;
+    }
+    mcg_plan_decide(&act, old, new_cfg, c ? &pol : NULL);
+    char *acts = mcg_plan_actions_str(&act);
+    logf_(a, 1, "update %s -> %s: actions %s", from ? from : "nothing", name, acts);
+    free(acts);
+
+    mcg_node_patch p = MCG_NODE_PATCH_INIT;
+    p.state = "Working";
+    p.reason = "";
+    patch(a, c, &p);
+    if (c && (act.reboot || act.drain)) {
+        mcg_node_patch q = MCG_NODE_PATCH_INIT;
+        q.unschedulable = 1;
+        if (patch(a, c, &q) == 0)
+            cordoned = true;
+        if (c->ops->drain(c, a->o.node, &e) != 0) {
+            set_reason(res, MCG_AGENT_DEGRADED, "drain: %s", e.msg);
+            if (cordoned)
+                uncordon(a, c);
+            goto degraded;
+        }
+    }
+    j = json_object();
+    json_object_set_new(j, "version", json_integer(1));
+    json_object_set_new(j, "target", json_string(name));
+    json_object_set_new(j, "from", from ? json_string(from) : json_null());
+    json_object_set_new(j, "force", json_boolean(a->force));
+    json_object_set_new(j, "phase", json_string("apply"));
+    json_object_set_new(j, "backups", strv_json(&disk.backups));
+    json_object_set_new(j, "restores", strv_json(&disk.restores));
+    json_object_set_new(j, "reboot", json_boolean(act.reboot));
+    json_object_set_new(j, "drain", json_boolean(act.drain));
+    json_object_set_new(j, "daemonReload", json_boolean(act.daemon_reload));
+    json_object_set_new(j, "reload", strv_json(&act.reload));
+    json_object_set_new(j, "restart", strv_json(&act.restart));
+    json_object_set_new(j, "cordoned", json_boolean(cordoned));
+    if ((rc = journal_write(a, j, &e)) != 0) {
+        rc = 0;
+        if (cordoned)
+            uncordon(a, c);
+        set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
+        goto degraded;
+    }
+    rc = journal_run(a, c, j, old, new_cfg, false, res, err);
+    old = new_cfg = NULL; /* transferred */
+    goto out;
+degraded:
+    report_degraded(a, c, res);
+    snprintf(res->config, sizeof(res->config), "%s", from ? from : "");
+out:
+    json_decref(j);
+    mcg_plan_actions_free(&act);
+    mcg_plan_disk_free(&disk);
+    mcg_policy_free(&pol);
+    mcg_acfg_free(old);
+    mcg_acfg_free(new_cfg);
+    free(from);
+    return rc;
+}
+
+/* ------------------------------------------------------------- drift */
+
+static void drift_pass(mcg_agent *a, mcg_cluster *c, const mcg_node *n, mcg_agent_result *res)
+{
+    mcg_acfg *cur = get_current(a);
+    if (!cur) {
+        res->state = MCG_AGENT_DONE;
+        return;
+    }
+    snprintf(res->config, sizeof(res->config), "%s", cur->name);
+    mcg_strv diffs = {0};
+    mcg_err e = {0};
+    mcg_drift_check(&a->root, cur, &diffs, &e);
+    if (diffs.n) {
+        mcg_buf b = MCG_BUF_INIT;
+        mcg_buf_puts(&b, "drift: ");
+        for (size_t i = 0; i < diffs.n && i < DRIFT_LIST_MAX; i++)
+            mcg_buf_printf(&b, "%s%s", i ? "; " : "", diffs.v[i]);
+        if (diffs.n > DRIFT_LIST_MAX)
+            mcg_buf_printf(&b, "; and %zu more", diffs.n - DRIFT_LIST_MAX);
+        set_reason(res, MCG_AGENT_DEGRADED, "%s", b.ptr);
+        mcg_buf_free(&b);
+        if (c && n && (!n->state || strcmp(n->state, "Degraded") || !n->reason ||
+                       strcmp(n->reason, res->reason)))
+            report_degraded(a, c, res);
+        else
+            logf_(a, 2, "Degraded: %s", res->reason);
+    } else {
+        res->state = MCG_AGENT_DONE;
+        if (c && n &&
+            (!n->state || strcmp(n->state, "Done") || (n->reason && *n->reason) || !n->current ||
+             strcmp(n->current, cur->name))) {
+            mcg_node_patch p = MCG_NODE_PATCH_INIT;
+            p.current = cur->name;
+            p.state = "Done";
+            p.reason = "";
+            patch(a, c, &p);
+            logf_(a, 1, "Done: %s", cur->name);
+        }
+    }
+    mcg_strv_free(&diffs);
+}
+
+int mcg_agent_check_drift(mcg_agent_result *res, mcg_agent *a, mcg_err *err)
+{
+    (void)err;
+    memset(res, 0, sizeof(*res));
+    drift_pass(a, NULL, NULL, res);
+    return 0;
+}
+
+/* ------------------------------------------------------------- passes */
+
+/* Finish a journal left by an earlier run, if any. */
+static int resume(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res, bool *had, mcg_err *err)
+{
+    char *data;
+    size_t len;
+    mcg_err e = {0};
+    *had = false;
+    int rc = state_read(a, "journal.json", &data, &len, &e);
+    if (rc == MCG_ENOTFOUND)
+        return 0;
+    if (rc)
+        return mcg_err_set(err, rc, "%s", e.msg);
+    *had = true;
+    json_error_t je;
+    json_t *j = json_loadb(data, len, 0, &je);
+    free(data);
+    if (!j || !json_is_object(j)) {
+        json_decref(j);
+        return mcg_err_set(err, MCG_EINVAL, "state journal.json: invalid JSON");
+    }
+    rc = journal_run(a, c, j, NULL, NULL, true, res, err);
+    json_decref(j);
+    return rc;
+}
+
+int mcg_agent_apply(mcg_agent_result *res, mcg_agent *a, const char *name, const char *spec,
+                    size_t len, mcg_err *err)
+{
+    memset(res, 0, sizeof(*res));
+    bool had;
+    int rc = resume(a, NULL, res, &had, err);
+    if (rc || (had && res->state != MCG_AGENT_DONE))
+        return rc;
+    char *cur = read_current(a);
+    bool same = cur && !strcmp(cur, name);
+    free(cur);
+    if (same && !a->force) {
+        drift_pass(a, NULL, NULL, res);
+        return 0;
+    }
+    rc = do_update(a, NULL, name, spec, len, res, err);
+    if (!rc && res->state == MCG_AGENT_DONE)
+        a->force = false;
+    return rc;
+}
+
+int mcg_agent_run_once(mcg_agent_result *res, mcg_agent *a, mcg_cluster *c, mcg_err *err)
+{
+    memset(res, 0, sizeof(*res));
+    mcg_node n;
+    memset(&n, 0, sizeof(n));
+    char *spec = NULL, *cur = NULL;
+    size_t len = 0;
+    bool had;
+    mcg_err e = {0};
+    int rc = resume(a, c, res, &had, err);
+    if (rc || (had && res->state != MCG_AGENT_DONE))
+        return rc;
+    if ((rc = mcg_cluster_get_node(c, a->o.node, &n, &e)) != 0) {
+        if (rc == MCG_ENOTFOUND || rc == MCG_EINVAL)
+            return mcg_err_set(err, rc, "%s", e.msg);
+        rc = 0;
+        logf_(a, 1, "cluster unreachable (%s): checking drift offline", e.msg);
+        drift_pass(a, NULL, NULL, res);
+        res->offline = true;
+        goto out;
+    }
+    cur = read_current(a);
+    if (!n.desired || !*n.desired) {
+        drift_pass(a, cur ? c : NULL, &n, res);
+        goto out;
+    }
+    if (cur && !strcmp(cur, n.desired) && !a->force) {
+        drift_pass(a, c, &n, res);
+        goto out;
+    }
+    if (mcg_cluster_get_config(c, n.desired, &spec, &len, &e) != 0) {
+        set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", n.desired, e.msg);
+        report_degraded(a, c, res);
+        snprintf(res->config, sizeof(res->config), "%s", cur ? cur : "");
+        goto out;
+    }
+    rc = do_update(a, c, n.desired, spec, len, res, err);
+    if (!rc && res->state == MCG_AGENT_DONE)
+        a->force = false;
+out:
+    free(spec);
+    free(cur);
+    mcg_node_clear(&n);
+    return rc;
+}
+
+int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval,
+                   volatile sig_atomic_t *stop, mcg_err *err)
+{
+    mcg_agent_state last = MCG_AGENT_DONE;
+    bool first = true;
+    while (!*stop) {
+        mcg_agent_result res;
+        mcg_err e = {0};
+        int rc = mcg_agent_run_once(&res, a, c, &e);
+        if (rc) {
+            logf_(a, 1, "pass failed: %s", e.msg);
+            if (rc == MCG_ENOTFOUND && first)
+                return mcg_err_set(err, rc, "%s", e.msg);
+        } else if (first || res.state != last) {
+            logf_(a, 1, "node %s: %s%s%s", a->o.node, mcg_agent_state_name(res.state),
+                  res.reason[0] ? ": " : "", res.reason);
+            last = res.state;
+        }
+        first = false;
+        a->force = false;
+        struct timespec ts = {(time_t)interval, 0};
+        while (!*stop && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    return 0;
+}

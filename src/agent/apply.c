@@ -1,0 +1,791 @@
+/*
+ * apply.c — planning, applying and checking a config's entries on disk.
+ *
+ * A change is the difference between two expanded configs (old -> new):
+ * paths only in new are added (backing up whatever was there before mcgit
+ * managed it), paths in both whose entries differ are rewritten, paths only
+ * in old are removed (or their backup restored). Execution is idempotent —
+ * the plan depends only on the two configs and on the backup / restore
+ * lists fixed in the journal — so a restarted agent simply executes it
+ * again. The same function run new -> old is the rollback.
+ *
+ * Files are written in batches: every temp file of a batch is written
+ * (mode and owner set on the open fd), one syncfs() makes their data
+ * durable, then the renames, then one fsync per directory. That is the
+ * guarantee of fsync-per-file (a crash leaves the old file or the complete
+ * new one under each name) at a fraction of the cost.
+ *
+ * The drift check reads each managed file and compares its bytes with the
+ * config (size first, so most changes cost no read at all) — no hashing.
+ */
+#include "agent/agent_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BATCH_FILES 4096
+#define BATCH_DIRS 256
+
+/* ------------------------------------------------------------ actions */
+
+void mcg_plan_actions_free(mcg_plan_actions *a)
+{
+    mcg_strv_free(&a->reload);
+    mcg_strv_free(&a->restart);
+    memset(a, 0, sizeof(*a));
+}
+
+static void add_actions(mcg_plan_actions *out, const mcg_action *acts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (acts[i].type) {
+        case MCG_ACT_NONE: break;
+        case MCG_ACT_REBOOT: out->reboot = true; break;
+        case MCG_ACT_DRAIN: out->drain = true; break;
+        case MCG_ACT_DAEMON_RELOAD: out->daemon_reload = true; break;
+        case MCG_ACT_RELOAD:
+            if (acts[i].service && !mcg_strv_contains(&out->reload, acts[i].service))
+                mcg_strv_push(&out->reload, acts[i].service);
+            break;
+        case MCG_ACT_RESTART:
+            if (acts[i].service && !mcg_strv_contains(&out->restart, acts[i].service))
+                mcg_strv_push(&out->restart, acts[i].service);
+            break;
+        }
+    }
+}
+
+/* The policy rule for a file path: exact, else the longest directory prefix. */
+static const mcg_policy_rule *file_rule(const mcg_disruption_policy *p, const char *path)
+{
+    const mcg_policy_rule *best = NULL;
+    size_t best_len = 0, pl = strlen(path);
+    for (size_t i = 0; p && i < p->nfiles; i++) {
+        const char *k = p->files[i].key;
+        size_t kl = strlen(k);
+        while (kl > 1 && k[kl - 1] == '/')
+            kl--;
+        bool match = (kl == pl && !memcmp(k, path, pl)) ||
+                     (kl < pl && !memcmp(k, path, kl) && (path[kl] == '/' || kl == 1));
+        if (match && (!best || kl > best_len)) {
+            best = &p->files[i];
+            best_len = kl;
+        }
+    }
+    return best;
+}
+
+static const mcg_policy_rule *unit_rule(const mcg_disruption_policy *p, const char *unit)
+{
+    for (size_t i = 0; p && i < p->nunits; i++)
+        if (!strcmp(p->units[i].key, unit))
+            return &p->units[i];
+    return NULL;
+}
+
+static void decide_one(mcg_plan_actions *out, const mcg_ent *e,
+                       const mcg_disruption_policy *policy)
+{
+    const mcg_policy_rule *r = NULL;
+    switch (e->origin) {
+    case MCG_ORIG_STORAGE:
+        r = file_rule(policy, e->key);
+        break;
+    case MCG_ORIG_UNIT:
+        r = unit_rule(policy, e->key);
+        break;
+    case MCG_ORIG_SSH:
+        if (policy && policy->has_sshkey)
+            add_actions(out, policy->sshkey, policy->nsshkey);
+        return; /* default for SSH keys: None */
+    }
+    if (r)
+        add_actions(out, r->actions, r->nactions);
+    else
+        out->reboot = true;
+}
+
+void mcg_plan_decide(mcg_plan_actions *out, const mcg_acfg *old, const mcg_acfg *new_cfg,
+                     const mcg_disruption_policy *policy)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        const mcg_ent *o = mcg_acfg_find(old, new_cfg->ents[i].path);
+        if (!o || !mcg_ent_equal(o, &new_cfg->ents[i]))
+            decide_one(out, &new_cfg->ents[i], policy);
+    }
+    for (size_t i = 0; old && i < old->n; i++)
+        if (!mcg_acfg_find(new_cfg, old->ents[i].path))
+            decide_one(out, &old->ents[i], policy);
+    if (out->reboot) { /* any Reboot makes the whole result one Reboot */
+        bool r = true;
+        mcg_plan_actions_free(out);
+        out->reboot = r;
+    }
+}
+
+char *mcg_plan_actions_str(const mcg_plan_actions *a)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    if (a->reboot)
+        mcg_buf_puts(&b, "Reboot");
+    if (a->drain)
+        mcg_buf_printf(&b, "%sDrain", b.len ? ", " : "");
+    if (a->daemon_reload)
+        mcg_buf_printf(&b, "%sDaemonReload", b.len ? ", " : "");
+    for (size_t i = 0; i < a->reload.n; i++)
+        mcg_buf_printf(&b, "%sReload %s", b.len ? ", " : "", a->reload.v[i]);
+    for (size_t i = 0; i < a->restart.n; i++)
+        mcg_buf_printf(&b, "%sRestart %s", b.len ? ", " : "", a->restart.v[i]);
+    if (!b.len)
+        mcg_buf_puts(&b, "None");
+    return mcg_buf_detach(&b, NULL);
+}
+
+/* ------------------------------------------------------------ backups */
+
+void mcg_plan_disk_free(mcg_plan_disk *d)
+{
+    mcg_strv_free(&d->backups);
+    mcg_strv_free(&d->restores);
+}
+
+char *mcg_backup_name(const char *path)
+{
+    unsigned char d[MCG_SHA256_LEN];
+    char hex[2 * MCG_SHA256_LEN + 1];
+    mcg_sha256(path, strlen(path), d);
+    mcg_hex(d, sizeof(d), hex);
+    return mcg_sprintf("backups/%s", hex);
+}
+
+static bool backup_exists(int statefd, const char *path)
+{
+    char *b = mcg_backup_name(path);
+    struct stat st;
+    bool ok = fstatat(statefd, b, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    free(b);
+    return ok;
+}
+
+/* Copy fd's data into a new file at dfd/name (mode, owner), fsync'd when sync. */
+static int copy_to(int src, const struct stat *st, int dfd, const char *name, bool sync,
+                   mcg_err *err, const char *what)
+{
+    int out = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0)
+        return mcg_err_set(err, MCG_EIO, "%s: %s", what, strerror(errno));
+    int rc = 0;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(src, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || (n > 0 && mcg_agent_write_all(out, buf, (size_t)n) != 0)) {
+            rc = mcg_err_set(err, MCG_EIO, "%s: %s", what, strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+    }
+    if (!rc && (fchmod(out, st->st_mode & 07777) != 0 ||
+                (geteuid() == 0 && fchown(out, st->st_uid, st->st_gid) != 0)))
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", what, strerror(errno));
+    if (!rc && sync && fsync(out) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "%s: fsync: %s", what, strerror(errno));
+    close(out);
+    return rc;
+}
+
+/* Keep a copy of root/path (a file or symlink) as the state dir's backup. */
+static int take_backup(mcg_sroot *r, int statefd, const char *path, mcg_err *err)
+{
+    int dfd;
+    const char *base;
+    int rc = mcg_sroot_parent(r, path, false, &dfd, &base, err);
+    if (rc == MCG_ENOTFOUND)
+        return 0;
+    if (rc)
+        return rc;
+    struct stat st;
+    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return 0; /* nothing there (any more) */
+    char *bname = mcg_backup_name(path);
+    char *tmp = mcg_sprintf("backups/.tmp-%s", bname + 8);
+    unlinkat(statefd, tmp, 0);
+    if (S_ISLNK(st.st_mode)) {
+        char target[4096];
+        ssize_t n = readlinkat(dfd, base, target, sizeof(target) - 1);
+        if (n < 0 || symlinkat((target[n] = '\0', target), statefd, tmp) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "backup of /%s: %s", path, strerror(errno));
+    } else if (S_ISREG(st.st_mode)) {
+        int src = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (src < 0)
+            rc = mcg_err_set(err, MCG_EIO, "backup of /%s: %s", path, strerror(errno));
+        else {
+            char *what = mcg_sprintf("backup of /%s", path);
+            rc = copy_to(src, &st, statefd, tmp, true, err, what);
+            free(what);
+            close(src);
+        }
+    } else {
+        goto out; /* directories and specials are never replaced by a file silently */
+    }
+    if (!rc && renameat(statefd, tmp, statefd, bname) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "backup of /%s: %s", path, strerror(errno));
+    if (rc)
+        unlinkat(statefd, tmp, 0);
+out:
+    free(tmp);
+    free(bname);
+    return rc;
+}
+
+/* Put a backup back at root/path and drop it. No backup: nothing to do. */
+static int restore_backup(mcg_sroot *r, int statefd, const char *path, mcg_err *err)
+{
+    char *bname = mcg_backup_name(path);
+    struct stat st;
+    int rc = 0, dfd;
+    const char *base;
+    char tmp[64];
+    if (fstatat(statefd, bname, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        goto out;
+    if ((rc = mcg_sroot_parent(r, path, true, &dfd, &base, err)) != 0)
+        goto out;
+    mcg_agent_tmpname(base, tmp);
+    unlinkat(dfd, tmp, 0);
+    if (S_ISLNK(st.st_mode)) {
+        char target[4096];
+        ssize_t n = readlinkat(statefd, bname, target, sizeof(target) - 1);
+        if (n < 0 || symlinkat((target[n] = '\0', target), dfd, tmp) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "restore /%s: %s", path, strerror(errno));
+        else if (geteuid() == 0)
+            fchownat(dfd, tmp, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+    } else {
+        int src = openat(statefd, bname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (src < 0)
+            rc = mcg_err_set(err, MCG_EIO, "restore /%s: %s", path, strerror(errno));
+        else {
+            char *what = mcg_sprintf("restore /%s", path);
+            rc = copy_to(src, &st, dfd, tmp, true, err, what);
+            free(what);
+            close(src);
+        }
+    }
+    if (!rc && renameat(dfd, tmp, dfd, base) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "restore /%s: %s", path, strerror(errno));
+    if (rc) {
+        unlinkat(dfd, tmp, 0);
+        goto out;
+    }
+    fsync(dfd);
+    if (unlinkat(statefd, bname, 0) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", bname, strerror(errno));
+out:
+    free(bname);
+    return rc;
+}
+
+/* ------------------------------------------------------------ prepare */
+
+static bool is_linkish(const mcg_ent *e)
+{
+    return e && (e->kind == MCG_ENT_SYMLINK || e->kind == MCG_ENT_HARDLINK);
+}
+
+int mcg_plan_prepare(mcg_plan_disk *out, mcg_sroot *r, int statefd, const mcg_acfg *old,
+                     const mcg_acfg *new_cfg, mcg_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = 0;
+    mcg_sroot_forget(r);
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        const mcg_ent *e = &new_cfg->ents[i];
+        const mcg_ent *o = mcg_acfg_find(old, e->path);
+        int dfd;
+        const char *base;
+        rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, err);
+        if (rc == MCG_ENOTFOUND) {
+            rc = 0;
+            continue; /* created later, below a directory we make */
+        }
+        if (rc)
+            goto out;
+        if (e->kind == MCG_ENT_HARDLINK) {
+            int tfd;
+            const char *tb;
+            if ((rc = mcg_sroot_parent(r, e->target, false, &tfd, &tb, err)) != 0) {
+                mcg_err_prefix(err, "hard link /%s", e->path);
+                goto out;
+            }
+            /* the cache now holds the target's parent: look e up again */
+            if ((rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, err)) != 0)
+                goto out;
+        }
+        struct stat st;
+        if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue; /* nothing there yet */
+        if (S_ISLNK(st.st_mode) && !is_linkish(o) &&
+            (e->kind == MCG_ENT_FILE || e->kind == MCG_ENT_DIR)) {
+            rc = mcg_err_set(err, MCG_ETRUST, "/%s: is a symbolic link (refusing to replace it)",
+                             e->path);
+            goto out;
+        }
+        if (e->kind == MCG_ENT_DIR && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) {
+            rc = mcg_err_set(err, MCG_EINVAL, "/%s: exists and is not a directory", e->path);
+            goto out;
+        }
+        if (e->kind != MCG_ENT_DIR && e->kind != MCG_ENT_ABSENT && S_ISDIR(st.st_mode)) {
+            rc = mcg_err_set(err, MCG_EINVAL, "/%s: is a directory", e->path);
+            goto out;
+        }
+        if (!o && e->kind != MCG_ENT_DIR && e->kind != MCG_ENT_ABSENT &&
+            (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && !backup_exists(statefd, e->path))
+            mcg_strv_push(&out->backups, e->path);
+    }
+    for (size_t i = 0; old && i < old->n; i++) {
+        const mcg_ent *o = &old->ents[i];
+        if (mcg_acfg_find(new_cfg, o->path) || o->kind == MCG_ENT_DIR ||
+            o->kind == MCG_ENT_ABSENT)
+            continue;
+        int dfd;
+        const char *base;
+        rc = mcg_sroot_parent(r, o->path, false, &dfd, &base, err);
+        if (rc == MCG_ENOTFOUND)
+            rc = 0;
+        else if (rc)
+            goto out;
+        if (backup_exists(statefd, o->path))
+            mcg_strv_push(&out->restores, o->path);
+    }
+out:
+    mcg_sroot_forget(r);
+    if (rc)
+        mcg_plan_disk_free(out);
+    return rc;
+}
+
+/* ------------------------------------------------------------ execute */
+
+typedef struct {
+    const mcg_ent *e;
+    int slot;
+    char tmp[64];
+} pending;
+
+typedef struct {
+    pending *p;
+    size_t n;
+    int fds[BATCH_DIRS];
+    dev_t devs[BATCH_DIRS];
+    char *paths[BATCH_DIRS];
+    int ndirs;
+    bool as_root;
+    mcg_exec_stats *st;
+} batch;
+
+static const char *base_of(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static void batch_discard(batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        unlinkat(b->fds[b->p[i].slot], b->p[i].tmp, 0);
+    for (int i = 0; i < b->ndirs; i++) {
+        close(b->fds[i]);
+        free(b->paths[i]);
+    }
+    b->n = 0;
+    b->ndirs = 0;
+}
+
+static int batch_flush(batch *b, mcg_err *err)
+{
+    int rc = 0;
+    /* 1. the data of every temp file, durable: one syncfs per filesystem */
+    for (int i = 0; i < b->ndirs && !rc; i++) {
+        bool seen = false;
+        for (int j = 0; j < i; j++)
+            seen |= b->devs[j] == b->devs[i];
+        if (!seen && syncfs(b->fds[i]) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "/%s: syncfs: %s", b->paths[i], strerror(errno));
+    }
+    /* 2. the renames */
+    size_t done = 0;
+    for (; done < b->n && !rc; done++) {
+        const pending *p = &b->p[done];
+        if (renameat(b->fds[p->slot], p->tmp, b->fds[p->slot], base_of(p->e->path)) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "/%s: %s", p->e->path, strerror(errno));
+    }
+    if (rc) {
+        for (size_t i = done ? done - 1 : 0; i < b->n; i++)
+            unlinkat(b->fds[b->p[i].slot], b->p[i].tmp, 0);
+    }
+    /* 3. the directories holding the new names */
+    for (int i = 0; i < b->ndirs; i++) {
+        if (!rc && fsync(b->fds[i]) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "/%s: fsync: %s", b->paths[i], strerror(errno));
+        close(b->fds[i]);
+        free(b->paths[i]);
+    }
+    b->st->written += rc ? 0 : b->n;
+    b->n = 0;
+    b->ndirs = 0;
+    return rc;
+}
+
+static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
+{
+    int dfd;
+    const char *base;
+    int rc = mcg_sroot_parent(r, e->path, true, &dfd, &base, err);
+    if (rc)
+        return rc;
+    size_t dl = (size_t)(base - e->path);
+    int slot = -1;
+    for (int i = b->ndirs - 1; i >= 0 && slot < 0; i--)
+        if (strlen(b->paths[i]) == dl && !memcmp(b->paths[i], e->path, dl))
+            slot = i;
+    if (slot < 0) {
+        if (b->ndirs == BATCH_DIRS && (rc = batch_flush(b, err)) != 0)
+            return rc;
+        struct stat st;
+        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            if (fd >= 0)
+                close(fd);
+            return mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+        }
+        slot = b->ndirs++;
+        b->fds[slot] = fd;
+        b->devs[slot] = st.st_dev;
+        b->paths[slot] = mcg_strndup(e->path, dl);
+    }
+    pending *p = &b->p[b->n];
+    p->e = e;
+    p->slot = slot;
+    mcg_agent_tmpname(base, p->tmp);
+    int fd = openat(b->fds[slot], p->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
+    if (fd < 0)
+        return mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+    b->n++; /* from here on the temp file is ours to remove on failure */
+    if (mcg_agent_write_all(fd, e->data, e->len) != 0 || fchmod(fd, (mode_t)e->mode) != 0 ||
+        (b->as_root && fchown(fd, e->uid, e->gid) != 0))
+        rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+    close(fd);
+    if (!rc && b->n == BATCH_FILES)
+        rc = batch_flush(b, err);
+    return rc;
+}
+
+static int write_dir(mcg_sroot *r, const mcg_ent *e, bool as_root, mcg_err *err)
+{
+    int fd;
+    int rc = mcg_sroot_opendir(r, e->path, true, e->mode, &fd, err);
+    if (rc)
+        return rc;
+    struct stat st;
+    if (fstat(fd, &st) != 0 ||
+        ((st.st_mode & 07777) != (mode_t)e->mode && fchmod(fd, (mode_t)e->mode) != 0) ||
+        (as_root && (st.st_uid != e->uid || st.st_gid != e->gid) && fchown(fd, e->uid, e->gid) != 0))
+        rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+static int write_link(mcg_sroot *r, const mcg_ent *e, bool as_root, mcg_err *err)
+{
+    int dfd, rc;
+    const char *base;
+    char tmp[64];
+    if (e->kind == MCG_ENT_HARDLINK) {
+        int tfd;
+        const char *tb;
+        if ((rc = mcg_sroot_parent(r, e->target, false, &tfd, &tb, err)) != 0)
+            return mcg_err_prefix(err, "hard link /%s", e->path);
+        int keep = fcntl(tfd, F_DUPFD_CLOEXEC, 3);
+        char *tbase = mcg_strdup(tb);
+        if ((rc = mcg_sroot_parent(r, e->path, true, &dfd, &base, err)) == 0) {
+            mcg_agent_tmpname(base, tmp);
+            unlinkat(dfd, tmp, 0);
+            if (linkat(keep, tbase, dfd, tmp, 0) != 0 || renameat(dfd, tmp, dfd, base) != 0) {
+                rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+                unlinkat(dfd, tmp, 0);
+            }
+        }
+        free(tbase);
+        close(keep);
+        return rc;
+    }
+    if ((rc = mcg_sroot_parent(r, e->path, true, &dfd, &base, err)) != 0)
+        return rc;
+    char cur[4096];
+    ssize_t n = readlinkat(dfd, base, cur, sizeof(cur) - 1);
+    if (n >= 0 && (size_t)n == strlen(e->target) && !memcmp(cur, e->target, (size_t)n) &&
+        !as_root)
+        return 0;
+    mcg_agent_tmpname(base, tmp);
+    unlinkat(dfd, tmp, 0);
+    if (symlinkat(e->target, dfd, tmp) != 0 ||
+        (as_root && fchownat(dfd, tmp, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) != 0) ||
+        renameat(dfd, tmp, dfd, base) != 0) {
+        rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+        unlinkat(dfd, tmp, 0);
+    }
+    return rc;
+}
+
+static int remove_path(mcg_sroot *r, const mcg_ent *e, bool only_symlink, mcg_err *err)
+{
+    int dfd;
+    const char *base;
+    int rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, err);
+    if (rc == MCG_ENOTFOUND)
+        return 0;
+    if (rc)
+        return rc;
+    struct stat st;
+    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
+        return 0;
+    if (only_symlink && !S_ISLNK(st.st_mode))
+        return 0;
+    if (unlinkat(dfd, base, 0) != 0 && errno != ENOENT)
+        return mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+    return 0;
+}
+
+int mcg_plan_execute(mcg_sroot *r, int statefd, const mcg_acfg *old, const mcg_acfg *new_cfg,
+                     const mcg_plan_disk *disk, bool force, mcg_exec_stats *st, mcg_err *err)
+{
+    int rc = 0;
+    bool as_root = geteuid() == 0;
+    batch b;
+    memset(&b, 0, sizeof(b));
+    b.as_root = as_root;
+    b.st = st;
+    b.p = mcg_calloc(BATCH_FILES, sizeof(*b.p));
+    mcg_sroot_forget(r);
+    /* 1. backups of what was there before mcgit, durable before any overwrite */
+    bool any_backup = false;
+    for (size_t i = 0; i < disk->backups.n; i++) {
+        if (backup_exists(statefd, disk->backups.v[i]))
+            continue;
+        if ((rc = take_backup(r, statefd, disk->backups.v[i], err)) != 0)
+            goto out;
+        any_backup = true;
+    }
+    if (any_backup && fsync(statefd) != 0) {
+        rc = mcg_err_set(err, MCG_EIO, "state directory: fsync: %s", strerror(errno));
+        goto out;
+    }
+    /* 2. directories, parents first (sorted by path) */
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        const mcg_ent *e = &new_cfg->ents[i];
+        const mcg_ent *o = mcg_acfg_find(old, e->path);
+        if (e->kind == MCG_ENT_DIR && (force || !o || !mcg_ent_equal(o, e))) {
+            if ((rc = write_dir(r, e, as_root, err)) != 0)
+                goto out;
+            st->written++;
+        }
+    }
+    /* 3. paths leaving the config: restore what mcgit found there, or remove */
+    for (size_t i = 0; old && i < old->n; i++) {
+        const mcg_ent *o = &old->ents[i];
+        if (o->kind == MCG_ENT_DIR || o->kind == MCG_ENT_ABSENT || mcg_acfg_find(new_cfg, o->path))
+            continue;
+        if (mcg_strv_contains(&disk->restores, o->path))
+            rc = restore_backup(r, statefd, o->path, err);
+        else
+            rc = remove_path(r, o, false, err);
+        if (rc)
+            goto out;
+        st->removed++;
+    }
+    /* 4. files, in synced batches */
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        const mcg_ent *e = &new_cfg->ents[i];
+        if (e->kind != MCG_ENT_FILE)
+            continue;
+        const mcg_ent *o = mcg_acfg_find(old, e->path);
+        if (force || !o || !mcg_ent_equal(o, e))
+            if ((rc = batch_add(&b, r, e, err)) != 0)
+                goto out;
+    }
+    if ((rc = batch_flush(&b, err)) != 0)
+        goto out;
+    /* 5. links, and links that must go */
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        const mcg_ent *e = &new_cfg->ents[i];
+        const mcg_ent *o = mcg_acfg_find(old, e->path);
+        if (e->kind == MCG_ENT_FILE || e->kind == MCG_ENT_DIR ||
+            !(force || !o || !mcg_ent_equal(o, e)))
+            continue;
+        if (e->kind == MCG_ENT_ABSENT)
+            rc = remove_path(r, e, true, err);
+        else
+            rc = write_link(r, e, as_root, err);
+        if (rc)
+            goto out;
+        st->written++;
+    }
+    /* 6. everything above (links, removals, directory entries), durable */
+    if (syncfs(r->fd) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "syncfs: %s", strerror(errno));
+out:
+    if (rc)
+        batch_discard(&b);
+    free(b.p);
+    mcg_sroot_forget(r);
+    return rc;
+}
+
+void mcg_plan_clean_temps(mcg_sroot *r, const mcg_acfg *cfg)
+{
+    mcg_err e = {0};
+    mcg_sroot_forget(r);
+    for (size_t i = 0; cfg && i < cfg->n; i++) {
+        int dfd;
+        const char *base;
+        if (mcg_sroot_parent(r, cfg->ents[i].path, false, &dfd, &base, &e) != 0)
+            continue;
+        char tmp[64];
+        mcg_agent_tmpname(base, tmp);
+        unlinkat(dfd, tmp, 0);
+    }
+    mcg_sroot_forget(r);
+}
+
+/* ------------------------------------------------------------ drift */
+
+static void mode_str(char out[16], mode_t m)
+{
+    const char *t = S_ISREG(m) ? "file" : S_ISDIR(m) ? "directory" : S_ISLNK(m) ? "symlink" : "special";
+    snprintf(out, 16, "%s %04o", t, (unsigned)(m & 07777));
+}
+
+static bool same_content(int fd, const unsigned char *want, size_t len, char *buf, size_t bufsz)
+{
+    size_t off = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, bufsz);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return false;
+        if (n == 0)
+            return off == len;
+        if (off + (size_t)n > len || memcmp(buf, want + off, (size_t)n) != 0)
+            return false;
+        off += (size_t)n;
+    }
+}
+
+int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *err)
+{
+    (void)err;
+    size_t bufsz = 1u << 17;
+    char *buf = mcg_malloc(bufsz);
+    mcg_sroot_forget(r);
+    for (size_t i = 0; i < cfg->n; i++) {
+        const mcg_ent *e = &cfg->ents[i];
+        int dfd;
+        const char *base;
+        mcg_err pe = {0};
+        int rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, &pe);
+        if (rc) {
+            if (e->kind == MCG_ENT_ABSENT && rc == MCG_ENOTFOUND)
+                continue;
+            char *m = rc == MCG_ENOTFOUND ? mcg_sprintf("/%s: missing", e->path)
+                                          : mcg_sprintf("/%s: %s", e->path, pe.msg);
+            mcg_strv_push(out, m);
+            free(m);
+            continue;
+        }
+        struct stat st;
+        char *msg = NULL;
+        char have[16], want[16];
+        switch (e->kind) {
+        case MCG_ENT_FILE: {
+            int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+            if (fd < 0) {
+                if (errno == ENOENT)
+                    msg = mcg_strdup("missing");
+                else if (errno == ELOOP)
+                    msg = mcg_strdup("is a symbolic link, want a file");
+                else
+                    msg = mcg_strdup(strerror(errno));
+                break;
+            }
+            if (fstat(fd, &st) != 0)
+                msg = mcg_strdup(strerror(errno));
+            else if (st.st_mode != (S_IFREG | (mode_t)e->mode)) {
+                mode_str(have, st.st_mode);
+                mode_str(want, S_IFREG | (mode_t)e->mode);
+                msg = mcg_sprintf("mode %s, want %s", have, want);
+            }
+            if (!msg && ((size_t)st.st_size != e->len || !same_content(fd, e->data, e->len, buf, bufsz)))
+                msg = mcg_strdup("content differs");
+            close(fd);
+            break;
+        }
+        case MCG_ENT_DIR:
+            if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                msg = mcg_strdup("missing");
+            else if (st.st_mode != (S_IFDIR | (mode_t)e->mode)) {
+                mode_str(have, st.st_mode);
+                mode_str(want, S_IFDIR | (mode_t)e->mode);
+                msg = mcg_sprintf("mode %s, want %s", have, want);
+            }
+            break;
+        case MCG_ENT_SYMLINK: {
+            char cur[4096];
+            ssize_t n = readlinkat(dfd, base, cur, sizeof(cur) - 1);
+            if (n < 0)
+                msg = errno == ENOENT ? mcg_strdup("missing")
+                                      : mcg_sprintf("not a symbolic link, want a link to %s", e->target);
+            else if ((cur[n] = '\0', strcmp(cur, e->target)))
+                msg = mcg_sprintf("link to %s, want %s", cur, e->target);
+            break;
+        }
+        case MCG_ENT_HARDLINK: {
+            struct stat ts;
+            int tfd;
+            const char *tb;
+            if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                msg = mcg_strdup("missing");
+                break;
+            }
+            dev_t dev = st.st_dev;
+            ino_t ino = st.st_ino;
+            if (mcg_sroot_parent(r, e->target, false, &tfd, &tb, &pe) != 0 ||
+                fstatat(tfd, tb, &ts, AT_SYMLINK_NOFOLLOW) != 0 || ts.st_dev != dev ||
+                ts.st_ino != ino)
+                msg = mcg_sprintf("not a hard link to /%s", e->target);
+            break;
+        }
+        case MCG_ENT_ABSENT:
+            if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                msg = mcg_strdup("present, want absent (unit disabled)");
+            break;
+        }
+        if (msg) {
+            char *m = mcg_sprintf("/%s: %s", e->path, msg);
+            mcg_strv_push(out, m);
+            free(m);
+            free(msg);
+        }
+    }
+    mcg_sroot_forget(r);
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,150 @@
+/*
+ * cmd_agent.c — `mcgit agent`: the node agent. Applies the node's desired
+ * rendered config under a root directory, reports Done / Working /
+ * Degraded on the node, and watches for drift. See docs/agent.md.
+ */
+#include "agent/agent.h"
+#include "cli/cli.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int run(int argc, char **argv);
+
+const mcg_cmd mcg_cmd_agent = {
+    "agent",
+    "apply a node's rendered config, report its state, detect drift",
+    "usage: mcgit agent --node N --cluster C [--root DIR] [--state-dir DIR] [--live]\n"
+    "                   [--once] [--interval SECONDS] [--force]\n"
+    "                   [--reboot-command CMD] [--systemctl CMD]\n"
+    "\n"
+    "Reconcile node N of cluster C (local:DIR): when its desiredConfig differs from\n"
+    "the config on disk, fetch the rendered config (refused unless its bytes match\n"
+    "the hash in its name), cordon and drain when the disruption policy needs it,\n"
+    "write files, units and core's SSH keys atomically under the root, run the\n"
+    "actions, uncordon and report Done. Otherwise compare every managed path with\n"
+    "the config and report Degraded on drift, overwriting nothing.\n"
+    "\n"
+    "  --root DIR            filesystem to manage (default: the cluster's root for\n"
+    "                        the node, DIR/roots/N for local:DIR; `--root /` is the host)\n"
+    "  --state-dir DIR       journal, backups, current config\n"
+    "                        (default <root>/var/lib/mcgit)\n"
+    "  --live                the root is the host's: run systemctl actions and reboots\n"
+    "                        (implied by --root /)\n"
+    "  --once                one pass; exit 0 when Done, 1 when Degraded\n"
+    "  --interval SECONDS    time between passes (default 30)\n"
+    "  --force               re-apply the whole config once, clearing drift\n"
+    "  --reboot-command CMD  how to reboot (default `systemctl reboot` when live;\n"
+    "                        not live: run only when given, a Reboot counts as done\n"
+    "                        once it exits 0)\n"
+    "  --systemctl CMD       systemctl to run when live (e.g. `chroot /rootfs systemctl`)\n"
+    "  -v, -q                more or less logging on stderr\n",
+    run,
+};
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+static int run(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"node", required_argument, 0, 'n'},
+                                         {"cluster", required_argument, 0, 'c'},
+                                         {"root", required_argument, 0, 'r'},
+                                         {"state-dir", required_argument, 0, 's'},
+                                         {"live", no_argument, 0, 'L'},
+                                         {"once", no_argument, 0, '1'},
+                                         {"interval", required_argument, 0, 'i'},
+                                         {"force", no_argument, 0, 'f'},
+                                         {"reboot-command", required_argument, 0, 'R'},
+                                         {"systemctl", required_argument, 0, 'S'},
+                                         {"verbose", no_argument, 0, 'v'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {0, 0, 0, 0}};
+    mcg_agent_opts o;
+    memset(&o, 0, sizeof(o));
+    o.verbosity = 1;
+    const char *cluster = NULL;
+    bool once = false;
+    uint64_t interval = 30;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "hvq", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': return mcg_cli_help(&mcg_cmd_agent);
+        case 'n': o.node = optarg; break;
+        case 'c': cluster = optarg; break;
+        case 'r': o.root = optarg; break;
+        case 's': o.state_dir = optarg; break;
+        case 'L': o.live = true; break;
+        case '1': once = true; break;
+        case 'i':
+            if (!mcg_parse_u64(optarg, &interval) || interval == 0 || interval > 86400)
+                return mcg_cli_usage_error(&mcg_cmd_agent, "--interval: expected 1..86400 seconds");
+            break;
+        case 'f': o.force = true; break;
+        case 'R': o.reboot_command = optarg; break;
+        case 'S': o.systemctl = optarg; break;
+        case 'v': o.verbosity = 2; break;
+        case 'q': o.verbosity = 0; break;
+        default: return mcg_cli_usage_error(&mcg_cmd_agent, NULL);
+        }
+    }
+    if (!o.node || !cluster || optind != argc)
+        return mcg_cli_usage_error(&mcg_cmd_agent, "--node and --cluster are required");
+    if (o.root && !*o.root)
+        return mcg_cli_usage_error(&mcg_cmd_agent, "--root: empty path");
+
+    mcg_err err = {0};
+    mcg_cluster *c = NULL;
+    mcg_agent *a = NULL;
+    char *root = NULL;
+    int status = MCG_EXIT_FAIL;
+    if (mcg_cluster_open(&c, cluster, &err) != 0) {
+        mcg_cli_error("agent", "%s", err.msg);
+        goto out;
+    }
+    if (!o.root) {
+        root = c->ops->node_root(c, o.node);
+        o.root = root ? root : "/";
+    }
+    if (mcg_agent_open(&a, &o, &err) != 0) {
+        mcg_cli_error("agent", "%s", err.msg);
+        goto out;
+    }
+    if (once) {
+        mcg_agent_result res;
+        if (mcg_agent_run_once(&res, a, c, &err) != 0) {
+            mcg_cli_error("agent", "%s", err.msg);
+            goto out;
+        }
+        printf("%s %s %s%s%s\n", o.node, mcg_agent_state_name(res.state),
+               res.config[0] ? res.config : "-", res.reason[0] ? " " : "", res.reason);
+        status = res.state == MCG_AGENT_DEGRADED ? MCG_EXIT_FAIL : MCG_EXIT_OK;
+        goto out;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    if (mcg_agent_loop(a, c, (unsigned)interval, &stop_flag, &err) != 0) {
+        mcg_cli_error("agent", "%s", err.msg);
+        goto out;
+    }
+    status = MCG_EXIT_OK;
+out:
+    mcg_agent_free(a);
+    mcg_cluster_free(c);
+    free(root);
+    return status;
+}

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# test_bundle.sh — `mcgit bundle create|verify|import` with real git on the
+# other side: git reads what mcgit writes (git bundle verify, git clone,
+# git fetch), mcgit reads what git writes (v2 full and `main ^REV`, v3), and
+# every refusal leaves the repository's refs and object files exactly as
+# they were (compared as a listing with sha256 of every file, before/after).
+. "$(dirname "$0")/lib.sh"
+
+mkkey op ed25519
+mkkey eve ed25519
+signer_line op@example.com op >"$T/trust"
+
+# snap REPO: refs, and every file under objects/ with its sha256.
+snap() {
+  local gd
+  gd=$(git -C "$1" rev-parse --absolute-git-dir)
+  git -C "$1" for-each-ref --format='%(objectname) %(refname)'
+  (cd "$gd/objects" && find . -type f | sort | xargs -r sha256sum)
+  (cd "$gd/objects" && find . -maxdepth 1 -name 'incoming-*')
+}
+# refused DESC PATTERN REPO BUNDLE: import must exit 1 with PATTERN on
+# stderr, and leave REPO exactly as it was.
+refused() {
+  local desc=$1 pat=$2 repo=$3 bundle=$4
+  snap "$repo" >"$T/before"
+  expect_rc 1 "refused: $desc" -- "$MCGIT" bundle import --repo "$repo" "$bundle" --trust "$T/trust"
+  expect_grep "$pat" "$T/err" "refused: $desc: reason"
+  [ "$(wc -l <"$T/err")" = 1 ] && ok "refused: $desc: one line" || { bad "refused: $desc: one line"; cat "$T/err"; }
+  snap "$repo" >"$T/after"
+  if cmp -s "$T/before" "$T/after"; then ok "refused: $desc: repo unchanged"
+  else bad "refused: $desc: repo unchanged"; diff "$T/before" "$T/after" | head -5; fi
+}
+# edit REPO N: N signed (op) commits changing pools/worker.yaml.
+edit() {
+  local i
+  for i in $(seq "$2"); do
+    echo "# change $RANDOM" >>"$1/pools/worker.yaml"
+    scommit "$1" op "edit $i"
+  done
+}
+
+# ---------------------------------------------------------------- source repo
+"$MCGIT" init "$T/src" >/dev/null
+sign_setup "$T/src" "$T/trust"
+scommit "$T/src" op "initial config"
+edit "$T/src" 3
+git -C "$T/src" -c user.signingkey="$T/keys/op" tag -s -m "release 1" v1
+BASE=$(git -C "$T/src" rev-parse main)
+
+# ---------------------------------------------------------------- git reads mcgit's bundles
+expect_rc 0 "create a full bundle" -- "$MCGIT" bundle create --repo "$T/src" "$T/full.bundle"
+head -1 "$T/full.bundle" >"$T/line1"
+expect_grep '^# v2 git bundle$' "$T/line1" "full bundle: v2 header"
+expect_rc 0 "git bundle verify accepts the full bundle" -- git -C "$T/src" bundle verify "$T/full.bundle"
+expect_grep 'complete history' "$T/out" "git: the full bundle records a complete history"
+expect_rc 0 "git clone accepts the full bundle" -- git clone -q "$T/full.bundle" "$T/clone"
+[ "$(git -C "$T/clone" rev-parse HEAD)" = "$BASE" ] && ok "clone: HEAD checked out at main" || bad "clone: HEAD"
+[ "$(git -C "$T/clone" rev-parse v1^{})" = "$BASE" ] && ok "clone: the tag came along" || bad "clone: tag"
+expect_rc 0 "clone passes git fsck" -- git -C "$T/clone" fsck --strict
+
+"$MCGIT" bundle create --repo "$T/src" - >"$T/stdout.bundle" 2>/dev/null
+expect_rc 0 "a bundle written to stdout verifies" -- git -C "$T/src" bundle verify "$T/stdout.bundle"
+
+edit "$T/src" 2
+MID=$(git -C "$T/src" rev-parse main)
+expect_rc 0 "create an incremental bundle" -- "$MCGIT" bundle create --repo "$T/src" --since "$BASE" "$T/inc.bundle"
+sed -n 2p "$T/inc.bundle" >"$T/line2"
+expect_grep "^-$BASE " "$T/line2" "incremental: the prerequisite is the --since commit"
+[ "$(git -C "$T/src" bundle list-heads "$T/inc.bundle" | grep -c refs/tags)" = 0 ] &&
+  ok "incremental: old tags are left out" || bad "incremental: old tags are left out"
+expect_rc 0 "git bundle verify accepts the incremental bundle" -- git -C "$T/clone" bundle verify "$T/inc.bundle"
+expect_rc 0 "git fetch takes the incremental bundle" -- git -C "$T/clone" fetch -q "$T/inc.bundle" main:refs/remotes/b/main
+[ "$(git -C "$T/clone" rev-parse refs/remotes/b/main)" = "$MID" ] && ok "fetch: main at the new tip" || bad "fetch: tip"
+expect_rc 1 "git refuses the incremental bundle where the prerequisite is missing" -- \
+  git -C "$(git init -q "$T/empty" && echo "$T/empty")" bundle verify "$T/inc.bundle"
+expect_rc 1 "nothing new: create refuses an empty bundle" -- "$MCGIT" bundle create --repo "$T/src" --since main "$T/none.bundle"
+ls "$T" | grep -q 'none.bundle' && bad "empty bundle: no file or temp file left" || ok "empty bundle: no file or temp file left"
+expect_rc 0 "--ref chooses the refs" -- "$MCGIT" bundle create --repo "$T/src" --ref main --ref v1 "$T/refs.bundle"
+git -C "$T/src" bundle list-heads "$T/refs.bundle" | cut -d' ' -f2 >"$T/heads"
+[ "$(tr '\n' ' ' <"$T/heads")" = "refs/heads/main refs/tags/v1 " ] && ok "--ref: exactly main and v1" || { bad "--ref"; cat "$T/heads"; }
+
+# ---------------------------------------------------------------- mcgit imports its own bundles
+git init -q --bare "$T/dst"
+expect_rc 0 "verify the full bundle into an empty repo" -- "$MCGIT" bundle verify --repo "$T/dst" "$T/full.bundle" --trust "$T/trust"
+expect_grep "^refs/heads/main \(none\) -> $BASE \(new" "$T/out" "verify: reports ref, old -> new"
+expect_grep "$BASE good op@example.com $(keyfp op)" "$T/out" "verify: reports each commit's signer and fingerprint"
+expect_grep '^accepted$' "$T/out" "verify: accepted"
+[ -z "$(git -C "$T/dst" for-each-ref)" ] && ok "verify changed no ref" || bad "verify changed no ref"
+[ -z "$(find "$T/dst/objects" -type f)" ] && ok "verify left no object file" || bad "verify left no object file"
+expect_rc 0 "import the full bundle" -- "$MCGIT" bundle import --repo "$T/dst" "$T/full.bundle" --trust "$T/trust"
+[ "$(git -C "$T/dst" rev-parse main)" = "$BASE" ] && ok "import: main moved" || bad "import: main moved"
+[ "$(git -C "$T/dst" rev-parse v1)" = "$(git -C "$T/src" rev-parse v1)" ] && ok "import: tag created" || bad "import: tag"
+expect_rc 0 "import: rendered branch exists" -- git -C "$T/dst" rev-parse --verify rendered
+git -C "$T/dst" log -1 --format=%B rendered >"$T/msg"
+expect_grep "Source-Commit: $BASE" "$T/msg" "import: the new tip was rendered"
+expect_rc 0 "import the incremental bundle" -- "$MCGIT" bundle import --repo "$T/dst" "$T/inc.bundle" --trust "$T/trust"
+[ "$(git -C "$T/dst" rev-parse main)" = "$MID" ] && ok "import: main fast-forwarded" || bad "import: fast-forward"
+expect_rc 0 "imported repo passes git fsck" -- git -C "$T/dst" fsck --strict
+snap "$T/dst" >"$T/before"
+expect_rc 0 "an identical bundle again is a no-op" -- "$MCGIT" bundle import --repo "$T/dst" "$T/inc.bundle" --trust "$T/trust"
+snap "$T/dst" >"$T/after"
+cmp -s "$T/before" "$T/after" && ok "no-op: repo unchanged" || bad "no-op: repo unchanged"
+
+# ---------------------------------------------------------------- mcgit imports git's bundles
+git -C "$T/src" bundle create -q "$T/git-full.bundle" main
+git init -q --bare "$T/dst2"
+expect_rc 0 "import git's full bundle (main)" -- "$MCGIT" bundle import --repo "$T/dst2" "$T/git-full.bundle" --trust "$T/trust"
+[ "$(git -C "$T/dst2" rev-parse main)" = "$MID" ] && ok "git full: main" || bad "git full: main"
+edit "$T/src" 2
+TIP=$(git -C "$T/src" rev-parse main)
+git -C "$T/src" bundle create -q "$T/git-inc.bundle" main "^$MID"
+sed -n 2p "$T/git-inc.bundle" >"$T/line2"
+expect_grep "^-$MID" "$T/line2" "git's incremental bundle has a prerequisite"
+expect_rc 0 "import git's incremental bundle (main ^REV, a thin pack)" -- "$MCGIT" bundle import --repo "$T/dst2" "$T/git-inc.bundle" --trust "$T/trust"
+[ "$(git -C "$T/dst2" rev-parse main)" = "$TIP" ] && ok "git incremental: main" || bad "git incremental: main"
+expect_rc 0 "git-imported repo passes git fsck" -- git -C "$T/dst2" fsck --strict
+git -C "$T/src" bundle create -q --version=3 "$T/git-v3.bundle" main
+git init -q --bare "$T/dst3"
+expect_rc 0 "import git's v3 bundle" -- "$MCGIT" bundle import --repo "$T/dst3" "$T/git-v3.bundle" --trust "$T/trust"
+[ "$(git -C "$T/dst3" rev-parse main)" = "$TIP" ] && ok "git v3: main" || bad "git v3: main"
+
+# ---------------------------------------------------------------- refusals
+# dst is at MID; NEXT is a good bundle (MID..TIP) that would be accepted.
+"$MCGIT" bundle create --repo "$T/src" --since "$MID" "$T/next.bundle" 2>/dev/null
+expect_rc 0 "the good next bundle verifies" -- "$MCGIT" bundle verify --repo "$T/dst" "$T/next.bundle" --trust "$T/trust"
+size=$(stat -c %s "$T/next.bundle")
+hlen=$(grep -abo -m1 '^PACK' "$T/next.bundle" | head -1 | cut -d: -f1)
+head -c $((size - 30)) "$T/next.bundle" >"$T/trunc.bundle"
+refused "truncated pack" 'truncated|damaged' "$T/dst" "$T/trunc.bundle"
+head -c 60 "$T/next.bundle" >"$T/trunc-hdr.bundle"
+refused "truncated header" 'truncated|bad' "$T/dst" "$T/trunc-hdr.bundle"
+flip() { # flip FILE OFFSET OUT
+  cp "$1" "$3"
+  local b
+  b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+  printf "$(printf '\\%03o' $((b ^ 0x55)))" | dd of="$3" bs=1 seek="$2" conv=notrunc status=none
+}
+flip "$T/next.bundle" $((hlen + (size - hlen) / 2)) "$T/flip-mid.bundle"
+refused "flipped byte in the pack" 'damaged' "$T/dst" "$T/flip-mid.bundle"
+flip "$T/next.bundle" $((size - 1)) "$T/flip-end.bundle"
+refused "flipped byte in the pack checksum" 'damaged' "$T/dst" "$T/flip-end.bundle"
+printf 'hello, this is not a bundle\n' >"$T/text.bundle"
+refused "not a bundle" 'not a git bundle' "$T/dst" "$T/text.bundle"
+: >"$T/emptyfile.bundle"
+refused "empty file" 'not a git bundle' "$T/dst" "$T/emptyfile.bundle"
+{ printf '# v3 git bundle\n@object-format=sha1\n@filter=blob:none\n'; tail -c +17 "$T/next.bundle"; } >"$T/cap.bundle"
+refused "unknown capability" "capability 'filter=blob:none'" "$T/dst" "$T/cap.bundle"
+{ printf '# v3 git bundle\n@object-format=sha256\n'; tail -c +17 "$T/next.bundle"; } >"$T/sha256.bundle"
+refused "sha256 object format" "capability 'object-format=sha256'" "$T/dst" "$T/sha256.bundle"
+{ printf '# v4 git bundle\n'; tail -c +17 "$T/next.bundle"; } >"$T/v4.bundle"
+refused "unknown version" 'unsupported bundle version' "$T/dst" "$T/v4.bundle"
+
+# A prerequisite dst lacks: TIP..TIP2 needs TIP.
+edit "$T/src" 1
+"$MCGIT" bundle create --repo "$T/src" --since "$TIP" "$T/ahead.bundle" 2>/dev/null
+refused "missing prerequisite" "missing prerequisite $TIP" "$T/dst" "$T/ahead.bundle"
+
+# Untrusted and unsigned commits, on a copy of the history.
+git clone -q --no-local "$T/src" "$T/evil"
+sign_setup "$T/evil" "$T/trust"
+git -C "$T/evil" reset -q --hard "$MID"
+echo "# eve was here" >>"$T/evil/pools/worker.yaml"
+scommit "$T/evil" eve "looks harmless"
+EVE=$(git -C "$T/evil" rev-parse HEAD)
+"$MCGIT" bundle create --repo "$T/evil" --since "$MID" "$T/eve.bundle" 2>/dev/null
+refused "commit signed by an untrusted key" "commit $EVE: " "$T/dst" "$T/eve.bundle"
+expect_rc 1 "verify explains the untrusted commit" -- "$MCGIT" bundle verify --repo "$T/dst" "$T/eve.bundle" --trust "$T/trust"
+expect_grep "$EVE BAD" "$T/out" "verify: the bad commit is named in the report"
+expect_grep '^refused$' "$T/out" "verify: refused"
+git -C "$T/evil" reset -q --hard "$MID"
+echo "# unsigned" >>"$T/evil/pools/worker.yaml"
+scommit "$T/evil" - "unsigned change"
+UNS=$(git -C "$T/evil" rev-parse HEAD)
+"$MCGIT" bundle create --repo "$T/evil" --since "$MID" "$T/unsigned.bundle" 2>/dev/null
+refused "unsigned commit" "commit $UNS: commit is not signed" "$T/dst" "$T/unsigned.bundle"
+# Signed by op, but a rewrite: it forks below dst's main.
+git -C "$T/evil" reset -q --hard "$BASE"
+echo "# fork" >>"$T/evil/pools/worker.yaml"
+scommit "$T/evil" op "a different history"
+"$MCGIT" bundle create --repo "$T/evil" --since "$BASE" "$T/fork.bundle" 2>/dev/null
+refused "non-fast-forward" 'not a fast-forward' "$T/dst" "$T/fork.bundle"
+# A stale bundle: dst already has more than it.
+refused "stale bundle (rollback)" 'stale' "$T/dst" "$T/full.bundle"
+
+# Verify changes nothing, then the good bundle still imports.
+snap "$T/dst" >"$T/before"
+expect_rc 0 "verify the good next bundle" -- "$MCGIT" bundle verify --repo "$T/dst" "$T/next.bundle" --trust "$T/trust"
+snap "$T/dst" >"$T/after"
+cmp -s "$T/before" "$T/after" && ok "verify: repo unchanged" || bad "verify: repo unchanged"
+expect_rc 0 "import the good next bundle" -- "$MCGIT" bundle import --repo "$T/dst" "$T/next.bundle" --trust "$T/trust"
+[ "$(git -C "$T/dst" rev-parse main)" = "$TIP" ] && ok "after the refusals, the good bundle imports" || bad "good bundle imports"
+expect_rc 2 "usage: import without --trust" -- "$MCGIT" bundle import --repo "$T/dst" "$T/next.bundle"
+
+# ---------------------------------------------------------------- 5,000 commits, bounded memory
+GEN=$(dirname "$MCGIT")/tests/bench/bench_gen_history
+if [ ! -x "$GEN" ]; then
+  echo "# skip: $GEN not built"
+else
+  # A config repo whose first commit op signs; the generator's key extends the root.
+  "$MCGIT" init "$T/big" >/dev/null
+  sign_setup "$T/big" "$T/trust"
+  scommit "$T/big" op "initial config"
+  start=$(date +%s)
+  "$GEN" "$T/big" 5000 16384 "$T/gen-signer" random
+  cat "$T/trust" "$T/gen-signer" >"$T/big-trust"
+  ok "5,000 signed commits generated in $(($(date +%s) - start)) s"
+  "$MCGIT" bundle create --repo "$T/big" "$T/big.bundle" 2>/dev/null
+  bsize=$(stat -c %s "$T/big.bundle")
+  expect_rc 0 "git bundle verify accepts the 5,000-commit bundle" -- git -C "$T/big" bundle verify "$T/big.bundle"
+  git init -q --bare "$T/bigdst"
+  # ASan keeps freed memory in quarantine; keep it small so RSS means live memory.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
+  if /usr/bin/time -f %M true 2>/dev/null; then
+    expect_rc 0 "import 5,000 commits" -- /usr/bin/time -o "$T/rss" -f %M \
+      "$MCGIT" bundle import --repo "$T/bigdst" "$T/big.bundle" --trust "$T/big-trust"
+    rss=$(($(tail -1 "$T/rss") * 1024))
+    echo "# bundle $bsize bytes, import peak RSS $rss bytes"
+    [ "$rss" -lt $((bsize / 2)) ] && ok "import peak RSS $((rss >> 20)) MiB < half the bundle ($((bsize >> 20)) MiB)" ||
+      bad "import peak RSS $((rss >> 20)) MiB, bundle $((bsize >> 20)) MiB"
+  else
+    echo "# skip: memory bound not measured (GNU time not installed: apt-get install time)"
+    expect_rc 0 "import 5,000 commits" -- "$MCGIT" bundle import --repo "$T/bigdst" "$T/big.bundle" --trust "$T/big-trust"
+  fi
+  [ "$(git -C "$T/bigdst" rev-parse main)" = "$(git -C "$T/big" rev-parse main)" ] && ok "5,000 commits: main imported" || bad "5,000 commits: main"
+  [ "$(git -C "$T/bigdst" rev-list --count main)" = 5001 ] && ok "5,000 commits: all there" || bad "5,000 commits: count"
+fi
+finish

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# test_hooks.sh — the git hooks `mcgit hook install` puts in place, driven by
+# real `git push` over file:// to a bare server repo and a real `git commit`.
+. "$(dirname "$0")/lib.sh"
+
+mkkey alice ed25519
+mkkey bob ed25519
+TR=$T/trust
+signer_line alice@example.com alice >"$TR"
+S=$T/server.git
+git init -q --bare "$S"
+srefs() { git -C "$S" for-each-ref --format='%(refname) %(objectname)'; }
+
+# ---------------------------------------------------------------- install
+expect_rc 0 "hook install into a bare repo" -- "$MCGIT" hook install --repo "$S" --trust "$TR"
+for h in pre-receive post-receive pre-commit; do
+  [ -x "$S/hooks/$h" ] && cmp -s "$S/hooks/$h" "$SRC/hooks/$h" && ok "installed hooks/$h (executable, as in hooks/)" ||
+    bad "hooks/$h not installed"
+done
+[ "$(git -C "$S" config mcgit.trust)" = "$(cd "$T" && pwd -P)/trust" ] && ok "mcgit.trust recorded, absolute" ||
+  bad "mcgit.trust = $(git -C "$S" config mcgit.trust)"
+[ "$(git -C "$S" config mcgit.binary)" -ef "$MCGIT" ] && ok "mcgit.binary recorded" ||
+  bad "mcgit.binary = $(git -C "$S" config mcgit.binary)"
+expect_rc 1 "hook install with a missing trust file" -- "$MCGIT" hook install --repo "$S" --trust "$T/nope"
+expect_rc 2 "hook with an unknown subcommand" -- "$MCGIT" hook frobnicate --repo "$S" --trust "$TR"
+
+# ---------------------------------------------------------------- client
+C=$T/client
+"$MCGIT" init "$C" >/dev/null 2>&1
+sign_setup "$C" "$TR"
+git -C "$C" remote add origin "file://$S"
+push() { git -C "$C" push "$@" >"$T/push.out" 2>&1; }
+# refused LABEL PATTERN -- push args: the push fails, the pusher sees PATTERN
+# on a "remote: mcgit: refusing" line, and no server ref moves.
+refused() {
+  local label=$1 pat=$2 before rc=0; shift 3
+  before=$(srefs)
+  "$@" || rc=$?
+  if [ "$rc" = 0 ]; then bad "$label: push accepted"; sed 's/^/    /' "$T/push.out"
+  elif ! grep -qE "^remote: mcgit: refusing .*$pat" "$T/push.out"; then
+    bad "$label: no 'remote: mcgit: refusing ...$pat' line"; sed 's/^/    /' "$T/push.out"
+  elif [ "$(srefs)" != "$before" ]; then bad "$label: server refs moved"
+  else ok "$label: refused, pusher sees the reason, nothing moved"; fi
+}
+reset_client() { git -C "$C" reset -q --hard origin/main; }
+
+scommit "$C" alice "initial config"
+expect_rc 0 "push of a signed, valid first commit is accepted" -- push origin main
+[ "$(git -C "$S" rev-parse main)" = "$(git -C "$C" rev-parse main)" ] && ok "server main is the pushed commit" ||
+  bad "server main"
+if git -C "$S" rev-parse -q --verify refs/heads/rendered >/dev/null &&
+   [ "$(git -C "$S" log -1 --format='%(trailers:key=Source-Commit,valueonly)' rendered | head -1)" = \
+     "$(git -C "$S" rev-parse main)" ]; then
+  ok "post-receive rendered the pushed commit onto the server's rendered branch"
+else bad "no rendered branch in the server"; sed 's/^/    /' "$T/push.out"; fi
+expect_grep "^remote: mcgit: rendered " "$T/push.out" "the pusher sees the render"
+
+echo "change" >"$C/NOTES"; scommit "$C" - "unsigned change"
+refused "unsigned commit" "commit [0-9a-f]{12}: commit is not signed" -- push origin main
+reset_client
+
+echo "bob" >"$C/NOTES"; scommit "$C" bob "bob is not trusted"
+refused "untrusted key" "is not in allowed signers" -- push origin main
+reset_client
+
+echo "a" >"$C/NOTES"; scommit "$C" alice "signed one"
+echo "b" >"$C/NOTES"; scommit "$C" - "unsigned in the middle"
+mid=$(git -C "$C" rev-parse HEAD)
+echo "c" >"$C/NOTES"; scommit "$C" alice "signed tip"
+refused "unsigned commit in the middle of a signed push" "commit ${mid:0:12}: commit is not signed" -- push origin main
+reset_client
+
+cat >"$T/99-bad.yaml" <<'EOF'
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-bad
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  kernelArguments:
+    - nosmt
+  config:
+    ignition:
+      version: 3.4.0
+EOF
+cp "$T/99-bad.yaml" "$C/machineconfigs/"
+scommit "$C" alice "a config mcgit refuses"
+refused "signed commit whose tree does not validate" "machineconfigs/99-bad.yaml:[0-9]+: " -- push origin main
+reset_client
+
+echo "good" >"$C/NOTES"; scommit "$C" alice "second config"
+expect_rc 0 "push of a second signed commit is accepted" -- push origin main
+[ "$(git -C "$S" rev-list --count rendered)" = 2 ] &&
+  [ "$(git -C "$S" log -1 --format='%(trailers:key=Source-Commit,valueonly)' rendered | head -1)" = \
+    "$(git -C "$C" rev-parse main)" ] && ok "post-receive appended a second render" || bad "second render"
+
+git -C "$C" -c user.signingkey="$T/keys/alice" commit -q --amend -S -m "second config, rewritten"
+refused "force push (not a fast-forward)" "is not a fast-forward" -- push -f origin main
+reset_client
+
+refused "push to the rendered branch" "rendered branch is written by mcgit only" -- push -f origin main:refs/heads/rendered
+
+git -C "$C" checkout -q -b feature
+echo "wip" >"$C/NOTES"; scommit "$C" - "unsigned work in progress"
+before=$(git -C "$S" rev-parse rendered)
+expect_rc 0 "push to another branch is not the source branch's business" -- push origin feature
+[ "$(git -C "$S" rev-parse rendered)" = "$before" ] && ok "a push to another branch renders nothing" ||
+  bad "feature push rendered"
+git -C "$C" checkout -q main
+
+# ---------------------------------------------------------------- pre-commit
+W=$T/work
+git clone -q "file://$S" "$W"
+sign_setup "$W" "$TR"
+expect_rc 0 "hook install into a clone" -- "$MCGIT" hook install --repo "$W" --trust "$TR"
+[ -x "$W/.git/hooks/pre-commit" ] && ok "pre-commit installed in .git/hooks" || bad "no .git/hooks/pre-commit"
+cp "$T/99-bad.yaml" "$W/machineconfigs/"
+before=$(git -C "$W" rev-parse HEAD)
+expect_rc 1 "pre-commit blocks a commit of an invalid tree" -- scommit "$W" alice "invalid"
+expect_grep "machineconfigs/99-bad.yaml:[0-9]+: " "$T/err" "pre-commit says file:line"
+[ "$(git -C "$W" rev-parse HEAD)" = "$before" ] && ok "no commit was made" || bad "invalid commit made"
+rm "$W/machineconfigs/99-bad.yaml"
+echo "fine" >"$W/NOTES"
+expect_rc 0 "pre-commit lets a valid tree through" -- scommit "$W" alice "valid"
+
+finish

@@ -1,0 +1,999 @@
+/*
+ * test_render.c — selection, merge, canonical spec and content names.
+ *
+ * Each test builds a small config repo from YAML strings (through the real
+ * parser), renders it, and checks one rule of REFERENCE.md: keyed merges
+ * field by field, drop-ins per unit, SSH keys united in order, custom pools
+ * inheriting worker, order by name, defaults normalised before hashing, the
+ * pool name left out of the hash, and the refusals (a pool selecting
+ * nothing, a path below a file, a config over 1.5 MiB).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "render/render.h"
+
+#define assert_contains(hay, needle)                                                       \
+    do {                                                                                   \
+        const char *h_ = (hay), *n_ = (needle);                                            \
+        if (!h_ || !strstr(h_, n_))                                                        \
+            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);         \
+    } while (0)
+
+#define API "apiVersion: machineconfiguration.openshift.io/v1\n"
+#define ROLE "machineconfiguration.openshift.io/role"
+
+/* ------------------------------------------------------------ building repos */
+
+typedef struct repo {
+    mcg_model *m;
+    mcg_render *r;
+    mcg_diags diags;
+    int rc;
+} repo;
+
+/* A MachineConfig NAME for ROLE; BODY is YAML at the config's level (4 spaces). */
+static char *mc_yaml(const char *name, const char *role, const char *body)
+{
+    return mcg_sprintf(API "kind: MachineConfig\n"
+                           "metadata:\n"
+                           "  name: %s\n"
+                           "  labels:\n"
+                           "    " ROLE ": %s\n"
+                           "spec:\n"
+                           "  config:\n"
+                           "    ignition:\n"
+                           "      version: 3.2.0\n"
+                           "%s",
+                       name, role, body ? body : "");
+}
+
+/* A pool selecting role ROLE (or with SELECTOR as given, YAML at 2 spaces). */
+static char *pool_yaml(const char *name, const char *selector)
+{
+    if (selector)
+        return mcg_sprintf(API "kind: MachineConfigPool\nmetadata:\n  name: %s\nspec:\n%s", name,
+                           selector);
+    return mcg_sprintf(API "kind: MachineConfigPool\nmetadata:\n  name: %s\nspec:\n"
+                           "  machineConfigSelector:\n    matchLabels:\n      " ROLE ": %s\n",
+                       name, name);
+}
+
+static void add(repo *rp, const char *path, char *yaml /* freed */)
+{
+    if (!rp->m)
+        rp->m = mcg_model_new();
+    mcg_model_add_file(rp->m, path, yaml, strlen(yaml), &rp->diags);
+    free(yaml);
+}
+
+static void add_mc(repo *rp, const char *name, const char *role, const char *body)
+{
+    char *path = mcg_sprintf("machineconfigs/%s.yaml", name);
+    add(rp, path, mc_yaml(name, role, body));
+    free(path);
+}
+
+static void add_pool(repo *rp, const char *name, const char *selector)
+{
+    char *path = mcg_sprintf("pools/%s.yaml", name);
+    add(rp, path, pool_yaml(name, selector));
+    free(path);
+}
+
+/* master + worker pools, as repo-template has. */
+static void add_std_pools(repo *rp)
+{
+    add_pool(rp, "master", NULL);
+    add_pool(rp, "worker", NULL);
+}
+
+/* Finish and render; the model must be valid. */
+static void render(repo *rp)
+{
+    mcg_model_finish(rp->m, &rp->diags);
+    if (rp->diags.count)
+        fail_msg("invalid model: %s", rp->diags.msgs[0]);
+    rp->rc = mcg_render_model(&rp->r, rp->m, &rp->diags);
+}
+
+static void render_ok(repo *rp)
+{
+    render(rp);
+    if (rp->rc != 0)
+        fail_msg("render failed: %s", rp->diags.count ? rp->diags.msgs[0] : "?");
+    assert_int_equal(rp->diags.count, 0);
+}
+
+static void repo_free(repo *rp)
+{
+    mcg_render_free(rp->r);
+    mcg_model_free(rp->m);
+    mcg_diags_free(&rp->diags);
+    memset(rp, 0, sizeof(*rp));
+}
+
+static const mcg_rendered_pool *pool(const repo *rp, const char *name)
+{
+    const mcg_rendered_pool *p = mcg_render_pool(rp->r, name);
+    if (!p)
+        fail_msg("no rendered pool '%s'", name);
+    return p;
+}
+
+static const mcg_storage *entry(const mcg_rendered_pool *p, const char *path)
+{
+    for (size_t i = 0; i < p->merged.nstorage; i++)
+        if (!strcmp(p->merged.storage[i].path, path))
+            return &p->merged.storage[i];
+    fail_msg("pool %s has no entry '%s'", p->pool, path);
+    return NULL;
+}
+
+static const mcg_unit *unit(const mcg_rendered_pool *p, const char *name)
+{
+    for (size_t i = 0; i < p->merged.nunits; i++)
+        if (!strcmp(p->merged.units[i].name, name))
+            return &p->merged.units[i];
+    fail_msg("pool %s has no unit '%s'", p->pool, name);
+    return NULL;
+}
+
+static const mcg_dropin *dropin(const mcg_unit *u, const char *name)
+{
+    for (size_t i = 0; i < u->ndropins; i++)
+        if (!strcmp(u->dropins[i].name, name))
+            return &u->dropins[i];
+    fail_msg("unit %s has no drop-in '%s'", u->name, name);
+    return NULL;
+}
+
+/* The MC names of a rendered pool, comma-separated (caller frees). */
+static char *mc_list(const mcg_rendered_pool *p)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    for (size_t i = 0; i < p->mcs.n; i++)
+        mcg_buf_printf(&b, "%s%s", i ? "," : "", p->mcs.v[i]);
+    return mcg_buf_detach(&b, NULL);
+}
+
+static void assert_mcs(const mcg_rendered_pool *p, const char *want)
+{
+    char *got = mc_list(p);
+    if (strcmp(got, want) != 0)
+        fail_msg("pool %s merges [%s], want [%s]", p->pool, got, want);
+    free(got);
+}
+
+/* The rendered spec of a pool parsed back as JSON (caller decrefs). */
+static json_t *spec_of(const mcg_rendered_pool *p)
+{
+    json_error_t je;
+    json_t *j = json_loadb(p->spec, p->spec_len, 0, &je);
+    if (!j)
+        fail_msg("spec of %s is not JSON: %s", p->pool, je.text);
+    return j;
+}
+
+/* ------------------------------------------------------------ merge: files */
+
+static void test_file_field_by_field(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "10-a", "worker",
+           "    storage:\n      files:\n"
+           "      - path: /etc/a\n"
+           "        mode: 0600\n"
+           "        overwrite: false\n"
+           "        user: {name: root}\n"
+           "        contents: {source: \"data:,one\"}\n");
+    add_mc(&rp, "20-b", "worker",
+           "    storage:\n      files:\n"
+           "      - path: /etc/a\n"
+           "        mode: 0640\n"
+           "        group: {name: wheel}\n");
+    add_mc(&rp, "30-c", "worker",
+           "    storage:\n      files:\n"
+           "      - path: /etc/a\n"
+           "        user: {id: 1000}\n");
+    add_mc(&rp, "00-master", "master", NULL);
+    render_ok(&rp);
+    const mcg_rendered_pool *w = pool(&rp, "worker");
+    assert_mcs(w, "10-a,20-b,30-c");
+    const mcg_storage *s = entry(w, "/etc/a");
+    assert_int_equal(s->kind, MCG_NODE_FILE);
+    assert_int_equal(s->mode, 0640);            /* the later mode wins */
+    assert_string_equal(s->source, "data:,one"); /* contents kept: 20-b, 30-c leave it unset */
+    assert_int_equal(s->data_len, 3);
+    assert_int_equal(s->overwrite, MCG_FALSE);  /* kept */
+    assert_null(s->user.name);                  /* user replaced as a whole: by id */
+    assert_true(s->user.has_id);
+    assert_int_equal(s->user.id, 1000);
+    assert_string_equal(s->group.name, "wheel");
+    /* the entry remembers the last MC that touched it */
+    assert_string_equal(s->loc.file, "machineconfigs/30-c.yaml");
+
+    json_t *j = spec_of(w);
+    json_t *f = json_array_get(json_object_get(json_object_get(json_object_get(j, "config"),
+                                                               "storage"),
+                                               "files"),
+                               0);
+    assert_string_equal(json_string_value(json_object_get(f, "path")), "/etc/a");
+    assert_int_equal(json_integer_value(json_object_get(f, "mode")), 0640);
+    assert_true(json_is_false(json_object_get(f, "overwrite")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(f, "contents"), "source")),
+        "data:,one");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(f, "user"), "id")), 1000);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(f, "group"), "name")),
+                        "wheel");
+    json_decref(j);
+    repo_free(&rp);
+}
+
+static void test_file_later_contents_win(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master", NULL);
+    /* gzip'ed "hello gzip\n" first, then plain contents: the later contents
+     * replace source and compression together. */
+    add_mc(&rp, "10-a", "worker",
+           "    storage:\n      files:\n"
+           "      - path: /etc/a\n"
+           "        contents:\n"
+           "          compression: gzip\n"
+           "          source: data:;base64,H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA==\n");
+    add_mc(&rp, "20-b", "worker",
+           "    storage:\n      files:\n"
+           "      - path: /etc/a\n"
+           "        contents: {source: \"data:,two\"}\n"
+           "      - path: /etc/b\n"
+           "        contents:\n"
+           "          compression: gzip\n"
+           "          source: data:;base64,H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA==\n");
+    add_mc(&rp, "30-c", "worker",
+           "    storage:\n      files:\n"
+           "      - path: /etc/b\n"
+           "        contents: {source: \"data:,\"}\n");
+    render_ok(&rp);
+    const mcg_rendered_pool *w = pool(&rp, "worker");
+    const mcg_storage *a = entry(w, "/etc/a");
+    assert_string_equal(a->source, "data:,two");
+    assert_null(a->compression);
+    assert_int_equal(a->data_len, 3);
+    assert_memory_equal(a->data, "two", 3);
+    /* explicitly empty contents win over earlier contents */
+    const mcg_storage *b = entry(w, "/etc/b");
+    assert_string_equal(b->source, "data:,");
+    assert_null(b->compression);
+    assert_int_equal(b->data_len, 0);
+    repo_free(&rp);
+}
+
+static void test_file_replaced_by_directory(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "10-a", "worker",
+           "    storage:\n"
+           "      files:\n"
+           "      - path: /etc/x\n"
+           "        mode: 0600\n"
+           "        user: {name: root}\n"
+           "        contents: {source: \"data:,file\"}\n"
+           "      directories:\n"
+           "      - path: /etc/y\n"
+           "        mode: 0700\n"
+           "      links:\n"
+           "      - path: /etc/z\n"
+           "        target: /etc/x\n");
+    add_mc(&rp, "20-b", "worker",
+           "    storage:\n"
+           "      directories:\n"
+           "      - path: /etc/x\n"
+           "      links:\n"
+           "      - path: /etc/y\n"
+           "        target: /etc/x\n"
+           "        hard: false\n"
+           "      files:\n"
+           "      - path: /etc/z\n");
+    render_ok(&rp);
+    const mcg_rendered_pool *w = pool(&rp, "worker");
+    assert_int_equal(w->merged.nstorage, 3);
+    const mcg_storage *x = entry(w, "/etc/x");
+    assert_int_equal(x->kind, MCG_NODE_DIR); /* replaced whole: nothing of the file left */
+    assert_int_equal(x->mode, 0755);         /* the directory default, not the file's 0600 */
+    assert_null(x->user.name);
+    assert_null(x->source);
+    assert_false(x->has_contents);
+    const mcg_storage *y = entry(w, "/etc/y");
+    assert_int_equal(y->kind, MCG_NODE_LINK);
+    assert_string_equal(y->target, "/etc/x");
+    const mcg_storage *z = entry(w, "/etc/z");
+    assert_int_equal(z->kind, MCG_NODE_FILE);
+    assert_null(z->target);
+    assert_int_equal(z->mode, 0644);
+
+    json_t *j = spec_of(w);
+    json_t *st = json_object_get(json_object_get(j, "config"), "storage");
+    assert_int_equal(json_array_size(json_object_get(st, "files")), 1);
+    assert_int_equal(json_array_size(json_object_get(st, "directories")), 1);
+    assert_int_equal(json_array_size(json_object_get(st, "links")), 1);
+    json_t *d = json_array_get(json_object_get(st, "directories"), 0);
+    assert_string_equal(json_string_value(json_object_get(d, "path")), "/etc/x");
+    assert_null(json_object_get(d, "contents"));
+    assert_null(json_object_get(d, "user"));
+    json_decref(j);
+    repo_free(&rp);
+}
+
+/* ------------------------------------------------------------ merge: units */
+
+static void test_dropins_per_unit(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "10-a", "worker",
+           "    systemd:\n      units:\n"
+           "      - name: a.service\n"
+           "        contents: \"[Service]\\nExecStart=/bin/a\\n\"\n"
+           "        dropins:\n"
+           "        - {name: 20-second.conf, contents: two}\n"
+           "        - {name: 10-first.conf, contents: one}\n"
+           "      - name: b.service\n"
+           "        dropins:\n"
+           "        - {name: 10-first.conf, contents: b-one}\n");
+    add_mc(&rp, "20-b", "worker",
+           "    systemd:\n      units:\n"
+           "      - name: a.service\n"
+           "        dropins:\n"
+           "        - {name: 20-second.conf, contents: two-b}\n"
+           "        - {name: 30-third.conf, contents: three}\n"
+           "        - {name: 10-first.conf}\n");
+    render_ok(&rp);
+    const mcg_rendered_pool *w = pool(&rp, "worker");
+    const mcg_unit *a = unit(w, "a.service");
+    assert_string_equal(a->contents, "[Service]\nExecStart=/bin/a\n"); /* kept */
+    assert_int_equal(a->ndropins, 3);
+    assert_string_equal(dropin(a, "10-first.conf")->contents, "one"); /* unset: kept */
+    assert_string_equal(dropin(a, "20-second.conf")->contents, "two-b");
+    assert_string_equal(dropin(a, "30-third.conf")->contents, "three");
+    /* sorted by name in the canonical form */
+    assert_string_equal(a->dropins[0].name, "10-first.conf");
+    assert_string_equal(a->dropins[2].name, "30-third.conf");
+    /* another unit's drop-in of the same name is its own */
+    const mcg_unit *b = unit(w, "b.service");
+    assert_int_equal(b->ndropins, 1);
+    assert_string_equal(b->dropins[0].contents, "b-one");
+    assert_null(b->contents);
+    repo_free(&rp);
+}
+
+static void test_unit_enabled_mask_field_by_field(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "10-a", "worker",
+           "    systemd:\n      units:\n"
+           "      - {name: a.service, enabled: true, contents: a}\n"
+           "      - {name: b.service, mask: true}\n"
+           "      - {name: c.service, enabled: true}\n");
+    add_mc(&rp, "20-b", "worker",
+           "    systemd:\n      units:\n"
+           "      - {name: a.service, mask: true}\n"
+           "      - {name: b.service, enabled: false}\n"
+           "      - {name: c.service, contents: c}\n");
+    add_mc(&rp, "30-c", "worker",
+           "    systemd:\n      units:\n"
+           "      - {name: a.service, enabled: false}\n"
+           "      - {name: b.service, mask: false}\n");
+    render_ok(&rp);
+    const mcg_rendered_pool *w = pool(&rp, "worker");
+    const mcg_unit *a = unit(w, "a.service");
+    assert_int_equal(a->enabled, MCG_FALSE);
+    assert_int_equal(a->mask, MCG_TRUE);
+    assert_string_equal(a->contents, "a");
+    const mcg_unit *b = unit(w, "b.service");
+    assert_int_equal(b->enabled, MCG_FALSE);
+    assert_int_equal(b->mask, MCG_FALSE);
+    const mcg_unit *c = unit(w, "c.service");
+    assert_int_equal(c->enabled, MCG_TRUE);
+    assert_int_equal(c->mask, MCG_UNSET); /* never given: left out of the spec */
+    assert_string_equal(c->contents, "c");
+
+    json_t *j = spec_of(w);
+    json_t *units = json_object_get(json_object_get(json_object_get(j, "config"), "systemd"),
+                                    "units");
+    assert_int_equal(json_array_size(units), 3);
+    json_t *cj = json_array_get(units, 2);
+    assert_string_equal(json_string_value(json_object_get(cj, "name")), "c.service");
+    assert_true(json_is_true(json_object_get(cj, "enabled")));
+    assert_null(json_object_get(cj, "mask"));
+    json_decref(j);
+    repo_free(&rp);
+}
+
+/* ------------------------------------------------------------ merge: SSH keys */
+
+static void test_ssh_keys_united(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "10-a", "worker",
+           "    passwd:\n      users:\n      - name: core\n"
+           "        sshAuthorizedKeys: [\"ssh-ed25519 K1\", \"ssh-ed25519 K2\"]\n");
+    add_mc(&rp, "20-b", "worker",
+           "    passwd:\n      users:\n      - name: core\n"
+           "        sshAuthorizedKeys: [\"ssh-ed25519 K2\", \"ssh-ed25519 K3\", "
+           "\"ssh-ed25519 K1\"]\n");
+    add_mc(&rp, "30-c", "worker",
+           "    passwd:\n      users:\n      - name: core\n"
+           "        sshAuthorizedKeys: [\"ssh-ed25519 K0\", \"ssh-ed25519 K3\"]\n");
+    render_ok(&rp);
+    const mcg_rendered_pool *w = pool(&rp, "worker");
+    assert_int_equal(w->merged.ssh_keys.n, 4);
+    assert_string_equal(w->merged.ssh_keys.v[0], "ssh-ed25519 K1");
+    assert_string_equal(w->merged.ssh_keys.v[1], "ssh-ed25519 K2");
+    assert_string_equal(w->merged.ssh_keys.v[2], "ssh-ed25519 K3");
+    assert_string_equal(w->merged.ssh_keys.v[3], "ssh-ed25519 K0"); /* not sorted */
+    json_t *j = spec_of(w);
+    json_t *u = json_array_get(json_object_get(json_object_get(json_object_get(j, "config"),
+                                                               "passwd"),
+                                               "users"),
+                               0);
+    assert_string_equal(json_string_value(json_object_get(u, "name")), "core");
+    json_t *keys = json_object_get(u, "sshAuthorizedKeys");
+    assert_int_equal(json_array_size(keys), 4);
+    assert_string_equal(json_string_value(json_array_get(keys, 3)), "ssh-ed25519 K0");
+    json_decref(j);
+    /* master has no keys: no passwd section at all */
+    j = spec_of(pool(&rp, "master"));
+    assert_null(json_object_get(json_object_get(j, "config"), "passwd"));
+    json_decref(j);
+    repo_free(&rp);
+}
+
+/* ------------------------------------------------------------ selection */
+
+static void test_custom_pool_inherits_worker(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_pool(&rp, "infra", NULL); /* selects role infra only */
+    add_mc(&rp, "00-master", "master",
+           "    storage:\n      files:\n      - {path: /etc/role, contents: {source: "
+           "\"data:,master\"}}\n");
+    add_mc(&rp, "00-worker", "worker",
+           "    storage:\n      files:\n      - {path: /etc/role, contents: {source: "
+           "\"data:,worker\"}}\n"
+           "      - {path: /etc/worker-only, mode: 0600}\n");
+    add_mc(&rp, "50-worker", "worker",
+           "    storage:\n      files:\n      - {path: /etc/late, contents: {source: "
+           "\"data:,worker\"}}\n");
+    /* sorts before worker's MCs, yet merges after them: the pool's own win */
+    add_mc(&rp, "05-infra", "infra",
+           "    storage:\n      files:\n      - {path: /etc/role, contents: {source: "
+           "\"data:,infra\"}}\n"
+           "      - {path: /etc/late, mode: 0640}\n");
+    render_ok(&rp);
+    const mcg_rendered_pool *infra = pool(&rp, "infra");
+    assert_mcs(infra, "00-worker,50-worker,05-infra");
+    assert_string_equal(entry(infra, "/etc/role")->source, "data:,infra");
+    assert_int_equal(entry(infra, "/etc/worker-only")->mode, 0600);
+    const mcg_storage *late = entry(infra, "/etc/late");
+    assert_int_equal(late->mode, 0640);
+    assert_string_equal(late->source, "data:,worker");
+
+    /* master does not inherit worker */
+    const mcg_rendered_pool *master = pool(&rp, "master");
+    assert_mcs(master, "00-master");
+    assert_int_equal(master->merged.nstorage, 1);
+    assert_string_equal(entry(master, "/etc/role")->source, "data:,master");
+    /* worker does not see the custom pool's MCs */
+    const mcg_rendered_pool *worker = pool(&rp, "worker");
+    assert_mcs(worker, "00-worker,50-worker");
+    assert_string_equal(entry(worker, "/etc/role")->source, "data:,worker");
+    assert_int_equal(worker->merged.nstorage, 3);
+    repo_free(&rp);
+}
+
+static void test_custom_pool_selecting_worker_too(void **state)
+{
+    (void)state;
+    /* The MCO way of writing a custom pool: role In [worker, infra]. Worker's
+     * MCs still come first and only once. */
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_pool(&rp, "infra",
+             "  machineConfigSelector:\n"
+             "    matchExpressions:\n"
+             "    - {key: " ROLE ", operator: In, values: [worker, infra]}\n");
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "10-worker", "worker", NULL);
+    add_mc(&rp, "01-infra", "infra", NULL);
+    add_mc(&rp, "20-worker", "worker", NULL);
+    render_ok(&rp);
+    assert_mcs(pool(&rp, "infra"), "10-worker,20-worker,01-infra");
+    repo_free(&rp);
+}
+
+static void test_order_by_name(void **state)
+{
+    (void)state;
+    /* Created in reverse order; the merge goes by name: 99-x last. */
+    repo rp = {0};
+    add_mc(&rp, "99-x", "worker",
+           "    storage:\n      files:\n      - {path: /etc/a, contents: {source: \"data:,99\"}}\n");
+    add_mc(&rp, "50-x", "worker",
+           "    storage:\n      files:\n      - {path: /etc/a, contents: {source: \"data:,50\"}}\n"
+           "      - {path: /etc/b, mode: 0600}\n");
+    add_mc(&rp, "10-x", "worker",
+           "    storage:\n      files:\n      - {path: /etc/a, contents: {source: \"data:,10\"}}\n"
+           "      - {path: /etc/b, mode: 0700}\n");
+    add_mc(&rp, "00-master", "master", NULL);
+    add_pool(&rp, "worker", NULL);
+    add_pool(&rp, "master", NULL);
+    render_ok(&rp);
+    const mcg_rendered_pool *w = pool(&rp, "worker");
+    assert_mcs(w, "10-x,50-x,99-x");
+    assert_string_equal(entry(w, "/etc/a")->source, "data:,99");
+    assert_int_equal(entry(w, "/etc/b")->mode, 0600);
+    /* pools come out sorted by name too */
+    assert_string_equal(rp.r->pools[0].pool, "master");
+    assert_string_equal(rp.r->pools[1].pool, "worker");
+    repo_free(&rp);
+}
+
+static void test_render_select_api(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_pool(&rp, "gpu", NULL);
+    add_mc(&rp, "b", "worker", NULL);
+    add_mc(&rp, "a", "gpu", NULL);
+    add_mc(&rp, "c", "master", NULL);
+    render_ok(&rp);
+    mcg_strv v = {0};
+    mcg_render_select(&v, rp.m, mcg_model_pool(rp.m, "gpu"));
+    assert_int_equal(v.n, 2);
+    assert_string_equal(v.v[0], "b");
+    assert_string_equal(v.v[1], "a");
+    mcg_strv_free(&v);
+    mcg_render_select(&v, rp.m, mcg_model_pool(rp.m, "master"));
+    assert_int_equal(v.n, 1);
+    assert_string_equal(v.v[0], "c");
+    mcg_strv_free(&v);
+    repo_free(&rp);
+}
+
+/* ------------------------------------------------------------ refusals */
+
+static void test_pool_selecting_nothing(void **state)
+{
+    (void)state;
+    /* master selects nothing: refused; the other pools still render. A
+     * custom pool whose own selector is empty still inherits worker's MCs. */
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_pool(&rp, "empty", "  machineConfigSelector: {}\n");
+    add_mc(&rp, "00-worker", "worker", NULL);
+    render(&rp);
+    assert_int_equal(rp.rc, MCG_EINVAL);
+    assert_int_equal(rp.diags.count, 1);
+    assert_string_equal(rp.diags.msgs[0], "pools/master.yaml:1: pool 'master' selects no "
+                                          "MachineConfig (check machineConfigSelector)");
+    const mcg_rendered_pool *m = pool(&rp, "master");
+    assert_non_null(m->error);
+    assert_null(m->name);
+    assert_null(m->spec);
+    const mcg_rendered_pool *w = pool(&rp, "worker"), *e = pool(&rp, "empty");
+    assert_null(w->error);
+    assert_non_null(w->name);
+    assert_string_equal(e->hash, w->hash);
+    assert_mcs(e, "00-worker");
+    repo_free(&rp);
+
+    /* worker with an empty selector, a custom pool with none at all */
+    add_pool(&rp, "master", NULL);
+    add_pool(&rp, "worker", "  machineConfigSelector: {}\n");
+    add_pool(&rp, "none", "  paused: true\n");
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "00-worker", "worker", NULL);
+    render(&rp);
+    assert_int_equal(rp.rc, MCG_EINVAL);
+    assert_int_equal(rp.diags.count, 2);
+    assert_string_equal(rp.diags.msgs[0], "pools/none.yaml:1: pool 'none' selects no "
+                                          "MachineConfig (check machineConfigSelector)");
+    assert_string_equal(rp.diags.msgs[1], "pools/worker.yaml:1: pool 'worker' selects no "
+                                          "MachineConfig (check machineConfigSelector)");
+    assert_null(pool(&rp, "master")->error);
+    repo_free(&rp);
+}
+
+static void test_path_below_file(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master",
+           "    storage:\n"
+           "      links:\n"
+           "      - {path: /etc/l, target: /tmp}\n"
+           "      files:\n"
+           "      - path: /etc/l/x/y\n");
+    add_mc(&rp, "10-a", "worker",
+           "    storage:\n      files:\n      - path: /etc/a\n");
+    add_mc(&rp, "20-b", "worker",
+           "    storage:\n"
+           "      directories:\n"
+           "      - path: /etc/d\n"
+           "      files:\n"
+           "      - path: /etc/d/ok\n"
+           "      - path: /etc/a/b\n");
+    render(&rp);
+    assert_int_equal(rp.rc, MCG_EINVAL);
+    assert_int_equal(rp.diags.count, 2);
+    assert_string_equal(rp.diags.msgs[0], "machineconfigs/00-master.yaml:15: path '/etc/l/x/y' "
+                                          "lies below '/etc/l', which is a link");
+    assert_string_equal(rp.diags.msgs[1], "machineconfigs/20-b.yaml:16: path '/etc/a/b' lies "
+                                          "below '/etc/a', which is a file");
+    repo_free(&rp);
+}
+
+static void test_too_large(void **state)
+{
+    (void)state;
+    /* Two files of 800 KiB of base64 each: every one is fine, together they
+     * are over 1.5 MiB of rendered config. */
+    mcg_buf big = MCG_BUF_INIT;
+    mcg_buf_puts(&big, "    storage:\n      files:\n");
+    for (int f = 0; f < 2; f++) {
+        mcg_buf_printf(&big, "      - path: /var/big%d\n        contents:\n"
+                             "          source: data:;base64,",
+                       f);
+        for (int i = 0; i < 800 * 1024 / 4; i++)
+            mcg_buf_puts(&big, "AAAA");
+        mcg_buf_puts(&big, "\n");
+    }
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "10-big", "worker", big.ptr);
+    render(&rp);
+    assert_int_equal(rp.rc, MCG_EINVAL);
+    assert_int_equal(rp.diags.count, 1);
+    assert_contains(rp.diags.msgs[0], "pools/worker.yaml:1: pool 'worker': rendered config is ");
+    assert_contains(rp.diags.msgs[0], "bytes, over the 1.5 MiB limit");
+    assert_null(pool(&rp, "master")->error);
+    repo_free(&rp);
+    mcg_buf_free(&big);
+}
+
+/* ------------------------------------------------------------ names and hashes */
+
+static void test_hash_excludes_pool_name(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_pool(&rp, "infra", NULL);
+    const char *body = "    storage:\n      files:\n      - {path: /etc/a, contents: {source: "
+                       "\"data:,same\"}}\n";
+    add_mc(&rp, "00-master", "master", body);
+    add_mc(&rp, "00-worker", "worker", body);
+    render_ok(&rp);
+    const mcg_rendered_pool *m = pool(&rp, "master"), *w = pool(&rp, "worker"),
+                            *i = pool(&rp, "infra");
+    assert_string_equal(m->hash, w->hash);
+    assert_string_equal(m->hash, i->hash); /* infra = worker's MCs, nothing of its own */
+    assert_int_equal(m->spec_len, w->spec_len);
+    assert_memory_equal(m->spec, w->spec, m->spec_len);
+    char want[128];
+    snprintf(want, sizeof(want), "rendered-master-%s", m->hash);
+    assert_string_equal(m->name, want);
+    snprintf(want, sizeof(want), "rendered-worker-%s", m->hash);
+    assert_string_equal(w->name, want);
+    assert_string_not_equal(m->name, w->name);
+
+    /* hash = first 32 hex digits of SHA-256 over the spec bytes */
+    unsigned char d[MCG_SHA256_LEN];
+    char hex[2 * MCG_SHA256_LEN + 1];
+    mcg_sha256(w->spec, w->spec_len, d);
+    mcg_hex(d, sizeof(d), hex);
+    assert_int_equal(strlen(w->hash), MCG_HASH_HEX);
+    assert_memory_equal(w->hash, hex, MCG_HASH_HEX);
+    assert_true(mcg_render_name_matches(w->name, w->spec, w->spec_len));
+    assert_true(mcg_render_name_matches(m->name, w->spec, w->spec_len));
+    repo_free(&rp);
+}
+
+static void test_name_matches(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "00-worker", "worker", NULL);
+    render_ok(&rp);
+    const mcg_rendered_pool *w = pool(&rp, "worker");
+    assert_true(mcg_render_name_matches(w->name, w->spec, w->spec_len));
+    char *tampered = mcg_strndup(w->spec, w->spec_len);
+    tampered[w->spec_len - 3] ^= 1;
+    assert_false(mcg_render_name_matches(w->name, tampered, w->spec_len));
+    free(tampered);
+    assert_false(mcg_render_name_matches(w->name, w->spec, w->spec_len - 1));
+    char *bad = mcg_strdup(w->name);
+    bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
+    assert_false(mcg_render_name_matches(bad, w->spec, w->spec_len));
+    free(bad);
+    assert_false(mcg_render_name_matches("rendered-worker", w->spec, w->spec_len));
+    assert_false(mcg_render_name_matches("", w->spec, w->spec_len));
+    char *noprefix = mcg_sprintf("worker-x-%s", w->hash);
+    assert_false(mcg_render_name_matches(noprefix, w->spec, w->spec_len));
+    free(noprefix);
+    repo_free(&rp);
+}
+
+static void test_defaults_normalised(void **state)
+{
+    (void)state;
+    /* Worker says it all explicitly, master leaves the defaults unset and in
+     * another order and Ignition version: same spec, same hash. */
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-worker", "worker",
+           "    storage:\n"
+           "      files:\n"
+           "      - {path: /etc/b, mode: 0644, overwrite: true, contents: {source: \"data:,\"}}\n"
+           "      - {path: /etc/a, mode: 0644, overwrite: true}\n"
+           "      directories:\n"
+           "      - {path: /etc/d, mode: 0755, overwrite: true}\n"
+           "      links:\n"
+           "      - {path: /etc/l, target: /etc/a, hard: false, overwrite: true}\n"
+           "    systemd:\n"
+           "      units:\n"
+           "      - {name: z.service, contents: z}\n"
+           "      - name: a.service\n"
+           "        dropins: [{name: b.conf, contents: b}, {name: a.conf, contents: a}]\n");
+    add_mc(&rp, "00-master", "master",
+           "    systemd:\n"
+           "      units:\n"
+           "      - name: a.service\n"
+           "        dropins: [{name: a.conf, contents: a}, {name: b.conf, contents: b}]\n"
+           "      - {name: z.service, contents: z}\n"
+           "    storage:\n"
+           "      links:\n"
+           "      - {path: /etc/l, target: /etc/a}\n"
+           "      directories:\n"
+           "      - {path: /etc/d}\n"
+           "      files:\n"
+           "      - {path: /etc/a}\n"
+           "      - {path: /etc/b, contents: {source: \"data:,\"}}\n");
+    render_ok(&rp);
+    const mcg_rendered_pool *m = pool(&rp, "master"), *w = pool(&rp, "worker");
+    if (strcmp(m->hash, w->hash) != 0)
+        fail_msg("specs differ:\n%s\n---\n%s", m->spec, w->spec);
+    /* the canonical form: version 3.4.0, defaults spelled out, sorted */
+    json_t *j = spec_of(w);
+    json_t *cfg = json_object_get(j, "config");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(cfg, "ignition"), "version")), "3.4.0");
+    json_t *files = json_object_get(json_object_get(cfg, "storage"), "files");
+    json_t *fa = json_array_get(files, 0);
+    assert_string_equal(json_string_value(json_object_get(fa, "path")), "/etc/a");
+    assert_int_equal(json_integer_value(json_object_get(fa, "mode")), 0644);
+    assert_true(json_is_true(json_object_get(fa, "overwrite")));
+    assert_null(json_object_get(fa, "contents"));
+    json_t *l = json_array_get(json_object_get(json_object_get(cfg, "storage"), "links"), 0);
+    assert_true(json_is_false(json_object_get(l, "hard")));
+    assert_null(json_object_get(l, "mode"));
+    json_t *d = json_array_get(json_object_get(json_object_get(cfg, "storage"), "directories"), 0);
+    assert_int_equal(json_integer_value(json_object_get(d, "mode")), 0755);
+    json_decref(j);
+    /* canonical bytes: sorted keys, 2-space indent, trailing newline */
+    assert_int_equal(w->spec[w->spec_len - 1], '\n');
+    assert_int_equal(strncmp(w->spec, "{\n  \"config\": {\n    \"ignition\": {\n", 33), 0);
+    repo_free(&rp);
+}
+
+static void test_different_content_different_hash(void **state)
+{
+    (void)state;
+    static const char *const variants[] = {
+        "    storage:\n      files:\n      - {path: /etc/a}\n",
+        "    storage:\n      files:\n      - {path: /etc/a, mode: 0600}\n",
+        "    storage:\n      files:\n      - {path: /etc/a, overwrite: false}\n",
+        "    storage:\n      files:\n      - {path: /etc/a, contents: {source: \"data:,x\"}}\n",
+        "    storage:\n      directories:\n      - {path: /etc/a}\n",
+        "    storage:\n      links:\n      - {path: /etc/a, target: /x}\n",
+        "    systemd:\n      units:\n      - {name: a.service}\n",
+        "    systemd:\n      units:\n      - {name: a.service, enabled: false}\n",
+        "    passwd:\n      users:\n      - {name: core, sshAuthorizedKeys: [k]}\n",
+        NULL, /* nothing at all */
+    };
+    char hashes[10][MCG_HASH_HEX + 1];
+    size_t n = 0;
+    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+        repo rp = {0};
+        add_std_pools(&rp);
+        add_mc(&rp, "00-master", "master", NULL);
+        add_mc(&rp, "00-worker", "worker", variants[v]);
+        render_ok(&rp);
+        memcpy(hashes[n], pool(&rp, "worker")->hash, sizeof(hashes[n]));
+        for (size_t k = 0; k < n; k++)
+            if (!strcmp(hashes[k], hashes[n]))
+                fail_msg("variants %zu and %zu hash the same", k, n);
+        n++;
+        repo_free(&rp);
+    }
+    assert_int_equal(n, 10);
+}
+
+static void test_creation_order_irrelevant(void **state)
+{
+    (void)state;
+    /* The same repo with its files added in two orders renders the same. */
+    const char *names[] = {"00-worker", "10-a", "20-b", "30-c"};
+    const char *bodies[] = {
+        NULL,
+        "    storage:\n      files:\n      - {path: /etc/z, contents: {source: \"data:,a\"}}\n"
+        "      - {path: /etc/y, mode: 0600}\n",
+        "    systemd:\n      units:\n      - {name: b.service, enabled: true}\n"
+        "      - {name: a.service, mask: true}\n",
+        "    storage:\n      files:\n      - {path: /etc/y, contents: {source: \"data:,c\"}}\n"
+        "    passwd:\n      users:\n      - {name: core, sshAuthorizedKeys: [k2, k1]}\n",
+    };
+    char *spec[2] = {NULL, NULL};
+    for (int pass = 0; pass < 2; pass++) {
+        repo rp = {0};
+        if (pass == 0)
+            add_std_pools(&rp);
+        for (int i = 0; i < 4; i++) {
+            int k = pass == 0 ? i : 3 - i;
+            add_mc(&rp, names[k], "worker", bodies[k]);
+        }
+        add_mc(&rp, "00-master", "master", NULL);
+        if (pass == 1) {
+            add_pool(&rp, "worker", NULL);
+            add_pool(&rp, "master", NULL);
+        }
+        render_ok(&rp);
+        spec[pass] = mcg_strdup(pool(&rp, "worker")->spec);
+        repo_free(&rp);
+    }
+    assert_string_equal(spec[0], spec[1]);
+    free(spec[0]);
+    free(spec[1]);
+}
+
+/* ------------------------------------------------------------ the merge API */
+
+static void parse_ign(mcg_ignition *out, const char *json)
+{
+    mcg_err err = {0};
+    if (mcg_ignition_parse_json(out, "test.json", json, strlen(json), &err) != 0)
+        fail_msg("cannot parse: %s", err.msg);
+}
+
+static void test_merge_api(void **state)
+{
+    (void)state;
+    mcg_ignition dst = {0}, a, b;
+    parse_ign(&a, "{\"config\": {\"ignition\": {\"version\": \"3.4.0\"},"
+                  " \"storage\": {\"files\": [{\"path\": \"/etc/a\", \"mode\": 384}]},"
+                  " \"passwd\": {\"users\": [{\"name\": \"core\", \"sshAuthorizedKeys\": [\"k1\"]}]},"
+                  " \"systemd\": {\"units\": [{\"name\": \"a.service\", \"enabled\": true}]}}}");
+    parse_ign(&b, "{\"config\": {\"ignition\": {\"version\": \"3.4.0\"},"
+                  " \"storage\": {\"files\": [{\"path\": \"/etc/a\", \"contents\": {\"source\": "
+                  "\"data:,b\"}}, {\"path\": \"/etc/b\"}]},"
+                  " \"passwd\": {\"users\": [{\"name\": \"core\", \"sshAuthorizedKeys\": [\"k2\", "
+                  "\"k1\"]}]},"
+                  " \"systemd\": {\"units\": [{\"name\": \"a.service\", \"mask\": true}]}}}");
+    mcg_ignition_merge(&dst, &a);
+    mcg_ignition_merge(&dst, &b);
+    assert_int_equal(dst.nstorage, 2);
+    assert_int_equal(dst.storage[0].mode, 0600);
+    assert_string_equal(dst.storage[0].source, "data:,b");
+    assert_int_equal(dst.ssh_keys.n, 2);
+    assert_string_equal(dst.ssh_keys.v[0], "k1");
+    assert_string_equal(dst.ssh_keys.v[1], "k2");
+    assert_int_equal(dst.nunits, 1);
+    assert_int_equal(dst.units[0].enabled, MCG_TRUE);
+    assert_int_equal(dst.units[0].mask, MCG_TRUE);
+    /* merging is idempotent */
+    mcg_ignition_merge(&dst, &b);
+    assert_int_equal(dst.nstorage, 2);
+    assert_int_equal(dst.ssh_keys.n, 2);
+    mcg_ignition_free(&dst);
+    mcg_ignition_free(&a);
+    mcg_ignition_free(&b);
+}
+
+/* A rendered spec parses back to a config that renders to the same bytes. */
+static void test_spec_round_trip(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "00-worker", "worker",
+           "    storage:\n"
+           "      files:\n"
+           "      - path: /etc/gz\n"
+           "        user: {name: root}\n"
+           "        group: {id: 10}\n"
+           "        contents:\n"
+           "          compression: gzip\n"
+           "          source: data:;base64,H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA==\n"
+           "      links: [{path: /etc/l, target: /etc/gz, hard: true}]\n"
+           "    systemd:\n"
+           "      units:\n"
+           "      - {name: a.service, enabled: true, contents: \"x\\u00e9\","
+           " dropins: [{name: a.conf}]}\n"
+           "    passwd:\n      users: [{name: core, sshAuthorizedKeys: [k1]}]\n");
+    render_ok(&rp);
+    const mcg_rendered_pool *w = pool(&rp, "worker");
+    mcg_ignition back;
+    mcg_err err = {0};
+    assert_int_equal(mcg_ignition_parse_json(&back, "spec.json", w->spec, w->spec_len, &err), 0);
+    char *spec = NULL, *name = NULL;
+    size_t len = 0;
+    char hash[MCG_HASH_HEX + 1];
+    assert_int_equal(mcg_render_name(&back, "worker", &spec, &len, hash, &name, &err), 0);
+    assert_int_equal(len, w->spec_len);
+    assert_memory_equal(spec, w->spec, len);
+    assert_string_equal(name, w->name);
+    assert_int_equal(back.storage[0].data_len, 11);
+    free(spec);
+    free(name);
+    mcg_ignition_free(&back);
+    repo_free(&rp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_file_field_by_field),
+        cmocka_unit_test(test_file_later_contents_win),
+        cmocka_unit_test(test_file_replaced_by_directory),
+        cmocka_unit_test(test_dropins_per_unit),
+        cmocka_unit_test(test_unit_enabled_mask_field_by_field),
+        cmocka_unit_test(test_ssh_keys_united),
+        cmocka_unit_test(test_custom_pool_inherits_worker),
+        cmocka_unit_test(test_custom_pool_selecting_worker_too),
+        cmocka_unit_test(test_order_by_name),
+        cmocka_unit_test(test_render_select_api),
+        cmocka_unit_test(test_pool_selecting_nothing),
+        cmocka_unit_test(test_path_below_file),
+        cmocka_unit_test(test_too_large),
+        cmocka_unit_test(test_hash_excludes_pool_name),
+        cmocka_unit_test(test_name_matches),
+        cmocka_unit_test(test_defaults_normalised),
+        cmocka_unit_test(test_different_content_different_hash),
+        cmocka_unit_test(test_creation_order_irrelevant),
+        cmocka_unit_test(test_merge_api),
+        cmocka_unit_test(test_spec_round_trip),
+    };
+    return cmocka_run_group_tests_name("render", tests, NULL, NULL);
+}
