@@ -49,7 +49,7 @@ struct mcg_agent {
     mcg_agent_opts o;
     mcg_sroot root;
     int statefd;
-    int lockfd; /* flock on <state>/lock: one agent per state directory */
+    int lockfd;            /* flock on <state>/lock: one agent per state directory */
     const char *state_rel; /* STATE_DEFAULT when the state dir is inside the root */
     bool live;
     bool force;
@@ -163,8 +163,7 @@ static char *read_current(mcg_agent *a)
     return d;
 }
 
-static int load_state_cfg(mcg_agent *a, const char *name, bool strict, mcg_acfg **out,
-                          mcg_err *err)
+static int load_state_cfg(mcg_agent *a, const char *name, bool strict, mcg_acfg **out, mcg_err *err)
 {
     char *p = mcg_sprintf("configs/%s.json", name), *spec;
     size_t len;
@@ -366,7 +365,8 @@ static int run_cmd(mcg_agent *a, const char *cmd)
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status)
+                             : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 static void read_boot_id(char out[64])
@@ -573,7 +573,8 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
             if (!was || !strcmp(was, bid)) {
                 if (!a->reboot_issued) {
                     a->reboot_issued = true;
-                    const char *cmd = a->o.reboot_command ? a->o.reboot_command : "systemctl reboot";
+                    const char *cmd =
+                        a->o.reboot_command ? a->o.reboot_command : "systemctl reboot";
                     int st = run_cmd(a, cmd);
                     if (st != 0) {
                         a->reboot_issued = false;
@@ -784,8 +785,9 @@ static void drift_pass(mcg_agent *a, mcg_cluster *c, const mcg_node *n, mcg_agen
             mcg_buf_printf(&b, "; and %zu more", diffs.n - DRIFT_LIST_MAX);
         set_reason(res, MCG_AGENT_DEGRADED, "%s", b.ptr);
         mcg_buf_free(&b);
-        if (c && n && (!n->state || strcmp(n->state, "Degraded") || !n->reason ||
-                       strcmp(n->reason, res->reason)))
+        if (c && n &&
+            (!n->state || strcmp(n->state, "Degraded") || !n->reason ||
+             strcmp(n->reason, res->reason)))
             report_degraded(a, c, res);
         else
             logf_(a, 2, "Degraded: %s", res->reason);
@@ -907,8 +909,8 @@ out:
     return rc;
 }
 
-int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval,
-                   volatile sig_atomic_t *stop, mcg_err *err)
+int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig_atomic_t *stop,
+                   mcg_err *err)
 {
     mcg_agent_state last = MCG_AGENT_DONE;
     bool first = true;

@@ -32,11 +32,11 @@
 
 /* How an agent runs. Strings are borrowed for the agent's lifetime. */
 typedef struct mcg_agent_opts {
-    const char *node;      /* node name (required with a cluster) */
-    const char *root;      /* filesystem to manage; "/" is the host */
-    const char *state_dir; /* NULL: <root>/var/lib/mcgit, resolved inside the root */
-    bool live;             /* the root is the host's: run systemctl and reboots */
-    bool force;            /* re-apply the whole config even when it is current */
+    const char *node;           /* node name (required with a cluster) */
+    const char *root;           /* filesystem to manage; "/" is the host */
+    const char *state_dir;      /* NULL: <root>/var/lib/mcgit, resolved inside the root */
+    bool live;                  /* the root is the host's: run systemctl and reboots */
+    bool force;                 /* re-apply the whole config even when it is current */
     const char *reboot_command; /* NULL: "systemctl reboot" when live, nothing otherwise */
     const char *systemctl;      /* NULL: "systemctl" */
     int verbosity;              /* 0 quiet, 1 normal, 2 verbose; logs go to stderr */
@@ -107,8 +107,8 @@ int mcg_agent_check_drift(mcg_agent_result *res, mcg_agent *a, mcg_err *err);
  * from a SIGTERM/SIGINT handler; the sleep wakes on signals). --force
  * applies to the first pass only. Returns 0 on a clean stop.
  */
-int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval,
-                   volatile sig_atomic_t *stop, mcg_err *err);
+int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig_atomic_t *stop,
+                   mcg_err *err);
 
 /* "Done", "Working" or "Degraded". */
 const char *mcg_agent_state_name(mcg_agent_state s);

@@ -18,9 +18,9 @@
  * following symlinks, and never above the root.
  */
 typedef struct mcg_sroot {
-    int fd;            /* the root directory */
-    bool no_openat2;   /* the kernel lacks openat2 (ENOSYS seen) */
-    char *cache_path;  /* last parent directory resolved */
+    int fd;           /* the root directory */
+    bool no_openat2;  /* the kernel lacks openat2 (ENOSYS seen) */
+    char *cache_path; /* last parent directory resolved */
     int cache_fd;
     char *missing_path; /* last parent found missing (lookups without create) */
 } mcg_sroot;
@@ -42,8 +42,7 @@ int mcg_sroot_parent(mcg_sroot *r, const char *rel, bool create, int *dirfd, con
                      mcg_err *err);
 
 /* Open directory rel itself (creating it with mode when create). Caller closes. */
-int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int *fd,
-                      mcg_err *err);
+int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int *fd, mcg_err *err);
 
 /* Deterministic temp name for base in the same directory (size >= 64). */
 void mcg_agent_tmpname(const char *base, char out[64]);
@@ -67,16 +66,16 @@ typedef enum { MCG_ORIG_STORAGE, MCG_ORIG_UNIT, MCG_ORIG_SSH } mcg_ent_origin;
 typedef struct mcg_ent {
     mcg_ent_kind kind;
     mcg_ent_origin origin;
-    char *path;        /* relative to the root (owned) */
-    const char *key;   /* disruption key: "/path" or unit name (borrowed or = path) */
+    char *path;      /* relative to the root (owned) */
+    const char *key; /* disruption key: "/path" or unit name (borrowed or = path) */
     char *key_owned;
-    int mode;          /* FILE / DIR permission bits */
+    int mode; /* FILE / DIR permission bits */
     uid_t uid;
     gid_t gid;
     const unsigned char *data; /* FILE contents (borrowed from the config, or data_owned) */
     size_t len;
     unsigned char *data_owned;
-    char *target;      /* SYMLINK target; HARDLINK target path relative to the root */
+    char *target; /* SYMLINK target; HARDLINK target path relative to the root */
 } mcg_ent;
 
 /* A parsed rendered config and its entries, sorted by path. */
@@ -95,8 +94,8 @@ typedef struct mcg_acfg {
  * file cannot be found, is an error; otherwise such owners map to root.
  * Takes ownership of name and spec. *out is NULL on failure.
  */
-int mcg_acfg_load(mcg_acfg **out, mcg_sroot *root, char *name, char *spec, size_t len,
-                  bool strict, mcg_err *err);
+int mcg_acfg_load(mcg_acfg **out, mcg_sroot *root, char *name, char *spec, size_t len, bool strict,
+                  mcg_err *err);
 void mcg_acfg_free(mcg_acfg *c);
 /* Binary search by path; NULL when absent. */
 const mcg_ent *mcg_acfg_find(const mcg_acfg *c, const char *path);

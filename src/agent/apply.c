@@ -44,10 +44,17 @@ static void add_actions(mcg_plan_actions *out, const mcg_action *acts, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         switch (acts[i].type) {
-        case MCG_ACT_NONE: break;
-        case MCG_ACT_REBOOT: out->reboot = true; break;
-        case MCG_ACT_DRAIN: out->drain = true; break;
-        case MCG_ACT_DAEMON_RELOAD: out->daemon_reload = true; break;
+        case MCG_ACT_NONE:
+            break;
+        case MCG_ACT_REBOOT:
+            out->reboot = true;
+            break;
+        case MCG_ACT_DRAIN:
+            out->drain = true;
+            break;
+        case MCG_ACT_DAEMON_RELOAD:
+            out->daemon_reload = true;
+            break;
         case MCG_ACT_RELOAD:
             if (acts[i].service && !mcg_strv_contains(&out->reload, acts[i].service))
                 mcg_strv_push(&out->reload, acts[i].service);
@@ -88,8 +95,7 @@ static const mcg_policy_rule *unit_rule(const mcg_disruption_policy *p, const ch
     return NULL;
 }
 
-static void decide_one(mcg_plan_actions *out, const mcg_ent *e,
-                       const mcg_disruption_policy *policy)
+static void decide_one(mcg_plan_actions *out, const mcg_ent *e, const mcg_disruption_policy *policy)
 {
     const mcg_policy_rule *r = NULL;
     switch (e->origin) {
@@ -265,8 +271,9 @@ static int restore_backup(mcg_sroot *r, int statefd, const char *path, mcg_err *
         ssize_t n = readlinkat(statefd, bname, target, sizeof(target) - 1);
         if (n < 0 || symlinkat((target[n] = '\0', target), dfd, tmp) != 0)
             rc = mcg_err_set(err, MCG_EIO, "restore /%s: %s", path, strerror(errno));
-        else if (geteuid() == 0)
-            fchownat(dfd, tmp, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+        else if (geteuid() == 0 &&
+                 fchownat(dfd, tmp, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "restore /%s: %s", path, strerror(errno));
     } else {
         int src = openat(statefd, bname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (src < 0)
@@ -351,8 +358,7 @@ int mcg_plan_prepare(mcg_plan_disk *out, mcg_sroot *r, int statefd, const mcg_ac
     }
     for (size_t i = 0; old && i < old->n; i++) {
         const mcg_ent *o = &old->ents[i];
-        if (mcg_acfg_find(new_cfg, o->path) || o->kind == MCG_ENT_DIR ||
-            o->kind == MCG_ENT_ABSENT)
+        if (mcg_acfg_find(new_cfg, o->path) || o->kind == MCG_ENT_DIR || o->kind == MCG_ENT_ABSENT)
             continue;
         int dfd;
         const char *base;
@@ -474,8 +480,8 @@ static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
     p->e = e;
     p->slot = slot;
     mcg_agent_tmpname(base, p->tmp);
-    int fd = openat(b->fds[slot], p->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                    0600);
+    int fd =
+        openat(b->fds[slot], p->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
     b->n++; /* from here on the temp file is ours to remove on failure */
@@ -497,7 +503,8 @@ static int write_dir(mcg_sroot *r, const mcg_ent *e, bool as_root, mcg_err *err)
     struct stat st;
     if (fstat(fd, &st) != 0 ||
         ((st.st_mode & 07777) != (mode_t)e->mode && fchmod(fd, (mode_t)e->mode) != 0) ||
-        (as_root && (st.st_uid != e->uid || st.st_gid != e->gid) && fchown(fd, e->uid, e->gid) != 0))
+        (as_root && (st.st_uid != e->uid || st.st_gid != e->gid) &&
+         fchown(fd, e->uid, e->gid) != 0))
         rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
     close(fd);
     return rc;
@@ -531,8 +538,7 @@ static int write_link(mcg_sroot *r, const mcg_ent *e, bool as_root, mcg_err *err
         return rc;
     char cur[4096];
     ssize_t n = readlinkat(dfd, base, cur, sizeof(cur) - 1);
-    if (n >= 0 && (size_t)n == strlen(e->target) && !memcmp(cur, e->target, (size_t)n) &&
-        !as_root)
+    if (n >= 0 && (size_t)n == strlen(e->target) && !memcmp(cur, e->target, (size_t)n) && !as_root)
         return 0;
     mcg_agent_tmpname(base, tmp);
     unlinkat(dfd, tmp, 0);
@@ -669,7 +675,10 @@ void mcg_plan_clean_temps(mcg_sroot *r, const mcg_acfg *cfg)
 
 static void mode_str(char out[16], mode_t m)
 {
-    const char *t = S_ISREG(m) ? "file" : S_ISDIR(m) ? "directory" : S_ISLNK(m) ? "symlink" : "special";
+    const char *t = S_ISREG(m)   ? "file"
+                    : S_ISDIR(m) ? "directory"
+                    : S_ISLNK(m) ? "symlink"
+                                 : "special";
     snprintf(out, 16, "%s %04o", t, (unsigned)(m & 07777));
 }
 
@@ -733,7 +742,8 @@ int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *e
                 mode_str(want, S_IFREG | (mode_t)e->mode);
                 msg = mcg_sprintf("mode %s, want %s", have, want);
             }
-            if (!msg && ((size_t)st.st_size != e->len || !same_content(fd, e->data, e->len, buf, bufsz)))
+            if (!msg &&
+                ((size_t)st.st_size != e->len || !same_content(fd, e->data, e->len, buf, bufsz)))
                 msg = mcg_strdup("content differs");
             close(fd);
             break;
@@ -751,8 +761,9 @@ int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *e
             char cur[4096];
             ssize_t n = readlinkat(dfd, base, cur, sizeof(cur) - 1);
             if (n < 0)
-                msg = errno == ENOENT ? mcg_strdup("missing")
-                                      : mcg_sprintf("not a symbolic link, want a link to %s", e->target);
+                msg = errno == ENOENT
+                          ? mcg_strdup("missing")
+                          : mcg_sprintf("not a symbolic link, want a link to %s", e->target);
             else if ((cur[n] = '\0', strcmp(cur, e->target)))
                 msg = mcg_sprintf("link to %s, want %s", cur, e->target);
             break;

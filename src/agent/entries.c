@@ -269,8 +269,8 @@ static void add_install_links(entv *ev, const mcg_unit *u, const char *unit_path
     if (is_template(u->name)) {
         if (s.default_instance && *s.default_instance) {
             const char *at = strchr(u->name, '@');
-            inst = mcg_sprintf("%.*s@%s%s", (int)(at - u->name), u->name, s.default_instance,
-                               at + 1);
+            inst =
+                mcg_sprintf("%.*s@%s%s", (int)(at - u->name), u->name, s.default_instance, at + 1);
         }
     } else {
         inst = mcg_strdup(u->name);
@@ -398,8 +398,8 @@ int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, char *name, char *spec, size_t l
 {
     *out = NULL;
     mcg_acfg *c = mcg_calloc(1, sizeof(*c));
-    c->name = name;  /* transferred */
-    c->spec = spec;  /* transferred */
+    c->name = name; /* transferred */
+    c->spec = spec; /* transferred */
     c->spec_len = len;
     entv ev = {0};
     idtab ids = {0};

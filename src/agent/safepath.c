@@ -193,8 +193,7 @@ int mcg_sroot_parent(mcg_sroot *r, const char *rel, bool create, int *dirfd, con
     return 0;
 }
 
-int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int *fd,
-                      mcg_err *err)
+int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int *fd, mcg_err *err)
 {
     int dfd;
     const char *base;

@@ -79,23 +79,47 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((ch = getopt_long(argc, argv, "hvq", opts, NULL)) != -1) {
         switch (ch) {
-        case 'h': return mcg_cli_help(&mcg_cmd_agent);
-        case 'n': o.node = optarg; break;
-        case 'c': cluster = optarg; break;
-        case 'r': o.root = optarg; break;
-        case 's': o.state_dir = optarg; break;
-        case 'L': o.live = true; break;
-        case '1': once = true; break;
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_agent);
+        case 'n':
+            o.node = optarg;
+            break;
+        case 'c':
+            cluster = optarg;
+            break;
+        case 'r':
+            o.root = optarg;
+            break;
+        case 's':
+            o.state_dir = optarg;
+            break;
+        case 'L':
+            o.live = true;
+            break;
+        case '1':
+            once = true;
+            break;
         case 'i':
             if (!mcg_parse_u64(optarg, &interval) || interval == 0 || interval > 86400)
                 return mcg_cli_usage_error(&mcg_cmd_agent, "--interval: expected 1..86400 seconds");
             break;
-        case 'f': o.force = true; break;
-        case 'R': o.reboot_command = optarg; break;
-        case 'S': o.systemctl = optarg; break;
-        case 'v': o.verbosity = 2; break;
-        case 'q': o.verbosity = 0; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_agent, NULL);
+        case 'f':
+            o.force = true;
+            break;
+        case 'R':
+            o.reboot_command = optarg;
+            break;
+        case 'S':
+            o.systemctl = optarg;
+            break;
+        case 'v':
+            o.verbosity = 2;
+            break;
+        case 'q':
+            o.verbosity = 0;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_agent, NULL);
         }
     }
     if (!o.node || !cluster || optind != argc)

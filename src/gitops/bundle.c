@@ -901,9 +901,10 @@ static void session_end(session *s)
     memset(s, 0, sizeof(*s));
 }
 
-static bool missing(git_odb *odb, const git_oid *id, char sha[MCG_SHA_HEX + 1])
+/* Is id neither in the pack (the sorted ids of its index) nor in odb? */
+static bool missing(const oidv *pack, git_odb *odb, const git_oid *id, char sha[MCG_SHA_HEX + 1])
 {
-    if (git_odb_exists(odb, id))
+    if (oidv_has(pack, id) || git_odb_exists(odb, id))
         return false;
     git_oid_tostr(sha, MCG_SHA_HEX + 1, id);
     return true;
@@ -983,18 +984,18 @@ static int check_connected(session *s, mcg_err *err)
         bool bad = false;
         if (type == GIT_OBJECT_COMMIT) {
             const git_commit *c = (const git_commit *)obj;
-            bad = missing(all, git_commit_tree_id(c), sha);
+            bad = missing(&ids, all, git_commit_tree_id(c), sha);
             for (unsigned p = 0; p < git_commit_parentcount(c) && !bad; p++)
-                bad = missing(all, git_commit_parent_id(c, p), sha);
+                bad = missing(&ids, all, git_commit_parent_id(c, p), sha);
         } else if (type == GIT_OBJECT_TREE) {
             const git_tree *t = (const git_tree *)obj;
             for (size_t j = 0; j < git_tree_entrycount(t) && !bad; j++) {
                 const git_tree_entry *e = git_tree_entry_byindex(t, j);
                 if (git_tree_entry_type(e) != GIT_OBJECT_COMMIT) /* submodules are links */
-                    bad = missing(all, git_tree_entry_id(e), sha);
+                    bad = missing(&ids, all, git_tree_entry_id(e), sha);
             }
         } else if (type == GIT_OBJECT_TAG) {
-            bad = missing(all, git_tag_target_id((const git_tag *)obj), sha);
+            bad = missing(&ids, all, git_tag_target_id((const git_tag *)obj), sha);
         }
         if (bad) {
             char self[MCG_SHA_HEX + 1];
@@ -1100,10 +1101,14 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
         rc = mcg_err_set(err, MCG_EIO, "quarantine: %s", strerror(errno));
         goto out;
     }
-    /* Bounded mapping: the pack is read through windows, not mapped whole. */
+    /*
+     * Bounded memory: object reads go through 8 MiB windows, at most 32 MiB
+     * mapped (libgit2 1.5's indexer still maps the whole pack file for its
+     * delta pass: page cache, not heap), and the parsed-object cache is kept
+     * small, since a long history is read once.
+     */
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, (size_t)(8 * 1024 * 1024));
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)(32 * 1024 * 1024));
-    /* Parsed trees of thousands of commits would otherwise stay cached (256 MiB). */
     git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)(2 * 1024 * 1024));
     if ((rc = index_pack(&s->pack_name, &rd, s->qdir, odb, &prog, rep, err)) != 0)
         goto out;

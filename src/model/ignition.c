@@ -149,16 +149,19 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
     if (c->errors != before)
         return;
     mcg_buf raw = MCG_BUF_INIT;
+    /* Problems with the bytes are reported at the source, or at contents
+     * when there is none (compression of nothing). */
+    const json_t *at = json_object_get(ct, "source") ? json_object_get(ct, "source") : ct;
     if (st->source) {
         mcg_err e = {0};
         if (strncmp(st->source, "data:", 5) != 0) {
-            mcg_pctx_err(c, json_object_get(ct, "source"),
+            mcg_pctx_err(c, at,
                          "field '%s.source': remote sources are not supported, use a data: URL",
                          cname);
             return;
         }
         if (mcg_dataurl_decode(st->source, &raw, &e) != 0) {
-            mcg_pctx_err(c, json_object_get(ct, "source"), "field '%s.source': %s", cname, e.msg);
+            mcg_pctx_err(c, at, "field '%s.source': %s", cname, e.msg);
             mcg_buf_free(&raw);
             return;
         }
@@ -167,7 +170,7 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
         mcg_buf plain = MCG_BUF_INIT;
         mcg_err e = {0};
         if (mcg_gunzip((unsigned char *)raw.ptr, raw.len, MAX_FILE_BYTES, &plain, &e) != 0) {
-            mcg_pctx_err(c, json_object_get(ct, "source"), "field '%s.source': %s", cname, e.msg);
+            mcg_pctx_err(c, at, "field '%s.source': %s", cname, e.msg);
             mcg_buf_free(&plain);
             mcg_buf_free(&raw);
             return;
@@ -215,8 +218,7 @@ static void parse_mode(mcg_pctx *c, const json_t *e, const char *name, mcg_stora
     int64_t mode = 0;
     mcg_get_int(c, e, "mode", name, &st->has_mode, &mode);
     if (st->has_mode && mode < 0)
-        mcg_pctx_err(c, json_object_get(e, "mode"), "field '%s.mode' must not be negative",
-                     name);
+        mcg_pctx_err(c, json_object_get(e, "mode"), "field '%s.mode' must not be negative", name);
     else if (st->has_mode && mode > 0777)
         mcg_pctx_err(c, json_object_get(e, "mode"),
                      "field '%s.mode' must be at most 0777 (got 0%llo): setuid, setgid and "

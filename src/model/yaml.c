@@ -86,8 +86,7 @@ void mcg_linemap_free(mcg_linemap *lm)
 
 static bool is_null_word(const char *s)
 {
-    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
-           !strcmp(s, "NULL");
+    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
 }
 
 static int parse_int_scalar(const char *s, json_int_t *out)
@@ -197,7 +196,8 @@ static json_t *conv_scalar(conv *cv, const yaml_event_t *ev)
         return json_true();
     if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE"))
         return json_false();
-    if ((s[0] >= '0' && s[0] <= '9') || ((s[0] == '-' || s[0] == '+') && s[1] >= '0' && s[1] <= '9')) {
+    if ((s[0] >= '0' && s[0] <= '9') ||
+        ((s[0] == '-' || s[0] == '+') && s[1] >= '0' && s[1] <= '9')) {
         json_int_t v;
         int r = parse_int_scalar(s, &v);
         if (r == 0)
@@ -398,7 +398,8 @@ void mcg_pctx_err(mcg_pctx *c, const json_t *at, const char *fmt, ...)
 static const char *field_name(char *buf, size_t size, const char *name, const char *key)
 {
     size_t n = strlen(name), k = strlen(key);
-    if ((n == k && !strcmp(name, key)) || (n > k && name[n - k - 1] == '.' && !strcmp(name + n - k, key)))
+    if ((n == k && !strcmp(name, key)) ||
+        (n > k && name[n - k - 1] == '.' && !strcmp(name + n - k, key)))
         return name;
     snprintf(buf, size, "%s.%s", name, key);
     return buf;
@@ -423,15 +424,15 @@ bool mcg_get_str(mcg_pctx *c, const json_t *obj, const char *key, const char *na
     return true;
 }
 
-bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
-                  mcg_tri *out)
+bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *name, mcg_tri *out)
 {
     json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v))
         return true;
     if (!json_is_boolean(v)) {
         char fb[400];
-        mcg_pctx_err(c, v, "field '%s' must be true or false", field_name(fb, sizeof(fb), name, key));
+        mcg_pctx_err(c, v, "field '%s' must be true or false",
+                     field_name(fb, sizeof(fb), name, key));
         return false;
     }
     *out = json_is_true(v) ? MCG_TRUE : MCG_FALSE;

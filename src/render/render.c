@@ -274,7 +274,8 @@ void mcg_ignition_merge(mcg_ignition *dst, const mcg_ignition *src)
 
 static bool mc_selected(const mcg_pool *p, const mcg_machineconfig *mc)
 {
-    return !mcg_selector_is_empty(&p->mc_selector) && mcg_selector_matches(&p->mc_selector, &mc->labels);
+    return !mcg_selector_is_empty(&p->mc_selector) &&
+           mcg_selector_matches(&p->mc_selector, &mc->labels);
 }
 
 /*
@@ -380,9 +381,9 @@ json_t *mcg_render_spec_json(const mcg_ignition *ign)
         json_t *keys = json_array();
         for (size_t i = 0; i < ign->ssh_keys.n; i++)
             json_array_append_new(keys, json_string(ign->ssh_keys.v[i]));
-        json_object_set_new(cfg, "passwd",
-                            json_pack("{s:[{s:s,s:o}]}", "users", "name", "core",
-                                      "sshAuthorizedKeys", keys));
+        json_object_set_new(
+            cfg, "passwd",
+            json_pack("{s:[{s:s,s:o}]}", "users", "name", "core", "sshAuthorizedKeys", keys));
     }
     if (ign->nstorage) {
         json_t *files = json_array(), *dirs = json_array(), *links = json_array();
@@ -450,15 +451,282 @@ json_t *mcg_render_spec_json(const mcg_ignition *ign)
     return json_pack("{s:o}", "config", cfg);
 }
 
+/*
+ * The canonical bytes of mcg_render_spec_json(ign), written directly: the
+ * same document mcg_json_canonical() would print (keys sorted bytewise,
+ * 2-space indent, jansson's string escapes, raw UTF-8, trailing newline),
+ * without building and sorting a jansson tree first. Every object below has
+ * its keys emitted in sorted order by construction and none is empty.
+ * test_render.c checks the two agree byte for byte.
+ */
+static void w_indent(mcg_buf *b, int depth)
+{
+    static const char spaces[] = "                                ";
+    mcg_buf_putc(b, '\n');
+    for (int n = 2 * depth; n > 0; n -= 32)
+        mcg_buf_put(b, spaces, n < 32 ? (size_t)n : 32);
+}
+
+/* A JSON string as jansson escapes it (no JSON_ESCAPE_SLASH/ENSURE_ASCII). */
+static void w_str(mcg_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    mcg_buf_putc(b, '"');
+    const char *run = s;
+    for (const char *p = s;; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        mcg_buf_put(b, run, (size_t)(p - run));
+        if (!c)
+            break;
+        char e[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t n = 2;
+        switch (c) {
+        case '"':
+            e[1] = '"';
+            break;
+        case '\\':
+            e[1] = '\\';
+            break;
+        case '\b':
+            e[1] = 'b';
+            break;
+        case '\f':
+            e[1] = 'f';
+            break;
+        case '\n':
+            e[1] = 'n';
+            break;
+        case '\r':
+            e[1] = 'r';
+            break;
+        case '\t':
+            e[1] = 't';
+            break;
+        default:
+            e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[c >> 4], e[5] = hex[c & 15];
+            n = 6;
+        }
+        mcg_buf_put(b, e, n);
+        run = p + 1;
+    }
+    mcg_buf_putc(b, '"');
+}
+
+/* Start the next member "key": of an object whose members sit at depth. */
+static void w_key(mcg_buf *b, int depth, int *count, const char *key)
+{
+    if ((*count)++)
+        mcg_buf_putc(b, ',');
+    w_indent(b, depth);
+    w_str(b, key);
+    mcg_buf_put(b, ": ", 2);
+}
+
+/* Start the next element of an array whose elements sit at depth. */
+static void w_elem(mcg_buf *b, int depth, int *count)
+{
+    if ((*count)++)
+        mcg_buf_putc(b, ',');
+    w_indent(b, depth);
+}
+
+static void w_close(mcg_buf *b, int depth, char c)
+{
+    w_indent(b, depth);
+    mcg_buf_putc(b, c);
+}
+
+static void w_bool(mcg_buf *b, mcg_tri t)
+{
+    mcg_buf_puts(b, t == MCG_TRUE ? "true" : "false");
+}
+
+static void w_owner(mcg_buf *b, int depth, const mcg_owner *o)
+{
+    int n = 0;
+    mcg_buf_putc(b, '{');
+    if (o->has_id) {
+        w_key(b, depth + 1, &n, "id");
+        mcg_buf_printf(b, "%" JSON_INTEGER_FORMAT, (json_int_t)o->id);
+    } else {
+        w_key(b, depth + 1, &n, "name");
+        w_str(b, o->name);
+    }
+    w_close(b, depth, '}');
+}
+
+/* One file, directory or link; keys in sorted order: contents group hard
+ * mode overwrite path target user. */
+static void w_storage(mcg_buf *b, int depth, const mcg_storage *s)
+{
+    int n = 0, d = depth + 1;
+    mcg_buf_putc(b, '{');
+    if (s->kind == MCG_NODE_FILE && s->source) {
+        int m = 0;
+        w_key(b, d, &n, "contents");
+        mcg_buf_putc(b, '{');
+        if (s->compression) {
+            w_key(b, d + 1, &m, "compression");
+            w_str(b, s->compression);
+        }
+        w_key(b, d + 1, &m, "source");
+        w_str(b, s->source);
+        w_close(b, d, '}');
+    }
+    if (s->group.name || s->group.has_id) {
+        w_key(b, d, &n, "group");
+        w_owner(b, d, &s->group);
+    }
+    if (s->kind == MCG_NODE_LINK && s->hard) {
+        w_key(b, d, &n, "hard");
+        w_bool(b, s->hard);
+    }
+    if (s->kind != MCG_NODE_LINK && s->has_mode) {
+        w_key(b, d, &n, "mode");
+        mcg_buf_printf(b, "%d", s->mode);
+    }
+    if (s->overwrite) {
+        w_key(b, d, &n, "overwrite");
+        w_bool(b, s->overwrite);
+    }
+    w_key(b, d, &n, "path");
+    w_str(b, s->path);
+    if (s->kind == MCG_NODE_LINK && s->target) {
+        w_key(b, d, &n, "target");
+        w_str(b, s->target);
+    }
+    if (s->user.name || s->user.has_id) {
+        w_key(b, d, &n, "user");
+        w_owner(b, d, &s->user);
+    }
+    w_close(b, depth, '}');
+}
+
+/* A unit; keys in sorted order: contents dropins enabled mask name. */
+static void w_unit(mcg_buf *b, int depth, const mcg_unit *u)
+{
+    int n = 0, d = depth + 1;
+    mcg_buf_putc(b, '{');
+    if (u->contents) {
+        w_key(b, d, &n, "contents");
+        w_str(b, u->contents);
+    }
+    if (u->ndropins) {
+        int k = 0;
+        w_key(b, d, &n, "dropins");
+        mcg_buf_putc(b, '[');
+        for (size_t i = 0; i < u->ndropins; i++) {
+            int m = 0;
+            w_elem(b, d + 1, &k);
+            mcg_buf_putc(b, '{');
+            if (u->dropins[i].contents) {
+                w_key(b, d + 2, &m, "contents");
+                w_str(b, u->dropins[i].contents);
+            }
+            w_key(b, d + 2, &m, "name");
+            w_str(b, u->dropins[i].name);
+            w_close(b, d + 1, '}');
+        }
+        w_close(b, d, ']');
+    }
+    if (u->enabled) {
+        w_key(b, d, &n, "enabled");
+        w_bool(b, u->enabled);
+    }
+    if (u->mask) {
+        w_key(b, d, &n, "mask");
+        w_bool(b, u->mask);
+    }
+    w_key(b, d, &n, "name");
+    w_str(b, u->name);
+    w_close(b, depth, '}');
+}
+
+static void spec_canonical(const mcg_ignition *ign, mcg_buf *b)
+{
+    int top = 0, cfg = 0, n = 0, m = 0;
+    mcg_buf_putc(b, '{');
+    w_key(b, 1, &top, "config");
+    mcg_buf_putc(b, '{');
+    w_key(b, 2, &cfg, "ignition");
+    mcg_buf_putc(b, '{');
+    w_key(b, 3, &n, "version");
+    w_str(b, "3.4.0");
+    w_close(b, 2, '}');
+    if (ign->ssh_keys.n) {
+        int users = 0, u = 0, k = 0;
+        n = 0;
+        w_key(b, 2, &cfg, "passwd");
+        mcg_buf_putc(b, '{');
+        w_key(b, 3, &n, "users");
+        mcg_buf_putc(b, '[');
+        w_elem(b, 4, &users);
+        mcg_buf_putc(b, '{');
+        w_key(b, 5, &u, "name");
+        w_str(b, "core");
+        w_key(b, 5, &u, "sshAuthorizedKeys");
+        mcg_buf_putc(b, '[');
+        for (size_t i = 0; i < ign->ssh_keys.n; i++) {
+            w_elem(b, 6, &k);
+            w_str(b, ign->ssh_keys.v[i]);
+        }
+        w_close(b, 5, ']');
+        w_close(b, 4, '}');
+        w_close(b, 3, ']');
+        w_close(b, 2, '}');
+    }
+    if (ign->nstorage) {
+        static const struct {
+            const char *key;
+            mcg_node_kind kind;
+        } lists[] = {
+            {"directories", MCG_NODE_DIR}, {"files", MCG_NODE_FILE}, {"links", MCG_NODE_LINK}};
+        n = 0;
+        w_key(b, 2, &cfg, "storage");
+        mcg_buf_putc(b, '{');
+        for (size_t l = 0; l < 3; l++) {
+            int k = 0;
+            for (size_t i = 0; i < ign->nstorage; i++) {
+                if (ign->storage[i].kind != lists[l].kind)
+                    continue;
+                if (!k) {
+                    w_key(b, 3, &n, lists[l].key);
+                    mcg_buf_putc(b, '[');
+                }
+                w_elem(b, 4, &k);
+                w_storage(b, 4, &ign->storage[i]);
+            }
+            if (k)
+                w_close(b, 3, ']');
+        }
+        w_close(b, 2, '}');
+    }
+    if (ign->nunits) {
+        int k = 0;
+        w_key(b, 2, &cfg, "systemd");
+        mcg_buf_putc(b, '{');
+        w_key(b, 3, &m, "units");
+        mcg_buf_putc(b, '[');
+        for (size_t i = 0; i < ign->nunits; i++) {
+            w_elem(b, 4, &k);
+            w_unit(b, 4, &ign->units[i]);
+        }
+        w_close(b, 3, ']');
+        w_close(b, 2, '}');
+    }
+    w_close(b, 1, '}');
+    w_close(b, 0, '}');
+    mcg_buf_putc(b, '\n');
+}
+
 int mcg_render_name(const mcg_ignition *ign, const char *pool, char **spec, size_t *spec_len,
                     char hash[MCG_HASH_HEX + 1], char **name, mcg_err *err)
 {
-    json_t *j = mcg_render_spec_json(ign);
     mcg_buf b = MCG_BUF_INIT;
-    int rc = mcg_json_canonical(j, &b, err);
-    json_decref(j);
-    if (rc)
-        goto out;
+    int rc = 0;
+    spec_canonical(ign, &b);
     if (b.len > MCG_RENDER_MAX_BYTES) {
         rc = mcg_err_set(err, MCG_EINVAL, "rendered config is %zu bytes, over the 1.5 MiB limit",
                          b.len);
@@ -490,11 +758,27 @@ bool mcg_render_name_matches(const char *name, const char *spec, size_t spec_len
     return mcg_memeq_ct(hex, name + n - MCG_HASH_HEX, MCG_HASH_HEX);
 }
 
-/* An entry below a file or a link cannot exist on disk. */
+/*
+ * What only the merged config can tell: an entry below a file or a link
+ * cannot exist on disk, and a link needs a target (absolute and clean for a
+ * hard link) once every MC has had its say, since MCs merge field by field.
+ */
 static int check_conflicts(const mcg_ignition *ign, mcg_err *err)
 {
     keyidx leaves = {0};
     int rc = 0;
+    for (size_t i = 0; i < ign->nstorage; i++) {
+        const mcg_storage *s = &ign->storage[i];
+        if (s->kind != MCG_NODE_LINK)
+            continue;
+        if (!s->target)
+            return mcg_err_set(err, MCG_EINVAL, "%s:%d: link '%s' has no target", s->loc.file,
+                               s->loc.line, s->path);
+        if (s->hard == MCG_TRUE && !mcg_path_is_clean_abs(s->target))
+            return mcg_err_set(err, MCG_EINVAL,
+                               "%s:%d: hard link '%s' needs an absolute clean target (got '%s')",
+                               s->loc.file, s->loc.line, s->path, s->target);
+    }
     for (size_t i = 0; i < ign->nstorage; i++)
         if (ign->storage[i].kind != MCG_NODE_DIR)
             idx_put(&leaves, ign->storage[i].path, i);
@@ -505,9 +789,8 @@ static int check_conflicts(const mcg_ignition *ign, mcg_err *err)
             size_t pos;
             if (idx_get(&leaves, p, &pos)) {
                 const mcg_storage *s = &ign->storage[i];
-                rc = mcg_err_set(err, MCG_EINVAL,
-                                 "%s:%d: path '%s' lies below '%s', which is a %s", s->loc.file,
-                                 s->loc.line, s->path, p,
+                rc = mcg_err_set(err, MCG_EINVAL, "%s:%d: path '%s' lies below '%s', which is a %s",
+                                 s->loc.file, s->loc.line, s->path, p,
                                  ign->storage[pos].kind == MCG_NODE_FILE ? "file" : "link");
                 break;
             }
@@ -545,8 +828,7 @@ static int render_pool(mcg_rendered_pool *rp, const mcg_model *m, const mcg_pool
     rc = mcg_render_name(&rp->merged, pool->name, &rp->spec, &rp->spec_len, rp->hash, &rp->name,
                          err);
     if (rc)
-        return mcg_err_prefix(err, "%s:%d: pool '%s'", pool->loc.file, pool->loc.line,
-                              pool->name);
+        return mcg_err_prefix(err, "%s:%d: pool '%s'", pool->loc.file, pool->loc.line, pool->name);
     return 0;
 }
 

@@ -7,7 +7,7 @@
  *     bench_crypto N [ROUNDS]
  *
  * Makes N distinct messages shaped like the commits bench_history writes
- * (about 230 bytes) and signs them (not timed), then times ROUNDS (default 5)
+ * (about 220 bytes) and signs them (not timed), then times ROUNDS (default 5)
  * passes over all N and prints the fastest pass:
  *
  *     raw_seconds=<s> per_commit_us=<us>

@@ -171,8 +171,7 @@ static result measure(void (*fn)(const char *), const char *dir, int repeat)
             close(p[0]);
             double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
             fn(dir);
-            double dt[2] = {clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0,
-                            clock_s(CLOCK_MONOTONIC) - w0};
+            double dt[2] = {clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0, clock_s(CLOCK_MONOTONIC) - w0};
             if (write(p[1], dt, sizeof(dt)) != (ssize_t)sizeof(dt))
                 _exit(1);
             _exit(0);
@@ -183,8 +182,8 @@ static result measure(void (*fn)(const char *), const char *dir, int repeat)
         close(p[0]);
         int status = 0;
         struct rusage ru;
-        if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
-            WEXITSTATUS(status) != 0 || got != (ssize_t)sizeof(dt))
+        if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+            got != (ssize_t)sizeof(dt))
             die("a benchmark run failed");
         cpu[i] = dt[0];
         wall[i] = dt[1];

@@ -149,7 +149,8 @@ static int setup(void **state)
     snprintf(f->root, sizeof(f->root), "%s/cl/roots/n1", f->dir);
     snprintf(f->outside, sizeof(f->outside), "%s/outside", f->dir);
     assert_int_equal(mkdir(f->outside, 0755), 0);
-    put(f->root, "etc/passwd", "root:x:0:0:root:/root:/bin/sh\ncore:x:1000:1000::/home/core:/bin/sh\n", 0644);
+    put(f->root, "etc/passwd",
+        "root:x:0:0:root:/root:/bin/sh\ncore:x:1000:1000::/home/core:/bin/sh\n", 0644);
     put(f->root, "etc/group", "root:x:0:\nwheel:x:10:core\ncore:x:1000:\n", 0644);
     f->o.node = "n1";
     f->o.root = f->root;
@@ -241,7 +242,7 @@ static void assert_node(fx *f, const char *state, const char *current, const cha
 }
 
 #define UNIT_A                                                                                     \
-    "[Unit]\\nDescription=a\\n[Service]\\nExecStart=/bin/true\\n[Install]\\n"                     \
+    "[Unit]\\nDescription=a\\n[Service]\\nExecStart=/bin/true\\n[Install]\\n"                      \
     "WantedBy=multi-user.target\\nRequiredBy=foo.target\\nAlias=a-alias.service\\n"
 
 /* ------------------------------------------------------------ tests */
@@ -249,16 +250,17 @@ static void assert_node(fx *f, const char *state, const char *current, const cha
 static void test_fresh_apply(void **state)
 {
     fx *f = *state;
-    char *name = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},"
-                           "\"passwd\":{\"users\":[{\"name\":\"core\",\"sshAuthorizedKeys\":"
-                           "[\"ssh-ed25519 AAAAC3Nza k1\",\"ssh-ed25519 AAAAC3Nzb k2\"]}]},"
-                           "\"storage\":{\"files\":["
-                           "{\"path\":\"/etc/a.conf\",\"contents\":{\"source\":\"data:,hello%0A\"}},"
-                           "{\"path\":\"/etc/deep/er/b.conf\",\"mode\":384,\"user\":{\"name\":\"core\"},"
-                           "\"group\":{\"name\":\"wheel\"},\"contents\":{\"source\":\"data:;base64,Yg==\"}},"
-                           "{\"path\":\"/etc/empty\"}],"
-                           "\"directories\":[{\"path\":\"/var/d\",\"mode\":448}],"
-                           "\"links\":[{\"path\":\"/etc/l\",\"target\":\"/etc/a.conf\"}]}}");
+    char *name =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},"
+                  "\"passwd\":{\"users\":[{\"name\":\"core\",\"sshAuthorizedKeys\":"
+                  "[\"ssh-ed25519 AAAAC3Nza k1\",\"ssh-ed25519 AAAAC3Nzb k2\"]}]},"
+                  "\"storage\":{\"files\":["
+                  "{\"path\":\"/etc/a.conf\",\"contents\":{\"source\":\"data:,hello%0A\"}},"
+                  "{\"path\":\"/etc/deep/er/b.conf\",\"mode\":384,\"user\":{\"name\":\"core\"},"
+                  "\"group\":{\"name\":\"wheel\"},\"contents\":{\"source\":\"data:;base64,Yg==\"}},"
+                  "{\"path\":\"/etc/empty\"}],"
+                  "\"directories\":[{\"path\":\"/var/d\",\"mode\":448}],"
+                  "\"links\":[{\"path\":\"/etc/l\",\"target\":\"/etc/a.conf\"}]}}");
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DONE);
     assert_string_equal(r.config, name);
@@ -304,24 +306,26 @@ static void test_update(void **state)
     fx *f = *state;
     put(f->root, "etc/pre.conf", "original\n", 0640);
     put(f->root, "etc/pre2.conf", "original2\n", 0600);
-    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a1\"}},"
-                         "{\"path\":\"/etc/b\",\"contents\":{\"source\":\"data:,b1\"}},"
-                         "{\"path\":\"/etc/c\",\"contents\":{\"source\":\"data:,c1\"}},"
-                         "{\"path\":\"/etc/pre.conf\",\"contents\":{\"source\":\"data:,managed\"}}]}}");
+    char *n1 =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                  "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a1\"}},"
+                  "{\"path\":\"/etc/b\",\"contents\":{\"source\":\"data:,b1\"}},"
+                  "{\"path\":\"/etc/c\",\"contents\":{\"source\":\"data:,c1\"}},"
+                  "{\"path\":\"/etc/pre.conf\",\"contents\":{\"source\":\"data:,managed\"}}]}}");
     assert_int_equal(pass(f).state, MCG_AGENT_DONE);
     assert_file(f->root, "etc/pre.conf", "managed", 0644);
-    char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a2\"}},"
-                         "{\"path\":\"/etc/b\",\"contents\":{\"source\":\"data:,b1\"}},"
-                         "{\"path\":\"/etc/d\",\"mode\":420,\"contents\":{\"source\":\"data:,d2\"}},"
-                         "{\"path\":\"/etc/pre2.conf\",\"contents\":{\"source\":\"data:,m2\"}}]}}");
+    char *n2 =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                  "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a2\"}},"
+                  "{\"path\":\"/etc/b\",\"contents\":{\"source\":\"data:,b1\"}},"
+                  "{\"path\":\"/etc/d\",\"mode\":420,\"contents\":{\"source\":\"data:,d2\"}},"
+                  "{\"path\":\"/etc/pre2.conf\",\"contents\":{\"source\":\"data:,m2\"}}]}}");
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DONE);
     assert_string_equal(r.config, n2);
     assert_file(f->root, "etc/a", "a2", 0644);
     assert_file(f->root, "etc/b", "b1", 0644);
-    assert_false(exists(f->root, "etc/c"));       /* removed: mcgit created it */
+    assert_false(exists(f->root, "etc/c")); /* removed: mcgit created it */
     assert_file(f->root, "etc/d", "d2", 0644);
     assert_file(f->root, "etc/pre.conf", "original\n", 0640); /* backup restored */
     assert_file(f->root, "etc/pre2.conf", "m2", 0644);
@@ -347,8 +351,8 @@ static void test_update(void **state)
 /* Symlinks under etc/systemd/system as "path -> target" lines, sorted. */
 static char *link_layout(const char *root)
 {
-    char *cmd = mcg_sprintf("cd '%s' && find etc/systemd/system -type l -printf '%%p -> %%l\\n' | sort",
-                            root);
+    char *cmd = mcg_sprintf(
+        "cd '%s' && find etc/systemd/system -type l -printf '%%p -> %%l\\n' | sort", root);
     FILE *p = popen(cmd, "r");
     mcg_buf b = MCG_BUF_INIT;
     char line[1024];
@@ -368,12 +372,14 @@ static void test_units(void **state)
     put(f->root, "usr/lib/systemd/system/t@.service",
         "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=timers.target\nDefaultInstance=x\n",
         0644);
-    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"systemd\":{\"units\":["
-                         "{\"name\":\"a.service\",\"enabled\":true,\"contents\":\"" UNIT_A "\","
-                         "\"dropins\":[{\"name\":\"10-env.conf\",\"contents\":\"[Service]\\nEnvironment=X=1\\n\"}]},"
-                         "{\"name\":\"sys.service\",\"enabled\":true},"
-                         "{\"name\":\"t@.service\",\"enabled\":true},"
-                         "{\"name\":\"m.service\",\"mask\":true}]}}");
+    char *n1 = deploy(
+        f,
+        "{\"ignition\":{\"version\":\"3.4.0\"},\"systemd\":{\"units\":["
+        "{\"name\":\"a.service\",\"enabled\":true,\"contents\":\"" UNIT_A "\","
+        "\"dropins\":[{\"name\":\"10-env.conf\",\"contents\":\"[Service]\\nEnvironment=X=1\\n\"}]},"
+        "{\"name\":\"sys.service\",\"enabled\":true},"
+        "{\"name\":\"t@.service\",\"enabled\":true},"
+        "{\"name\":\"m.service\",\"mask\":true}]}}");
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DONE);
     assert_file(f->root, "etc/systemd/system/a.service",
@@ -383,13 +389,16 @@ static void test_units(void **state)
     assert_file(f->root, "etc/systemd/system/a.service.d/10-env.conf",
                 "[Service]\nEnvironment=X=1\n", 0644);
     char *got = link_layout(f->root);
-    assert_string_equal(got,
-                        "etc/systemd/system/a-alias.service -> /etc/systemd/system/a.service\n"
-                        "etc/systemd/system/foo.target.requires/a.service -> /etc/systemd/system/a.service\n"
-                        "etc/systemd/system/m.service -> /dev/null\n"
-                        "etc/systemd/system/multi-user.target.wants/a.service -> /etc/systemd/system/a.service\n"
-                        "etc/systemd/system/multi-user.target.wants/sys.service -> /usr/lib/systemd/system/sys.service\n"
-                        "etc/systemd/system/timers.target.wants/t@x.service -> /usr/lib/systemd/system/t@.service\n");
+    assert_string_equal(
+        got,
+        "etc/systemd/system/a-alias.service -> /etc/systemd/system/a.service\n"
+        "etc/systemd/system/foo.target.requires/a.service -> /etc/systemd/system/a.service\n"
+        "etc/systemd/system/m.service -> /dev/null\n"
+        "etc/systemd/system/multi-user.target.wants/a.service -> /etc/systemd/system/a.service\n"
+        "etc/systemd/system/multi-user.target.wants/sys.service -> "
+        "/usr/lib/systemd/system/sys.service\n"
+        "etc/systemd/system/timers.target.wants/t@x.service -> "
+        "/usr/lib/systemd/system/t@.service\n");
     /* the same as systemctl --root makes, when systemctl is here */
     if (access("/usr/bin/systemctl", X_OK) == 0 || access("/bin/systemctl", X_OK) == 0) {
         char *ref = mcg_sprintf("%s/ref", f->dir);
@@ -398,11 +407,13 @@ static void test_units(void **state)
         put(ref, "usr/lib/systemd/system/sys.service",
             "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n", 0644);
         put(ref, "usr/lib/systemd/system/t@.service",
-            "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=timers.target\nDefaultInstance=x\n",
+            "[Service]\nExecStart=/bin/"
+            "true\n[Install]\nWantedBy=timers.target\nDefaultInstance=x\n",
             0644);
-        char *cmd = mcg_sprintf("systemctl --root='%s' enable a.service sys.service t@.service "
-                                ">/dev/null 2>&1 && systemctl --root='%s' mask m.service >/dev/null 2>&1",
-                                ref, ref);
+        char *cmd =
+            mcg_sprintf("systemctl --root='%s' enable a.service sys.service t@.service "
+                        ">/dev/null 2>&1 && systemctl --root='%s' mask m.service >/dev/null 2>&1",
+                        ref, ref);
         assert_int_equal(system(cmd), 0);
         char *want = link_layout(ref);
         assert_string_equal(got, want);
@@ -413,10 +424,11 @@ static void test_units(void **state)
     }
     free(got);
     /* disable a, unmask m (now with contents), drop the drop-in and sys */
-    char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"systemd\":{\"units\":["
-                         "{\"name\":\"a.service\",\"enabled\":false,\"contents\":\"" UNIT_A "\"},"
-                         "{\"name\":\"t@.service\",\"enabled\":true},"
-                         "{\"name\":\"m.service\",\"contents\":\"[Service]\\nExecStart=/bin/true\\n\"}]}}");
+    char *n2 = deploy(
+        f, "{\"ignition\":{\"version\":\"3.4.0\"},\"systemd\":{\"units\":["
+           "{\"name\":\"a.service\",\"enabled\":false,\"contents\":\"" UNIT_A "\"},"
+           "{\"name\":\"t@.service\",\"enabled\":true},"
+           "{\"name\":\"m.service\",\"contents\":\"[Service]\\nExecStart=/bin/true\\n\"}]}}");
     assert_int_equal(pass(f).state, MCG_AGENT_DONE);
     got = link_layout(f->root);
     assert_string_equal(got, "etc/systemd/system/timers.target.wants/t@x.service -> "
@@ -447,13 +459,14 @@ static void test_units(void **state)
 static void test_drift(void **state)
 {
     fx *f = *state;
-    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,aaa\"}},"
-                         "{\"path\":\"/etc/b\",\"mode\":384,\"contents\":{\"source\":\"data:,bbb\"}},"
-                         "{\"path\":\"/etc/c\",\"contents\":{\"source\":\"data:,ccc\"}}]},"
-                         "\"systemd\":{\"units\":[{\"name\":\"m.service\",\"mask\":true}]}}");
+    char *n1 =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                  "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,aaa\"}},"
+                  "{\"path\":\"/etc/b\",\"mode\":384,\"contents\":{\"source\":\"data:,bbb\"}},"
+                  "{\"path\":\"/etc/c\",\"contents\":{\"source\":\"data:,ccc\"}}]},"
+                  "\"systemd\":{\"units\":[{\"name\":\"m.service\",\"mask\":true}]}}");
     assert_int_equal(pass(f).state, MCG_AGENT_DONE);
-    put(f->root, "etc/a", "aab", 0644);           /* same size, other bytes */
+    put(f->root, "etc/a", "aab", 0644); /* same size, other bytes */
     char *pb = mcg_sprintf("%s/etc/b", f->root);
     chmod(pb, 0644);
     char *pc = mcg_sprintf("%s/etc/c", f->root);
@@ -507,9 +520,10 @@ static void test_drift(void **state)
 static void test_force(void **state)
 {
     fx *f = *state;
-    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,aaa\"}},"
-                         "{\"path\":\"/etc/b\",\"mode\":384,\"contents\":{\"source\":\"data:,bbb\"}}]}}");
+    char *n1 =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                  "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,aaa\"}},"
+                  "{\"path\":\"/etc/b\",\"mode\":384,\"contents\":{\"source\":\"data:,bbb\"}}]}}");
     assert_int_equal(pass(f).state, MCG_AGENT_DONE);
     put(f->root, "etc/a", "changed by hand", 0600);
     char *pb = mcg_sprintf("%s/etc/b", f->root);
@@ -618,9 +632,11 @@ static void test_bad_hash(void **state)
 static void test_missing_user(void **state)
 {
     fx *f = *state;
-    char *n = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-                        "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a\"}},"
-                        "{\"path\":\"/etc/b\",\"user\":{\"name\":\"x\"},\"contents\":{\"source\":\"data:,b\"}}]}}");
+    char *n = deploy(
+        f,
+        "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+        "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a\"}},"
+        "{\"path\":\"/etc/b\",\"user\":{\"name\":\"x\"},\"contents\":{\"source\":\"data:,b\"}}]}}");
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
     assert_non_null(strstr(r.reason, "user 'x' not found in /etc/passwd"));
@@ -645,11 +661,12 @@ static void test_rollback_on_failure(void **state)
                          "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,one\"}}]}}");
     assert_int_equal(pass(f).state, MCG_AGENT_DONE);
     /* the hard link's target is missing: linking fails after the files are written */
-    char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,two\"}},"
-                         "{\"path\":\"/etc/pre\",\"contents\":{\"source\":\"data:,managed\"}},"
-                         "{\"path\":\"/etc/b\",\"contents\":{\"source\":\"data:,new\"}}],"
-                         "\"links\":[{\"path\":\"/etc/h\",\"hard\":true,\"target\":\"/etc/missing\"}]}}");
+    char *n2 =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                  "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,two\"}},"
+                  "{\"path\":\"/etc/pre\",\"contents\":{\"source\":\"data:,managed\"}},"
+                  "{\"path\":\"/etc/b\",\"contents\":{\"source\":\"data:,new\"}}],"
+                  "\"links\":[{\"path\":\"/etc/h\",\"hard\":true,\"target\":\"/etc/missing\"}]}}");
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
     assert_non_null(strstr(r.reason, "/etc/h"));
@@ -675,8 +692,12 @@ static void test_policy(void **state)
     json_error_t je;
     json_t *spec = json_loads(
         "{\"nodeDisruptionPolicy\":{\"files\":["
-        "{\"path\":\"/etc/chrony.conf\",\"actions\":[{\"type\":\"Restart\",\"restart\":{\"serviceName\":\"chronyd.service\"}}]},"
-        "{\"path\":\"/etc/containers\",\"actions\":[{\"type\":\"Reload\",\"reload\":{\"serviceName\":\"crio.service\"}}]},"
+        "{\"path\":\"/etc/"
+        "chrony.conf\",\"actions\":[{\"type\":\"Restart\",\"restart\":{\"serviceName\":\"chronyd."
+        "service\"}}]},"
+        "{\"path\":\"/etc/"
+        "containers\",\"actions\":[{\"type\":\"Reload\",\"reload\":{\"serviceName\":\"crio."
+        "service\"}}]},"
         "{\"path\":\"/etc/containers/registries.d\",\"actions\":[{\"type\":\"None\"}]},"
         "{\"path\":\"/etc/drain\",\"actions\":[{\"type\":\"Drain\"},{\"type\":\"DaemonReload\"}]}],"
         "\"units\":[{\"name\":\"x.service\",\"actions\":[{\"type\":\"None\"}]}]}}",
@@ -690,18 +711,26 @@ static void test_policy(void **state)
     struct {
         const char *old_json, *new_json, *want;
     } cases[] = {
-        {"", "\"storage\":{\"files\":[{\"path\":\"/etc/chrony.conf\"}]}", "Restart chronyd.service"},
-        {"", "\"storage\":{\"files\":[{\"path\":\"/etc/containers/a/b.conf\"}]}", "Reload crio.service"},
+        {"", "\"storage\":{\"files\":[{\"path\":\"/etc/chrony.conf\"}]}",
+         "Restart chronyd.service"},
+        {"", "\"storage\":{\"files\":[{\"path\":\"/etc/containers/a/b.conf\"}]}",
+         "Reload crio.service"},
         {"", "\"storage\":{\"files\":[{\"path\":\"/etc/containers/registries.d/x\"}]}", "None"},
         {"", "\"storage\":{\"files\":[{\"path\":\"/etc/containersX\"}]}", "Reboot"},
         {"", "\"storage\":{\"files\":[{\"path\":\"/etc/other\"}]}", "Reboot"},
         {"", "\"storage\":{\"files\":[{\"path\":\"/etc/drain\"},{\"path\":\"/etc/chrony.conf\"}]}",
          "Drain, DaemonReload, Restart chronyd.service"},
-        {"", "\"storage\":{\"files\":[{\"path\":\"/etc/other\"},{\"path\":\"/etc/chrony.conf\"}]}", "Reboot"},
-        {"", "\"passwd\":{\"users\":[{\"name\":\"core\",\"sshAuthorizedKeys\":[\"ssh-ed25519 AAAA k\"]}]}", "None"},
+        {"", "\"storage\":{\"files\":[{\"path\":\"/etc/other\"},{\"path\":\"/etc/chrony.conf\"}]}",
+         "Reboot"},
+        {"",
+         "\"passwd\":{\"users\":[{\"name\":\"core\",\"sshAuthorizedKeys\":[\"ssh-ed25519 AAAA "
+         "k\"]}]}",
+         "None"},
         {"", "\"systemd\":{\"units\":[{\"name\":\"x.service\",\"contents\":\"[Unit]\"}]}", "None"},
-        {"", "\"systemd\":{\"units\":[{\"name\":\"y.service\",\"contents\":\"[Unit]\"}]}", "Reboot"},
-        {"\"storage\":{\"files\":[{\"path\":\"/etc/chrony.conf\"}]}", "", "Restart chronyd.service"},
+        {"", "\"systemd\":{\"units\":[{\"name\":\"y.service\",\"contents\":\"[Unit]\"}]}",
+         "Reboot"},
+        {"\"storage\":{\"files\":[{\"path\":\"/etc/chrony.conf\"}]}", "",
+         "Restart chronyd.service"},
         {"\"storage\":{\"files\":[{\"path\":\"/etc/other\"}]}",
          "\"storage\":{\"files\":[{\"path\":\"/etc/other\"}]}", "None"},
     };
@@ -744,10 +773,11 @@ static void test_actions_live(void **state)
     fx *f = *state;
     mcg_err e = {0};
     json_error_t je;
-    json_t *spec = json_loads(
-        "{\"nodeDisruptionPolicy\":{\"files\":["
-        "{\"path\":\"/etc/chrony.conf\",\"actions\":[{\"type\":\"Drain\"},{\"type\":\"Restart\",\"restart\":{\"serviceName\":\"chronyd.service\"}}]}]}}",
-        0, &je);
+    json_t *spec = json_loads("{\"nodeDisruptionPolicy\":{\"files\":["
+                              "{\"path\":\"/etc/"
+                              "chrony.conf\",\"actions\":[{\"type\":\"Drain\"},{\"type\":"
+                              "\"Restart\",\"restart\":{\"serviceName\":\"chronyd.service\"}}]}]}}",
+                              0, &je);
     assert_int_equal(f->c->ops->put_policy(f->c, spec, &e), 0);
     json_decref(spec);
     char *log = mcg_sprintf("%s/systemctl.log", f->dir);
@@ -760,8 +790,9 @@ static void test_actions_live(void **state)
     char *reb = mcg_sprintf("echo reboot >>'%s'", log);
     f->o.reboot_command = reb;
     /* a Restart action runs systemctl; Drain cordons and uncordons */
-    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-                         "{\"path\":\"/etc/chrony.conf\",\"contents\":{\"source\":\"data:,s1\"}}]}}");
+    char *n1 =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                  "{\"path\":\"/etc/chrony.conf\",\"contents\":{\"source\":\"data:,s1\"}}]}}");
     assert_int_equal(pass(f).state, MCG_AGENT_DONE);
     char *l = get(f->dir, "systemctl.log");
     assert_string_equal(l, "restart chronyd.service\n");
@@ -825,15 +856,17 @@ static void test_state_dir_option(void **state)
     fx *f = *state;
     char *sd = mcg_sprintf("%s/state", f->dir);
     f->o.state_dir = sd;
-    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-                         "{\"path\":\"/var/lib/mcgit/x\",\"contents\":{\"source\":\"data:,a\"}}]}}");
+    char *n1 =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                  "{\"path\":\"/var/lib/mcgit/x\",\"contents\":{\"source\":\"data:,a\"}}]}}");
     assert_int_equal(pass(f).state, MCG_AGENT_DONE);
     assert_false(exists(f->root, "var/lib/mcgit/current"));
     assert_true(exists(f->dir, "state/current"));
     f->o.state_dir = NULL;
     /* with the default state dir, a config may not write into it */
-    char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-                         "{\"path\":\"/var/lib/mcgit/current\",\"contents\":{\"source\":\"data:,a\"}}]}}");
+    char *n2 =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                  "{\"path\":\"/var/lib/mcgit/current\",\"contents\":{\"source\":\"data:,a\"}}]}}");
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
     assert_non_null(strstr(r.reason, "state directory"));

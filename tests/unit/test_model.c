@@ -21,50 +21,52 @@
 
 #include "model/model.h"
 
-#define assert_contains(hay, needle)                                                       \
-    do {                                                                                   \
-        const char *h_ = (hay), *n_ = (needle);                                            \
-        if (!h_ || !strstr(h_, n_))                                                        \
-            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);         \
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        const char *h_ = (hay), *n_ = (needle);                                                    \
+        if (!h_ || !strstr(h_, n_))                                                                \
+            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);                 \
     } while (0)
 
 /* ------------------------------------------------------------ fixtures */
+
+/* clang-format off: the YAML below is laid out one line per line, numbered. */
 
 #define API "apiVersion: machineconfiguration.openshift.io/v1\n"
 
 /* Lines 1-10 of a MachineConfig named N; the config's body starts on line 11
  * at four spaces of indent, spec-level fields at two. */
-#define MC_HEAD(N)                                                                         \
-    API                                      /*  1 */                                      \
-    "kind: MachineConfig\n"                  /*  2 */                                      \
-    "metadata:\n"                            /*  3 */                                      \
-    "  name: " N "\n"                        /*  4 */                                      \
-    "  labels:\n"                            /*  5 */                                      \
-    "    machineconfiguration.openshift.io/role: worker\n" /* 6 */                         \
-    "spec:\n"                                /*  7 */                                      \
-    "  config:\n"                            /*  8 */                                      \
-    "    ignition:\n"                        /*  9 */                                      \
-    "      version: 3.4.0\n"                 /* 10 */
+#define MC_HEAD(N)                                                                                 \
+    API                                                        /*  1 */                            \
+        "kind: MachineConfig\n"                                /*  2 */                            \
+        "metadata:\n"                                          /*  3 */                            \
+        "  name: " N "\n"                                      /*  4 */                            \
+        "  labels:\n"                                          /*  5 */                            \
+        "    machineconfiguration.openshift.io/role: worker\n" /* 6 */                             \
+        "spec:\n"                                              /*  7 */                            \
+        "  config:\n"                                          /*  8 */                            \
+        "    ignition:\n"                                      /*  9 */                            \
+        "      version: 3.4.0\n"                               /* 10 */
 
 /* Lines 1-5 of a MachineConfigPool named N; its spec starts on line 6. */
-#define POOL_HEAD(N)                                                                       \
-    API                                      /*  1 */                                      \
-    "kind: MachineConfigPool\n"              /*  2 */                                      \
-    "metadata:\n"                            /*  3 */                                      \
-    "  name: " N "\n"                        /*  4 */                                      \
-    "spec:\n"                                /*  5 */
+#define POOL_HEAD(N)                                                                               \
+    API                             /*  1 */                                                       \
+        "kind: MachineConfigPool\n" /*  2 */                                                       \
+        "metadata:\n"               /*  3 */                                                       \
+        "  name: " N "\n"           /*  4 */                                                       \
+        "spec:\n"                   /*  5 */
 
-#define WORKER_POOL                                                                        \
-    POOL_HEAD("worker")                                                                    \
-    "  machineConfigSelector:\n"                                                           \
-    "    matchLabels:\n"                                                                   \
+#define WORKER_POOL                                                                                \
+    POOL_HEAD("worker")                                                                            \
+    "  machineConfigSelector:\n"                                                                   \
+    "    matchLabels:\n"                                                                           \
     "      machineconfiguration.openshift.io/role: worker\n"
 
 /* Lines 11-13: one file entry at PATH (line 13). */
-#define FILE_AT(PATH)                                                                      \
-    "    storage:\n"                             /* 11 */                                  \
-    "      files:\n"                             /* 12 */                                  \
-    "      - path: " PATH "\n"                   /* 13 */
+#define FILE_AT(PATH)                                                                              \
+    "    storage:\n"           /* 11 */                                                            \
+    "      files:\n"           /* 12 */                                                            \
+    "      - path: " PATH "\n" /* 13 */
 
 #define MCF "machineconfigs/x.yaml"
 #define POOLF "pools/worker.yaml"
@@ -73,10 +75,12 @@
 #define GZ_HELLO "H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA=="
 /* sha256 / sha512 of "hello gzip\n" (decompressed), sha256 of the gzip bytes */
 #define SHA256_HELLO "cc19744a9c456a1d13c6a45c61299b20c80952c22e867bdfbecece10bd2ae150"
-#define SHA512_HELLO                                                                       \
-    "decd9a872e9c917b98f76e6843f2ba92747b318fbba35bb47db90ea6449587032cf4607286ade7100a7f" \
+#define SHA512_HELLO                                                                               \
+    "decd9a872e9c917b98f76e6843f2ba92747b318fbba35bb47db90ea6449587032cf4607286ade7100a7f"         \
     "809caace2efda5a45eb3df792255c5498249186a61f4"
 #define SHA256_GZ_HELLO "b5b74c5b094305e197b02d90dfb1ccfe86e1c1e0d4dd428e843042ec21fd2062"
+
+/* clang-format on */
 
 typedef struct parse_case {
     const char *name;
@@ -323,6 +327,7 @@ static void check_links(const mcg_model *m)
 
 /* ------------------------------------------------------------ the table */
 
+/* clang-format off */
 static const parse_case cases[] = {
     /* ---------------------------------------------------- passing */
     {"pass: YAML config with files, dirs, links, units, keys", MCF,
@@ -599,6 +604,9 @@ static const parse_case cases[] = {
      MC_HEAD("x") FILE_AT("/etc/a")
      "        contents:\n          compression: gzip\n          source: data:,not-gzip\n",
      MCF ":16:", "invalid gzip data"},
+    {"refuse: gzip of no source", MCF,
+     MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          compression: gzip\n",
+     MCF ":15:", "field 'storage.files[0].contents.source': invalid gzip data"},
     {"refuse: compression other than gzip", MCF,
      MC_HEAD("x") FILE_AT("/etc/a")
      "        contents:\n          compression: bzip2\n          source: data:,x\n",
@@ -983,6 +991,8 @@ static const parse_case cases[] = {
      WORKER_POOL},
 };
 
+/* clang-format on */
+
 static void run_case(void **state)
 {
     const parse_case *pc = *state;
@@ -1018,8 +1028,8 @@ static void test_ignition_versions(void **state)
 {
     (void)state;
     static const char *const ok[] = {"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"};
-    static const char *const bad[] = {"2.0.0", "2.3.0", "3.4.1", "3.6.0", "4.0.0", "3.4", "v3.4.0",
-                                      ""};
+    static const char *const bad[] = {"2.0.0", "2.3.0", "3.4.1",  "3.6.0",
+                                      "4.0.0", "3.4",   "v3.4.0", ""};
     for (size_t i = 0; i < 5 + 8; i++) {
         const char *v = i < 5 ? ok[i] : bad[i - 5];
         char *y = mcg_sprintf(API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
@@ -1053,8 +1063,7 @@ static void test_gzip_bomb(void **state)
     unsigned char gz[8192];
     z_stream zs;
     memset(&zs, 0, sizeof(zs));
-    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
-                     Z_OK);
+    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
     zs.next_in = zeros;
     zs.avail_in = (uInt)n;
     zs.next_out = gz;
@@ -1064,10 +1073,9 @@ static void test_gzip_bomb(void **state)
     deflateEnd(&zs);
     mcg_buf b64 = MCG_BUF_INIT;
     mcg_base64_encode(gz, gzlen, &b64);
-    char *y = mcg_sprintf(MC_HEAD("x") FILE_AT("/etc/big")
-                          "        contents:\n"
-                          "          compression: gzip\n"
-                          "          source: data:;base64,%s\n",
+    char *y = mcg_sprintf(MC_HEAD("x") FILE_AT("/etc/big") "        contents:\n"
+                                                           "          compression: gzip\n"
+                                                           "          source: data:;base64,%s\n",
                           b64.ptr);
     mcg_model *m = mcg_model_new();
     mcg_diags d = {0};
@@ -1109,22 +1117,20 @@ static void test_file_too_large(void **state)
 static void test_every_problem(void **state)
 {
     (void)state;
-    const char *y = MC_HEAD("x")
-        "    storage:\n"                    /* 11 */
-        "      files:\n"                    /* 12 */
-        "      - path: /etc/../a\n"         /* 13 */
-        "      - path: /etc/b\n"            /* 14 */
-        "        mode: 07777\n"             /* 15 */
-        "      disks: [{device: /dev/sda}]\n" /* 16 */
-        "    passwd:\n"                     /* 17 */
-        "      users:\n"                    /* 18 */
-        "      - name: admin\n"             /* 19 */
-        "  fips: true\n";                   /* 20 */
+    const char *y = MC_HEAD("x") "    storage:\n"                      /* 11 */
+                                 "      files:\n"                      /* 12 */
+                                 "      - path: /etc/../a\n"           /* 13 */
+                                 "      - path: /etc/b\n"              /* 14 */
+                                 "        mode: 07777\n"               /* 15 */
+                                 "      disks: [{device: /dev/sda}]\n" /* 16 */
+                                 "    passwd:\n"                       /* 17 */
+                                 "      users:\n"                      /* 18 */
+                                 "      - name: admin\n"               /* 19 */
+                                 "  fips: true\n";                     /* 20 */
     mcg_model *m = mcg_model_new();
     mcg_diags d = {0};
     mcg_model_add_file(m, MCF, y, strlen(y), &d);
-    static const char *const want[] = {MCF ":20:", MCF ":19:", MCF ":16:", MCF ":13:",
-                                       MCF ":15:"};
+    static const char *const want[] = {MCF ":20:", MCF ":19:", MCF ":16:", MCF ":13:", MCF ":15:"};
     assert_int_equal(d.count, 5);
     for (size_t i = 0; i < 5; i++) {
         bool found = false;
@@ -1213,12 +1219,9 @@ int main(void)
 {
     size_t ncases = sizeof(cases) / sizeof(cases[0]);
     static const struct CMUnitTest extra[] = {
-        cmocka_unit_test(test_ignition_versions),
-        cmocka_unit_test(test_gzip_bomb),
-        cmocka_unit_test(test_file_too_large),
-        cmocka_unit_test(test_every_problem),
-        cmocka_unit_test(test_parse_json_spec),
-        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_ignition_versions), cmocka_unit_test(test_gzip_bomb),
+        cmocka_unit_test(test_file_too_large),    cmocka_unit_test(test_every_problem),
+        cmocka_unit_test(test_parse_json_spec),   cmocka_unit_test(test_names),
         cmocka_unit_test(test_labels_arg),
     };
     size_t nextra = sizeof(extra) / sizeof(extra[0]);

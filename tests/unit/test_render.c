@@ -18,13 +18,14 @@
 
 #include <cmocka.h>
 
+#include "gitops/gitops.h" /* mcg_source_load_dir, for the fixtures */
 #include "render/render.h"
 
-#define assert_contains(hay, needle)                                                       \
-    do {                                                                                   \
-        const char *h_ = (hay), *n_ = (needle);                                            \
-        if (!h_ || !strstr(h_, n_))                                                        \
-            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);         \
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        const char *h_ = (hay), *n_ = (needle);                                                    \
+        if (!h_ || !strstr(h_, n_))                                                                \
+            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);                 \
     } while (0)
 
 #define API "apiVersion: machineconfiguration.openshift.io/v1\n"
@@ -211,11 +212,11 @@ static void test_file_field_by_field(void **state)
     assert_mcs(w, "10-a,20-b,30-c");
     const mcg_storage *s = entry(w, "/etc/a");
     assert_int_equal(s->kind, MCG_NODE_FILE);
-    assert_int_equal(s->mode, 0640);            /* the later mode wins */
+    assert_int_equal(s->mode, 0640);             /* the later mode wins */
     assert_string_equal(s->source, "data:,one"); /* contents kept: 20-b, 30-c leave it unset */
     assert_int_equal(s->data_len, 3);
-    assert_int_equal(s->overwrite, MCG_FALSE);  /* kept */
-    assert_null(s->user.name);                  /* user replaced as a whole: by id */
+    assert_int_equal(s->overwrite, MCG_FALSE); /* kept */
+    assert_null(s->user.name);                 /* user replaced as a whole: by id */
     assert_true(s->user.has_id);
     assert_int_equal(s->user.id, 1000);
     assert_string_equal(s->group.name, "wheel");
@@ -223,16 +224,13 @@ static void test_file_field_by_field(void **state)
     assert_string_equal(s->loc.file, "machineconfigs/30-c.yaml");
 
     json_t *j = spec_of(w);
-    json_t *f = json_array_get(json_object_get(json_object_get(json_object_get(j, "config"),
-                                                               "storage"),
-                                               "files"),
-                               0);
+    json_t *f = json_array_get(
+        json_object_get(json_object_get(json_object_get(j, "config"), "storage"), "files"), 0);
     assert_string_equal(json_string_value(json_object_get(f, "path")), "/etc/a");
     assert_int_equal(json_integer_value(json_object_get(f, "mode")), 0640);
     assert_true(json_is_false(json_object_get(f, "overwrite")));
     assert_string_equal(
-        json_string_value(json_object_get(json_object_get(f, "contents"), "source")),
-        "data:,one");
+        json_string_value(json_object_get(json_object_get(f, "contents"), "source")), "data:,one");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(f, "user"), "id")), 1000);
     assert_string_equal(json_string_value(json_object_get(json_object_get(f, "group"), "name")),
                         "wheel");
@@ -419,8 +417,8 @@ static void test_unit_enabled_mask_field_by_field(void **state)
     assert_string_equal(c->contents, "c");
 
     json_t *j = spec_of(w);
-    json_t *units = json_object_get(json_object_get(json_object_get(j, "config"), "systemd"),
-                                    "units");
+    json_t *units =
+        json_object_get(json_object_get(json_object_get(j, "config"), "systemd"), "units");
     assert_int_equal(json_array_size(units), 3);
     json_t *cj = json_array_get(units, 2);
     assert_string_equal(json_string_value(json_object_get(cj, "name")), "c.service");
@@ -456,10 +454,8 @@ static void test_ssh_keys_united(void **state)
     assert_string_equal(w->merged.ssh_keys.v[2], "ssh-ed25519 K3");
     assert_string_equal(w->merged.ssh_keys.v[3], "ssh-ed25519 K0"); /* not sorted */
     json_t *j = spec_of(w);
-    json_t *u = json_array_get(json_object_get(json_object_get(json_object_get(j, "config"),
-                                                               "passwd"),
-                                               "users"),
-                               0);
+    json_t *u = json_array_get(
+        json_object_get(json_object_get(json_object_get(j, "config"), "passwd"), "users"), 0);
     assert_string_equal(json_string_value(json_object_get(u, "name")), "core");
     json_t *keys = json_object_get(u, "sshAuthorizedKeys");
     assert_int_equal(json_array_size(keys), 4);
@@ -542,8 +538,9 @@ static void test_order_by_name(void **state)
     (void)state;
     /* Created in reverse order; the merge goes by name: 99-x last. */
     repo rp = {0};
-    add_mc(&rp, "99-x", "worker",
-           "    storage:\n      files:\n      - {path: /etc/a, contents: {source: \"data:,99\"}}\n");
+    add_mc(
+        &rp, "99-x", "worker",
+        "    storage:\n      files:\n      - {path: /etc/a, contents: {source: \"data:,99\"}}\n");
     add_mc(&rp, "50-x", "worker",
            "    storage:\n      files:\n      - {path: /etc/a, contents: {source: \"data:,50\"}}\n"
            "      - {path: /etc/b, mode: 0600}\n");
@@ -642,8 +639,7 @@ static void test_path_below_file(void **state)
            "      - {path: /etc/l, target: /tmp}\n"
            "      files:\n"
            "      - path: /etc/l/x/y\n");
-    add_mc(&rp, "10-a", "worker",
-           "    storage:\n      files:\n      - path: /etc/a\n");
+    add_mc(&rp, "10-a", "worker", "    storage:\n      files:\n      - path: /etc/a\n");
     add_mc(&rp, "20-b", "worker",
            "    storage:\n"
            "      directories:\n"
@@ -661,6 +657,41 @@ static void test_path_below_file(void **state)
     repo_free(&rp);
 }
 
+static void test_link_needs_target(void **state)
+{
+    (void)state;
+    /* A link may be completed by a later MC (field by field); what is still
+     * missing after the merge is refused. */
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master",
+           "    storage:\n      links:\n      - {path: /etc/l, overwrite: true}\n");
+    add_mc(&rp, "10-a", "worker",
+           "    storage:\n      links:\n      - {path: /etc/l, overwrite: true}\n"
+           "      - {path: /etc/h, target: rel/ative}\n");
+    add_mc(&rp, "20-b", "worker",
+           "    storage:\n      links:\n      - {path: /etc/l, target: /x}\n"
+           "      - {path: /etc/h, hard: true}\n");
+    render(&rp);
+    assert_int_equal(rp.rc, MCG_EINVAL);
+    assert_int_equal(rp.diags.count, 2);
+    assert_string_equal(rp.diags.msgs[0],
+                        "machineconfigs/00-master.yaml:13: link '/etc/l' has no target");
+    assert_string_equal(rp.diags.msgs[1], "machineconfigs/20-b.yaml:14: hard link '/etc/h' needs "
+                                          "an absolute clean target (got 'rel/ative')");
+    repo_free(&rp);
+
+    /* completed by the later MC: fine */
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "10-a", "worker", "    storage:\n      links:\n      - {path: /etc/l}\n");
+    add_mc(&rp, "20-b", "worker",
+           "    storage:\n      links:\n      - {path: /etc/l, target: /x, hard: true}\n");
+    render_ok(&rp);
+    assert_string_equal(entry(pool(&rp, "worker"), "/etc/l")->target, "/x");
+    repo_free(&rp);
+}
+
 static void test_too_large(void **state)
 {
     (void)state;
@@ -669,8 +700,9 @@ static void test_too_large(void **state)
     mcg_buf big = MCG_BUF_INIT;
     mcg_buf_puts(&big, "    storage:\n      files:\n");
     for (int f = 0; f < 2; f++) {
-        mcg_buf_printf(&big, "      - path: /var/big%d\n        contents:\n"
-                             "          source: data:;base64,",
+        mcg_buf_printf(&big,
+                       "      - path: /var/big%d\n        contents:\n"
+                       "          source: data:;base64,",
                        f);
         for (int i = 0; i < 800 * 1024 / 4; i++)
             mcg_buf_puts(&big, "AAAA");
@@ -900,10 +932,11 @@ static void test_merge_api(void **state)
 {
     (void)state;
     mcg_ignition dst = {0}, a, b;
-    parse_ign(&a, "{\"config\": {\"ignition\": {\"version\": \"3.4.0\"},"
-                  " \"storage\": {\"files\": [{\"path\": \"/etc/a\", \"mode\": 384}]},"
-                  " \"passwd\": {\"users\": [{\"name\": \"core\", \"sshAuthorizedKeys\": [\"k1\"]}]},"
-                  " \"systemd\": {\"units\": [{\"name\": \"a.service\", \"enabled\": true}]}}}");
+    parse_ign(&a,
+              "{\"config\": {\"ignition\": {\"version\": \"3.4.0\"},"
+              " \"storage\": {\"files\": [{\"path\": \"/etc/a\", \"mode\": 384}]},"
+              " \"passwd\": {\"users\": [{\"name\": \"core\", \"sshAuthorizedKeys\": [\"k1\"]}]},"
+              " \"systemd\": {\"units\": [{\"name\": \"a.service\", \"enabled\": true}]}}}");
     parse_ign(&b, "{\"config\": {\"ignition\": {\"version\": \"3.4.0\"},"
                   " \"storage\": {\"files\": [{\"path\": \"/etc/a\", \"contents\": {\"source\": "
                   "\"data:,b\"}}, {\"path\": \"/etc/b\"}]},"
@@ -971,6 +1004,122 @@ static void test_spec_round_trip(void **state)
     repo_free(&rp);
 }
 
+/* ------------------------------------------------------------ canonical bytes */
+
+/* mcg_render_name writes the canonical spec directly; it must be exactly what
+ * jansson prints for mcg_render_spec_json with mcg_json_canonical. */
+static void assert_same_as_jansson(const mcg_ignition *ign)
+{
+    char *spec = NULL, *name = NULL;
+    size_t len = 0;
+    char hash[MCG_HASH_HEX + 1];
+    mcg_err err = {0};
+    assert_int_equal(mcg_render_name(ign, "p", &spec, &len, hash, &name, &err), 0);
+    json_t *j = mcg_render_spec_json(ign);
+    mcg_buf want = MCG_BUF_INIT;
+    assert_int_equal(mcg_json_canonical(j, &want, &err), 0);
+    if (len != want.len || memcmp(spec, want.ptr, len) != 0)
+        fail_msg("direct canonical spec differs from jansson's:\n%s\n---\n%s", spec, want.ptr);
+    json_decref(j);
+    mcg_buf_free(&want);
+    free(spec);
+    free(name);
+}
+
+static void test_canonical_matches_jansson(void **state)
+{
+    (void)state;
+    /* every string field with every character class jansson escapes or not */
+    mcg_buf odd = MCG_BUF_INIT;
+    for (int c = 1; c < 0x80; c++)
+        mcg_buf_putc(&odd, (char)c);
+    mcg_buf_puts(&odd, "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 / \\ \" end");
+    mcg_ignition ign = {0};
+    ign.version = mcg_strdup("3.4.0");
+    ign.nstorage = 4;
+    ign.storage = mcg_calloc(4, sizeof(*ign.storage));
+    mcg_storage *f = &ign.storage[0];
+    f->kind = MCG_NODE_FILE;
+    f->path = mcg_sprintf("/etc/%s", "f\"q\\x\xc3\xa9");
+    f->has_mode = true;
+    f->mode = 0755;
+    f->overwrite = MCG_FALSE;
+    f->has_contents = true;
+    f->source = mcg_strdup(odd.ptr);
+    f->compression = mcg_strdup("gzip");
+    f->user.has_id = true;
+    f->user.id = 2147483647;
+    f->group.name = mcg_strdup(odd.ptr);
+    mcg_storage *d = &ign.storage[1];
+    d->kind = MCG_NODE_DIR;
+    d->path = mcg_strdup("/etc/d");
+    d->has_mode = true;
+    d->mode = 0;
+    mcg_storage *l = &ign.storage[2];
+    l->kind = MCG_NODE_LINK;
+    l->path = mcg_strdup("/etc/l");
+    l->target = mcg_strdup(odd.ptr);
+    l->hard = MCG_TRUE;
+    l->overwrite = MCG_TRUE;
+    l->user.name = mcg_strdup("u");
+    mcg_storage *f2 = &ign.storage[3];
+    f2->kind = MCG_NODE_FILE;
+    f2->path = mcg_strdup("/etc/plain");
+    ign.nunits = 2;
+    ign.units = mcg_calloc(2, sizeof(*ign.units));
+    ign.units[0].name = mcg_strdup("a.service");
+    ign.units[0].contents = mcg_strdup(odd.ptr);
+    ign.units[0].enabled = MCG_FALSE;
+    ign.units[0].mask = MCG_TRUE;
+    ign.units[0].ndropins = 2;
+    ign.units[0].dropins = mcg_calloc(2, sizeof(mcg_dropin));
+    ign.units[0].dropins[0].name = mcg_strdup("a.conf");
+    ign.units[0].dropins[0].contents = mcg_strdup(odd.ptr);
+    ign.units[0].dropins[1].name = mcg_strdup("b.conf");
+    ign.units[1].name = mcg_strdup("b.service");
+    mcg_strv_push(&ign.ssh_keys, odd.ptr);
+    mcg_strv_push(&ign.ssh_keys, "ssh-ed25519 AAAA");
+    assert_same_as_jansson(&ign);
+
+    /* and every subset: no keys, no units, one kind of storage only, nothing */
+    mcg_strv_free(&ign.ssh_keys);
+    assert_same_as_jansson(&ign);
+    for (size_t i = 0; i < ign.nunits; i++) {
+        free(ign.units[i].name);
+        free(ign.units[i].contents);
+        for (size_t k = 0; k < ign.units[i].ndropins; k++) {
+            free(ign.units[i].dropins[k].name);
+            free(ign.units[i].dropins[k].contents);
+        }
+        free(ign.units[i].dropins);
+    }
+    ign.nunits = 0;
+    assert_same_as_jansson(&ign);
+    ign.nstorage = 1;
+    assert_same_as_jansson(&ign);
+    ign.nstorage = 4;
+    mcg_ignition_free(&ign);
+    mcg_ignition empty = {0};
+    assert_same_as_jansson(&empty);
+    mcg_buf_free(&odd);
+
+    /* and the fixtures' rendered pools */
+    static const char *const dirs[] = {MCG_FIXTURES "/large", MCG_SOURCE_DIR "/repo-template"};
+    for (size_t k = 0; k < 2; k++) {
+        mcg_model *m = NULL;
+        mcg_diags dg = {0};
+        mcg_err err = {0};
+        mcg_render *r = NULL;
+        assert_int_equal(mcg_source_load_dir(&m, dirs[k], &dg, &err), 0);
+        assert_int_equal(mcg_render_model(&r, m, &dg), 0);
+        for (size_t i = 0; i < r->n; i++)
+            assert_same_as_jansson(&r->pools[i].merged);
+        mcg_render_free(r);
+        mcg_model_free(m);
+        mcg_diags_free(&dg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -986,6 +1135,7 @@ int main(void)
         cmocka_unit_test(test_render_select_api),
         cmocka_unit_test(test_pool_selecting_nothing),
         cmocka_unit_test(test_path_below_file),
+        cmocka_unit_test(test_link_needs_target),
         cmocka_unit_test(test_too_large),
         cmocka_unit_test(test_hash_excludes_pool_name),
         cmocka_unit_test(test_name_matches),
@@ -994,6 +1144,7 @@ int main(void)
         cmocka_unit_test(test_creation_order_irrelevant),
         cmocka_unit_test(test_merge_api),
         cmocka_unit_test(test_spec_round_trip),
+        cmocka_unit_test(test_canonical_matches_jansson),
     };
     return cmocka_run_group_tests_name("render", tests, NULL, NULL);
 }

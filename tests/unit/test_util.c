@@ -18,11 +18,11 @@
 
 #include "util/util.h"
 
-#define assert_contains(hay, needle)                                                       \
-    do {                                                                                   \
-        const char *h_ = (hay), *n_ = (needle);                                            \
-        if (!h_ || !strstr(h_, n_))                                                        \
-            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);         \
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        const char *h_ = (hay), *n_ = (needle);                                                    \
+        if (!h_ || !strstr(h_, n_))                                                                \
+            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);                 \
     } while (0)
 
 /* gzip (with header) of n bytes, for decoder tests. */
@@ -31,8 +31,7 @@ static mcg_buf gzip_bytes(const void *in, size_t n)
     mcg_buf out = MCG_BUF_INIT;
     z_stream zs;
     memset(&zs, 0, sizeof(zs));
-    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
-                     Z_OK);
+    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
     size_t cap = deflateBound(&zs, (uLong)n) + 32;
     out.ptr = mcg_malloc(cap + 1);
     out.cap = cap + 1;
@@ -51,7 +50,7 @@ static mcg_buf gzip_bytes(const void *in, size_t n)
 
 typedef struct {
     const char *in;
-    const char *out;  /* expected bytes when want_err is NULL */
+    const char *out; /* expected bytes when want_err is NULL */
     size_t out_len;
     const char *want_err;
 } b64_case;
@@ -285,8 +284,7 @@ static void test_gunzip_bad(void **state)
     mcg_buf tail = MCG_BUF_INIT;
     mcg_buf_put(&tail, gz.ptr, gz.len);
     mcg_buf_puts(&tail, "junk");
-    assert_int_equal(mcg_gunzip((unsigned char *)tail.ptr, tail.len, 1024, &out, &err),
-                     MCG_EINVAL);
+    assert_int_equal(mcg_gunzip((unsigned char *)tail.ptr, tail.len, 1024, &out, &err), MCG_EINVAL);
     assert_contains(err.msg, "trailing bytes");
     mcg_buf_free(&out);
     mcg_buf_free(&tail);
@@ -307,13 +305,13 @@ static void test_gunzip_bad(void **state)
 static void test_clean_path(void **state)
 {
     (void)state;
-    static const char *const good[] = {"/etc", "/etc/chrony.conf", "/a/b/c", "/etc/.hidden",
-                                       "/etc/..x", "/etc/x..", "/a/.../b", "/a b/c", NULL};
-    static const char *const bad[] = {"",         "/",         "//",         "etc/x",
-                                      "./etc",    "../etc",    "/etc/",      "/etc//x",
-                                      "//etc",    "/etc/../x", "/etc/./x",   "/etc/.",
-                                      "/etc/..",  "/..",       "/.",         "/a/b/",
-                                      "relative", "~/x",       NULL};
+    static const char *const good[] = {"/etc",         "/etc/chrony.conf", "/a/b/c",
+                                       "/etc/.hidden", "/etc/..x",         "/etc/x..",
+                                       "/a/.../b",     "/a b/c",           NULL};
+    static const char *const bad[] = {"",         "/",        "//",      "etc/x", "./etc",
+                                      "../etc",   "/etc/",    "/etc//x", "//etc", "/etc/../x",
+                                      "/etc/./x", "/etc/.",   "/etc/..", "/..",   "/.",
+                                      "/a/b/",    "relative", "~/x",     NULL};
     for (const char *const *p = good; *p; p++)
         if (!mcg_path_is_clean_abs(*p))
             fail_msg("'%s' should be clean", *p);
@@ -500,18 +498,12 @@ static void test_buf_strv_diags(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_base64_table),
-        cmocka_unit_test(test_base64_roundtrip),
-        cmocka_unit_test(test_dataurl_table),
-        cmocka_unit_test(test_dataurl_roundtrip),
-        cmocka_unit_test(test_gunzip_ok),
-        cmocka_unit_test(test_gunzip_limit),
-        cmocka_unit_test(test_gunzip_bad),
-        cmocka_unit_test(test_clean_path),
-        cmocka_unit_test(test_canonical_json),
-        cmocka_unit_test(test_canonical_json_many_keys),
-        cmocka_unit_test(test_sha256_hex),
-        cmocka_unit_test(test_parse_u64),
+        cmocka_unit_test(test_base64_table),   cmocka_unit_test(test_base64_roundtrip),
+        cmocka_unit_test(test_dataurl_table),  cmocka_unit_test(test_dataurl_roundtrip),
+        cmocka_unit_test(test_gunzip_ok),      cmocka_unit_test(test_gunzip_limit),
+        cmocka_unit_test(test_gunzip_bad),     cmocka_unit_test(test_clean_path),
+        cmocka_unit_test(test_canonical_json), cmocka_unit_test(test_canonical_json_many_keys),
+        cmocka_unit_test(test_sha256_hex),     cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_buf_strv_diags),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
