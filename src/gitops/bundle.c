@@ -825,7 +825,7 @@ static int classify(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid, mcg
         br->note = "only branches and tags are imported";
         return 0;
     }
-    if (!strcmp(name + 11, q->rendered_branch) && !is_tag) {
+    if (!is_tag && !strcmp(name + 11, q->rendered_branch)) {
         br->note = "the rendered branch is made locally";
         return 0;
     }
