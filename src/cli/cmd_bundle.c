@@ -71,11 +71,21 @@ static int do_create(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'h': mcg_strv_free(&refs); return mcg_cli_help(&mcg_cmd_bundle);
-        case 'r': repo = optarg; break;
-        case 's': o.since = optarg; break;
-        case 'f': mcg_strv_push(&refs, optarg); break;
-        default: mcg_strv_free(&refs); return mcg_cli_usage_error(&mcg_cmd_bundle, NULL);
+        case 'h':
+            mcg_strv_free(&refs);
+            return mcg_cli_help(&mcg_cmd_bundle);
+        case 'r':
+            repo = optarg;
+            break;
+        case 's':
+            o.since = optarg;
+            break;
+        case 'f':
+            mcg_strv_push(&refs, optarg);
+            break;
+        default:
+            mcg_strv_free(&refs);
+            return mcg_cli_usage_error(&mcg_cmd_bundle, NULL);
         }
     }
     if (!repo || optind + 1 != argc) {
@@ -108,12 +118,18 @@ static int do_create(int argc, char **argv)
 static const char *action_text(const mcg_bundle_ref *br)
 {
     switch (br->action) {
-    case MCG_BUNDLE_SKIP: return "skipped";
-    case MCG_BUNDLE_SAME: return "up to date";
-    case MCG_BUNDLE_CREATE: return "new";
-    case MCG_BUNDLE_FORWARD: return "fast-forward";
-    case MCG_BUNDLE_STALE: return "stale: refused";
-    case MCG_BUNDLE_REWRITE: return "not a fast-forward: refused";
+    case MCG_BUNDLE_SKIP:
+        return "skipped";
+    case MCG_BUNDLE_SAME:
+        return "up to date";
+    case MCG_BUNDLE_CREATE:
+        return "new";
+    case MCG_BUNDLE_FORWARD:
+        return "fast-forward";
+    case MCG_BUNDLE_STALE:
+        return "stale: refused";
+    case MCG_BUNDLE_REWRITE:
+        return "not a fast-forward: refused";
     }
     return "?";
 }
@@ -124,8 +140,7 @@ static void print_report(const mcg_bundle_report *rep, const char *file)
     if (!rep->version)
         return;
     printf("bundle %s: v%d, %zu ref%s, %zu prerequisite%s", file, rep->version, rep->nrefs,
-           rep->nrefs == 1 ? "" : "s", rep->prerequisites.n,
-           rep->prerequisites.n == 1 ? "" : "s");
+           rep->nrefs == 1 ? "" : "s", rep->prerequisites.n, rep->prerequisites.n == 1 ? "" : "s");
     if (rep->pack_bytes)
         printf(", %zu objects in %llu bytes", rep->objects, (unsigned long long)rep->pack_bytes);
     printf("\n");
@@ -161,10 +176,16 @@ static int do_check(int argc, char **argv, bool import)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_bundle);
-        case 'r': repo = optarg; break;
-        case 't': trust = optarg; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_bundle, NULL);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_bundle);
+        case 'r':
+            repo = optarg;
+            break;
+        case 't':
+            trust = optarg;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_bundle, NULL);
         }
     }
     if (!repo || !trust || optind + 1 != argc)

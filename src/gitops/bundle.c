@@ -681,8 +681,7 @@ static int parse_header(bundle_hdr *h, reader *rd, mcg_err *err)
         }
         for (size_t i = 0; i < h->nrefs; i++)
             if (!strcmp(h->refs[i].name, name)) {
-                rc = mcg_err_set(err, MCG_EINVAL, "ref %s is listed twice",
-                                 untrusted(safe, name));
+                rc = mcg_err_set(err, MCG_EINVAL, "ref %s is listed twice", untrusted(safe, name));
                 goto out;
             }
         if (h->nrefs == h->cap) {
@@ -841,8 +840,9 @@ static int classify(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid, mcg
     }
     if (is_tag) {
         br->action = MCG_BUNDLE_REWRITE;
-        return mcg_err_set(err, MCG_ECONFLICT, "%s: the bundle moves an existing tag (%.12s -> %.12s)",
-                           name, br->old_sha, br->new_sha);
+        return mcg_err_set(err, MCG_ECONFLICT,
+                           "%s: the bundle moves an existing tag (%.12s -> %.12s)", name,
+                           br->old_sha, br->new_sha);
     }
     if (git_graph_descendant_of(q->git, new_oid, &old) == 1) {
         br->action = MCG_BUNDLE_FORWARD;

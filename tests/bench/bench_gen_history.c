@@ -92,8 +92,8 @@ static uint64_t next(void)
     return rng;
 }
 
-static const char *const words[] = {"server", "pool",  "chrony", "iburst", "allow", "deny",
-                                    "kernel", "param", "unit",   "enable", "mask",  "drop",
+static const char *const words[] = {"server", "pool",   "chrony", "iburst", "allow", "deny",
+                                    "kernel", "param",  "unit",   "enable", "mask",  "drop",
                                     "node",   "worker", "master", "config", "value", "limit"};
 
 /* One line of text words, about 60 bytes. */
