@@ -405,7 +405,7 @@ static void start_processes(demo *d)
     spawn(d, "controller", ctl);
     for (size_t i = 0; i < NNODES; i++) {
         char *ag[] = {"mcgit", "agent", "--node", (char *)nodes[i][0], "--cluster", d->cluster,
-                      "--interval", "0.3", NULL};
+                      "--interval", "1", NULL};
         spawn(d, nodes[i][0], ag);
     }
 }
