@@ -315,7 +315,14 @@ static const char chrony_mc[] =
     "    systemd:\n"
     "      units:\n"
     "      - name: chronyd.service\n"
-    "        enabled: true\n";
+    "        enabled: true\n"
+    "        contents: |\n"
+    "          [Unit]\n"
+    "          Description=NTP client/server\n"
+    "          [Service]\n"
+    "          ExecStart=/usr/sbin/chronyd -n\n"
+    "          [Install]\n"
+    "          WantedBy=multi-user.target\n";
 
 static const char infra_pool[] = "apiVersion: machineconfiguration.openshift.io/v1\n"
                                  "kind: MachineConfigPool\n"

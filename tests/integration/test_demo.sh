@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The README's main job: `mcgit demo` runs the whole loop and its commits
+# carry real SSH signatures that git verify-commit accepts.
+. "$(dirname "$0")/lib.sh"
+expect_rc 0 "mcgit demo completes" -- timeout 120 "$MCGIT" demo --dir "$T/demo"
+cp "$T/out" "$T/demo.out"
+expect_grep "at most 1 worker node was updating" "$T/demo.out" "workers updated one at a time"
+expect_grep "RenderDegraded: commit [0-9a-f]+ refused: commit is not signed" "$T/demo.out" "unsigned commit refused"
+expect_grep "Degraded +worker +.*chrony.conf" "$T/demo.out" "drift reported with the path"
+expect_grep "Rollback-To" "$T/demo.out" "rollback narrated"
+expect_rc 0 "git verify-commit accepts the demo's signatures" -- \
+  git -C "$T/demo/repo" -c gpg.ssh.allowedSignersFile="$T/demo/trust/allowed_signers" verify-commit main
+expect_rc 0 "status works on the demo cluster" -- "$MCGIT" status --cluster "local:$T/demo/cluster"
+expect_grep "^worker +rendered-worker-" "$T/out" "worker pool listed"
+git -C "$T/demo/repo" log --format=%B rendered > "$T/log"
+expect_grep "Rollback-To: [0-9a-f]{40}" "$T/log" "rendered branch records the rollback"
+pgrep -f "$T/demo" >/dev/null && bad "demo left processes running" || ok "no processes left"
+finish
