@@ -2,7 +2,7 @@
 # Installs what mcgit needs to build and test, from Debian's packages. Run as root.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-pkgs=(build-essential cmake pkg-config git openssh-client valgrind python3
+pkgs=(build-essential cmake pkg-config git openssh-client valgrind python3 jq procps gzip coreutils
       libgit2-dev libyaml-dev libjansson-dev libcurl4-openssl-dev libssl-dev
       libsodium-dev libcmocka-dev zlib1g-dev)
 missing=()
