@@ -91,7 +91,7 @@ static int state_write(mcg_agent *a, const char *name, const void *data, size_t 
         rc = mcg_err_set(err, MCG_EIO, "state %s: %s", tmp, strerror(errno));
         goto out;
     }
-    if (mcg_agent_write_all(fd, data, len) != 0 || fsync(fd) != 0)
+    if (mcg_write_all(fd, data, len) != 0 || fsync(fd) != 0)
         rc = mcg_err_set(err, MCG_EIO, "state %s: %s", tmp, strerror(errno));
     close(fd);
     if (!rc && renameat(a->statefd, tmp, a->statefd, name) != 0)

@@ -7,6 +7,7 @@
 #define MCG_AGENT_INT_H
 
 #include "agent/agent.h"
+#include "fsio/fsio.h"
 
 #include <sys/types.h>
 
@@ -48,7 +49,6 @@ int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int 
 void mcg_agent_tmpname(const char *base, char out[64]);
 
 /* Write all of len bytes to fd (EINTR-safe). */
-int mcg_agent_write_all(int fd, const void *data, size_t len);
 
 /* --------------------------------------------------------- entries */
 

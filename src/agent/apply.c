@@ -192,7 +192,7 @@ static int copy_to(int src, const struct stat *st, int dfd, const char *name, bo
         ssize_t n = read(src, buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 || (n > 0 && mcg_agent_write_all(out, buf, (size_t)n) != 0)) {
+        if (n < 0 || (n > 0 && mcg_write_all(out, buf, (size_t)n) != 0)) {
             rc = mcg_err_set(err, MCG_EIO, "%s: %s", what, strerror(errno));
             break;
         }
@@ -485,7 +485,7 @@ static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
     if (fd < 0)
         return mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
     b->n++; /* from here on the temp file is ours to remove on failure */
-    if (mcg_agent_write_all(fd, e->data, e->len) != 0 || fchmod(fd, (mode_t)e->mode) != 0 ||
+    if (mcg_write_all(fd, e->data, e->len) != 0 || fchmod(fd, (mode_t)e->mode) != 0 ||
         (b->as_root && fchown(fd, e->uid, e->gid) != 0))
         rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
     close(fd);

@@ -229,17 +229,3 @@ void mcg_agent_tmpname(const char *base, char out[64])
     memcpy(out + 23, ".tmp", 5);
 }
 
-int mcg_agent_write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}

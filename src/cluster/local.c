@@ -164,9 +164,16 @@ static void set_ann(json_t *ann, const char *key, const char *val)
         json_object_del(ann, key);
 }
 
-static int l_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err)
+/*
+ * Read-modify-write of one node object under the directory lock: edit()
+ * changes the parsed object (or refuses with an error), then it is written
+ * back atomically.
+ */
+typedef int (*node_edit_fn)(json_t *node, const char *name, const void *arg, mcg_err *err);
+
+static int modify_node(local *l, const char *name, node_edit_fn edit, const void *arg,
+                       mcg_err *err)
 {
-    local *l = (local *)c;
     if (!name_ok(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
     int lk = lock_dir(l, err);
@@ -177,8 +184,19 @@ static int l_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *
     int rc = read_json(&o, path, err);
     if (rc == MCG_ENOTFOUND)
         mcg_err_set(err, MCG_ENOTFOUND, "node '%s' not found", name);
-    if (rc)
-        goto out;
+    if (!rc)
+        rc = edit(o, name, arg, err);
+    if (!rc)
+        rc = write_json(path, o, err);
+    json_decref(o);
+    free(path);
+    unlock_dir(lk);
+    return rc;
+}
+
+static int edit_patch(json_t *o, const char *name, const void *arg, mcg_err *err)
+{
+    const mcg_node_patch *p = arg;
     json_t *md = json_object_get(o, "metadata");
     json_t *ann = json_object_get(md, "annotations");
     if (!json_is_object(ann)) {
@@ -188,10 +206,8 @@ static int l_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *
     if (p->if_desired) {
         json_t *d = json_object_get(ann, MCG_ANN_DESIRED);
         const char *cur = json_is_string(d) ? json_string_value(d) : "";
-        if (strcmp(cur, p->if_desired) != 0) {
-            rc = mcg_err_set(err, MCG_ECONFLICT, "node '%s': desiredConfig changed", name);
-            goto out;
-        }
+        if (strcmp(cur, p->if_desired) != 0)
+            return mcg_err_set(err, MCG_ECONFLICT, "node '%s': desiredConfig changed", name);
     }
     set_ann(ann, MCG_ANN_DESIRED, p->desired);
     set_ann(ann, MCG_ANN_CURRENT, p->current);
@@ -204,12 +220,12 @@ static int l_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *
         json_object_set_new(o, "status",
                             json_pack("{s:[{s:s,s:s}]}", "conditions", "type", "Ready", "status",
                                       p->ready ? "True" : "False"));
-    rc = write_json(path, o, err);
-out:
-    json_decref(o);
-    free(path);
-    unlock_dir(lk);
-    return rc;
+    return 0;
+}
+
+static int l_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err)
+{
+    return modify_node((local *)c, name, edit_patch, p, err);
 }
 
 static int l_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
@@ -264,30 +280,21 @@ static int l_remove_node(mcg_cluster *c, const char *name, mcg_err *err)
     return rc;
 }
 
+static int edit_labels(json_t *o, const char *name, const void *arg, mcg_err *err)
+{
+    const mcg_labels *labels = arg;
+    (void)name;
+    (void)err;
+    json_t *lab = json_object();
+    for (size_t i = 0; i < labels->n; i++)
+        json_object_set_new(lab, labels->items[i].key, json_string(labels->items[i].value));
+    json_object_set_new(json_object_get(o, "metadata"), "labels", lab);
+    return 0;
+}
+
 static int l_set_labels(mcg_cluster *c, const char *name, const mcg_labels *labels, mcg_err *err)
 {
-    local *l = (local *)c;
-    if (!name_ok(name))
-        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
-    int lk = lock_dir(l, err);
-    if (lk < 0)
-        return err->code;
-    char *path = node_path(l, name);
-    json_t *o = NULL;
-    int rc = read_json(&o, path, err);
-    if (rc == MCG_ENOTFOUND)
-        mcg_err_set(err, MCG_ENOTFOUND, "node '%s' not found", name);
-    if (!rc) {
-        json_t *lab = json_object();
-        for (size_t i = 0; i < labels->n; i++)
-            json_object_set_new(lab, labels->items[i].key, json_string(labels->items[i].value));
-        json_object_set_new(json_object_get(o, "metadata"), "labels", lab);
-        rc = write_json(path, o, err);
-    }
-    json_decref(o);
-    free(path);
-    unlock_dir(lk);
-    return rc;
+    return modify_node((local *)c, name, edit_labels, labels, err);
 }
 
 static bool config_name_ok(const char *name)

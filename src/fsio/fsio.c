@@ -61,19 +61,8 @@ int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mo
         rc = mcg_err_set(err, MCG_EIO, "%s: %s", tmp, strerror(errno));
         goto out;
     }
-    const char *p = data;
-    size_t left = len;
-    while (left) {
-        ssize_t n = write(fd, p, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", tmp, strerror(errno));
-            break;
-        }
-        p += n;
-        left -= (size_t)n;
-    }
+    if (mcg_write_all(fd, data, len) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", tmp, strerror(errno));
     if (!rc && fsync(fd) != 0)
         rc = mcg_err_set(err, MCG_EIO, "%s: fsync: %s", tmp, strerror(errno));
     close(fd);
@@ -83,15 +72,35 @@ int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mo
         unlink(tmp);
         goto out;
     }
+    mcg_fsync_dir(dir);
+out:
+    free(tmp);
+    free(dircopy);
+    return rc;
+}
+
+int mcg_write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+void mcg_fsync_dir(const char *dir)
+{
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);
     }
-out:
-    free(tmp);
-    free(dircopy);
-    return rc;
 }
 
 int mcg_mkdirs(const char *path, int mode, mcg_err *err)

@@ -14,6 +14,10 @@
 int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_err *err);
 /* Replace path atomically with data, created with mode. */
 int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mode, mcg_err *err);
+/* write(2) all of data, retrying on EINTR and short writes; -1 with errno set on failure. */
+int mcg_write_all(int fd, const void *data, size_t len);
+/* fsync a directory so a rename in it is durable (best effort). */
+void mcg_fsync_dir(const char *dir);
 /* mkdir -p with mode for each created directory. */
 int mcg_mkdirs(const char *path, int mode, mcg_err *err);
 

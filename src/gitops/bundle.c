@@ -122,30 +122,6 @@ static void progress_end(progress *p)
 
 /* ------------------------------------------------------------ small I/O */
 
-static int write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static void fsync_dir(const char *dir)
-{
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-}
-
 /* ============================================================ create */
 
 typedef struct bref {
@@ -297,7 +273,7 @@ typedef struct write_ctx {
 static int pack_write_cb(void *buf, size_t size, void *payload)
 {
     write_ctx *w = payload;
-    if (write_all(w->fd, buf, size) != 0) {
+    if (mcg_write_all(w->fd, buf, size) != 0) {
         w->err_no = errno;
         return -1;
     }
@@ -454,7 +430,7 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
         umask(mask);
         fchmod(fd, 0666 & ~mask);
     }
-    if (write_all(fd, hdr.ptr, hdr.len) != 0) {
+    if (mcg_write_all(fd, hdr.ptr, hdr.len) != 0) {
         rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
         goto out;
     }
@@ -481,7 +457,7 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
         free(tmp);
         tmp = NULL; /* renamed: nothing to remove */
         dircopy = mcg_strdup(path);
-        fsync_dir(dirname(dircopy));
+        mcg_fsync_dir(dirname(dircopy));
     }
     local.nrefs = refs.n;
     local.nprerequisites = prereqs.n;
@@ -1237,7 +1213,7 @@ static int move_pack(session *s, mcg_err *err)
         free(from);
         free(to);
     }
-    fsync_dir(dest_dir);
+    mcg_fsync_dir(dest_dir);
 out:
     free(dest_dir);
     return rc;

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <git2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,8 +128,24 @@ static int make_parents(const char *root, const char *rel, mcg_err *err)
     return rc;
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* Remove what init wrote below dir (and dir itself when init made it). */
+static void init_undo(const char *dir, bool made)
+{
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (!made)
+        mkdir(dir, 0755);
+}
+
 int mcg_gitops_init(const char *dir, mcg_err *err)
 {
+    bool made = false;
     struct stat st;
     if (lstat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode))
@@ -145,10 +162,14 @@ int mcg_gitops_init(const char *dir, mcg_err *err)
             return mcg_err_set(err, MCG_EINVAL, "%s exists and is not empty", dir);
     } else if (mkdir(dir, 0755) != 0) {
         return mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
+    } else {
+        made = true;
     }
     for (const mcg_template_file *f = mcg_template_files; f->path; f++) {
-        if (make_parents(dir, f->path, err))
+        if (make_parents(dir, f->path, err)) {
+            init_undo(dir, made);
             return err->code;
+        }
         char *path = mcg_sprintf("%s/%s", dir, f->path);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         int rc = 0;
@@ -157,8 +178,10 @@ int mcg_gitops_init(const char *dir, mcg_err *err)
         if (fd >= 0)
             close(fd);
         free(path);
-        if (rc)
+        if (rc) {
+            init_undo(dir, made);
             return rc;
+        }
     }
     git_libgit2_init();
     git_repository *repo = NULL;
@@ -172,5 +195,7 @@ int mcg_gitops_init(const char *dir, mcg_err *err)
     }
     git_repository_free(repo);
     git_libgit2_shutdown();
+    if (rc)
+        init_undo(dir, made);
     return rc;
 }
