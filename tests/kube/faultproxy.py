@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""A fault-injecting TLS proxy between mcgit and a real kube-apiserver.
+
+    faultproxy.py --port P --upstream https://127.0.0.1:A --ca CA \
+        --cert server.crt --key server.key [--error-rate R] [--conflict-rate R]
+        [--slow-rate R --slow-ms MS] [--watch-drop-secs S] [--seed N]
+        [--stats FILE]
+
+Terminates TLS with the test server's certificate (clients keep trusting the
+test CA) and forwards each request, headers and body, to the upstream server.
+Clients must authenticate with a bearer token (a client certificate does not
+cross a terminating proxy). Faults, chosen at random per request:
+  --error-rate    answer 500/503/429 (with Retry-After: 1 for 429) instead
+  --conflict-rate answer 409 Conflict to writes (PUT/PATCH) instead
+  --slow-rate     delay the request by --slow-ms first
+  --watch-drop-secs  cut every watch stream after S seconds
+--stats FILE receives a JSON line per request: method, path, status, bytes in
+and out, fault — the benchmark counts requests and bytes from it.
+SIGUSR1 toggles all faults off/on (so a test can let the system converge).
+"""
+import argparse, http.client, json, random, signal, ssl, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade",
+       "te", "trailer", "content-length", "host"}
+
+
+class State:
+    enabled = True
+    lock = threading.Lock()
+    stats = None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--upstream", required=True)
+    ap.add_argument("--ca", required=True)
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--error-rate", type=float, default=0.0)
+    ap.add_argument("--conflict-rate", type=float, default=0.0)
+    ap.add_argument("--slow-rate", type=float, default=0.0)
+    ap.add_argument("--slow-ms", type=int, default=1500)
+    ap.add_argument("--watch-drop-secs", type=float, default=0.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--stats")
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    up = urlparse(a.upstream)
+    up_ctx = ssl.create_default_context(cafile=a.ca)
+    if a.stats:
+        State.stats = open(a.stats, "a", buffering=1)
+
+    def toggle(*_):
+        State.enabled = not State.enabled
+    signal.signal(signal.SIGUSR1, toggle)
+
+    class H(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def record(self, status, bytes_in, bytes_out, fault):
+            if State.stats:
+                with State.lock:
+                    State.stats.write(json.dumps({
+                        "t": time.time(), "method": self.command, "path": self.path,
+                        "status": status, "in": bytes_in, "out": bytes_out,
+                        "fault": fault}) + "\n")
+
+        def reply(self, code, body, extra=None):
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (extra or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+            return len(data)
+
+        def handle_any(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n) if n else None
+            watch = "watch=1" in self.path or "watch=true" in self.path
+            fault = None
+            with State.lock:
+                r1, r2, r3 = rng.random(), rng.random(), rng.random()
+                code = rng.choice([500, 503, 429])
+            if State.enabled:
+                if r3 < a.slow_rate:
+                    fault = "slow"
+                    time.sleep(a.slow_ms / 1000.0)
+                if r1 < a.error_rate:
+                    extra = {"Retry-After": "1"} if code == 429 else None
+                    out = self.reply(code, {"kind": "Status", "apiVersion": "v1",
+                                            "status": "Failure", "code": code,
+                                            "message": "injected fault %d" % code,
+                                            "reason": "InternalError"}, extra)
+                    self.record(code, n, out, "error")
+                    return
+                if self.command in ("PUT", "PATCH") and r2 < a.conflict_rate:
+                    out = self.reply(409, {"kind": "Status", "apiVersion": "v1",
+                                           "status": "Failure", "code": 409,
+                                           "reason": "Conflict",
+                                           "message": "injected conflict: the object has "
+                                                      "been modified"})
+                    self.record(409, n, out, "conflict")
+                    return
+            conn = http.client.HTTPSConnection(up.hostname, up.port, context=up_ctx,
+                                               timeout=None if watch else 60)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
+            try:
+                conn.request(self.command, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+            except Exception as e:  # upstream down: a 502 the client must survive
+                out = self.reply(502, {"kind": "Status", "status": "Failure", "code": 502,
+                                       "message": "proxy: upstream: %s" % e})
+                self.record(502, n, out, "upstream")
+                return
+            self.send_response(resp.status)
+            for k, v in resp.getheaders():
+                if k.lower() not in HOP:
+                    self.send_header(k, v)
+            out = 0
+            if watch:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                deadline = time.time() + a.watch_drop_secs if (
+                    a.watch_drop_secs and State.enabled) else None
+                try:
+                    while True:
+                        if deadline and time.time() > deadline:
+                            fault = "watch-drop"
+                            break
+                        chunk = resp.read1(65536)
+                        if not chunk:
+                            break
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        self.wfile.flush()
+                        out += len(chunk)
+                    if fault != "watch-drop":
+                        self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+                conn.close()
+            else:
+                data = resp.read()
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                out = len(data)
+                conn.close()
+            self.record(resp.status, n, out, fault)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+    srv = ThreadingHTTPServer(("127.0.0.1", a.port), H)
+    srv.daemon_threads = True
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(a.cert, a.key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    print("faultproxy: listening on 127.0.0.1:%d" % a.port, file=sys.stderr, flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
