@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,4 +123,21 @@ int mcg_mkdirs(const char *path, int mode, mcg_err *err)
     }
     free(p);
     return rc;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    (void)(flag == FTW_DP ? rmdir(path) : unlink(path));
+    return 0;
+}
+
+int mcg_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return lstat(path, &st) == 0 ? -1 : 0;
 }

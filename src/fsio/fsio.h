@@ -18,6 +18,8 @@ int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mo
 int mcg_write_all(int fd, const void *data, size_t len);
 /* fsync a directory so a rename in it is durable (best effort). */
 void mcg_fsync_dir(const char *dir);
+/* rm -rf without following symlinks (best effort; 0 when all is gone). */
+int mcg_remove_tree(const char *path);
 /* mkdir -p with mode for each created directory. */
 int mcg_mkdirs(const char *path, int mode, mcg_err *err);
 

@@ -162,9 +162,26 @@ void mcg_log_free(mcg_log *l);
 int mcg_gitops_read_rendered(char **data, size_t *len, mcg_repo *r, const char *path,
                              char tip_out[MCG_SHA_HEX + 1], mcg_err *err);
 
-/* Fetch the source branch from a remote, fast-forward only. */
+/*
+ * Fetch the source branch from a remote, fast-forward only. Credentials for
+ * a private remote come from the directory named by $MCGIT_GIT_CREDENTIALS:
+ * files `username` + `password` (https) or `ssh-privatekey` (ssh; user from
+ * the URL, else `git`), offered once each — a rejected credential fails the
+ * fetch instead of looping.
+ */
 int mcg_gitops_fetch(mcg_repo *r, const char *remote, char sha_out[MCG_SHA_HEX + 1],
                      mcg_err *err);
+
+/* Whether REPO names a remote repository (scheme://... or user@host:path). */
+bool mcg_gitops_is_url(const char *repo);
+
+/*
+ * The controller's mirror of a remote config repo: a bare repository at dir
+ * whose remote `origin` is url, created if missing (atomically: built under
+ * a temporary name, then renamed). An existing dir whose origin differs is
+ * refused, so one mirror never mixes two histories.
+ */
+int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err);
 
 
 /* ------------------------------------------------------------ signing */

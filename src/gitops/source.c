@@ -2,12 +2,12 @@
  * source.c — config directories: loading a working tree into the model and
  * creating a new config repo from the compiled-in template.
  */
+#include "fsio/fsio.h"
 #include "gitops/gitops.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <git2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,17 +128,10 @@ static int make_parents(const char *root, const char *rel, mcg_err *err)
     return rc;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 /* Remove what init wrote below dir (and dir itself when init made it). */
 static void init_undo(const char *dir, bool made)
 {
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    (void)mcg_remove_tree(dir);
     if (!made)
         mkdir(dir, 0755);
 }

@@ -76,7 +76,7 @@ echo $! > "$dir/etcd.pid"
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc \
     --service-cluster-ip-range 10.0.0.0/24 --authorization-mode RBAC \
-    --disable-admission-plugins ServiceAccount --cert-dir "$dir/cert" \
+    --disable-admission-plugins ServiceAccount --allow-privileged=true --cert-dir "$dir/cert" \
     > "$dir/apiserver.log" 2>&1 &
 echo $! > "$dir/apiserver.pid"
 

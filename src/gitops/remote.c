@@ -1,0 +1,169 @@
+/*
+ * remote.c — talking to the config repo's remote: fetch (fast-forward only),
+ * credentials for private remotes, and the controller's mirror of a URL.
+ */
+#include "fsio/fsio.h"
+#include "gitops/gitops_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool mcg_gitops_is_url(const char *repo)
+{
+    if (strstr(repo, "://"))
+        return true;
+    /* scp-like user@host:path (a local path never has '@' before ':'). */
+    const char *colon = strchr(repo, ':'), *at = strchr(repo, '@');
+    const char *slash = strchr(repo, '/');
+    return colon && at && at < colon && (!slash || slash > colon);
+}
+
+typedef struct cred_state {
+    const char *dir; /* $MCGIT_GIT_CREDENTIALS or NULL */
+    int tries;
+} cred_state;
+
+/* A small secret from dir/name, trailing newline stripped; NULL if absent. */
+static char *cred_file(const char *dir, const char *name)
+{
+    char *path = mcg_sprintf("%s/%s", dir, name), *data = NULL;
+    size_t len = 0;
+    mcg_err e = {0};
+    if (mcg_read_file(path, 64 * 1024, &data, &len, &e) != 0) {
+        data = NULL;
+    } else {
+        while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+            data[--len] = '\0';
+    }
+    free(path);
+    return data;
+}
+
+static int cred_cb(git_credential **out, const char *url, const char *user_from_url,
+                   unsigned int allowed, void *payload)
+{
+    cred_state *cs = payload;
+    (void)url;
+    /* Offer each credential once: a rejected one must fail, not loop. */
+    if (!cs->dir || cs->tries++ > 0)
+        return GIT_PASSTHROUGH;
+    int rc = GIT_PASSTHROUGH;
+    if (allowed & GIT_CREDENTIAL_SSH_KEY) {
+        char *key = mcg_sprintf("%s/ssh-privatekey", cs->dir);
+        if (access(key, R_OK) == 0)
+            rc = git_credential_ssh_key_new(out, user_from_url ? user_from_url : "git", NULL,
+                                            key, NULL);
+        free(key);
+    }
+    if (rc == GIT_PASSTHROUGH && (allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT)) {
+        char *user = cred_file(cs->dir, "username"), *pass = cred_file(cs->dir, "password");
+        if (pass)
+            rc = git_credential_userpass_plaintext_new(
+                out, user ? user : (user_from_url ? user_from_url : "git"), pass);
+        if (pass)
+            memset(pass, 0, strlen(pass));
+        free(user);
+        free(pass);
+    }
+    return rc;
+}
+
+int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, char sha_out[MCG_SHA_HEX + 1],
+                     mcg_err *err)
+{
+    git_remote *remote = NULL;
+    git_reference *ref = NULL;
+    int rc = 0;
+    sha_out[0] = '\0';
+    if (git_remote_lookup(&remote, r->git, remote_name) != 0)
+        return mcg_err_set(err, MCG_ENOTFOUND, "no remote '%s'", remote_name);
+    char *spec = mcg_sprintf("+refs/heads/%s:refs/mcgit/fetched/%s", r->source_branch,
+                             r->source_branch);
+    char *refs[] = {spec};
+    git_strarray specs = {refs, 1};
+    git_fetch_options fo = GIT_FETCH_OPTIONS_INIT;
+    cred_state cs = {getenv("MCGIT_GIT_CREDENTIALS"), 0};
+    fo.callbacks.credentials = cred_cb;
+    fo.callbacks.payload = &cs;
+    if (git_remote_fetch(remote, &specs, &fo, "mcgit fetch") != 0) {
+        rc = mcg_git_err(err, "fetch");
+        goto out;
+    }
+    char *fetched = mcg_sprintf("refs/mcgit/fetched/%s", r->source_branch);
+    char *local = mcg_sprintf("refs/heads/%s", r->source_branch);
+    git_oid new_oid, old_oid;
+    if (git_reference_name_to_id(&new_oid, r->git, fetched) != 0) {
+        rc = mcg_err_set(err, MCG_ENOTFOUND, "remote '%s' has no branch '%s'", remote_name,
+                         r->source_branch);
+    } else if (git_reference_name_to_id(&old_oid, r->git, local) == 0) {
+        if (!git_oid_equal(&new_oid, &old_oid) &&
+            git_graph_descendant_of(r->git, &new_oid, &old_oid) != 1) {
+            rc = mcg_err_set(err, MCG_ECONFLICT,
+                             "remote '%s' branch '%s' was rewritten or rewound: not a "
+                             "fast-forward, refused",
+                             remote_name, r->source_branch);
+        } else if (git_reference_create_matching(&ref, r->git, local, &new_oid, 1, &old_oid,
+                                                 "mcgit fetch") != 0) {
+            rc = mcg_git_err(err, local);
+        }
+    } else if (git_reference_create(&ref, r->git, local, &new_oid, 0, "mcgit fetch") != 0) {
+        rc = mcg_git_err(err, local);
+    }
+    if (!rc)
+        git_oid_tostr(sha_out, MCG_SHA_HEX + 1, &new_oid);
+    free(fetched);
+    free(local);
+out:
+    free(spec);
+    git_reference_free(ref);
+    git_remote_free(remote);
+    return rc;
+}
+
+int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err)
+{
+    git_repository *repo = NULL;
+    git_remote *remote = NULL;
+    int rc = 0;
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (git_repository_open_ext(&repo, dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0)
+            return mcg_err_set(err, MCG_EINVAL, "%s: exists and is not a git repository", dir);
+        if (git_remote_lookup(&remote, repo, "origin") != 0) {
+            rc = mcg_err_set(err, MCG_EINVAL, "%s: mirror has no remote 'origin'", dir);
+        } else if (strcmp(git_remote_url(remote), url) != 0) {
+            rc = mcg_err_set(err, MCG_ECONFLICT,
+                             "%s: mirror of %s, not of %s; refusing to mix histories", dir,
+                             git_remote_url(remote), url);
+        }
+        git_remote_free(remote);
+        git_repository_free(repo);
+        return rc;
+    }
+    char *tmp = mcg_sprintf("%s.tmp.%ld", dir, (long)getpid());
+    git_repository_init_options io = GIT_REPOSITORY_INIT_OPTIONS_INIT;
+    io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
+    if (git_repository_init_ext(&repo, tmp, &io) != 0) {
+        rc = mcg_git_err(err, tmp);
+    } else if (git_remote_create(&remote, repo, "origin", url) != 0) {
+        rc = mcg_git_err(err, url);
+    }
+    git_remote_free(remote);
+    git_repository_free(repo);
+    if (!rc && rename(tmp, dir) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
+    if (rc) {
+        /* Remove what we made: a bare repo skeleton only. */
+        (void)mcg_remove_tree(tmp);
+    } else {
+        char *parent = mcg_sprintf("%s/..", dir);
+        mcg_fsync_dir(parent);
+        free(parent);
+    }
+    free(tmp);
+    return rc;
+}
