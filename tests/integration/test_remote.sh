@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Fetching from a private https remote: credentials come from the directory
+# $MCGIT_GIT_CREDENTIALS names (username + password); missing or wrong ones
+# fail once with a one-line reason (no retry loop) and leave the branch.
+. "$(dirname "$0")/lib.sh"
+mkkey alice ed25519
+signer_line alice@example.com alice >"$T/trust"
+mkdir -p "$T/srv"
+"$MCGIT" init "$T/src" >/dev/null
+cp "$T/trust" "$T/src/.mcgit/allowed_signers"
+sign_setup "$T/src" "$T/trust"
+scommit "$T/src" alice "initial"
+git clone -q --bare "$T/src" "$T/srv/config.git"
+
+python3 "$SRC/tests/integration/githttp.py" "$T/srv" "$T/port" mcgit s3cret &
+srv=$!
+trap 'kill $srv 2>/dev/null; rm -rf "$T"' EXIT
+for _ in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
+url="http://127.0.0.1:$(cat "$T/port")/config.git"
+git init -q --bare "$T/mirror"
+git -C "$T/mirror" remote add origin "$url"
+
+expect_rc 1 "fetch without credentials is refused" -- "$MCGIT" fetch --repo "$T/mirror"
+expect_grep 'fetch: .*(auth|401|credential)' "$T/err" "the reason names the authentication failure"
+[ "$(wc -l <"$T/err")" = 1 ] && ok "one-line reason" || bad "reason is $(wc -l <"$T/err") lines"
+mkdir -p "$T/creds"
+printf 'mcgit\n' >"$T/creds/username"
+printf 'wrong\n' >"$T/creds/password"
+export MCGIT_GIT_CREDENTIALS="$T/creds"
+if timeout 20 "$MCGIT" fetch --repo "$T/mirror" >"$T/out" 2>"$T/err"; then
+  bad "wrong password accepted"
+else
+  rc=$?
+  [ "$rc" = 1 ] && ok "wrong password fails once (no loop)" || bad "wrong password: exit $rc"
+fi
+git -C "$T/mirror" rev-parse -q --verify refs/heads/main >/dev/null \
+  && bad "branch created by a failed fetch" || ok "failed fetch leaves no branch"
+printf 's3cret\n' >"$T/creds/password"
+expect_rc 0 "fetch with the right credentials" -- "$MCGIT" fetch --repo "$T/mirror"
+[ "$(git -C "$T/mirror" rev-parse main)" = "$(git -C "$T/src" rev-parse main)" ] \
+  && ok "source branch fetched" || bad "source branch not fetched"
+finish
