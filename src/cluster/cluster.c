@@ -13,10 +13,12 @@ int mcg_cluster_open(mcg_cluster **out, const char *spec, mcg_err *err)
     *out = NULL;
     if (!strncmp(spec, "local:", 6) && spec[6])
         return mcg_cluster_local_open(out, spec, spec + 6, err);
-    if (!strcmp(spec, "kube") || !strncmp(spec, "kube:", 5))
-        return mcg_err_set(err, MCG_EINVAL,
-                           "cluster '%s': the kube backend is not built into this mcgit yet", spec);
-    return mcg_err_set(err, MCG_EINVAL, "cluster '%s': expected local:DIR", spec);
+    if (!strcmp(spec, "kube"))
+        return mcg_cluster_kube_open(out, spec, NULL, err);
+    if (!strncmp(spec, "kube:", 5))
+        return mcg_cluster_kube_open(out, spec, spec + 5, err);
+    return mcg_err_set(err, MCG_EINVAL,
+                       "cluster '%s': expected local:DIR, kube or kube:KUBECONFIG", spec);
 }
 
 void mcg_cluster_free(mcg_cluster *c)
@@ -81,6 +83,40 @@ int mcg_cluster_get_policy(mcg_cluster *c, mcg_disruption_policy *out, mcg_err *
     rc = mcg_policy_parse_json(out, "MachineConfiguration/cluster", s, strlen(s), err);
     free(s);
     return rc;
+}
+
+int mcg_cluster_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err)
+{
+    if (c->ops->lead)
+        return c->ops->lead(c, identity, leader, err);
+    *leader = true;
+    return 0;
+}
+
+int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err)
+{
+    if (c->ops->wait_change)
+        return c->ops->wait_change(c, node, timeout_ms, err);
+    /* no change notifications: sleep, in slices so a stop request ends it */
+    struct timespec end, now;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += timeout_ms / 1000;
+    end.tv_nsec += (timeout_ms % 1000) * 1000000L;
+    if (end.tv_nsec >= 1000000000L) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000L;
+    }
+    for (;;) {
+        if (c->stop && *c->stop)
+            return 0;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t left = (int64_t)(end.tv_sec - now.tv_sec) * 1000 +
+                       (end.tv_nsec - now.tv_nsec) / 1000000;
+        if (left <= 0)
+            return 0;
+        struct timespec ts = {0, (long)(left > 200 ? 200 : left) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 void mcg_time_format(int64_t t, char out[32])

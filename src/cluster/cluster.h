@@ -2,7 +2,8 @@
  * cluster — where nodes, published rendered configs, pool status and the
  * cluster-wide MachineConfiguration live. One interface, one file per
  * backend (like curl's lib/vtls/): `local:DIR` (a state directory of JSON
- * files under a lock, the embedded default) and, later, `kube`.
+ * files under a lock, the embedded default) and `kube` (the Kubernetes API:
+ * kube.c, kubeapi.c, kubecfg.c).
  *
  * Node fields mirror a Kubernetes Node: name, labels, creation time, the
  * Ready condition, spec.unschedulable, and the annotations
@@ -12,6 +13,8 @@
 #define MCG_CLUSTER_H
 
 #include "model/model.h"
+
+#include <signal.h>
 
 #define MCG_ANN_PREFIX "machineconfiguration.mcgit.io/"
 #define MCG_ANN_DESIRED MCG_ANN_PREFIX "desiredConfig"
@@ -77,16 +80,41 @@ typedef struct mcg_cluster_ops {
     /* Default root directory of a node's filesystem, or NULL (caller frees). */
     char *(*node_root)(mcg_cluster *c, const char *name);
     void (*free)(mcg_cluster *c);
+    /*
+     * Ops below are optional (NULL): call them through the mcg_cluster_*
+     * wrappers, which supply the default.
+     *
+     * Leader election: try to become (or stay) the one acting controller
+     * under this identity; call it before every pass and act only when
+     * *leader. On an error *leader is false. Cheap to call often (kube: no
+     * request while renewed less than a third of the lease duration ago).
+     * Once called, the backend fences writes: every mutating op fails with
+     * MCG_ECONFLICT "not the leader ..." unless the lease was renewed within
+     * the lease duration minus a margin, so a replica that lost the lease
+     * (or stalled) never writes alongside the new leader. Default: always
+     * the leader (a local cluster has one controller).
+     */
+    int (*lead)(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
+    /*
+     * Wait up to timeout_ms for a change that matters to nodes (any node
+     * when node is NULL, else that one): returns 1 on a change, 0 when the
+     * time passed quietly, negative with err when changes cannot be watched
+     * (after having waited, so a loop over it never spins). Default: sleep.
+     */
+    int (*wait_change)(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
 } mcg_cluster_ops;
 
 struct mcg_cluster {
     const mcg_cluster_ops *ops;
     char *spec; /* as given: "local:DIR" */
+    /* Set by the caller (e.g. to its SIGTERM flag): long waits (wait_change,
+     * retry backoff, drain) return early once *stop is non-zero. May be NULL. */
+    volatile sig_atomic_t *stop;
 };
 
 /*
- * Open a cluster from its spec: "local:DIR" (DIR is created if missing).
- * "kube" and "kube:KUBECONFIG" are refused until that backend exists.
+ * Open a cluster from its spec: "local:DIR" (DIR is created if missing),
+ * "kube" (in-cluster service account) or "kube:KUBECONFIG".
  */
 int mcg_cluster_open(mcg_cluster **out, const char *spec, mcg_err *err);
 void mcg_cluster_free(mcg_cluster *c);
@@ -99,6 +127,10 @@ int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patc
 int mcg_cluster_get_config(mcg_cluster *c, const char *name, char **spec, size_t *len,
                            mcg_err *err);
 int mcg_cluster_get_policy(mcg_cluster *c, mcg_disruption_policy *out, mcg_err *err);
+/* ops->lead, or "always the leader". */
+int mcg_cluster_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
+/* ops->wait_change, or a sleep of timeout_ms (ended early by *c->stop). */
+int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
 
 /* Node as a Kubernetes Node object (for -o json). */
 json_t *mcg_node_to_json(const mcg_node *n);

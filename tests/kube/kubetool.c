@@ -3,22 +3,22 @@
  * integration tests of the kube backend (tests/integration/test_kube_*.sh).
  *
  *   mcgit-kubetool CLUSTER get NODE                 print NODE DESIRED CURRENT STATE READY UNSCHED
- *   mcgit-kubetool CLUSTER patch NODE KEY=VAL...    desired= current= state= reason= if= unsched= ready=
- *   mcgit-kubetool CLUSTER incr NODE N              N compare-and-swap increments of desiredConfig
- *   mcgit-kubetool CLUSTER add NODE [k=v,...]       add a node (Ready)
- *   mcgit-kubetool CLUSTER remove NODE
- *   mcgit-kubetool CLUSTER label NODE k=v,...
- *   mcgit-kubetool CLUSTER put-config NAME FILE     publish FILE's bytes as rendered config NAME
- *   mcgit-kubetool CLUSTER get-config NAME          print its bytes
- *   mcgit-kubetool CLUSTER list-configs
- *   mcgit-kubetool CLUSTER delete-config NAME
+ *   mcgit-kubetool CLUSTER patch NODE KEY=VAL...    desired= current= state= reason= if= unsched=
+ * ready= mcgit-kubetool CLUSTER incr NODE N              N compare-and-swap increments of
+ * desiredConfig mcgit-kubetool CLUSTER add NODE [k=v,...]       add a node (Ready) mcgit-kubetool
+ * CLUSTER remove NODE mcgit-kubetool CLUSTER label NODE k=v,... mcgit-kubetool CLUSTER put-config
+ * NAME FILE     publish FILE's bytes as rendered config NAME mcgit-kubetool CLUSTER get-config NAME
+ * print its bytes mcgit-kubetool CLUSTER list-configs mcgit-kubetool CLUSTER delete-config NAME
  *   mcgit-kubetool CLUSTER put-pool NAME FILE       FILE: a MachineConfigPool object (JSON)
  *   mcgit-kubetool CLUSTER list-pools               the pools as a JSON array
  *   mcgit-kubetool CLUSTER delete-pool NAME
  *   mcgit-kubetool CLUSTER put-policy FILE | get-policy
  *   mcgit-kubetool CLUSTER drain NODE
  *   mcgit-kubetool CLUSTER lead ID SECONDS          try to lead every 0.5 s, print each change
- *   mcgit-kubetool CLUSTER wait NODE|- MS           print 1 (changed) or 0 (timeout)
+ *                                                   as "UNIX-MS ID leader|follower"
+ *   mcgit-kubetool CLUSTER fenced ID NODE SECS     lead once, sleep SECS, then patch NODE's reason
+ *   mcgit-kubetool CLUSTER wait NODE|- MS           read NODE (or list all), then wait_change:
+ *                                                   print 1 (changed) or 0 (timeout)
  *   mcgit-kubetool CLUSTER steady N MS              N rounds of list_nodes + wait_change(MS),
  *                                                   print the requests of the last round
  *
@@ -52,8 +52,8 @@ static int fail(int rc, const mcg_err *e)
 static void print_node(const mcg_node *n)
 {
     printf("%s %s %s %s %s %s\n", n->name, n->desired ? n->desired : "-",
-           n->current ? n->current : "-", n->state ? n->state : "-", n->ready ? "ready" : "notready",
-           n->unschedulable ? "unschedulable" : "schedulable");
+           n->current ? n->current : "-", n->state ? n->state : "-",
+           n->ready ? "ready" : "notready", n->unschedulable ? "unschedulable" : "schedulable");
 }
 
 static int cmd_incr(mcg_cluster *c, const char *node, long n)
@@ -99,7 +99,10 @@ static int cmd_lead(mcg_cluster *c, const char *id, long seconds)
         if (rc)
             fprintf(stderr, "kubetool: %s\n", e.msg);
         if ((int)leader != last) {
-            printf("%ld %s %s\n", (long)time(NULL), id, leader ? "leader" : "follower");
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            printf("%lld %s %s\n", (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, id,
+                   leader ? "leader" : "follower");
             fflush(stdout);
             last = leader;
         }
@@ -267,7 +270,37 @@ int main(int argc, char **argv)
             status = fail(rc, &e);
     } else if (!strcmp(cmd, "lead") && n == 2) {
         status = cmd_lead(c, a[0], atol(a[1]));
+        mcg_cluster_free(c); /* gives the Lease up */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        printf("%lld %s stopped\n", (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, a[0]);
+        return status;
+    } else if (!strcmp(cmd, "fenced") && n == 3) {
+        /* take part in leader election once, then write (as a controller pass would) */
+        bool leader = false;
+        if ((rc = mcg_cluster_lead(c, a[0], &leader, &e)) != 0)
+            fprintf(stderr, "kubetool: %s\n", e.msg);
+        printf("%s\n", leader ? "leader" : "follower");
+        fflush(stdout);
+        sleep((unsigned)atoi(a[2]));
+        mcg_node_patch p = MCG_NODE_PATCH_INIT;
+        p.reason = "fenced";
+        if ((rc = mcg_cluster_patch_node(c, a[1], &p, &e)) != 0)
+            status = fail(rc, &e);
     } else if (!strcmp(cmd, "wait") && n == 2) {
+        /* look first, as the agent (get_node) and the controller (list_nodes) do */
+        if (strcmp(a[0], "-") != 0) {
+            mcg_node nd;
+            if ((rc = mcg_cluster_get_node(c, a[0], &nd, &e)) != 0)
+                return fail(rc, &e);
+            mcg_node_clear(&nd);
+        } else {
+            mcg_node *v = NULL;
+            size_t k = 0;
+            if ((rc = mcg_cluster_list_nodes(c, &v, &k, &e)) != 0)
+                return fail(rc, &e);
+            mcg_nodes_free(v, k);
+        }
         int r = mcg_cluster_wait_change(c, strcmp(a[0], "-") ? a[0] : NULL, atol(a[1]), &e);
         if (r < 0)
             status = fail(r, &e);

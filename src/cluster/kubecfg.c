@@ -1,0 +1,638 @@
+/*
+ * kubecfg.c — where the Kubernetes API server is and who we are.
+ *
+ * Two sources, as client-go has them:
+ *   - a kubeconfig file (`--cluster kube:PATH`): the current-context names
+ *     a cluster (server, CA, insecure-skip-tls-verify, tls-server-name) and
+ *     a user (client certificate and key, bearer token or token file);
+ *   - the in-cluster service account (`--cluster kube`): the server from
+ *     KUBERNETES_SERVICE_HOST/PORT, the token, CA and namespace from the
+ *     files the kubelet mounts (the token is re-read when it rotates).
+ * Parsing is pure (bytes in, struct out) so it is unit-tested as a table;
+ * loading the files a config names is a separate step. Certificates and
+ * keys stay in memory: nothing is written to temporary files. Exec and
+ * auth-provider plugins and basic auth are refused by name rather than
+ * silently ignored.
+ */
+#include "cluster/kube_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+void mcg_kube_buf_wipe(mcg_buf *b)
+{
+    if (b->ptr)
+        sodium_memzero(b->ptr, b->cap);
+    mcg_buf_free(b);
+}
+
+static void wipe_str(char **s)
+{
+    if (*s) {
+        sodium_memzero(*s, strlen(*s));
+        free(*s);
+        *s = NULL;
+    }
+}
+
+void mcg_kube_config_free(mcg_kube_config *c)
+{
+    if (!c)
+        return;
+    free(c->source);
+    free(c->server);
+    free(c->tls_server_name);
+    mcg_buf_free(&c->ca);
+    free(c->ca_file);
+    mcg_buf_free(&c->cert);
+    free(c->cert_file);
+    mcg_kube_buf_wipe(&c->key);
+    free(c->key_file);
+    wipe_str(&c->token);
+    free(c->token_file);
+    free(c->ns);
+    memset(c, 0, sizeof(*c));
+}
+
+int mcg_kube_read_file(const char *path, size_t limit, mcg_buf *out, mcg_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "%s: %s", path,
+                           strerror(errno));
+    int rc = 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = mcg_err_set(err, MCG_EINVAL, "%s: not a regular file", path);
+        goto out;
+    }
+    if ((uint64_t)st.st_size > limit) {
+        rc = mcg_err_set(err, MCG_ENOMEM, "%s: larger than %zu bytes", path, limit);
+        goto out;
+    }
+    /* Read into a buffer sized once, so a secret is never copied by a realloc. */
+    size_t cap = (size_t)st.st_size + 1, len = 0;
+    out->ptr = mcg_malloc(cap + 1);
+    out->cap = cap + 1;
+    for (;;) {
+        if (len == cap) {
+            rc = mcg_err_set(err, MCG_ENOMEM, "%s: grew while being read", path);
+            goto out;
+        }
+        ssize_t r = read(fd, out->ptr + len, cap - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    out->len = len;
+    out->ptr[len] = '\0';
+out:
+    if (rc)
+        mcg_kube_buf_wipe(out);
+    close(fd);
+    return rc;
+}
+
+/* ------------------------------------------------------------- YAML */
+
+/*
+ * A kubeconfig is small and simple: convert libyaml's events to jansson
+ * values. Scalars stay strings, except plain null/true/false; anchors and
+ * aliases, which kubeconfigs never use, are refused.
+ */
+typedef struct yconv {
+    yaml_parser_t p;
+    const char *file;
+    mcg_err *err;
+    int depth;
+} yconv;
+
+static bool ynext(yconv *y, yaml_event_t *ev)
+{
+    if (yaml_parser_parse(&y->p, ev))
+        return true;
+    mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: invalid YAML: %s", y->file,
+                (int)y->p.problem_mark.line + 1, y->p.problem ? y->p.problem : "syntax error");
+    return false;
+}
+
+static json_t *yscalar(yconv *y, const yaml_event_t *ev)
+{
+    const char *s = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
+        if (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+            !strcmp(s, "NULL"))
+            return json_null();
+        if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE"))
+            return json_true();
+        if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE"))
+            return json_false();
+    }
+    json_t *v = strlen(s) == len ? json_stringn(s, len) : NULL;
+    if (!v)
+        mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: value is not valid UTF-8 text", y->file,
+                    (int)ev->start_mark.line + 1);
+    return v;
+}
+
+/* Convert the node starting with *ev (consumed). NULL after an error. */
+static json_t *ynode(yconv *y, yaml_event_t *ev)
+{
+    json_t *out = NULL;
+    int line = (int)ev->start_mark.line + 1;
+    if (ev->type == YAML_ALIAS_EVENT || ++y->depth > 32) {
+        mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: %s", y->file, line,
+                    ev->type == YAML_ALIAS_EVENT ? "YAML aliases are not supported"
+                                                 : "nesting too deep");
+        yaml_event_delete(ev);
+        return NULL;
+    }
+    yaml_event_type_t type = ev->type;
+    if (type == YAML_SCALAR_EVENT)
+        out = yscalar(y, ev);
+    yaml_event_delete(ev);
+    yaml_event_t e, ve;
+    if (type == YAML_SEQUENCE_START_EVENT) {
+        out = json_array();
+        for (;;) {
+            if (!ynext(y, &e))
+                goto fail;
+            if (e.type == YAML_SEQUENCE_END_EVENT) {
+                yaml_event_delete(&e);
+                break;
+            }
+            json_t *v = ynode(y, &e);
+            if (!v)
+                goto fail;
+            json_array_append_new(out, v);
+        }
+    } else if (type == YAML_MAPPING_START_EVENT) {
+        out = json_object();
+        for (;;) {
+            if (!ynext(y, &e))
+                goto fail;
+            if (e.type == YAML_MAPPING_END_EVENT) {
+                yaml_event_delete(&e);
+                break;
+            }
+            int kline = (int)e.start_mark.line + 1;
+            if (e.type != YAML_SCALAR_EVENT ||
+                strlen((const char *)e.data.scalar.value) != e.data.scalar.length) {
+                yaml_event_delete(&e);
+                mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: mapping keys must be text",
+                            y->file, kline);
+                goto fail;
+            }
+            char *key = mcg_strdup((const char *)e.data.scalar.value);
+            yaml_event_delete(&e);
+            json_t *v = NULL;
+            if (ynext(y, &ve))
+                v = ynode(y, &ve);
+            int bad = !v ? 1 : json_object_get(out, key) ? 2 : 0;
+            if (bad == 2)
+                mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: duplicate key '%s'", y->file,
+                            kline, key);
+            if (!bad && json_object_set_new(out, key, v) != 0) {
+                v = NULL;
+                bad = 3;
+                mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: key is not valid UTF-8", y->file,
+                            kline);
+            }
+            free(key);
+            if (bad) {
+                json_decref(bad == 2 ? v : NULL);
+                goto fail;
+            }
+        }
+    } else if (type != YAML_SCALAR_EVENT) {
+        mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: unexpected YAML event", y->file, line);
+        return NULL;
+    }
+    y->depth--;
+    return out;
+fail:
+    json_decref(out);
+    return NULL;
+}
+
+/* The first (and only) document of a kubeconfig, as JSON. */
+static int yaml_to_json(json_t **out, const char *file, const char *data, size_t len, mcg_err *err)
+{
+    *out = NULL;
+    yconv y;
+    memset(&y, 0, sizeof(y));
+    y.file = file;
+    y.err = err;
+    if (!yaml_parser_initialize(&y.p))
+        return mcg_err_set(err, MCG_ENOMEM, "kubeconfig %s: cannot start the YAML parser", file);
+    yaml_parser_set_input_string(&y.p, (const unsigned char *)data, len);
+    int rc = MCG_EINVAL;
+    yaml_event_t ev;
+    bool done = false;
+    while (!done && ynext(&y, &ev)) {
+        yaml_event_type_t t = ev.type;
+        if (t == YAML_STREAM_END_EVENT || t == YAML_DOCUMENT_START_EVENT ||
+            t == YAML_STREAM_START_EVENT) {
+            yaml_event_delete(&ev);
+            if (t == YAML_STREAM_END_EVENT) {
+                mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: empty file", file);
+                break;
+            }
+            continue;
+        }
+        *out = ynode(&y, &ev);
+        done = true;
+        if (*out)
+            rc = 0;
+    }
+    yaml_parser_delete(&y.p);
+    return rc;
+}
+
+/* ----------------------------------------------------------- parsing */
+
+/* A string field: absent or null leaves *out NULL; anything but text is refused. */
+static int get_str(const json_t *obj, const char *key, const char *where, const char *file,
+                   const char **out, mcg_err *err)
+{
+    *out = NULL;
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: %s.%s must be a string", file, where,
+                           key);
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* The entry named name in list key ("clusters", "contexts", "users"): its inner object. */
+static int find_named(const json_t *root, const char *list, const char *inner, const char *name,
+                      const char *file, const json_t **out, mcg_err *err)
+{
+    *out = NULL;
+    json_t *arr = json_object_get(root, list);
+    if (arr && !json_is_array(arr) && !json_is_null(arr))
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: %s must be a list", file, list);
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        json_t *n = json_object_get(e, "name");
+        if (json_is_string(n) && !strcmp(json_string_value(n), name)) {
+            json_t *o = json_object_get(e, inner);
+            if (!json_is_object(o))
+                return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: %s '%s' has no %s", file, list,
+                                   name, inner);
+            *out = o;
+            return 0;
+        }
+    }
+    return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: %.*s '%s' not found", file,
+                       (int)strlen(list) - 1, list, name);
+}
+
+/* Standard base64 with line breaks allowed (kubeconfigs are sometimes wrapped). */
+static int decode_data(mcg_buf *out, const char *in, const char *what, const char *file,
+                       mcg_err *err)
+{
+    mcg_buf clean = MCG_BUF_INIT;
+    for (const char *p = in; *p; p++)
+        if (*p != '\n' && *p != '\r' && *p != ' ' && *p != '\t')
+            mcg_buf_putc(&clean, *p);
+    mcg_err e = {0};
+    int rc = mcg_base64_decode(clean.ptr ? clean.ptr : "", clean.len, out, &e);
+    mcg_kube_buf_wipe(&clean);
+    if (rc) {
+        mcg_kube_buf_wipe(out);
+        return mcg_err_set(err, rc, "kubeconfig %s: %s: %s", file, what, e.msg);
+    }
+    if (!out->len)
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: %s is empty", file, what);
+    return 0;
+}
+
+/* A file named in the kubeconfig, resolved against the kubeconfig's directory. */
+static char *resolve(const char *kubeconfig, const char *name)
+{
+    if (name[0] == '/')
+        return mcg_strdup(name);
+    const char *slash = strrchr(kubeconfig, '/');
+    if (!slash)
+        return mcg_strdup(name);
+    return mcg_sprintf("%.*s/%s", (int)(slash - kubeconfig), kubeconfig, name);
+}
+
+/* Validate and normalise the server URL: http(s)://host[:port][/path], no trailing slash. */
+static int set_server(mcg_kube_config *c, const char *url, const char *file, mcg_err *err)
+{
+    size_t n = strlen(url);
+    bool https = !strncmp(url, "https://", 8), http = !strncmp(url, "http://", 7);
+    if (!https && !http)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "kubeconfig %s: server '%s' must be an https:// (or http://) URL", file,
+                           url);
+    const char *host = url + (https ? 8 : 7);
+    if (!*host || *host == '/')
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: server '%s' has no host", file, url);
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == '?' || *p == '#' || *p == '\x7f')
+            return mcg_err_set(err, MCG_EINVAL,
+                               "kubeconfig %s: server URL may not hold spaces, '?' or '#'", file);
+    while (n && url[n - 1] == '/')
+        n--;
+    c->server = mcg_strndup(url, n);
+    return 0;
+}
+
+int mcg_kube_config_parse(mcg_kube_config *out, const char *path, const char *data, size_t len,
+                          mcg_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    json_t *root = NULL;
+    int rc = yaml_to_json(&root, path, data, len, err);
+    if (rc)
+        return rc;
+    const char *s, *ctx_name = NULL, *cluster_name = NULL, *user_name = NULL;
+    const json_t *ctx = NULL, *cl = NULL, *user = NULL;
+    if (!json_is_object(root)) {
+        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: not a mapping", path);
+        goto out;
+    }
+    if ((s = json_string_value(json_object_get(root, "kind"))) && strcmp(s, "Config") != 0) {
+        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: kind is '%s', expected Config", path, s);
+        goto out;
+    }
+    if ((rc = get_str(root, "current-context", "", path, &ctx_name, err)) != 0)
+        goto out;
+    if (!ctx_name || !*ctx_name) {
+        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: no current-context is set", path);
+        goto out;
+    }
+    if ((rc = find_named(root, "contexts", "context", ctx_name, path, &ctx, err)) != 0 ||
+        (rc = get_str(ctx, "cluster", "context", path, &cluster_name, err)) != 0 ||
+        (rc = get_str(ctx, "user", "context", path, &user_name, err)) != 0 ||
+        (rc = get_str(ctx, "namespace", "context", path, &s, err)) != 0)
+        goto out;
+    if (s && *s)
+        out->ns = mcg_strdup(s);
+    if (!cluster_name || !*cluster_name) {
+        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: context '%s' names no cluster", path,
+                         ctx_name);
+        goto out;
+    }
+    if ((rc = find_named(root, "clusters", "cluster", cluster_name, path, &cl, err)) != 0)
+        goto out;
+    out->source = mcg_sprintf("kubeconfig %s", path);
+
+    /* cluster */
+    if ((rc = get_str(cl, "server", "cluster", path, &s, err)) != 0)
+        goto out;
+    if (!s || !*s) {
+        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: cluster '%s' has no server", path,
+                         cluster_name);
+        goto out;
+    }
+    if ((rc = set_server(out, s, path, err)) != 0)
+        goto out;
+    json_t *ins = json_object_get(cl, "insecure-skip-tls-verify");
+    if (ins && !json_is_boolean(ins) && !json_is_null(ins)) {
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "kubeconfig %s: cluster.insecure-skip-tls-verify must be true or false",
+                         path);
+        goto out;
+    }
+    out->insecure = json_is_true(ins);
+    if ((rc = get_str(cl, "tls-server-name", "cluster", path, &s, err)) != 0)
+        goto out;
+    if (s && *s)
+        out->tls_server_name = mcg_strdup(s);
+    if ((rc = get_str(cl, "certificate-authority-data", "cluster", path, &s, err)) != 0)
+        goto out;
+    if (s && *s) {
+        if ((rc = decode_data(&out->ca, s, "certificate-authority-data", path, err)) != 0)
+            goto out;
+    } else {
+        if ((rc = get_str(cl, "certificate-authority", "cluster", path, &s, err)) != 0)
+            goto out;
+        if (s && *s)
+            out->ca_file = resolve(path, s);
+    }
+    if (out->insecure && (out->ca.len || out->ca_file)) {
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "kubeconfig %s: cluster '%s' sets both a certificate authority and "
+                         "insecure-skip-tls-verify",
+                         path, cluster_name);
+        goto out;
+    }
+    if (json_object_get(cl, "proxy-url")) {
+        rc =
+            mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: cluster.proxy-url is not supported", path);
+        goto out;
+    }
+
+    /* user (a context may name none: anonymous) */
+    if (user_name && *user_name &&
+        (rc = find_named(root, "users", "user", user_name, path, &user, err)) != 0)
+        goto out;
+    static const char *const refused[] = {"exec", "auth-provider", "username", "password",
+                                          "as",   "as-groups",     NULL};
+    for (const char *const *r = refused; user && *r; r++)
+        if (json_object_get(user, *r) && !json_is_null(json_object_get(user, *r))) {
+            rc = mcg_err_set(err, MCG_EINVAL,
+                             "kubeconfig %s: user '%s': '%s' is not supported (use a client "
+                             "certificate or a token)",
+                             path, user_name, *r);
+            goto out;
+        }
+    if ((rc = get_str(user, "client-certificate-data", "user", path, &s, err)) != 0)
+        goto out;
+    if (s && *s) {
+        if ((rc = decode_data(&out->cert, s, "client-certificate-data", path, err)) != 0)
+            goto out;
+    } else {
+        if ((rc = get_str(user, "client-certificate", "user", path, &s, err)) != 0)
+            goto out;
+        if (s && *s)
+            out->cert_file = resolve(path, s);
+    }
+    if ((rc = get_str(user, "client-key-data", "user", path, &s, err)) != 0)
+        goto out;
+    if (s && *s) {
+        if ((rc = decode_data(&out->key, s, "client-key-data", path, err)) != 0)
+            goto out;
+    } else {
+        if ((rc = get_str(user, "client-key", "user", path, &s, err)) != 0)
+            goto out;
+        if (s && *s)
+            out->key_file = resolve(path, s);
+    }
+    bool has_cert = out->cert.len || out->cert_file, has_key = out->key.len || out->key_file;
+    if (has_cert != has_key) {
+        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: user '%s' has a client %s but no %s",
+                         path, user_name, has_cert ? "certificate" : "key",
+                         has_cert ? "client key" : "client certificate");
+        goto out;
+    }
+    if ((rc = get_str(user, "token", "user", path, &s, err)) != 0)
+        goto out;
+    if (s && *s) {
+        out->token = mcg_strdup(s);
+    } else {
+        if ((rc = get_str(user, "tokenFile", "user", path, &s, err)) != 0)
+            goto out;
+        if (s && *s)
+            out->token_file = resolve(path, s);
+    }
+    if (out->token && strpbrk(out->token, "\r\n")) {
+        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: user '%s': token holds a line break",
+                         path, user_name);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (root) {
+        /* The document held secrets (token, key data): wipe its strings. */
+        const char *k;
+        json_t *v;
+        json_t *users = json_object_get(root, "users");
+        size_t i;
+        json_t *u;
+        json_array_foreach(users, i, u)
+        {
+            json_object_foreach(json_object_get(u, "user"), k, v)
+            {
+                if (json_is_string(v))
+                    sodium_memzero((char *)json_string_value(v), json_string_length(v));
+            }
+        }
+    }
+    json_decref(root);
+    if (rc)
+        mcg_kube_config_free(out);
+    return rc;
+}
+
+/* Trim trailing whitespace of a token read from a file. */
+static int token_from_buf(char **out, mcg_buf *b, const char *path, mcg_err *err)
+{
+    size_t n = b->len;
+    while (n && (b->ptr[n - 1] == '\n' || b->ptr[n - 1] == '\r' || b->ptr[n - 1] == ' '))
+        n--;
+    if (!n)
+        return mcg_err_set(err, MCG_EINVAL, "%s: empty token", path);
+    if (memchr(b->ptr, '\n', n) || memchr(b->ptr, '\r', n) || memchr(b->ptr, '\0', n))
+        return mcg_err_set(err, MCG_EINVAL, "%s: token holds a line break or NUL", path);
+    *out = mcg_strndup(b->ptr, n);
+    return 0;
+}
+
+int mcg_kube_config_load(mcg_kube_config *c, mcg_err *err)
+{
+    int rc = 0;
+    mcg_buf b = MCG_BUF_INIT;
+    if (c->ca_file) {
+        if ((rc = mcg_kube_read_file(c->ca_file, MCG_KUBE_MAX_FILE, &c->ca, err)) != 0)
+            return mcg_err_prefix(err, "%s: certificate-authority", c->source);
+        free(c->ca_file);
+        c->ca_file = NULL;
+    }
+    if (c->cert_file) {
+        if ((rc = mcg_kube_read_file(c->cert_file, MCG_KUBE_MAX_FILE, &c->cert, err)) != 0)
+            return mcg_err_prefix(err, "%s: client-certificate", c->source);
+        free(c->cert_file);
+        c->cert_file = NULL;
+    }
+    if (c->key_file) {
+        if ((rc = mcg_kube_read_file(c->key_file, MCG_KUBE_MAX_FILE, &c->key, err)) != 0)
+            return mcg_err_prefix(err, "%s: client-key", c->source);
+        free(c->key_file);
+        c->key_file = NULL;
+    }
+    if (c->token_file) {
+        /* Checked now so a wrong path fails at start; re-read on every change later. */
+        if ((rc = mcg_kube_read_file(c->token_file, 64u << 10, &b, err)) == 0)
+            rc = token_from_buf(&c->token, &b, c->token_file, err);
+        mcg_kube_buf_wipe(&b);
+        if (rc)
+            return mcg_err_prefix(err, "%s: token file", c->source);
+    }
+    if (c->ca.len && !strstr(c->ca.ptr, "-----BEGIN CERTIFICATE-----"))
+        return mcg_err_set(err, MCG_EINVAL, "%s: certificate authority is not PEM", c->source);
+    if (c->cert.len && !strstr(c->cert.ptr, "-----BEGIN CERTIFICATE-----"))
+        return mcg_err_set(err, MCG_EINVAL, "%s: client certificate is not PEM", c->source);
+    if (c->key.len && !strstr(c->key.ptr, "PRIVATE KEY-----"))
+        return mcg_err_set(err, MCG_EINVAL, "%s: client key is not a PEM private key", c->source);
+    return 0;
+}
+
+int mcg_kube_config_from_file(mcg_kube_config *out, const char *path, mcg_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    mcg_buf b = MCG_BUF_INIT;
+    int rc = mcg_kube_read_file(path, MCG_KUBE_MAX_FILE, &b, err);
+    if (rc)
+        return mcg_err_prefix(err, "kubeconfig");
+    rc = mcg_kube_config_parse(out, path, b.ptr, b.len, err);
+    mcg_kube_buf_wipe(&b);
+    if (!rc && (rc = mcg_kube_config_load(out, err)) != 0)
+        mcg_kube_config_free(out);
+    return rc;
+}
+
+int mcg_kube_config_in_cluster(mcg_kube_config *out, const char *sa_dir, const char *host,
+                               const char *port, mcg_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!host || !*host || !port || !*port)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "kube: not running in a cluster (KUBERNETES_SERVICE_HOST and "
+                           "KUBERNETES_SERVICE_PORT are not set); use --cluster kube:KUBECONFIG");
+    uint64_t p;
+    if (!mcg_parse_u64(port, &p) || p == 0 || p > 65535)
+        return mcg_err_set(err, MCG_EINVAL, "kube: KUBERNETES_SERVICE_PORT '%s' is not a port",
+                           port);
+    for (const char *h = host; *h; h++)
+        if (!(*h == '.' || *h == '-' || *h == ':' || (*h >= '0' && *h <= '9') ||
+              (*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z')))
+            return mcg_err_set(err, MCG_EINVAL, "kube: KUBERNETES_SERVICE_HOST '%s' is not a host",
+                               host);
+    out->source = mcg_sprintf("in-cluster service account (%s)", sa_dir);
+    out->server = strchr(host, ':') ? mcg_sprintf("https://[%s]:%s", host, port)
+                                    : mcg_sprintf("https://%s:%s", host, port);
+    out->ca_file = mcg_sprintf("%s/ca.crt", sa_dir);
+    out->token_file = mcg_sprintf("%s/token", sa_dir);
+    mcg_buf b = MCG_BUF_INIT;
+    char *nsf = mcg_sprintf("%s/namespace", sa_dir);
+    mcg_err e = {0};
+    if (mcg_kube_read_file(nsf, 4096, &b, &e) == 0) {
+        size_t n = b.len;
+        while (n && (b.ptr[n - 1] == '\n' || b.ptr[n - 1] == ' '))
+            n--;
+        if (n)
+            out->ns = mcg_strndup(b.ptr, n);
+    }
+    mcg_buf_free(&b);
+    free(nsf);
+    int rc = mcg_kube_config_load(out, err);
+    if (rc)
+        mcg_kube_config_free(out);
+    return rc;
+}
