@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "cluster/cluster.h"
 #include "controller/controller.h"
+#include "rollout/rollout.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -96,6 +97,10 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
         json_decref(items);
         return rc;
     }
+    if (json_array_size(items) == 0) {
+        json_decref(items);
+        return 0; /* no table at all, as kubectl: "No resources found" */
+    }
     static const char *const hdr[] = {"NAME", "CONFIG", "UPDATED", "UPDATING", "DEGRADED",
                                       "MACHINECOUNT", "READYMACHINECOUNT", "UPDATEDMACHINECOUNT",
                                       "DEGRADEDMACHINECOUNT", "AGE"};
@@ -133,6 +138,37 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
     return 0;
 }
 
+/*
+ * The pools of the cluster's MachineConfigPool objects, as a model, for
+ * membership: each object's spec is read back with the repo's own parser.
+ * An object that does not parse is left out.
+ */
+static mcg_model *pools_of(const json_t *items)
+{
+    mcg_model *m = mcg_model_new();
+    size_t i;
+    json_t *p;
+    json_array_foreach(items, i, p)
+    {
+        json_t *name = json_object_get(json_object_get(p, "metadata"), "name");
+        json_t *spec = json_object_get(p, "spec");
+        if (!json_is_string(name) || !mcg_name_is_dns_label(json_string_value(name)) ||
+            !json_is_object(spec))
+            continue;
+        json_t *o = json_pack("{s:s,s:s,s:{s:O},s:O}", "apiVersion", MCG_API_OPENSHIFT, "kind",
+                              "MachineConfigPool", "metadata", "name", name, "spec", spec);
+        char *text = json_dumps(o, JSON_COMPACT);
+        char *rel = mcg_sprintf("pools/%s.yaml", json_string_value(name));
+        mcg_diags d = {0};
+        mcg_model_add_file(m, rel, text, strlen(text), &d);
+        mcg_diags_free(&d);
+        free(rel);
+        free(text);
+        json_decref(o);
+    }
+    return m;
+}
+
 int mcg_cli_status_nodes(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err)
 {
     mcg_node *nodes = NULL;
@@ -140,6 +176,10 @@ int mcg_cli_status_nodes(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
     int rc = mcg_cluster_list_nodes(cl, &nodes, &n, err);
     if (rc)
         return rc;
+    if (n == 0 && strcmp(format, "json") != 0) {
+        free(nodes);
+        return 0; /* no table at all, as kubectl: "No resources found" */
+    }
     if (!strcmp(format, "json")) {
         json_t *items = json_array();
         for (size_t i = 0; i < n; i++)
@@ -152,6 +192,16 @@ int mcg_cli_status_nodes(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
         return rc;
     }
     bool wide = !strcmp(format, "wide");
+    mcg_model *pm = NULL;
+    if (wide) {
+        json_t *items = NULL;
+        if ((rc = cl->ops->list_pools(cl, &items, err)) != 0) {
+            mcg_nodes_free(nodes, n);
+            return rc;
+        }
+        pm = pools_of(items);
+        json_decref(items);
+    }
     table t = {{0}, wide ? 6 : 4};
     mcg_strv_push(&t.cells, "NODE");
     mcg_strv_push(&t.cells, "DESIRED");
@@ -167,23 +217,25 @@ int mcg_cli_status_nodes(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
         mcg_strv_push(&t.cells, nodes[i].current ? nodes[i].current : "<none>");
         mcg_strv_push(&t.cells, nodes[i].state ? nodes[i].state : "<none>");
         if (wide) {
-            const char *pool = "<none>";
-            const char *d = nodes[i].desired ? nodes[i].desired : nodes[i].current;
-            char buf[256];
-            if (d && !strncmp(d, "rendered-", 9)) {
-                snprintf(buf, sizeof(buf), "%s", d + 9);
-                char *dash = strrchr(buf, '-');
-                if (dash)
-                    *dash = '\0';
-                pool = buf;
-            }
-            mcg_strv_push(&t.cells, pool);
-            mcg_strv_push(&t.cells, nodes[i].reason && *nodes[i].reason ? nodes[i].reason : "");
+            /* the pool the controller would put it in; a conflict is shown as the reason */
+            char *conflict = NULL;
+            const mcg_pool *p = mcg_rollout_pool_of(&nodes[i].labels, pm->pools, pm->npools,
+                                                    &conflict);
+            mcg_strv_push(&t.cells, p ? p->name : conflict ? "<unmanaged>" : "<none>");
+            char *reason = conflict ? mcg_sprintf("unmanaged: %s", conflict)
+                                    : mcg_strdup(nodes[i].reason ? nodes[i].reason : "");
+            for (char *c = reason; *c; c++) /* one line per node: agents' text is untrusted */
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                    *c = ' ';
+            mcg_strv_push(&t.cells, reason);
+            free(reason);
+            free(conflict);
         }
     }
     print_table(&t, out);
     mcg_strv_free(&t.cells);
     mcg_nodes_free(nodes, n);
+    mcg_model_free(pm);
     return 0;
 }
 
@@ -224,6 +276,8 @@ static int run(int argc, char **argv)
         if (!rc && (!last.ptr || strcmp(out.ptr ? out.ptr : "", last.ptr) != 0)) {
             if (out.len)
                 fwrite(out.ptr, 1, out.len, stdout);
+            else
+                fprintf(stderr, "No resources found\n");
             if (watch)
                 putchar('\n');
             fflush(stdout);

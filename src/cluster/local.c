@@ -8,9 +8,15 @@
  *   machineconfiguration.json    the MachineConfiguration "cluster" spec
  *   roots/<name>/                simulated nodes' root filesystems
  * Every write is atomic (temp file, fsync, rename) and every
- * read-modify-write holds an exclusive flock on DIR/.lock, so a controller
- * and many agents can share DIR without lost updates. Readers need no lock:
- * a rename is atomic, so they see the old object or the new one.
+ * read-modify-write of a node holds an exclusive flock on DIR/.lock, so a
+ * controller, many agents and `mcgit node` can share DIR without lost
+ * updates. Reading one object needs no lock (a rename is atomic: the old
+ * object or the new one); listing the nodes holds the lock shared, so the
+ * list is one consistent snapshot. Pool, config and policy objects have one
+ * writer, the controller, and are written whole.
+ *
+ * DIR and its subdirectories are created by the first write; reading a DIR
+ * that does not exist is an error, so a mistyped --cluster creates nothing.
  */
 #include "cluster/cluster_int.h"
 #include "fsio/fsio.h"
@@ -28,23 +34,67 @@
 typedef struct local {
     mcg_cluster base;
     char *dir;
+    bool made; /* the subdirectories exist (made on the first write) */
 } local;
 
-static int lock_dir(local *l, mcg_err *err)
+/*
+ * DIR and its subdirectories are made by the first write, not by opening:
+ * a read-only command (`mcgit status`) pointed at a mistyped DIR creates
+ * nothing and says the directory does not exist.
+ */
+static int ensure_dirs(local *l, mcg_err *err)
 {
+    static const char *const subs[] = {"nodes", "configs", "pools", "roots", NULL};
+    if (l->made)
+        return 0;
+    for (const char *const *s = subs; *s; s++) {
+        char *p = mcg_sprintf("%s/%s", l->dir, *s);
+        int rc = mcg_mkdirs(p, 0755, err);
+        free(p);
+        if (rc)
+            return mcg_err_prefix(err, "cluster %s", l->base.spec);
+    }
+    l->made = true;
+    return 0;
+}
+
+/* Reads of a cluster whose directory does not exist fail (nothing to read). */
+static int check_dir(local *l, mcg_err *err)
+{
+    if (l->made || access(l->dir, F_OK) == 0)
+        return 0;
+    return mcg_err_set(err, MCG_ENOTFOUND, "cluster %s: %s: no such directory", l->base.spec,
+                       l->dir);
+}
+
+/*
+ * Take DIR/.lock: LOCK_EX for a read-modify-write, LOCK_SH for a
+ * consistent read of many objects (no writer runs meanwhile). Returns the
+ * descriptor, or -1 with err set. A shared lock on a directory no writer
+ * has touched yet (no .lock) needs no lock: *fd is -1 and 0 is returned.
+ */
+static int lock_dir(local *l, int how, int *fd, mcg_err *err)
+{
+    *fd = -1;
+    if (how == LOCK_EX && ensure_dirs(l, err) != 0)
+        return err->code;
     char *p = mcg_sprintf("%s/.lock", l->dir);
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int f = how == LOCK_EX ? open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644)
+                           : open(p, O_RDONLY | O_CLOEXEC);
     free(p);
-    if (fd < 0)
-        return mcg_err_set(err, MCG_EIO, "%s/.lock: %s", l->dir, strerror(errno)), -1;
-    while (flock(fd, LOCK_EX) != 0) {
+    if (f < 0 && how == LOCK_SH && errno == ENOENT)
+        return 0;
+    if (f < 0)
+        return mcg_err_set(err, MCG_EIO, "%s/.lock: %s", l->dir, strerror(errno));
+    while (flock(f, how) != 0) {
         if (errno != EINTR) {
-            mcg_err_set(err, MCG_EIO, "%s/.lock: %s", l->dir, strerror(errno));
-            close(fd);
-            return -1;
+            int e = errno;
+            close(f);
+            return mcg_err_set(err, MCG_EIO, "%s/.lock: %s", l->dir, strerror(e));
         }
     }
-    return fd;
+    *fd = f;
+    return 0;
 }
 
 static void unlock_dir(int fd)
@@ -91,9 +141,8 @@ static char *node_path(local *l, const char *name)
     return mcg_sprintf("%s/nodes/%s.json", l->dir, name);
 }
 
-static int l_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err)
+static int read_node(local *l, const char *name, mcg_node *out, mcg_err *err)
 {
-    local *l = (local *)c;
     memset(out, 0, sizeof(*out));
     if (!name_ok(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
@@ -109,16 +158,38 @@ static int l_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *
     return rc;
 }
 
+static int l_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err)
+{
+    local *l = (local *)c;
+    memset(out, 0, sizeof(*out));
+    if (check_dir(l, err) != 0)
+        return err->code;
+    return read_node(l, name, out, err);
+}
+
+/*
+ * Every node, sorted by name, as one snapshot: the listing holds the shared
+ * lock, so no read-modify-write lands half-way through it and the planner
+ * never sees one node before and another after the same instant.
+ */
 static int l_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err)
 {
     local *l = (local *)c;
     *out = NULL;
     *n = 0;
+    if (check_dir(l, err) != 0)
+        return err->code;
+    int lk;
+    if (lock_dir(l, LOCK_SH, &lk, err) != 0)
+        return err->code;
     char *d = mcg_sprintf("%s/nodes", l->dir);
     DIR *dh = opendir(d);
     free(d);
-    if (!dh)
-        return errno == ENOENT ? 0 : mcg_err_set(err, MCG_EIO, "%s/nodes: %s", l->dir, strerror(errno));
+    if (!dh) {
+        int e = errno;
+        unlock_dir(lk);
+        return e == ENOENT ? 0 : mcg_err_set(err, MCG_EIO, "%s/nodes: %s", l->dir, strerror(e));
+    }
     mcg_strv names = {0};
     struct dirent *de;
     while ((de = readdir(dh))) {
@@ -135,7 +206,7 @@ static int l_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err)
     size_t k = 0;
     int rc = 0;
     for (size_t i = 0; i < names.n; i++) {
-        int r = l_get_node(c, names.v[i], &nodes[k], err);
+        int r = read_node(l, names.v[i], &nodes[k], err);
         if (r == MCG_ENOTFOUND || (r == MCG_EINVAL && !name_ok(names.v[i])))
             continue; /* removed meanwhile, or not ours */
         if (r) {
@@ -144,6 +215,7 @@ static int l_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err)
         }
         k++;
     }
+    unlock_dir(lk);
     mcg_strv_free(&names);
     if (rc) {
         mcg_nodes_free(nodes, k);
@@ -176,8 +248,10 @@ static int modify_node(local *l, const char *name, node_edit_fn edit, const void
 {
     if (!name_ok(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
-    int lk = lock_dir(l, err);
-    if (lk < 0)
+    if (check_dir(l, err) != 0)
+        return err->code;
+    int lk;
+    if (lock_dir(l, LOCK_EX, &lk, err) != 0)
         return err->code;
     char *path = node_path(l, name);
     json_t *o = NULL;
@@ -234,8 +308,8 @@ static int l_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels
     local *l = (local *)c;
     if (!name_ok(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s' (DNS-1123 subdomain)", name);
-    int lk = lock_dir(l, err);
-    if (lk < 0)
+    int lk;
+    if (lock_dir(l, LOCK_EX, &lk, err) != 0)
         return err->code;
     char *path = node_path(l, name);
     int rc = 0;
@@ -267,8 +341,10 @@ static int l_remove_node(mcg_cluster *c, const char *name, mcg_err *err)
     local *l = (local *)c;
     if (!name_ok(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
-    int lk = lock_dir(l, err);
-    if (lk < 0)
+    if (check_dir(l, err) != 0)
+        return err->code;
+    int lk;
+    if (lock_dir(l, LOCK_EX, &lk, err) != 0)
         return err->code;
     char *path = node_path(l, name);
     int rc = 0;
@@ -308,6 +384,8 @@ static int l_put_config(mcg_cluster *c, const char *name, const char *spec, size
     local *l = (local *)c;
     if (!config_name_ok(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name);
+    if (ensure_dirs(l, err) != 0)
+        return err->code;
     char *path = mcg_sprintf("%s/configs/%s.json", l->dir, name);
     int rc = access(path, F_OK) == 0 ? 0 : mcg_write_file_atomic(path, spec, len, 0644, err);
     free(path);
@@ -331,6 +409,8 @@ static int l_get_config(mcg_cluster *c, const char *name, char **spec, size_t *l
 
 static int list_dir_json(local *l, const char *sub, mcg_strv *names, mcg_err *err)
 {
+    if (check_dir(l, err) != 0)
+        return err->code;
     char *d = mcg_sprintf("%s/%s", l->dir, sub);
     DIR *dh = opendir(d);
     free(d);
@@ -372,6 +452,8 @@ static int l_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_e
     local *l = (local *)c;
     if (!mcg_name_is_dns_label(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid pool name '%s'", name);
+    if (ensure_dirs(l, err) != 0)
+        return err->code;
     char *path = mcg_sprintf("%s/pools/%s.json", l->dir, name);
     int rc = write_json(path, obj, err);
     free(path);
@@ -417,6 +499,8 @@ static int l_delete_pool(mcg_cluster *c, const char *name, mcg_err *err)
 static int l_put_policy(mcg_cluster *c, const json_t *spec, mcg_err *err)
 {
     local *l = (local *)c;
+    if (ensure_dirs(l, err) != 0)
+        return err->code;
     char *path = mcg_sprintf("%s/machineconfiguration.json", l->dir);
     json_t *o = json_pack("{s:s,s:s,s:{s:s},s:O}", "apiVersion", MCG_API_MCGIT, "kind",
                           "MachineConfiguration", "metadata", "name", "cluster", "spec", spec);
@@ -471,14 +555,7 @@ static const mcg_cluster_ops local_ops = {
 
 int mcg_cluster_local_open(mcg_cluster **out, const char *spec, const char *dir, mcg_err *err)
 {
-    static const char *const subs[] = {"nodes", "configs", "pools", "roots", NULL};
-    for (const char *const *s = subs; *s; s++) {
-        char *p = mcg_sprintf("%s/%s", dir, *s);
-        int rc = mcg_mkdirs(p, 0755, err);
-        free(p);
-        if (rc)
-            return mcg_err_prefix(err, "cluster %s", spec);
-    }
+    (void)err;
     local *l = mcg_calloc(1, sizeof(*l));
     l->base.ops = &local_ops;
     l->base.spec = mcg_strdup(spec);

@@ -7,7 +7,14 @@
  * the last good target while their RenderDegraded condition says why. Pool
  * definitions (selectors, maxUnavailable, paused) and the disruption policy
  * come from the source commit of that tip, so they too change only through
- * verified commits.
+ * verified commits. An unreachable remote is the same: the pass goes on with
+ * what the repo already holds, and RenderDegraded (reason FetchFailed) says
+ * so in every pool.
+ *
+ * Cost: one pass reads every node once (one snapshot), plans in
+ * O(n log n), and writes only what changed — the desiredConfig of the nodes
+ * the plan moves, and pool, policy and config objects whose content differs
+ * from what the cluster holds — so a pass with nothing to do writes nothing.
  */
 #include "controller/controller.h"
 #include "fsio/fsio.h"
@@ -19,10 +26,12 @@
 
 void mcg_human_duration(int64_t s, char out[32])
 {
-    if (s < 0) {
+    if (s < -1) {
         snprintf(out, 32, "<invalid>");
         return;
     }
+    if (s < 0)
+        s = 0; /* a second of clock skew reads as now, as kubectl has it */
     int64_t m = s / 60, h = s / 3600, d = h / 24;
     if (s < 120)
         snprintf(out, 32, "%llds", (long long)s);
@@ -207,52 +216,112 @@ static int node_cmp(const void *a, const void *b)
     return strcmp(((const mcg_node *)a)->name, ((const mcg_node *)b)->name);
 }
 
-static bool strv_has(const mcg_strv *v, const char *s)
+static int str_cmp(const void *a, const void *b)
 {
-    return s && *s && mcg_strv_contains(v, s);
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_cluster *c,
-                        int64_t now, mcg_err *err)
+/* The previous pool object called name in prev (a JSON array), or NULL. */
+static json_t *prev_pool(const json_t *prev, const char *name)
 {
-    memset(res, 0, sizeof(*res));
-    mcg_signers *root = NULL;
-    mcg_repo *r = NULL;
-    mcg_model *m = NULL;
-    mcg_diags diags = {0};
-    mcg_verify_report rep = {0};
-    tip_pool *tips = NULL;
-    size_t ntips = 0;
-    mcg_node *nodes = NULL;
-    size_t nnodes = 0;
-    json_t *prev_pools = NULL;
-    mcg_rollout_plan *plan = NULL;
-    mcg_node_view *views = NULL;
-    mcg_pool_view *pviews = NULL;
-    mcg_strv used = {0};
-    int rc;
-    char *data = NULL;
-    size_t len = 0;
+    size_t k;
+    json_t *pp;
+    json_array_foreach(prev, k, pp)
+    {
+        json_t *nm = json_object_get(json_object_get(pp, "metadata"), "name");
+        if (json_is_string(nm) && !strcmp(json_string_value(nm), name))
+            return pp;
+    }
+    return NULL;
+}
 
-    if ((rc = mcg_read_file(o->trust, 1u << 20, &data, &len, err)) != 0 ||
-        (rc = mcg_signers_parse(&root, o->trust, data, len, err)) != 0)
-        goto out;
-    if ((rc = mcg_repo_open(&r, o->repo, err)) != 0)
-        goto out;
-    /* 1. fetch, when the repo mirrors a remote */
+/*
+ * Whether prev already says what obj says: the spec, the status and the
+ * metadata this controller writes. A store may add fields of its own
+ * (kube: uid, resourceVersion, managedFields), which do not count.
+ */
+static bool pool_same(const json_t *prev, const json_t *obj)
+{
+    if (!prev)
+        return false;
+    static const char *const top[] = {"apiVersion", "kind", "spec", "status", NULL};
+    for (const char *const *k = top; *k; k++)
+        if (!json_equal(json_object_get(prev, *k), json_object_get(obj, *k)))
+            return false;
+    const json_t *pm = json_object_get(prev, "metadata"), *om = json_object_get(obj, "metadata");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)om, key, v)
+    {
+        if (!json_equal(json_object_get(pm, key), v))
+            return false;
+    }
+    return true;
+}
+
+void mcg_redact_urls(char *out, size_t n, const char *src)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    const char *p = src;
+    for (;;) {
+        const char *sep = strstr(p, "://");
+        if (!sep) {
+            mcg_buf_puts(&b, p);
+            break;
+        }
+        sep += 3;
+        mcg_buf_put(&b, p, (size_t)(sep - p));
+        size_t auth = strcspn(sep, "/?# \t'\"");
+        const char *at = memchr(sep, '@', auth);
+        if (at) {
+            const char *last = at; /* the last '@' of the authority ends the user info */
+            while ((at = memchr(last + 1, '@', auth - (size_t)(last + 1 - sep))))
+                last = at;
+            mcg_buf_puts(&b, "***");
+            p = last;
+        } else {
+            p = sep;
+        }
+    }
+    snprintf(out, n, "%s", b.ptr ? b.ptr : "");
+    mcg_buf_free(&b);
+}
+
+void mcg_pass_result_clear(mcg_pass_result *res)
+{
+    if (res)
+        mcg_strv_free(&res->unmanaged);
+}
+
+/*
+ * 1. Fetch the source branch when the repo has the remote. No remote at all
+ * is the normal case of a repo operators push to directly; a remote that
+ * was asked for (--remote) but does not exist is a failure like any other.
+ */
+static void fetch(mcg_pass_result *res, const mcg_controller_opts *o, mcg_repo *r)
+{
     char fetched[MCG_SHA_HEX + 1];
+    char none[300];
     mcg_err ferr = {0};
     const char *remote = o->remote ? o->remote : "origin";
     int frc = mcg_gitops_fetch(r, remote, fetched, &ferr);
-    if (frc && frc != MCG_ENOTFOUND) {
-        res->fetch_failed = true;
-        snprintf(res->refusal, sizeof(res->refusal), "fetch from %s failed: %s", remote, ferr.msg);
-    } else if (frc == MCG_ENOTFOUND && o->remote) {
-        res->fetch_failed = true;
-        snprintf(res->refusal, sizeof(res->refusal), "%s", ferr.msg);
-    }
-    /* 2. verify + render (appends to the rendered branch) */
+    /* gitops reports a missing remote as MCG_ENOTFOUND "no remote 'NAME'"; a
+     * remote without the source branch is MCG_ENOTFOUND too, with another message */
+    snprintf(none, sizeof(none), "no remote '%s'", remote);
+    if (!frc || (frc == MCG_ENOTFOUND && !o->remote && !strcmp(ferr.msg, none)))
+        return;
+    char msg[MCG_ERR_MSG];
+    mcg_redact_urls(msg, sizeof(msg), ferr.msg);
+    res->fetch_failed = true;
+    snprintf(res->fetch_error, sizeof(res->fetch_error), "fetch from %s failed: %s", remote, msg);
+}
+
+/* 2. Verify every new source commit and render the tip onto the rendered branch. */
+static void render(mcg_pass_result *res, mcg_repo *r, const mcg_signers *root)
+{
     mcg_render_result rres;
+    mcg_verify_report rep = {0};
+    mcg_diags diags = {0};
     mcg_err rerr = {0};
     if (mcg_gitops_render(&rres, NULL, &rep, r, NULL, root, &diags, &rerr) != 0) {
         res->refused = true;
@@ -268,32 +337,117 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
             snprintf(res->refusal, sizeof(res->refusal), "%s%s%s", why, diags.count ? ": " : "",
                      diags.count ? diags.msgs[0] : "");
     }
-    /* 3. the last good state: rendered tip and the source it came from */
+    mcg_verify_report_free(&rep);
+    mcg_diags_free(&diags);
+}
+
+/*
+ * The names the cluster must keep published: every node's desired and
+ * current config, every pool's target and configuration, and per pool the
+ * newest `keep` other rendered configs of the rendered branch (log, newest
+ * first). Sorted, for bsearch.
+ */
+static void keep_set(mcg_strv *keep, const mcg_node *nodes, size_t nnodes,
+                     const mcg_rollout_plan *plan, const mcg_log *log, unsigned nkeep)
+{
+    for (size_t i = 0; i < nnodes; i++) {
+        if (nodes[i].desired && *nodes[i].desired)
+            mcg_strv_push(keep, nodes[i].desired);
+        if (nodes[i].current && *nodes[i].current)
+            mcg_strv_push(keep, nodes[i].current);
+    }
+    for (size_t i = 0; i < plan->nupdates; i++)
+        mcg_strv_push(keep, plan->updates[i].desired);
+    for (size_t p = 0; p < plan->npools; p++) {
+        const mcg_pool_status *st = &plan->pools[p];
+        if (st->target)
+            mcg_strv_push(keep, st->target);
+        if (st->configuration)
+            mcg_strv_push(keep, st->configuration);
+        size_t plen = strlen(st->pool);
+        mcg_strv older = {0};
+        for (size_t e = 0; e < log->n && older.n < nkeep; e++)
+            for (size_t j = 0; j < log->e[e].pools.n; j++) {
+                const char *line = log->e[e].pools.v[j]; /* "pool rendered-pool-hash" */
+                if (strncmp(line, st->pool, plen) != 0 || line[plen] != ' ')
+                    continue;
+                const char *name = line + plen + 1;
+                if ((!st->target || strcmp(name, st->target) != 0) &&
+                    !mcg_strv_contains(&older, name) && older.n < nkeep)
+                    mcg_strv_push(&older, name);
+            }
+        for (size_t j = 0; j < older.n; j++)
+            mcg_strv_push(keep, older.v[j]);
+        mcg_strv_free(&older);
+    }
+    mcg_strv_sort(keep);
+}
+
+int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_cluster *c,
+                        int64_t now, mcg_err *err)
+{
+    memset(res, 0, sizeof(*res));
+    mcg_signers *root = NULL;
+    mcg_repo *r = NULL;
+    mcg_model *m = NULL;
+    mcg_diags diags = {0};
     mcg_log log = {0};
+    tip_pool *tips = NULL;
+    size_t ntips = 0;
+    mcg_node *nodes = NULL;
+    size_t nnodes = 0;
+    json_t *prev_pools = NULL, *pol = NULL, *cur_pol = NULL;
+    mcg_rollout_plan *plan = NULL;
+    mcg_node_view *views = NULL;
+    mcg_pool_view *pviews = NULL;
+    mcg_strv keep = {0}, published = {0};
+    char *data = NULL, *render_error = NULL;
+    size_t len = 0;
+    int rc;
+
+    if ((rc = mcg_read_file(o->trust, 1u << 20, &data, &len, err)) != 0 ||
+        (rc = mcg_signers_parse(&root, o->trust, data, len, err)) != 0)
+        goto out;
+    if ((rc = mcg_repo_open(&r, o->repo, err)) != 0)
+        goto out;
+    fetch(res, o, r);
+    render(res, r, root);
+
+    /* 3. the last good state: the rendered tip and the source it came from */
     char src[MCG_SHA_HEX + 1] = "";
-    if (mcg_gitops_log(&log, r, err) == 0 && log.n)
+    if ((rc = mcg_gitops_log(&log, r, err)) != 0)
+        goto out;
+    if (log.n)
         memcpy(src, log.e[0].source, sizeof(src));
-    mcg_log_free(&log);
     if (!src[0]) {
-        /* nothing was ever rendered: nothing to roll out */
-        rc = 0;
+        rc = 0; /* nothing was ever rendered: nothing to roll out */
         goto out;
     }
-    mcg_diags_free(&diags);
-    if ((rc = mcg_gitops_load_commit(&m, r, src, &diags, err)) != 0)
+    if ((rc = mcg_gitops_load_commit(&m, r, src, &diags, err)) != 0 ||
+        (rc = read_tip(&tips, &ntips, r, m, err)) != 0)
         goto out;
-    if ((rc = read_tip(&tips, &ntips, r, m, err)) != 0)
-        goto out;
-    /* 4. publish the targets and the disruption policy */
+    if (res->fetch_failed || res->refused)
+        render_error = mcg_sprintf("%s%s%s (pools stay on source commit %.12s)", res->fetch_error,
+                                   res->fetch_failed && res->refused ? "; " : "", res->refusal,
+                                   src);
+
+    /* 4. publish the targets and the disruption policy (only what changed) */
     for (size_t i = 0; i < ntips; i++)
         if ((rc = c->ops->put_config(c, tips[i].name, tips[i].spec, tips[i].spec_len, err)) != 0)
             goto out;
-    json_t *pol = mcg_policy_to_json(&m->policy);
-    rc = c->ops->put_policy(c, pol, err);
-    json_decref(pol);
-    if (rc)
+    pol = mcg_policy_to_json(&m->policy);
+    int grc = c->ops->get_policy(c, &cur_pol, err);
+    if (grc && grc != MCG_ENOTFOUND) {
+        rc = grc;
         goto out;
-    /* 5. plan */
+    }
+    if (grc == MCG_ENOTFOUND || !json_equal(cur_pol, pol)) {
+        if ((rc = c->ops->put_policy(c, pol, err)) != 0)
+            goto out;
+        res->writes++;
+    }
+
+    /* 5. plan on one snapshot of the nodes */
     if ((rc = mcg_cluster_list_nodes(c, &nodes, &nnodes, err)) != 0 ||
         (rc = c->ops->list_pools(c, &prev_pools, err)) != 0)
         goto out;
@@ -307,36 +461,28 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
                                    nodes[i].reason};
     pviews = mcg_calloc(m->npools ? m->npools : 1, sizeof(*pviews));
     for (size_t i = 0; i < m->npools; i++) {
-        const char *target = NULL, *configuration = NULL;
+        const char *target = NULL;
         for (size_t j = 0; j < ntips; j++)
             if (!strcmp(tips[j].pool, m->pools[i].name))
                 target = tips[j].name;
-        size_t k;
-        json_t *pp;
-        json_array_foreach(prev_pools, k, pp)
-        {
-            json_t *nm = json_object_get(json_object_get(pp, "metadata"), "name");
-            if (json_is_string(nm) && !strcmp(json_string_value(nm), m->pools[i].name))
-                configuration = json_string_value(json_object_get(
-                    json_object_get(json_object_get(pp, "status"), "configuration"), "name"));
-        }
-        pviews[i] = (mcg_pool_view){&m->pools[i], target,
-                                    res->refused ? res->refusal : NULL, configuration};
+        json_t *pp = prev_pool(prev_pools, m->pools[i].name);
+        const char *configuration = json_string_value(json_object_get(
+            json_object_get(json_object_get(pp, "status"), "configuration"), "name"));
+        pviews[i] = (mcg_pool_view){&m->pools[i], target, render_error, configuration,
+                                    res->refused ? "RenderFailed" : "FetchFailed"};
     }
     if ((rc = mcg_rollout_plan_make(&plan, views, nnodes, pviews, m->npools, err)) != 0)
         goto out;
-    /* 6. write desiredConfig (compare-and-swap on the value we planned from) */
+
+    /* 6. write desiredConfig, compare-and-swap on the value planned from */
     for (size_t i = 0; i < plan->nupdates; i++) {
         const mcg_desired_update *u = &plan->updates[i];
-        const char *old = "";
         mcg_node key = {0};
         key.name = u->node;
         const mcg_node *cur = bsearch(&key, nodes, nnodes, sizeof(*nodes), node_cmp);
-        if (cur && cur->desired)
-            old = cur->desired;
         mcg_node_patch p = MCG_NODE_PATCH_INIT;
         p.desired = u->desired;
-        p.if_desired = old;
+        p.if_desired = cur && cur->desired ? cur->desired : "";
         mcg_err perr = {0};
         int prc = mcg_cluster_patch_node(c, u->node, &p, &perr);
         if (prc == 0)
@@ -347,30 +493,24 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         }
     }
     for (size_t i = 0; i < plan->nmembers; i++)
-        if (plan->members[i].kind == MCG_MEMBER_CONFLICT)
-            fprintf(stderr, "mcgit controller: node %s is unmanaged: %s\n", plan->members[i].node,
-                    plan->members[i].reason);
-    /* 7. pool status */
-    for (size_t i = 0; i < m->npools; i++) {
-        const mcg_pool_status *st = &plan->pools[i];
-        json_t *prev = NULL;
-        size_t k;
-        json_t *pp;
-        json_array_foreach(prev_pools, k, pp)
-        {
-            json_t *nm = json_object_get(json_object_get(pp, "metadata"), "name");
-            if (json_is_string(nm) && !strcmp(json_string_value(nm), m->pools[i].name))
-                prev = pp;
+        if (plan->members[i].kind == MCG_MEMBER_CONFLICT) {
+            char *line = mcg_sprintf("%s: %s", plan->members[i].node, plan->members[i].reason);
+            mcg_strv_push(&res->unmanaged, line);
+            free(line);
         }
-        json_t *obj = pool_object(&m->pools[i], st, prev, now);
-        rc = c->ops->put_pool(c, m->pools[i].name, obj, err);
+    mcg_strv_sort(&res->unmanaged);
+
+    /* 7. pool status, written only when it changed */
+    for (size_t i = 0; i < m->npools; i++) {
+        json_t *prev = prev_pool(prev_pools, m->pools[i].name);
+        json_t *obj = pool_object(&m->pools[i], &plan->pools[i], prev, now);
+        if (!pool_same(prev, obj)) {
+            rc = c->ops->put_pool(c, m->pools[i].name, obj, err);
+            res->writes++;
+        }
         json_decref(obj);
         if (rc)
             goto out;
-        if (st->target)
-            mcg_strv_push(&used, st->target);
-        if (st->configuration)
-            mcg_strv_push(&used, st->configuration);
     }
     /* pools removed from the repo lose their objects */
     size_t k;
@@ -381,31 +521,28 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         if (json_is_string(nm) && !mcg_model_pool(m, json_string_value(nm)))
             c->ops->delete_pool(c, json_string_value(nm), NULL);
     }
-    /* 8. garbage-collect published configs nothing uses (git keeps them all) */
-    for (size_t i = 0; i < nnodes; i++) {
-        if (nodes[i].desired)
-            mcg_strv_push(&used, nodes[i].desired);
-        if (nodes[i].current)
-            mcg_strv_push(&used, nodes[i].current);
-    }
-    for (size_t i = 0; i < plan->nupdates; i++)
-        mcg_strv_push(&used, plan->updates[i].desired);
-    mcg_strv published = {0};
+
+    /* 8. unpublish what nothing uses, beyond a few older configs per pool:
+     * git keeps every rendered config, and a rollback publishes it again */
+    keep_set(&keep, nodes, nnodes, plan, &log, o->keep_configs);
     if (c->ops->list_configs(c, &published, NULL) == 0)
         for (size_t i = 0; i < published.n; i++)
-            if (!strv_has(&used, published.v[i]))
+            if (!keep.n || !bsearch(&published.v[i], keep.v, keep.n, sizeof(*keep.v), str_cmp))
                 c->ops->delete_config(c, published.v[i], NULL);
-    mcg_strv_free(&published);
     rc = 0;
 out:
-    mcg_strv_free(&used);
+    mcg_strv_free(&published);
+    mcg_strv_free(&keep);
     free(views);
     free(pviews);
+    free(render_error);
     mcg_rollout_plan_free(plan);
     json_decref(prev_pools);
+    json_decref(pol);
+    json_decref(cur_pol);
     mcg_nodes_free(nodes, nnodes);
     tip_free(tips, ntips);
-    mcg_verify_report_free(&rep);
+    mcg_log_free(&log);
     mcg_diags_free(&diags);
     mcg_model_free(m);
     mcg_repo_free(r);

@@ -491,18 +491,19 @@ static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_
 
     /* NodeDegraded, RenderDegraded, and Degraded = either */
     bool nodedeg = st->degraded_count > 0, renderdeg = pv->render_error != NULL;
+    const char *rreason = nz(pv->render_reason) ? pv->render_reason : "RenderFailed";
     char *nodemsg = nodedeg ? degraded_message(nodes, members, nm, st->degraded_count) : NULL;
     cond_set(&st->conds[MCG_COND_NODE_DEGRADED], MCG_COND_NODE_DEGRADED, nodedeg,
              nodedeg ? "NodesDegraded" : "", nodemsg ? mcg_strdup(nodemsg) : NULL);
     cond_set(&st->conds[MCG_COND_RENDER_DEGRADED], MCG_COND_RENDER_DEGRADED, renderdeg,
-             renderdeg ? "RenderFailed" : "", renderdeg ? mcg_strdup(pv->render_error) : NULL);
+             renderdeg ? rreason : "", renderdeg ? mcg_strdup(pv->render_error) : NULL);
     if (nodedeg || renderdeg) {
         char *msg = nodedeg && renderdeg ? mcg_sprintf("%s; %s", pv->render_error, nodemsg)
                                          : mcg_strdup(nodedeg ? nodemsg : pv->render_error);
         cond_set(&st->conds[MCG_COND_DEGRADED], MCG_COND_DEGRADED, true,
                  nodedeg && renderdeg ? "RenderAndNodesDegraded"
                  : nodedeg            ? "NodesDegraded"
-                                      : "RenderFailed",
+                                      : rreason,
                  msg);
     } else {
         cond_set(&st->conds[MCG_COND_DEGRADED], MCG_COND_DEGRADED, false, "", NULL);

@@ -57,6 +57,7 @@ typedef struct mcg_pool_view {
     const char *target;        /* rendered config this pool should run; NULL/"" if none */
     const char *render_error;  /* non-NULL: the last render failed with this message */
     const char *configuration; /* status.configuration as last published, NULL if none */
+    const char *render_reason; /* CamelCase reason for render_error; NULL/"": "RenderFailed" */
 } mcg_pool_view;
 
 /* ------------------------------------------------------------ outputs */

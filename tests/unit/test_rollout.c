@@ -637,6 +637,21 @@ static void test_render_error(void **state)
     assert_string_equal(st->conds[MCG_COND_DEGRADED].message,
                         "machineconfigs/10-x.yaml:3: unknown key 'foo'; "
                         "1 node degraded: deg (Degraded)");
+
+    /* the caller names the cause: an unreachable source is FetchFailed */
+    v->render_error = "fetch from origin failed: connection refused";
+    v->render_reason = "FetchFailed";
+    w->nnodes--;
+    p = plan(w);
+    st = &p->pools[0];
+    assert_int_equal(count_kind(p, MCG_UPDATE_ROLLOUT), 2); /* the last good target rolls on */
+    assert_string_equal(st->conds[MCG_COND_RENDER_DEGRADED].reason, "FetchFailed");
+    assert_string_equal(st->conds[MCG_COND_RENDER_DEGRADED].message, v->render_error);
+    assert_true(st->conds[MCG_COND_DEGRADED].status);
+    assert_string_equal(st->conds[MCG_COND_DEGRADED].reason, "FetchFailed");
+    v->render_reason = "";
+    p = plan(w);
+    assert_string_equal(p->pools[0].conds[MCG_COND_RENDER_DEGRADED].reason, "RenderFailed");
 }
 
 /* ---------------------------------------------------- status and counts */
