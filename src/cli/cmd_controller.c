@@ -55,7 +55,7 @@ const mcg_cmd mcg_cmd_controller = {
     "  -q, -v              less or more logging on stderr\n"
     "SIGTERM or SIGINT finishes the current pass and exits 0. On a cluster with\n"
     "leader election (kube), only the holder of the Lease acts; identity\n"
-    "$MCGIT_IDENTITY, else the host name.\n",
+    "$MCGIT_IDENTITY, else HOST_PID.\n",
     run,
 };
 
@@ -154,9 +154,13 @@ static int run(int argc, char **argv)
     const char *id = getenv("MCGIT_IDENTITY");
     if (id && *id)
         snprintf(identity, sizeof(identity), "%s", id);
-    else if (gethostname(identity, sizeof(identity)) != 0 || !identity[0])
-        snprintf(identity, sizeof(identity), "mcgit-controller-%ld", (long)getpid());
-    identity[sizeof(identity) - 1] = '\0';
+    else {
+        /* host and pid: two replicas on one host never share an identity */
+        char host[200] = "";
+        if (gethostname(host, sizeof(host) - 1) != 0 || !host[0])
+            snprintf(host, sizeof(host), "mcgit-controller");
+        snprintf(identity, sizeof(identity), "%s_%ld", host, (long)getpid());
+    }
     mcg_cluster *cl = NULL;
     if (mcg_cluster_open(&cl, cluster, &err) != 0) {
         mcg_cli_error("controller", "%s", err.msg);
@@ -223,6 +227,22 @@ static int run(int argc, char **argv)
         if (once) {
             status = failed ? MCG_EXIT_FAIL : MCG_EXIT_OK;
             break;
+        }
+        if (leader && !rc && mcg_cluster_watches(cl)) {
+            /* Watch-driven: wake as soon as a node changes (an agent finished,
+             * a node joined), at the latest after the interval for new
+             * commits. Signals are let in only while waiting, and the stop
+             * flag is lent to the backend only here, so a pass always runs to
+             * its end. */
+            mcg_err werr = {0};
+            cl->stop = &stop;
+            sigprocmask(SIG_SETMASK, &wait_mask, NULL);
+            int wrc = mcg_cluster_wait_change(cl, NULL, (long)(interval * 1000), &werr);
+            sigprocmask(SIG_BLOCK, &block, NULL);
+            cl->stop = NULL;
+            if (wrc < 0 && mcg_verbosity > 1)
+                fprintf(stderr, "mcgit controller: watch: %s\n", werr.msg);
+            continue;
         }
         struct timespec ts = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};
         struct timespec end;

@@ -93,6 +93,11 @@ int mcg_cluster_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err
     return 0;
 }
 
+bool mcg_cluster_watches(const mcg_cluster *c)
+{
+    return c->ops->wait_change != NULL;
+}
+
 int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err)
 {
     if (c->ops->wait_change)

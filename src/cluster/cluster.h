@@ -129,6 +129,8 @@ int mcg_cluster_get_config(mcg_cluster *c, const char *name, char **spec, size_t
 int mcg_cluster_get_policy(mcg_cluster *c, mcg_disruption_policy *out, mcg_err *err);
 /* ops->lead, or "always the leader". */
 int mcg_cluster_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
+/* Whether the backend can wait for node changes (ops->wait_change). */
+bool mcg_cluster_watches(const mcg_cluster *c);
 /* ops->wait_change, or a sleep of timeout_ms (ended early by *c->stop). */
 int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
 
