@@ -65,11 +65,7 @@ static int run(int argc, char **argv)
             goto out;
         rc = cl->ops->add_node(cl, args[0], &lab, (int64_t)time(NULL), &err);
     } else if (!strcmp(sub, "label")) {
-        mcg_node n = {0};
-        if ((rc = mcg_cluster_get_node(cl, args[0], &n, &err)) == 0 &&
-            (rc = mcg_labels_parse_arg(&n.labels, args[1], &err)) == 0)
-            rc = cl->ops->set_labels(cl, args[0], &n.labels, &err);
-        mcg_node_clear(&n);
+        rc = cl->ops->label_node(cl, args[0], args[1], &err);
     } else if (!strcmp(sub, "remove")) {
         rc = cl->ops->remove_node(cl, args[0], &err);
     } else {

@@ -93,6 +93,20 @@ int mcg_cluster_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err
     return 0;
 }
 
+int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names,
+                            const mcg_node_patch *patches, size_t n, int *rcs, mcg_err *err)
+{
+    if (c->ops->patch_nodes)
+        return c->ops->patch_nodes(c, names, patches, n, rcs, err);
+    for (size_t i = 0; i < n; i++) {
+        mcg_err e = {0};
+        rcs[i] = c->ops->patch_node(c, names[i], &patches[i], &e);
+        if (rcs[i] && rcs[i] != MCG_ECONFLICT && rcs[i] != MCG_ENOTFOUND)
+            return mcg_err_set(err, rcs[i], "%s", e.msg);
+    }
+    return 0;
+}
+
 bool mcg_cluster_watches(const mcg_cluster *c)
 {
     return c->ops->wait_change != NULL;

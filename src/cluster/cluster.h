@@ -62,7 +62,9 @@ typedef struct mcg_cluster_ops {
     int (*add_node)(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
                     mcg_err *err);
     int (*remove_node)(mcg_cluster *c, const char *name, mcg_err *err);
-    int (*set_labels)(mcg_cluster *c, const char *name, const mcg_labels *labels, mcg_err *err);
+    /* Apply label edits "k=v,k2-" (set k, remove k2) to the node's current
+     * labels atomically: concurrent edits of other keys are never lost. */
+    int (*label_node)(mcg_cluster *c, const char *name, const char *edits, mcg_err *err);
     /* Published rendered configs: canonical spec bytes by rendered name. */
     int (*put_config)(mcg_cluster *c, const char *name, const char *spec, size_t len, mcg_err *err);
     int (*get_config)(mcg_cluster *c, const char *name, char **spec, size_t *len, mcg_err *err);
@@ -102,6 +104,12 @@ typedef struct mcg_cluster_ops {
      * (after having waited, so a loop over it never spins). Default: sleep.
      */
     int (*wait_change)(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
+    /* Several node patches in one go: rcs[i] gets each node's own result (0,
+     * MCG_ECONFLICT when its if_desired no longer holds, MCG_ENOTFOUND);
+     * the return value is an error that stopped the whole batch. NULL: the
+     * wrapper applies them one by one with patch_node. */
+    int (*patch_nodes)(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
+                       size_t n, int *rcs, mcg_err *err);
 } mcg_cluster_ops;
 
 struct mcg_cluster {
@@ -129,6 +137,9 @@ int mcg_cluster_get_config(mcg_cluster *c, const char *name, char **spec, size_t
 int mcg_cluster_get_policy(mcg_cluster *c, mcg_disruption_policy *out, mcg_err *err);
 /* ops->lead, or "always the leader". */
 int mcg_cluster_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
+/* ops->patch_nodes, or patch_node for each (see there). */
+int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names,
+                            const mcg_node_patch *patches, size_t n, int *rcs, mcg_err *err);
 /* Whether the backend can wait for node changes (ops->wait_change). */
 bool mcg_cluster_watches(const mcg_cluster *c);
 /* ops->wait_change, or a sleep of timeout_ms (ended early by *c->stop). */

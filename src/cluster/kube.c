@@ -657,7 +657,7 @@ static int k_remove_node(mcg_cluster *c, const char *name, mcg_err *err)
     return rc;
 }
 
-static int k_set_labels(mcg_cluster *c, const char *name, const mcg_labels *labels, mcg_err *err)
+static int k_label_node(mcg_cluster *c, const char *name, const char *edits, mcg_err *err)
 {
     kube *k = K(c);
     int frc = fence(k, err);
@@ -676,8 +676,20 @@ static int k_set_labels(mcg_cluster *c, const char *name, const mcg_labels *labe
             return mcg_err_set(err, rc, "node '%s' not found", name);
         if (rc)
             return rc;
-        json_t *want = labels_json(labels);
         json_t *have = json_object_get(json_object_get(o, "metadata"), "labels");
+        mcg_labels cur = {0};
+        const char *lk;
+        json_t *lv;
+        json_object_foreach(have, lk, lv)
+            if (json_is_string(lv))
+                mcg_labels_set(&cur, lk, json_string_value(lv));
+        if ((rc = mcg_labels_parse_arg(&cur, edits, err)) != 0) {
+            mcg_labels_free(&cur);
+            json_decref(o);
+            return rc;
+        }
+        json_t *want = labels_json(&cur);
+        mcg_labels_free(&cur);
         json_t *diff = mcg_kube_merge_diff(json_is_object(have) ? have : NULL, want);
         if (!json_is_object(have) && diff) {
             json_decref(diff);
@@ -1545,7 +1557,7 @@ static const mcg_cluster_ops kube_ops = {
     .patch_node = k_patch_node,
     .add_node = k_add_node,
     .remove_node = k_remove_node,
-    .set_labels = k_set_labels,
+    .label_node = k_label_node,
     .put_config = k_put_config,
     .get_config = k_get_config,
     .list_configs = k_list_configs,

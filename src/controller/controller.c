@@ -474,23 +474,32 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     if ((rc = mcg_rollout_plan_make(&plan, views, nnodes, pviews, m->npools, err)) != 0)
         goto out;
 
-    /* 6. write desiredConfig, compare-and-swap on the value planned from */
-    for (size_t i = 0; i < plan->nupdates; i++) {
-        const mcg_desired_update *u = &plan->updates[i];
-        mcg_node key = {0};
-        key.name = u->node;
-        const mcg_node *cur = bsearch(&key, nodes, nnodes, sizeof(*nodes), node_cmp);
-        mcg_node_patch p = MCG_NODE_PATCH_INIT;
-        p.desired = u->desired;
-        p.if_desired = cur && cur->desired ? cur->desired : "";
-        mcg_err perr = {0};
-        int prc = mcg_cluster_patch_node(c, u->node, &p, &perr);
-        if (prc == 0)
-            res->updates++;
-        else if (prc != MCG_ECONFLICT && prc != MCG_ENOTFOUND) {
-            rc = mcg_err_set(err, prc, "%s", perr.msg);
-            goto out;
+    /* 6. write desiredConfig, compare-and-swap on the value planned from,
+     * as one batch (the local store makes them durable with one sync) */
+    if (plan->nupdates) {
+        const char **names = mcg_calloc(plan->nupdates, sizeof(*names));
+        mcg_node_patch *patches = mcg_calloc(plan->nupdates, sizeof(*patches));
+        int *rcs = mcg_calloc(plan->nupdates, sizeof(*rcs));
+        for (size_t i = 0; i < plan->nupdates; i++) {
+            const mcg_desired_update *u = &plan->updates[i];
+            mcg_node key = {0};
+            key.name = u->node;
+            const mcg_node *cur = bsearch(&key, nodes, nnodes, sizeof(*nodes), node_cmp);
+            mcg_node_patch p = MCG_NODE_PATCH_INIT;
+            p.desired = u->desired;
+            p.if_desired = cur && cur->desired ? cur->desired : "";
+            names[i] = u->node;
+            patches[i] = p;
         }
+        rc = mcg_cluster_patch_nodes(c, names, patches, plan->nupdates, rcs, err);
+        for (size_t i = 0; i < plan->nupdates && !rc; i++)
+            if (rcs[i] == 0)
+                res->updates++;
+        free(names);
+        free(patches);
+        free(rcs);
+        if (rc)
+            goto out;
     }
     for (size_t i = 0; i < plan->nmembers; i++)
         if (plan->members[i].kind == MCG_MEMBER_CONFLICT) {

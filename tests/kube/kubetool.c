@@ -202,11 +202,8 @@ int main(int argc, char **argv)
         if ((rc = c->ops->remove_node(c, a[0], &e)) != 0)
             status = fail(rc, &e);
     } else if (!strcmp(cmd, "label") && n == 2) {
-        mcg_labels l = {0};
-        if ((rc = mcg_labels_parse_arg(&l, a[1], &e)) != 0 ||
-            (rc = c->ops->set_labels(c, a[0], &l, &e)) != 0)
+        if ((rc = c->ops->label_node(c, a[0], a[1], &e)) != 0)
             status = fail(rc, &e);
-        mcg_labels_free(&l);
     } else if (!strcmp(cmd, "put-config") && n == 2) {
         char *data = NULL;
         size_t len = 0;
