@@ -119,4 +119,15 @@ ok "every node object is valid JSON"
 for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null || bad "process $p died"; done
 stop_all
 if grep -lE "Sanitizer|runtime error" "$T"/logs/* >"$T/san" 2>/dev/null; then bad "sanitizer reports in $(cat "$T/san")"; else ok "no sanitizer reports in the processes' logs"; fi
+# Many label edits of ONE node at once: each is applied to the labels as
+# they are under the lock, so none is lost (a read-then-replace would be).
+"$MCGIT" node add --cluster "$CL" same --labels a=b
+for k in $(seq 1 24); do "$MCGIT" node label --cluster "$CL" same "same.example.com/k$k=v$k" & done
+wait
+"$MCGIT" node label --cluster "$CL" same a- >/dev/null
+n=$("$MCGIT" node list --cluster "$CL" | awk '$1 == "same" {print $2}' | tr ',' '\n' | grep -c '^same.example.com/k' || true)
+[ "$n" = 24 ] && ok "24 concurrent label edits of one node: none lost" || bad "only $n of 24 labels kept"
+"$MCGIT" node list --cluster "$CL" | awk '$1 == "same"' | grep -q 'a=b' && bad "label a not removed by 'a-'" || ok "'key-' removes a label"
+expect_rc 2 "a bad label edit is refused as usage" -- "$MCGIT" node label --cluster "$CL" same 'bad key=v'
+expect_grep "^mcgit node: " "$T/err" "with a one-line reason"
 finish
