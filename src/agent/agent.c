@@ -10,6 +10,8 @@
  *   journal.json         the update in progress: target, from, backup and
  *                        restore lists, actions, phase, boot id
  *   backups/<sha256>     what was at a path before mcgit first overwrote it
+ *   created-dirs.json    the directories mcgit created (removed, when empty,
+ *                        once no config needs them)
  * Every state file is written to a temp name, fsync'd and renamed.
  *
  * An update's phases, each recorded in the journal before it starts:
@@ -80,33 +82,80 @@ static void logf_(mcg_agent *a, int level, const char *fmt, ...)
 
 /* ------------------------------------------------------- state files */
 
-static int state_write(mcg_agent *a, const char *name, const void *data, size_t len, mcg_err *err)
+/*
+ * A state file written in two steps, so that its writeback can run while
+ * the agent does something else: state_write_start() writes the data to a
+ * temp file and starts writeback; state_write_finish() waits for it
+ * (fsync), renames the file into place and syncs the directory.
+ */
+typedef struct {
+    int fd;
+    char *tmp, *name;
+} state_pending;
+
+static void state_write_abort(mcg_agent *a, state_pending *p)
+{
+    if (p->fd >= 0) {
+        close(p->fd);
+        unlinkat(a->statefd, p->tmp, 0);
+    }
+    free(p->tmp);
+    free(p->name);
+    p->fd = -1;
+    p->tmp = p->name = NULL;
+}
+
+static int state_write_start(mcg_agent *a, const char *name, const void *data, size_t len,
+                             state_pending *p, mcg_err *err)
 {
     const char *slash = strrchr(name, '/');
-    char *tmp = slash ? mcg_sprintf("%.*s/.%s.tmp", (int)(slash - name), name, slash + 1)
-                      : mcg_sprintf(".%s.tmp", name);
+    p->name = mcg_strdup(name);
+    p->tmp = slash ? mcg_sprintf("%.*s/.%s.tmp", (int)(slash - name), name, slash + 1)
+                   : mcg_sprintf(".%s.tmp", name);
+    p->fd = openat(a->statefd, p->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (p->fd < 0) {
+        int rc = mcg_err_set(err, MCG_EIO, "state %s: %s", p->tmp, strerror(errno));
+        state_write_abort(a, p);
+        return rc;
+    }
+    if (mcg_write_all(p->fd, data, len) != 0) {
+        int rc = mcg_err_set(err, MCG_EIO, "state %s: %s", p->tmp, strerror(errno));
+        state_write_abort(a, p);
+        return rc;
+    }
+    /* start writing back now; fsync in state_write_finish() still decides */
+    (void)sync_file_range(p->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+    return 0;
+}
+
+static int state_write_finish(mcg_agent *a, state_pending *p, mcg_err *err)
+{
     int rc = 0;
-    int fd = openat(a->statefd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rc = mcg_err_set(err, MCG_EIO, "state %s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    if (mcg_write_all(fd, data, len) != 0 || fsync(fd) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "state %s: %s", tmp, strerror(errno));
-    close(fd);
-    if (!rc && renameat(a->statefd, tmp, a->statefd, name) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "state %s: %s", name, strerror(errno));
+    if (fsync(p->fd) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "state %s: %s", p->tmp, strerror(errno));
+    else if (renameat(a->statefd, p->tmp, a->statefd, p->name) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "state %s: %s", p->name, strerror(errno));
     if (rc) {
-        unlinkat(a->statefd, tmp, 0);
-        goto out;
+        state_write_abort(a, p);
+        return rc;
     }
-    int dfd = slash ? openat(a->statefd, "configs", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    close(p->fd);
+    p->fd = -1;
+    int dfd = strchr(p->name, '/')
+                  ? openat(a->statefd, "configs", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                  : -1;
     fsync(dfd >= 0 ? dfd : a->statefd);
     if (dfd >= 0)
         close(dfd);
-out:
-    free(tmp);
-    return rc;
+    state_write_abort(a, p); /* frees the names */
+    return 0;
+}
+
+static int state_write(mcg_agent *a, const char *name, const void *data, size_t len, mcg_err *err)
+{
+    state_pending p;
+    int rc = state_write_start(a, name, data, len, &p, err);
+    return rc ? rc : state_write_finish(a, &p, err);
 }
 
 static int state_read(mcg_agent *a, const char *name, char **data, size_t *len, mcg_err *err)
@@ -171,7 +220,47 @@ static int load_state_cfg(mcg_agent *a, const char *name, bool strict, mcg_acfg 
     free(p);
     if (rc)
         return rc;
-    return mcg_acfg_load(out, &a->root, mcg_strdup(name), spec, len, strict, err);
+    rc = mcg_acfg_load(out, &a->root, name, spec, len, strict, err);
+    free(spec);
+    return rc;
+}
+
+#define CREATED_FILE "created-dirs.json"
+
+/* The directories mcgit created, sorted (none when the file is missing or unreadable). */
+static void load_created(mcg_agent *a, mcg_strv *out)
+{
+    char *data;
+    size_t len;
+    mcg_err e = {0};
+    if (state_read(a, CREATED_FILE, &data, &len, &e) != 0)
+        return;
+    json_t *j = json_loadb(data, len, 0, NULL);
+    free(data);
+    size_t i;
+    json_t *v;
+    json_array_foreach(j, i, v)
+    {
+        const char *d = json_string_value(v);
+        char *abs = d ? mcg_sprintf("/%s", d) : NULL;
+        if (abs && mcg_path_is_clean_abs(abs)) /* relative to the root, clean */
+            mcg_strv_push(out, d);
+        free(abs);
+    }
+    json_decref(j);
+    mcg_strv_sort(out);
+}
+
+static int save_created(mcg_agent *a, const mcg_strv *dirs, mcg_err *err)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < dirs->n; i++)
+        json_array_append_new(arr, json_string(dirs->v[i]));
+    char *s = json_dumps(arr, JSON_INDENT(1));
+    int rc = state_write(a, CREATED_FILE, s, strlen(s), err);
+    free(s);
+    json_decref(arr);
+    return rc;
 }
 
 /* The current config, parsed once and kept (NULL: none). */
@@ -417,9 +506,13 @@ static const char *jstr(const json_t *j, const char *key)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-/* Roll the disk back from new_cfg to old (NULL: nothing managed). */
+/*
+ * Roll the disk back from new_cfg to old (NULL: nothing managed): the
+ * executor run backwards. created (the directories mcgit made, including
+ * the forward run's) is updated: those old does not need are removed.
+ */
 static void rollback(mcg_agent *a, const mcg_acfg *old, const mcg_acfg *new_cfg,
-                     const mcg_plan_disk *fwd)
+                     const mcg_plan_disk *fwd, mcg_strv *created)
 {
     mcg_plan_disk rb = {0};
     for (size_t i = 0; i < fwd->restores.n; i++)
@@ -434,8 +527,8 @@ static void rollback(mcg_agent *a, const mcg_acfg *old, const mcg_acfg *new_cfg,
     }
     mcg_exec_stats st = {0, 0};
     mcg_err e = {0};
-    if (mcg_plan_execute(&a->root, a->statefd, new_cfg, old ? old : &empty_cfg, &rb, false, &st,
-                         &e) != 0)
+    if (mcg_plan_execute(&a->root, a->statefd, new_cfg, old ? old : &empty_cfg, &rb, false, created,
+                         &st, &e) != 0)
         logf_(a, 1, "rollback incomplete: %s", e.msg);
     mcg_plan_clean_temps(&a->root, new_cfg);
     mcg_plan_disk_free(&rb);
@@ -481,14 +574,25 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
     snprintf(res->config, sizeof(res->config), "%s", from ? from : "");
     json_strv(&disk.backups, json_object_get(j, "backups"));
     json_strv(&disk.restores, json_object_get(j, "restores"));
+    json_strv(&disk.mkdirs, json_object_get(j, "mkdirs"));
+    mcg_strv_sort(&disk.backups);
+    mcg_strv_sort(&disk.restores);
+    mcg_strv_sort(&disk.mkdirs);
     bool force = json_is_true(json_object_get(j, "force"));
 
     if (!strcmp(phase, "apply")) {
         mcg_exec_stats st = {0, 0};
+        mcg_strv created = {0};
+        load_created(a, &created);
         logf_(a, 1, "%s %s (from %s)", resumed ? "resuming update to" : "updating to", target,
               from ? from : "nothing");
-        if (mcg_plan_execute(&a->root, a->statefd, old, new_cfg, &disk, force, &st, &e) != 0) {
-            rollback(a, old, new_cfg, &disk);
+        if (mcg_plan_execute(&a->root, a->statefd, old, new_cfg, &disk, force, &created, &st, &e) !=
+            0) {
+            rollback(a, old, new_cfg, &disk, &created);
+            mcg_err e2 = {0};
+            if (save_created(a, &created, &e2) != 0)
+                logf_(a, 1, "%s", e2.msg);
+            mcg_strv_free(&created);
             unlinkat(a->statefd, "journal.json", 0);
             fsync(a->statefd);
             if (cordoned)
@@ -497,6 +601,10 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
             report_degraded(a, c, res);
             goto out;
         }
+        rc = save_created(a, &created, err);
+        mcg_strv_free(&created);
+        if (rc)
+            goto out;
         if (resumed) {
             mcg_plan_clean_temps(&a->root, new_cfg);
             mcg_plan_clean_temps(&a->root, old);
@@ -666,28 +774,34 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
     json_t *j = NULL;
     int rc = 0;
     bool cordoned = false;
+    state_pending copy = {-1, NULL, NULL};
 
     if (!mcg_render_name_matches(name, spec, len) || !mcg_name_is_dns_subdomain(name)) {
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s does not match its hash", name);
         goto degraded;
     }
-    if (from && load_state_cfg(a, from, false, &old, &e) != 0) {
+    if (from && a->cur && !strcmp(a->cur->name, from)) {
+        old = a->cur; /* parsed already (drift checks): transferred */
+        a->cur = NULL;
+    } else if (from && load_state_cfg(a, from, false, &old, &e) != 0) {
         logf_(a, 1, "previous config %s: %s (treating as none)", from, e.msg);
         old = NULL;
     }
+    /* the kept copy of the config is written back while it is parsed */
     char *cpath = mcg_sprintf("configs/%s.json", name);
-    rc = state_write(a, cpath, spec, len, &e);
+    rc = state_write_start(a, cpath, spec, len, &copy, &e);
     free(cpath);
     if (rc) {
         rc = 0;
         set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
         goto degraded;
     }
-    char *copy = mcg_malloc(len + 1);
-    memcpy(copy, spec, len);
-    copy[len] = '\0';
-    if (mcg_acfg_load(&new_cfg, &a->root, mcg_strdup(name), copy, len, true, &e) != 0) {
+    if (mcg_acfg_load(&new_cfg, &a->root, name, spec, len, true, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
+        goto degraded;
+    }
+    if (state_write_finish(a, &copy, &e) != 0) {
+        set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
         goto degraded;
     }
     for (size_t i = 0; i < new_cfg->n; i++)
@@ -733,6 +847,7 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
     json_object_set_new(j, "phase", json_string("apply"));
     json_object_set_new(j, "backups", strv_json(&disk.backups));
     json_object_set_new(j, "restores", strv_json(&disk.restores));
+    json_object_set_new(j, "mkdirs", strv_json(&disk.mkdirs));
     json_object_set_new(j, "reboot", json_boolean(act.reboot));
     json_object_set_new(j, "drain", json_boolean(act.drain));
     json_object_set_new(j, "daemonReload", json_boolean(act.daemon_reload));
@@ -753,6 +868,7 @@ degraded:
     report_degraded(a, c, res);
     snprintf(res->config, sizeof(res->config), "%s", from ? from : "");
 out:
+    state_write_abort(a, &copy); /* only when the update stopped before it was finished */
     json_decref(j);
     mcg_plan_actions_free(&act);
     mcg_plan_disk_free(&disk);

@@ -24,6 +24,14 @@ typedef struct mcg_sroot {
     char *cache_path; /* last parent directory resolved */
     int cache_fd;
     char *missing_path; /* last parent found missing (lookups without create) */
+    mcg_strv *made;     /* when set: every directory created is appended (borrowed) */
+    /* every filesystem a directory was opened on since the last mcg_sroot_sync():
+     * its device and a descriptor on it */
+    struct mcg_sroot_dev {
+        dev_t dev;
+        int fd;
+    } * devs;
+    size_t ndevs;
 } mcg_sroot;
 
 int mcg_sroot_open(mcg_sroot *r, const char *root, mcg_err *err);
@@ -33,7 +41,8 @@ void mcg_sroot_forget(mcg_sroot *r);
 
 /*
  * Open the parent directory of rel and point *base at rel's last component.
- * create: make missing directories (0755, root-owned as created). The
+ * create: make missing directories (0755, root-owned as created; each one
+ * appended to r->made when that is set). The
  * returned fd belongs to the cache: do not close it; it stays valid until
  * the next call. Returns MCG_ENOTFOUND when a directory is missing and
  * create is false, MCG_ETRUST when a symlink or non-directory is in the
@@ -45,10 +54,15 @@ int mcg_sroot_parent(mcg_sroot *r, const char *rel, bool create, int *dirfd, con
 /* Open directory rel itself (creating it with mode when create). Caller closes. */
 int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int *fd, mcg_err *err);
 
+/*
+ * syncfs() the root's filesystem and every other one a directory was
+ * opened on (through mcg_sroot_parent / mcg_sroot_opendir) since the last
+ * call: whatever was changed through those directories is durable after.
+ */
+int mcg_sroot_sync(mcg_sroot *r, mcg_err *err);
+
 /* Deterministic temp name for base in the same directory (size >= 64). */
 void mcg_agent_tmpname(const char *base, char out[64]);
-
-/* Write all of len bytes to fd (EINTR-safe). */
 
 /* --------------------------------------------------------- entries */
 
@@ -78,24 +92,27 @@ typedef struct mcg_ent {
     char *target; /* SYMLINK target; HARDLINK target path relative to the root */
 } mcg_ent;
 
-/* A parsed rendered config and its entries, sorted by path. */
+/*
+ * A parsed rendered config and its entries, sorted by path. File contents
+ * live in ign (decoded); the data: URLs they came from are dropped once
+ * decoded, so a kept config costs about the size of its files.
+ */
 typedef struct mcg_acfg {
     char *name;
-    char *spec;
-    size_t spec_len;
     mcg_ignition ign;
     mcg_ent *ents;
     size_t n;
 } mcg_acfg;
 
 /*
- * Parse spec and expand it into entries. strict: a named user or group that
- * is not in the root's /etc/passwd or /etc/group, or a unit to enable whose
- * file cannot be found, is an error; otherwise such owners map to root.
- * Takes ownership of name and spec. *out is NULL on failure.
+ * Parse spec (len bytes, borrowed for the call) and expand it into
+ * entries. strict: a named user or group that is not in the root's
+ * /etc/passwd or /etc/group, or a unit to enable whose file cannot be
+ * found, is an error; otherwise such owners map to root. *out is NULL on
+ * failure.
  */
-int mcg_acfg_load(mcg_acfg **out, mcg_sroot *root, char *name, char *spec, size_t len, bool strict,
-                  mcg_err *err);
+int mcg_acfg_load(mcg_acfg **out, mcg_sroot *root, const char *name, const char *spec, size_t len,
+                  bool strict, mcg_err *err);
 void mcg_acfg_free(mcg_acfg *c);
 /* Binary search by path; NULL when absent. */
 const mcg_ent *mcg_acfg_find(const mcg_acfg *c, const char *path);
@@ -117,10 +134,14 @@ void mcg_plan_decide(mcg_plan_actions *out, const mcg_acfg *old, const mcg_acfg 
 /* "Reboot", "Drain, Restart crio.service", "None", ... (caller frees). */
 char *mcg_plan_actions_str(const mcg_plan_actions *a);
 
-/* The disk-dependent part of a plan, fixed in the journal before any change. */
+/*
+ * The disk-dependent part of a plan, fixed in the journal before any
+ * change. Each list is sorted.
+ */
 typedef struct mcg_plan_disk {
     mcg_strv backups;  /* paths to back up before the first overwrite */
     mcg_strv restores; /* paths whose backup is restored when they leave */
+    mcg_strv mkdirs;   /* directories that do not exist yet and the update makes */
 } mcg_plan_disk;
 
 void mcg_plan_disk_free(mcg_plan_disk *d);
@@ -129,24 +150,31 @@ void mcg_plan_disk_free(mcg_plan_disk *d);
  * Everything that must hold before anything is written: no symlink on the
  * way to any path of new_cfg, no symlink at a path that will be replaced
  * by a file unless the old config put it there. Also fills the backup /
- * restore lists.
+ * restore lists and the directories the update will create.
  */
 int mcg_plan_prepare(mcg_plan_disk *out, mcg_sroot *root, int statefd, const mcg_acfg *old,
                      const mcg_acfg *new_cfg, mcg_err *err);
 
 /* Counters of one execution. */
 typedef struct mcg_exec_stats {
-    size_t written, removed;
+    size_t written, removed; /* paths (directories included) */
 } mcg_exec_stats;
 
 /*
  * Make the disk match new_cfg where it differs from old (or everywhere when
  * force), idempotently: backups first (synced), then directories, removals
- * and restores, files in synced batches, links. On failure returns the
- * error; the caller rolls back with mcg_plan_execute(new -> old).
+ * and restores, files in synced batches, links, and last the directories
+ * mcgit created that new_cfg no longer needs, removed when empty.
+ *
+ * created holds the directories mcgit created (as kept in the state
+ * directory); on return it also holds disk->mkdirs and any directory made
+ * on the way, less the ones removed and the ones left because something
+ * else is in them (no longer mcgit's) — also on failure, so the rollback
+ * mcg_plan_execute(new -> old) can take them away again.
  */
 int mcg_plan_execute(mcg_sroot *root, int statefd, const mcg_acfg *old, const mcg_acfg *new_cfg,
-                     const mcg_plan_disk *disk, bool force, mcg_exec_stats *st, mcg_err *err);
+                     const mcg_plan_disk *disk, bool force, mcg_strv *created, mcg_exec_stats *st,
+                     mcg_err *err);
 
 /*
  * Compare the disk with cfg. Each difference is appended to out as
@@ -159,5 +187,8 @@ void mcg_plan_clean_temps(mcg_sroot *root, const mcg_acfg *cfg);
 
 /* Name of a path's backup file inside the state directory's backups/. */
 char *mcg_backup_name(const char *path);
+
+/* True when the sorted list v holds s (binary search). */
+bool mcg_sorted_has(const mcg_strv *v, const char *s);
 
 #endif

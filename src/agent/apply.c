@@ -11,17 +11,29 @@
  *
  * Files are written in batches: every temp file of a batch is written
  * (mode and owner set on the open fd), one syncfs() makes their data
- * durable, then the renames, then one fsync per directory. That is the
- * guarantee of fsync-per-file (a crash leaves the old file or the complete
- * new one under each name) at a fraction of the cost.
+ * durable, then the renames. That is the guarantee of fsync-per-file (a
+ * crash leaves the old file or the complete new one under each name) at a
+ * fraction of the cost. The renames, like every other change, become
+ * durable with the next batch's syncfs and, at the latest, with one
+ * syncfs() per filesystem touched at the end of the execution — before the
+ * journal moves on; a crash before that replays the (idempotent) plan.
+ *
+ * Directories: the plan lists those the update will create (they do not
+ * exist yet), and the state directory keeps the list of every directory
+ * mcgit created. When a config no longer needs one of those — no path it
+ * manages lies below it — it is removed if empty; if something else is in
+ * it, it is left and no longer counted as mcgit's. Directories that
+ * existed before mcgit are never removed.
  *
  * The drift check reads each managed file and compares its bytes with the
- * config (size first, so most changes cost no read at all) — no hashing.
+ * config (size first, so most changes cost no read at all) — no hashing —
+ * and its type, mode and (when running as root) owner from lstat.
  */
 #include "agent/agent_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +171,60 @@ void mcg_plan_disk_free(mcg_plan_disk *d)
 {
     mcg_strv_free(&d->backups);
     mcg_strv_free(&d->restores);
+    mcg_strv_free(&d->mkdirs);
+}
+
+static int cmp_str(const void *key, const void *elem)
+{
+    return strcmp(key, *(char *const *)elem);
+}
+
+bool mcg_sorted_has(const mcg_strv *v, const char *s)
+{
+    return v->n && bsearch(s, v->v, v->n, sizeof(*v->v), cmp_str) != NULL;
+}
+
+/* Sort v and drop repeated strings. */
+static void sort_unique(mcg_strv *v)
+{
+    mcg_strv_sort(v);
+    size_t k = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        if (k && !strcmp(v->v[k - 1], v->v[i]))
+            free(v->v[i]);
+        else
+            v->v[k++] = v->v[i];
+    }
+    v->n = k;
+}
+
+/*
+ * The directories cfg needs, sorted: every ancestor of a path it puts on
+ * disk, and its own directories. (An absent link needs nothing.)
+ */
+static void needed_dirs(const mcg_acfg *cfg, mcg_strv *out)
+{
+    const char *last = NULL; /* previous entry: its ancestors are in already */
+    size_t last_len = 0;
+    for (size_t i = 0; cfg && i < cfg->n; i++) {
+        const mcg_ent *e = &cfg->ents[i];
+        if (e->kind == MCG_ENT_ABSENT)
+            continue;
+        const char *slash = strrchr(e->path, '/');
+        size_t plen = slash ? (size_t)(slash - e->path) : 0;
+        if (!(last && plen == last_len && !memcmp(last, e->path, plen))) {
+            for (const char *p = strchr(e->path, '/'); p; p = strchr(p + 1, '/')) {
+                char *d = mcg_strndup(e->path, (size_t)(p - e->path));
+                mcg_strv_push(out, d);
+                free(d);
+            }
+            last = e->path;
+            last_len = plen;
+        }
+        if (e->kind == MCG_ENT_DIR)
+            mcg_strv_push(out, e->path);
+    }
+    sort_unique(out);
 }
 
 char *mcg_backup_name(const char *path)
@@ -370,6 +436,32 @@ int mcg_plan_prepare(mcg_plan_disk *out, mcg_sroot *r, int statefd, const mcg_ac
         if (backup_exists(statefd, o->path))
             mcg_strv_push(&out->restores, o->path);
     }
+    /* the directories that do not exist yet: parents come first, and a
+     * directory below a missing one is missing too */
+    mcg_strv need = {0};
+    needed_dirs(new_cfg, &need);
+    for (size_t i = 0; i < need.n; i++) {
+        const char *d = need.v[i], *slash = strrchr(d, '/');
+        bool missing = false;
+        if (slash) {
+            char *parent = mcg_strndup(d, (size_t)(slash - d));
+            missing = mcg_sorted_has(&out->mkdirs, parent);
+            free(parent);
+        }
+        if (!missing) {
+            int dfd;
+            const char *base;
+            struct stat st;
+            mcg_err e = {0};
+            int r2 = mcg_sroot_parent(r, d, false, &dfd, &base, &e);
+            missing =
+                r2 == MCG_ENOTFOUND ||
+                (r2 == 0 && fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT);
+        }
+        if (missing)
+            mcg_strv_push(&out->mkdirs, d);
+    }
+    mcg_strv_free(&need);
 out:
     mcg_sroot_forget(r);
     if (rc)
@@ -390,9 +482,13 @@ typedef struct {
     size_t n;
     int fds[BATCH_DIRS];
     dev_t devs[BATCH_DIRS];
+    gid_t gids[BATCH_DIRS]; /* each directory's group */
     char *paths[BATCH_DIRS];
     int ndirs;
     bool as_root;
+    mode_t umask; /* the process's, applied to files it creates */
+    uid_t euid;
+    gid_t egid;
     mcg_exec_stats *st;
 } batch;
 
@@ -436,10 +532,9 @@ static int batch_flush(batch *b, mcg_err *err)
         for (size_t i = done ? done - 1 : 0; i < b->n; i++)
             unlinkat(b->fds[b->p[i].slot], b->p[i].tmp, 0);
     }
-    /* 3. the directories holding the new names */
+    /* the new names become durable with the next syncfs (mcg_sroot_sync at
+     * the end at the latest): no fsync per directory */
     for (int i = 0; i < b->ndirs; i++) {
-        if (!rc && fsync(b->fds[i]) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "/%s: fsync: %s", b->paths[i], strerror(errno));
         close(b->fds[i]);
         free(b->paths[i]);
     }
@@ -474,19 +569,31 @@ static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
         slot = b->ndirs++;
         b->fds[slot] = fd;
         b->devs[slot] = st.st_dev;
+        b->gids[slot] = st.st_gid;
         b->paths[slot] = mcg_strndup(e->path, dl);
     }
     pending *p = &b->p[b->n];
     p->e = e;
     p->slot = slot;
     mcg_agent_tmpname(base, p->tmp);
+    /* A new temp file is created with its mode, and is owned by the process,
+     * its group the process's or the directory's: when those are the wanted
+     * ones, no chmod or chown is needed. One a killed agent left is reused
+     * and always gets both. */
+    mode_t mode = (mode_t)e->mode;
     int fd =
-        openat(b->fds[slot], p->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        openat(b->fds[slot], p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    bool fresh = fd >= 0;
+    if (fd < 0 && errno == EEXIST)
+        fd = openat(b->fds[slot], p->tmp, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
     b->n++; /* from here on the temp file is ours to remove on failure */
-    if (mcg_write_all(fd, e->data, e->len) != 0 || fchmod(fd, (mode_t)e->mode) != 0 ||
-        (b->as_root && fchown(fd, e->uid, e->gid) != 0))
+    bool set_mode = !fresh || (mode & b->umask) != 0;
+    bool set_owner =
+        b->as_root && (!fresh || e->uid != b->euid || e->gid != b->egid || e->gid != b->gids[slot]);
+    if (mcg_write_all(fd, e->data, e->len) != 0 || (set_mode && fchmod(fd, mode) != 0) ||
+        (set_owner && fchown(fd, e->uid, e->gid) != 0))
         rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
     close(fd);
     if (!rc && b->n == BATCH_FILES)
@@ -570,17 +677,60 @@ static int remove_path(mcg_sroot *r, const mcg_ent *e, bool only_symlink, mcg_er
     return 0;
 }
 
+/*
+ * Remove the directories in created that cfg does not need, deepest first
+ * (in reverse sorted order a directory comes after everything below it),
+ * when they are empty. Whatever is not removed — not empty, gone, turned
+ * into something else — stops being mcgit's. Leaves created sorted.
+ */
+static void prune_dirs(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *created, mcg_exec_stats *st)
+{
+    mcg_strv need = {0}, keep = {0};
+    needed_dirs(cfg, &need);
+    sort_unique(created);
+    mcg_sroot_forget(r);
+    for (size_t i = created->n; i-- > 0;) {
+        const char *d = created->v[i];
+        if (mcg_sorted_has(&need, d)) {
+            mcg_strv_push(&keep, d);
+            continue;
+        }
+        int dfd;
+        const char *base;
+        mcg_err e = {0};
+        if (mcg_sroot_parent(r, d, false, &dfd, &base, &e) == 0 &&
+            unlinkat(dfd, base, AT_REMOVEDIR) == 0)
+            st->removed++;
+    }
+    mcg_sroot_forget(r);
+    mcg_strv_free(created);
+    for (size_t i = keep.n; i-- > 0;)
+        mcg_strv_push(created, keep.v[i]);
+    mcg_strv_free(&keep);
+    mcg_strv_free(&need);
+}
+
 int mcg_plan_execute(mcg_sroot *r, int statefd, const mcg_acfg *old, const mcg_acfg *new_cfg,
-                     const mcg_plan_disk *disk, bool force, mcg_exec_stats *st, mcg_err *err)
+                     const mcg_plan_disk *disk, bool force, mcg_strv *created, mcg_exec_stats *st,
+                     mcg_err *err)
 {
     int rc = 0;
     bool as_root = geteuid() == 0;
     batch b;
     memset(&b, 0, sizeof(b));
     b.as_root = as_root;
+    b.umask = umask(0);
+    umask(b.umask);
+    b.euid = geteuid();
+    b.egid = getegid();
     b.st = st;
     b.p = mcg_calloc(BATCH_FILES, sizeof(*b.p));
     mcg_sroot_forget(r);
+    /* directories the journal says this update makes are mcgit's from now on,
+     * and so is any other one made on the way */
+    for (size_t i = 0; i < disk->mkdirs.n; i++)
+        mcg_strv_push(created, disk->mkdirs.v[i]);
+    r->made = created;
     /* 1. backups of what was there before mcgit, durable before any overwrite */
     bool any_backup = false;
     for (size_t i = 0; i < disk->backups.n; i++) {
@@ -609,7 +759,7 @@ int mcg_plan_execute(mcg_sroot *r, int statefd, const mcg_acfg *old, const mcg_a
         const mcg_ent *o = &old->ents[i];
         if (o->kind == MCG_ENT_DIR || o->kind == MCG_ENT_ABSENT || mcg_acfg_find(new_cfg, o->path))
             continue;
-        if (mcg_strv_contains(&disk->restores, o->path))
+        if (mcg_sorted_has(&disk->restores, o->path))
             rc = restore_backup(r, statefd, o->path, err);
         else
             rc = remove_path(r, o, false, err);
@@ -644,13 +794,16 @@ int mcg_plan_execute(mcg_sroot *r, int statefd, const mcg_acfg *old, const mcg_a
             goto out;
         st->written++;
     }
-    /* 6. everything above (links, removals, directory entries), durable */
-    if (syncfs(r->fd) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "syncfs: %s", strerror(errno));
+    /* 6. directories mcgit made that the config no longer needs */
+    prune_dirs(r, new_cfg, created, st);
+    /* 7. everything above (renames, links, removals, directories), durable:
+     * one syncfs per filesystem a change went through */
+    rc = mcg_sroot_sync(r, err);
 out:
     if (rc)
         batch_discard(&b);
     free(b.p);
+    r->made = NULL;
     mcg_sroot_forget(r);
     return rc;
 }
@@ -699,11 +852,33 @@ static bool same_content(int fd, const unsigned char *want, size_t len, char *bu
     }
 }
 
+/* Append "what" to a path's message, parts joined by " and ". */
+static void part(mcg_buf *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void part(mcg_buf *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (m->len)
+        mcg_buf_puts(m, " and ");
+    mcg_buf_vprintf(m, fmt, ap);
+    va_end(ap);
+}
+
+static void owner_part(mcg_buf *m, const struct stat *st, const mcg_ent *e)
+{
+    if (st->st_uid != e->uid || st->st_gid != e->gid)
+        part(m, "owner %u:%u, want %u:%u", (unsigned)st->st_uid, (unsigned)st->st_gid,
+             (unsigned)e->uid, (unsigned)e->gid);
+}
+
 int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *err)
 {
     (void)err;
     size_t bufsz = 1u << 17;
     char *buf = mcg_malloc(bufsz);
+    /* Owners are only set by an agent running as root: only then are they checked. */
+    bool owners = geteuid() == 0;
+    mcg_buf m = MCG_BUF_INIT;
     mcg_sroot_forget(r);
     for (size_t i = 0; i < cfg->n; i++) {
         const mcg_ent *e = &cfg->ents[i];
@@ -711,69 +886,87 @@ int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *e
         const char *base;
         mcg_err pe = {0};
         int rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, &pe);
+        m.len = 0;
         if (rc) {
             if (e->kind == MCG_ENT_ABSENT && rc == MCG_ENOTFOUND)
                 continue;
-            char *m = rc == MCG_ENOTFOUND ? mcg_sprintf("/%s: missing", e->path)
-                                          : mcg_sprintf("/%s: %s", e->path, pe.msg);
-            mcg_strv_push(out, m);
-            free(m);
-            continue;
+            if (rc == MCG_ENOTFOUND)
+                part(&m, "missing");
+            else
+                mcg_buf_puts(&m, pe.msg); /* "/etc: is a symbolic link ..." */
+            goto report;
         }
         struct stat st;
-        char *msg = NULL;
         char have[16], want[16];
         switch (e->kind) {
         case MCG_ENT_FILE: {
             int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
             if (fd < 0) {
                 if (errno == ENOENT)
-                    msg = mcg_strdup("missing");
+                    part(&m, "missing");
                 else if (errno == ELOOP)
-                    msg = mcg_strdup("is a symbolic link, want a file");
+                    part(&m, "is a symbolic link, want a file");
                 else
-                    msg = mcg_strdup(strerror(errno));
+                    part(&m, "%s", strerror(errno));
                 break;
             }
-            if (fstat(fd, &st) != 0)
-                msg = mcg_strdup(strerror(errno));
-            else if (st.st_mode != (S_IFREG | (mode_t)e->mode)) {
+            if (fstat(fd, &st) != 0) {
+                part(&m, "%s", strerror(errno));
+            } else if (!S_ISREG(st.st_mode)) {
                 mode_str(have, st.st_mode);
                 mode_str(want, S_IFREG | (mode_t)e->mode);
-                msg = mcg_sprintf("mode %s, want %s", have, want);
+                part(&m, "mode %s, want %s", have, want);
+            } else {
+                if (st.st_mode != (S_IFREG | (mode_t)e->mode)) {
+                    mode_str(have, st.st_mode);
+                    mode_str(want, S_IFREG | (mode_t)e->mode);
+                    part(&m, "mode %s, want %s", have, want);
+                }
+                if (owners)
+                    owner_part(&m, &st, e);
+                if ((size_t)st.st_size != e->len || !same_content(fd, e->data, e->len, buf, bufsz))
+                    part(&m, "content differs");
             }
-            if (!msg &&
-                ((size_t)st.st_size != e->len || !same_content(fd, e->data, e->len, buf, bufsz)))
-                msg = mcg_strdup("content differs");
             close(fd);
             break;
         }
         case MCG_ENT_DIR:
-            if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
-                msg = mcg_strdup("missing");
-            else if (st.st_mode != (S_IFDIR | (mode_t)e->mode)) {
+            if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                part(&m, "missing");
+                break;
+            }
+            if (st.st_mode != (S_IFDIR | (mode_t)e->mode)) {
                 mode_str(have, st.st_mode);
                 mode_str(want, S_IFDIR | (mode_t)e->mode);
-                msg = mcg_sprintf("mode %s, want %s", have, want);
+                part(&m, "mode %s, want %s", have, want);
             }
+            if (owners && S_ISDIR(st.st_mode))
+                owner_part(&m, &st, e);
             break;
         case MCG_ENT_SYMLINK: {
             char cur[4096];
             ssize_t n = readlinkat(dfd, base, cur, sizeof(cur) - 1);
-            if (n < 0)
-                msg = errno == ENOENT
-                          ? mcg_strdup("missing")
-                          : mcg_sprintf("not a symbolic link, want a link to %s", e->target);
-            else if ((cur[n] = '\0', strcmp(cur, e->target)))
-                msg = mcg_sprintf("link to %s, want %s", cur, e->target);
+            if (n < 0) {
+                if (errno == ENOENT)
+                    part(&m, "missing");
+                else
+                    part(&m, "not a symbolic link, want a link to %s", e->target);
+                break;
+            }
+            cur[n] = '\0';
+            if (strcmp(cur, e->target))
+                part(&m, "link to %s, want %s", cur, e->target);
+            if (owners && fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                owner_part(&m, &st, e);
             break;
         }
         case MCG_ENT_HARDLINK: {
+            /* its owner and mode are the target's, checked with the target */
             struct stat ts;
             int tfd;
             const char *tb;
             if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                msg = mcg_strdup("missing");
+                part(&m, "missing");
                 break;
             }
             dev_t dev = st.st_dev;
@@ -781,22 +974,23 @@ int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *e
             if (mcg_sroot_parent(r, e->target, false, &tfd, &tb, &pe) != 0 ||
                 fstatat(tfd, tb, &ts, AT_SYMLINK_NOFOLLOW) != 0 || ts.st_dev != dev ||
                 ts.st_ino != ino)
-                msg = mcg_sprintf("not a hard link to /%s", e->target);
+                part(&m, "not a hard link to /%s", e->target);
             break;
         }
         case MCG_ENT_ABSENT:
             if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-                msg = mcg_strdup("present, want absent (unit disabled)");
+                part(&m, "present, want absent (unit disabled)");
             break;
         }
-        if (msg) {
-            char *m = mcg_sprintf("/%s: %s", e->path, msg);
-            mcg_strv_push(out, m);
-            free(m);
+    report:
+        if (m.len) {
+            char *msg = mcg_sprintf("/%s: %s", e->path, m.ptr);
+            mcg_strv_push(out, msg);
             free(msg);
         }
     }
     mcg_sroot_forget(r);
+    mcg_buf_free(&m);
     free(buf);
     return 0;
 }

@@ -389,25 +389,24 @@ void mcg_acfg_free(mcg_acfg *c)
     free(c->ents);
     mcg_ignition_free(&c->ign);
     free(c->name);
-    free(c->spec);
     free(c);
 }
 
-int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, char *name, char *spec, size_t len, bool strict,
-                  mcg_err *err)
+int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, const char *name, const char *spec, size_t len,
+                  bool strict, mcg_err *err)
 {
     *out = NULL;
     mcg_acfg *c = mcg_calloc(1, sizeof(*c));
-    c->name = name; /* transferred */
-    c->spec = spec; /* transferred */
-    c->spec_len = len;
+    c->name = mcg_strdup(name);
     entv ev = {0};
     idtab ids = {0};
     int rc = mcg_ignition_parse_json(&c->ign, name, spec, len, err);
     if (rc)
         goto out;
     for (size_t i = 0; i < c->ign.nstorage; i++) {
-        const mcg_storage *s = &c->ign.storage[i];
+        mcg_storage *s = &c->ign.storage[i];
+        free(s->source); /* decoded into s->data: the URL is not needed again */
+        s->source = NULL;
         long uid, gid;
         if ((rc = resolve_owner(&ids, r, &s->user, true, strict, &uid, err)) != 0 ||
             (rc = resolve_owner(&ids, r, &s->group, false, strict, &gid, err)) != 0) {

@@ -12,7 +12,9 @@
  * swapped for a symlink after the check cannot redirect a write.
  *
  * Files are sorted by path, so consecutive lookups usually share a parent:
- * the last parent fd is cached.
+ * the last parent fd is cached. The filesystem of every directory opened is
+ * noted, so that one syncfs() per filesystem (mcg_sroot_sync) makes all
+ * changes durable, mount points inside the root included.
  */
 #include "agent/agent_int.h"
 
@@ -68,12 +70,57 @@ void mcg_sroot_forget(mcg_sroot *r)
     r->missing_path = NULL;
 }
 
+static void drop_devs(mcg_sroot *r)
+{
+    for (size_t i = 0; i < r->ndevs; i++)
+        close(r->devs[i].fd);
+    free(r->devs);
+    r->devs = NULL;
+    r->ndevs = 0;
+}
+
 void mcg_sroot_close(mcg_sroot *r)
 {
     mcg_sroot_forget(r);
+    drop_devs(r);
     if (r->fd >= 0)
         close(r->fd);
     r->fd = -1;
+}
+
+/* Remember fd's filesystem (a new one only: a handful per root). */
+static void note_dev(mcg_sroot *r, int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return;
+    for (size_t i = 0; i < r->ndevs; i++)
+        if (r->devs[i].dev == st.st_dev)
+            return;
+    int keep = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (keep < 0)
+        return;
+    r->devs = mcg_realloc(r->devs, (r->ndevs + 1) * sizeof(*r->devs));
+    r->devs[r->ndevs].dev = st.st_dev;
+    r->devs[r->ndevs].fd = keep;
+    r->ndevs++;
+}
+
+int mcg_sroot_sync(mcg_sroot *r, mcg_err *err)
+{
+    int rc = 0;
+    struct stat st;
+    bool root_seen = false;
+    bool have_root = fstat(r->fd, &st) == 0;
+    for (size_t i = 0; i < r->ndevs && !rc; i++) {
+        root_seen |= have_root && r->devs[i].dev == st.st_dev;
+        if (syncfs(r->devs[i].fd) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "syncfs: %s", strerror(errno));
+    }
+    if (!rc && !root_seen && syncfs(r->fd) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "syncfs: %s", strerror(errno));
+    drop_devs(r);
+    return rc;
 }
 
 /* Explain why component `upto` (a prefix of the path) could not be entered. */
@@ -106,7 +153,10 @@ static int walk(mcg_sroot *r, const char *dir, bool create, int *out, mcg_err *e
             *slash = '\0';
         int fd = openat(cur, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT && create) {
-            if (mkdirat(cur, s, 0755) != 0 && errno != EEXIST) {
+            if (mkdirat(cur, s, 0755) == 0) {
+                if (r->made)
+                    mcg_strv_push(r->made, p); /* p ends at this component */
+            } else if (errno != EEXIST) {
                 rc = mcg_err_set(err, MCG_EIO, "/%s: %s", p, strerror(errno));
                 goto out;
             }
@@ -187,6 +237,7 @@ int mcg_sroot_parent(mcg_sroot *r, const char *rel, bool create, int *dirfd, con
         return rc;
     }
     mcg_sroot_forget(r);
+    note_dev(r, fd);
     r->cache_path = dir; /* transferred */
     r->cache_fd = fd;
     *dirfd = fd;
@@ -202,8 +253,12 @@ int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int 
         return rc;
     int f = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (f < 0 && errno == ENOENT && create) {
-        if (mkdirat(dfd, base, (mode_t)mode) != 0 && errno != EEXIST)
+        if (mkdirat(dfd, base, (mode_t)mode) == 0) {
+            if (r->made)
+                mcg_strv_push(r->made, rel);
+        } else if (errno != EEXIST) {
             return mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
+        }
         free(r->missing_path); /* it may have been this one */
         r->missing_path = NULL;
         f = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -214,6 +269,7 @@ int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int 
             return mcg_err_set(err, MCG_ENOTFOUND, "/%s: missing", rel);
         return way_error(dfd, base, rel, e, err);
     }
+    note_dev(r, f); /* a mount point's own directory is on the mounted filesystem */
     *fd = f;
     return 0;
 }

@@ -227,12 +227,78 @@ static void parse_mode(mcg_pctx *c, const json_t *e, const char *name, mcg_stora
     st->mode = (int)(mode & 0777);
 }
 
+/*
+ * Grow an array of n elements that this file allocated (from NULL) to hold
+ * n + 1. Its capacity is implied by n — the next power of two, at least 8 —
+ * so appending n elements costs O(n) copies, not O(n^2).
+ */
+static void *grow(void *v, size_t n, size_t size)
+{
+    if (n != 0 && (n < 8 || (n & (n - 1)) != 0))
+        return v; /* room left */
+    return mcg_realloc(v, (n ? 2 * n : 8) * size);
+}
+
 static mcg_storage *storage_new(mcg_ignition *ign)
 {
-    ign->storage = mcg_realloc(ign->storage, (ign->nstorage + 1) * sizeof(*ign->storage));
+    ign->storage = grow(ign->storage, ign->nstorage, sizeof(*ign->storage));
     mcg_storage *st = &ign->storage[ign->nstorage++];
     memset(st, 0, sizeof(*st));
     return st;
+}
+
+/*
+ * The paths (or unit names) of one config seen so far, with the line each
+ * was first given on: an open-addressing hash table, so checking 10,000
+ * entries for duplicates is linear, not quadratic. Keys are borrowed.
+ */
+typedef struct {
+    const char **keys;
+    int *lines;
+    size_t cap, n;
+} keyset;
+
+static size_t key_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (size_t)(h ^ h >> 32);
+}
+
+/* Add key (given on line). False when it is there already: *first is its line. */
+static bool keyset_add(keyset *ks, const char *key, int line, int *first)
+{
+    if (2 * (ks->n + 1) > ks->cap) {
+        keyset old = *ks;
+        ks->cap = old.cap ? 2 * old.cap : 64;
+        ks->keys = mcg_calloc(ks->cap, sizeof(*ks->keys));
+        ks->lines = mcg_calloc(ks->cap, sizeof(*ks->lines));
+        ks->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.keys[i]) {
+                int unused;
+                keyset_add(ks, old.keys[i], old.lines[i], &unused);
+            }
+        free(old.keys);
+        free(old.lines);
+    }
+    size_t i = key_hash(key) & (ks->cap - 1);
+    for (; ks->keys[i]; i = (i + 1) & (ks->cap - 1))
+        if (!strcmp(ks->keys[i], key)) {
+            *first = ks->lines[i];
+            return false;
+        }
+    ks->keys[i] = key;
+    ks->lines[i] = line;
+    ks->n++;
+    return true;
+}
+
+static void keyset_free(keyset *ks)
+{
+    free(ks->keys);
+    free(ks->lines);
 }
 
 static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix,
@@ -250,6 +316,7 @@ static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix
     refuse(c, storage, "luks", "storage.luks", "mcgit manages files, units and SSH keys");
 
     static const char *const kinds[] = {"files", "directories", "links"};
+    keyset seen = {0};
     for (int k = 0; k < 3; k++) {
         snprintf(name, sizeof(name), "storage.%s", kinds[k]);
         json_t *arr = mcg_get_arr(c, storage, kinds[k], name);
@@ -303,14 +370,13 @@ static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix
                 continue;
             }
             /* One key space for files, directories and links within a config. */
-            for (size_t j = 0; j + 1 < ign->nstorage; j++)
-                if (!strcmp(ign->storage[j].path, st->path)) {
-                    mcg_pctx_err(c, e, "path '%s' is given twice in this config (first on line %d)",
-                                 st->path, ign->storage[j].loc.line);
-                    break;
-                }
+            int first;
+            if (!keyset_add(&seen, st->path, st->loc.line, &first))
+                mcg_pctx_err(c, e, "path '%s' is given twice in this config (first on line %d)",
+                             st->path, first);
         }
     }
+    keyset_free(&seen);
 }
 
 static bool valid_dropin_name(const char *s)
@@ -324,6 +390,7 @@ static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
     static const char *const keys[] = {"units", NULL};
     mcg_check_keys(c, systemd, "systemd", keys);
     json_t *arr = mcg_get_arr(c, systemd, "units", "systemd.units");
+    keyset seen = {0};
     size_t i;
     json_t *e;
     json_array_foreach(arr, i, e)
@@ -390,16 +457,17 @@ static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
             u.dropins = mcg_realloc(u.dropins, (u.ndropins + 1) * sizeof(*u.dropins));
             u.dropins[u.ndropins++] = di;
         }
-        for (size_t k = 0; c->errors == before && k < ign->nunits; k++)
-            if (!strcmp(ign->units[k].name, u.name))
-                mcg_pctx_err(c, e, "unit '%s' is given twice in this config", u.name);
+        int first;
+        if (c->errors == before && !keyset_add(&seen, u.name, u.loc.line, &first))
+            mcg_pctx_err(c, e, "unit '%s' is given twice in this config", u.name);
         if (c->errors != before) {
             unit_free(&u);
             continue;
         }
-        ign->units = mcg_realloc(ign->units, (ign->nunits + 1) * sizeof(*ign->units));
-        ign->units[ign->nunits++] = u;
+        ign->units = grow(ign->units, ign->nunits, sizeof(*ign->units));
+        ign->units[ign->nunits++] = u; /* u.name stays where seen points */
     }
+    keyset_free(&seen);
 }
 
 static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
@@ -517,13 +585,12 @@ int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *dat
                             mcg_err *err)
 {
     memset(out, 0, sizeof(*out));
-    json_error_t je;
-    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return mcg_err_set(err, MCG_EINVAL, "%s:%d: invalid JSON: %s", what, je.line, je.text);
+    json_t *root = NULL;
+    int rc = mcg_json_parse(&root, what, data, len, err);
+    if (rc)
+        return rc;
     mcg_diags d = {0};
     mcg_pctx c = {what, NULL, 0, &d, 0};
-    int rc = 0;
     json_t *cfg = json_is_object(root) ? json_object_get(root, "config") : NULL;
     if (!cfg)
         rc = mcg_err_set(err, MCG_EINVAL, "%s: no 'config' in rendered spec", what);

@@ -4,7 +4,8 @@
 # over) while the agent is killed at random points, several times in a row;
 # a restarted `mcgit agent --once` must end with the node Done and the root
 # exactly equal, file by file (type, mode, sha256), to an uninterrupted run,
-# with no temporary files left anywhere in the root.
+# with no temporary files left anywhere in the root; and going back to the
+# first config afterwards removes exactly the directories the update made.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "ok - skipped (no python3)"; exit 0; }
 
@@ -94,8 +95,9 @@ echo "# uninterrupted update took ${ms} ms"
 expect_grep 'managed' "$ROOT/etc/pre.conf" "pre-existing file taken over"
 desire "$V1"
 expect_rc 0 "update back to v1" -- agent
-manifest "$T/back.v1"; grep -v "^d " "$T/want.v1" >"$T/want.v1.nodirs" || true; grep -v "^d " "$T/back.v1" >"$T/back.v1.nodirs" || true
-if cmp -s "$T/want.v1.nodirs" "$T/back.v1.nodirs"; then ok "v2 -> v1 restores every v1 file and link exactly (backup restored)"; else bad "v2 -> v1 tree differs"; diff "$T/want.v1" "$T/back.v1" | head -5 || true; fi
+manifest "$T/back.v1"
+# directories included: the ones v2 made (/etc/mcg/new*) are gone again
+if cmp -s "$T/want.v1" "$T/back.v1"; then ok "v2 -> v1 restores the v1 tree exactly (backup restored, v2's directories removed)"; else bad "v2 -> v1 tree differs"; diff "$T/want.v1" "$T/back.v1" | head -5 || true; fi
 [ "$(wc -l <"$T/want.v2")" -gt 3000 ] && ok "manifest covers the tree" || bad "manifest too small"
 
 # ------------------------------------------------------------ crash runs
@@ -130,6 +132,13 @@ for i in $(seq 1 "$ITER"); do
     ok "iteration $i: exact v2 tree, Done, no temp files"
   else
     bad "iteration $i: state=$(node_field state) temps=$temps"; diff "$T/want.v2" "$T/got" | head -5 || true
+  fi
+  if [ $((i % 2)) = 0 ]; then            # the record of directories v2 made survived the kills
+    desire "$V1"
+    agent >/dev/null 2>&1 || { bad "iteration $i: back to v1 failed"; continue; }
+    manifest "$T/got"
+    if cmp -s "$T/want.v1" "$T/got"; then ok "iteration $i: back to v1 exactly (v2's directories removed)"
+    else bad "iteration $i: back to v1 differs"; diff "$T/want.v1" "$T/got" | head -5 || true; fi
   fi
 done
 echo "# $crashes kills landed while an agent was running"

@@ -6,7 +6,9 @@
  *
  * Each test gets a fresh directory holding a local:DIR cluster with node
  * n1 (its root DIR/roots/n1, with etc/passwd and etc/group naming core as
- * 1000:1000) and an "outside" directory that must stay empty.
+ * 1000:1000) and an "outside" directory that must stay empty. A test double
+ * of the cluster interface wraps the local backend to make it unreachable,
+ * refuse node updates or fail a drain.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -123,7 +125,8 @@ static int count_entries(const char *dir)
 /* Leftover temp files anywhere below dir. */
 static int count_temps(const char *dir)
 {
-    char *cmd = mcg_sprintf("find '%s' -name '.mcgit-*.tmp' -o -name '.*.tmp' | wc -l", dir);
+    char *cmd = mcg_sprintf(
+        "find '%s' -type f \\( -name '.mcgit-*.tmp' -o -name '.*.tmp' \\) | wc -l", dir);
     FILE *f = popen(cmd, "r");
     int n = -1;
     if (f) {
@@ -214,6 +217,95 @@ static mcg_agent_result pass(fx *f)
     return res;
 }
 
+/* ------------------------------------------------ cluster test double */
+
+/* The local backend behind switches: unreachable, node updates refused, drain failing. */
+typedef struct {
+    mcg_cluster base;
+    mcg_cluster *inner;
+    bool offline, fail_patch, fail_drain;
+    int patches_refused;
+} dbl;
+
+static int d_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err)
+{
+    dbl *d = (dbl *)c;
+    if (d->offline)
+        return mcg_err_set(err, MCG_EIO, "cluster unreachable: connection refused");
+    return mcg_cluster_get_node(d->inner, name, out, err);
+}
+
+static int d_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err)
+{
+    dbl *d = (dbl *)c;
+    if (d->offline || d->fail_patch) {
+        d->patches_refused++;
+        return mcg_err_set(err, MCG_EIO, "cluster unreachable: connection refused");
+    }
+    return mcg_cluster_patch_node(d->inner, name, p, err);
+}
+
+static int d_get_config(mcg_cluster *c, const char *name, char **spec, size_t *len, mcg_err *err)
+{
+    dbl *d = (dbl *)c;
+    if (d->offline)
+        return mcg_err_set(err, MCG_EIO, "cluster unreachable: connection refused");
+    return mcg_cluster_get_config(d->inner, name, spec, len, err);
+}
+
+static int d_get_policy(mcg_cluster *c, json_t **spec, mcg_err *err)
+{
+    dbl *d = (dbl *)c;
+    if (d->offline)
+        return mcg_err_set(err, MCG_EIO, "cluster unreachable: connection refused");
+    return d->inner->ops->get_policy(d->inner, spec, err);
+}
+
+static int d_drain(mcg_cluster *c, const char *name, mcg_err *err)
+{
+    dbl *d = (dbl *)c;
+    if (d->fail_drain)
+        return mcg_err_set(err, MCG_EIO, "evicting pods of %s: timed out", name);
+    return d->inner->ops->drain(d->inner, name, err);
+}
+
+static void d_free(mcg_cluster *c)
+{
+    free(c);
+}
+
+static const mcg_cluster_ops dbl_ops = {
+    .get_node = d_get_node,
+    .patch_node = d_patch_node,
+    .get_config = d_get_config,
+    .get_policy = d_get_policy,
+    .drain = d_drain,
+    .free = d_free,
+};
+
+static dbl *dbl_new(fx *f)
+{
+    dbl *d = calloc(1, sizeof(*d));
+    d->base.ops = &dbl_ops;
+    d->base.spec = (char *)"double";
+    d->inner = f->c;
+    return d;
+}
+
+static mcg_agent_result pass_c(fx *f, mcg_cluster *c)
+{
+    mcg_agent *a = NULL;
+    mcg_err e = {0};
+    if (mcg_agent_open(&a, &f->o, &e) != 0)
+        fail_msg("open: %s", e.msg);
+    mcg_agent_result res;
+    if (mcg_agent_run_once(&res, a, c, &e) != 0)
+        fail_msg("run_once: %s", e.msg);
+    mcg_agent_free(a);
+    assert_null(strchr(res.reason, '\n'));
+    return res;
+}
+
 static mcg_node node(fx *f)
 {
     mcg_node n;
@@ -250,6 +342,7 @@ static void assert_node(fx *f, const char *state, const char *current, const cha
 static void test_fresh_apply(void **state)
 {
     fx *f = *state;
+    mode_t um = umask(022);
     char *name =
         deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},"
                   "\"passwd\":{\"users\":[{\"name\":\"core\",\"sshAuthorizedKeys\":"
@@ -258,7 +351,9 @@ static void test_fresh_apply(void **state)
                   "{\"path\":\"/etc/a.conf\",\"contents\":{\"source\":\"data:,hello%0A\"}},"
                   "{\"path\":\"/etc/deep/er/b.conf\",\"mode\":384,\"user\":{\"name\":\"core\"},"
                   "\"group\":{\"name\":\"wheel\"},\"contents\":{\"source\":\"data:;base64,Yg==\"}},"
-                  "{\"path\":\"/etc/empty\"}],"
+                  "{\"path\":\"/etc/empty\"},"
+                  "{\"path\":\"/etc/gw\",\"mode\":436},"
+                  "{\"path\":\"/etc/x\",\"mode\":493,\"group\":{\"id\":10}}],"
                   "\"directories\":[{\"path\":\"/var/d\",\"mode\":448}],"
                   "\"links\":[{\"path\":\"/etc/l\",\"target\":\"/etc/a.conf\"}]}}");
     mcg_agent_result r = pass(f);
@@ -268,11 +363,17 @@ static void test_fresh_apply(void **state)
     assert_file(f->root, "etc/a.conf", "hello\n", 0644);
     assert_file(f->root, "etc/deep/er/b.conf", "b", 0600);
     assert_file(f->root, "etc/empty", "", 0644);
+    assert_file(f->root, "etc/gw", "", 0664); /* though the umask cuts 020 */
+    assert_file(f->root, "etc/x", "", 0755);
     assert_link(f->root, "etc/l", "/etc/a.conf");
     struct stat st;
     char *p = mcg_sprintf("%s/etc/deep/er/b.conf", f->root);
     assert_int_equal(lstat(p, &st), 0);
     assert_int_equal(st.st_uid, 1000);
+    assert_int_equal(st.st_gid, 10);
+    free(p);
+    p = mcg_sprintf("%s/etc/x", f->root);
+    assert_int_equal(lstat(p, &st), 0);
     assert_int_equal(st.st_gid, 10);
     free(p);
     p = mcg_sprintf("%s/var/d", f->root);
@@ -298,6 +399,7 @@ static void test_fresh_apply(void **state)
     r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DONE);
     assert_false(r.applied);
+    umask(um);
     free(name);
 }
 
@@ -435,6 +537,11 @@ static void test_units(void **state)
                              "/usr/lib/systemd/system/t@.service\n");
     free(got);
     assert_false(exists(f->root, "etc/systemd/system/a.service.d/10-env.conf"));
+    /* the directories mcgit made for the drop-in and the links went with them */
+    assert_false(exists(f->root, "etc/systemd/system/a.service.d"));
+    assert_false(exists(f->root, "etc/systemd/system/multi-user.target.wants"));
+    assert_false(exists(f->root, "etc/systemd/system/foo.target.requires"));
+    assert_true(exists(f->root, "etc/systemd/system/timers.target.wants"));
     assert_file(f->root, "etc/systemd/system/m.service", "[Service]\nExecStart=/bin/true\n", 0644);
     /* an enablement link removed by hand is drift */
     char *p = mcg_sprintf("%s/etc/systemd/system/timers.target.wants/t@x.service", f->root);
@@ -444,6 +551,9 @@ static void test_units(void **state)
     assert_int_equal(symlink("/usr/lib/systemd/system/t@.service", p), 0);
     /* a link that a disabled unit must not have is drift too */
     char *q = mcg_sprintf("%s/etc/systemd/system/multi-user.target.wants/a.service", f->root);
+    char *qd = mcg_sprintf("%s/etc/systemd/system/multi-user.target.wants", f->root);
+    assert_int_equal(mkdir(qd, 0755), 0);
+    free(qd);
     assert_int_equal(symlink("/etc/systemd/system/a.service", q), 0);
     assert_int_equal(pass(f).state, MCG_AGENT_DEGRADED);
     assert_node(f, "Degraded", n2, "multi-user.target.wants/a.service: present");
@@ -742,8 +852,10 @@ static void test_policy(void **state)
                                *cases[i].old_json ? "," : "", cases[i].old_json);
         char *ns = mcg_sprintf("{\"config\":{\"ignition\":{\"version\":\"3.4.0\"}%s%s}}",
                                *cases[i].new_json ? "," : "", cases[i].new_json);
-        assert_int_equal(mcg_acfg_load(&o, &root, mcg_strdup("old"), os, strlen(os), false, &e), 0);
-        assert_int_equal(mcg_acfg_load(&n, &root, mcg_strdup("new"), ns, strlen(ns), false, &e), 0);
+        assert_int_equal(mcg_acfg_load(&o, &root, "old", os, strlen(os), false, &e), 0);
+        assert_int_equal(mcg_acfg_load(&n, &root, "new", ns, strlen(ns), false, &e), 0);
+        free(os);
+        free(ns);
         mcg_plan_actions act;
         mcg_plan_decide(&act, o, n, &pol);
         char *got = mcg_plan_actions_str(&act);
@@ -851,6 +963,76 @@ static void test_reboot_not_live(void **state)
     free(n1);
 }
 
+/* Not live: systemctl actions are logged as skipped, nothing is run. */
+static void test_actions_not_live(void **state)
+{
+    fx *f = *state;
+    mcg_err e = {0};
+    json_error_t je;
+    json_t *spec =
+        json_loads("{\"nodeDisruptionPolicy\":{\"files\":[{\"path\":\"/etc/chrony.conf\","
+                   "\"actions\":[{\"type\":\"DaemonReload\"},{\"type\":\"Restart\","
+                   "\"restart\":{\"serviceName\":\"chronyd.service\"}}]}]}}",
+                   0, &je);
+    assert_int_equal(f->c->ops->put_policy(f->c, spec, &e), 0);
+    json_decref(spec);
+    char *log = mcg_sprintf("%s/systemctl.log", f->dir);
+    char *sc = mcg_sprintf("echo >>'%s'", log);
+    f->o.systemctl = sc;
+    char *n1 =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                  "{\"path\":\"/etc/chrony.conf\",\"contents\":{\"source\":\"data:,s1\"}}]}}");
+    mcg_agent_result r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_false(r.rebooted);
+    assert_int_equal(access(log, F_OK), -1); /* nothing ran */
+    assert_file(f->root, "etc/chrony.conf", "s1", 0644);
+    assert_node(f, "Done", n1, NULL);
+    f->o.systemctl = NULL;
+    free(sc);
+    free(log);
+    free(n1);
+}
+
+/*
+ * The component-by-component walk used where the kernel has no openat2
+ * refuses a symlink anywhere on the way, makes missing directories, and
+ * names the component in the way.
+ */
+static void test_walk_fallback(void **state)
+{
+    fx *f = *state;
+    mcg_sroot r;
+    mcg_err e = {0};
+    assert_int_equal(mcg_sroot_open(&r, f->root, &e), 0);
+    r.no_openat2 = true;
+    char *x = mcg_sprintf("%s/etc/x", f->root);
+    assert_int_equal(symlink(f->outside, x), 0);
+    put(f->root, "etc/file", "f", 0644);
+    int dfd;
+    const char *base;
+    assert_int_equal(mcg_sroot_parent(&r, "etc/x/y/z", true, &dfd, &base, &e), MCG_ETRUST);
+    assert_string_equal(e.msg, "/etc/x: is a symbolic link (refusing to follow it)");
+    assert_int_equal(mcg_sroot_parent(&r, "etc/x/z", false, &dfd, &base, &e), MCG_ETRUST);
+    assert_int_equal(mcg_sroot_parent(&r, "etc/file/z", true, &dfd, &base, &e), MCG_ETRUST);
+    assert_string_equal(e.msg, "/etc/file: is not a directory");
+    assert_int_equal(mcg_sroot_parent(&r, "etc/new/deep/f", false, &dfd, &base, &e), MCG_ENOTFOUND);
+    mcg_strv made = {0};
+    r.made = &made;
+    assert_int_equal(mcg_sroot_parent(&r, "etc/new/deep/f", true, &dfd, &base, &e), 0);
+    assert_string_equal(base, "f");
+    assert_int_equal(made.n, 2);
+    assert_string_equal(made.v[0], "etc/new");
+    assert_string_equal(made.v[1], "etc/new/deep");
+    r.made = NULL;
+    assert_true(exists(f->root, "etc/new/deep"));
+    assert_int_equal(count_entries(f->outside), 0);
+    assert_int_equal(mcg_sroot_sync(&r, &e), 0);
+    mcg_strv_free(&made);
+    mcg_sroot_close(&r);
+    free(x);
+}
+
 static void test_state_dir_option(void **state)
 {
     fx *f = *state;
@@ -875,6 +1057,333 @@ static void test_state_dir_option(void **state)
     free(n2);
 }
 
+/* Owners are part of the drift check (as root: only root sets them). */
+static void test_drift_owner(void **state)
+{
+    fx *f = *state;
+    if (geteuid() != 0)
+        skip(); /* an agent that is not root does not chown, nor check owners */
+    char *n1 =
+        deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{"
+                  "\"files\":["
+                  "{\"path\":\"/etc/o\",\"user\":{\"name\":\"core\"},\"group\":{\"name\":"
+                  "\"wheel\"},\"contents\":{\"source\":\"data:,o\"}},"
+                  "{\"path\":\"/etc/r\",\"mode\":416,\"contents\":{\"source\":\"data:,r\"}}],"
+                  "\"directories\":[{\"path\":\"/etc/d\",\"user\":{\"id\":1000}}],"
+                  "\"links\":[{\"path\":\"/etc/l\",\"target\":\"/etc/o\",\"group\":{\"id\":"
+                  "10}}]}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    char *po = mcg_sprintf("%s/etc/o", f->root), *pr = mcg_sprintf("%s/etc/r", f->root);
+    char *pd = mcg_sprintf("%s/etc/d", f->root), *pl = mcg_sprintf("%s/etc/l", f->root);
+    struct stat st;
+    assert_int_equal(lstat(pl, &st), 0);
+    assert_int_equal(st.st_gid, 10);
+    /* someone hands the files to other owners */
+    assert_int_equal(chown(po, 0, 0), 0);
+    assert_int_equal(chown(pr, 1000, 1000), 0);
+    assert_int_equal(chmod(pr, 0644), 0);
+    assert_int_equal(chown(pd, 0, 0), 0);
+    assert_int_equal(lchown(pl, 0, 0), 0);
+    mcg_agent_result r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    assert_non_null(strstr(r.reason, "/etc/o: owner 0:0, want 1000:10"));
+    assert_non_null(
+        strstr(r.reason, "/etc/r: mode file 0644, want file 0640 and owner 1000:1000, want 0:0"));
+    assert_non_null(strstr(r.reason, "/etc/d: owner 0:0, want 1000:0"));
+    assert_non_null(strstr(r.reason, "/etc/l: owner 0:0, want 0:10"));
+    assert_node(f, "Degraded", n1, "/etc/o: owner 0:0, want 1000:10");
+    /* nothing was changed back */
+    assert_int_equal(stat(po, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    /* put back by hand: Done again by itself */
+    assert_int_equal(chown(po, 1000, 10), 0);
+    assert_int_equal(chown(pr, 0, 0), 0);
+    assert_int_equal(chmod(pr, 0640), 0);
+    assert_int_equal(chown(pd, 1000, 0), 0);
+    assert_int_equal(lchown(pl, 0, 10), 0);
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    assert_node(f, "Done", n1, NULL);
+    /* drifted again, and --force puts the owners back */
+    assert_int_equal(chown(po, 0, 0), 0);
+    assert_int_equal(chown(pd, 0, 0), 0);
+    assert_int_equal(lchown(pl, 1000, 1000), 0);
+    assert_int_equal(pass(f).state, MCG_AGENT_DEGRADED);
+    f->o.force = true;
+    r = pass(f);
+    f->o.force = false;
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_int_equal(stat(po, &st), 0);
+    assert_true(st.st_uid == 1000 && st.st_gid == 10);
+    assert_int_equal(stat(pd, &st), 0);
+    assert_true(st.st_uid == 1000 && st.st_gid == 0);
+    assert_int_equal(lstat(pl, &st), 0);
+    assert_true(st.st_uid == 0 && st.st_gid == 10);
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    assert_node(f, "Done", n1, NULL);
+    free(po);
+    free(pr);
+    free(pd);
+    free(pl);
+    free(n1);
+}
+
+/* Is dir (relative to the root) in the state directory's list of directories mcgit made? */
+static bool listed_created(fx *f, const char *dir)
+{
+    char *data = get(f->root, "var/lib/mcgit/created-dirs.json");
+    if (!data)
+        return false;
+    char *q = mcg_sprintf("\"%s\"", dir);
+    bool ok = strstr(data, q) != NULL;
+    free(q);
+    free(data);
+    return ok;
+}
+
+/*
+ * Directories mcgit made — on the way to a file, or as a config's own
+ * directories — go once no config needs them, if empty. Directories that
+ * were there before, or that hold something else, stay.
+ */
+static void test_created_dirs(void **state)
+{
+    fx *f = *state;
+    char *p = mcg_sprintf("%s/etc/keep", f->root);
+    assert_int_equal(mkdir(p, 0755), 0);
+    free(p);
+    p = mcg_sprintf("%s/etc/keep2", f->root);
+    assert_int_equal(mkdir(p, 0755), 0);
+    free(p);
+    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{"
+                         "\"files\":["
+                         "{\"path\":\"/etc/keep/a\",\"contents\":{\"source\":\"data:,a\"}},"
+                         "{\"path\":\"/opt/x/y/z/f\",\"contents\":{\"source\":\"data:,f\"}},"
+                         "{\"path\":\"/opt/x/g\",\"contents\":{\"source\":\"data:,g\"}},"
+                         "{\"path\":\"/usr/share/s/1\",\"contents\":{\"source\":\"data:,1\"}},"
+                         "{\"path\":\"/usr/share/s/2\",\"contents\":{\"source\":\"data:,2\"}}],"
+                         "\"directories\":["
+                         "{\"path\":\"/srv/d1\",\"mode\":448},"
+                         "{\"path\":\"/srv/d2\"},"
+                         "{\"path\":\"/etc/keep2\",\"mode\":448}]}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    static const char *const made[] = {"opt",    "opt/x",  "opt/x/y", "opt/x/y/z", "srv",
+                                       "srv/d1", "srv/d2", "usr",     "usr/share", "usr/share/s"};
+    for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++)
+        if (!listed_created(f, made[i]))
+            fail_msg("%s: not listed as made by mcgit", made[i]);
+    assert_false(listed_created(f, "etc"));
+    assert_false(listed_created(f, "etc/keep"));
+    assert_false(listed_created(f, "etc/keep2"));
+    /* someone else puts a file into one of them */
+    put(f->root, "srv/d2/user.txt", "mine", 0644);
+    /* n2: one file of usr/share/s and the file in etc/keep stay, the rest leaves */
+    char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{"
+                         "\"files\":["
+                         "{\"path\":\"/etc/keep/b\",\"contents\":{\"source\":\"data:,b\"}},"
+                         "{\"path\":\"/usr/share/s/2\",\"contents\":{\"source\":\"data:,2\"}}]}}");
+    mcg_agent_result r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_false(exists(f->root, "opt"));    /* the whole chain mcgit made */
+    assert_false(exists(f->root, "srv/d1")); /* a directory of the config, made by mcgit */
+    assert_file(f->root, "srv/d2/user.txt", "mine", 0644); /* not empty: left */
+    assert_true(exists(f->root, "srv"));
+    assert_true(exists(f->root, "etc/keep"));  /* there before mcgit */
+    assert_true(exists(f->root, "etc/keep2")); /* a config directory that was there before */
+    assert_false(exists(f->root, "usr/share/s/1"));
+    assert_file(f->root, "usr/share/s/2", "2", 0644);
+    assert_false(listed_created(f, "srv/d2")); /* left with someone's file: no longer mcgit's */
+    assert_false(listed_created(f, "srv"));
+    assert_false(listed_created(f, "opt"));
+    assert_true(listed_created(f, "usr/share/s"));
+    /* n3: nothing at all; usr/share/s and its parents mcgit made go too */
+    char *n3 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    assert_false(exists(f->root, "usr"));
+    assert_true(exists(f->root, "srv/d2/user.txt"));
+    assert_true(exists(f->root, "etc/keep"));
+    assert_false(exists(f->root, "etc/keep/a"));
+    assert_false(exists(f->root, "etc/keep/b"));
+    /* back to n1: the same tree as the first time */
+    set_desired(f, n1);
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    assert_file(f->root, "opt/x/y/z/f", "f", 0644);
+    assert_true(listed_created(f, "opt/x/y"));
+    assert_false(listed_created(f, "srv/d2")); /* it exists already: not made this time */
+    free(n1);
+    free(n2);
+    free(n3);
+}
+
+/*
+ * A write that fails half-way through an update — after paths were
+ * removed, a backup restored and a directory made — puts the previous
+ * files back: Degraded, the old config still current, no temp files.
+ */
+static void test_rollback_midway(void **state)
+{
+    fx *f = *state;
+    put(f->root, "etc/pre", "from the image", 0600);
+    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                         "{\"path\":\"/etc/gone\",\"contents\":{\"source\":\"data:,gone1\"}},"
+                         "{\"path\":\"/etc/keep\",\"contents\":{\"source\":\"data:,k1\"}},"
+                         "{\"path\":\"/etc/pre\",\"contents\":{\"source\":\"data:,managed1\"}}]}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                         "{\"path\":\"/etc/keep\",\"contents\":{\"source\":\"data:,k2\"}},"
+                         "{\"path\":\"/etc/zz\",\"contents\":{\"source\":\"data:,zz\"}},"
+                         "{\"path\":\"/new/dir/f\",\"contents\":{\"source\":\"data:,f\"}}],"
+                         "\"directories\":[{\"path\":\"/made/here\"}]}}");
+    /* /etc/zz cannot be written: a directory sits at its temp name */
+    char tmp[64];
+    mcg_agent_tmpname("zz", tmp);
+    char *blocker = mcg_sprintf("%s/etc/%s", f->root, tmp);
+    assert_int_equal(mkdir(blocker, 0755), 0);
+    mcg_agent_result r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    if (!strstr(r.reason, "applying") || !strstr(r.reason, "/etc/zz"))
+        fail_msg("reason: %s", r.reason);
+    assert_string_equal(r.config, n1);
+    assert_file(f->root, "etc/gone", "gone1", 0644);   /* removed, then put back */
+    assert_file(f->root, "etc/pre", "managed1", 0644); /* backup restored, then taken again */
+    assert_file(f->root, "etc/keep", "k1", 0644);
+    assert_false(exists(f->root, "etc/zz"));
+    assert_false(exists(f->root, "made")); /* the directory made on the way is gone again */
+    assert_false(exists(f->root, "new"));
+    assert_false(exists(f->root, "var/lib/mcgit/journal.json"));
+    assert_int_equal(count_temps(f->root), 0);
+    assert_node(f, "Degraded", n1, "/etc/zz");
+    /* the next pass tries again: Degraded again, still nothing half-done */
+    assert_int_equal(pass(f).state, MCG_AGENT_DEGRADED);
+    assert_file(f->root, "etc/keep", "k1", 0644);
+    /* the obstacle gone, the update goes through */
+    assert_int_equal(rmdir(blocker), 0);
+    r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_false(exists(f->root, "etc/gone"));
+    assert_file(f->root, "etc/pre", "from the image", 0600);
+    assert_file(f->root, "etc/zz", "zz", 0644);
+    assert_file(f->root, "new/dir/f", "f", 0644);
+    assert_true(exists(f->root, "made/here"));
+    assert_node(f, "Done", n2, NULL);
+    free(blocker);
+    free(n1);
+    free(n2);
+}
+
+/* A policy that cannot be read: Degraded, nothing written, fixed by a good one. */
+static void test_bad_policy(void **state)
+{
+    fx *f = *state;
+    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a1\"}}]}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    json_error_t je;
+    json_t *bad = json_loads("{\"nodeDisruptionPolicy\":{\"files\":[{\"path\":\"/etc/a\","
+                             "\"actions\":[{\"type\":\"Explode\"}]}]}}",
+                             0, &je);
+    mcg_err e = {0};
+    assert_int_equal(f->c->ops->put_policy(f->c, bad, &e), 0);
+    json_decref(bad);
+    char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a2\"}},"
+                         "{\"path\":\"/etc/b\",\"contents\":{\"source\":\"data:,b2\"}}]}}");
+    mcg_agent_result r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    if (strncmp(r.reason, "node disruption policy: ", 24) != 0 || !strstr(r.reason, "Explode"))
+        fail_msg("reason: %s", r.reason);
+    assert_null(strchr(r.reason, '\n'));
+    assert_string_equal(r.config, n1);
+    assert_file(f->root, "etc/a", "a1", 0644);
+    assert_false(exists(f->root, "etc/b"));
+    assert_node(f, "Degraded", n1, "node disruption policy");
+    json_t *good = json_loads("{\"nodeDisruptionPolicy\":{\"files\":[{\"path\":\"/etc\","
+                              "\"actions\":[{\"type\":\"None\"}]}]}}",
+                              0, &je);
+    assert_int_equal(f->c->ops->put_policy(f->c, good, &e), 0);
+    json_decref(good);
+    r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_false(r.rebooted);
+    assert_file(f->root, "etc/b", "b2", 0644);
+    assert_node(f, "Done", n2, NULL);
+    free(n1);
+    free(n2);
+}
+
+/* A drain that fails: Degraded, uncordoned, nothing written. */
+static void test_drain_fails(void **state)
+{
+    fx *f = *state;
+    dbl *d = dbl_new(f);
+    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a1\"}}]}}");
+    d->fail_drain = true; /* a Reboot (no policy) drains first */
+    mcg_agent_result r = pass_c(f, &d->base);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    assert_string_equal(r.reason, "drain: evicting pods of n1: timed out");
+    assert_false(exists(f->root, "etc/a"));
+    assert_node(f, "Degraded", NULL, "drain: evicting pods of n1: timed out"); /* uncordoned */
+    d->fail_drain = false;
+    r = pass_c(f, &d->base);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_node(f, "Done", n1, NULL);
+    mcg_cluster_free(&d->base);
+    free(n1);
+}
+
+/*
+ * Offline: with the cluster unreachable the agent still checks drift on
+ * its own copy of the config, and reports once the cluster is back; an
+ * update whose final report cannot be made keeps its journal until it can.
+ */
+static void test_offline(void **state)
+{
+    fx *f = *state;
+    dbl *d = dbl_new(f);
+    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a1\"}}]}}");
+    assert_int_equal(pass_c(f, &d->base).state, MCG_AGENT_DONE);
+    d->offline = true;
+    mcg_agent_result r = pass_c(f, &d->base);
+    assert_true(r.offline);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_string_equal(r.config, n1);
+    put(f->root, "etc/a", "changed", 0644);
+    r = pass_c(f, &d->base);
+    assert_true(r.offline);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    assert_non_null(strstr(r.reason, "/etc/a: content differs"));
+    assert_node(f, "Done", n1, NULL); /* could not be told */
+    d->offline = false;
+    r = pass_c(f, &d->base);
+    assert_false(r.offline);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    assert_node(f, "Degraded", n1, "/etc/a: content differs"); /* told now */
+    put(f->root, "etc/a", "a1", 0644);
+    assert_int_equal(pass_c(f, &d->base).state, MCG_AGENT_DONE);
+    assert_node(f, "Done", n1, NULL);
+    /* an update whose reports are refused: files written, journal kept */
+    char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a2\"}}]}}");
+    d->fail_patch = true;
+    r = pass_c(f, &d->base);
+    assert_true(r.offline);
+    assert_true(d->patches_refused > 0);
+    assert_file(f->root, "etc/a", "a2", 0644);
+    assert_true(exists(f->root, "var/lib/mcgit/journal.json"));
+    mcg_node n = node(f);
+    assert_string_equal(n.current, n1);
+    mcg_node_clear(&n);
+    d->fail_patch = false;
+    r = pass_c(f, &d->base);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_false(exists(f->root, "var/lib/mcgit/journal.json"));
+    assert_node(f, "Done", n2, NULL);
+    mcg_cluster_free(&d->base);
+    free(n1);
+    free(n2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -893,6 +1402,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_actions_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reboot_not_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_dir_option, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drift_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_created_dirs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_midway, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_actions_not_live, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_walk_fallback, setup, teardown),
     };
     return cmocka_run_group_tests_name("agent", tests, NULL, NULL);
 }

@@ -122,6 +122,39 @@ static void test_base64_roundtrip(void **state)
     }
 }
 
+/* The fast decoder appends to what is there and leaves it alone on failure. */
+static void test_base64_append(void **state)
+{
+    (void)state;
+    mcg_buf out = MCG_BUF_INIT;
+    mcg_err err = {0};
+    mcg_buf_puts(&out, "pre:");
+    assert_int_equal(mcg_base64_decode("aGVsbG8=", 8, &out, &err), 0);
+    assert_string_equal(out.ptr, "pre:hello");
+    assert_int_equal(mcg_base64_decode("aGVs*G8=", 8, &out, &err), MCG_EINVAL);
+    assert_contains(err.msg, "unexpected character at 4");
+    assert_int_equal(out.len, 9);
+    assert_string_equal(out.ptr, "pre:hello");
+    /* a long input: every sextet value, in every position of a quad */
+    mcg_buf enc = MCG_BUF_INIT, dec = MCG_BUF_INIT;
+    unsigned char in[3 * 4096 + 2];
+    for (size_t i = 0; i < sizeof(in); i++)
+        in[i] = (unsigned char)(i * 131 + (i >> 8));
+    mcg_base64_encode(in, sizeof(in), &enc);
+    assert_int_equal(mcg_base64_decode(enc.ptr, enc.len, &dec, &err), 0);
+    assert_int_equal(dec.len, sizeof(in));
+    assert_memory_equal(dec.ptr, in, sizeof(in));
+    /* a bad character deep inside is located exactly */
+    enc.ptr[5001] = '.';
+    mcg_buf_free(&dec);
+    assert_int_equal(mcg_base64_decode(enc.ptr, enc.len, &dec, &err), MCG_EINVAL);
+    assert_contains(err.msg, "unexpected character at 5001");
+    assert_int_equal(dec.len, 0);
+    mcg_buf_free(&enc);
+    mcg_buf_free(&dec);
+    mcg_buf_free(&out);
+}
+
 /* ------------------------------------------------------------ data URLs */
 
 typedef struct {
@@ -201,6 +234,225 @@ static void test_dataurl_roundtrip(void **state)
     mcg_dataurl_encode((const unsigned char *)"", 0, &enc);
     assert_string_equal(enc.ptr, "data:,");
     mcg_buf_free(&enc);
+}
+
+/* ------------------------------------------------------------ JSON reader */
+
+typedef struct {
+    const char *in;
+    const char *canon; /* mcg_json_canonical of the result, minus the newline; NULL: refused */
+    const char *want_err;
+} json_case;
+
+static const json_case json_cases[] = {
+    {"{}", "{}", NULL},
+    {" [ ] ", "[]", NULL},
+    {"{\"a\":1}", "{\n  \"a\": 1\n}", NULL},
+    {"[true,false,null]", "[\n  true,\n  false,\n  null\n]", NULL},
+    {"[0,-0,12,-34,9223372036854775807,-9223372036854775808]",
+     "[\n  0,\n  0,\n  12,\n  -34,\n  9223372036854775807,\n  -9223372036854775808\n]", NULL},
+    {"[1.5,-2e3,1E+2,0.25e1,1e-400]", "[\n  1.5,\n  -2000.0,\n  100.0,\n  2.5,\n  0.0\n]", NULL},
+    {"[\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"]", "[\n  \"\\\"\\\\/\\b\\f\\n\\r\\t\"\n]", NULL},
+    {"[\"\\u00e9\\u20AC\\ud83d\\ude00\"]", "[\n  \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"\n]",
+     NULL},
+    {"[\"\xc3\xa9 caf\xc3\xa9 \xf4\x8f\xbf\xbf\"]",
+     "[\n  \"\xc3\xa9 caf\xc3\xa9 \xf4\x8f\xbf\xbf\"\n]", NULL},
+    {"{\"a\":{\"b\":[{\"c\":\"d\"}]}}",
+     "{\n  \"a\": {\n    \"b\": [\n      {\n        \"c\": \"d\"\n"
+     "      }\n    ]\n  }\n}",
+     NULL},
+    {"\r\n\t{\"k\" : \"v\" }\n", "{\n  \"k\": \"v\"\n}", NULL},
+    {"", NULL, "1: invalid JSON: '[' or '{' expected"},
+    {"  ", NULL, "'[' or '{' expected"},
+    {"\"s\"", NULL, "'[' or '{' expected"},
+    {"1", NULL, "'[' or '{' expected"},
+    {"\xef\xbb\xbf{}", NULL, "'[' or '{' expected"},
+    {"{} x", NULL, "end of file expected"},
+    {"{}{}", NULL, "end of file expected"},
+    {"{", NULL, "string expected"},
+    {"{\"a\"}", NULL, "':' expected"},
+    {"{\"a\":}", NULL, "invalid token"},
+    {"{\"a\":1,}", NULL, "string expected"},
+    {"{\"a\":1 \"b\":2}", NULL, "',' or '}' expected"},
+    {"{\"a\":1,\"a\":2}", NULL, "duplicate object key 'a'"},
+    {"{\"a\":{\"b\":1,\"c\":{},\"b\":2}}", NULL, "duplicate object key 'b'"},
+    {"{'a':1}", NULL, "string expected"},
+    {"[1,]", NULL, "invalid token"},
+    {"[1 2]", NULL, "',' or ']' expected"},
+    {"[", NULL, "premature end of input"},
+    {"[01]", NULL, "',' or ']' expected"},
+    {"[-]", NULL, "invalid number"},
+    {"[1.]", NULL, "invalid number"},
+    {"[.5]", NULL, "invalid token"},
+    {"[1e]", NULL, "invalid number"},
+    {"[1e+]", NULL, "invalid number"},
+    {"[+1]", NULL, "invalid token"},
+    {"[9223372036854775808]", NULL, "too big integer"},
+    {"[-9223372036854775809]", NULL, "too big negative integer"},
+    {"[1e400]", NULL, "real number overflow"},
+    {"[tru]", NULL, "invalid token"},
+    {"[truex]", NULL, "',' or ']' expected"},
+    {"[True]", NULL, "invalid token"},
+    {"[\"abc]", NULL, "premature end of input"},
+    {"[\"a\nb\"]", NULL, "control character 0xa"},
+    {"[\"a\tb\"]", NULL, "control character 0x9"},
+    {"[\"\\x\"]", NULL, "invalid escape"},
+    {"[\"\\u12\"]", NULL, "invalid escape"},
+    {"[\"\\u12g4\"]", NULL, "invalid escape"},
+    {"[\"\\u0000\"]", NULL, "\\u0000 is not allowed"},
+    {"[\"\\ud83d\"]", NULL, "invalid Unicode '\\uD83D'"},
+    {"[\"\\ud83dx\"]", NULL, "invalid Unicode"},
+    {"[\"\\ud83d\\u0041\"]", NULL, "invalid Unicode"},
+    {"[\"\\ude00\"]", NULL, "invalid Unicode '\\uDE00'"},
+    {"[\"\xff\"]", NULL, "invalid UTF-8"},
+    {"[\"\xc0\xaf\"]", NULL, "invalid UTF-8"},         /* overlong '/' */
+    {"[\"\xe0\x80\xaf\"]", NULL, "invalid UTF-8"},     /* overlong, 3 bytes */
+    {"[\"\xed\xa0\x80\"]", NULL, "invalid UTF-8"},     /* a surrogate */
+    {"[\"\xf4\x90\x80\x80\"]", NULL, "invalid UTF-8"}, /* beyond U+10FFFF */
+    {"[\"\xc3\"]", NULL, "invalid UTF-8"},
+    {"[\"\x80\"]", NULL, "invalid UTF-8"},
+    {"[1]\n\n  x", NULL, "3: invalid JSON: end of file expected"},
+};
+
+static void test_json_parse_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(json_cases) / sizeof(json_cases[0]); i++) {
+        const json_case *c = &json_cases[i];
+        json_t *v = (json_t *)1;
+        mcg_err err = {0};
+        int rc = mcg_json_parse(&v, "t.json", c->in, strlen(c->in), &err);
+        if (c->canon) {
+            if (rc != 0)
+                fail_msg("case %zu '%s': unexpected error: %s", i, c->in, err.msg);
+            mcg_buf b = MCG_BUF_INIT;
+            assert_int_equal(mcg_json_canonical(v, &b, &err), 0);
+            b.ptr[--b.len] = '\0';
+            if (strcmp(b.ptr, c->canon))
+                fail_msg("case %zu '%s': got '%s'", i, c->in, b.ptr);
+            mcg_buf_free(&b);
+            json_decref(v);
+        } else {
+            if (rc == 0)
+                fail_msg("case %zu '%s': accepted, want error '%s'", i, c->in, c->want_err);
+            assert_int_equal(rc, MCG_EINVAL);
+            assert_null(v);
+            assert_contains(err.msg, "t.json:");
+            assert_contains(err.msg, c->want_err);
+        }
+        /* jansson's reader accepts exactly the same texts */
+        json_error_t je;
+        json_t *j = json_loadb(c->in, strlen(c->in), JSON_REJECT_DUPLICATES, &je);
+        if ((j != NULL) != (c->canon != NULL))
+            fail_msg("case %zu '%s': jansson %s it", i, c->in, j ? "accepts" : "refuses");
+        json_decref(j);
+    }
+    /* embedded NUL bytes are refused wherever they are */
+    json_t *v;
+    mcg_err err = {0};
+    assert_int_equal(mcg_json_parse(&v, "t", "[\"a\0b\"]", 7, &err), MCG_EINVAL);
+    assert_int_equal(mcg_json_parse(&v, "t", "[1]\0", 4, &err), MCG_EINVAL);
+}
+
+/* Nesting: 2048 values deep is the limit, as for jansson. */
+static void test_json_parse_depth(void **state)
+{
+    (void)state;
+    for (int depth = 2046; depth <= 2050; depth++) {
+        for (int scalar = 0; scalar < 2; scalar++) {
+            mcg_buf b = MCG_BUF_INIT;
+            for (int i = 0; i < depth; i++)
+                mcg_buf_putc(&b, '[');
+            if (scalar)
+                mcg_buf_putc(&b, '1');
+            for (int i = 0; i < depth; i++)
+                mcg_buf_putc(&b, ']');
+            json_t *v = NULL;
+            mcg_err err = {0};
+            int rc = mcg_json_parse(&v, "t", b.ptr, b.len, &err);
+            json_error_t je;
+            json_t *j = json_loadb(b.ptr, b.len, JSON_REJECT_DUPLICATES, &je);
+            if ((rc == 0) != (j != NULL))
+                fail_msg("depth %d%s: mcgit %s, jansson %s", depth, scalar ? " + scalar" : "",
+                         rc ? err.msg : "ok", j ? "ok" : je.text);
+            if (rc)
+                assert_contains(err.msg, "maximum parsing depth");
+            json_decref(v);
+            json_decref(j);
+            mcg_buf_free(&b);
+        }
+    }
+}
+
+/*
+ * Differential test: thousands of mutations of small documents, each read
+ * by mcg_json_parse and by jansson; both accept or both refuse, and what
+ * both accept is the same value.
+ */
+static void test_json_parse_vs_jansson(void **state)
+{
+    (void)state;
+    static const char *const seeds[] = {
+        "{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":[{\"path\":"
+        "\"/etc/a\",\"mode\":420,\"contents\":{\"source\":\"data:;base64,aGk=\"}}]}}}",
+        "[1,-2.5e3,\"a\\u00e9\\n\",true,false,null,{},[],{\"x\":[0]}]",
+        "{\"k\":\"\\ud83d\\ude00 \xc3\xa9\",\"l\":[\"\\\\\",\"\\/\"]}",
+    };
+    static const char alphabet[] =
+        "{}[]\":,\\ -+.eE0123456789tfnulrsaxu\n\t\x01\x7f\xc3\xa9\xed\xf4";
+    uint64_t x = 0x2545F4914F6CDD1Dull;
+    int accepted = 0, refused = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        const char *seed = seeds[iter % 3];
+        char doc[512];
+        size_t n = strlen(seed);
+        memcpy(doc, seed, n);
+        int muts = 1 + iter % 3;
+        for (int m = 0; m < muts; m++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            size_t pos = (size_t)(x % (n + 1));
+            char ch = alphabet[(x >> 20) % (sizeof(alphabet) - 1)];
+            switch ((x >> 40) % 3) {
+            case 0: /* replace */
+                if (pos < n)
+                    doc[pos] = ch;
+                break;
+            case 1: /* insert */
+                if (n + 1 < sizeof(doc)) {
+                    memmove(doc + pos + 1, doc + pos, n - pos);
+                    doc[pos] = ch;
+                    n++;
+                }
+                break;
+            default: /* delete */
+                if (pos < n) {
+                    memmove(doc + pos, doc + pos + 1, n - pos - 1);
+                    n--;
+                }
+            }
+        }
+        json_t *v = NULL;
+        mcg_err err = {0};
+        int rc = mcg_json_parse(&v, "t", doc, n, &err);
+        json_error_t je;
+        json_t *j = json_loadb(doc, n, JSON_REJECT_DUPLICATES, &je);
+        if ((rc == 0) != (j != NULL))
+            fail_msg("'%.*s': mcgit %s, jansson %s", (int)n, doc, rc ? err.msg : "accepts",
+                     j ? "accepts" : je.text);
+        if (j) {
+            if (!json_equal(v, j))
+                fail_msg("'%.*s': different values", (int)n, doc);
+            accepted++;
+        } else {
+            refused++;
+        }
+        json_decref(v);
+        json_decref(j);
+    }
+    assert_true(accepted > 1000);
+    assert_true(refused > 1000);
 }
 
 /* ------------------------------------------------------------ gzip */
@@ -498,13 +750,23 @@ static void test_buf_strv_diags(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_base64_table),   cmocka_unit_test(test_base64_roundtrip),
-        cmocka_unit_test(test_dataurl_table),  cmocka_unit_test(test_dataurl_roundtrip),
-        cmocka_unit_test(test_gunzip_ok),      cmocka_unit_test(test_gunzip_limit),
-        cmocka_unit_test(test_gunzip_bad),     cmocka_unit_test(test_clean_path),
-        cmocka_unit_test(test_canonical_json), cmocka_unit_test(test_canonical_json_many_keys),
-        cmocka_unit_test(test_sha256_hex),     cmocka_unit_test(test_parse_u64),
+        cmocka_unit_test(test_base64_table),
+        cmocka_unit_test(test_base64_roundtrip),
+        cmocka_unit_test(test_dataurl_table),
+        cmocka_unit_test(test_dataurl_roundtrip),
+        cmocka_unit_test(test_gunzip_ok),
+        cmocka_unit_test(test_gunzip_limit),
+        cmocka_unit_test(test_gunzip_bad),
+        cmocka_unit_test(test_clean_path),
+        cmocka_unit_test(test_canonical_json),
+        cmocka_unit_test(test_canonical_json_many_keys),
+        cmocka_unit_test(test_sha256_hex),
+        cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_buf_strv_diags),
+        cmocka_unit_test(test_base64_append),
+        cmocka_unit_test(test_json_parse_table),
+        cmocka_unit_test(test_json_parse_depth),
+        cmocka_unit_test(test_json_parse_vs_jansson),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
