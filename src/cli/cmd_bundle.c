@@ -7,6 +7,7 @@
 #include "trust/trust.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,9 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_bundle = {
     "bundle",
     "move config history as a git bundle file (air-gapped sites)",
-    "usage: mcgit bundle create --repo R FILE [--since REV] [--ref REF ...]\n"
-    "       mcgit bundle verify --repo R FILE --trust F\n"
-    "       mcgit bundle import --repo R FILE --trust F\n"
+    "usage: mcgit bundle create --repo R FILE [--since REV] [--ref REF ...] [-q]\n"
+    "       mcgit bundle verify --repo R FILE --trust F [-q]\n"
+    "       mcgit bundle import --repo R FILE --trust F [-q]\n"
     "\n"
     "Standard git bundles (`# v2 git bundle`): plain git reads what mcgit writes\n"
     "(`git bundle verify`, `git clone FILE`) and mcgit reads what git writes\n"
@@ -48,9 +49,42 @@ const mcg_cmd mcg_cmd_bundle = {
     "         and tags are imported; HEAD, the rendered branch (made locally)\n"
     "         and other namespaces are skipped.\n"
     "\n"
-    "A progress bar is drawn on standard error when it is a terminal.\n",
+    "verify and import read FILE `-` from standard input.\n"
+    "  -q, --quiet   no progress bar and no summary line on standard error\n"
+    "\n"
+    "A progress bar is drawn on standard error when it is a terminal. A command\n"
+    "interrupted (Ctrl-C, SIGTERM, SIGHUP) removes its quarantine or temp file;\n"
+    "one left by kill -9 is removed by the next verify or import of the repo.\n",
     run,
 };
+
+/*
+ * Ctrl-C, SIGTERM or a hang-up in the middle of a bundle command: remove the
+ * quarantine or temp file it has made, then die of the signal as before.
+ */
+static void on_signal(int sig)
+{
+    mcg_bundle_signal_cleanup();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaddset(&sa.sa_mask, sigs[i]);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        struct sigaction old;
+        /* A signal ignored by whoever started us (nohup) stays ignored. */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
+}
 
 static unsigned progress_flag(void)
 {
@@ -63,17 +97,21 @@ static int do_create(int argc, char **argv)
                                          {"repo", required_argument, 0, 'r'},
                                          {"since", required_argument, 0, 's'},
                                          {"ref", required_argument, 0, 'f'},
+                                         {"quiet", no_argument, 0, 'q'},
                                          {0, 0, 0, 0}};
     const char *repo = NULL;
     mcg_bundle_create_opts o = {0};
     mcg_strv refs = {0};
     int c, rc;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (c) {
         case 'h':
             mcg_strv_free(&refs);
             return mcg_cli_help(&mcg_cmd_bundle);
+        case 'q':
+            mcg_verbosity = 0;
+            break;
         case 'r':
             repo = optarg;
             break;
@@ -99,8 +137,10 @@ static int do_create(int argc, char **argv)
     mcg_repo *r = NULL;
     mcg_bundle_info info = {0};
     rc = mcg_repo_open(&r, repo, &err);
-    if (!rc)
+    if (!rc) {
+        catch_signals();
         rc = mcg_bundle_create(&info, r, argv[optind], &o, &err);
+    }
     if (rc)
         mcg_cli_error("bundle", "%s", err.msg);
     else
@@ -152,7 +192,9 @@ static void print_report(const mcg_bundle_report *rep, const char *file)
                action_text(br));
         if (br->note)
             printf(": %s", br->note);
-        if (br->verify.n)
+        if (br->verified_with)
+            printf(", checked with %s", br->verified_with);
+        else if (br->verify.n)
             printf(", %zu commit%s checked", br->verify.n, br->verify.n == 1 ? "" : "s");
         printf(")\n");
         for (size_t j = 0; j < br->verify.n; j++) {
@@ -170,14 +212,18 @@ static int do_check(int argc, char **argv, bool import)
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"repo", required_argument, 0, 'r'},
                                          {"trust", required_argument, 0, 't'},
+                                         {"quiet", no_argument, 0, 'q'},
                                          {0, 0, 0, 0}};
     const char *repo = NULL, *trust = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_bundle);
+        case 'q':
+            mcg_verbosity = 0;
+            break;
         case 'r':
             repo = optarg;
             break;
@@ -201,6 +247,7 @@ static int do_check(int argc, char **argv, bool import)
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc) {
+        catch_signals();
         if (import)
             rc = mcg_bundle_import(&rep, r, file, root, progress_flag(), &diags, &err);
         else
@@ -213,10 +260,13 @@ static int do_check(int argc, char **argv, bool import)
     } else if (rep.imported) {
         for (size_t i = 0; i < rep.nrefs; i++) {
             const mcg_bundle_ref *br = &rep.refs[i];
-            if (br->action == MCG_BUNDLE_CREATE || br->action == MCG_BUNDLE_FORWARD)
-                printf("%s %s -> %s (%zu commit%s verified)\n", br->name,
-                       br->old_sha[0] ? br->old_sha : "(none)", br->new_sha, br->verify.n,
-                       br->verify.n == 1 ? "" : "s");
+            if (br->action != MCG_BUNDLE_CREATE && br->action != MCG_BUNDLE_FORWARD)
+                continue;
+            printf("%s %s -> %s (", br->name, br->old_sha[0] ? br->old_sha : "(none)", br->new_sha);
+            if (br->verified_with)
+                printf("verified with %s)\n", br->verified_with);
+            else
+                printf("%zu commit%s verified)\n", br->verify.n, br->verify.n == 1 ? "" : "s");
         }
         if (rep.rendered && rep.render.created)
             mcg_cli_info("rendered %.12s as %s %.12s", rep.render.source,

@@ -28,7 +28,11 @@ const mcg_cmd mcg_cmd_status = {
     "            \"items\": [...]}) of MachineConfigPool or Node objects, the shapes\n"
     "            `kubectl get -o json` prints\n"
     "  -o wide   more columns\n"
-    "  --watch   print again whenever the output changes (until interrupted)\n",
+    "  --watch   print again whenever the output changes (until interrupted)\n"
+    "\n"
+    "C is local:DIR (the embedded store), kube (in-cluster service account) or\n"
+    "kube:KUBECONFIG; on kube the pools are MachineConfigPool objects, so\n"
+    "`kubectl get mcp` prints the same table.\n",
     run,
 };
 

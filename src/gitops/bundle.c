@@ -5,28 +5,46 @@
  * "# v2 git bundle" (or v3 with "@capability" lines), "-<oid> <comment>"
  * prerequisites, "<oid> <refname>" refs, a blank line — then a packfile.
  * libgit2 1.5 knows nothing of bundles, so the header is written and parsed
- * here; the pack is produced by git_packbuilder and streamed straight to the
- * file, and read back by streaming it into git_indexer.
+ * here.
  *
- * Import is quarantined: the pack is indexed into a fresh directory
- * objects/incoming-XXXXXX that a second repository handle sees as an
- * alternate object store. Against that view every check runs — refs present,
- * fast-forward only, every new commit signed under the trust root, the new
- * source tip renders. Only then are pack and index renamed into
- * objects/pack/ and the refs moved (locked, compared, then swapped). Every
- * other path removes the quarantine, so a refused bundle leaves the refs and
+ * Create streams the pack to the file: the stored entries of a packed
+ * repository copied as they are (pack reuse), or git_packbuilder's output
+ * with its REF_DELTAs turned into OFS_DELTAs on the way (as git writes
+ * them); either way about the size of git's bundle.
+ *
+ * Import is quarantined: the pack is streamed into git_indexer in a fresh
+ * directory objects/mcgit-incoming-XXXXXX, and repository handles whose
+ * object database is that pack first, then the repo's, see it. Against them
+ * every check runs — refs present, fast-forward only, every object the refs
+ * reach present, every new commit signed under the trust root (on two
+ * threads), the new source tip renders. Only then are pack and index
+ * renamed into objects/pack/ and the refs moved (locked, compared, then
+ * swapped). Every other path removes the quarantine — and so does a signal,
+ * or the next run after a kill -9 — so a refused bundle leaves the refs and
  * object files exactly as they were.
  */
 #include "gitops/gitops_int.h"
 #include "fsio/fsio.h"
 
+#include <git2/sys/odb_backend.h>
+#include <git2/sys/repository.h>
+#include <openssl/evp.h>
+#include <zlib.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,6 +97,164 @@ static void oidv_free(oidv *a)
     memset(a, 0, sizeof(*a));
 }
 
+/*
+ * A map from object ids to 64-bit values, or a set of ids (values unused):
+ * open addressing, linear probing. The slot comes from the id's first 8
+ * bytes mixed with a per-process random key, so a bundle made of ids chosen
+ * to collide cannot make lookups slow.
+ */
+typedef struct oidmap {
+    git_oid *keys;
+    uint64_t *vals;
+    unsigned char *used;
+    size_t cap, n;
+} oidmap;
+typedef oidmap oidset;
+
+static uint64_t oidmap_key;
+static pthread_once_t oidmap_once = PTHREAD_ONCE_INIT;
+
+static void oidmap_seed(void)
+{
+    if (getrandom(&oidmap_key, sizeof(oidmap_key), 0) != sizeof(oidmap_key))
+        oidmap_key = 0x5bd1e9955bd1e995ull;
+}
+
+static size_t oidmap_slot(const oidmap *m, const git_oid *o)
+{
+    uint64_t h;
+    memcpy(&h, o->id, sizeof(h));
+    h = (h ^ oidmap_key) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 17) & (m->cap - 1);
+}
+
+/* Insert o -> v unless o is there; true when it was added. */
+static bool oidmap_insert(oidmap *m, const git_oid *o, uint64_t v)
+{
+    size_t j = oidmap_slot(m, o);
+    while (m->used[j]) {
+        if (git_oid_equal(&m->keys[j], o))
+            return false;
+        j = (j + 1) & (m->cap - 1);
+    }
+    m->used[j] = 1;
+    m->keys[j] = *o;
+    m->vals[j] = v;
+    m->n++;
+    return true;
+}
+
+/* Make room for n more ids (the table is kept at most half full). */
+static void oidmap_reserve(oidmap *m, size_t n)
+{
+    pthread_once(&oidmap_once, oidmap_seed);
+    if ((m->n + n) * 2 <= m->cap)
+        return;
+    oidmap bigger = {0};
+    bigger.cap = m->cap ? m->cap : 1024;
+    while (bigger.cap < (m->n + n) * 2)
+        bigger.cap *= 2;
+    bigger.keys = mcg_malloc(bigger.cap * sizeof(*bigger.keys));
+    bigger.vals = mcg_malloc(bigger.cap * sizeof(*bigger.vals));
+    bigger.used = mcg_calloc(bigger.cap, 1);
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->used[i])
+            oidmap_insert(&bigger, &m->keys[i], m->vals[i]);
+    free(m->keys);
+    free(m->vals);
+    free(m->used);
+    *m = bigger;
+}
+
+/* Add o -> v; true when o was not there yet (an existing value is kept). */
+static bool oidmap_put(oidmap *m, const git_oid *o, uint64_t v)
+{
+    oidmap_reserve(m, 1);
+    return oidmap_insert(m, o, v);
+}
+
+static bool oidmap_get(const oidmap *m, const git_oid *o, uint64_t *v)
+{
+    if (!m->cap)
+        return false;
+    size_t j = oidmap_slot(m, o);
+    while (m->used[j]) {
+        if (git_oid_equal(&m->keys[j], o)) {
+            if (v)
+                *v = m->vals[j];
+            return true;
+        }
+        j = (j + 1) & (m->cap - 1);
+    }
+    return false;
+}
+
+static void oidmap_free(oidmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    free(m->used);
+    memset(m, 0, sizeof(*m));
+}
+
+static void oidset_reserve(oidset *s, size_t n)
+{
+    oidmap_reserve(s, n);
+}
+
+/* Add o; true when it was not there yet. */
+static bool oidset_add(oidset *s, const git_oid *o)
+{
+    return oidmap_put(s, o, 0);
+}
+
+static bool oidset_has(const oidset *s, const git_oid *o)
+{
+    return oidmap_get(s, o, NULL);
+}
+
+static void oidset_free(oidset *s)
+{
+    oidmap_free(s);
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Exactly 40 hex digits at s (what follows is the caller's to check). */
+static bool parse_oid(git_oid *out, const char *s)
+{
+    for (int i = 0; i < MCG_SHA_HEX; i++)
+        if (!s[i] || !strchr("0123456789abcdefABCDEF", s[i]))
+            return false;
+    return git_oid_fromstrn(out, s, MCG_SHA_HEX) == 0;
+}
+
+/*
+ * The tree and parents of a raw commit: "tree <hex>\n", then "parent
+ * <hex>\n" lines, as git writes a commit's first header lines. Parents are
+ * appended to *parents (may be NULL). False when malformed.
+ */
+static bool raw_commit_ids(git_oid *tree, oidv *parents, const char *p, size_t len)
+{
+    const char *end = p + len;
+    if (len < 6 + MCG_SHA_HEX || memcmp(p, "tree ", 5) != 0 || p[5 + MCG_SHA_HEX] != '\n' ||
+        !parse_oid(tree, p + 5))
+        return false;
+    p += 6 + MCG_SHA_HEX;
+    while (end - p >= 8 + MCG_SHA_HEX && !memcmp(p, "parent ", 7)) {
+        git_oid id;
+        if (p[7 + MCG_SHA_HEX] != '\n' || !parse_oid(&id, p + 7))
+            return false;
+        if (parents)
+            oidv_push(parents, &id);
+        p += 8 + MCG_SHA_HEX;
+    }
+    return true;
+}
+
 /* ------------------------------------------------------------ progress */
 
 /* A one-line bar on stderr, redrawn at most every 1% (terminals only). */
@@ -120,7 +296,98 @@ static void progress_end(progress *p)
     p->last = -1;
 }
 
-/* ------------------------------------------------------------ small I/O */
+/* ============================================================ cleanup on signals */
+
+/*
+ * The quarantine is objects/mcgit-incoming-XXXXXX/pack/, holding the pack
+ * being indexed and its index. Three things remove it:
+ *
+ *   - the import or verify that made it, on every path out;
+ *   - a signal: mcg_bundle_signal_cleanup() (async-signal-safe), which the
+ *     command line calls from its SIGINT/SIGTERM/SIGHUP handlers;
+ *   - the next run, for one left by a process that died without running
+ *     either (kill -9, a crash, power loss). Every live run holds a shared
+ *     flock() on the objects directory from before it creates its
+ *     quarantine until after it has removed it; a run that can take the
+ *     lock exclusively knows that no other run is alive, so every
+ *     mcgit-incoming-* directory it finds is stale and is removed. The lock
+ *     dies with its process, so a kill -9 never leaves it held.
+ *
+ * The prefix is mcgit's own: git's receive-pack quarantines (incoming-*)
+ * are never touched.
+ */
+#define QUARANTINE_PREFIX "mcgit-incoming-"
+
+/*
+ * What a signal handler must remove: the live quarantine, or the temp file a
+ * bundle is being written to. Written only by the main thread, with `armed`
+ * cleared while the paths change, so a handler sees complete strings.
+ */
+static struct {
+    volatile sig_atomic_t armed;
+    char dir[PATH_MAX];  /* the quarantine, "" none */
+    char pack[PATH_MAX]; /* dir/pack */
+    char file[PATH_MAX]; /* a bundle's temp file, "" none */
+} pending;
+
+/*
+ * Remove a quarantine: every file in its pack/ directory, pack/, itself.
+ * Only what an import makes: anything else inside (a directory someone put
+ * there) makes the rmdir fail and the directory stay. Async-signal-safe:
+ * open, getdents64, unlinkat, rmdir, no allocation.
+ */
+static void quarantine_remove(const char *dir, const char *packdir)
+{
+    int fd = open(packdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        /* Repeat until a pass removes nothing: removal during a scan may skip names. */
+        bool removed = true;
+        for (int pass = 0; removed && pass < 16; pass++) {
+            _Alignas(8) char buf[4096];
+            ssize_t n;
+            removed = false;
+            lseek(fd, 0, SEEK_SET);
+            while ((n = getdents64(fd, buf, sizeof(buf))) > 0) {
+                for (ssize_t off = 0; off < n;) {
+                    const struct dirent64 *e = (const struct dirent64 *)(buf + off);
+                    off += e->d_reclen;
+                    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                        unlinkat(fd, e->d_name, 0) == 0)
+                        removed = true;
+                }
+            }
+        }
+        close(fd);
+    }
+    rmdir(packdir);
+    rmdir(dir);
+}
+
+void mcg_bundle_signal_cleanup(void)
+{
+    if (!pending.armed)
+        return;
+    if (pending.file[0])
+        unlink(pending.file);
+    if (pending.dir[0])
+        quarantine_remove(pending.dir, pending.pack);
+}
+
+/* Set what a signal removes (NULL: nothing). Main thread only. */
+static void pending_set(const char *dir, const char *file)
+{
+    pending.armed = 0;
+    atomic_signal_fence(memory_order_seq_cst); /* disarmed before the paths change */
+    pending.dir[0] = pending.pack[0] = pending.file[0] = '\0';
+    if (dir && strlen(dir) + sizeof("/pack") <= sizeof(pending.dir)) {
+        snprintf(pending.dir, sizeof(pending.dir), "%s", dir);
+        snprintf(pending.pack, sizeof(pending.pack), "%s/pack", dir);
+    }
+    if (file && strlen(file) < sizeof(pending.file))
+        snprintf(pending.file, sizeof(pending.file), "%s", file);
+    atomic_signal_fence(memory_order_seq_cst); /* the paths are complete before arming */
+    pending.armed = pending.dir[0] || pending.file[0];
+}
 
 /* ============================================================ create */
 
@@ -261,11 +528,1110 @@ fail:
     return mcg_git_err(err, "revwalk");
 }
 
-typedef struct write_ctx {
+/* ------------------------------------------------------- pack writer: REF_DELTA -> OFS_DELTA */
+
+/*
+ * libgit2 1.5's packbuilder writes every delta as a REF_DELTA: type 7 and
+ * the 20-byte id of its base. git writes OFS_DELTA: type 6 and the distance
+ * back to the base, one to three bytes here, which makes a bundle of a
+ * long history about 9 % smaller. So the pack stream is rewritten on its way
+ * to the file. Each object's header is parsed and its compressed data
+ * inflated — to find where it ends, and to learn the object's id (SHA-1 of
+ * "<type> <size>\0" and the content; for a delta, the result of applying it
+ * to its base) — and passed on unchanged. A REF_DELTA whose base has
+ * already been written (libgit2 writes every base before its deltas)
+ * becomes an OFS_DELTA. The pack's trailing SHA-1 is computed again over
+ * what was written.
+ *
+ * Memory is bounded: the contents of the most recent objects, up to
+ * OFS_CACHE_BYTES, are kept for their deltas to be applied to. A delta whose
+ * base has left the cache keeps its REF_DELTA (valid in a pack; 18 bytes
+ * more), and so do deltas built on it, since its id stays unknown. Per
+ * object ~40 bytes (id and offset) are kept.
+ */
+#define OFS_CACHE_BYTES (16u * 1024 * 1024) /* contents of recent objects */
+#define OFS_CACHE_OBJECTS 8192
+#define OFS_MAX_OBJECT (8u * 1024 * 1024) /* larger objects are passed on, not read */
+#define OFS_OUT_BUF (256 * 1024)
+
+enum { OBJ_COMMIT = 1, OBJ_TREE = 2, OBJ_BLOB = 3, OBJ_TAG = 4, OBJ_OFS = 6, OBJ_REF = 7 };
+
+typedef struct pw_cached {
+    uint64_t off; /* where the object starts in the output */
+    int type;
+    unsigned char *data;
+    size_t len;
+} pw_cached;
+
+typedef struct pack_writer {
     int fd;
-    int err_no;
-    uint64_t bytes;
-    size_t nobj;
+    bool embedded;    /* the stream's objects go into a pack begun by the caller */
+    int err_no;       /* write(2) failed */
+    const char *fail; /* the stream could not be parsed (a bug, not bad input) */
+    EVP_MD_CTX *sha;  /* of everything written but the trailer */
+    unsigned char out[OFS_OUT_BUF];
+    size_t nout;
+    uint64_t written; /* bytes emitted */
+
+    /* parser state */
+    enum { OS_PACK, OS_HEAD, OS_REF, OS_OFS, OS_DATA, OS_TRAILER, OS_DONE } st;
+    unsigned char hold[64]; /* pack header, object header, base id or offset */
+    size_t nhold, hlen;     /* bytes held; of them, the object header */
+    uint32_t left;          /* objects still to come */
+    uint64_t in;            /* bytes consumed */
+    uint64_t in_start;      /* where the current object starts, in the input */
+    uint64_t out_start;     /* ... and in the output */
+    int type;               /* of the current object, as written by libgit2 */
+    uint64_t size;          /* inflated size from its header */
+    bool has_base;          /* the base's output offset is known */
+    uint64_t base_out;
+    z_stream z;
+    bool z_init;
+    unsigned char *data; /* inflated data of the current object, or NULL */
+    size_t ndata;
+    unsigned char scratch[16384];
+
+    oidmap ids;         /* object id -> output offset, for every object whose id is known */
+    uint64_t *in_offs;  /* input offset of each object, in order ... */
+    uint64_t *out_offs; /* ... and its output offset (for OFS_DELTA input) */
+    size_t noffs, capoffs;
+    pw_cached cache[OFS_CACHE_OBJECTS]; /* a ring, ordered by offset */
+    size_t chead, ccount, cbytes;
+    size_t refs, ofs; /* deltas written as REF_DELTA, as OFS_DELTA */
+} pack_writer;
+
+static int pw_flush(pack_writer *w)
+{
+    if (w->nout && mcg_write_all(w->fd, w->out, w->nout) != 0) {
+        w->err_no = errno;
+        return -1;
+    }
+    w->nout = 0;
+    return 0;
+}
+
+/* Emit bytes: into the SHA-1 (unless the trailer) and the output buffer. */
+static int pw_emit(pack_writer *w, const void *p, size_t n, bool hash)
+{
+    if (hash)
+        EVP_DigestUpdate(w->sha, p, n);
+    w->written += n;
+    while (n) {
+        size_t k = OFS_OUT_BUF - w->nout < n ? OFS_OUT_BUF - w->nout : n;
+        memcpy(w->out + w->nout, p, k);
+        w->nout += k;
+        p = (const unsigned char *)p + k;
+        n -= k;
+        if (w->nout == OFS_OUT_BUF && pw_flush(w) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int pw_bad(pack_writer *w, const char *why)
+{
+    w->fail = why;
+    return -1;
+}
+
+static const pw_cached *pw_cache_find(const pack_writer *w, uint64_t off)
+{
+    size_t lo = 0, hi = w->ccount;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const pw_cached *c = &w->cache[(w->chead + mid) % OFS_CACHE_OBJECTS];
+        if (c->off == off)
+            return c;
+        if (c->off < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Keep an object's content (taking ownership of data), evicting the oldest. */
+static void pw_cache_add(pack_writer *w, uint64_t off, int type, unsigned char *data, size_t len)
+{
+    if (len > OFS_CACHE_BYTES / 4) {
+        free(data);
+        return;
+    }
+    while (w->ccount && (w->ccount == OFS_CACHE_OBJECTS || w->cbytes + len > OFS_CACHE_BYTES)) {
+        pw_cached *old = &w->cache[w->chead];
+        w->cbytes -= old->len;
+        free(old->data);
+        w->chead = (w->chead + 1) % OFS_CACHE_OBJECTS;
+        w->ccount--;
+    }
+    pw_cached *c = &w->cache[(w->chead + w->ccount) % OFS_CACHE_OBJECTS];
+    c->off = off;
+    c->type = type;
+    c->data = data;
+    c->len = len;
+    w->ccount++;
+    w->cbytes += len;
+}
+
+/* A size varint of a delta (7 bits per byte, little end first). */
+static bool delta_varint(uint64_t *out, const unsigned char **p, const unsigned char *end)
+{
+    uint64_t v = 0;
+    for (int shift = 0; *p < end && shift < 64; shift += 7) {
+        unsigned char c = *(*p)++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Apply a git delta to base; NULL when it is malformed or too big. */
+static unsigned char *delta_apply(size_t *outlen, const unsigned char *base, size_t blen,
+                                  const unsigned char *d, size_t dlen)
+{
+    const unsigned char *end = d + dlen;
+    uint64_t bsize, rsize;
+    if (!delta_varint(&bsize, &d, end) || bsize != blen || !delta_varint(&rsize, &d, end) ||
+        rsize > OFS_MAX_OBJECT)
+        return NULL;
+    unsigned char *out = mcg_malloc(rsize ? rsize : 1);
+    size_t pos = 0;
+    while (d < end) {
+        unsigned cmd = *d++;
+        if (cmd & 0x80) {
+            uint64_t off = 0, n = 0;
+            for (int i = 0; i < 4; i++)
+                if (cmd & (1u << i)) {
+                    if (d == end)
+                        goto bad;
+                    off |= (uint64_t)*d++ << (8 * i);
+                }
+            for (int i = 0; i < 3; i++)
+                if (cmd & (0x10u << i)) {
+                    if (d == end)
+                        goto bad;
+                    n |= (uint64_t)*d++ << (8 * i);
+                }
+            if (!n)
+                n = 0x10000;
+            if (off > blen || n > blen - off || n > rsize - pos)
+                goto bad;
+            memcpy(out + pos, base + off, n);
+            pos += n;
+        } else if (cmd) {
+            if (cmd > (size_t)(end - d) || cmd > rsize - pos)
+                goto bad;
+            memcpy(out + pos, d, cmd);
+            d += cmd;
+            pos += cmd;
+        } else {
+            goto bad;
+        }
+    }
+    if (pos != rsize)
+        goto bad;
+    *outlen = pos;
+    return out;
+bad:
+    free(out);
+    return NULL;
+}
+
+static const git_object_t obj_types[] = {
+    [OBJ_COMMIT] = GIT_OBJECT_COMMIT,
+    [OBJ_TREE] = GIT_OBJECT_TREE,
+    [OBJ_BLOB] = GIT_OBJECT_BLOB,
+    [OBJ_TAG] = GIT_OBJECT_TAG,
+};
+
+/* The current object has ended: learn its id if its content can be had. */
+static void pw_object_done(pack_writer *w)
+{
+    unsigned char *content = NULL;
+    size_t len = 0;
+    int type = w->type;
+    if (!w->data) {
+        /* too big to read: its id stays unknown */
+    } else if (type != OBJ_OFS && type != OBJ_REF) {
+        content = w->data;
+        len = w->ndata;
+        w->data = NULL;
+    } else if (w->has_base) {
+        const pw_cached *b = pw_cache_find(w, w->base_out);
+        if (b) {
+            type = b->type;
+            content = delta_apply(&len, b->data, b->len, w->data, w->ndata);
+        }
+    }
+    free(w->data);
+    w->data = NULL;
+    if (!content)
+        return;
+    git_oid id;
+    if (git_odb_hash(&id, content, len, obj_types[type]) != 0) {
+        free(content);
+        return;
+    }
+    oidmap_put(&w->ids, &id, w->out_start);
+    pw_cache_add(w, w->out_start, type, content, len);
+}
+
+/* Write the current object's header: as given, or REF_DELTA -> OFS_DELTA. */
+static int pw_write_header(pack_writer *w)
+{
+    unsigned char h[32];
+    size_t n = 0;
+    int type = w->type;
+    if ((type == OBJ_REF || type == OBJ_OFS) && w->has_base)
+        type = OBJ_OFS;
+    uint64_t size = w->size;
+    unsigned char c = (unsigned char)(type << 4 | (size & 15));
+    size >>= 4;
+    while (size) {
+        h[n++] = c | 0x80;
+        c = size & 0x7f;
+        size >>= 7;
+    }
+    h[n++] = c;
+    if (type == OBJ_OFS) {
+        /* git's offset encoding: big end first, each continuation minus one. */
+        unsigned char o[16];
+        size_t pos = sizeof(o) - 1;
+        uint64_t ofs = w->out_start - w->base_out;
+        o[pos] = ofs & 127;
+        while (ofs >>= 7)
+            o[--pos] = (unsigned char)(128 | (--ofs & 127));
+        memcpy(h + n, o + pos, sizeof(o) - pos);
+        n += sizeof(o) - pos;
+        w->ofs++;
+    } else if (type == OBJ_REF) {
+        memcpy(h + n, w->hold + w->hlen, GIT_OID_RAWSZ);
+        n += GIT_OID_RAWSZ;
+        w->refs++;
+    }
+    return pw_emit(w, h, n, true);
+}
+
+/* The object header in hold is complete: start the object's data. */
+static int pw_start_data(pack_writer *w)
+{
+    if (w->noffs == w->capoffs) {
+        w->capoffs = w->capoffs ? w->capoffs * 2 : 1024;
+        w->in_offs = mcg_realloc(w->in_offs, w->capoffs * sizeof(*w->in_offs));
+        w->out_offs = mcg_realloc(w->out_offs, w->capoffs * sizeof(*w->out_offs));
+    }
+    w->in_offs[w->noffs] = w->in_start;
+    w->out_offs[w->noffs++] = w->out_start;
+    if (pw_write_header(w) != 0)
+        return -1;
+    if (!w->z_init) {
+        if (inflateInit(&w->z) != Z_OK)
+            return pw_bad(w, "zlib");
+        w->z_init = true;
+    } else if (inflateReset(&w->z) != Z_OK) {
+        return pw_bad(w, "zlib");
+    }
+    w->data = w->size <= OFS_MAX_OBJECT ? mcg_malloc(w->size ? w->size : 1) : NULL;
+    w->ndata = 0;
+    w->st = OS_DATA;
+    return 0;
+}
+
+/*
+ * Feed compressed data of the current object; *used = the bytes that belong
+ * to it (the rest starts the next object). Its inflated bytes go to
+ * w->data when it is small enough to be read, else nowhere.
+ */
+static int pw_data(pack_writer *w, const unsigned char *p, size_t n, size_t *used)
+{
+    if (n > (1u << 30))
+        n = 1u << 30;
+    w->z.next_in = (unsigned char *)p;
+    w->z.avail_in = (uInt)n;
+    int zr;
+    for (;;) {
+        unsigned char *dst = w->scratch;
+        size_t room = sizeof(w->scratch);
+        bool keep = w->data && w->ndata < w->size;
+        if (keep) {
+            dst = w->data + w->ndata;
+            room = w->size - w->ndata;
+        } else if (w->data) {
+            room = 1; /* full: only the end of the stream may follow */
+        }
+        uInt in_before = w->z.avail_in;
+        w->z.next_out = dst;
+        w->z.avail_out = (uInt)room;
+        zr = inflate(&w->z, Z_NO_FLUSH);
+        if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
+            return pw_bad(w, "an object does not inflate");
+        size_t got = room - w->z.avail_out;
+        if (keep)
+            w->ndata += got;
+        else if (w->data && got)
+            return pw_bad(w, "an object is longer than its header says");
+        if (zr == Z_STREAM_END || !w->z.avail_in)
+            break;
+        if (!got && w->z.avail_in == in_before)
+            return pw_bad(w, "an object does not inflate");
+    }
+    *used = n - w->z.avail_in;
+    if (pw_emit(w, p, *used, true) != 0)
+        return -1;
+    if (zr == Z_STREAM_END) {
+        if (w->z.total_out != w->size)
+            return pw_bad(w, "an object's size differs from its header");
+        pw_object_done(w);
+        w->st = --w->left ? OS_HEAD : OS_TRAILER;
+        w->nhold = 0;
+    }
+    return 0;
+}
+
+/* Output offset of the object at input offset in (OFS_DELTA input). */
+static bool pw_in_to_out(const pack_writer *w, uint64_t in, uint64_t *out)
+{
+    size_t lo = 0, hi = w->noffs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (w->in_offs[mid] == in) {
+            *out = w->out_offs[mid];
+            return true;
+        }
+        if (w->in_offs[mid] < in)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* End the pack: its SHA-1 over everything written, and flush. */
+static int pw_finish(pack_writer *w)
+{
+    unsigned char sum[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(w->sha, sum, &len) != 1 || len != GIT_OID_RAWSZ)
+        return pw_bad(w, "sha1");
+    return pw_emit(w, sum, len, false) != 0 || pw_flush(w) != 0 ? -1 : 0;
+}
+
+/* git_packbuilder_foreach's callback: parse, rewrite, write. */
+static int pw_write(pack_writer *w, const unsigned char *p, size_t n)
+{
+    while (n) {
+        size_t used = 1;
+        switch (w->st) {
+        case OS_PACK:
+            w->hold[w->nhold++] = *p;
+            if (w->nhold == 12) {
+                if (memcmp(w->hold, "PACK\0\0\0\2", 8) != 0)
+                    return pw_bad(w, "not a version 2 pack");
+                w->left = be32(w->hold + 8);
+                if (!w->embedded && pw_emit(w, w->hold, 12, true) != 0)
+                    return -1;
+                w->st = w->left ? OS_HEAD : OS_TRAILER;
+                w->nhold = 0;
+            }
+            break;
+        case OS_HEAD:
+            if (w->nhold == 0) {
+                w->in_start = w->in;
+                w->out_start = w->written;
+            }
+            if (w->nhold == 10)
+                return pw_bad(w, "an object header is too long");
+            w->hold[w->nhold++] = *p;
+            if (!(*p & 0x80)) {
+                w->type = (w->hold[0] >> 4) & 7;
+                w->size = w->hold[0] & 15;
+                for (size_t i = 1; i < w->nhold; i++)
+                    w->size |= (uint64_t)(w->hold[i] & 0x7f) << (4 + 7 * (i - 1));
+                w->has_base = false;
+                w->hlen = w->nhold;
+                if (w->type == OBJ_REF) {
+                    w->st = OS_REF;
+                } else if (w->type == OBJ_OFS) {
+                    w->st = OS_OFS;
+                    w->nhold = 0;
+                } else if (w->type >= OBJ_COMMIT && w->type <= OBJ_TAG) {
+                    if (pw_start_data(w) != 0)
+                        return -1;
+                } else {
+                    return pw_bad(w, "an object has an unknown type");
+                }
+            }
+            break;
+        case OS_REF:
+            /* The base's id: the GIT_OID_RAWSZ bytes after the header. */
+            w->hold[w->nhold++] = *p;
+            if (w->nhold == w->hlen + GIT_OID_RAWSZ) {
+                git_oid base;
+                git_oid_fromraw(&base, w->hold + w->hlen);
+                w->has_base = oidmap_get(&w->ids, &base, &w->base_out);
+                if (pw_start_data(w) != 0)
+                    return -1;
+            }
+            break;
+        case OS_OFS:
+            if (w->nhold == 10)
+                return pw_bad(w, "a delta offset is too long");
+            w->hold[w->nhold++] = *p;
+            if (!(*p & 0x80)) {
+                uint64_t ofs = w->hold[0] & 127;
+                for (size_t i = 1; i < w->nhold; i++)
+                    ofs = ((ofs + 1) << 7) | (w->hold[i] & 127);
+                if (ofs == 0 || ofs > w->in_start ||
+                    !pw_in_to_out(w, w->in_start - ofs, &w->base_out))
+                    return pw_bad(w, "a delta's base is not in the pack");
+                w->has_base = true;
+                if (pw_start_data(w) != 0)
+                    return -1;
+            }
+            break;
+        case OS_DATA:
+            if (pw_data(w, p, n, &used) != 0)
+                return -1;
+            if (!used && w->st == OS_DATA)
+                return pw_bad(w, "an object does not inflate");
+            break;
+        case OS_TRAILER:
+            /* libgit2's checksum of the stream it wrote: ours replaces it. */
+            used = n < GIT_OID_RAWSZ - w->nhold ? n : GIT_OID_RAWSZ - w->nhold;
+            w->nhold += used;
+            if (w->nhold == GIT_OID_RAWSZ) {
+                if (!w->embedded && pw_finish(w) != 0)
+                    return -1;
+                w->st = OS_DONE;
+            }
+            break;
+        case OS_DONE:
+            return pw_bad(w, "data after the pack's end");
+        }
+        w->in += used;
+        p += used;
+        n -= used;
+    }
+    return 0;
+}
+
+static int pw_init(pack_writer *w, int fd)
+{
+    memset(w, 0, sizeof(*w));
+    w->fd = fd;
+    w->sha = EVP_MD_CTX_new();
+    if (!w->sha || EVP_DigestInit_ex(w->sha, EVP_sha1(), NULL) != 1)
+        return -1;
+    return 0;
+}
+
+static void pw_free(pack_writer *w)
+{
+    if (w->z_init)
+        inflateEnd(&w->z);
+    EVP_MD_CTX_free(w->sha);
+    free(w->data);
+    for (size_t i = 0; i < w->ccount; i++)
+        free(w->cache[(w->chead + i) % OFS_CACHE_OBJECTS].data);
+    free(w->in_offs);
+    free(w->out_offs);
+    oidmap_free(&w->ids);
+}
+
+/* ------------------------------------------------------------ pack reuse */
+
+/*
+ * libgit2 1.5's packbuilder computes every delta again, even for objects a
+ * `git gc` has already stored as deltas: on a packed repository that search
+ * is nearly all of the time `bundle create` takes. So when (nearly) every
+ * object to bundle is in the repository's own packs, their stored entries
+ * are copied into the bundle instead, as git does: the compressed bytes
+ * unchanged (checked against the CRC-32 the pack index records), a delta's
+ * header rewritten to point at its base's new position (OFS_DELTA). A delta
+ * whose base is not in the bundle (an incremental bundle's prerequisite
+ * side, or an unreachable object) is written whole. Objects not in a pack
+ * (loose, or in an alternate) go through the packbuilder as usual, and its
+ * stream is spliced in.
+ *
+ * Packs are read through read-only maps of their .idx (version 2) and .pack
+ * files; every offset and length in them is checked before it is used.
+ */
+#define REUSE_MAX_LOOSE_PERCENT 10 /* more loose objects than this: packbuilder only */
+
+typedef struct rpack {
+    const unsigned char *idx, *pack; /* mapped */
+    size_t idxlen, packlen;
+    uint32_t n; /* objects */
+    const unsigned char *oids, *crcs, *offs, *large;
+    size_t nlarge;
+    uint64_t *sorted; /* entry offsets, ascending */
+    uint32_t *order;  /* index position of each sorted offset */
+} rpack;
+
+static void rpack_close(rpack *p)
+{
+    if (p->idx)
+        munmap((void *)p->idx, p->idxlen);
+    if (p->pack)
+        munmap((void *)p->pack, p->packlen);
+    free(p->sorted);
+    free(p->order);
+    memset(p, 0, sizeof(*p));
+}
+
+static const void *map_file(const char *path, size_t *len)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    void *m = MAP_FAILED;
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        *len = (size_t)st.st_size;
+        m = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+    }
+    close(fd);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+/* Offset of the object at index position i; UINT64_MAX when out of range. */
+static uint64_t rpack_offset(const rpack *p, uint32_t i)
+{
+    uint32_t o = be32(p->offs + 4 * (size_t)i);
+    if (!(o & 0x80000000u))
+        return o;
+    o &= 0x7fffffffu;
+    if (o >= p->nlarge)
+        return UINT64_MAX;
+    const unsigned char *l = p->large + 8 * (size_t)o;
+    return (uint64_t)be32(l) << 32 | be32(l + 4);
+}
+
+static int cmp_u64_pos(const void *a, const void *b, void *arg)
+{
+    const uint64_t *offs = arg;
+    uint64_t x = offs[*(const uint32_t *)a], y = offs[*(const uint32_t *)b];
+    return x < y ? -1 : x > y;
+}
+
+/* Map pack-N.idx and pack-N.pack; false when they are not a usable pair. */
+static bool rpack_open(rpack *p, const char *idxpath, const char *packpath)
+{
+    memset(p, 0, sizeof(*p));
+    if (!(p->idx = map_file(idxpath, &p->idxlen)) || !(p->pack = map_file(packpath, &p->packlen)))
+        goto bad;
+    const unsigned char *x = p->idx;
+    if (p->idxlen < 8 + 1024 + 40 || memcmp(x, "\377tOc", 4) || be32(x + 4) != 2)
+        goto bad;
+    p->n = be32(x + 8 + 255 * 4);
+    size_t need = 8 + 1024 + (size_t)p->n * 28 + 40;
+    if (p->idxlen < need || (p->idxlen - need) % 8)
+        goto bad;
+    p->oids = x + 8 + 1024;
+    p->crcs = p->oids + (size_t)p->n * 20;
+    p->offs = p->crcs + (size_t)p->n * 4;
+    p->large = p->offs + (size_t)p->n * 4;
+    p->nlarge = (p->idxlen - need) / 8;
+    if (p->packlen < 32 || memcmp(p->pack, "PACK", 4) ||
+        (be32(p->pack + 4) != 2 && be32(p->pack + 4) != 3) || be32(p->pack + 8) != p->n ||
+        memcmp(p->pack + p->packlen - 20, p->large + 8 * p->nlarge, 20) != 0)
+        goto bad; /* not the pack this index describes */
+    uint64_t *offs = mcg_malloc((p->n ? p->n : 1) * sizeof(*offs));
+    p->order = mcg_malloc((p->n ? p->n : 1) * sizeof(*p->order));
+    for (uint32_t i = 0; i < p->n; i++) {
+        offs[i] = rpack_offset(p, i);
+        p->order[i] = i;
+        if (offs[i] < 12 || offs[i] >= p->packlen - 20) {
+            free(offs);
+            goto bad;
+        }
+    }
+    qsort_r(p->order, p->n, sizeof(*p->order), cmp_u64_pos, offs);
+    p->sorted = mcg_malloc((p->n ? p->n : 1) * sizeof(*p->sorted));
+    for (uint32_t i = 0; i < p->n; i++)
+        p->sorted[i] = offs[p->order[i]];
+    free(offs);
+    return true;
+bad:
+    rpack_close(p);
+    return false;
+}
+
+/* Index position of id in p, or false. */
+static bool rpack_find(const rpack *p, const git_oid *id, uint32_t *pos)
+{
+    const unsigned char *fan = p->idx + 8;
+    uint32_t lo = id->id[0] ? be32(fan + 4 * (id->id[0] - 1)) : 0, hi = be32(fan + 4 * id->id[0]);
+    if (hi > p->n)
+        return false;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = memcmp(p->oids + 20 * (size_t)mid, id->id, 20);
+        if (!c) {
+            *pos = mid;
+            return true;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* The entry starting at off: its index position and where it ends. */
+static bool rpack_entry(const rpack *p, uint64_t off, uint32_t *pos, uint64_t *end)
+{
+    size_t lo = 0, hi = p->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (p->sorted[mid] == off) {
+            *pos = p->order[mid];
+            *end = mid + 1 < p->n ? p->sorted[mid + 1] : p->packlen - 20;
+            return true;
+        }
+        if (p->sorted[mid] < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* One object to bundle: found in packs[pack] at off, or loose (pack -1). */
+typedef struct robj {
+    git_oid id;
+    int pack;
+    uint32_t pos; /* index position in its pack */
+    uint64_t off;
+} robj;
+
+typedef struct rset {
+    robj *v;
+    size_t n, cap;
+    oidset seen; /* every id collected, and the prerequisites' objects */
+} rset;
+
+static void rset_add(rset *s, const git_oid *id)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 1024;
+        s->v = mcg_realloc(s->v, s->cap * sizeof(*s->v));
+    }
+    memset(&s->v[s->n], 0, sizeof(s->v[s->n]));
+    s->v[s->n].id = *id;
+    s->v[s->n].pack = -1;
+    s->n++;
+}
+
+/*
+ * Every tree and blob below tree `root` that is not in s->seen: into seen,
+ * and (unless only marking what the prerequisites have) into s.
+ */
+static int rset_tree(rset *s, git_odb *odb, const git_oid *root, bool add, mcg_err *err)
+{
+    oidv stack = {0};
+    int rc = 0;
+    if (!oidset_add(&s->seen, root))
+        return 0;
+    if (add)
+        rset_add(s, root);
+    oidv_push(&stack, root);
+    while (stack.n && !rc) {
+        git_oid id = stack.v[--stack.n];
+        git_odb_object *obj = NULL;
+        if (git_odb_read(&obj, odb, &id) != 0 || git_odb_object_type(obj) != GIT_OBJECT_TREE) {
+            git_odb_object_free(obj);
+            rc = mcg_git_err(err, "tree");
+            break;
+        }
+        const unsigned char *p = git_odb_object_data(obj), *end = p + git_odb_object_size(obj);
+        while (p < end) {
+            unsigned mode = 0;
+            while (p < end && *p >= '0' && *p <= '7')
+                mode = mode * 8 + (unsigned)(*p++ - '0');
+            const unsigned char *nul = p < end ? memchr(p, '\0', (size_t)(end - p)) : NULL;
+            if (!nul || end - nul - 1 < GIT_OID_RAWSZ) {
+                rc = mcg_err_set(err, MCG_EIO, "a tree of the repo is malformed");
+                break;
+            }
+            git_oid e;
+            git_oid_fromraw(&e, nul + 1);
+            p = nul + 1 + GIT_OID_RAWSZ;
+            if ((mode & 0170000) == 0160000 || !oidset_add(&s->seen, &e))
+                continue; /* a submodule, or already had */
+            if (add)
+                rset_add(s, &e);
+            if ((mode & 0170000) == 0040000)
+                oidv_push(&stack, &e);
+        }
+        git_odb_object_free(obj);
+    }
+    oidv_free(&stack);
+    return rc;
+}
+
+/*
+ * The objects the bundle holds — what insert_walk + insert_tags give the
+ * packbuilder: the new commits, their trees and blobs minus those the
+ * prerequisites' trees have, and the tag objects the refs name.
+ */
+static int rset_collect(rset *s, mcg_repo *r, const breflist *refs, const git_oid *since,
+                        const oidv *prereqs, mcg_err *err)
+{
+    git_odb *odb = NULL;
+    git_revwalk *walk = NULL;
+    git_oid id;
+    int rc = 0;
+    if (git_repository_odb(&odb, r->git) != 0)
+        return mcg_git_err(err, "odb");
+    for (size_t i = 0; i < prereqs->n && !rc; i++) {
+        git_commit *c = NULL;
+        if (git_commit_lookup(&c, r->git, &prereqs->v[i]) != 0)
+            rc = mcg_git_err(err, "commit");
+        else
+            rc = rset_tree(s, odb, git_commit_tree_id(c), false, err);
+        git_commit_free(c);
+    }
+    /*
+     * The commits: all those the refs reach for a full bundle (a plain walk
+     * over raw commits, each read once), those not reachable from since
+     * otherwise (libgit2's revwalk, which knows how to hide).
+     */
+    oidv todo = {0};
+    if (since) {
+        if ((rc = walk_new(&walk, r, refs, since, err)) != 0)
+            goto out;
+    } else {
+        for (size_t i = 0; i < refs->n; i++)
+            oidv_push(&todo, &refs->v[i].commit);
+    }
+    for (;;) {
+        if (since) {
+            int wr = git_revwalk_next(&id, walk);
+            if (wr == GIT_ITEROVER)
+                break;
+            if (wr != 0) {
+                rc = mcg_git_err(err, "revwalk");
+                break;
+            }
+        } else if (todo.n) {
+            id = todo.v[--todo.n];
+        } else {
+            break;
+        }
+        git_odb_object *obj = NULL;
+        git_oid tree;
+        if (!oidset_add(&s->seen, &id))
+            continue;
+        rset_add(s, &id);
+        if (git_odb_read(&obj, odb, &id) != 0) {
+            rc = mcg_git_err(err, "commit");
+            break;
+        }
+        if (!raw_commit_ids(&tree, since ? NULL : &todo, git_odb_object_data(obj),
+                            git_odb_object_size(obj)))
+            rc = mcg_err_set(err, MCG_EIO, "a commit of the repo is malformed");
+        git_odb_object_free(obj);
+        if (rc || (rc = rset_tree(s, odb, &tree, true, err)) != 0)
+            break;
+    }
+    oidv_free(&todo);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < refs->n && !rc; i++) {
+        git_oid t = refs->v[i].target;
+        for (int depth = 0; depth < 16; depth++) {
+            git_tag *tag = NULL;
+            if (git_object_lookup((git_object **)&tag, r->git, &t, GIT_OBJECT_TAG) != 0)
+                break;
+            if (oidset_add(&s->seen, &t))
+                rset_add(s, &t);
+            t = *git_tag_target_id(tag);
+            git_tag_free(tag);
+        }
+    }
+out:
+    git_revwalk_free(walk);
+    git_odb_free(odb);
+    return rc;
+}
+
+/* The repo's own packs (objects/pack/pack-*.idx with their .pack), mapped. */
+static void rpacks_open(rpack **out, size_t *n, mcg_repo *r)
+{
+    git_buf objdir = GIT_BUF_INIT;
+    *out = NULL;
+    *n = 0;
+    if (git_repository_item_path(&objdir, r->git, GIT_REPOSITORY_ITEM_OBJECTS) != 0)
+        return;
+    char *dir = mcg_sprintf("%spack", objdir.ptr);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    size_t cap = 0;
+    while (d && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 9 || strncmp(e->d_name, "pack-", 5) || strcmp(e->d_name + len - 4, ".idx"))
+            continue;
+        char *idx = mcg_sprintf("%s/%s", dir, e->d_name);
+        char *pack = mcg_sprintf("%s/%.*spack", dir, (int)(len - 3), e->d_name);
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 4;
+            *out = mcg_realloc(*out, cap * sizeof(**out));
+        }
+        if (rpack_open(&(*out)[*n], idx, pack))
+            (*n)++;
+        free(idx);
+        free(pack);
+    }
+    if (d)
+        closedir(d);
+    free(dir);
+    git_buf_dispose(&objdir);
+}
+
+static int robj_by_place(const void *a, const void *b)
+{
+    const robj *x = a, *y = b;
+    if (x->pack != y->pack)
+        return x->pack < y->pack ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Write the object id as a whole object: read it, deflate it. */
+static int reuse_whole(pack_writer *w, git_odb *odb, const git_oid *id, mcg_err *err)
+{
+    git_odb_object *obj = NULL;
+    int rc = 0;
+    if (git_odb_read(&obj, odb, id) != 0)
+        return mcg_git_err(err, "object");
+    static const int types[] = {[GIT_OBJECT_COMMIT] = OBJ_COMMIT,
+                                [GIT_OBJECT_TREE] = OBJ_TREE,
+                                [GIT_OBJECT_BLOB] = OBJ_BLOB,
+                                [GIT_OBJECT_TAG] = OBJ_TAG};
+    git_object_t t = git_odb_object_type(obj);
+    size_t len = git_odb_object_size(obj);
+    uLongf zlen = compressBound((uLong)len);
+    unsigned char *z = mcg_malloc(zlen);
+    if (t < GIT_OBJECT_COMMIT || t > GIT_OBJECT_TAG ||
+        compress2(z, &zlen, git_odb_object_data(obj), (uLong)len, Z_DEFAULT_COMPRESSION) != Z_OK) {
+        rc = mcg_err_set(err, MCG_EIO, "pack: cannot compress an object");
+    } else {
+        unsigned char h[16];
+        size_t n = 0;
+        uint64_t size = len;
+        unsigned char c = (unsigned char)(types[t] << 4 | (size & 15));
+        for (size >>= 4; size; size >>= 7) {
+            h[n++] = c | 0x80;
+            c = size & 0x7f;
+        }
+        h[n++] = c;
+        if (pw_emit(w, h, n, true) != 0 || pw_emit(w, z, zlen, true) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+    }
+    free(z);
+    git_odb_object_free(obj);
+    return rc;
+}
+
+/*
+ * Copy one stored entry: a whole object as it is, a delta whose base has
+ * been written as an OFS_DELTA to it, any other delta written whole.
+ */
+static int reuse_entry(pack_writer *w, const rpack *p, const robj *o, git_odb *odb, mcg_err *err)
+{
+    const unsigned char *e = p->pack + o->off;
+    uint32_t pos;
+    uint64_t end;
+    if (!rpack_entry(p, o->off, &pos, &end) || pos != o->pos)
+        return mcg_err_set(err, MCG_EIO, "pack: index and pack disagree");
+    size_t len = (size_t)(end - o->off);
+    if ((uint32_t)crc32_z(0, e, len) != be32(p->crcs + 4 * (size_t)pos)) {
+        char sha[MCG_SHA_HEX + 1];
+        git_oid_tostr(sha, sizeof(sha), &o->id);
+        return mcg_err_set(err, MCG_EIO, "pack: object %s is damaged (CRC mismatch; run git fsck)",
+                           sha);
+    }
+    /* The header: type, size, then a delta's base. */
+    size_t h = 0;
+    int type = (e[0] >> 4) & 7;
+    uint64_t size = e[0] & 15;
+    for (int shift = 4; e[h++] & 0x80; shift += 7) {
+        if (h >= len || shift > 57)
+            return mcg_err_set(err, MCG_EIO, "pack: bad entry header");
+        size |= (uint64_t)(e[h] & 0x7f) << shift;
+    }
+    uint64_t at = w->written;
+    git_oid base;
+    bool delta = type == OBJ_OFS || type == OBJ_REF, have_base = false;
+    uint64_t base_out = 0;
+    if ((type == OBJ_OFS || type == OBJ_REF) && h >= len)
+        return mcg_err_set(err, MCG_EIO, "pack: bad entry header");
+    if (type == OBJ_OFS) {
+        uint64_t ofs = e[h] & 127;
+        while (e[h++] & 0x80) {
+            if (h >= len || ofs >> 56)
+                return mcg_err_set(err, MCG_EIO, "pack: bad delta offset");
+            ofs = ((ofs + 1) << 7) | (e[h] & 127);
+        }
+        uint32_t bpos;
+        uint64_t bend;
+        if (!ofs || ofs > o->off || !rpack_entry(p, o->off - ofs, &bpos, &bend))
+            return mcg_err_set(err, MCG_EIO, "pack: a delta's base is not in its pack");
+        git_oid_fromraw(&base, p->oids + 20 * (size_t)bpos);
+        have_base = oidmap_get(&w->ids, &base, &base_out);
+    } else if (type == OBJ_REF) {
+        if (len - h < GIT_OID_RAWSZ)
+            return mcg_err_set(err, MCG_EIO, "pack: bad entry header");
+        git_oid_fromraw(&base, e + h);
+        h += GIT_OID_RAWSZ;
+        have_base = oidmap_get(&w->ids, &base, &base_out);
+    } else if (type < OBJ_COMMIT || type > OBJ_TAG) {
+        return mcg_err_set(err, MCG_EIO, "pack: unknown entry type");
+    }
+    int rc = 0;
+    if (!delta) {
+        if (pw_emit(w, e, len, true) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+    } else if (!have_base) {
+        rc = reuse_whole(w, odb, &o->id, err);
+    } else {
+        w->out_start = at;
+        w->base_out = base_out;
+        w->has_base = true;
+        w->type = OBJ_OFS;
+        w->size = size;
+        if (pw_write_header(w) != 0 || pw_emit(w, e + h, len - h, true) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+    }
+    if (!rc)
+        oidmap_put(&w->ids, &o->id, at);
+    return rc;
+}
+
+/*
+ * Where a bundle goes: standard output, or a file replaced atomically. The
+ * file is first written unnamed (O_TMPFILE in the target's directory), so
+ * that even kill -9 leaves nothing behind, then given a temp name and
+ * renamed over the target. File systems without O_TMPFILE (vfat USB sticks)
+ * get a named temp file instead, which a signal handler removes
+ * (mcg_bundle_signal_cleanup) and kill -9 leaves as FILE.tmp-XXXXXX.
+ */
+typedef struct bundle_out {
+    int fd;
+    bool to_stdout;
+    bool anon;  /* fd is an O_TMPFILE: linked at the end */
+    char *path; /* the target */
+    char *tmp;  /* the temp name, once there is one */
+} bundle_out;
+
+static int out_open(bundle_out *o, const char *path, mcg_err *err)
+{
+    memset(o, 0, sizeof(*o));
+    o->fd = -1;
+    if (!strcmp(path, "-")) {
+        if (isatty(STDOUT_FILENO))
+            return mcg_err_set(err, MCG_EUSAGE, "refusing to write a bundle to a terminal");
+        o->fd = STDOUT_FILENO;
+        o->to_stdout = true;
+        return 0;
+    }
+    o->path = mcg_strdup(path);
+    char *copy = mcg_strdup(path);
+    mode_t mask = umask(0);
+    umask(mask);
+    o->fd = open(dirname(copy), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    free(copy);
+    if (o->fd >= 0 && access("/proc/self/fd", X_OK) == 0) {
+        o->anon = true;
+        return 0;
+    }
+    if (o->fd >= 0)
+        close(o->fd); /* no /proc to link it through */
+    o->tmp = mcg_sprintf("%s.tmp-XXXXXX", path);
+    o->fd = mkostemp(o->tmp, O_CLOEXEC);
+    if (o->fd < 0) {
+        int e = errno;
+        free(o->tmp);
+        o->tmp = NULL;
+        return mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(e));
+    }
+    pending_set(NULL, o->tmp);
+    if (fchmod(o->fd, 0666 & ~mask) != 0) {
+        /* vfat and the like have no modes: the file keeps what it got */
+    }
+    return 0;
+}
+
+/* Give an O_TMPFILE a unique temp name beside the target. */
+static int out_link_anon(bundle_out *o)
+{
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
+    for (int tries = 0; tries < 100; tries++) {
+        static const char chars[] =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        unsigned char rnd[6];
+        char suffix[7];
+        if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+            return -1;
+        for (int i = 0; i < 6; i++)
+            suffix[i] = chars[rnd[i] % (sizeof(chars) - 1)];
+        suffix[6] = '\0';
+        free(o->tmp);
+        o->tmp = mcg_sprintf("%s.tmp-%s", o->path, suffix);
+        pending_set(NULL, o->tmp);
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        pending_set(NULL, NULL);
+        if (errno != EEXIST)
+            return -1;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* All written: make it durable and put it in place. */
+static int out_commit(bundle_out *o, mcg_err *err)
+{
+    if (o->to_stdout)
+        return 0;
+    if (fsync(o->fd) != 0)
+        return mcg_err_set(err, MCG_EIO, "%s: fsync: %s", o->path, strerror(errno));
+    if (o->anon && out_link_anon(o) != 0)
+        return mcg_err_set(err, MCG_EIO, "%s: %s", o->path, strerror(errno));
+    if (rename(o->tmp, o->path) != 0)
+        return mcg_err_set(err, MCG_EIO, "%s: %s", o->path, strerror(errno));
+    pending_set(NULL, NULL);
+    free(o->tmp);
+    o->tmp = NULL; /* renamed: nothing to remove */
+    char *copy = mcg_strdup(o->path);
+    mcg_fsync_dir(dirname(copy));
+    free(copy);
+    return 0;
+}
+
+/* Close, removing the temp file if it is still there. */
+static void out_close(bundle_out *o)
+{
+    if (o->fd >= 0 && !o->to_stdout)
+        close(o->fd);
+    if (o->tmp) {
+        unlink(o->tmp);
+        pending_set(NULL, NULL);
+        free(o->tmp);
+    }
+    free(o->path);
+    memset(o, 0, sizeof(*o));
+    o->fd = -1;
+}
+
+typedef struct write_ctx {
+    pack_writer pw;
+    size_t nobj, done; /* objects in the pack; written before the packbuilder's */
     git_packbuilder *pb;
     progress *prog;
 } write_ctx;
@@ -273,12 +1639,9 @@ typedef struct write_ctx {
 static int pack_write_cb(void *buf, size_t size, void *payload)
 {
     write_ctx *w = payload;
-    if (mcg_write_all(w->fd, buf, size) != 0) {
-        w->err_no = errno;
+    if (pw_write(&w->pw, buf, size) != 0)
         return -1;
-    }
-    w->bytes += size;
-    progress_draw(w->prog, "writing objects", git_packbuilder_written(w->pb), w->nobj);
+    progress_draw(w->prog, "writing objects", w->done + git_packbuilder_written(w->pb), w->nobj);
     return 0;
 }
 
@@ -312,23 +1675,173 @@ static int insert_tags(git_packbuilder *pb, git_repository *repo, const breflist
     return 0;
 }
 
+/*
+ * For an incremental bundle: keep only the refs whose commit is new, and
+ * find the prerequisites — the parents of new commits that are not new.
+ * Nothing new is an error.
+ */
+static int incremental_set(oidv *prereqs, breflist *refs, mcg_repo *r, const git_oid *since,
+                           const char *since_name, mcg_err *err)
+{
+    git_revwalk *walk = NULL;
+    oidv commits = {0};
+    git_oid oid;
+    int rc;
+    if ((rc = walk_new(&walk, r, refs, since, err)) != 0)
+        return rc;
+    while ((rc = git_revwalk_next(&oid, walk)) == 0)
+        oidv_push(&commits, &oid);
+    if (rc != GIT_ITEROVER) {
+        rc = mcg_git_err(err, "revwalk");
+        goto out;
+    }
+    rc = 0;
+    oidv_sort(&commits);
+    for (size_t i = 0; i < commits.n; i++) {
+        git_commit *c = NULL;
+        if (git_commit_lookup(&c, r->git, &commits.v[i]) != 0) {
+            rc = mcg_git_err(err, "commit");
+            goto out;
+        }
+        for (unsigned p = 0; p < git_commit_parentcount(c); p++)
+            if (!oidv_has(&commits, git_commit_parent_id(c, p)))
+                oidv_push(prereqs, git_commit_parent_id(c, p));
+        git_commit_free(c);
+    }
+    oidv_sort(prereqs);
+    size_t kept = 0;
+    for (size_t i = 0; i < refs->n; i++) {
+        if (!oidv_has(&commits, &refs->v[i].commit)) {
+            free(refs->v[i].name);
+            continue;
+        }
+        refs->v[kept++] = refs->v[i];
+    }
+    refs->n = kept;
+    if (!refs->n || !commits.n)
+        rc = mcg_err_set(err, MCG_EINVAL, "nothing to bundle: no new commits since %s", since_name);
+out:
+    git_revwalk_free(walk);
+    oidv_free(&commits);
+    return rc;
+}
+
+/*
+ * The pack by reuse: the packed objects' stored entries, pack by pack in
+ * the order they are stored (so a delta's base comes first), then the
+ * packbuilder's objects (those not in a pack), spliced in.
+ */
+static int write_reused(write_ctx *w, rset *set, const rpack *packs, mcg_repo *r, mcg_err *err)
+{
+    git_odb *odb = NULL;
+    size_t packed = 0;
+    int rc = 0;
+    for (size_t i = 0; i < set->n; i++)
+        if (set->v[i].pack >= 0)
+            set->v[packed++] = set->v[i]; /* the loose ones are in the packbuilder */
+    qsort(set->v, packed, sizeof(*set->v), robj_by_place);
+    w->nobj = packed + git_packbuilder_object_count(w->pb);
+    if (w->nobj > UINT32_MAX)
+        return mcg_err_set(err, MCG_EINVAL, "too many objects for one pack");
+    unsigned char head[12] = {'P', 'A', 'C', 'K', 0, 0, 0, 2};
+    for (int i = 0; i < 4; i++)
+        head[8 + i] = (unsigned char)(w->nobj >> (24 - 8 * i));
+    if (git_repository_odb(&odb, r->git) != 0)
+        return mcg_git_err(err, "odb");
+    if (pw_emit(&w->pw, head, sizeof(head), true) != 0) {
+        rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->pw.err_no));
+        goto out;
+    }
+    for (size_t i = 0; i < packed && !rc; i++) {
+        rc = reuse_entry(&w->pw, &packs[set->v[i].pack], &set->v[i], odb, err);
+        progress_draw(w->prog, "writing objects", i + 1, w->nobj);
+    }
+    if (rc)
+        goto out;
+    w->done = packed;
+    w->pw.embedded = true;
+    if (git_packbuilder_object_count(w->pb) &&
+        (git_packbuilder_foreach(w->pb, pack_write_cb, w) != 0 || w->pw.st != OS_DONE)) {
+        if (w->pw.err_no)
+            rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->pw.err_no));
+        else if (w->pw.fail)
+            rc = mcg_err_set(err, MCG_EIO, "pack: %s", w->pw.fail);
+        else
+            rc = mcg_git_err(err, "pack");
+        goto out;
+    }
+    if (pw_finish(&w->pw) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->pw.err_no));
+out:
+    git_odb_free(odb);
+    return rc;
+}
+
+/*
+ * Decide whether to copy stored entries: collect what the bundle holds and
+ * find each object in the repo's packs. Reuse when at most
+ * REUSE_MAX_LOOSE_PERCENT of them are elsewhere (those are inserted into
+ * pb); otherwise *reuse stays false and nothing has been inserted.
+ */
+static int plan_reuse(bool *reuse, rset *set, rpack *packs, size_t npacks, git_packbuilder *pb,
+                      mcg_repo *r, const breflist *refs, const git_oid *since, const oidv *prereqs,
+                      mcg_err *err)
+{
+    size_t loose = 0;
+    int rc;
+    *reuse = false;
+    /*
+     * The repo's own objects are read to list them, not to trust them: the
+     * entries copied are checked against their CRC, and whoever reads the
+     * bundle hashes every object. So no second hashing on read (as git's
+     * pack-objects does not).
+     */
+    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
+    /* Each object is read once: caching them would only cost memory. */
+    git_libgit2_opts(GIT_OPT_ENABLE_CACHING, 0);
+    rc = rset_collect(set, r, refs, since, prereqs, err);
+    git_libgit2_opts(GIT_OPT_ENABLE_CACHING, 1);
+    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < set->n; i++) {
+        robj *o = &set->v[i];
+        for (size_t k = 0; k < npacks && o->pack < 0; k++)
+            if (rpack_find(&packs[k], &o->id, &o->pos) &&
+                (o->off = rpack_offset(&packs[k], o->pos)) != UINT64_MAX)
+                o->pack = (int)k;
+        loose += o->pack < 0;
+    }
+    if (loose * 100 > set->n * REUSE_MAX_LOOSE_PERCENT)
+        return 0;
+    for (size_t i = 0; i < set->n; i++)
+        if (set->v[i].pack < 0 && git_packbuilder_insert(pb, &set->v[i].id, NULL) != 0)
+            return mcg_git_err(err, "pack");
+    *reuse = true;
+    return 0;
+}
+
 int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
                       const mcg_bundle_create_opts *opts, mcg_err *err)
 {
     breflist refs = {0};
-    oidv commits = {0}, prereqs = {0};
+    oidv prereqs = {0};
     git_revwalk *walk = NULL;
     git_packbuilder *pb = NULL;
-    git_oid since_oid, oid;
+    git_oid since_oid;
     const git_oid *since = NULL;
     mcg_buf hdr = MCG_BUF_INIT;
-    char *tmp = NULL, *dircopy = NULL;
-    int fd = -1, rc = 0;
-    bool to_stdout = !strcmp(path, "-");
+    bundle_out out = {.fd = -1};
+    write_ctx *w = NULL;
+    rset set = {0};
+    rpack *packs = NULL;
+    size_t npacks = 0;
+    bool reuse = false;
+    int rc = 0;
     progress prog = {opts->flags & MCG_BUNDLE_PROGRESS, NULL, -1};
     mcg_bundle_info local = {0};
 
-    if (to_stdout && isatty(STDOUT_FILENO))
+    if (!strcmp(path, "-") && isatty(STDOUT_FILENO))
         return mcg_err_set(err, MCG_EUSAGE, "refusing to write a bundle to a terminal");
     rc = opts->nrefs ? named_refs(&refs, r, opts->refs, opts->nrefs, err)
                      : default_refs(&refs, r, err);
@@ -340,41 +1853,12 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
             goto out;
         git_oid_fromstr(&since_oid, sha);
         since = &since_oid;
-    }
-
-    /* The new commits, and the prerequisites: their parents outside the set. */
-    if ((rc = walk_new(&walk, r, &refs, since, err)) != 0)
-        goto out;
-    while (git_revwalk_next(&oid, walk) == 0)
-        oidv_push(&commits, &oid);
-    git_revwalk_free(walk);
-    walk = NULL;
-    oidv_sort(&commits);
-    for (size_t i = 0; i < commits.n && since; i++) {
-        git_commit *c = NULL;
-        if (git_commit_lookup(&c, r->git, &commits.v[i]) != 0) {
-            rc = mcg_git_err(err, "commit");
+        if ((rc = incremental_set(&prereqs, &refs, r, since, opts->since, err)) != 0)
             goto out;
-        }
-        for (unsigned p = 0; p < git_commit_parentcount(c); p++)
-            if (!oidv_has(&commits, git_commit_parent_id(c, p)))
-                oidv_push(&prereqs, git_commit_parent_id(c, p));
-        git_commit_free(c);
     }
-    oidv_sort(&prereqs);
-    /* In an incremental bundle, a ref whose commit is not new is left out. */
-    size_t kept = 0;
-    for (size_t i = 0; i < refs.n; i++) {
-        if (since && !oidv_has(&commits, &refs.v[i].commit)) {
-            free(refs.v[i].name);
-            continue;
-        }
-        refs.v[kept++] = refs.v[i];
-    }
-    refs.n = kept;
-    if (!refs.n || !commits.n) {
-        rc = mcg_err_set(err, MCG_EINVAL, "nothing to bundle: no new commits%s%s",
-                         since ? " since " : "", since ? opts->since : "");
+    /* A full bundle holds every commit its refs reach: at least theirs. */
+    if (!refs.n) {
+        rc = mcg_err_set(err, MCG_EINVAL, "nothing to bundle: no refs");
         goto out;
     }
     qsort(refs.v, refs.n, sizeof(*refs.v), bref_cmp);
@@ -403,81 +1887,75 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
         rc = mcg_git_err(err, "pack");
         goto out;
     }
-    git_packbuilder_set_threads(pb, 0);
+    git_packbuilder_set_threads(pb, 0); /* one per CPU for the delta search */
     if (prog.on)
         git_packbuilder_set_callbacks(pb, pack_progress_cb, &prog);
-    if ((rc = walk_new(&walk, r, &refs, since, err)) != 0)
+    rpacks_open(&packs, &npacks, r);
+    if (npacks &&
+        (rc = plan_reuse(&reuse, &set, packs, npacks, pb, r, &refs, since, &prereqs, err)) != 0)
         goto out;
-    if (git_packbuilder_insert_walk(pb, walk) != 0) {
-        rc = mcg_git_err(err, "pack");
-        goto out;
-    }
-    if ((rc = insert_tags(pb, r->git, &refs, err)) != 0)
-        goto out;
-
-    if (to_stdout) {
-        fd = STDOUT_FILENO;
-    } else {
-        tmp = mcg_sprintf("%s.tmp-XXXXXX", path);
-        fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0) {
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
-            free(tmp);
-            tmp = NULL;
+    if (!reuse) {
+        if ((rc = walk_new(&walk, r, &refs, since, err)) != 0)
+            goto out;
+        if (git_packbuilder_insert_walk(pb, walk) != 0) {
+            rc = mcg_git_err(err, "pack");
             goto out;
         }
-        mode_t mask = umask(0);
-        umask(mask);
-        fchmod(fd, 0666 & ~mask);
+        if ((rc = insert_tags(pb, r->git, &refs, err)) != 0)
+            goto out;
     }
-    if (mcg_write_all(fd, hdr.ptr, hdr.len) != 0) {
+
+    if ((rc = out_open(&out, path, err)) != 0)
+        goto out;
+    w = mcg_calloc(1, sizeof(*w));
+    if (pw_init(&w->pw, out.fd) != 0) {
+        rc = mcg_err_set(err, MCG_EIO, "sha1: no digest");
+        goto out;
+    }
+    w->nobj = git_packbuilder_object_count(pb);
+    w->pb = pb;
+    w->prog = &prog;
+    if (mcg_write_all(out.fd, hdr.ptr, hdr.len) != 0) {
         rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
         goto out;
     }
-    write_ctx w = {fd, 0, hdr.len, git_packbuilder_object_count(pb), pb, &prog};
-    if (git_packbuilder_foreach(pb, pack_write_cb, &w) != 0) {
-        if (w.err_no)
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(w.err_no));
+    if (reuse) {
+        if ((rc = write_reused(w, &set, packs, r, err)) != 0)
+            goto out;
+    } else if (git_packbuilder_foreach(pb, pack_write_cb, w) != 0 || w->pw.st != OS_DONE) {
+        if (w->pw.err_no)
+            rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(w->pw.err_no));
+        else if (w->pw.fail)
+            rc = mcg_err_set(err, MCG_EIO, "pack: %s", w->pw.fail);
+        else if (w->pw.st != OS_DONE)
+            rc = mcg_err_set(err, MCG_EIO, "pack: the pack ended early");
         else
             rc = mcg_git_err(err, "pack");
         goto out;
     }
     progress_end(&prog);
-    if (!to_stdout) {
-        if (fsync(fd) != 0) {
-            rc = mcg_err_set(err, MCG_EIO, "%s: fsync: %s", path, strerror(errno));
-            goto out;
-        }
-        close(fd);
-        fd = -1;
-        if (rename(tmp, path) != 0) {
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
-            goto out;
-        }
-        free(tmp);
-        tmp = NULL; /* renamed: nothing to remove */
-        dircopy = mcg_strdup(path);
-        mcg_fsync_dir(dirname(dircopy));
-    }
+    if ((rc = out_commit(&out, err)) != 0)
+        goto out;
     local.nrefs = refs.n;
     local.nprerequisites = prereqs.n;
-    local.nobjects = git_packbuilder_object_count(pb);
-    local.bytes = w.bytes;
+    local.nobjects = w->nobj;
+    local.bytes = hdr.len + w->pw.written;
     if (info)
         *info = local;
 out:
     progress_end(&prog);
-    if (fd >= 0 && fd != STDOUT_FILENO)
-        close(fd);
-    if (tmp) {
-        unlink(tmp);
-        free(tmp);
-    }
-    free(dircopy);
+    if (w)
+        pw_free(&w->pw);
+    free(w);
+    out_close(&out);
     mcg_buf_free(&hdr);
+    for (size_t i = 0; i < npacks; i++)
+        rpack_close(&packs[i]);
+    free(packs);
+    free(set.v);
+    oidset_free(&set.seen);
     git_packbuilder_free(pb);
     git_revwalk_free(walk);
-    oidv_free(&commits);
     oidv_free(&prereqs);
     breflist_free(&refs);
     return rc;
@@ -560,15 +2038,6 @@ static void hdr_free(bundle_hdr *h)
         free(h->refs[i].name);
     free(h->refs);
     memset(h, 0, sizeof(*h));
-}
-
-/* Exactly 40 hex digits at s, followed by end, space or nothing else. */
-static bool parse_oid(git_oid *out, const char *s)
-{
-    for (int i = 0; i < MCG_SHA_HEX; i++)
-        if (!s[i] || !strchr("0123456789abcdefABCDEF", s[i]))
-            return false;
-    return git_oid_fromstrn(out, s, MCG_SHA_HEX) == 0;
 }
 
 /* Print untrusted header text safely: at most 80 bytes, controls as '?'. */
@@ -677,27 +2146,51 @@ out:
 
 /* ============================================================ quarantine */
 
-/* Remove the quarantine: its pack/ files, pack/, itself. Only what we made. */
-static void quarantine_remove(const char *q)
+/* Remove every mcgit-incoming-XXXXXX under objects (caller holds the lock exclusively). */
+static void quarantine_remove_stale(const char *objects)
 {
-    if (!q)
+    DIR *d = opendir(objects);
+    if (!d)
         return;
-    char *packdir = mcg_sprintf("%s/pack", q);
-    DIR *d = opendir(packdir);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            char *f = mcg_sprintf("%s/%s", packdir, e->d_name);
-            unlink(f);
-            free(f);
-        }
-        closedir(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, QUARANTINE_PREFIX, strlen(QUARANTINE_PREFIX)) != 0 ||
+            strlen(e->d_name) != strlen(QUARANTINE_PREFIX) + 6)
+            continue;
+        char *dir = mcg_sprintf("%s%s", objects, e->d_name);
+        char *pack = mcg_sprintf("%s/pack", dir);
+        quarantine_remove(dir, pack);
+        free(pack);
+        free(dir);
     }
-    rmdir(packdir);
-    rmdir(q);
-    free(packdir);
+    closedir(d);
+}
+
+/*
+ * Lock the objects directory shared for this run (*fd keeps the lock),
+ * removing stale quarantines first when no other run is alive. A file
+ * system without flock() gets no cleanup, never a wrong one.
+ */
+static void quarantine_lock(int *fd, const char *objects)
+{
+    *fd = open(objects, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*fd < 0)
+        return;
+    if (flock(*fd, LOCK_EX | LOCK_NB) == 0) {
+        quarantine_remove_stale(objects);
+        /* Downgrade: a run that takes the exclusive lock in between finds
+         * no quarantine of ours yet. */
+        if (flock(*fd, LOCK_SH) == 0)
+            return;
+    } else if (errno == EWOULDBLOCK) {
+        int rc;
+        while ((rc = flock(*fd, LOCK_SH)) != 0 && errno == EINTR)
+            ;
+        if (rc == 0)
+            return;
+    }
+    close(*fd);
+    *fd = -1;
 }
 
 static int indexer_progress_cb(const git_indexer_progress *s, void *payload)
@@ -786,12 +2279,26 @@ void mcg_bundle_report_free(mcg_bundle_report *rep)
     memset(rep, 0, sizeof(*rep));
 }
 
+/* Is a a descendant of b? 1 yes, 0 no, -1 history unreadable (err set). */
+static int descends(git_repository *repo, const git_oid *a, const git_oid *b, mcg_err *err)
+{
+    int d = git_graph_descendant_of(repo, a, b);
+    if (d < 0) {
+        const git_error *e = git_error_last();
+        mcg_err_set(err, MCG_EINVAL, "incomplete bundle: %s",
+                    e && e->message ? e->message : "history cannot be read");
+        return -1;
+    }
+    return d;
+}
+
 /* Decide what happens to one ref; refusals set err and return nonzero. */
 static int classify(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid, mcg_err *err)
 {
     const char *name = br->name;
     git_oid old;
     bool is_tag = !strncmp(name, "refs/tags/", 10);
+    int d;
     if (!strcmp(name, "HEAD")) {
         br->note = "HEAD is not imported";
         return 0;
@@ -820,11 +2327,15 @@ static int classify(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid, mcg
                            "%s: the bundle moves an existing tag (%.12s -> %.12s)", name,
                            br->old_sha, br->new_sha);
     }
-    if (git_graph_descendant_of(q->git, new_oid, &old) == 1) {
+    if ((d = descends(q->git, new_oid, &old, err)) < 0)
+        return err->code;
+    if (d == 1) {
         br->action = MCG_BUNDLE_FORWARD;
         return 0;
     }
-    if (git_graph_descendant_of(q->git, &old, new_oid) == 1) {
+    if ((d = descends(q->git, &old, new_oid, err)) < 0)
+        return err->code;
+    if (d == 1) {
         br->action = MCG_BUNDLE_STALE;
         return mcg_err_set(err, MCG_ECONFLICT,
                            "stale bundle: %s %.12s is older than the repo's %.12s (rollback "
@@ -859,47 +2370,101 @@ static int peel_commit(char sha[MCG_SHA_HEX + 1], mcg_repo *q, const mcg_bundle_
 }
 
 typedef struct session {
-    mcg_repo q;      /* a second handle on the repo, with the quarantine as alternate */
+    mcg_repo q;      /* a view of the repo that also sees the quarantine (main thread) */
+    mcg_repo q2;     /* the same view for the second thread */
     char *objects;   /* the repo's objects directory (with a trailing '/') */
-    char *qdir;      /* objects/incoming-XXXXXX */
+    char *qdir;      /* objects/mcgit-incoming-XXXXXX */
     char *pack_name; /* pack-<name>.{pack,idx} inside qdir/pack */
+    int lockfd;      /* the objects directory, flock()ed shared; -1 none */
     char source_tip[MCG_SHA_HEX + 1]; /* new source tip to render, "" none */
 } session;
 
+static void view_close(mcg_repo *v)
+{
+    git_repository_free(v->git);
+    v->git = NULL;
+}
+
 static void session_end(session *s)
 {
-    git_repository_free(s->q.git);
-    s->q.git = NULL;
-    quarantine_remove(s->qdir);
+    view_close(&s->q);
+    view_close(&s->q2);
+    if (s->qdir) {
+        char *pack = mcg_sprintf("%s/pack", s->qdir);
+        quarantine_remove(s->qdir, pack);
+        free(pack);
+        pending_set(NULL, NULL);
+    }
+    if (s->lockfd >= 0)
+        close(s->lockfd); /* drops the lock, once the quarantine is gone */
     free(s->qdir);
     free(s->objects);
     free(s->pack_name);
     memset(s, 0, sizeof(*s));
+    s->lockfd = -1;
 }
 
-/* Is id neither in the pack (the sorted ids of its index) nor in odb? */
-static bool missing(const oidv *pack, git_odb *odb, const git_oid *id, char sha[MCG_SHA_HEX + 1])
+/* Create the quarantine objects/mcgit-incoming-XXXXXX/pack (lock held). */
+static int quarantine_create(session *s, mcg_err *err)
 {
-    if (oidv_has(pack, id) || git_odb_exists(odb, id))
-        return false;
-    git_oid_tostr(sha, MCG_SHA_HEX + 1, id);
-    return true;
+    s->qdir = mcg_sprintf("%s" QUARANTINE_PREFIX "XXXXXX", s->objects);
+    if (!mkdtemp(s->qdir)) {
+        int e = errno;
+        free(s->qdir);
+        s->qdir = NULL;
+        return mcg_err_set(err, MCG_EIO, "quarantine in %s: %s", s->objects, strerror(e));
+    }
+    pending_set(s->qdir, NULL);
+    char *packdir = mcg_sprintf("%s/pack", s->qdir);
+    int mk = mkdir(packdir, 0700);
+    free(packdir);
+    if (mk != 0)
+        return mcg_err_set(err, MCG_EIO, "quarantine: %s", strerror(errno));
+    return 0;
 }
 
-static uint32_t be32(const unsigned char *p)
+/*
+ * Open a view of r in v whose object database is the quarantined pack first
+ * (during an import nearly every read is of a new object), then r's own
+ * object directory and its alternates. Read-only: nothing writes through it.
+ */
+static int view_open(mcg_repo *v, mcg_repo *r, const session *s, mcg_err *err)
 {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    git_odb *odb = NULL;
+    git_odb_backend *qpack = NULL;
+    int rc = 0;
+    v->source_branch = r->source_branch;
+    v->rendered_branch = r->rendered_branch;
+    if (git_repository_open_ext(&v->git, git_repository_path(r->git), GIT_REPOSITORY_OPEN_NO_SEARCH,
+                                NULL) != 0 ||
+        git_odb_new(&odb) != 0 || git_odb_backend_pack(&qpack, s->qdir) != 0) {
+        rc = mcg_git_err(err, "quarantine");
+        goto out;
+    }
+    if (git_odb_add_backend(odb, qpack, 2) != 0) {
+        qpack->free(qpack);
+        rc = mcg_git_err(err, "quarantine");
+        goto out;
+    }
+    /* qpack: transferred to odb */
+    if (git_odb_add_disk_alternate(odb, s->objects) != 0) {
+        rc = mcg_git_err(err, "quarantine");
+        goto out;
+    }
+    git_repository_set_odb(v->git, odb);
+out:
+    git_odb_free(odb);
+    return rc;
 }
 
 /*
  * The object ids of a pack, read from its .idx (version 2: magic, version,
  * 256 fan-out counts, then the sorted ids) — the index libgit2 just wrote.
- * Read directly so that no second packfile handle (with its own caches) is
- * opened on the quarantined pack.
  */
-static int read_idx_oids(oidv *out, const char *idx, mcg_err *err)
+static int read_idx_oids(oidset *out, const char *idx, mcg_err *err)
 {
     unsigned char head[8 + 256 * 4];
+    unsigned char raw[256 * GIT_OID_RAWSZ];
     int rc = 0;
     FILE *f = fopen(idx, "rbe");
     if (!f)
@@ -910,83 +2475,477 @@ static int read_idx_oids(oidv *out, const char *idx, mcg_err *err)
         goto out;
     }
     uint32_t n = be32(head + 8 + 255 * 4);
-    for (uint32_t i = 0; i < n; i++) {
-        unsigned char raw[GIT_OID_RAWSZ];
-        git_oid oid;
-        if (fread(raw, 1, sizeof(raw), f) != sizeof(raw)) {
+    oidset_reserve(out, n);
+    for (uint32_t i = 0; i < n;) {
+        size_t want = n - i < 256 ? n - i : 256;
+        if (fread(raw, GIT_OID_RAWSZ, want, f) != want) {
             rc = mcg_err_set(err, MCG_EIO, "%s: truncated", idx);
             goto out;
         }
-        git_oid_fromraw(&oid, raw);
-        oidv_push(out, &oid);
+        for (size_t j = 0; j < want; j++, i++) {
+            git_oid oid;
+            git_oid_fromraw(&oid, raw + j * GIT_OID_RAWSZ);
+            oidset_add(out, &oid);
+        }
     }
 out:
     fclose(f);
     return rc;
 }
 
+/* ------------------------------------------------------------ connectivity */
+
 /*
- * Every object the quarantined pack's commits, trees and tags name must be
- * in the pack or already in the repo (as git's fetch checks): a bundle that
- * is complete only in its header is refused before anything moves.
+ * Every object reachable from the bundle's refs must be in the pack or
+ * already in the repo, as git's fetch checks (rev-list --objects): a bundle
+ * complete only in its header is refused before anything moves. The walk
+ * reads each commit, tag and tree of the pack that the refs reach, once;
+ * an object the repo already has ends the walk there (the repo is taken to
+ * be complete), and blobs are only looked up, never read.
  */
-static int check_connected(session *s, mcg_err *err)
+typedef struct conn_ctx {
+    mcg_repo *view;
+    const oidset *pack;  /* ids in the quarantined pack */
+    const git_oid *tips; /* what the bundle's ref lines name */
+    size_t ntips;
+    int rc;
+    mcg_err err;
+} conn_ctx;
+
+typedef struct pending_obj {
+    git_oid id, by; /* the object, and what named it (for the message) */
+} pending_obj;
+
+typedef struct objstack {
+    pending_obj *v;
+    size_t n, cap;
+} objstack;
+
+static void objstack_push(objstack *s, const git_oid *id, const git_oid *by)
 {
-    git_odb *all = NULL;
-    oidv ids = {0};
-    char *idx = mcg_sprintf("%s/pack/pack-%s.idx", s->qdir, s->pack_name);
-    char sha[MCG_SHA_HEX + 1];
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 256;
+        s->v = mcg_realloc(s->v, s->cap * sizeof(*s->v));
+    }
+    s->v[s->n].id = *id;
+    s->v[s->n].by = *by;
+    s->n++;
+}
+
+static int incomplete(mcg_err *err, const git_oid *by, const git_oid *id)
+{
+    char a[MCG_SHA_HEX + 1], b[MCG_SHA_HEX + 1];
+    git_oid_tostr(a, sizeof(a), by);
+    git_oid_tostr(b, sizeof(b), id);
+    return mcg_err_set(err, MCG_EINVAL,
+                       "incomplete bundle: object %s needs %s, which neither the bundle nor the "
+                       "repo has",
+                       a, b);
+}
+
+/* What a raw commit names: its tree and parents. */
+static bool raw_commit_links(objstack *todo, const git_oid *self, const char *p, size_t len)
+{
+    oidv parents = {0};
+    git_oid tree;
+    bool ok = raw_commit_ids(&tree, &parents, p, len);
+    if (ok) {
+        for (size_t i = 0; i < parents.n; i++)
+            objstack_push(todo, &parents.v[i], self);
+        objstack_push(todo, &tree, self);
+    }
+    oidv_free(&parents);
+    return ok;
+}
+
+/* What a raw tag names: "object <hex>\n" first. */
+static bool raw_tag_link(objstack *todo, const git_oid *self, const char *p, size_t len)
+{
+    git_oid id;
+    if (len < 8 + MCG_SHA_HEX || memcmp(p, "object ", 7) != 0 || p[7 + MCG_SHA_HEX] != '\n' ||
+        !parse_oid(&id, p + 7))
+        return false;
+    objstack_push(todo, &id, self);
+    return true;
+}
+
+/*
+ * Check a raw tree's entries ("<octal mode> <name>\0<20-byte id>"):
+ * subtrees go to todo, blobs must be in the pack or the repo, submodules
+ * (mode 160000) are links to other repositories. False when malformed.
+ */
+static bool raw_tree_links(conn_ctx *c, git_odb *odb, oidset *seen, objstack *todo,
+                           const git_oid *self, const unsigned char *p, size_t len, int *rc)
+{
+    const unsigned char *end = p + len;
+    while (p < end && !*rc) {
+        unsigned mode = 0;
+        const unsigned char *q = p;
+        while (q < end && *q >= '0' && *q <= '7' && q - p < 7)
+            mode = mode * 8 + (unsigned)(*q++ - '0');
+        if (q == p || q >= end || *q != ' ')
+            return false;
+        const unsigned char *nul = memchr(q + 1, '\0', (size_t)(end - q - 1));
+        if (!nul || nul == q + 1 || end - nul - 1 < GIT_OID_RAWSZ)
+            return false;
+        git_oid id;
+        git_oid_fromraw(&id, nul + 1);
+        p = nul + 1 + GIT_OID_RAWSZ;
+        if ((mode & 0170000) == 0040000) {
+            if (!oidset_has(seen, &id))
+                objstack_push(todo, &id, self);
+        } else if ((mode & 0170000) != 0160000) {
+            /* A blob is only looked up: in the pack, or in the repo. */
+            if (oidset_add(seen, &id) && !oidset_has(c->pack, &id) && !git_odb_exists(odb, &id))
+                *rc = incomplete(&c->err, self, &id);
+        }
+    }
+    return true;
+}
+
+static int check_connected(conn_ctx *c)
+{
+    git_odb *odb = NULL;
+    oidset seen = {0};
+    objstack todo = {0};
+    mcg_err *err = &c->err;
     int rc = 0;
-    if ((rc = read_idx_oids(&ids, idx, err)) != 0)
-        goto out;
-    if (git_repository_odb(&all, s->q.git) != 0) {
+    if (git_repository_odb(&odb, c->view->git) != 0) {
         rc = mcg_git_err(err, "quarantine");
         goto out;
     }
-    for (size_t i = 0; i < ids.n && !rc; i++) {
-        size_t len;
-        git_object_t type;
-        git_object *obj = NULL;
-        if (git_odb_read_header(&len, &type, all, &ids.v[i]) != 0) {
-            rc = mcg_git_err(err, "quarantine");
-            break;
-        }
-        if (type == GIT_OBJECT_BLOB)
+    for (size_t i = 0; i < c->ntips; i++)
+        objstack_push(&todo, &c->tips[i], &c->tips[i]);
+    while (todo.n && !rc) {
+        pending_obj p = todo.v[--todo.n];
+        if (!oidset_add(&seen, &p.id))
+            continue; /* already checked */
+        if (!oidset_has(c->pack, &p.id)) {
+            if (!git_odb_exists(odb, &p.id))
+                rc = incomplete(err, &p.by, &p.id);
             continue;
-        if (git_object_lookup(&obj, s->q.git, &ids.v[i], type) != 0) {
+        }
+        git_odb_object *obj = NULL;
+        if (git_odb_read(&obj, odb, &p.id) != 0) {
             rc = mcg_git_err(err, "damaged bundle");
             break;
         }
-        bool bad = false;
-        if (type == GIT_OBJECT_COMMIT) {
-            const git_commit *c = (const git_commit *)obj;
-            bad = missing(&ids, all, git_commit_tree_id(c), sha);
-            for (unsigned p = 0; p < git_commit_parentcount(c) && !bad; p++)
-                bad = missing(&ids, all, git_commit_parent_id(c, p), sha);
-        } else if (type == GIT_OBJECT_TREE) {
-            const git_tree *t = (const git_tree *)obj;
-            for (size_t j = 0; j < git_tree_entrycount(t) && !bad; j++) {
-                const git_tree_entry *e = git_tree_entry_byindex(t, j);
-                if (git_tree_entry_type(e) != GIT_OBJECT_COMMIT) /* submodules are links */
-                    bad = missing(&ids, all, git_tree_entry_id(e), sha);
-            }
-        } else if (type == GIT_OBJECT_TAG) {
-            bad = missing(&ids, all, git_tag_target_id((const git_tag *)obj), sha);
+        const char *data = git_odb_object_data(obj);
+        size_t len = git_odb_object_size(obj);
+        bool ok = true;
+        switch (git_odb_object_type(obj)) {
+        case GIT_OBJECT_COMMIT:
+            ok = raw_commit_links(&todo, &p.id, data, len);
+            break;
+        case GIT_OBJECT_TAG:
+            ok = raw_tag_link(&todo, &p.id, data, len);
+            break;
+        case GIT_OBJECT_TREE:
+            ok = raw_tree_links(c, odb, &seen, &todo, &p.id, (const unsigned char *)data, len, &rc);
+            break;
+        default:
+            break;
         }
-        if (bad) {
-            char self[MCG_SHA_HEX + 1];
-            git_oid_tostr(self, sizeof(self), &ids.v[i]);
-            rc = mcg_err_set(err, MCG_EINVAL,
-                             "incomplete bundle: object %s needs %s, which neither the bundle "
-                             "nor the repo has",
-                             self, sha);
+        git_odb_object_free(obj);
+        if (!ok) {
+            char sha[MCG_SHA_HEX + 1];
+            git_oid_tostr(sha, sizeof(sha), &p.id);
+            rc = mcg_err_set(err, MCG_EINVAL, "damaged bundle: object %s is malformed", sha);
         }
-        git_object_free(obj);
     }
 out:
-    oidv_free(&ids);
-    git_odb_free(all);
-    free(idx);
+    free(todo.v);
+    oidset_free(&seen);
+    git_odb_free(odb);
+    c->rc = rc;
+    return rc;
+}
+
+/* ------------------------------------------------------------ verification on two threads */
+
+/*
+ * Verifying signatures is most of an import's work, and libgit2's indexer
+ * leaves the second CPU idle, so the checks after indexing run on two
+ * threads, each with its own view of the repo (libgit2 objects are not
+ * shared between threads; the odb locks internally):
+ *
+ *   the second thread   connectivity, then verification jobs
+ *   the main thread     plans the jobs, then verification jobs
+ *
+ * A ref's range (since, tip] is cut along tip's first-parent chain at
+ * c_K, c_2K, ... into jobs mcg_gitops_verify(tip = c_jK, since = c_(j+1)K),
+ * the oldest with the ref's own since. The pieces partition the range: each
+ * is "reachable from c_jK and not from c_(j+1)K", every cut descends from
+ * since (checked; else the range is verified whole), and a commit reachable
+ * from a lower cut is never in a higher piece. A commit's verdict depends on
+ * its signature, the trust root and its first parent (whose allowed_signers
+ * counts when the parent is good or below since): within a piece the parent
+ * either is in the piece, as in the whole range, or is the cut below, which
+ * a piece takes as good — and is checked by the piece below. So when every
+ * piece is all good, the whole range is; when any commit is bad the import
+ * is refused, and the ref is verified again in one piece so that the report
+ * and the message are exactly those of mcg_gitops_verify over the range.
+ */
+#define VERIFY_MIN_PIECE 64 /* commits; fewer is not worth a piece */
+#define VERIFY_PIECES 16    /* per ref, at most */
+
+typedef struct vjob {
+    size_t ref; /* index in the report's refs */
+    char tip[MCG_SHA_HEX + 1];
+    char since[MCG_SHA_HEX + 1]; /* "" none */
+    size_t commits;              /* first-parent commits in the piece, for progress */
+    mcg_verify_report vr;
+    int rc;
+    mcg_err err;
+} vjob;
+
+typedef struct vpool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool published;
+    vjob *jobs;
+    size_t njobs, next;
+    const mcg_signers *root;
+    progress *prog;
+    uint64_t done, total; /* commits verified, for the progress bar */
+} vpool;
+
+/* The next job, waiting until jobs are published; NULL when none is left. */
+static vjob *vpool_take(vpool *p)
+{
+    vjob *j = NULL;
+    pthread_mutex_lock(&p->mu);
+    while (!p->published)
+        pthread_cond_wait(&p->cv, &p->mu);
+    if (p->next < p->njobs)
+        j = &p->jobs[p->next++];
+    pthread_mutex_unlock(&p->mu);
+    return j;
+}
+
+static void vpool_publish(vpool *p, vjob *jobs, size_t n)
+{
+    pthread_mutex_lock(&p->mu);
+    p->jobs = jobs;
+    p->njobs = n;
+    p->published = true;
+    for (size_t i = 0; i < n; i++)
+        p->total += jobs[i].commits;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void vpool_run(vpool *p, mcg_repo *view)
+{
+    vjob *j;
+    while ((j = vpool_take(p)) != NULL) {
+        j->rc = mcg_gitops_verify(&j->vr, view, j->tip, j->since[0] ? j->since : NULL, p->root,
+                                  &j->err);
+        pthread_mutex_lock(&p->mu);
+        p->done += j->commits;
+        progress_draw(p->prog, "verifying commits", p->done, p->total);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+typedef struct worker {
+    vpool *pool;
+    conn_ctx *conn;
+} worker;
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    check_connected(w->conn);
+    vpool_run(w->pool, w->conn->view);
+    return NULL;
+}
+
+/*
+ * The since a ref's verification uses: `since` when given, else (as
+ * mcg_gitops_verify does) the last verified commit when tip descends from
+ * it; "" for none.
+ */
+static void effective_since(char out[MCG_SHA_HEX + 1], mcg_repo *v, const char *tip,
+                            const char *since)
+{
+    git_oid mark;
+    out[0] = '\0';
+    if (since) {
+        snprintf(out, MCG_SHA_HEX + 1, "%s", since);
+        return;
+    }
+    if (git_reference_name_to_id(&mark, v->git, "refs/mcgit/verified") != 0)
+        return;
+    char sha[MCG_SHA_HEX + 1];
+    git_oid_tostr(sha, sizeof(sha), &mark);
+    if (mcg_repo_descends(v, tip, sha))
+        memcpy(out, sha, sizeof(sha));
+}
+
+/*
+ * Add the jobs verifying (since, tip] for ref i to *jobs: the pieces of
+ * tip's first-parent chain, newest first, or the whole range in one job.
+ */
+static int plan_ref(vjob **jobs, size_t *n, size_t *cap, mcg_repo *v, size_t i, const char *tip,
+                    const char *since, mcg_err *err)
+{
+    oidv chain = {0};
+    git_oid cur, stop;
+    bool has_stop = since[0] != '\0';
+    bool reached = !has_stop;
+    int rc = 0;
+    git_oid_fromstr(&cur, tip);
+    if (has_stop)
+        git_oid_fromstr(&stop, since);
+    for (;;) {
+        git_commit *c = NULL;
+        if (has_stop && git_oid_equal(&cur, &stop)) {
+            reached = true;
+            break;
+        }
+        if (git_commit_lookup(&c, v->git, &cur) != 0) {
+            rc = mcg_git_err(err, "damaged bundle");
+            goto out;
+        }
+        oidv_push(&chain, &cur);
+        unsigned np = git_commit_parentcount(c);
+        if (np)
+            cur = *git_commit_parent_id(c, 0);
+        git_commit_free(c);
+        if (!np)
+            break;
+    }
+    size_t piece = chain.n / VERIFY_PIECES;
+    if (piece < VERIFY_MIN_PIECE)
+        piece = VERIFY_MIN_PIECE;
+    size_t cuts = chain.n > piece ? (chain.n - 1) / piece : 0;
+    /* Every cut must descend from since; the lowest is enough to ask. */
+    if (cuts && !reached) {
+        char low[MCG_SHA_HEX + 1];
+        git_oid_tostr(low, sizeof(low), &chain.v[cuts * piece]);
+        if (!mcg_repo_descends(v, low, since))
+            cuts = 0;
+    }
+    for (size_t k = 0; k <= cuts; k++) {
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 16;
+            *jobs = mcg_realloc(*jobs, *cap * sizeof(**jobs));
+        }
+        vjob *j = &(*jobs)[(*n)++];
+        memset(j, 0, sizeof(*j));
+        j->ref = i;
+        git_oid_tostr(j->tip, sizeof(j->tip), &chain.v[k * piece]);
+        if (k < cuts)
+            git_oid_tostr(j->since, sizeof(j->since), &chain.v[(k + 1) * piece]);
+        else
+            memcpy(j->since, since, MCG_SHA_HEX + 1);
+        j->commits = k < cuts ? piece : chain.n - k * piece;
+    }
+out:
+    oidv_free(&chain);
+    return rc;
+}
+
+/* One ref to verify: the range (since, tip], or none when `with` covers it. */
+typedef struct vref {
+    char tip[MCG_SHA_HEX + 1];
+    char since[MCG_SHA_HEX + 1]; /* as passed to mcg_gitops_verify: "" = NULL */
+    char eff[MCG_SHA_HEX + 1];   /* the since that applies, "" none */
+    ssize_t with;                /* a ref whose range holds this one, or -1 */
+} vref;
+
+/*
+ * Verify the range of each of rep's refs that want[i] names (tip "" = none;
+ * with >= 0 = covered by that ref's) on two threads, checking connectivity
+ * from tips alongside, and fill each ref's report. Returns an error when a
+ * check could not run, or the connectivity refusal; bad verdicts are left in
+ * the reports for the caller to refuse.
+ */
+static int verify_all(session *s, mcg_bundle_report *rep, vref *want, const git_oid *tips,
+                      size_t ntips, const oidset *pack, const mcg_signers *root, progress *prog,
+                      mcg_err *err)
+{
+    vjob *jobs = NULL;
+    size_t njobs = 0, cap = 0;
+    vpool pool = {.root = root, .prog = prog};
+    conn_ctx conn = {.view = &s->q2, .pack = pack, .tips = tips, .ntips = ntips};
+    worker w = {&pool, &conn};
+    pthread_t th;
+    bool threaded = false;
+    int rc = 0, plan_rc = 0;
+    mcg_err plan_err = {0};
+
+    pthread_mutex_init(&pool.mu, NULL);
+    pthread_cond_init(&pool.cv, NULL);
+    /* The worker takes no signals: they go to the main thread, which cleans up. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    threaded = pthread_create(&th, NULL, worker_main, &w) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!threaded)
+        conn.view = &s->q; /* one thread: it runs everything below in turn */
+
+    for (size_t i = 0; i < rep->nrefs && !plan_rc; i++)
+        if (want[i].tip[0] && want[i].with < 0)
+            plan_rc = plan_ref(&jobs, &njobs, &cap, &s->q, i, want[i].tip, want[i].eff, &plan_err);
+    vpool_publish(&pool, plan_rc ? NULL : jobs, plan_rc ? 0 : njobs);
+    if (!threaded)
+        check_connected(&conn);
+    vpool_run(&pool, &s->q);
+    if (threaded)
+        pthread_join(th, NULL);
+    progress_end(prog);
+
+    if (conn.rc) {
+        *err = conn.err;
+        rc = conn.rc;
+        goto out;
+    }
+    if (plan_rc) {
+        *err = plan_err;
+        rc = plan_rc;
+        goto out;
+    }
+    /* Pieces were planned newest first: gather each ref's oldest first. */
+    for (size_t i = 0; i < rep->nrefs && !rc; i++) {
+        mcg_bundle_ref *br = &rep->refs[i];
+        if (!want[i].tip[0] || want[i].with >= 0)
+            continue;
+        size_t total = 0, bad = 0;
+        for (size_t k = 0; k < njobs; k++)
+            if (jobs[k].ref == i) {
+                if (jobs[k].rc) {
+                    *err = jobs[k].err;
+                    rc = jobs[k].rc;
+                    goto out;
+                }
+                total += jobs[k].vr.n;
+                bad += jobs[k].vr.nbad;
+            }
+        if (bad) {
+            /* Refused: the report and reason of one pass over the whole range. */
+            if ((rc = mcg_gitops_verify(&br->verify, &s->q, want[i].tip,
+                                        want[i].since[0] ? want[i].since : NULL, root, err)) != 0)
+                goto out;
+            continue;
+        }
+        br->verify.v = mcg_calloc(total ? total : 1, sizeof(*br->verify.v));
+        for (size_t k = njobs; k-- > 0;)
+            if (jobs[k].ref == i) {
+                memcpy(br->verify.v + br->verify.n, jobs[k].vr.v,
+                       jobs[k].vr.n * sizeof(*jobs[k].vr.v));
+                br->verify.n += jobs[k].vr.n;
+                mcg_verify_report_free(&jobs[k].vr); /* copied: not held twice */
+            }
+    }
+out:
+    for (size_t k = 0; k < njobs; k++)
+        mcg_verify_report_free(&jobs[k].vr);
+    free(jobs);
+    pthread_cond_destroy(&pool.cv);
+    pthread_mutex_destroy(&pool.mu);
     return rc;
 }
 
@@ -1021,6 +2980,11 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
     mcg_model *m = NULL;
     mcg_render *rd_out = NULL;
     mcg_diags diags = {0};
+    oidset pack = {0};
+    bool strict_off = false;
+    vref *want = NULL;
+    git_oid *tips = NULL;
+    char *src_ref = NULL, *idx = NULL;
     int rc;
 
     if ((rc = open_input(&rd.fd, path, err)) != 0)
@@ -1057,26 +3021,15 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
         git_commit_free(c);
     }
 
-    /* Quarantine: objects/incoming-XXXXXX/pack. */
+    /* Quarantine: objects/mcgit-incoming-XXXXXX/pack. */
     if (git_repository_item_path(&objdir, r->git, GIT_REPOSITORY_ITEM_OBJECTS) != 0) {
         rc = mcg_git_err(err, "objects");
         goto out;
     }
     s->objects = mcg_strdup(objdir.ptr);
-    s->qdir = mcg_sprintf("%sincoming-XXXXXX", s->objects);
-    if (!mkdtemp(s->qdir)) {
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", s->qdir, strerror(errno));
-        free(s->qdir);
-        s->qdir = NULL;
+    quarantine_lock(&s->lockfd, s->objects);
+    if ((rc = quarantine_create(s, err)) != 0)
         goto out;
-    }
-    char *packdir = mcg_sprintf("%s/pack", s->qdir);
-    int mk = mkdir(packdir, 0700);
-    free(packdir);
-    if (mk != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "quarantine: %s", strerror(errno));
-        goto out;
-    }
     /*
      * Bounded memory: object reads go through 8 MiB windows, at most 32 MiB
      * mapped (libgit2 1.5's indexer still maps the whole pack file for its
@@ -1088,42 +3041,44 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
     git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)(2 * 1024 * 1024));
     if ((rc = index_pack(&s->pack_name, &rd, s->qdir, odb, &prog, rep, err)) != 0)
         goto out;
-
-    /* A view of the repo that also sees the quarantine. */
-    git_odb *qodb = NULL;
-    if (git_repository_open_ext(&s->q.git, git_repository_path(r->git),
-                                GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0 ||
-        git_repository_odb(&qodb, s->q.git) != 0 || git_odb_add_disk_alternate(qodb, s->qdir)) {
-        git_odb_free(qodb);
-        rc = mcg_git_err(err, "quarantine");
+    /*
+     * The indexer has just computed every quarantined object's id from its
+     * content: reading them back need not hash each one again (libgit2's
+     * strict verification, a third of the cost of reading a tree; git's own
+     * fetch does not re-hash what it reads for its connectivity check
+     * either). The repo's own objects read meanwhile are few (prerequisites,
+     * the signer file below the first new commit). Back on before anything
+     * is written.
+     */
+    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
+    strict_off = true;
+    if ((rc = view_open(&s->q, r, s, err)) != 0 || (rc = view_open(&s->q2, r, s, err)) != 0)
         goto out;
-    }
-    git_odb_free(qodb);
-    s->q.source_branch = r->source_branch;
-    s->q.rendered_branch = r->rendered_branch;
-    if ((rc = check_connected(s, err)) != 0)
+    idx = mcg_sprintf("%s/pack/pack-%s.idx", s->qdir, s->pack_name);
+    if ((rc = read_idx_oids(&pack, idx, err)) != 0)
         goto out;
 
-    /* Refs: present, and fast-forward only. */
-    char *src_ref = mcg_sprintf("refs/heads/%s", r->source_branch);
-    for (size_t i = 0; i < rep->nrefs && !rc; i++) {
+    /* Refs: present, and fast-forward only; which ranges to verify. */
+    src_ref = mcg_sprintf("refs/heads/%s", r->source_branch);
+    want = mcg_calloc(rep->nrefs ? rep->nrefs : 1, sizeof(*want));
+    tips = mcg_calloc(rep->nrefs ? rep->nrefs : 1, sizeof(*tips));
+    for (size_t i = 0; i < rep->nrefs; i++) {
         mcg_bundle_ref *br = &rep->refs[i];
-        char sha[MCG_SHA_HEX + 1];
         git_object *obj = NULL;
-        git_oid oid;
-        git_oid_fromstr(&oid, br->new_sha);
-        if (git_object_lookup(&obj, s->q.git, &oid, GIT_OBJECT_ANY) != 0) {
+        want[i].with = -1;
+        git_oid_fromstr(&tips[i], br->new_sha);
+        if (git_object_lookup(&obj, s->q.git, &tips[i], GIT_OBJECT_ANY) != 0) {
             rc = mcg_err_set(err, MCG_EINVAL, "incomplete bundle: %s points to missing object %s",
                              br->name, br->new_sha);
-            break;
+            goto out;
         }
         git_object_free(obj);
-        if ((rc = classify(br, &s->q, &oid, err)) != 0)
-            break;
+        if ((rc = classify(br, &s->q, &tips[i], err)) != 0)
+            goto out;
         if (br->action != MCG_BUNDLE_CREATE && br->action != MCG_BUNDLE_FORWARD)
             continue;
-        if ((rc = peel_commit(sha, &s->q, br, err)) != 0)
-            break;
+        if ((rc = peel_commit(want[i].tip, &s->q, br, err)) != 0)
+            goto out;
         /*
          * Every new commit is verified. For the source branch the range is
          * the one `mcgit render` will check (since the last verified
@@ -1131,25 +3086,35 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
          * refs from their current value.
          */
         bool is_src = !strcmp(br->name, src_ref);
-        const char *since = is_src || !br->old_sha[0] ? NULL : br->old_sha;
-        if ((rc = mcg_gitops_verify(&br->verify, &s->q, sha, since, root, err)) != 0)
-            break;
-        if (br->verify.nbad) {
-            const mcg_verdict *v = NULL;
-            for (size_t j = 0; j < br->verify.n && !v; j++)
-                if (!br->verify.v[j].good)
-                    v = &br->verify.v[j];
-            rc = mcg_err_set(err, MCG_ETRUST, "commit %s: %s (%zu of %zu new commit%s refused)",
-                             v->sha, v->reason, br->verify.nbad, br->verify.n,
-                             br->verify.n == 1 ? "" : "s");
-            break;
-        }
+        if (!is_src && br->old_sha[0])
+            memcpy(want[i].since, br->old_sha, sizeof(want[i].since));
+        effective_since(want[i].eff, &s->q, want[i].tip, want[i].since[0] ? want[i].since : NULL);
         if (is_src)
-            memcpy(s->source_tip, sha, sizeof(sha));
+            memcpy(s->source_tip, want[i].tip, sizeof(s->source_tip));
+        /* A ref inside the range of an earlier one (a tag on the branch) is verified with it. */
+        for (size_t j = 0; j < i && want[i].with < 0; j++)
+            if (want[j].tip[0] && want[j].with < 0 && !strcmp(want[j].eff, want[i].eff) &&
+                mcg_repo_descends(&s->q, want[j].tip, want[i].tip))
+                want[i].with = (ssize_t)j;
+        if (want[i].with >= 0)
+            br->verified_with = rep->refs[want[i].with].name;
     }
-    free(src_ref);
-    if (rc)
+
+    /* Connectivity and signatures, on two threads. */
+    if ((rc = verify_all(s, rep, want, tips, rep->nrefs, &pack, root, &prog, err)) != 0)
         goto out;
+    for (size_t i = 0; i < rep->nrefs; i++) {
+        const mcg_verify_report *vr = &rep->refs[i].verify;
+        if (!vr->nbad)
+            continue;
+        const mcg_verdict *v = NULL;
+        for (size_t j = 0; j < vr->n && !v; j++)
+            if (!vr->v[j].good)
+                v = &vr->v[j];
+        rc = mcg_err_set(err, MCG_ETRUST, "commit %s: %s (%zu of %zu new commit%s refused)", v->sha,
+                         v->reason, vr->nbad, vr->n, vr->n == 1 ? "" : "s");
+        goto out;
+    }
 
     /* The new source tip must render, as `mcgit render --repo` will. */
     if (s->source_tip[0]) {
@@ -1162,9 +3127,16 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
     }
     rep->accepted = true;
 out:
+    if (strict_off)
+        git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1);
     mcg_render_free(rd_out);
     mcg_model_free(m);
     mcg_diags_free(&diags);
+    oidset_free(&pack);
+    free(want);
+    free(tips);
+    free(src_ref);
+    free(idx);
     git_buf_dispose(&objdir);
     git_odb_free(odb);
     hdr_free(&h);
@@ -1177,7 +3149,7 @@ out:
 int mcg_bundle_verify(mcg_bundle_report *rep, mcg_repo *r, const char *path,
                       const mcg_signers *root, unsigned flags, mcg_err *err)
 {
-    session s = {0};
+    session s = {.lockfd = -1};
     report_reset(rep);
     git_libgit2_init();
     int rc = check_bundle(&s, rep, r, path, root, flags, err);
@@ -1197,7 +3169,12 @@ static int fsync_path(const char *p)
     return rc;
 }
 
-/* Move qdir/pack/pack-N.{pack,idx} into objects/pack/ (pack first: readers look for idx). */
+/*
+ * Move qdir/pack/pack-N.{pack,idx} into objects/pack/ (pack first: readers
+ * look for the idx). An import killed (-9) between this and move_refs
+ * leaves a complete, unreferenced pack: harmless, as after an interrupted
+ * git fetch, and gone at the next git gc.
+ */
 static int move_pack(session *s, mcg_err *err)
 {
     static const char *const ext[] = {"pack", "idx"};
@@ -1265,9 +3242,10 @@ out:
 int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
                       const mcg_signers *root, unsigned flags, mcg_diags *diags, mcg_err *err)
 {
-    session s = {0};
+    session s = {.lockfd = -1};
     mcg_verify_report vr = {0};
-    bool any = false;
+    bool any = false, blocked = false;
+    sigset_t stop, old;
     report_reset(rep);
     git_libgit2_init();
     int rc = check_bundle(&s, rep, r, path, root, flags, err);
@@ -1278,8 +3256,18 @@ int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
             any = true;
     if (!any)
         goto out; /* up to date: nothing to move */
-    git_repository_free(s.q.git);
-    s.q.git = NULL;
+    view_close(&s.q);
+    view_close(&s.q2);
+    /*
+     * From here the import completes, whatever signal comes: pack, refs,
+     * verified mark and render, then the signal is delivered.
+     */
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    sigaddset(&stop, SIGQUIT);
+    blocked = pthread_sigmask(SIG_BLOCK, &stop, &old) == 0;
     if ((rc = move_pack(&s, err)) != 0)
         goto out;
     git_odb *odb = NULL;
@@ -1291,7 +3279,13 @@ int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
         goto out;
     rep->imported = true;
     if (s.source_tip[0]) {
-        rc = mcg_gitops_render(&rep->render, NULL, &vr, r, s.source_tip, root, diags, err);
+        /*
+         * Every commit up to the new tip was verified above, in the range
+         * mcg_gitops_render checks: record it, so the render does not verify
+         * the same commits again.
+         */
+        if ((rc = mcg_gitops_mark_verified(r, s.source_tip, err)) == 0)
+            rc = mcg_gitops_render(&rep->render, NULL, &vr, r, s.source_tip, root, diags, err);
         if (rc)
             mcg_err_prefix(err, "imported, but the render failed");
         else
@@ -1300,6 +3294,8 @@ int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
 out:
     mcg_verify_report_free(&vr);
     session_end(&s);
+    if (blocked)
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     git_libgit2_shutdown();
     return rc;
 }

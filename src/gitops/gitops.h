@@ -229,11 +229,14 @@ typedef struct mcg_bundle_info {
 
 /*
  * Write a bundle of r to path ("-": standard output, refused when it is a
- * terminal), atomically: a temp file in the same directory, fsync, rename.
- * The pack is streamed from git_packbuilder, never held whole. With
- * opts->since, the prerequisites are the commits outside the new set that
- * new commits name as parents, and refs whose commit is not new are left
- * out; nothing new at all is an error (MCG_EINVAL). info may be NULL.
+ * terminal), atomically: an unnamed temp file in the same directory
+ * (O_TMPFILE; a named one where the file system has none), fsync, rename.
+ * The pack is streamed, never held whole: the repo's stored pack entries
+ * copied when (nearly) every object is packed, else git_packbuilder's
+ * output, its deltas rewritten as OFS_DELTA. With opts->since, the
+ * prerequisites are the commits outside the new set that new commits name
+ * as parents, and refs whose commit is not new are left out; nothing new at
+ * all is an error (MCG_EINVAL). info may be NULL.
  */
 int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
                       const mcg_bundle_create_opts *opts, mcg_err *err);
@@ -254,6 +257,8 @@ typedef struct mcg_bundle_ref {
     mcg_bundle_action action;
     const char *note;          /* why skipped (static text), or NULL */
     mcg_verify_report verify;  /* the commits checked for this ref */
+    const char *verified_with; /* its commits were checked with this ref (a tag on the
+                                  branch): the other ref's name, owned by the report; or NULL */
 } mcg_bundle_ref;
 
 typedef struct mcg_bundle_report {
@@ -275,8 +280,9 @@ void mcg_bundle_report_free(mcg_bundle_report *rep);
  * Check what importing the bundle at path ("-": standard input) into r would
  * do, changing nothing: the header (v2, or v3 with only
  * @object-format=sha1), that every prerequisite is present, the pack
- * (indexed into a quarantine directory objects/incoming-XXXXXX that is
- * removed before returning), every ref tip present, every ref update a
+ * (indexed into a quarantine directory objects/mcgit-incoming-XXXXXX that is
+ * removed before returning), every object the refs reach present in the
+ * pack or the repo, every ref tip present, every ref update a
  * fast-forward (an identical ref is a no-op; a repo ahead of the bundle is
  * "stale"), every new commit signed under the trust root (see
  * mcg_gitops_verify) and the new source tip rendering cleanly. rep is
@@ -290,13 +296,26 @@ int mcg_bundle_verify(mcg_bundle_report *rep, mcg_repo *r, const char *path,
 /*
  * The checks of mcg_bundle_verify, then: move the quarantined pack into
  * objects/pack/, move the refs (compare-and-swap against the values
- * checked) and render the source branch's new tip (mcg_gitops_render;
- * diags receives render problems). On any refusal the repository's refs
- * and object files are exactly as they were. A failure of the final render
- * is reported in err after the refs have moved (rep->imported is true).
+ * checked), record the source branch's new tip as verified
+ * (mcg_gitops_mark_verified: every commit up to it was just checked) and
+ * render it (mcg_gitops_render; diags receives render problems). SIGINT,
+ * SIGTERM, SIGHUP and SIGQUIT are held back from the pack move to the end,
+ * so a signal never leaves an import half done. On any refusal the
+ * repository's refs and object files are exactly as they were. A failure of
+ * the final render is reported in err after the refs have moved
+ * (rep->imported is true).
  */
 int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
                       const mcg_signers *root, unsigned flags, mcg_diags *diags, mcg_err *err);
+
+/*
+ * Remove what an interrupted bundle command leaves: the quarantine of a
+ * verify or import in progress, or the temp file a bundle is being written
+ * to. Async-signal-safe: call it from a SIGINT/SIGTERM/SIGHUP handler, then
+ * re-raise the signal. A quarantine left by a process that could not run it
+ * (kill -9) is removed by the next verify or import of that repository.
+ */
+void mcg_bundle_signal_cleanup(void);
 
 /* ------------------------------------------------------------ end bundles */
 

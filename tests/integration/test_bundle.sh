@@ -16,7 +16,7 @@ snap() {
   gd=$(git -C "$1" rev-parse --absolute-git-dir)
   git -C "$1" for-each-ref --format='%(objectname) %(refname)'
   (cd "$gd/objects" && find . -type f | sort | xargs -r sha256sum)
-  (cd "$gd/objects" && find . -maxdepth 1 -name 'incoming-*')
+  (cd "$gd/objects" && find . -maxdepth 1 -name '*incoming-*')
 }
 # refused DESC PATTERN REPO BUNDLE: import must exit 1 with PATTERN on
 # stderr, and leave REPO exactly as it was.
@@ -85,11 +85,15 @@ expect_rc 0 "verify the full bundle into an empty repo" -- "$MCGIT" bundle verif
 expect_grep "^refs/heads/main \(none\) -> $BASE \(new" "$T/out" "verify: reports ref, old -> new"
 expect_grep "$BASE good op@example.com $(keyfp op | sed 's/[+]/[+]/g')" "$T/out" "verify: reports each commit's signer and fingerprint"
 expect_grep '^accepted$' "$T/out" "verify: accepted"
+expect_grep "^refs/tags/v1 \(none\) -> [0-9a-f]{40} \(new, checked with refs/heads/main\)" "$T/out" \
+  "verify: a tag on the branch is checked with it, not again"
 [ -z "$(git -C "$T/dst" for-each-ref)" ] && ok "verify changed no ref" || bad "verify changed no ref"
 [ -z "$(find "$T/dst/objects" -type f)" ] && ok "verify left no object file" || bad "verify left no object file"
 expect_rc 0 "import the full bundle" -- "$MCGIT" bundle import --repo "$T/dst" "$T/full.bundle" --trust "$T/trust"
 [ "$(git -C "$T/dst" rev-parse main)" = "$BASE" ] && ok "import: main moved" || bad "import: main moved"
 [ "$(git -C "$T/dst" rev-parse v1)" = "$(git -C "$T/src" rev-parse v1)" ] && ok "import: tag created" || bad "import: tag"
+expect_grep "^refs/heads/main \(none\) -> $BASE \(4 commits verified\)" "$T/out" "import: reports the commits verified"
+expect_grep "^refs/tags/v1 .*\(verified with refs/heads/main\)" "$T/out" "import: the tag was verified with main"
 expect_rc 0 "import: rendered branch exists" -- git -C "$T/dst" rev-parse --verify rendered
 git -C "$T/dst" log -1 --format=%B rendered >"$T/msg"
 expect_grep "Source-Commit: $BASE" "$T/msg" "import: the new tip was rendered"
@@ -118,6 +122,31 @@ git -C "$T/src" bundle create -q --version=3 "$T/git-v3.bundle" main
 git init -q --bare "$T/dst3"
 expect_rc 0 "import git's v3 bundle" -- "$MCGIT" bundle import --repo "$T/dst3" "$T/git-v3.bundle" --trust "$T/trust"
 [ "$(git -C "$T/dst3" rev-parse main)" = "$TIP" ] && ok "git v3: main" || bad "git v3: main"
+
+# ---------------------------------------------------------------- stdin, stdout, progress
+git init -q --bare "$T/dst4"
+"$MCGIT" bundle import --repo "$T/dst4" - --trust "$T/trust" <"$T/git-full.bundle" >"$T/out" 2>"$T/err" &&
+  ok "import reads a bundle from standard input" || { bad "import from stdin"; cat "$T/err"; }
+[ "$(git -C "$T/dst4" rev-parse main)" = "$MID" ] && ok "stdin: main imported" || bad "stdin: main"
+git init -q --bare "$T/dst4b"
+"$MCGIT" bundle create --repo "$T/src" - 2>"$T/err" |
+  "$MCGIT" bundle import --repo "$T/dst4b" - --trust "$T/trust" >"$T/out" 2>&1 &&
+  ok "create - | import -: a bundle streams through a pipe" || { bad "create - | import -"; cat "$T/out"; }
+[ "$(git -C "$T/dst4b" rev-parse main)" = "$TIP" ] && ok "pipe: main imported" || bad "pipe: main"
+grep -q '%' "$T/err" && bad "no progress bar when stderr is not a terminal" || ok "no progress bar when stderr is not a terminal"
+if command -v script >/dev/null; then
+  # script(1) gives the command a terminal; its output is what the terminal shows.
+  script -qec "'$MCGIT' bundle create --repo '$T/src' '$T/tty.bundle'" /dev/null >"$T/tty" 2>&1 </dev/null || true
+  expect_grep 'writing objects +\[#+\] 100%' "$T/tty" "create draws a progress bar on a terminal"
+  git init -q --bare "$T/dst5"
+  script -qec "'$MCGIT' bundle import --repo '$T/dst5' '$T/tty.bundle' --trust '$T/trust'" /dev/null >"$T/tty" 2>&1 </dev/null || true
+  expect_grep 'receiving objects +\[#+\] 100%' "$T/tty" "import draws a progress bar on a terminal"
+  expect_grep 'verifying commits +\[#+\] 100%' "$T/tty" "import: the bar follows the signature checks"
+  script -qec "'$MCGIT' bundle create -q --repo '$T/src' '$T/tty2.bundle'" /dev/null >"$T/tty" 2>&1 </dev/null || true
+  [ -s "$T/tty2.bundle" ] && ! grep -q '%' "$T/tty" && ok "-q: no progress bar" || bad "-q: no progress bar"
+else
+  echo "# skip: no script(1) to give the command a terminal"
+fi
 
 # ---------------------------------------------------------------- refusals
 # dst is at MID; NEXT is a good bundle (MID..TIP) that would be accepted.
@@ -149,6 +178,17 @@ refused "unknown capability" "capability 'filter=blob:none'" "$T/dst" "$T/cap.bu
 refused "sha256 object format" "capability 'object-format=sha256'" "$T/dst" "$T/sha256.bundle"
 { printf '# v4 git bundle\n'; tail -c +17 "$T/next.bundle"; } >"$T/v4.bundle"
 refused "unknown version" 'unsupported bundle version' "$T/dst" "$T/v4.bundle"
+
+# Complete only in its header: the pack lacks a blob the history needs.
+git init -q --bare "$T/dst6"
+gone=$(git -C "$T/src" rev-parse main:mcgit.yaml)
+git -C "$T/src" rev-list --objects main | cut -d' ' -f1 | grep -v "^$gone\$" |
+  git -C "$T/src" pack-objects -q --stdout >"$T/partial.pack"
+{ printf '# v2 git bundle\n%s refs/heads/main\n\n' "$TIP"; cat "$T/partial.pack"; } >"$T/partial.bundle"
+refused "incomplete pack" "incomplete bundle: object [0-9a-f]{40} needs $gone" "$T/dst6" "$T/partial.bundle"
+git -C "$T/src" rev-list --objects main | cut -d' ' -f1 | git -C "$T/src" pack-objects -q --stdout >"$T/whole.pack"
+{ printf '# v2 git bundle\n%040d refs/heads/main\n\n' 7; cat "$T/whole.pack"; } >"$T/lie.bundle"
+refused "a ref to an object not in the bundle" "incomplete bundle: refs/heads/main points to missing object 0{39}7" "$T/dst6" "$T/lie.bundle"
 
 # A prerequisite dst lacks: TIP..TIP2 needs TIP.
 edit "$T/src" 1
@@ -191,8 +231,117 @@ expect_rc 0 "import the good next bundle" -- "$MCGIT" bundle import --repo "$T/d
 [ "$(git -C "$T/dst" rev-parse main)" = "$TIP" ] && ok "after the refusals, the good bundle imports" || bad "good bundle imports"
 expect_rc 2 "usage: import without --trust" -- "$MCGIT" bundle import --repo "$T/dst" "$T/next.bundle"
 
+GEN=$(dirname "$MCGIT")/tests/bench/bench_history
+
+# ---------------------------------------------------------------- long histories
+# Verification runs in pieces on two threads; the verdicts must be those of
+# one pass. Trust root: op only. op's first commit adds the generator's key
+# to .mcgit/allowed_signers, so the 300 generated commits after it are good
+# only through the signer set each inherits from its parent — across every
+# piece boundary. Then an unsigned commit: it and (their parents no longer
+# good) all 150 after it are refused, and the message counts them all.
+if [ -x "$GEN" ]; then
+  git init -q "$T/scratch" && "$GEN" "$T/scratch" 1 "$T/gen-signer" >/dev/null
+  "$MCGIT" init "$T/long" >/dev/null
+  sign_setup "$T/long" "$T/trust"
+  cat "$T/gen-signer" >>"$T/long/.mcgit/allowed_signers"
+  scommit "$T/long" op "trust the generator's key"
+  "$GEN" "$T/long" 150 "$T/gen-signer" >/dev/null
+  git -C "$T/long" reset -q --hard # the generator writes commits, not the work tree
+  # A side branch from far below, merged back: it crosses piece boundaries.
+  git -C "$T/long" checkout -q -b side main~120
+  echo side >"$T/long/side.txt"
+  scommit "$T/long" op "side work"
+  git -C "$T/long" checkout -q main
+  git -C "$T/long" -c user.signingkey="$T/keys/op" merge -q -S --no-ff -m "merge side" side
+  "$GEN" "$T/long" 150 "$T/gen-signer" >/dev/null
+  git -C "$T/long" reset -q --hard
+  LONG=$(git -C "$T/long" rev-parse main)
+  "$MCGIT" bundle create --repo "$T/long" "$T/long.bundle" 2>/dev/null
+  git init -q --bare "$T/dstl"
+  expect_rc 0 "303 commits with a merge, signers inherited through the repo's allowed_signers" -- \
+    "$MCGIT" bundle import --repo "$T/dstl" "$T/long.bundle" --trust "$T/trust"
+  expect_grep "^refs/heads/main \(none\) -> $LONG \(303 commits verified\)" "$T/out" "long: all 303 verified"
+  echo "# unsigned" >>"$T/long/pools/worker.yaml"
+  scommit "$T/long" - "unsigned change"
+  UNS=$(git -C "$T/long" rev-parse main)
+  "$GEN" "$T/long" 150 "$T/gen-signer" >/dev/null
+  git -C "$T/long" reset -q --hard
+  "$MCGIT" bundle create --repo "$T/long" --since "$LONG" "$T/long2.bundle" 2>/dev/null
+  refused "an unsigned commit inside a long range" \
+    "commit $UNS: commit is not signed \(151 of 151 new commits refused\)" "$T/dstl" "$T/long2.bundle"
+  git -C "$T/dstl" update-ref -d refs/mcgit/verified
+  expect_rc 1 "long: verify from the root names the same commit" -- \
+    "$MCGIT" bundle verify --repo "$T/dstl" "$T/long2.bundle" --trust "$T/trust"
+  expect_grep "commit $UNS: commit is not signed \(151 of 454 new commits refused\)" "$T/err" \
+    "long: the count is that of one pass over the whole range"
+
+  # Size: deltas are written as OFS_DELTA, as git writes them.
+  "$GEN" "$T/long" 500 "$T/gen-signer" >/dev/null
+  "$MCGIT" bundle create --repo "$T/long" "$T/mc-size.bundle" 2>/dev/null
+  git -C "$T/long" bundle create -q "$T/git-size.bundle" main
+  sm=$(stat -c %s "$T/mc-size.bundle") sg=$(stat -c %s "$T/git-size.bundle")
+  echo "# 953 text commits: mcgit's bundle $sm bytes, git's $sg"
+  [ $((sm * 100)) -le $((sg * 110)) ] && ok "bundle size within 1.1x of git's" || bad "size: $sm vs git's $sg"
+  sed '1,/^$/d' "$T/mc-size.bundle" >"$T/mc-size.pack"
+  git init -q --bare "$T/ip"
+  expect_rc 0 "git index-pack --strict accepts mcgit's rewritten pack" -- \
+    git -C "$T/ip" index-pack --strict --stdin <"$T/mc-size.pack"
+  expect_rc 0 "git clone of it passes fsck" -- sh -c "git clone -q --bare '$T/mc-size.bundle' '$T/ipc' && git -C '$T/ipc' fsck --strict"
+
+  # After git gc the stored entries are copied (the deltas are not computed
+  # again): the same checks, and an incremental bundle whose deltas' bases
+  # are on the prerequisite side.
+  git -C "$T/long" gc -q
+  "$MCGIT" bundle create --repo "$T/long" "$T/gc.bundle" 2>/dev/null
+  git -C "$T/long" bundle create -q "$T/git-gc.bundle" main
+  sm=$(stat -c %s "$T/gc.bundle") sg=$(stat -c %s "$T/git-gc.bundle")
+  echo "# after git gc: mcgit's bundle $sm bytes, git's $sg"
+  [ $((sm * 100)) -le $((sg * 110)) ] && ok "after gc: size within 1.1x of git's" || bad "after gc: $sm vs git's $sg"
+  sed '1,/^$/d' "$T/gc.bundle" >"$T/gc.pack"
+  git init -q --bare "$T/ip2"
+  expect_rc 0 "after gc: git index-pack --strict accepts the copied entries" -- \
+    git -C "$T/ip2" index-pack --strict --stdin <"$T/gc.pack"
+  expect_rc 0 "after gc: git clone passes fsck" -- sh -c "git clone -q --bare '$T/gc.bundle' '$T/ipc2' && git -C '$T/ipc2' fsck --strict"
+  HALF=$(git -C "$T/long" rev-parse main~100)
+  "$MCGIT" bundle create --repo "$T/long" --since "$HALF" "$T/gc-inc.bundle" 2>/dev/null
+  git init -q --bare "$T/half"
+  git -C "$T/half" fetch -q "$T/long" "$HALF:refs/heads/main"
+  expect_rc 0 "after gc: git fetches the incremental bundle" -- \
+    git -C "$T/half" fetch -q "$T/gc-inc.bundle" main:refs/heads/main
+  [ "$(git -C "$T/half" rev-parse main)" = "$(git -C "$T/long" rev-parse main)" ] && ok "after gc: incremental tip" || bad "after gc: incremental tip"
+  expect_rc 0 "after gc: the fetched repo passes fsck" -- git -C "$T/half" fsck --strict
+  # A few commits since the gc: their loose objects go through the
+  # packbuilder, spliced after the copied entries.
+  "$GEN" "$T/long" 5 "$T/gen-signer" >/dev/null
+  "$MCGIT" bundle create --repo "$T/long" "$T/mixed.bundle" 2>/dev/null
+  sed '1,/^$/d' "$T/mixed.bundle" >"$T/mixed.pack"
+  git init -q --bare "$T/ip3"
+  expect_rc 0 "packed and loose: git index-pack --strict accepts the pack" -- \
+    git -C "$T/ip3" index-pack --strict --stdin <"$T/mixed.pack"
+  expect_rc 0 "packed and loose: git clone passes fsck" -- \
+    sh -c "git clone -q --bare '$T/mixed.bundle' '$T/ipc3' && git -C '$T/ipc3' fsck --strict"
+  [ "$(git -C "$T/ipc3" rev-parse main)" = "$(git -C "$T/long" rev-parse main)" ] && ok "packed and loose: tip" || bad "packed and loose: tip"
+fi
+
+# mcgit imports what it makes from a packed repository, full and incremental.
+git clone -q --bare --no-local "$T/src" "$T/srcgc"
+git -C "$T/srcgc" gc -q
+"$MCGIT" bundle create --repo "$T/srcgc" "$T/gc-full.bundle" 2>/dev/null
+"$MCGIT" bundle create --repo "$T/srcgc" --since "$BASE" "$T/gc-inc2.bundle" 2>/dev/null
+git init -q --bare "$T/dst7"
+expect_rc 0 "import a full bundle made from a packed repo" -- \
+  "$MCGIT" bundle import --repo "$T/dst7" "$T/gc-full.bundle" --trust "$T/trust"
+git init -q --bare "$T/dst8"
+"$MCGIT" bundle import --repo "$T/dst8" "$T/full.bundle" --trust "$T/trust" >/dev/null 2>&1
+expect_rc 0 "import an incremental bundle made from a packed repo" -- \
+  "$MCGIT" bundle import --repo "$T/dst8" "$T/gc-inc2.bundle" --trust "$T/trust"
+for d in dst7 dst8; do
+  [ "$(git -C "$T/$d" rev-parse main)" = "$(git -C "$T/srcgc" rev-parse main)" ] && ok "$d: main imported" || bad "$d: main"
+  expect_rc 0 "$d passes git fsck" -- git -C "$T/$d" fsck --strict
+done
+
 # ---------------------------------------------------------------- 5,000 commits, bounded memory
-GEN=$(dirname "$MCGIT")/tests/bench/bench_gen_history
 # peak_import BUNDLE DST TRUST: import, and set PEAK to the peak anonymous
 # memory (heap, stacks; sampled from /proc) in bytes. The pack file pages that
 # libgit2's indexer maps are page cache, shared and reclaimable, not counted.
@@ -221,10 +370,10 @@ else
   sign_setup "$T/big" "$T/trust"
   scommit "$T/big" op "initial config"
   start=$(date +%s)
-  "$GEN" "$T/big" 999 24576 "$T/gen-signer" random
+  "$GEN" --bytes 24576 --random "$T/big" 999 "$T/gen-signer" >/dev/null
   cat "$T/trust" "$T/gen-signer" >"$T/big-trust"
   "$MCGIT" bundle create --repo "$T/big" "$T/k1.bundle" 2>/dev/null
-  "$GEN" "$T/big" 4000 24576 "$T/gen-signer" random
+  "$GEN" --bytes 24576 --random "$T/big" 4000 "$T/gen-signer" >/dev/null
   ok "5,000 signed commits generated in $(($(date +%s) - start)) s"
   "$MCGIT" bundle create --repo "$T/big" "$T/k5.bundle" 2>/dev/null
   expect_rc 0 "git bundle verify accepts the 5,000-commit bundle" -- git -C "$T/big" bundle verify "$T/k5.bundle"

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Kubernetes benchmark, against the real test kube-apiserver (tests/kube/):
+#   1. steady state: a converged cluster of N nodes (default 5,000) with the
+#      controller running watch-driven; API requests and bytes per pass and
+#      per minute, counted by tests/kube/faultproxy.py (no faults) between
+#      the controller and the server;
+#   2. rollout: the time to roll a pool of 1,000 nodes with
+#      maxUnavailable: 10% when agents finish instantly (tests/kube/fleet.py
+#      plays the agents: desired -> current, Done).
+#   tests/bench/bench_kube.sh [BUILD]       (BUILD: a Release build dir)
+#   BENCH_NODES=5000 BENCH_POOL=1000 BENCH_STEADY_SECS=60
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${1:-$SRC/build-release}
+MCGIT=$BUILD/mcgit
+[ -x "$MCGIT" ] || { echo "no $MCGIT: build a Release tree first" >&2; exit 2; }
+NODES=${BENCH_NODES:-5000}
+POOL=${BENCH_POOL:-1000}
+STEADY=${BENCH_STEADY_SECS:-60}
+T=$(mktemp -d "${TMPDIR:-/tmp}/mcgit-bench-kube.XXXXXX")
+PIDS=""
+cleanup() { kill $PIDS 2>/dev/null || true; wait 2>/dev/null || true
+            "$SRC/tests/kube/stop.sh" "$T/kube" >/dev/null 2>&1; rm -rf "$T"; }
+trap cleanup EXIT
+export HOME="$T/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C
+mkdir -p "$HOME"
+git config --global user.name Bench; git config --global user.email bench@example.com
+git config --global init.defaultBranch main
+
+eval "$("$SRC/tests/kube/start.sh" "$T/kube")"
+kubectl apply -f "$SRC/deploy/crds/" -f "$SRC/deploy/namespace.yaml" -f "$SRC/deploy/rbac.yaml" >/dev/null
+kubectl wait --for condition=established --timeout=30s crd --all >/dev/null
+
+t0=$EPOCHREALTIME
+python3 "$SRC/tests/kube/fleet.py" create $((NODES - POOL)) w node-role.kubernetes.io/worker=
+python3 "$SRC/tests/kube/fleet.py" create "$POOL" b node-role.kubernetes.io/bench=
+echo "created $NODES nodes in $(echo "$EPOCHREALTIME - $t0" | bc) s" >&2
+
+# A signed config repo with a pool `bench` of POOL nodes, maxUnavailable 10%.
+ssh-keygen -q -t ed25519 -N '' -f "$T/key"
+echo "op@example.com $(cut -d' ' -f1,2 "$T/key.pub")" >"$T/trust"
+R=$T/repo
+"$MCGIT" init "$R" >/dev/null
+cp "$T/trust" "$R/.mcgit/allowed_signers"
+cat >"$R/pools/bench.yaml" <<'YAML'
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata:
+  name: bench
+spec:
+  machineConfigSelector:
+    matchLabels:
+      machineconfiguration.openshift.io/role: bench
+  nodeSelector:
+    matchLabels:
+      node-role.kubernetes.io/bench: ""
+  maxUnavailable: 10%
+YAML
+mc() { # VERSION
+  cat >"$R/machineconfigs/50-bench.yaml" <<YAML
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 50-bench
+  labels:
+    machineconfiguration.openshift.io/role: bench
+spec:
+  config:
+    ignition:
+      version: 3.4.0
+    storage:
+      files:
+      - path: /etc/bench
+        contents:
+          source: data:,v$1
+YAML
+}
+commit() {
+  git -C "$R" add -A
+  git -C "$R" -c gpg.format=ssh -c user.signingkey="$T/key" commit -q -S -m "$1"
+}
+mc 1; commit "bench v1"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 "$SRC/tests/kube/faultproxy.py" --port "$port" --upstream "$KUBE_SERVER" --ca "$KUBE_CA" \
+  --cert "$KUBE_DIR/pki/server.crt" --key "$KUBE_DIR/pki/server.key" --stats "$T/stats" 2>/dev/null &
+PIDS="$PIDS $!"
+sed "s#server: $KUBE_SERVER#server: https://127.0.0.1:$port#" "$KUBE_DIR/controller.kubeconfig" >"$T/ctl.kubeconfig"
+sleep 0.5
+python3 "$SRC/tests/kube/fleet.py" run &
+PIDS="$PIDS $!"
+"$MCGIT" controller -v --repo "$R" --trust "$T/trust" --cluster "kube:$T/ctl.kubeconfig" \
+  --interval 30 >"$T/ctl.log" 2>&1 &
+CTL=$!
+PIDS="$PIDS $CTL"
+
+pool_done() { # POOL COUNT TARGET-OR-EMPTY
+  local c t
+  c=$(kubectl get mcp "$1" -o jsonpath='{.status.updatedMachineCount}' 2>/dev/null || true)
+  t=$(kubectl get mcp "$1" -o jsonpath='{.status.configuration.name}' 2>/dev/null || true)
+  [ "$c" = "$2" ] && { [ -z "$3" ] || [ "$t" = "$3" ]; }
+}
+t0=$EPOCHREALTIME
+until pool_done worker $((NODES - POOL)) "" && pool_done bench "$POOL" ""; do sleep 0.5; done
+echo "first rollout (new nodes take the target at once): $(echo "$EPOCHREALTIME - $t0" | bc) s" >&2
+sleep 5
+
+# ------------------------------------------------------------ steady state
+n0=$(wc -l <"$T/stats"); p0=$(grep -c 'pass over' "$T/ctl.log" || true)
+sleep "$STEADY"
+n1=$(wc -l <"$T/stats"); p1=$(grep -c 'pass over' "$T/ctl.log" || true)
+tail -n +$((n0 + 1)) "$T/stats" | head -n $((n1 - n0)) >"$T/steady"
+passes=$((p1 - p0))
+python3 - "$T/steady" "$passes" "$STEADY" <<'PY'
+import json, sys, collections
+rows = [json.loads(l) for l in open(sys.argv[1])]
+passes, secs = int(sys.argv[2]), float(sys.argv[3])
+req = len(rows); bin_ = sum(r["in"] for r in rows); bout = sum(r["out"] for r in rows)
+kinds = collections.Counter("%s %s" % (r["method"], r["path"].split("?")[0]) for r in rows)
+print("steady state over %ds: %d passes, %d requests (%.1f/min), %d bytes sent, %d bytes received"
+      % (secs, passes, req, req * 60 / secs, bin_, bout))
+if passes:
+    print("  per pass: %.1f requests, %.0f bytes" % (req / passes, (bin_ + bout) / passes))
+for k, v in kinds.most_common(8):
+    print("  %5d  %s" % (v, k))
+PY
+
+# ------------------------------------------------------------ rollout of the pool
+mc 2; commit "bench v2"
+t0=$EPOCHREALTIME
+n0=$(wc -l <"$T/stats")
+target=""
+until [ -n "$target" ] && [ "$target" != "$(kubectl get mcp bench -o jsonpath='{.status.configuration.name}')" ] || false; do
+  target=$(kubectl get mcp bench -o jsonpath='{.spec.configuration.name}')
+  old=$(kubectl get mcp bench -o jsonpath='{.status.configuration.name}')
+  [ -n "$target" ] && [ "$target" != "$old" ] && break
+  sleep 0.2
+done
+until pool_done bench "$POOL" "$target"; do sleep 0.2; done
+dt=$(echo "$EPOCHREALTIME - $t0" | bc)
+n1=$(wc -l <"$T/stats")
+echo "rollout of pool bench ($POOL nodes, maxUnavailable 10%, agents instant): $dt s, $((n1 - n0)) API requests"
+grep -c 'pass over' "$T/ctl.log" | sed 's/^/controller passes in all: /'
