@@ -1045,9 +1045,15 @@ int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig
         }
         first = false;
         a->force = false;
-        struct timespec ts = {(time_t)interval, 0};
-        while (!*stop && nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
+        /* Until the interval has passed or our node changed (a backend that
+         * watches, kube, wakes at once on a new desiredConfig; local sleeps).
+         * The stop flag is lent to the backend only while waiting, so a pass
+         * in progress always finishes. */
+        mcg_err we = {0};
+        c->stop = stop;
+        if (!*stop && mcg_cluster_wait_change(c, a->o.node, (long)interval * 1000, &we) < 0)
+            logf_(a, 2, "waiting for changes: %s", we.msg);
+        c->stop = NULL;
     }
     return 0;
 }
