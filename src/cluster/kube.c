@@ -105,10 +105,21 @@ static kube *K(mcg_cluster *c)
  * flight). Another replica waits a whole duration after it last saw the
  * Lease change before taking it, so the two never write at the same time.
  */
+static int k_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
+
 static int fence(kube *k, mcg_err *err)
 {
     if (!k->identity)
         return 0; /* not a leader-elected controller (agents, status, tools) */
+    if (k->leader && mono_ms() - k->lead_ok_ms >= k->lease_duration_s * 1000 / 3) {
+        /* a long pass: renew the lease on the way instead of running out of it
+         * (if it cannot be renewed, the check below refuses the write) */
+        bool still = false;
+        mcg_err e = {0};
+        char *id = mcg_strdup(k->identity);
+        (void)k_lead(&k->base, id, &still, &e);
+        free(id);
+    }
     long valid = k->lease_duration_s * 1000;
     valid -= valid / 3 < 2000 ? valid / 3 : 2000;
     if (k->leader && mono_ms() - k->lead_ok_ms < valid)

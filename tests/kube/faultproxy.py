@@ -110,12 +110,26 @@ def main():
                                                       "been modified"})
                     self.record(409, n, out, "conflict")
                     return
-            conn = http.client.HTTPSConnection(up.hostname, up.port, context=up_ctx,
-                                               timeout=None if watch else 60)
+            # One upstream connection per client connection (this thread),
+            # reused like the client's own; watches get their own.
+            if watch:
+                conn = http.client.HTTPSConnection(up.hostname, up.port, context=up_ctx)
+            else:
+                conn = getattr(self, "upstream", None)
+                if conn is None:
+                    conn = self.upstream = http.client.HTTPSConnection(
+                        up.hostname, up.port, context=up_ctx, timeout=60)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
             try:
-                conn.request(self.command, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
+                try:
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    resp = conn.getresponse()
+                except (http.client.HTTPException, OSError):
+                    if watch:
+                        raise
+                    conn.close()  # a stale kept-alive connection: once more, fresh
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    resp = conn.getresponse()
             except Exception as e:  # upstream down: a 502 the client must survive
                 out = self.reply(502, {"kind": "Status", "status": "Failure", "code": 502,
                                        "message": "proxy: upstream: %s" % e})
@@ -154,7 +168,6 @@ def main():
                 self.end_headers()
                 self.wfile.write(data)
                 out = len(data)
-                conn.close()
             self.record(resp.status, n, out, fault)
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
