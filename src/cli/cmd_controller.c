@@ -234,14 +234,28 @@ static int run(int argc, char **argv)
              * commits. Signals are let in only while waiting, and the stop
              * flag is lent to the backend only here, so a pass always runs to
              * its end. */
-            mcg_err werr = {0};
-            cl->stop = &stop;
-            sigprocmask(SIG_SETMASK, &wait_mask, NULL);
-            int wrc = mcg_cluster_wait_change(cl, NULL, (long)(interval * 1000), &werr);
-            sigprocmask(SIG_BLOCK, &block, NULL);
-            cl->stop = NULL;
-            if (wrc < 0 && mcg_verbosity > 1)
-                fprintf(stderr, "mcgit controller: watch: %s\n", werr.msg);
+            /* In slices, renewing the Lease between them (mcg_cluster_lead
+             * sends nothing while it is fresh), so an idle leader stays the
+             * leader instead of letting a standby take over every interval. */
+            long left = (long)(interval * 1000);
+            while (left > 0 && !stop) {
+                long slice = left < 4000 ? left : 4000;
+                mcg_err werr = {0};
+                cl->stop = &stop;
+                sigprocmask(SIG_SETMASK, &wait_mask, NULL);
+                int wrc = mcg_cluster_wait_change(cl, NULL, slice, &werr);
+                sigprocmask(SIG_BLOCK, &block, NULL);
+                cl->stop = NULL;
+                if (wrc < 0 && mcg_verbosity > 1)
+                    fprintf(stderr, "mcgit controller: watch: %s\n", werr.msg);
+                if (wrc == 1)
+                    break; /* a node changed: pass now */
+                left -= slice;
+                bool still = false;
+                mcg_err lerr = {0};
+                if (left > 0 && (mcg_cluster_lead(cl, identity, &still, &lerr) != 0 || !still))
+                    break; /* lost it: the top of the loop says so */
+            }
             continue;
         }
         struct timespec ts = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};

@@ -230,8 +230,19 @@ expect_grep '^follower$' "$T/out" "(it is a follower)"
 expect_grep "not the leader: Lease mcgit/mcgit-controller is not held by 'c'" "$T/err" "refusal names the Lease"
 kill -TERM $PA; wait $PA 2>/dev/null
 expect_rc 0 "the leader writes" -- kt "$CTL" fenced c w1 0
-expect_rc 2 "a leader that stopped renewing stops writing before its Lease can pass on" -- kt "$CTL" fenced d w1 3
-expect_grep "not renewed in the last 2s" "$T/err" "(lease 3s, margin 1s)"
+# A leader that stalls past its lease while another replica takes over must
+# not write when it wakes (it tries to renew first, and cannot).
+"$KUBETOOL" "$CTL" fenced d w1 6 >"$T/d.out" 2>"$T/d.err" & PD=$!
+sleep 0.5
+"$KUBETOOL" "$CTL" lead e 8 >"$T/e.log" 2>"$T/e.err" & PE=$!; PIDS+=($PE)
+rc=0; wait $PD || rc=$?
+[ "$rc" = 2 ] && ok "a leader that stalled past its Lease does not write once another took over" \
+  || bad "stalled leader: exit $rc ($(cat "$T/d.out" "$T/d.err"))"
+expect_grep '^leader$' "$T/d.out" "(it was the leader before it stalled)"
+expect_grep "not the leader: Lease mcgit/mcgit-controller is not held by 'd'" "$T/d.err" "(the refusal names the Lease)"
+grep -q ' e leader$' "$T/e.log" && ok "the standby took the Lease meanwhile" || bad "e: $(cat "$T/e.log")"
+kill -TERM $PE; wait $PE 2>/dev/null
+expect_rc 0 "a leader busy past a third of its lease renews on the way and writes" -- kt "$CTL" fenced f w1 2
 [ "$(kubectl -n mcgit get lease mcgit-controller -o jsonpath='{.spec.holderIdentity}')" = "" ] \
   && ok "Lease released on exit" || bad "Lease not released"
 kubectl -n mcgit get lease mcgit-controller -o jsonpath='{.spec.leaseTransitions}' >"$T/out"
