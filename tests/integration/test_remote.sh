@@ -22,7 +22,9 @@ git -C "$T/mirror" remote add origin "$url"
 
 expect_rc 1 "fetch without credentials is refused" -- "$MCGIT" fetch --repo "$T/mirror"
 expect_grep 'fetch: .*(auth|401|credential)' "$T/err" "the reason names the authentication failure"
-[ "$(wc -l <"$T/err")" = 1 ] && ok "one-line reason" || bad "reason is $(wc -l <"$T/err") lines"
+# (LeakSanitizer's suppression summary, in ASan builds, is not ours)
+n=$(sed '/^-----/,/^-----/d' "$T/err" | grep -c . || true)
+[ "$n" = 1 ] && ok "one-line reason" || bad "reason is $n lines"
 mkdir -p "$T/creds"
 printf 'mcgit\n' >"$T/creds/username"
 printf 'wrong\n' >"$T/creds/password"
