@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <git2.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -142,7 +141,6 @@ static int run(int argc, char **argv)
         return mcg_cli_usage_error(&mcg_cmd_controller, "a mirror fetches from origin only");
     mcg_err err = {0};
     if (url) {
-        git_libgit2_init(); /* mcg_gitops_mirror() expects it started, as cmd_hook does */
         if (mcg_gitops_mirror(o.repo, mirror, &err) != 0) {
             mcg_cli_error("controller", "%s", err.msg);
             return MCG_EXIT_FAIL;

@@ -904,6 +904,16 @@ static void strv_remove(mcg_strv *v, const char *s)
         }
 }
 
+/* DELETE collection/name; an object already gone is not an error. */
+static int delete_object(kube *k, const char *collection, const char *name, mcg_err *err)
+{
+    char *path = mcg_sprintf("%s/%s", collection, name);
+    long st;
+    int rc = mcg_kube_simple(k->kc, "DELETE", path, &st, NULL, err);
+    free(path);
+    return rc == MCG_ENOTFOUND ? 0 : rc;
+}
+
 static int k_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
 {
     kube *k = K(c);
@@ -912,12 +922,8 @@ static int k_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
         return frc;
     if (!config_name_ok(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name);
-    char *path = mcg_sprintf(MC_PATH "/%s", name);
-    long st;
-    int rc = mcg_kube_simple(k->kc, "DELETE", path, &st, NULL, err);
-    free(path);
     strv_remove(&k->published, name);
-    return rc == MCG_ENOTFOUND ? 0 : rc;
+    return delete_object(k, MC_PATH, name, err);
 }
 
 /* ------------------------------------------------------------- pools */
@@ -1113,12 +1119,8 @@ static int k_delete_pool(mcg_cluster *c, const char *name, mcg_err *err)
         return frc;
     if (!mcg_name_is_dns_label(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid pool name '%s'", name);
-    char *path = mcg_sprintf(MCP_PATH "/%s", name);
-    long st;
-    int rc = mcg_kube_simple(k->kc, "DELETE", path, &st, NULL, err);
-    free(path);
     json_object_del(k->pools, name);
-    return rc == MCG_ENOTFOUND ? 0 : rc;
+    return delete_object(k, MCP_PATH, name, err);
 }
 
 /* ------------------------------------------------------------ policy */

@@ -445,16 +445,23 @@ static int l_list_configs(mcg_cluster *c, mcg_strv *names, mcg_err *err)
     return list_dir_json((local *)c, "configs", names, err);
 }
 
+/* Remove DIR/sub/name.json; an object already gone is not an error. */
+static int remove_object(local *l, const char *sub, const char *name, mcg_err *err)
+{
+    char *path = mcg_sprintf("%s/%s/%s.json", l->dir, sub, name);
+    int rc = unlink(path) == 0 || errno == ENOENT
+                 ? 0
+                 : mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+    free(path);
+    return rc;
+}
+
 static int l_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
 {
     local *l = (local *)c;
     if (!config_name_ok(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name);
-    char *path = mcg_sprintf("%s/configs/%s.json", l->dir, name);
-    int rc = unlink(path) == 0 || errno == ENOENT ? 0
-                                                   : mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
-    free(path);
-    return rc;
+    return remove_object(l, "configs", name, err);
 }
 
 static int l_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_err *err)
@@ -499,11 +506,7 @@ static int l_delete_pool(mcg_cluster *c, const char *name, mcg_err *err)
     local *l = (local *)c;
     if (!mcg_name_is_dns_label(name))
         return mcg_err_set(err, MCG_EINVAL, "invalid pool name '%s'", name);
-    char *path = mcg_sprintf("%s/pools/%s.json", l->dir, name);
-    int rc = unlink(path) == 0 || errno == ENOENT ? 0
-                                                   : mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
-    free(path);
-    return rc;
+    return remove_object(l, "pools", name, err);
 }
 
 static int l_put_policy(mcg_cluster *c, const json_t *spec, mcg_err *err)

@@ -63,3 +63,26 @@ scommit() {
     git -C "$1" -c user.signingkey="$T/keys/$2" commit -q --allow-empty -S -m "$3"
   fi
 }
+
+# write_mc REPO NAME ROLE PATH CONTENT: REPO/machineconfigs/NAME.yaml, a
+# MachineConfig for pool ROLE writing the file PATH with CONTENT (a data: URL
+# body, percent-encoded where needed).
+write_mc() {
+  cat >"$1/machineconfigs/$2.yaml" <<MC
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: $2
+  labels:
+    machineconfiguration.openshift.io/role: $3
+spec:
+  config:
+    ignition:
+      version: 3.4.0
+    storage:
+      files:
+      - path: $4
+        contents:
+          source: data:,$5
+MC
+}

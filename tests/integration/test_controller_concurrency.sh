@@ -20,25 +20,7 @@ signer_line op@example.com op >"$T/trust"
 "$MCGIT" init "$R" >/dev/null
 sign_setup "$R" "$T/trust"
 sed -i 's/maxUnavailable: 1/maxUnavailable: "100%"/' "$R/pools/worker.yaml"
-mc() {
-  cat >"$R/machineconfigs/10-worker.yaml" <<EOF
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 10-worker
-  labels:
-    machineconfiguration.openshift.io/role: worker
-spec:
-  config:
-    ignition:
-      version: 3.4.0
-    storage:
-      files:
-      - path: /etc/test.conf
-        contents:
-          source: data:,$1
-EOF
-}
+mc() { write_mc "$R" 10-worker worker /etc/test.conf "$1"; }
 worker_target() {
   "$MCGIT" status --cluster "$CL" -o json |
     jq -r '.items[] | select(.metadata.name == "worker") | .spec.configuration.name // empty'

@@ -30,25 +30,7 @@ spec:
       node-role.kubernetes.io/$p: ""
 EOF
 done
-mc() {
-  cat >"$R/machineconfigs/10-worker.yaml" <<EOF
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 10-worker
-  labels:
-    machineconfiguration.openshift.io/role: worker
-spec:
-  config:
-    ignition:
-      version: 3.4.0
-    storage:
-      files:
-      - path: /etc/test.conf
-        contents:
-          source: data:,$1
-EOF
-}
+mc() { write_mc "$R" 10-worker worker /etc/test.conf "$1"; }
 # pool_field POOL JQ: a field of the pool object
 pool_field() { "$MCGIT" status --cluster "$CL" -o json | jq -r --arg p "$1" ".items[] | select(.metadata.name == \$p) | $2"; }
 # workers_at CONTENT: every worker Done with /etc/test.conf = CONTENT, and the pool Updated

@@ -28,25 +28,7 @@ wait_for() {
   ok "$desc"
 }
 # mc NAME ROLE CONTENT: a MachineConfig writing /etc/test/NAME
-mc() {
-  cat >"$R/machineconfigs/$1.yaml" <<EOF
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: $1
-  labels:
-    machineconfiguration.openshift.io/role: $2
-spec:
-  config:
-    ignition:
-      version: 3.4.0
-    storage:
-      files:
-      - path: /etc/test/$1
-        contents:
-          source: data:,$3
-EOF
-}
+mc() { write_mc "$R" "$1" "$2" "/etc/test/$1" "$3"; }
 # every pool Updated, its CONFIG at its target, and that target not in $1 (old targets)
 converged() {
   "$MCGIT" status --cluster "$CL" -o json >"$T/pools.json" || return 1

@@ -17,25 +17,7 @@ signer_line op@example.com op >"$T/trust"
 # upstream: a bare repo operators push to; the controller works on a clone
 "$MCGIT" init "$T/work" >/dev/null
 sign_setup "$T/work" "$T/trust"
-mc() {
-  cat >"$T/work/machineconfigs/10-$1.yaml" <<EOF
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 10-$1
-  labels:
-    machineconfiguration.openshift.io/role: $1
-spec:
-  config:
-    ignition:
-      version: 3.4.0
-    storage:
-      files:
-      - path: /etc/test.conf
-        contents:
-          source: data:,$2
-EOF
-}
+mc() { write_mc "$T/work" "10-$1" "$1" /etc/test.conf "$2"; }
 mc worker v1
 mc master v1
 scommit "$T/work" op v1

@@ -347,23 +347,7 @@ mkkey op ed25519
 signer_line op@example.com op >"$T/trust"
 "$MCGIT" init "$R" >/dev/null
 sign_setup "$R" "$T/trust"
-cat >"$R/machineconfigs/10-worker.yaml" <<'EOF'
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 10-worker
-  labels:
-    machineconfiguration.openshift.io/role: worker
-spec:
-  config:
-    ignition:
-      version: 3.4.0
-    storage:
-      files:
-      - path: /etc/mcgit-kube-test
-        contents:
-          source: data:,hello%20kube%0A
-EOF
+write_mc "$R" 10-worker worker /etc/mcgit-kube-test 'hello%20kube%0A'
 scommit "$R" op "worker file"
 kt "$CTL" patch w1 desired= current= state= reason=
 kt "$CTL" patch w2 desired= current= state= reason=
