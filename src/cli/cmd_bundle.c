@@ -183,6 +183,9 @@ static void print_report(const mcg_bundle_report *rep, const char *file)
            rep->nrefs == 1 ? "" : "s", rep->prerequisites.n, rep->prerequisites.n == 1 ? "" : "s");
     if (rep->pack_bytes)
         printf(", %zu objects in %llu bytes", rep->objects, (unsigned long long)rep->pack_bytes);
+    if (rep->prechecked)
+        printf(", %zu commit signature%s checked while indexing", rep->prechecked,
+               rep->prechecked == 1 ? "" : "s");
     printf("\n");
     for (size_t i = 0; i < rep->prerequisites.n; i++)
         printf("prerequisite %s\n", rep->prerequisites.v[i]);

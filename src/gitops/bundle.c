@@ -688,14 +688,13 @@ static bool delta_varint(uint64_t *out, const unsigned char **p, const unsigned 
     return false;
 }
 
-/* Apply a git delta to base; NULL when it is malformed or too big. */
-static unsigned char *delta_apply(size_t *outlen, const unsigned char *base, size_t blen,
-                                  const unsigned char *d, size_t dlen)
+unsigned char *mcg_git_delta_apply(size_t *outlen, const unsigned char *base, size_t blen,
+                                   const unsigned char *d, size_t dlen, size_t max)
 {
     const unsigned char *end = d + dlen;
     uint64_t bsize, rsize;
     if (!delta_varint(&bsize, &d, end) || bsize != blen || !delta_varint(&rsize, &d, end) ||
-        rsize > OFS_MAX_OBJECT)
+        rsize > max)
         return NULL;
     unsigned char *out = mcg_malloc(rsize ? rsize : 1);
     size_t pos = 0;
@@ -763,7 +762,7 @@ static void pw_object_done(pack_writer *w)
         const pw_cached *b = pw_cache_find(w, w->base_out);
         if (b) {
             type = b->type;
-            content = delta_apply(&len, b->data, b->len, w->data, w->ndata);
+            content = mcg_git_delta_apply(&len, b->data, b->len, w->data, w->ndata, OFS_MAX_OBJECT);
         }
     }
     free(w->data);
@@ -2203,11 +2202,16 @@ static int indexer_progress_cb(const git_indexer_progress *s, void *payload)
     return 0;
 }
 
-/* Stream the rest of rd into an indexer writing into q/pack; *name = pack hash. */
-static int index_pack(char **name, reader *rd, const char *q, git_odb *odb, progress *prog,
-                      mcg_bundle_report *rep, mcg_err *err)
+/*
+ * Stream the rest of rd into an indexer writing into q/pack; *name = pack
+ * hash. The same bytes go to a precheck thread, which checks the commits'
+ * signatures meanwhile: *memo.
+ */
+static int index_pack(char **name, mcg_sigmemo **memo, reader *rd, const char *q, git_odb *odb,
+                      progress *prog, mcg_bundle_report *rep, mcg_err *err)
 {
     git_indexer *idx = NULL;
+    mcg_precheck *pre = mcg_precheck_start();
     git_indexer_options o = GIT_INDEXER_OPTIONS_INIT;
     git_indexer_progress stats = {0};
     char *packdir = mcg_sprintf("%s/pack", q);
@@ -2231,6 +2235,7 @@ static int index_pack(char **name, reader *rd, const char *q, git_odb *odb, prog
         if (rd->eof)
             break;
         size_t n = rd->len - rd->pos;
+        mcg_precheck_feed(pre, rd->buf + rd->pos, n);
         if (git_indexer_append(idx, rd->buf + rd->pos, n, &stats) != 0) {
             const git_error *e = git_error_last();
             rc = mcg_err_set(err, MCG_EINVAL, "damaged bundle: the pack does not index (%s)",
@@ -2252,7 +2257,10 @@ static int index_pack(char **name, reader *rd, const char *q, git_odb *odb, prog
     }
     rep->objects = stats.total_objects;
     *name = mcg_strdup(git_indexer_name(idx));
+    *memo = mcg_precheck_finish(pre, &rep->prechecked);
+    pre = NULL;
 out:
+    mcg_precheck_abort(pre);
     progress_end(prog);
     git_indexer_free(idx);
     free(packdir);
@@ -2376,6 +2384,7 @@ typedef struct session {
     char *qdir;      /* objects/mcgit-incoming-XXXXXX */
     char *pack_name; /* pack-<name>.{pack,idx} inside qdir/pack */
     int lockfd;      /* the objects directory, flock()ed shared; -1 none */
+    mcg_sigmemo *memo; /* commit signatures checked while the pack was indexed */
     char source_tip[MCG_SHA_HEX + 1]; /* new source tip to render, "" none */
 } session;
 
@@ -2400,6 +2409,7 @@ static void session_end(session *s)
     free(s->qdir);
     free(s->objects);
     free(s->pack_name);
+    mcg_sigmemo_free(s->memo);
     memset(s, 0, sizeof(*s));
     s->lockfd = -1;
 }
@@ -2435,6 +2445,7 @@ static int view_open(mcg_repo *v, mcg_repo *r, const session *s, mcg_err *err)
     int rc = 0;
     v->source_branch = r->source_branch;
     v->rendered_branch = r->rendered_branch;
+    v->memo = s->memo;
     if (git_repository_open_ext(&v->git, git_repository_path(r->git), GIT_REPOSITORY_OPEN_NO_SEARCH,
                                 NULL) != 0 ||
         git_odb_new(&odb) != 0 || git_odb_backend_pack(&qpack, s->qdir) != 0) {
@@ -3039,7 +3050,7 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, (size_t)(8 * 1024 * 1024));
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)(32 * 1024 * 1024));
     git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)(2 * 1024 * 1024));
-    if ((rc = index_pack(&s->pack_name, &rd, s->qdir, odb, &prog, rep, err)) != 0)
+    if ((rc = index_pack(&s->pack_name, &s->memo, &rd, s->qdir, odb, &prog, rep, err)) != 0)
         goto out;
     /*
      * The indexer has just computed every quarantined object's id from its

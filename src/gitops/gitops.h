@@ -268,6 +268,7 @@ typedef struct mcg_bundle_report {
     size_t nrefs;
     uint64_t pack_bytes;
     size_t objects;
+    size_t prechecked;      /* commit signatures checked while the pack was indexed */
     bool accepted;          /* every check passed */
     bool imported;          /* refs were moved (import only) */
     bool rendered;          /* the source branch's new tip was rendered */

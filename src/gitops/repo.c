@@ -398,8 +398,8 @@ static void verify_one(mcg_verdict *v, mcg_repo *r, git_commit *c, const oidset 
     mcg_sig_result res = {0};
     mcg_err e = {0};
     const git_signature *committer = git_commit_committer(c);
-    if (mcg_sshsig_verify(&res, set, sig.ptr, sig.size, data.ptr, data.size,
-                          (int64_t)committer->when.time, &e) != 0) {
+    if (mcg_sshsig_verify_memo(&res, set, r->memo, sig.ptr, sig.size, data.ptr, data.size,
+                               (int64_t)committer->when.time, &e) != 0) {
         snprintf(v->reason, sizeof(v->reason), "%s%s", e.msg, why);
         snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
         goto out;

@@ -26,6 +26,7 @@
 #include <openssl/rsa.h>
 #include <sodium.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SIG_MAGIC "SSHSIG"
@@ -345,21 +346,36 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
     return NULL;
 }
 
-int mcg_sshsig_verify(mcg_sig_result *res, const mcg_signers *signers, const char *armored,
-                      size_t armored_len, const void *msg, size_t msg_len, int64_t when,
-                      mcg_err *err)
+/* A signature taken apart, its key parsed and the signed data built. */
+typedef struct prepared {
+    mcg_buf blob, data;
+    sshsig s;
+    mcg_sshkey k;
+    inner_sig in;
+} prepared;
+
+static void prepared_free(prepared *p)
 {
-    mcg_buf blob = MCG_BUF_INIT, data = MCG_BUF_INIT;
+    if (p->data.ptr)
+        sodium_memzero(p->data.ptr, p->data.len);
+    mcg_buf_free(&p->data);
+    mcg_buf_free(&p->blob);
+}
+
+/*
+ * Everything but the signers and the cryptography: the armor and blob
+ * parsed strictly, the key accepted, the namespace git, the hash algorithm
+ * supported; p->data is then what the key signed. Fills res's fingerprint
+ * and keytype once the key is parsed.
+ */
+static int prepare(prepared *p, mcg_sig_result *res, const char *armored, size_t armored_len,
+                   const void *msg, size_t msg_len, mcg_err *err)
+{
     unsigned char h[crypto_hash_sha512_BYTES];
     size_t hlen = 0;
-    const mcg_signer *signer;
-    mcg_sshkey k;
-    sshsig s = {0};
-    inner_sig in;
     char why[128], t[48];
     int rc = MCG_ETRUST;
 
-    memset(res, 0, sizeof(*res));
     if (sodium_init() < 0) {
         mcg_err_set(err, MCG_ETRUST, "cannot initialise libsodium");
         goto out;
@@ -368,55 +384,151 @@ int mcg_sshsig_verify(mcg_sig_result *res, const mcg_signers *signers, const cha
         mcg_err_set(err, MCG_ETRUST, "no message to verify");
         goto out;
     }
-    if (dearmor(armored, armored_len, &blob, err) != 0 ||
-        parse_blob(&s, (const unsigned char *)blob.ptr, blob.len, err) != 0)
+    if (dearmor(armored, armored_len, &p->blob, err) != 0 ||
+        parse_blob(&p->s, (const unsigned char *)p->blob.ptr, p->blob.len, err) != 0)
         goto out;
 
-    if (!mcg_sshkey_parse(&k, s.pub, s.pub_len, why, sizeof(why))) {
+    if (!mcg_sshkey_parse(&p->k, p->s.pub, p->s.pub_len, why, sizeof(why))) {
         mcg_err_set(err, MCG_ETRUST, "signature key is refused: %s", why);
         goto out;
     }
-    mcg_ssh_fingerprint(s.pub, s.pub_len, res->fingerprint);
-    snprintf(res->keytype, sizeof(res->keytype), "%s", k.name);
-    if (parse_inner(&in, &k, s.sig, s.sig_len, err) != 0)
+    mcg_ssh_fingerprint(p->s.pub, p->s.pub_len, res->fingerprint);
+    snprintf(res->keytype, sizeof(res->keytype), "%s", p->k.name);
+    if (parse_inner(&p->in, &p->k, p->s.sig, p->s.sig_len, err) != 0)
         goto out;
 
-    if (s.ns_len != strlen(SIG_NAMESPACE) || memcmp(s.ns, SIG_NAMESPACE, s.ns_len) != 0) {
-        mcg_trust_printable(s.ns, s.ns_len, t, sizeof(t));
+    if (p->s.ns_len != strlen(SIG_NAMESPACE) || memcmp(p->s.ns, SIG_NAMESPACE, p->s.ns_len) != 0) {
+        mcg_trust_printable(p->s.ns, p->s.ns_len, t, sizeof(t));
         mcg_err_set(err, MCG_ETRUST, "signature namespace is '%s', not '%s'", t, SIG_NAMESPACE);
         goto out;
     }
-    if (s.halg_len == 6 && memcmp(s.halg, "sha256", 6) == 0) {
+    if (p->s.halg_len == 6 && memcmp(p->s.halg, "sha256", 6) == 0) {
         mcg_sha256(msg_len ? msg : "", msg_len, h);
         hlen = MCG_SHA256_LEN;
-    } else if (s.halg_len == 6 && memcmp(s.halg, "sha512", 6) == 0) {
+    } else if (p->s.halg_len == 6 && memcmp(p->s.halg, "sha512", 6) == 0) {
         crypto_hash_sha512(h, msg_len ? msg : (const void *)"", msg_len);
         hlen = crypto_hash_sha512_BYTES;
     } else {
-        mcg_trust_printable(s.halg, s.halg_len, t, sizeof(t));
+        mcg_trust_printable(p->s.halg, p->s.halg_len, t, sizeof(t));
         mcg_err_set(err, MCG_ETRUST, "signature uses unsupported hash algorithm '%s'", t);
         goto out;
     }
-
-    if (!(signer = find_signer(signers, s.pub, s.pub_len, res->fingerprint, when, err)))
-        goto out;
-
-    mcg_buf_put(&data, SIG_MAGIC, SIG_MAGIC_LEN);
-    put_string(&data, s.ns, s.ns_len);
-    put_string(&data, s.reserved, s.reserved_len);
-    put_string(&data, s.halg, s.halg_len);
-    put_string(&data, h, hlen);
-    if (verify_inner(&k, &in, res->fingerprint, (const unsigned char *)data.ptr, data.len, err) !=
-        0)
-        goto out;
-
-    snprintf(res->principal, sizeof(res->principal), "%s", signer->principals);
+    mcg_buf_put(&p->data, SIG_MAGIC, SIG_MAGIC_LEN);
+    put_string(&p->data, p->s.ns, p->s.ns_len);
+    put_string(&p->data, p->s.reserved, p->s.reserved_len);
+    put_string(&p->data, p->s.halg, p->s.halg_len);
+    put_string(&p->data, h, hlen);
     rc = 0;
 out:
     sodium_memzero(h, sizeof(h));
-    if (data.ptr)
-        sodium_memzero(data.ptr, data.len);
-    mcg_buf_free(&data);
-    mcg_buf_free(&blob);
     return rc;
+}
+
+/*
+ * What a memo remembers of a signature that verified: SHA-256 over the
+ * public key, the signed data (which holds the message's digest) and the
+ * signature, each length-prefixed. Equal digests mean this key's signature
+ * over this message, whatever armor or commit it came in.
+ */
+static void memo_digest(const prepared *p, unsigned char out[MCG_SIGMEMO_DIGEST])
+{
+    mcg_buf b = MCG_BUF_INIT;
+    put_string(&b, p->s.pub, p->s.pub_len);
+    put_string(&b, p->data.ptr, p->data.len);
+    put_string(&b, p->s.sig, p->s.sig_len);
+    mcg_sha256(b.ptr, b.len, out);
+    mcg_buf_free(&b);
+}
+
+struct mcg_sigmemo {
+    unsigned char (*d)[MCG_SIGMEMO_DIGEST]; /* sorted, unique */
+    size_t n;
+};
+
+static int digest_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, MCG_SIGMEMO_DIGEST);
+}
+
+mcg_sigmemo *mcg_sigmemo_new(const unsigned char (*digests)[MCG_SIGMEMO_DIGEST], size_t n)
+{
+    mcg_sigmemo *m = mcg_calloc(1, sizeof(*m));
+    m->d = mcg_malloc((n ? n : 1) * sizeof(*m->d));
+    if (n)
+        memcpy(m->d, digests, n * sizeof(*m->d));
+    qsort(m->d, n, sizeof(*m->d), digest_cmp);
+    for (size_t i = 0; i < n; i++)
+        if (!m->n || memcmp(m->d[m->n - 1], m->d[i], MCG_SIGMEMO_DIGEST) != 0)
+            memmove(m->d[m->n++], m->d[i], MCG_SIGMEMO_DIGEST);
+    return m;
+}
+
+void mcg_sigmemo_free(mcg_sigmemo *m)
+{
+    if (!m)
+        return;
+    free(m->d);
+    free(m);
+}
+
+size_t mcg_sigmemo_count(const mcg_sigmemo *m)
+{
+    return m ? m->n : 0;
+}
+
+static bool memo_has(const mcg_sigmemo *m, const unsigned char d[MCG_SIGMEMO_DIGEST])
+{
+    return m && m->n && bsearch(d, m->d, m->n, sizeof(*m->d), digest_cmp) != NULL;
+}
+
+int mcg_sshsig_check(unsigned char digest[MCG_SIGMEMO_DIGEST], const char *armored,
+                     size_t armored_len, const void *msg, size_t msg_len)
+{
+    prepared p = {0};
+    mcg_sig_result res = {0};
+    mcg_err err = {0};
+    int rc = MCG_ETRUST;
+    if (prepare(&p, &res, armored, armored_len, msg, msg_len, &err) == 0 &&
+        verify_inner(&p.k, &p.in, res.fingerprint, (const unsigned char *)p.data.ptr, p.data.len,
+                     &err) == 0) {
+        memo_digest(&p, digest);
+        rc = 0;
+    }
+    prepared_free(&p);
+    return rc;
+}
+
+int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers,
+                           const mcg_sigmemo *memo, const char *armored, size_t armored_len,
+                           const void *msg, size_t msg_len, int64_t when, mcg_err *err)
+{
+    prepared p = {0};
+    const mcg_signer *signer;
+    unsigned char d[MCG_SIGMEMO_DIGEST];
+    int rc = MCG_ETRUST;
+
+    memset(res, 0, sizeof(*res));
+    if (prepare(&p, res, armored, armored_len, msg, msg_len, err) != 0)
+        goto out;
+    if (!(signer = find_signer(signers, p.s.pub, p.s.pub_len, res->fingerprint, when, err)))
+        goto out;
+    if (memo)
+        memo_digest(&p, d);
+    if (!(memo && memo_has(memo, d)) &&
+        verify_inner(&p.k, &p.in, res->fingerprint, (const unsigned char *)p.data.ptr, p.data.len,
+                     err) != 0)
+        goto out;
+    snprintf(res->principal, sizeof(res->principal), "%s", signer->principals);
+    rc = 0;
+out:
+    prepared_free(&p);
+    return rc;
+}
+
+int mcg_sshsig_verify(mcg_sig_result *res, const mcg_signers *signers, const char *armored,
+                      size_t armored_len, const void *msg, size_t msg_len, int64_t when,
+                      mcg_err *err)
+{
+    return mcg_sshsig_verify_memo(res, signers, NULL, armored, armored_len, msg, msg_len, when,
+                                  err);
 }

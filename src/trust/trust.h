@@ -110,6 +110,48 @@ int mcg_sshsig_verify(mcg_sig_result *res, const mcg_signers *signers, const cha
                       mcg_err *err);
 
 /*
+ * Checking a signature's cryptography ahead of time.
+ *
+ * The expensive part of mcg_sshsig_verify, the public-key arithmetic, does
+ * not depend on who is trusted or when: whether a key's signature over a
+ * message holds is a fact of the bytes. mcg_sshsig_check establishes that
+ * fact alone (on any thread, before the signer sets are known) and returns a
+ * digest of it; a memo of such digests lets mcg_sshsig_verify_memo skip the
+ * arithmetic for those signatures and only them, while every other check —
+ * form, namespace, hash algorithm, the key in the signer set, its
+ * namespaces and validity window — runs as always.
+ */
+#define MCG_SIGMEMO_DIGEST 32
+
+/*
+ * When `armored` is a well-formed namespace-git SSH signature (as
+ * mcg_sshsig_verify parses it) that verifies over msg by the key it names,
+ * whoever that key belongs to: returns 0 and fills digest (SHA-256 of the
+ * public key, the signed data including the message's digest, and the
+ * signature). Otherwise MCG_ETRUST. Pure and thread-safe.
+ */
+int mcg_sshsig_check(unsigned char digest[MCG_SIGMEMO_DIGEST], const char *armored,
+                     size_t armored_len, const void *msg, size_t msg_len);
+
+/* A read-only set of digests from mcg_sshsig_check; safe to share between threads. */
+typedef struct mcg_sigmemo mcg_sigmemo;
+
+/* A memo of n digests (copied; duplicates kept once). Free with mcg_sigmemo_free. */
+mcg_sigmemo *mcg_sigmemo_new(const unsigned char (*digests)[MCG_SIGMEMO_DIGEST], size_t n);
+void mcg_sigmemo_free(mcg_sigmemo *m);
+/* Distinct digests held; 0 for NULL. */
+size_t mcg_sigmemo_count(const mcg_sigmemo *m);
+
+/*
+ * mcg_sshsig_verify, except that a signature whose digest is in memo (may
+ * be NULL) is not verified cryptographically again. Same results, same
+ * messages; a digest only ever stands for a signature that verified.
+ */
+int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers,
+                           const mcg_sigmemo *memo, const char *armored, size_t armored_len,
+                           const void *msg, size_t msg_len, int64_t when, mcg_err *err);
+
+/*
  * Fingerprint of an SSH public key blob (wire format) as ssh-keygen -l
  * prints it: "SHA256:" and the unpadded base64 of SHA-256(blob), always 50
  * characters plus NUL. Any bytes are accepted.
