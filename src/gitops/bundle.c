@@ -97,104 +97,28 @@ static void oidv_free(oidv *a)
     memset(a, 0, sizeof(*a));
 }
 
-/*
- * A map from object ids to 64-bit values, or a set of ids (values unused):
- * open addressing, linear probing. The slot comes from the id's first 8
- * bytes mixed with a per-process random key, so a bundle made of ids chosen
- * to collide cannot make lookups slow.
- */
-typedef struct oidmap {
-    git_oid *keys;
-    uint64_t *vals;
-    unsigned char *used;
-    size_t cap, n;
-} oidmap;
+/* Object id maps and sets (oidmap.c). */
+typedef mcg_oidmap oidmap;
 typedef oidmap oidset;
 
-static uint64_t oidmap_key;
-static pthread_once_t oidmap_once = PTHREAD_ONCE_INIT;
-
-static void oidmap_seed(void)
-{
-    if (getrandom(&oidmap_key, sizeof(oidmap_key), 0) != sizeof(oidmap_key))
-        oidmap_key = 0x5bd1e9955bd1e995ull;
-}
-
-static size_t oidmap_slot(const oidmap *m, const git_oid *o)
-{
-    uint64_t h;
-    memcpy(&h, o->id, sizeof(h));
-    h = (h ^ oidmap_key) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 17) & (m->cap - 1);
-}
-
-/* Insert o -> v unless o is there; true when it was added. */
-static bool oidmap_insert(oidmap *m, const git_oid *o, uint64_t v)
-{
-    size_t j = oidmap_slot(m, o);
-    while (m->used[j]) {
-        if (git_oid_equal(&m->keys[j], o))
-            return false;
-        j = (j + 1) & (m->cap - 1);
-    }
-    m->used[j] = 1;
-    m->keys[j] = *o;
-    m->vals[j] = v;
-    m->n++;
-    return true;
-}
-
-/* Make room for n more ids (the table is kept at most half full). */
-static void oidmap_reserve(oidmap *m, size_t n)
-{
-    pthread_once(&oidmap_once, oidmap_seed);
-    if ((m->n + n) * 2 <= m->cap)
-        return;
-    oidmap bigger = {0};
-    bigger.cap = m->cap ? m->cap : 1024;
-    while (bigger.cap < (m->n + n) * 2)
-        bigger.cap *= 2;
-    bigger.keys = mcg_malloc(bigger.cap * sizeof(*bigger.keys));
-    bigger.vals = mcg_malloc(bigger.cap * sizeof(*bigger.vals));
-    bigger.used = mcg_calloc(bigger.cap, 1);
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->used[i])
-            oidmap_insert(&bigger, &m->keys[i], m->vals[i]);
-    free(m->keys);
-    free(m->vals);
-    free(m->used);
-    *m = bigger;
-}
-
-/* Add o -> v; true when o was not there yet (an existing value is kept). */
 static bool oidmap_put(oidmap *m, const git_oid *o, uint64_t v)
 {
-    oidmap_reserve(m, 1);
-    return oidmap_insert(m, o, v);
+    return mcg_oidmap_put(m, o, v);
 }
 
 static bool oidmap_get(const oidmap *m, const git_oid *o, uint64_t *v)
 {
-    if (!m->cap)
-        return false;
-    size_t j = oidmap_slot(m, o);
-    while (m->used[j]) {
-        if (git_oid_equal(&m->keys[j], o)) {
-            if (v)
-                *v = m->vals[j];
-            return true;
-        }
-        j = (j + 1) & (m->cap - 1);
-    }
-    return false;
+    return mcg_oidmap_get(m, o, v);
 }
 
 static void oidmap_free(oidmap *m)
 {
-    free(m->keys);
-    free(m->vals);
-    free(m->used);
-    memset(m, 0, sizeof(*m));
+    mcg_oidmap_free(m);
+}
+
+static void oidmap_reserve(oidmap *m, size_t n)
+{
+    mcg_oidmap_reserve(m, n);
 }
 
 static void oidset_reserve(oidset *s, size_t n)
@@ -2205,9 +2129,9 @@ static int indexer_progress_cb(const git_indexer_progress *s, void *payload)
 /*
  * Stream the rest of rd into an indexer writing into q/pack; *name = pack
  * hash. The same bytes go to a precheck thread, which checks the commits'
- * signatures meanwhile: *memo.
+ * signatures and reads the objects meanwhile: *scan.
  */
-static int index_pack(char **name, mcg_sigmemo **memo, reader *rd, const char *q, git_odb *odb,
+static int index_pack(char **name, mcg_packscan **scan, reader *rd, const char *q, git_odb *odb,
                       progress *prog, mcg_bundle_report *rep, mcg_err *err)
 {
     git_indexer *idx = NULL;
@@ -2257,7 +2181,8 @@ static int index_pack(char **name, mcg_sigmemo **memo, reader *rd, const char *q
     }
     rep->objects = stats.total_objects;
     *name = mcg_strdup(git_indexer_name(idx));
-    *memo = mcg_precheck_finish(pre, &rep->prechecked);
+    *scan = mcg_precheck_finish(pre);
+    rep->prechecked = mcg_packscan_checked(*scan);
     pre = NULL;
 out:
     mcg_precheck_abort(pre);
@@ -2384,7 +2309,7 @@ typedef struct session {
     char *qdir;      /* objects/mcgit-incoming-XXXXXX */
     char *pack_name; /* pack-<name>.{pack,idx} inside qdir/pack */
     int lockfd;      /* the objects directory, flock()ed shared; -1 none */
-    mcg_sigmemo *memo; /* commit signatures checked while the pack was indexed */
+    mcg_packscan *scan; /* what was learnt reading the pack as it was indexed */
     char source_tip[MCG_SHA_HEX + 1]; /* new source tip to render, "" none */
 } session;
 
@@ -2409,7 +2334,7 @@ static void session_end(session *s)
     free(s->qdir);
     free(s->objects);
     free(s->pack_name);
-    mcg_sigmemo_free(s->memo);
+    mcg_packscan_free(s->scan);
     memset(s, 0, sizeof(*s));
     s->lockfd = -1;
 }
@@ -2445,7 +2370,6 @@ static int view_open(mcg_repo *v, mcg_repo *r, const session *s, mcg_err *err)
     int rc = 0;
     v->source_branch = r->source_branch;
     v->rendered_branch = r->rendered_branch;
-    v->memo = s->memo;
     if (git_repository_open_ext(&v->git, git_repository_path(r->git), GIT_REPOSITORY_OPEN_NO_SEARCH,
                                 NULL) != 0 ||
         git_odb_new(&odb) != 0 || git_odb_backend_pack(&qpack, s->qdir) != 0) {
@@ -2466,6 +2390,47 @@ static int view_open(mcg_repo *v, mcg_repo *r, const session *s, mcg_err *err)
 out:
     git_odb_free(odb);
     return rc;
+}
+
+static bool in_pack(const git_oid *id, void *pack)
+{
+    return mcg_oidmap_get(pack, id, NULL);
+}
+
+/*
+ * Give both views what the scan of the pack learnt, once it is confirmed
+ * against the indexer's ids: the signature memo always; when the scan is
+ * complete, its commits (an object database backend before the pack's) and
+ * its signer-file hints too.
+ */
+static int views_attach_scan(session *s, const oidmap *pack, mcg_err *err)
+{
+    git_odb *odb = NULL;
+    if (git_repository_odb(&odb, s->q.git) != 0)
+        return mcg_git_err(err, "quarantine");
+    mcg_packscan_confirm(s->scan, in_pack, (void *)pack, odb);
+    git_odb_free(odb);
+    mcg_repo *views[] = {&s->q, &s->q2};
+    for (size_t i = 0; i < 2; i++) {
+        mcg_repo *v = views[i];
+        git_odb_backend *be = NULL;
+        v->memo = mcg_packscan_memo(s->scan);
+        if (!mcg_packscan_complete(s->scan))
+            continue;
+        v->scan = s->scan;
+        if (mcg_packscan_backend(&be, s->scan) != 0 || git_repository_odb(&odb, v->git) != 0) {
+            if (be)
+                be->free(be);
+            return mcg_git_err(err, "quarantine");
+        }
+        if (be && git_odb_add_backend(odb, be, 3) != 0) {
+            be->free(be);
+            git_odb_free(odb);
+            return mcg_git_err(err, "quarantine");
+        }
+        git_odb_free(odb);
+    }
+    return 0;
 }
 
 /*
@@ -2623,6 +2588,17 @@ static int check_connected(conn_ctx *c)
     int rc = 0;
     if (git_repository_odb(&odb, c->view->git) != 0) {
         rc = mcg_git_err(err, "quarantine");
+        goto out;
+    }
+    if (c->view->scan) {
+        /*
+         * The scan read every commit, tree and tag of the pack: each id they
+         * name must be in the pack or the repo (git's index-pack checks the
+         * same, as it indexes). The tips were looked up already.
+         */
+        const git_oid *by = NULL, *missing = NULL;
+        if (mcg_packscan_connected(c->view->scan, in_pack, (void *)c->pack, odb, &by, &missing))
+            rc = incomplete(err, by ? by : missing, missing);
         goto out;
     }
     for (size_t i = 0; i < c->ntips; i++)
@@ -3050,7 +3026,7 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, (size_t)(8 * 1024 * 1024));
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)(32 * 1024 * 1024));
     git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)(2 * 1024 * 1024));
-    if ((rc = index_pack(&s->pack_name, &s->memo, &rd, s->qdir, odb, &prog, rep, err)) != 0)
+    if ((rc = index_pack(&s->pack_name, &s->scan, &rd, s->qdir, odb, &prog, rep, err)) != 0)
         goto out;
     /*
      * The indexer has just computed every quarantined object's id from its
@@ -3067,6 +3043,8 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
         goto out;
     idx = mcg_sprintf("%s/pack/pack-%s.idx", s->qdir, s->pack_name);
     if ((rc = read_idx_oids(&pack, idx, err)) != 0)
+        goto out;
+    if ((rc = views_attach_scan(s, &pack, err)) != 0)
         goto out;
 
     /* Refs: present, and fast-forward only; which ranges to verify. */

@@ -256,69 +256,22 @@ void mcg_verify_report_free(mcg_verify_report *rep)
     memset(rep, 0, sizeof(*rep));
 }
 
-/* Set of verified commit ids (open addressing on the oid's first bytes). */
-typedef struct oidset {
-    git_oid *keys;
-    unsigned char *used;
-    size_t cap, n;
-} oidset;
-
-static size_t oid_hash(const git_oid *o)
-{
-    size_t h;
-    memcpy(&h, o->id, sizeof(h));
-    return h;
-}
-
-static void oidset_add(oidset *s, const git_oid *o);
-
-static void oidset_grow(oidset *s)
-{
-    oidset n = {0};
-    n.cap = s->cap ? s->cap * 2 : 1024;
-    n.keys = mcg_calloc(n.cap, sizeof(*n.keys));
-    n.used = mcg_calloc(n.cap, 1);
-    for (size_t i = 0; i < s->cap; i++)
-        if (s->used[i])
-            oidset_add(&n, &s->keys[i]);
-    free(s->keys);
-    free(s->used);
-    *s = n;
-}
+/* Sets of commit ids (ids come from untrusted history: mcg_oidmap resists chosen collisions). */
+typedef mcg_oidmap oidset;
 
 static void oidset_add(oidset *s, const git_oid *o)
 {
-    if ((s->n + 1) * 2 > s->cap)
-        oidset_grow(s);
-    size_t j = oid_hash(o) & (s->cap - 1);
-    while (s->used[j]) {
-        if (git_oid_equal(&s->keys[j], o))
-            return;
-        j = (j + 1) & (s->cap - 1);
-    }
-    s->used[j] = 1;
-    s->keys[j] = *o;
-    s->n++;
+    mcg_oidmap_put(s, o, 0);
 }
 
 static bool oidset_has(const oidset *s, const git_oid *o)
 {
-    if (!s->cap)
-        return false;
-    size_t j = oid_hash(o) & (s->cap - 1);
-    while (s->used[j]) {
-        if (git_oid_equal(&s->keys[j], o))
-            return true;
-        j = (j + 1) & (s->cap - 1);
-    }
-    return false;
+    return mcg_oidmap_get(s, o, NULL);
 }
 
 static void oidset_free(oidset *s)
 {
-    free(s->keys);
-    free(s->used);
-    memset(s, 0, sizeof(*s));
+    mcg_oidmap_free(s);
 }
 
 /* The trust set for children of one parent: root + the parent's repo file. */
@@ -336,12 +289,22 @@ static const mcg_signers *signers_for(signer_cache *cache, mcg_repo *r, const gi
     git_tree *tree = NULL;
     git_tree_entry *ent = NULL;
     const mcg_signers *res = root;
-    if (git_commit_tree(&tree, parent) != 0)
-        return root;
-    if (git_tree_entry_bypath(&ent, tree, ".mcgit/allowed_signers") != 0 ||
-        git_tree_entry_type(ent) != GIT_OBJECT_BLOB)
-        goto out; /* no repo file: the root alone */
-    const git_oid *id = git_tree_entry_id(ent);
+    const git_oid *id;
+    git_oid hinted;
+    bool present;
+    if (r->scan && mcg_packscan_signers(r->scan, git_commit_tree_id(parent), &present, &hinted)) {
+        /* a bundle's scan read these trees as they were indexed */
+        if (!present)
+            goto out;
+        id = &hinted;
+    } else {
+        if (git_commit_tree(&tree, parent) != 0)
+            return root;
+        if (git_tree_entry_bypath(&ent, tree, ".mcgit/allowed_signers") != 0 ||
+            git_tree_entry_type(ent) != GIT_OBJECT_BLOB)
+            goto out; /* no repo file: the root alone */
+        id = git_tree_entry_id(ent);
+    }
     if (!(cache->valid && cache->has_blob && git_oid_equal(&cache->blob, id))) {
         mcg_signers_free(cache->set);
         memset(cache, 0, sizeof(*cache));

@@ -1,0 +1,99 @@
+/*
+ * oidmap.c — maps from object ids to 64-bit values, and sets of ids, for
+ * ids that come from untrusted packs. Open addressing with linear probing;
+ * the slot comes from the id's first 8 bytes mixed with a per-process
+ * random key, so ids chosen to collide cannot make lookups slow.
+ */
+#include "gitops/gitops_int.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+static uint64_t key;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void seed(void)
+{
+    if (getrandom(&key, sizeof(key), 0) != sizeof(key))
+        key = 0x5bd1e9955bd1e995ull;
+}
+
+static size_t slot(const mcg_oidmap *m, const git_oid *o)
+{
+    uint64_t h;
+    memcpy(&h, o->id, sizeof(h));
+    h = (h ^ key) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 17) & (m->cap - 1);
+}
+
+/* Insert o -> v unless o is there; true when it was added. */
+static bool insert(mcg_oidmap *m, const git_oid *o, uint64_t v)
+{
+    size_t j = slot(m, o);
+    while (m->used[j]) {
+        if (git_oid_equal(&m->keys[j], o))
+            return false;
+        j = (j + 1) & (m->cap - 1);
+    }
+    m->used[j] = 1;
+    m->keys[j] = *o;
+    m->vals[j] = v;
+    m->n++;
+    return true;
+}
+
+/* Make room for n more ids (the table is kept at most half full). */
+void mcg_oidmap_reserve(mcg_oidmap *m, size_t n)
+{
+    pthread_once(&once, seed);
+    if ((m->n + n) * 2 <= m->cap)
+        return;
+    mcg_oidmap bigger = {0};
+    bigger.cap = m->cap ? m->cap : 1024;
+    while (bigger.cap < (m->n + n) * 2)
+        bigger.cap *= 2;
+    bigger.keys = mcg_malloc(bigger.cap * sizeof(*bigger.keys));
+    bigger.vals = mcg_malloc(bigger.cap * sizeof(*bigger.vals));
+    bigger.used = mcg_calloc(bigger.cap, 1);
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->used[i])
+            insert(&bigger, &m->keys[i], m->vals[i]);
+    free(m->keys);
+    free(m->vals);
+    free(m->used);
+    *m = bigger;
+}
+
+/* Add o -> v; true when o was not there yet (an existing value is kept). */
+bool mcg_oidmap_put(mcg_oidmap *m, const git_oid *o, uint64_t v)
+{
+    mcg_oidmap_reserve(m, 1);
+    return insert(m, o, v);
+}
+
+bool mcg_oidmap_get(const mcg_oidmap *m, const git_oid *o, uint64_t *v)
+{
+    if (!m->cap)
+        return false;
+    size_t j = slot(m, o);
+    while (m->used[j]) {
+        if (git_oid_equal(&m->keys[j], o)) {
+            if (v)
+                *v = m->vals[j];
+            return true;
+        }
+        j = (j + 1) & (m->cap - 1);
+    }
+    return false;
+}
+
+void mcg_oidmap_free(mcg_oidmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    free(m->used);
+    memset(m, 0, sizeof(*m));
+}
+
