@@ -48,8 +48,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#define PRECHECK_QUEUE (16u * 1024 * 1024)   /* pack bytes waiting for the scanner */
-#define PRECHECK_CACHE (24u * 1024 * 1024)   /* tree and tag delta bases */
+#define PRECHECK_QUEUE (8u * 1024 * 1024)    /* pack bytes waiting for the scanner */
+#define PRECHECK_CACHE (8u * 1024 * 1024)    /* tree and tag delta bases (LRU) */
 #define PRECHECK_COMMITS (64u * 1024 * 1024) /* commits kept */
 #define PRECHECK_MAX_OBJECT (4u * 1024 * 1024) /* larger commits/trees are not read */
 #define PRECHECK_SCRATCH (64u * 1024)
@@ -70,7 +70,14 @@ typedef struct pobj {
     unsigned char *data; /* commit (kept) or cached base; NULL otherwise */
     size_t len;
     uint32_t ref;        /* type unknown: index+1 of the REF_DELTA at its chain's root */
+    uint32_t gen;        /* cached: which of its entries in the cache's queue is current */
 } pobj;
+
+/* An entry of the cache's queue; stale when gen is not the object's. */
+typedef struct qent {
+    size_t obj;
+    uint32_t gen;
+} qent;
 
 /* A commit kept, for the backend and the signature checks. */
 typedef struct kcommit {
@@ -122,7 +129,7 @@ struct mcg_precheck {
     scan sc;
     pobj *objs;
     size_t nobjs, capobjs;
-    size_t *fifo; /* cached bases, oldest first (ring) */
+    qent *fifo; /* cached bases, least recently used first (ring) */
     size_t fifo_head, fifo_n, fifo_cap;
     size_t cache_bytes, commit_bytes;
     mcg_oidmap ids;   /* id -> index in objs, commits, trees and tags */
@@ -278,11 +285,11 @@ static bool tree_links(mcg_precheck *p, size_t by, const git_oid *self, const un
 static void cache_evict(mcg_precheck *p)
 {
     while (p->cache_bytes > PRECHECK_CACHE && p->fifo_n) {
-        size_t i = p->fifo[p->fifo_head];
+        qent e = p->fifo[p->fifo_head];
         p->fifo_head = (p->fifo_head + 1) % p->fifo_cap;
         p->fifo_n--;
-        pobj *o = &p->objs[i];
-        if (o->cached) {
+        pobj *o = &p->objs[e.obj];
+        if (o->cached && o->gen == e.gen) {
             p->cache_bytes -= o->len;
             free(o->data);
             o->data = NULL;
@@ -291,22 +298,42 @@ static void cache_evict(mcg_precheck *p)
     }
 }
 
-static void cache_add(mcg_precheck *p, size_t i)
+/* Queue object i as the most recently used base. */
+static void cache_push(mcg_precheck *p, size_t i)
 {
     if (p->fifo_n == p->fifo_cap) {
-        size_t ncap = p->fifo_cap ? p->fifo_cap * 2 : 1024;
-        size_t *nf = mcg_malloc(ncap * sizeof(*nf));
-        for (size_t k = 0; k < p->fifo_n; k++)
-            nf[k] = p->fifo[(p->fifo_head + k) % p->fifo_cap];
+        /* drop stale entries; grow when live ones fill more than half */
+        size_t live = 0;
+        for (size_t k = 0; k < p->fifo_n; k++) {
+            qent e = p->fifo[(p->fifo_head + k) % p->fifo_cap];
+            if (p->objs[e.obj].cached && p->objs[e.obj].gen == e.gen)
+                live++;
+        }
+        size_t ncap = !p->fifo_cap ? 1024 : live * 2 > p->fifo_cap ? p->fifo_cap * 2 : p->fifo_cap;
+        qent *nf = mcg_malloc(ncap * sizeof(*nf));
+        size_t n = 0;
+        for (size_t k = 0; k < p->fifo_n; k++) {
+            qent e = p->fifo[(p->fifo_head + k) % p->fifo_cap];
+            if (p->objs[e.obj].cached && p->objs[e.obj].gen == e.gen)
+                nf[n++] = e;
+        }
         free(p->fifo);
         p->fifo = nf;
         p->fifo_head = 0;
+        p->fifo_n = n;
         p->fifo_cap = ncap;
     }
-    p->fifo[(p->fifo_head + p->fifo_n) % p->fifo_cap] = i;
+    pobj *o = &p->objs[i];
+    o->gen++;
+    p->fifo[(p->fifo_head + p->fifo_n) % p->fifo_cap] = (qent){i, o->gen};
     p->fifo_n++;
+}
+
+static void cache_add(mcg_precheck *p, size_t i)
+{
     p->objs[i].cached = true;
     p->cache_bytes += p->objs[i].len;
+    cache_push(p, i);
     cache_evict(p);
 }
 
@@ -484,6 +511,8 @@ static void object_done(mcg_precheck *p)
         s->out = NULL;
         if (s->type == T_OFS || s->type == T_REF) {
             const pobj *b = &p->objs[s->base];
+            if (b->cached)
+                cache_push(p, s->base); /* used: its delta family may want it again */
             unsigned char *r =
                 mcg_git_delta_apply(&len, b->data, b->len, content, len, PRECHECK_MAX_OBJECT);
             free(content);
@@ -792,10 +821,12 @@ mcg_packscan *mcg_precheck_finish(mcg_precheck *p)
     s->nobjs = p->nobjs;
     s->commits = p->commits;
     s->ncommits = p->ncommits;
-    qsort(s->commits, s->ncommits, sizeof(*s->commits), kcommit_cmp);
+    if (s->ncommits)
+        qsort(s->commits, s->ncommits, sizeof(*s->commits), kcommit_cmp);
     s->hints = p->hints;
     s->nhints = p->nhints;
-    qsort(s->hints, s->nhints, sizeof(*s->hints), thint_cmp);
+    if (s->nhints)
+        qsort(s->hints, s->nhints, sizeof(*s->hints), thint_cmp);
     s->links = p->links;
     s->ids = p->ids;
     s->refs = p->refs;
@@ -909,7 +940,7 @@ bool mcg_packscan_signers(const mcg_packscan *s, const git_oid *root, bool *pres
     if (!s || !s->hints_ok)
         return false;
     thint key = {.tree = *root};
-    const thint *h = bsearch(&key, s->hints, s->nhints, sizeof(*s->hints), thint_cmp);
+    const thint *h = !s->nhints ? NULL : bsearch(&key, s->hints, s->nhints, sizeof(*s->hints), thint_cmp);
     uint64_t dummy;
     if (!h) {
         /* no hint: the tree has neither entry, if the scan read it */
@@ -947,6 +978,8 @@ static const kcommit *find_commit(const mcg_packscan *s, const git_oid *id)
 {
     kcommit key;
     key.id = *id;
+    if (!s->ncommits)
+        return NULL;
     return bsearch(&key, s->commits, s->ncommits, sizeof(*s->commits), kcommit_cmp);
 }
 

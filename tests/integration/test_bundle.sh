@@ -110,6 +110,16 @@ git -C "$T/src" bundle create -q "$T/git-full.bundle" main
 git init -q --bare "$T/dst2"
 expect_rc 0 "import git's full bundle (main)" -- "$MCGIT" bundle import --repo "$T/dst2" "$T/git-full.bundle" --trust "$T/trust"
 [ "$(git -C "$T/dst2" rev-parse main)" = "$MID" ] && ok "git full: main" || bad "git full: main"
+# The pack is read as it is indexed: every commit's signature is checked then
+# (git stores commits as deltas of one another; the scan resolves them).
+n=$(git -C "$T/src" rev-list --count "$MID")
+git init -q --bare "$T/dst2v"
+"$MCGIT" bundle verify --repo "$T/dst2v" "$T/git-full.bundle" --trust "$T/trust" >"$T/out" 2>&1
+expect_grep ", $n commit signatures checked while indexing$" "$T/out" \
+  "git's bundle: every commit's signature checked while the pack was indexed"
+"$MCGIT" bundle verify --repo "$T/dst2v" "$T/full.bundle" --trust "$T/trust" >"$T/out" 2>&1
+expect_grep ", $(git -C "$T/src" rev-list --count "$BASE") commit signatures checked while indexing$" "$T/out" \
+  "mcgit's bundle: every commit's signature checked while the pack was indexed"
 edit "$T/src" 2
 TIP=$(git -C "$T/src" rev-parse main)
 git -C "$T/src" bundle create -q "$T/git-inc.bundle" main "^$MID"
@@ -186,6 +196,11 @@ git -C "$T/src" rev-list --objects main | cut -d' ' -f1 | grep -v "^$gone\$" |
   git -C "$T/src" pack-objects -q --stdout >"$T/partial.pack"
 { printf '# v2 git bundle\n%s refs/heads/main\n\n' "$TIP"; cat "$T/partial.pack"; } >"$T/partial.bundle"
 refused "incomplete pack" "incomplete bundle: object [0-9a-f]{40} needs $gone" "$T/dst6" "$T/partial.bundle"
+gone=$(git -C "$T/src" rev-parse main:pools)
+git -C "$T/src" rev-list --objects main | cut -d' ' -f1 | grep -v "^$gone\$" |
+  git -C "$T/src" pack-objects -q --stdout >"$T/partial.pack"
+{ printf '# v2 git bundle\n%s refs/heads/main\n\n' "$TIP"; cat "$T/partial.pack"; } >"$T/partial.bundle"
+refused "incomplete pack (a tree)" "incomplete bundle: object $(git -C "$T/src" rev-parse "main^{tree}") needs $gone" "$T/dst6" "$T/partial.bundle"
 git -C "$T/src" rev-list --objects main | cut -d' ' -f1 | git -C "$T/src" pack-objects -q --stdout >"$T/whole.pack"
 { printf '# v2 git bundle\n%040d refs/heads/main\n\n' 7; cat "$T/whole.pack"; } >"$T/lie.bundle"
 refused "a ref to an object not in the bundle" "incomplete bundle: refs/heads/main points to missing object 0{39}7" "$T/dst6" "$T/lie.bundle"
@@ -221,6 +236,42 @@ scommit "$T/evil" op "a different history"
 refused "non-fast-forward" 'not a fast-forward' "$T/dst" "$T/fork.bundle"
 # A stale bundle: dst already has more than it.
 refused "stale bundle (rollback)" 'stale' "$T/dst" "$T/full.bundle"
+
+# A root tree that names .mcgit twice (git fsck: duplicateEntries), once
+# with a signer file trusting eve, then eve signs on top. Name lookup in
+# such a tree is ambiguous, so the import's scan gives no signer hints for
+# it: the bundle's verdict on eve's commit must be `mcgit verify`'s.
+mkkey eve2 ed25519
+git clone -q --no-local "$T/src" "$T/dup"
+sign_setup "$T/dup" "$T/trust"
+git -C "$T/dup" reset -q --hard "$MID"
+blob=$(signer_line eve2@example.com eve2 | git -C "$T/dup" hash-object -w --stdin)
+evdir=$(printf '100644 blob %s\tallowed_signers\n' "$blob" | git -C "$T/dup" mktree)
+git -C "$T/dup" ls-tree "$MID" >"$T/entries"
+python3 - "$T/entries" "$evdir" >"$T/dup.tree" <<'PY'
+import sys
+out = sys.stdout.buffer
+ents = [l.rstrip("\n").split("\t", 1) for l in open(sys.argv[1])]
+ents.insert(0, (f"040000 tree {sys.argv[2]}", ".mcgit"))
+for meta, name in ents:
+    mode, _, oid = meta.split()
+    out.write(mode.lstrip("0").encode() + b" " + name.encode() + b"\0" + bytes.fromhex(oid))
+PY
+dtree=$(git -C "$T/dup" hash-object -t tree -w --literally "$T/dup.tree")
+C1=$(git -C "$T/dup" -c user.signingkey="$T/keys/op" commit-tree -S "$dtree" -p "$MID" -m "two .mcgit")
+C2=$(git -C "$T/dup" -c user.signingkey="$T/keys/eve2" commit-tree -S "$dtree" -p "$C1" -m "eve2 signs")
+git -C "$T/dup" update-ref refs/heads/main "$C2"
+git -C "$T/dup" bundle create -q "$T/dup.bundle" main "^$MID"
+vrc=0
+"$MCGIT" verify --repo "$T/dup" --since "$MID" --trust "$T/trust" >"$T/vout" 2>&1 || vrc=$?
+brc=0
+"$MCGIT" bundle verify --repo "$T/dst" "$T/dup.bundle" --trust "$T/trust" >"$T/bout" 2>&1 || brc=$?
+[ "$vrc" = "$brc" ] && ok "duplicate .mcgit: bundle verify agrees with mcgit verify (exit $vrc)" ||
+  { bad "duplicate .mcgit: bundle verify exits $brc, mcgit verify $vrc"; cat "$T/vout" "$T/bout"; }
+v2=$(grep -c "^good $C2" "$T/vout" || true)
+b2=$(grep -c "$C2 good" "$T/bout" || true)
+[ "$v2" = "$b2" ] && ok "duplicate .mcgit: the same verdict on the commit above it" ||
+  { bad "duplicate .mcgit: verdicts differ"; cat "$T/vout" "$T/bout"; }
 
 # Verify changes nothing, then the good bundle still imports.
 snap "$T/dst" >"$T/before"

@@ -598,6 +598,85 @@ static void test_verify_policy(void **state)
     }
 }
 
+/*
+ * A memo of signatures checked ahead of time: it spares only the
+ * cryptography. Policy still applies, a different message misses it, and
+ * only signatures that verified get a digest.
+ */
+static void test_memo(void **state)
+{
+    (void)state;
+    static const char *const sigs[] = {"ed25519.git.sig", "ecdsa.git.sig", "rsa.git.sig",
+                                       "rsa.rsa-sha2-256.sig"};
+    unsigned char d[4][MCG_SIGMEMO_DIGEST], twice[2][MCG_SIGMEMO_DIGEST];
+    mcg_signers *all = signers_of(ALL);
+    for (size_t i = 0; i < 4; i++) {
+        size_t sl;
+        char *sig = slurp(sigs[i], &sl);
+        if (mcg_sshsig_check(d[i], sig, sl, msg, msg_len) != 0)
+            fail_msg("%s: check refused a good signature", sigs[i]);
+        /* the digest is a function of the signature and message alone */
+        assert_int_equal(mcg_sshsig_check(twice[0], sig, sl, msg, msg_len), 0);
+        assert_memory_equal(twice[0], d[i], MCG_SIGMEMO_DIGEST);
+        /* another message: no digest */
+        char *other = mcg_malloc(msg_len);
+        memcpy(other, msg, msg_len);
+        other[0] ^= 1;
+        assert_int_equal(mcg_sshsig_check(twice[1], sig, sl, other, msg_len), MCG_ETRUST);
+        free(other);
+        free(sig);
+    }
+    assert_int_equal(mcg_sshsig_check(twice[0], "garbage", 7, msg, msg_len), MCG_ETRUST);
+
+    memcpy(twice[0], d[0], MCG_SIGMEMO_DIGEST);
+    memcpy(twice[1], d[0], MCG_SIGMEMO_DIGEST);
+    mcg_sigmemo *dup = mcg_sigmemo_new((const unsigned char(*)[MCG_SIGMEMO_DIGEST])twice, 2);
+    assert_int_equal(mcg_sigmemo_count(dup), 1);
+    mcg_sigmemo_free(dup);
+    assert_int_equal(mcg_sigmemo_count(NULL), 0);
+
+    mcg_sigmemo *memo = mcg_sigmemo_new((const unsigned char(*)[MCG_SIGMEMO_DIGEST])d, 4);
+    assert_int_equal(mcg_sigmemo_count(memo), 4);
+    size_t sl;
+    char *sig = slurp("ed25519.git.sig", &sl);
+    mcg_sig_result res, plain;
+    mcg_err err = {0, ""}, perr = {0, ""};
+    /* a hit: the same verdict and signer as without the memo */
+    assert_int_equal(mcg_sshsig_verify_memo(&res, all, memo, sig, sl, msg, msg_len, 0, &err), 0);
+    assert_int_equal(mcg_sshsig_verify(&plain, all, sig, sl, msg, msg_len, 0, &perr), 0);
+    assert_string_equal(res.principal, plain.principal);
+    assert_string_equal(res.fingerprint, plain.fingerprint);
+    /* policy is never skipped */
+    static const struct {
+        const char *signers;
+        int64_t when;
+        const char *want;
+    } refused[] = {
+        {"bob @ECDSA@", 0, "is not in allowed signers"},
+        {"a namespaces=\"file\" @ED25519@", 0, "is not allowed for namespace git (t:1)"},
+        {"a valid-before=\"20000101\" @ED25519@", 1700000000, "is not valid at"},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        mcg_signers *s = signers_of(refused[i].signers);
+        int rc = mcg_sshsig_verify_memo(&res, s, memo, sig, sl, msg, msg_len, refused[i].when,
+                                        &err);
+        if (rc != MCG_ETRUST || !strstr(err.msg, refused[i].want))
+            fail_msg("case %zu: rc %d '%s', want '%s'", i, rc, err.msg, refused[i].want);
+        mcg_signers_free(s);
+    }
+    /* a tampered message misses the memo and fails the cryptography, as without it */
+    char *other = mcg_malloc(msg_len);
+    memcpy(other, msg, msg_len);
+    other[msg_len - 1] ^= 1;
+    assert_int_equal(mcg_sshsig_verify_memo(&res, all, memo, sig, sl, other, msg_len, 0, &err),
+                     MCG_ETRUST);
+    assert_non_null(strstr(err.msg, "signature does not verify"));
+    free(other);
+    free(sig);
+    mcg_sigmemo_free(memo);
+    mcg_signers_free(all);
+}
+
 /* ---------------------------------------------------- malformed input */
 
 /* Decoded blob of an armored fixture signature. */
@@ -970,7 +1049,8 @@ int main(void)
         cmocka_unit_test(test_patterns),          cmocka_unit_test(test_fmt_time),
         cmocka_unit_test(test_fingerprints),      cmocka_unit_test(test_verify_each_key_type),
         cmocka_unit_test(test_verify_git_commit), cmocka_unit_test(test_verify_refusals),
-        cmocka_unit_test(test_verify_policy),     cmocka_unit_test(test_malformed_armor),
+        cmocka_unit_test(test_verify_policy),     cmocka_unit_test(test_memo),
+        cmocka_unit_test(test_malformed_armor),
         cmocka_unit_test(test_malformed_blob),    cmocka_unit_test(test_malformed_fields),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
