@@ -252,7 +252,7 @@ python3 - "$T/entries" "$evdir" >"$T/dup.tree" <<'PY'
 import sys
 out = sys.stdout.buffer
 ents = [l.rstrip("\n").split("\t", 1) for l in open(sys.argv[1])]
-ents.insert(0, (f"040000 tree {sys.argv[2]}", ".mcgit"))
+ents.append((f"040000 tree {sys.argv[2]}", ".mcgit"))
 for meta, name in ents:
     mode, _, oid = meta.split()
     out.write(mode.lstrip("0").encode() + b" " + name.encode() + b"\0" + bytes.fromhex(oid))
@@ -261,11 +261,12 @@ dtree=$(git -C "$T/dup" hash-object -t tree -w --literally "$T/dup.tree")
 C1=$(git -C "$T/dup" -c user.signingkey="$T/keys/op" commit-tree -S "$dtree" -p "$MID" -m "two .mcgit")
 C2=$(git -C "$T/dup" -c user.signingkey="$T/keys/eve2" commit-tree -S "$dtree" -p "$C1" -m "eve2 signs")
 git -C "$T/dup" update-ref refs/heads/main "$C2"
-git -C "$T/dup" bundle create -q "$T/dup.bundle" main "^$MID"
+git -C "$T/dup" bundle create -q "$T/dup.bundle" main
+git init -q --bare "$T/dst7"
 vrc=0
-"$MCGIT" verify --repo "$T/dup" --since "$MID" --trust "$T/trust" >"$T/vout" 2>&1 || vrc=$?
+"$MCGIT" verify --repo "$T/dup" --trust "$T/trust" >"$T/vout" 2>&1 || vrc=$?
 brc=0
-"$MCGIT" bundle verify --repo "$T/dst" "$T/dup.bundle" --trust "$T/trust" >"$T/bout" 2>&1 || brc=$?
+"$MCGIT" bundle verify --repo "$T/dst7" "$T/dup.bundle" --trust "$T/trust" >"$T/bout" 2>&1 || brc=$?
 [ "$vrc" = "$brc" ] && ok "duplicate .mcgit: bundle verify agrees with mcgit verify (exit $vrc)" ||
   { bad "duplicate .mcgit: bundle verify exits $brc, mcgit verify $vrc"; cat "$T/vout" "$T/bout"; }
 v2=$(grep -c "^good $C2" "$T/vout" || true)
