@@ -13,7 +13,9 @@
  * them); either way about the size of git's bundle.
  *
  * Import is quarantined: the pack is streamed into git_indexer in a fresh
- * directory objects/mcgit-incoming-XXXXXX, and repository handles whose
+ * directory objects/mcgit-incoming-XXXXXX — and, on a second thread, through
+ * precheck.c, which reads every commit, tree and tag as it goes by and
+ * checks the commits' signatures meanwhile — and repository handles whose
  * object database is that pack first, then the repo's, see it. Against them
  * every check runs — refs present, fast-forward only, every object the refs
  * reach present, every new commit signed under the trust root (on two
