@@ -48,7 +48,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#define PRECHECK_QUEUE (8u * 1024 * 1024)    /* pack bytes waiting for the scanner */
+#define PRECHECK_QUEUE (4u * 1024 * 1024)    /* pack bytes waiting for the scanner */
 #define PRECHECK_CACHE (8u * 1024 * 1024)    /* tree and tag delta bases (LRU) */
 #define PRECHECK_COMMITS (64u * 1024 * 1024) /* commits kept */
 #define PRECHECK_MAX_OBJECT (4u * 1024 * 1024) /* larger commits/trees are not read */
