@@ -55,7 +55,7 @@ unsigned char *mcg_git_delta_apply(size_t *outlen, const unsigned char *base, si
 /*
  * Reading a pack while it is indexed (precheck.c; see there).
  * mcg_precheck_start starts a thread; mcg_precheck_feed hands it a copy of
- * the next pack bytes (waiting while 16 MiB are queued); mcg_precheck_finish
+ * the next pack bytes (waiting while 4 MiB are queued); mcg_precheck_finish
  * says the pack has ended, checks signatures left on the calling thread too,
  * joins, and returns what the scan learnt; mcg_precheck_abort stops without
  * it. Each frees p.

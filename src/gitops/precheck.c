@@ -29,8 +29,9 @@
  * are used only when the scan is complete — every object of the pack typed,
  * every commit, tree and tag read and its id found among the indexer's —
  * else the checks read the pack through libgit2 as before. A tree whose
- * entries are not in git's strict order (or repeat a name) disables the
- * signer hints, since name lookup in such a tree is ambiguous.
+ * entries are not in git's strict order (or repeat a name, or have a mode
+ * git does not write, or a '/' in a name) disables the signer hints, since
+ * name lookup in such a tree may not match libgit2's.
  *
  * Memory: the pack is handed over in copies of the indexer's chunks, at
  * most PRECHECK_QUEUE bytes waiting (the feeder waits beyond that); delta
@@ -140,7 +141,7 @@ struct mcg_precheck {
     size_t nhints, caphints;
     EVP_MD_CTX *md;
     bool incomplete; /* an object could not be typed or read */
-    bool unordered;  /* a tree out of git's order */
+    bool odd_tree;   /* a tree out of git's order, or with odd modes or names */
 };
 
 struct mcg_packscan {
@@ -256,8 +257,16 @@ static bool tree_links(mcg_precheck *p, size_t by, const git_oid *self, const un
         git_oid_fromraw(&id, nul + 1);
         t = nul + 1 + GIT_OID_RAWSZ;
         bool dir = (mode & 0170000) == 0040000;
-        if (prev && tree_order(prev, prevn, prevdir, name, namelen, dir) >= 0)
-            p->unordered = true;
+        /*
+         * Out of git's strict order, a name repeated, a mode git does not
+         * write or a name with '/': name lookup in such a tree may not be
+         * what libgit2's is, so no signer hints at all.
+         */
+        if ((prev && tree_order(prev, prevn, prevdir, name, namelen, dir) >= 0) ||
+            (mode != 040000 && mode != 0100644 && mode != 0100755 && mode != 0120000 &&
+             mode != 0160000) ||
+            memchr(name, '/', namelen))
+            p->odd_tree = true;
         prev = name;
         prevn = namelen;
         prevdir = dir;
@@ -810,7 +819,7 @@ mcg_packscan *mcg_precheck_finish(mcg_precheck *p)
     s->memo = mcg_sigmemo_new((const unsigned char(*)[MCG_SIGMEMO_DIGEST])d, s->checked);
     free(d);
     s->complete = p->threaded && !p->incomplete && p->sc.state == S_TRAILER;
-    s->hints_ok = s->complete && !p->unordered;
+    s->hints_ok = s->complete && !p->odd_tree;
     /* Hand over what the checks use; the cached bases go. */
     for (size_t i = 0; i < p->nobjs; i++)
         if (p->objs[i].cached) {
