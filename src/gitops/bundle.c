@@ -163,7 +163,8 @@ static bool parse_oid(git_oid *out, const char *s)
  * <hex>\n" lines, as git writes a commit's first header lines. Parents are
  * appended to *parents (may be NULL). False when malformed.
  */
-static bool raw_commit_ids(git_oid *tree, oidv *parents, const char *p, size_t len)
+bool mcg_git_commit_links(git_oid *tree, void (*parent)(const git_oid *, void *), void *ctx,
+                          const char *p, size_t len)
 {
     const char *end = p + len;
     if (len < 6 + MCG_SHA_HEX || memcmp(p, "tree ", 5) != 0 || p[5 + MCG_SHA_HEX] != '\n' ||
@@ -174,10 +175,44 @@ static bool raw_commit_ids(git_oid *tree, oidv *parents, const char *p, size_t l
         git_oid id;
         if (p[7 + MCG_SHA_HEX] != '\n' || !parse_oid(&id, p + 7))
             return false;
-        if (parents)
-            oidv_push(parents, &id);
+        if (parent)
+            parent(&id, ctx);
         p += 8 + MCG_SHA_HEX;
     }
+    return true;
+}
+
+static void push_parent(const git_oid *id, void *parents)
+{
+    oidv_push(parents, id);
+}
+
+static bool raw_commit_ids(git_oid *tree, oidv *parents, const char *p, size_t len)
+{
+    return mcg_git_commit_links(tree, parents ? push_parent : NULL, parents, p, len);
+}
+
+bool mcg_git_tag_target(git_oid *out, const char *p, size_t len)
+{
+    return len >= 8 + MCG_SHA_HEX && memcmp(p, "object ", 7) == 0 && p[7 + MCG_SHA_HEX] == '\n' &&
+           parse_oid(out, p + 7);
+}
+
+bool mcg_git_tree_entry_next(mcg_tree_entry *e, const unsigned char **pp, const unsigned char *end)
+{
+    const unsigned char *p = *pp, *q = p;
+    e->mode = 0;
+    while (q < end && *q >= '0' && *q <= '7' && q - p < 7)
+        e->mode = e->mode * 8 + (unsigned)(*q++ - '0');
+    if (q == p || q >= end || *q != ' ')
+        return false;
+    const unsigned char *nul = memchr(q + 1, '\0', (size_t)(end - q - 1));
+    if (!nul || nul == q + 1 || end - nul - 1 < GIT_OID_RAWSZ)
+        return false;
+    e->name = q + 1;
+    e->namelen = (size_t)(nul - e->name);
+    git_oid_fromraw(&e->id, nul + 1);
+    *pp = nul + 1 + GIT_OID_RAWSZ;
     return true;
 }
 
@@ -2540,8 +2575,7 @@ static bool raw_commit_links(objstack *todo, const git_oid *self, const char *p,
 static bool raw_tag_link(objstack *todo, const git_oid *self, const char *p, size_t len)
 {
     git_oid id;
-    if (len < 8 + MCG_SHA_HEX || memcmp(p, "object ", 7) != 0 || p[7 + MCG_SHA_HEX] != '\n' ||
-        !parse_oid(&id, p + 7))
+    if (!mcg_git_tag_target(&id, p, len))
         return false;
     objstack_push(todo, &id, self);
     return true;
@@ -2556,26 +2590,18 @@ static bool raw_tree_links(conn_ctx *c, git_odb *odb, oidset *seen, objstack *to
                            const git_oid *self, const unsigned char *p, size_t len, int *rc)
 {
     const unsigned char *end = p + len;
+    mcg_tree_entry e;
     while (p < end && !*rc) {
-        unsigned mode = 0;
-        const unsigned char *q = p;
-        while (q < end && *q >= '0' && *q <= '7' && q - p < 7)
-            mode = mode * 8 + (unsigned)(*q++ - '0');
-        if (q == p || q >= end || *q != ' ')
+        if (!mcg_git_tree_entry_next(&e, &p, end))
             return false;
-        const unsigned char *nul = memchr(q + 1, '\0', (size_t)(end - q - 1));
-        if (!nul || nul == q + 1 || end - nul - 1 < GIT_OID_RAWSZ)
-            return false;
-        git_oid id;
-        git_oid_fromraw(&id, nul + 1);
-        p = nul + 1 + GIT_OID_RAWSZ;
-        if ((mode & 0170000) == 0040000) {
-            if (!oidset_has(seen, &id))
-                objstack_push(todo, &id, self);
-        } else if ((mode & 0170000) != 0160000) {
+        if ((e.mode & 0170000) == 0040000) {
+            if (!oidset_has(seen, &e.id))
+                objstack_push(todo, &e.id, self);
+        } else if ((e.mode & 0170000) != 0160000) {
             /* A blob is only looked up: in the pack, or in the repo. */
-            if (oidset_add(seen, &id) && !oidset_has(c->pack, &id) && !git_odb_exists(odb, &id))
-                *rc = incomplete(&c->err, self, &id);
+            if (oidset_add(seen, &e.id) && !oidset_has(c->pack, &e.id) &&
+                !git_odb_exists(odb, &e.id))
+                *rc = incomplete(&c->err, self, &e.id);
         }
     }
     return true;
@@ -2653,10 +2679,10 @@ out:
 /* ------------------------------------------------------------ verification on two threads */
 
 /*
- * Verifying signatures is most of an import's work, and libgit2's indexer
- * leaves the second CPU idle, so the checks after indexing run on two
- * threads, each with its own view of the repo (libgit2 objects are not
- * shared between threads; the odb locks internally):
+ * The checks after indexing run on two threads, each with its own view of
+ * the repo (libgit2 objects are not shared between threads; the odb locks
+ * internally). Most signatures' arithmetic is already done by then
+ * (precheck.c); a pack the scan could not read whole leaves more here:
  *
  *   the second thread   connectivity, then verification jobs
  *   the main thread     plans the jobs, then verification jobs

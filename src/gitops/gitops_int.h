@@ -45,6 +45,24 @@ bool mcg_oidmap_get(const mcg_oidmap *m, const git_oid *o, uint64_t *v);
 void mcg_oidmap_free(mcg_oidmap *m);
 
 /*
+ * Raw object parsing for untrusted packs (bundle.c). A commit's tree and
+ * parents ("tree X\n", then "parent X\n" lines; each parent to `parent`,
+ * which may be NULL); a tag's target ("object X\n" first); the next entry
+ * of a tree ("<octal mode> <name>\0<20-byte id>", *p advanced past it).
+ * Each false when malformed.
+ */
+bool mcg_git_commit_links(git_oid *tree, void (*parent)(const git_oid *, void *), void *ctx,
+                          const char *p, size_t len);
+bool mcg_git_tag_target(git_oid *out, const char *p, size_t len);
+typedef struct mcg_tree_entry {
+    unsigned mode;
+    const unsigned char *name; /* not NUL-terminated */
+    size_t namelen;
+    git_oid id;
+} mcg_tree_entry;
+bool mcg_git_tree_entry_next(mcg_tree_entry *e, const unsigned char **p, const unsigned char *end);
+
+/*
  * Apply a git delta (pack format) to base: the result in a new buffer of
  * *outlen bytes, or NULL when the delta is malformed, does not fit base, or
  * would make more than max bytes. (bundle.c)

@@ -180,36 +180,33 @@ static void link_add(mcg_precheck *p, const git_oid *id, size_t by)
     mcg_oidmap_put(&p->links, id, by);
 }
 
-static bool parse_hex_oid(git_oid *out, const unsigned char *s, size_t n)
+typedef struct link_ctx {
+    mcg_precheck *p;
+    size_t by;
+} link_ctx;
+
+static void link_cb(const git_oid *id, void *ctx)
 {
-    return n >= GIT_OID_HEXSZ && git_oid_fromstrn(out, (const char *)s, GIT_OID_HEXSZ) == 0 &&
-           (n == GIT_OID_HEXSZ || s[GIT_OID_HEXSZ] == '\n');
+    link_ctx *l = ctx;
+    link_add(l->p, id, l->by);
 }
 
-/* A commit's links: "tree X" then "parent X" lines. False when malformed. */
+/* A commit's links: its tree and parents. False when malformed. */
 static bool commit_links(mcg_precheck *p, size_t by, const unsigned char *c, size_t n)
 {
-    git_oid id;
-    if (n < 5 + GIT_OID_HEXSZ + 1 || memcmp(c, "tree ", 5) != 0 ||
-        !parse_hex_oid(&id, c + 5, n - 5))
+    link_ctx l = {p, by};
+    git_oid tree;
+    if (!mcg_git_commit_links(&tree, link_cb, &l, (const char *)c, n))
         return false;
-    link_add(p, &id, by);
-    size_t pos = 5 + GIT_OID_HEXSZ + 1;
-    while (n - pos >= 7 + GIT_OID_HEXSZ + 1 && memcmp(c + pos, "parent ", 7) == 0) {
-        if (!parse_hex_oid(&id, c + pos + 7, n - pos - 7))
-            return false;
-        link_add(p, &id, by);
-        pos += 7 + GIT_OID_HEXSZ + 1;
-    }
+    link_add(p, &tree, by);
     return true;
 }
 
-/* A tag's link: its "object X" line. */
+/* A tag's link: its target. */
 static bool tag_link(mcg_precheck *p, size_t by, const unsigned char *c, size_t n)
 {
     git_oid id;
-    if (n < 7 + GIT_OID_HEXSZ + 1 || memcmp(c, "object ", 7) != 0 ||
-        !parse_hex_oid(&id, c + 7, n - 7))
+    if (!mcg_git_tag_target(&id, (const char *)c, n))
         return false;
     link_add(p, &id, by);
     return true;
@@ -241,44 +238,33 @@ static bool tree_links(mcg_precheck *p, size_t by, const git_oid *self, const un
     size_t prevn = 0;
     bool prevdir = false;
     thint h = {.tree = *self};
+    mcg_tree_entry e;
     while (t < end) {
-        unsigned mode = 0;
-        const unsigned char *q = t;
-        while (q < end && *q >= '0' && *q <= '7' && q - t < 7)
-            mode = mode * 8 + (unsigned)(*q++ - '0');
-        if (q == t || q >= end || *q != ' ')
+        if (!mcg_git_tree_entry_next(&e, &t, end))
             return false;
-        const unsigned char *name = q + 1;
-        const unsigned char *nul = memchr(name, '\0', (size_t)(end - name));
-        if (!nul || nul == name || (size_t)(end - nul - 1) < GIT_OID_RAWSZ)
-            return false;
-        size_t namelen = (size_t)(nul - name);
-        git_oid id;
-        git_oid_fromraw(&id, nul + 1);
-        t = nul + 1 + GIT_OID_RAWSZ;
-        bool dir = (mode & 0170000) == 0040000;
+        bool dir = (e.mode & 0170000) == 0040000;
         /*
          * Out of git's strict order, a name repeated, a mode git does not
          * write or a name with '/': name lookup in such a tree may not be
          * what libgit2's is, so no signer hints at all.
          */
-        if ((prev && tree_order(prev, prevn, prevdir, name, namelen, dir) >= 0) ||
-            (mode != 040000 && mode != 0100644 && mode != 0100755 && mode != 0120000 &&
-             mode != 0160000) ||
-            memchr(name, '/', namelen))
+        if ((prev && tree_order(prev, prevn, prevdir, e.name, e.namelen, dir) >= 0) ||
+            (e.mode != 040000 && e.mode != 0100644 && e.mode != 0100755 && e.mode != 0120000 &&
+             e.mode != 0160000) ||
+            memchr(e.name, '/', e.namelen))
             p->odd_tree = true;
-        prev = name;
-        prevn = namelen;
+        prev = e.name;
+        prevn = e.namelen;
         prevdir = dir;
-        if ((mode & 0170000) != 0160000) /* a gitlink names a commit elsewhere */
-            link_add(p, &id, by);
-        if (dir && namelen == 6 && memcmp(name, ".mcgit", 6) == 0) {
+        if ((e.mode & 0170000) != 0160000) /* a gitlink names a commit elsewhere */
+            link_add(p, &e.id, by);
+        if (dir && e.namelen == 6 && memcmp(e.name, ".mcgit", 6) == 0) {
             h.has_dir = true;
-            h.dir = id;
-        } else if (!dir && (mode & 0170000) != 0160000 && namelen == 15 &&
-                   memcmp(name, "allowed_signers", 15) == 0) {
+            h.dir = e.id;
+        } else if (!dir && (e.mode & 0170000) != 0160000 && e.namelen == 15 &&
+                   memcmp(e.name, "allowed_signers", 15) == 0) {
             h.has_file = true;
-            h.file = id;
+            h.file = e.id;
         }
     }
     if (h.has_dir || h.has_file) {
