@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int mcg_git_err(mcg_err *err, const char *what)
 {
@@ -54,7 +55,13 @@ int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err)
     git_libgit2_init();
     mcg_repo *r = mcg_calloc(1, sizeof(*r));
     if (git_repository_open_ext(&r->git, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0) {
-        mcg_git_err(err, path);
+        struct stat st;
+        if (stat(path, &st) != 0)
+            mcg_err_set(err, MCG_ENOTFOUND,
+                        "%s: no such repository (`git init --bare %s` makes an empty one)", path,
+                        path);
+        else
+            mcg_git_err(err, path);
         mcg_repo_free(r);
         return MCG_EIO;
     }

@@ -188,6 +188,11 @@ refused "unknown capability" "capability 'filter=blob:none'" "$T/dst" "$T/cap.bu
 refused "sha256 object format" "capability 'object-format=sha256'" "$T/dst" "$T/sha256.bundle"
 { printf '# v4 git bundle\n'; tail -c +17 "$T/next.bundle"; } >"$T/v4.bundle"
 refused "unknown version" 'unsupported bundle version' "$T/dst" "$T/v4.bundle"
+expect_rc 1 "import into a repository that does not exist" -- \
+  "$MCGIT" bundle import --repo "$T/nowhere" "$T/next.bundle" --trust "$T/trust"
+expect_grep "nowhere: no such repository \(\`git init --bare .*nowhere\` makes an empty one\)" "$T/err" \
+  "missing repository: the reason says how to make one"
+[ ! -e "$T/nowhere" ] && ok "missing repository: nothing created" || bad "missing repository: something created"
 # Damage anywhere in the pack, as the indexer and the scan thread reading
 # alongside it both see it: 40 bundles, each with a few bytes changed at
 # seeded random places (object headers, zlib streams, deltas, checksum).
