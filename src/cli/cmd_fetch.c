@@ -7,19 +7,22 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <time.h>
 
 static int run(int argc, char **argv);
 
 const mcg_cmd mcg_cmd_fetch = {
     "fetch",
     "fetch the source branch from a remote (fast-forward only)",
-    "usage: mcgit fetch --repo R [--remote NAME]\n"
+    "usage: mcgit fetch --repo R --trust F [--remote NAME]\n"
     "\n"
     "Fetch the source branch from remote NAME (default origin) over file://,\n"
     "https:// or ssh:// and move the local source branch to it, only if that is a\n"
-    "fast-forward: a rewritten or rewound remote branch is refused (exit 1) and\n"
-    "the local branch stays. Prints the new tip. Signatures are checked when the\n"
-    "new commits are rendered (`mcgit render --repo`).\n",
+    "fast-forward and every new commit verifies under the trust root F (as\n"
+    "`mcgit verify`, and against this host's clock when the branch is extended).\n"
+    "A rewritten or rewound remote branch, or an unsigned or untrusted commit, is\n"
+    "refused (exit 1) and the local branch stays where it was. Prints the new\n"
+    "tip.\n",
     run,
 };
 
@@ -28,8 +31,9 @@ static int run(int argc, char **argv)
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"repo", required_argument, 0, 'r'},
                                          {"remote", required_argument, 0, 'R'},
+                                         {"trust", required_argument, 0, 't'},
                                          {0, 0, 0, 0}};
-    const char *repo = NULL, *remote = "origin";
+    const char *repo = NULL, *remote = "origin", *trust = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -37,21 +41,26 @@ static int run(int argc, char **argv)
         case 'h': return mcg_cli_help(&mcg_cmd_fetch);
         case 'r': repo = optarg; break;
         case 'R': remote = optarg; break;
+        case 't': trust = optarg; break;
         default: return mcg_cli_usage_error(&mcg_cmd_fetch, NULL);
         }
     }
-    if (!repo || optind != argc)
-        return mcg_cli_usage_error(&mcg_cmd_fetch, "--repo is required");
+    if (!repo || !trust || optind != argc)
+        return mcg_cli_usage_error(&mcg_cmd_fetch, "--repo and --trust are required");
     mcg_err err = {0};
     mcg_repo *r = NULL;
+    mcg_signers *root = NULL;
     char sha[MCG_SHA_HEX + 1];
-    int rc = mcg_repo_open(&r, repo, &err);
+    int rc = mcg_cli_load_trust(&root, trust, &err);
     if (!rc)
-        rc = mcg_gitops_fetch(r, remote, sha, &err);
+        rc = mcg_repo_open(&r, repo, &err);
+    if (!rc)
+        rc = mcg_gitops_fetch(r, remote, root, (int64_t)time(NULL), sha, &err);
     if (rc)
         mcg_cli_error("fetch", "%s", err.msg);
     else
         printf("%s\n", sha);
     mcg_repo_free(r);
+    mcg_signers_free(root);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
 }

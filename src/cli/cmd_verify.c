@@ -68,8 +68,9 @@ static int run(int argc, char **argv)
     int rc = mcg_cli_load_trust(&root, trust, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
+    mcg_verify_opts vo = {.since = since};
     if (!rc)
-        rc = mcg_gitops_verify(&rep, r, rev ? rev : mcg_repo_source_branch(r), since, root, &err);
+        rc = mcg_gitops_verify(&rep, r, rev ? rev : mcg_repo_source_branch(r), &vo, root, &err);
     if (rc) {
         mcg_cli_error("verify", "%s", err.msg);
         goto out;

@@ -298,13 +298,14 @@ void mcg_pass_result_clear(mcg_pass_result *res)
  * is the normal case of a repo operators push to directly; a remote that
  * was asked for (--remote) but does not exist is a failure like any other.
  */
-static void fetch(mcg_pass_result *res, const mcg_controller_opts *o, mcg_repo *r)
+static void fetch(mcg_pass_result *res, const mcg_controller_opts *o, mcg_repo *r,
+                  const mcg_signers *root, int64_t now)
 {
     char fetched[MCG_SHA_HEX + 1];
     char none[300];
     mcg_err ferr = {0};
     const char *remote = o->remote ? o->remote : "origin";
-    int frc = mcg_gitops_fetch(r, remote, fetched, &ferr);
+    int frc = mcg_gitops_fetch(r, remote, root, now, fetched, &ferr);
     /* gitops reports a missing remote as MCG_ENOTFOUND "no remote 'NAME'"; a
      * remote without the source branch is MCG_ENOTFOUND too, with another message */
     snprintf(none, sizeof(none), "no remote '%s'", remote);
@@ -312,6 +313,13 @@ static void fetch(mcg_pass_result *res, const mcg_controller_opts *o, mcg_repo *
         return;
     char msg[MCG_ERR_MSG];
     mcg_redact_urls(msg, sizeof(msg), ferr.msg);
+    if (frc == MCG_ETRUST) {
+        /* Fetched, but a new commit failed verification: nothing moved,
+         * and the pools name the refused commit as for a local push. */
+        res->refused = true;
+        snprintf(res->refusal, sizeof(res->refusal), "%s", msg);
+        return;
+    }
     res->fetch_failed = true;
     snprintf(res->fetch_error, sizeof(res->fetch_error), "fetch from %s failed: %s", remote, msg);
 }
@@ -410,7 +418,7 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         goto out;
     if ((rc = mcg_repo_open(&r, o->repo, err)) != 0)
         goto out;
-    fetch(res, o, r);
+    fetch(res, o, r, root, now);
     render(res, r, root);
 
     /* 3. the last good state: the rendered tip and the source it came from */

@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -2721,6 +2722,7 @@ typedef struct vpool {
     vjob *jobs;
     size_t njobs, next;
     const mcg_signers *root;
+    int64_t now; /* mcg_verify_opts.now */
     progress *prog;
     uint64_t done, total; /* commits verified, for the progress bar */
 } vpool;
@@ -2754,8 +2756,8 @@ static void vpool_run(vpool *p, mcg_repo *view)
 {
     vjob *j;
     while ((j = vpool_take(p)) != NULL) {
-        j->rc = mcg_gitops_verify(&j->vr, view, j->tip, j->since[0] ? j->since : NULL, p->root,
-                                  &j->err);
+        mcg_verify_opts o = {j->since[0] ? j->since : NULL, p->now, view->memo, view->scan};
+        j->rc = mcg_gitops_verify(&j->vr, view, j->tip, &o, p->root, &j->err);
         pthread_mutex_lock(&p->mu);
         p->done += j->commits;
         progress_draw(p->prog, "verifying commits", p->done, p->total);
@@ -2782,18 +2784,16 @@ static void *worker_main(void *arg)
  * it; "" for none.
  */
 static void effective_since(char out[MCG_SHA_HEX + 1], mcg_repo *v, const char *tip,
-                            const char *since)
+                            const char *since, const mcg_signers *root)
 {
-    git_oid mark;
     out[0] = '\0';
     if (since) {
         snprintf(out, MCG_SHA_HEX + 1, "%s", since);
         return;
     }
-    if (git_reference_name_to_id(&mark, v->git, "refs/mcgit/verified") != 0)
-        return;
     char sha[MCG_SHA_HEX + 1];
-    git_oid_tostr(sha, sizeof(sha), &mark);
+    if (!mcg_gitops_verified_mark(v, root, sha))
+        return;
     if (mcg_repo_descends(v, tip, sha))
         memcpy(out, sha, sizeof(sha));
 }
@@ -2883,7 +2883,12 @@ static int verify_all(session *s, mcg_bundle_report *rep, vref *want, const git_
 {
     vjob *jobs = NULL;
     size_t njobs = 0, cap = 0;
-    vpool pool = {.root = root, .prog = prog};
+    char mark[MCG_SHA_HEX + 1];
+    /* History arriving at a repo that holds verified history is also
+     * checked against this host's clock (mcg_verify_opts.now). */
+    vpool pool = {.root = root,
+                  .now = mcg_gitops_verified_mark(&s->q, root, mark) ? (int64_t)time(NULL) : 0,
+                  .prog = prog};
     conn_ctx conn = {.view = &s->q2, .pack = pack, .tips = tips, .ntips = ntips};
     worker w = {&pool, &conn};
     pthread_t th;
@@ -2941,8 +2946,9 @@ static int verify_all(session *s, mcg_bundle_report *rep, vref *want, const git_
             }
         if (bad) {
             /* Refused: the report and reason of one pass over the whole range. */
-            if ((rc = mcg_gitops_verify(&br->verify, &s->q, want[i].tip,
-                                        want[i].since[0] ? want[i].since : NULL, root, err)) != 0)
+            mcg_verify_opts o = {want[i].since[0] ? want[i].since : NULL, pool.now, s->q.memo,
+                                 s->q.scan};
+            if ((rc = mcg_gitops_verify(&br->verify, &s->q, want[i].tip, &o, root, err)) != 0)
                 goto out;
             continue;
         }
@@ -3105,7 +3111,8 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
         bool is_src = !strcmp(br->name, src_ref);
         if (!is_src && br->old_sha[0])
             memcpy(want[i].since, br->old_sha, sizeof(want[i].since));
-        effective_since(want[i].eff, &s->q, want[i].tip, want[i].since[0] ? want[i].since : NULL);
+        effective_since(want[i].eff, &s->q, want[i].tip, want[i].since[0] ? want[i].since : NULL,
+                        root);
         if (is_src)
             memcpy(s->source_tip, want[i].tip, sizeof(s->source_tip));
         /* A ref inside the range of an earlier one (a tag on the branch) is verified with it. */
@@ -3301,7 +3308,7 @@ int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
          * mcg_gitops_render checks: record it, so the render does not verify
          * the same commits again.
          */
-        if ((rc = mcg_gitops_mark_verified(r, s.source_tip, err)) == 0)
+        if ((rc = mcg_gitops_mark_verified(r, s.source_tip, root, err)) == 0)
             rc = mcg_gitops_render(&rep->render, NULL, &vr, r, s.source_tip, root, diags, err);
         if (rc)
             mcg_err_prefix(err, "imported, but the render failed");

@@ -28,6 +28,21 @@ extern const mcg_template_file mcg_hook_files[];
  */
 int mcg_gitops_init(const char *dir, mcg_err *err);
 
+typedef struct mcg_hook_install_opts {
+    const char *repo;          /* the repository (bare or not) */
+    const char *trust;         /* absolute path of the trust root, for mcgit.trust */
+    const char *binary;        /* absolute path of mcgit, for mcgit.binary */
+    const char *source_branch; /* NULL: keep mcgit.sourceBranch (default main) */
+} mcg_hook_install_opts;
+
+/*
+ * Install pre-receive, post-receive and pre-commit into the repository's
+ * hooks directory (atomically each; their paths are pushed to installed,
+ * which may be NULL), record trust, binary and (when given) the source
+ * branch in its git config, and point HEAD at the source branch.
+ */
+int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed, mcg_err *err);
+
 /* ------------------------------------------------------------ sources */
 
 #define MCG_MAX_SOURCE_FILE (16u * 1024u * 1024u)
@@ -52,8 +67,10 @@ typedef struct mcg_repo mcg_repo;
 
 /*
  * Open the git repository at path (bare or not). Starts libgit2. The source
- * branch is mcgit.yaml's sourceBranch as committed at HEAD (default main),
- * the rendered branch likewise (default rendered). In a pre-receive hook the
+ * branch is the repository's git config mcgit.sourceBranch (default main),
+ * the rendered branch mcgit.renderedBranch (default rendered): never read
+ * from a tree or HEAD, which pushers write. A commit whose mcgit.yaml names
+ * other branches does not load (mcg_gitops_load_commit). In a pre-receive hook the
  * quarantine object directory (GIT_QUARANTINE_PATH) is added as an
  * alternate so new objects can be read before they are accepted.
  */
@@ -84,24 +101,74 @@ typedef struct mcg_verify_report {
 
 void mcg_verify_report_free(mcg_verify_report *rep);
 
+/* How far committer times may disagree: with the first parent, and ahead
+ * of the receiver's clock for history arriving now (seconds). */
+#define MCG_CLOCK_SKEW 3600
+
+struct mcg_packscan;
+
+typedef struct mcg_verify_opts {
+    /* Verify only what is not reachable from since (trusted as verified).
+     * NULL: the repository's verified mark (mcg_gitops_verified_mark) when
+     * tip descends from it, else the whole history. */
+    const char *since;
+    /* Nonzero: this history is arriving now (push, fetch, bundle import) on
+     * a receiver that already holds verified history; each commit's key
+     * must also be valid at `now` (this host's clock) and its committer
+     * time no later than now + MCG_CLOCK_SKEW. 0: history already held, or
+     * a first fetch, is judged by its own committer times only. */
+    int64_t now;
+    /* Hints that save work and never change a verdict (a test proves it):
+     * signatures whose cryptography was already checked, and what a scan
+     * of an incoming pack learnt of its trees. Both may be NULL. */
+    const mcg_sigmemo *memo;
+    const struct mcg_packscan *scan;
+} mcg_verify_opts;
+
 /*
- * Verify every commit reachable from `tip` and not from `since` (NULL: the
- * last verified commit recorded in refs/mcgit/verified when it is an
- * ancestor of tip, else from the root), merges included. A commit is good
- * when its SSH signature verifies with a key of the trust root `root`, or of
- * .mcgit/allowed_signers as it stands in the commit's first parent, provided
- * that parent is good (or below `since`). Returns 0 after checking every
- * commit (report->nbad says how many failed), or an error when the range
- * itself cannot be read.
+ * Verify every commit reachable from `tip` and not from the lower bound
+ * (see mcg_verify_opts; opts may be NULL), merges included, parents before
+ * children. A commit is good when its SSH signature (namespace git)
+ * verifies, at its committer time, under the signers of every one of its
+ * parents: the trust root `root` plus .mcgit/allowed_signers as it stands
+ * in that parent (a parent that failed verification contributes the root
+ * alone; a parentless commit has the root alone); and its committer time is
+ * no more than MCG_CLOCK_SKEW before its first parent's. See
+ * docs/concepts.md. Returns 0 after checking every commit (report->nbad
+ * says how many failed), or an error when the range itself cannot be read.
  */
-int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip, const char *since,
-                      const mcg_signers *root, mcg_err *err);
+int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
+                      const mcg_verify_opts *opts, const mcg_signers *root, mcg_err *err);
 /*
- * Record tip as the last verified commit (refs/mcgit/verified). A tip that
- * the recorded commit already descends from leaves it unchanged, so the
- * mark never moves back.
+ * The last commit of the source branch verified under trust root `root`:
+ * true with its id in sha when this repository holds such a mark, made under
+ * the same root (mcg_signers_digest) for the same source branch. The mark is
+ * a file in the git directory (mcgit/verified) that no push, fetch or
+ * bundle can write.
  */
-int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, mcg_err *err);
+bool mcg_gitops_verified_mark(mcg_repo *r, const mcg_signers *root, char sha[MCG_SHA_HEX + 1]);
+/*
+ * Record tip as verified under root (atomically). A tip that the recorded
+ * commit already descends from leaves it unchanged, so the mark never moves
+ * back.
+ */
+int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *root,
+                             mcg_err *err);
+
+/*
+ * Check one ref update of a push ("<old> <new> <ref>" as git's pre-receive
+ * hook reads them; all-zero ids for a create or delete) at time now. Returns
+ * 0 when it may go ahead, else the first refusal's code with one line per
+ * reason ("refusing <ref>: ...") added to out:
+ *   - refs under refs/mcgit/ and the rendered branch: never by a push;
+ *   - the source branch: not deleted, fast-forward only, every new commit
+ *     verified (arrival checks at now unless the branch is new), and the
+ *     new tree loads and renders;
+ *   - tags (under refs/tags/): created only, their history verified likewise;
+ *   - anything else: accepted and read by nothing.
+ */
+int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,
+                             const char *new, const char *ref, int64_t now, mcg_diags *out);
 
 /* Load the config files of a commit's tree into a finished model. */
 int mcg_gitops_load_commit(mcg_model **out, mcg_repo *r, const char *sha, mcg_diags *diags,
@@ -163,14 +230,19 @@ int mcg_gitops_read_rendered(char **data, size_t *len, mcg_repo *r, const char *
                              char tip_out[MCG_SHA_HEX + 1], mcg_err *err);
 
 /*
- * Fetch the source branch from a remote, fast-forward only. Credentials for
+ * Fetch the source branch from a remote, fast-forward only, and move the
+ * local branch only after every new commit verified under root (see
+ * mcg_gitops_verify; when the branch is held already, its new commits
+ * arrive at `now`). A refusal ("commit <id> refused: <why>", MCG_ETRUST)
+ * moves nothing, so a remote cleaned up later fetches cleanly. Tags are not
+ * fetched. Credentials for
  * a private remote come from the directory named by $MCGIT_GIT_CREDENTIALS:
  * files `username` + `password` (https) or `ssh-privatekey` (ssh; user from
  * the URL, else `git`), offered once each — a rejected credential fails the
  * fetch instead of looping.
  */
-int mcg_gitops_fetch(mcg_repo *r, const char *remote, char sha_out[MCG_SHA_HEX + 1],
-                     mcg_err *err);
+int mcg_gitops_fetch(mcg_repo *r, const char *remote, const mcg_signers *root, int64_t now,
+                     char sha_out[MCG_SHA_HEX + 1], mcg_err *err);
 
 /* Whether REPO names a remote repository (scheme://... or user@host:path). */
 bool mcg_gitops_is_url(const char *repo);

@@ -72,15 +72,43 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
     return rc;
 }
 
-int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, char sha_out[MCG_SHA_HEX + 1],
-                     mcg_err *err)
+/*
+ * Verify (local tip, fetched tip] before anything moves: a refusal leaves
+ * the branch where it was, so a remote cleaned up later is a fast-forward
+ * again. A branch held already is extended, so its new commits arrive now
+ * (mcg_verify_opts.now); a first fetch is judged by committer times.
+ */
+static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *old_oid,
+                          const mcg_signers *root, int64_t now, mcg_err *err)
+{
+    char tip[MCG_SHA_HEX + 1], since[MCG_SHA_HEX + 1];
+    mcg_verify_report rep = {0};
+    git_oid_tostr(tip, sizeof(tip), new_oid);
+    if (old_oid)
+        git_oid_tostr(since, sizeof(since), old_oid);
+    mcg_verify_opts o = {old_oid ? since : NULL, old_oid ? now : 0, NULL, NULL};
+    int rc = mcg_gitops_verify(&rep, r, tip, &o, root, err);
+    for (size_t i = 0; !rc && i < rep.n; i++)
+        if (!rep.v[i].good)
+            rc = mcg_err_set(err, MCG_ETRUST, "commit %.12s refused: %s%s", rep.v[i].sha,
+                             rep.v[i].reason,
+                             rep.nbad > 1 ? " (and more; `mcgit verify` lists them)" : "");
+    mcg_verify_report_free(&rep);
+    return rc;
+}
+
+int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *root, int64_t now,
+                     char sha_out[MCG_SHA_HEX + 1], mcg_err *err)
 {
     git_remote *remote = NULL;
     git_reference *ref = NULL;
+    char *fetched = NULL, *local = NULL;
     int rc = 0;
     sha_out[0] = '\0';
     if (git_remote_lookup(&remote, r->git, remote_name) != 0)
         return mcg_err_set(err, MCG_ENOTFOUND, "no remote '%s'", remote_name);
+    /* The fetched tip lands in refs/mcgit/fetched/, which only this
+     * function writes; the branch itself moves after verification. */
     char *spec = mcg_sprintf("+refs/heads/%s:refs/mcgit/fetched/%s", r->source_branch,
                              r->source_branch);
     char *refs[] = {spec};
@@ -89,35 +117,42 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, char sha_out[MCG_SHA_
     cred_state cs = {getenv("MCGIT_GIT_CREDENTIALS"), 0};
     fo.callbacks.credentials = cred_cb;
     fo.callbacks.payload = &cs;
+    fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
     if (git_remote_fetch(remote, &specs, &fo, "mcgit fetch") != 0) {
         rc = mcg_git_err(err, "fetch");
         goto out;
     }
-    char *fetched = mcg_sprintf("refs/mcgit/fetched/%s", r->source_branch);
-    char *local = mcg_sprintf("refs/heads/%s", r->source_branch);
+    fetched = mcg_sprintf("refs/mcgit/fetched/%s", r->source_branch);
+    local = mcg_sprintf("refs/heads/%s", r->source_branch);
     git_oid new_oid, old_oid;
+    bool held = git_reference_name_to_id(&old_oid, r->git, local) == 0;
     if (git_reference_name_to_id(&new_oid, r->git, fetched) != 0) {
         rc = mcg_err_set(err, MCG_ENOTFOUND, "remote '%s' has no branch '%s'", remote_name,
                          r->source_branch);
-    } else if (git_reference_name_to_id(&old_oid, r->git, local) == 0) {
-        if (!git_oid_equal(&new_oid, &old_oid) &&
-            git_graph_descendant_of(r->git, &new_oid, &old_oid) != 1) {
-            rc = mcg_err_set(err, MCG_ECONFLICT,
-                             "remote '%s' branch '%s' was rewritten or rewound: not a "
-                             "fast-forward, refused",
-                             remote_name, r->source_branch);
-        } else if (git_reference_create_matching(&ref, r->git, local, &new_oid, 1, &old_oid,
-                                                 "mcgit fetch") != 0) {
-            rc = mcg_git_err(err, local);
-        }
-    } else if (git_reference_create(&ref, r->git, local, &new_oid, 0, "mcgit fetch") != 0) {
-        rc = mcg_git_err(err, local);
+        goto out;
     }
-    if (!rc)
-        git_oid_tostr(sha_out, MCG_SHA_HEX + 1, &new_oid);
+    if (held && git_oid_equal(&new_oid, &old_oid))
+        goto done;
+    if (held && git_graph_descendant_of(r->git, &new_oid, &old_oid) != 1) {
+        rc = mcg_err_set(err, MCG_ECONFLICT,
+                         "remote '%s' branch '%s' was rewritten or rewound: not a "
+                         "fast-forward, refused",
+                         remote_name, r->source_branch);
+        goto out;
+    }
+    if ((rc = verify_fetched(r, &new_oid, held ? &old_oid : NULL, root, now, err)) != 0)
+        goto out;
+    if (held ? git_reference_create_matching(&ref, r->git, local, &new_oid, 1, &old_oid,
+                                             "mcgit fetch")
+             : git_reference_create(&ref, r->git, local, &new_oid, 0, "mcgit fetch")) {
+        rc = mcg_git_err(err, local);
+        goto out;
+    }
+done:
+    git_oid_tostr(sha_out, MCG_SHA_HEX + 1, &new_oid);
+out:
     free(fetched);
     free(local);
-out:
     free(spec);
     git_reference_free(ref);
     git_remote_free(remote);

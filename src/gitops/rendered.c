@@ -211,7 +211,7 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
     scan_rendered(r, res->source, found, last);
     if (found[0]) {
         memcpy(res->rendered, found, sizeof(found));
-        rc = mcg_gitops_mark_verified(r, res->source, err);
+        rc = mcg_gitops_mark_verified(r, res->source, root, err);
         goto out; /* already rendered: nothing to add */
     }
     if (last[0] && !mcg_repo_descends(r, res->source, last)) {
@@ -271,7 +271,7 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
         goto out;
     git_oid_tostr(res->rendered, sizeof(res->rendered), &commit_oid);
     res->created = true;
-    rc = mcg_gitops_mark_verified(r, res->source, err);
+    rc = mcg_gitops_mark_verified(r, res->source, root, err);
 out:
     if (out_render && rc == 0) {
         *out_render = rd;

@@ -8,8 +8,11 @@
  * commit's first parent — and only if that parent is itself good. So a
  * signer is added or removed only by a commit an already-trusted key signed.
  */
+#include "fsio/fsio.h"
 #include "gitops/gitops_int.h"
 
+#include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,33 +23,46 @@ int mcg_git_err(mcg_err *err, const char *what)
     return mcg_err_set(err, MCG_EIO, "%s: %s", what, e && e->message ? e->message : "git error");
 }
 
-static void load_settings(mcg_repo *r)
+/*
+ * The branch names come from the repository's own git configuration
+ * (mcgit.sourceBranch, mcgit.renderedBranch; defaults main and rendered),
+ * never from a tree: HEAD and every unverified ref are written by pushers,
+ * and nothing a pusher writes may steer which history is verified or where
+ * renders go. A committed mcgit.yaml that names other branches is refused
+ * when its commit is loaded (mcg_gitops_load_commit).
+ */
+static int load_settings(mcg_repo *r, mcg_err *err)
 {
-    r->source_branch = mcg_strdup("main");
-    r->rendered_branch = mcg_strdup("rendered");
-    git_object *obj = NULL;
-    git_tree *tree = NULL;
-    char *data = NULL;
-    size_t len = 0;
-    if (git_revparse_single(&obj, r->git, "HEAD^{tree}") != 0)
-        goto out;
-    tree = (git_tree *)obj;
-    if (mcg_git_read_path(&data, &len, r->git, tree, "mcgit.yaml", NULL) != 0)
-        goto out;
-    mcg_model *m = mcg_model_new();
-    mcg_diags d = {0};
-    mcg_model_add_file(m, "mcgit.yaml", data, len, &d);
-    if (!d.count) {
-        free(r->source_branch);
-        free(r->rendered_branch);
-        r->source_branch = mcg_strdup(m->settings.source_branch);
-        r->rendered_branch = mcg_strdup(m->settings.rendered_branch);
+    static const struct {
+        const char *key, *def;
+        size_t off;
+    } keys[] = {{"mcgit.sourceBranch", "main", offsetof(mcg_repo, source_branch)},
+                {"mcgit.renderedBranch", "rendered", offsetof(mcg_repo, rendered_branch)}};
+    git_config *cfg = NULL;
+    int rc = 0;
+    if (git_repository_config_snapshot(&cfg, r->git) != 0)
+        return mcg_git_err(err, "git config");
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !rc; i++) {
+        git_buf b = GIT_BUF_INIT_CONST(NULL, 0);
+        memset(&b, 0, sizeof(b));
+        char **slot = (char **)((char *)r + keys[i].off);
+        int g = git_config_get_string_buf(&b, cfg, keys[i].key);
+        if (g == GIT_ENOTFOUND)
+            *slot = mcg_strdup(keys[i].def);
+        else if (g != 0)
+            rc = mcg_git_err(err, keys[i].key);
+        else if (!mcg_model_branch_name_ok(b.ptr))
+            rc = mcg_err_set(err, MCG_EINVAL, "git config %s: '%s' is not a valid branch name",
+                             keys[i].key, b.ptr);
+        else
+            *slot = mcg_strdup(b.ptr);
+        git_buf_dispose(&b);
     }
-    mcg_diags_free(&d);
-    mcg_model_free(m);
-out:
-    free(data);
-    git_object_free(obj);
+    if (!rc && !strcmp(r->source_branch, r->rendered_branch))
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "git config: mcgit.sourceBranch and mcgit.renderedBranch must differ");
+    git_config_free(cfg);
+    return rc;
 }
 
 int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err)
@@ -77,7 +93,11 @@ int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err)
         }
         git_odb_free(odb);
     }
-    load_settings(r);
+    int rc = load_settings(r, err);
+    if (rc != 0) {
+        mcg_repo_free(r);
+        return rc;
+    }
     *out = r;
     return 0;
 }
@@ -240,6 +260,18 @@ int mcg_gitops_load_commit(mcg_model **out, mcg_repo *r, const char *sha, mcg_di
     else if (rr != MCG_ENOTFOUND)
         mcg_diags_add(diags, "%s", e2.msg);
     free(data);
+    /* The repository's configuration names the branches (load_settings). */
+    if ((*out)->settings.source_set && strcmp((*out)->settings.source_branch, r->source_branch))
+        mcg_diags_add(diags,
+                      "mcgit.yaml: sourceBranch '%s' is not this repository's source branch '%s' "
+                      "(set by git config mcgit.sourceBranch)",
+                      (*out)->settings.source_branch, r->source_branch);
+    if ((*out)->settings.rendered_set &&
+        strcmp((*out)->settings.rendered_branch, r->rendered_branch))
+        mcg_diags_add(diags,
+                      "mcgit.yaml: renderedBranch '%s' is not this repository's rendered branch "
+                      "'%s' (set by git config mcgit.renderedBranch)",
+                      (*out)->settings.rendered_branch, r->rendered_branch);
     load_tree_dir(*out, r->git, tree, "pools", diags);
     load_tree_dir(*out, r->git, tree, "machineconfigs", diags);
     if ((*out)->npools == 0 && diags->count == before)
@@ -290,7 +322,8 @@ typedef struct signer_cache {
     char error[512];   /* the repo file did not parse */
 } signer_cache;
 
-static const mcg_signers *signers_for(signer_cache *cache, mcg_repo *r, const git_commit *parent,
+static const mcg_signers *signers_for(signer_cache *cache, mcg_repo *r,
+                                      const struct mcg_packscan *scan, const git_commit *parent,
                                       const mcg_signers *root, char *why, size_t whylen)
 {
     git_tree *tree = NULL;
@@ -299,7 +332,7 @@ static const mcg_signers *signers_for(signer_cache *cache, mcg_repo *r, const gi
     const git_oid *id;
     git_oid hinted;
     bool present;
-    if (r->scan && mcg_packscan_signers(r->scan, git_commit_tree_id(parent), &present, &hinted)) {
+    if (scan && mcg_packscan_signers(scan, git_commit_tree_id(parent), &present, &hinted)) {
         /* a bundle's scan read these trees as they were indexed */
         if (!present)
             goto out;
@@ -342,49 +375,197 @@ out:
     return res;
 }
 
-static void verify_one(mcg_verdict *v, mcg_repo *r, git_commit *c, const oidset *good,
-                       const oidset *range, signer_cache *cache, const mcg_signers *root)
+/* Committer time of a commit (unix seconds). */
+static int64_t commit_time(const git_commit *c)
+{
+    return (int64_t)git_commit_committer(c)->when.time;
+}
+
+/* What one verification needs besides the commit. */
+typedef struct verify_ctx {
+    mcg_repo *r;
+    const mcg_signers *root;
+    const mcg_verify_opts *o;
+    const oidset *good, *range;
+    signer_cache *cache;
+} verify_ctx;
+
+/*
+ * The rule (docs/concepts.md, "Which keys may sign a commit"): a commit is
+ * good when its signature verifies under the signers of EVERY parent — the
+ * trust root plus .mcgit/allowed_signers as it stands in that parent — at
+ * the commit's committer time; a parentless commit, under the root alone.
+ * A parent that failed verification contributes the root alone. So a
+ * signer removed on any line of history the commit extends cannot sign it,
+ * whatever the merge's shape or parent order. The committer time may not
+ * fall more than MCG_CLOCK_SKEW before the first parent's. When history is
+ * arriving (o->now), the key must also be valid at o->now and the time may
+ * not lie more than MCG_CLOCK_SKEW past it, so a backdated commit by an
+ * expired key is refused where it first enters.
+ */
+static void verify_one(mcg_verdict *v, const verify_ctx *vc, git_commit *c)
 {
     git_buf sig = GIT_BUF_INIT_CONST(NULL, 0), data = GIT_BUF_INIT_CONST(NULL, 0);
     memset(&sig, 0, sizeof(sig));
     memset(&data, 0, sizeof(data));
+    mcg_repo *r = vc->r;
     const git_oid *id = git_commit_id(c);
+    int64_t when = commit_time(c);
     git_oid_tostr(v->sha, sizeof(v->sha), id);
     if (git_commit_extract_signature(&sig, &data, r->git, (git_oid *)id, NULL) != 0) {
         snprintf(v->reason, sizeof(v->reason), "commit is not signed");
         goto out;
     }
-    const mcg_signers *set = root;
-    char why[600] = "";
-    if (git_commit_parentcount(c) > 0) {
-        const git_oid *pid = git_commit_parent_id(c, 0);
-        /* A parent outside the range is below the last verified commit. */
-        bool parent_ok = oidset_has(good, pid) || !oidset_has(range, pid);
-        git_commit *parent = NULL;
-        if (parent_ok && git_commit_parent(&parent, c, 0) == 0)
-            set = signers_for(cache, r, parent, root, why, sizeof(why));
-        git_commit_free(parent);
+    unsigned np = git_commit_parentcount(c);
+    /* One check per parent (a parentless commit: the root), then, for
+     * history arriving now, the same against this host's clock. */
+    unsigned nsets = np ? np : 1;
+    for (unsigned pass = 0; pass < (vc->o->now ? 2u : 1u); pass++) {
+        int64_t t = pass ? vc->o->now : when;
+        for (unsigned i = 0; i < nsets; i++) {
+            const mcg_signers *set = vc->root;
+            char why[600] = "";
+            if (np) {
+                const git_oid *pid = git_commit_parent_id(c, i);
+                /* A parent outside the range is below the last verified commit. */
+                bool parent_ok = oidset_has(vc->good, pid) || !oidset_has(vc->range, pid);
+                git_commit *parent = NULL;
+                if (parent_ok && git_commit_parent(&parent, c, i) == 0)
+                    set = signers_for(vc->cache, r, vc->o->scan, parent, vc->root, why,
+                                      sizeof(why));
+                git_commit_free(parent);
+                if (!parent_ok)
+                    snprintf(why, sizeof(why), " (parent %.12s failed verification)",
+                             git_oid_tostr_s(pid));
+            }
+            mcg_sig_result res = {0};
+            mcg_err e = {0};
+            if (mcg_sshsig_verify_memo(&res, set, vc->o->memo, sig.ptr, sig.size, data.ptr,
+                                       data.size, t, &e) != 0) {
+                const char *prefix = pass ? "on arrival: " : "";
+                if (np > 1)
+                    snprintf(v->reason, sizeof(v->reason), "%sparent %u of %u: %s%s", prefix,
+                             i + 1, np, e.msg, why);
+                else
+                    snprintf(v->reason, sizeof(v->reason), "%s%s%s", prefix, e.msg, why);
+                snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
+                v->principal[0] = '\0';
+                goto out;
+            }
+            if (!v->principal[0]) {
+                snprintf(v->principal, sizeof(v->principal), "%s", res.principal);
+                snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
+            }
+        }
     }
-    mcg_sig_result res = {0};
-    mcg_err e = {0};
-    const git_signature *committer = git_commit_committer(c);
-    if (mcg_sshsig_verify_memo(&res, set, r->memo, sig.ptr, sig.size, data.ptr, data.size,
-                               (int64_t)committer->when.time, &e) != 0) {
-        snprintf(v->reason, sizeof(v->reason), "%s%s", e.msg, why);
-        snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
+    /* Times last: a key outside its window is the better reason. */
+    if (np > 0) {
+        git_commit *first = NULL;
+        if (git_commit_parent(&first, c, 0) != 0) {
+            snprintf(v->reason, sizeof(v->reason), "cannot read its parent");
+            goto out;
+        }
+        int64_t pt = commit_time(first);
+        git_commit_free(first);
+        if (when + MCG_CLOCK_SKEW < pt) {
+            char a[32], b[32];
+            snprintf(v->reason, sizeof(v->reason),
+                     "committer time %s is more than %d s before its parent's (%s)",
+                     mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, pt));
+            goto out;
+        }
+    }
+    if (vc->o->now && when > vc->o->now + MCG_CLOCK_SKEW) {
+        char a[32], b[32];
+        snprintf(v->reason, sizeof(v->reason),
+                 "committer time %s is more than %d s ahead of this host's clock (%s)",
+                 mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, vc->o->now));
         goto out;
     }
     v->good = true;
-    snprintf(v->principal, sizeof(v->principal), "%s", res.principal);
-    snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
 out:
+    if (!v->good)
+        v->principal[0] = '\0';
     git_buf_dispose(&sig);
     git_buf_dispose(&data);
 }
 
-int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip, const char *since,
-                      const mcg_signers *root, mcg_err *err)
+/* ------------------------------------------------------------ the mark */
+
+/*
+ * "Verified up to X" is a file in the repository's git directory,
+ * mcgit/verified: "<commit> <source branch> <trust digest>\n". No push,
+ * fetch or bundle writes there (a ref would be writable by a pusher), and
+ * the digest of the trust root it was made under ties it to that root: with
+ * another trust file, or another revocation list, history is verified again
+ * from the start.
+ */
+static char *mark_path(const mcg_repo *r)
 {
+    return mcg_sprintf("%smcgit/verified", git_repository_path(r->git));
+}
+
+static void trust_digest_hex(const mcg_signers *root, char hex[65])
+{
+    unsigned char d[32];
+    mcg_signers_digest(root, d);
+    mcg_hex(d, sizeof(d), hex);
+}
+
+bool mcg_gitops_verified_mark(mcg_repo *r, const mcg_signers *root, char sha[MCG_SHA_HEX + 1])
+{
+    char *path = mark_path(r), *data = NULL;
+    size_t len = 0;
+    bool ok = false;
+    sha[0] = '\0';
+    if (mcg_read_file(path, 4096, &data, &len, NULL) == 0) {
+        char want[MCG_SHA_HEX + 1 + 256 + 1 + 64 + 2], digest[65];
+        trust_digest_hex(root, digest);
+        snprintf(want, sizeof(want), " %s %s\n", r->source_branch, digest);
+        git_oid oid;
+        if (len > MCG_SHA_HEX && !strcmp(data + MCG_SHA_HEX, want) &&
+            git_oid_fromstrn(&oid, data, MCG_SHA_HEX) == 0) {
+            git_oid_tostr(sha, MCG_SHA_HEX + 1, &oid);
+            ok = true;
+        }
+    }
+    free(data);
+    free(path);
+    return ok;
+}
+
+int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *root, mcg_err *err)
+{
+    git_oid oid, cur;
+    char cur_sha[MCG_SHA_HEX + 1], digest[65];
+    int rc = 0;
+    if (git_oid_fromstr(&oid, tip) != 0)
+        return mcg_err_set(err, MCG_EINVAL, "bad commit id '%s'", tip);
+    /* Never move back: re-rendering an older source leaves the mark alone. */
+    if (mcg_gitops_verified_mark(r, root, cur_sha) && git_oid_fromstr(&cur, cur_sha) == 0 &&
+        (git_oid_equal(&cur, &oid) || git_graph_descendant_of(r->git, &cur, &oid) == 1))
+        return 0;
+    char *dir = mcg_sprintf("%smcgit", git_repository_path(r->git));
+    char *path = mark_path(r);
+    trust_digest_hex(root, digest);
+    char *line = mcg_sprintf("%s %s %s\n", tip, r->source_branch, digest);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
+    else
+        rc = mcg_write_file_atomic(path, line, strlen(line), 0644, err);
+    free(line);
+    free(path);
+    free(dir);
+    return rc;
+}
+
+/* ------------------------------------------------------------ verify */
+
+int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
+                      const mcg_verify_opts *opts, const mcg_signers *root, mcg_err *err)
+{
+    static const mcg_verify_opts none = {0};
+    const mcg_verify_opts *o = opts ? opts : &none;
     memset(rep, 0, sizeof(*rep));
     git_revwalk *walk = NULL;
     git_oid tip_oid, since_oid, oid;
@@ -397,18 +578,12 @@ int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip, cons
     if ((rc = mcg_repo_resolve(r, tip, tip_sha, err)) != 0)
         return rc;
     git_oid_fromstr(&tip_oid, tip_sha);
-    if (since) {
-        if ((rc = mcg_repo_resolve(r, since, since_sha, err)) != 0)
+    if (o->since) {
+        if ((rc = mcg_repo_resolve(r, o->since, since_sha, err)) != 0)
             return rc;
-    } else {
-        git_reference *ref = NULL;
-        if (git_reference_lookup(&ref, r->git, "refs/mcgit/verified") == 0 &&
-            git_reference_target(ref)) {
-            git_oid_tostr(since_sha, sizeof(since_sha), git_reference_target(ref));
-            if (!mcg_repo_descends(r, tip_sha, since_sha))
-                since_sha[0] = '\0'; /* not an ancestor: verify everything */
-        }
-        git_reference_free(ref);
+    } else if (mcg_gitops_verified_mark(r, root, since_sha) &&
+               !mcg_repo_descends(r, tip_sha, since_sha)) {
+        since_sha[0] = '\0'; /* not an ancestor: verify everything */
     }
     if (git_revwalk_new(&walk, r->git) != 0 ||
         git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) != 0 ||
@@ -434,6 +609,7 @@ int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip, cons
         order[n++] = oid;
         oidset_add(&range, &oid);
     }
+    verify_ctx vc = {r, root, o, &good, &range, &cache};
     rep->v = mcg_calloc(n ? n : 1, sizeof(*rep->v));
     for (size_t i = 0; i < n; i++) {
         git_commit *c = NULL;
@@ -442,7 +618,7 @@ int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip, cons
             git_oid_tostr(v->sha, sizeof(v->sha), &order[i]);
             snprintf(v->reason, sizeof(v->reason), "cannot read commit");
         } else {
-            verify_one(v, r, c, &good, &range, &cache, root);
+            verify_one(v, &vc, c);
         }
         git_commit_free(c);
         if (v->good)
@@ -457,20 +633,4 @@ out:
     oidset_free(&good);
     git_revwalk_free(walk);
     return rc;
-}
-
-int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, mcg_err *err)
-{
-    git_oid oid, cur;
-    git_reference *ref = NULL;
-    if (git_oid_fromstr(&oid, tip) != 0)
-        return mcg_err_set(err, MCG_EINVAL, "bad commit id '%s'", tip);
-    /* Never move back: re-rendering an older source leaves the mark alone. */
-    if (git_reference_name_to_id(&cur, r->git, "refs/mcgit/verified") == 0 &&
-        (git_oid_equal(&cur, &oid) || git_graph_descendant_of(r->git, &cur, &oid) == 1))
-        return 0;
-    if (git_reference_create(&ref, r->git, "refs/mcgit/verified", &oid, 1, "mcgit: verified") != 0)
-        return mcg_git_err(err, "refs/mcgit/verified");
-    git_reference_free(ref);
-    return 0;
 }

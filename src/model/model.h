@@ -186,10 +186,18 @@ typedef struct mcg_disruption_policy {
     size_t nsshkey;
 } mcg_disruption_policy;
 
+/*
+ * Whether s is a branch name mcgit accepts (a subset of git's
+ * check-ref-format: no "..", no control characters or ~^:?*[\\, no leading
+ * '-' or '/', at most 200 bytes).
+ */
+bool mcg_model_branch_name_ok(const char *s);
+
 /* mcgit.yaml: repo settings. */
 typedef struct mcg_settings {
     char *source_branch;   /* default "main" */
     char *rendered_branch; /* default "rendered" */
+    bool source_set, rendered_set; /* mcgit.yaml names them */
 } mcg_settings;
 
 typedef struct mcg_model {

@@ -43,6 +43,9 @@ void mcg_pctx_err(mcg_pctx *c, const json_t *at, const char *fmt, ...)
  * YAML syntax errors.
  */
 typedef void (*mcg_yaml_doc_fn)(json_t *root, mcg_linemap *lines, void *arg);
+/* Deepest nesting of YAML collections accepted; deeper input ends the file. */
+#define MCG_YAML_MAX_DEPTH 64
+
 int mcg_yaml_each_doc(const char *file, const char *data, size_t len, int line_offset,
                       mcg_diags *diags, mcg_yaml_doc_fn fn, void *arg);
 

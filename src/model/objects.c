@@ -558,7 +558,7 @@ static void parse_machineconfiguration(mcg_model *m, mcg_pctx *c, const json_t *
 
 /* ------------------------------------------------------------ settings */
 
-static bool branch_name_ok(const char *s)
+bool mcg_model_branch_name_ok(const char *s)
 {
     if (!*s || *s == '-' || *s == '/' || strstr(s, "..") || strstr(s, "//") ||
         s[strlen(s) - 1] == '/' || strlen(s) > 200)
@@ -579,19 +579,21 @@ static void parse_settings(mcg_model *m, mcg_pctx *c, const json_t *root)
     mcg_get_str(c, root, "renderedBranch", "renderedBranch", &ren);
     mcg_get_str(c, root, "apiGroup", "apiGroup", &grp);
     mcg_get_str(c, root, "signatures", "signatures", &sig);
-    if (src && !branch_name_ok(src))
+    if (src && !mcg_model_branch_name_ok(src))
         mcg_pctx_err(c, json_object_get(root, "sourceBranch"), "'%s' is not a valid branch name",
                      src);
     else if (src) {
         free(m->settings.source_branch);
         m->settings.source_branch = src, src = NULL;
+        m->settings.source_set = true;
     }
-    if (ren && !branch_name_ok(ren))
+    if (ren && !mcg_model_branch_name_ok(ren))
         mcg_pctx_err(c, json_object_get(root, "renderedBranch"), "'%s' is not a valid branch name",
                      ren);
     else if (ren) {
         free(m->settings.rendered_branch);
         m->settings.rendered_branch = ren, ren = NULL;
+        m->settings.rendered_set = true;
     }
     if (grp && strcmp(grp, "machineconfiguration.openshift.io") &&
         strcmp(grp, "machineconfiguration.mcgit.io"))

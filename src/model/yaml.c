@@ -233,8 +233,12 @@ static json_t *conv_node(conv *cv, yaml_event_t *ev)
         yaml_event_delete(ev);
         return NULL;
     }
-    if (++cv->depth > 64) {
-        conv_err(cv, &ev->start_mark, "nesting deeper than 64 levels");
+    if (++cv->depth > MCG_YAML_MAX_DEPTH) {
+        /* Stop reading here: skipping the rest of a deep document costs
+         * libyaml time quadratic in its depth (its scanner walks the open
+         * flow levels on every token), so the file ends at this error. */
+        conv_err(cv, &ev->start_mark, "nesting deeper than %d levels", MCG_YAML_MAX_DEPTH);
+        cv->syntax = true;
         yaml_event_delete(ev);
         return NULL;
     }

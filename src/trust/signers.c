@@ -523,3 +523,36 @@ mcg_signers *mcg_signers_union(const mcg_signers *a, const mcg_signers *b)
     append_copies(s, b);
     return s;
 }
+
+/* Feed a length-prefixed field to the digest, so fields cannot run together. */
+static void digest_field(EVP_MD_CTX *md, const void *p, size_t n)
+{
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char)((uint64_t)n >> (56 - 8 * i));
+    EVP_DigestUpdate(md, len, sizeof(len));
+    if (n)
+        EVP_DigestUpdate(md, p, n);
+}
+
+void mcg_signers_digest(const mcg_signers *s, unsigned char out[32])
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    unsigned int olen = 0;
+    if (!md)
+        abort(); /* out of memory, as mcg_malloc */
+    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    digest_field(md, "mcgit-signers-v1", 16);
+    for (size_t i = 0; i < mcg_signers_count(s); i++) {
+        const mcg_signer *e = &s->v[i];
+        char times[64];
+        snprintf(times, sizeof(times), "%lld %lld", (long long)e->valid_after,
+                 (long long)e->valid_before);
+        digest_field(md, e->principals, strlen(e->principals));
+        digest_field(md, e->namespaces ? e->namespaces : "", e->namespaces ? strlen(e->namespaces) + 1 : 0);
+        digest_field(md, times, strlen(times));
+        digest_field(md, e->blob, e->blob_len);
+    }
+    EVP_DigestFinal_ex(md, out, &olen);
+    EVP_MD_CTX_free(md);
+}

@@ -70,6 +70,14 @@ size_t mcg_signers_count(const mcg_signers *s);
  */
 mcg_signers *mcg_signers_union(const mcg_signers *a, const mcg_signers *b);
 
+/*
+ * SHA-256 over a canonical encoding of every entry of s (principals,
+ * options, key), in order: equal for equal sets, so a record of work done
+ * under one trust root can tell when the root has changed. NULL: the digest
+ * of the empty set.
+ */
+void mcg_signers_digest(const mcg_signers *s, unsigned char out[32]);
+
 /* Who signed, filled by mcg_sshsig_verify. */
 typedef struct mcg_sig_result {
     char principal[256];  /* principals field of the allowed_signers line that accepted the key */

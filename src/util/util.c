@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int mcg_err_set(mcg_err *err, int code, const char *fmt, ...)
 {
@@ -254,4 +255,13 @@ bool mcg_parse_u64(const char *s, uint64_t *out)
     }
     *out = v;
     return true;
+}
+
+char *mcg_time_iso(char out[32], int64_t t)
+{
+    struct tm tm;
+    time_t tt = (time_t)t;
+    if (!gmtime_r(&tt, &tm) || strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(out, 32, "@%lld", (long long)t);
+    return out;
 }

@@ -104,6 +104,11 @@ void mcg_strv_sort(mcg_strv *s);
 void mcg_strv_free(mcg_strv *s);
 int mcg_strcmp_ptr(const void *a, const void *b); /* qsort over char* */
 
+/* ------------------------------------------------------------- time */
+
+/* t (unix seconds) as "YYYY-MM-DDTHH:MM:SSZ" in out; returns out. */
+char *mcg_time_iso(char out[32], int64_t t);
+
 /* ------------------------------------------------------------- hashing */
 
 #define MCG_SHA256_LEN 32

@@ -20,7 +20,7 @@ url="http://127.0.0.1:$(cat "$T/port")/config.git"
 git init -q --bare "$T/mirror"
 git -C "$T/mirror" remote add origin "$url"
 
-expect_rc 1 "fetch without credentials is refused" -- "$MCGIT" fetch --repo "$T/mirror"
+expect_rc 1 "fetch without credentials is refused" -- "$MCGIT" fetch --repo "$T/mirror" --trust "$T/trust"
 expect_grep 'fetch: .*(auth|401|credential)' "$T/err" "the reason names the authentication failure"
 # (LeakSanitizer's suppression summary, in ASan builds, is not ours)
 n=$(sed '/^-----/,/^-----/d' "$T/err" | grep -c . || true)
@@ -29,7 +29,7 @@ mkdir -p "$T/creds"
 printf 'mcgit\n' >"$T/creds/username"
 printf 'wrong\n' >"$T/creds/password"
 export MCGIT_GIT_CREDENTIALS="$T/creds"
-if timeout 20 "$MCGIT" fetch --repo "$T/mirror" >"$T/out" 2>"$T/err"; then
+if timeout 20 "$MCGIT" fetch --repo "$T/mirror" --trust "$T/trust" >"$T/out" 2>"$T/err"; then
   bad "wrong password accepted"
 else
   rc=$?
@@ -38,7 +38,7 @@ fi
 git -C "$T/mirror" rev-parse -q --verify refs/heads/main >/dev/null \
   && bad "branch created by a failed fetch" || ok "failed fetch leaves no branch"
 printf 's3cret\n' >"$T/creds/password"
-expect_rc 0 "fetch with the right credentials" -- "$MCGIT" fetch --repo "$T/mirror"
+expect_rc 0 "fetch with the right credentials" -- "$MCGIT" fetch --repo "$T/mirror" --trust "$T/trust"
 [ "$(git -C "$T/mirror" rev-parse main)" = "$(git -C "$T/src" rev-parse main)" ] \
   && ok "source branch fetched" || bad "source branch not fetched"
 finish

@@ -58,6 +58,7 @@ S1=$(g rev-parse HEAD)
 mc 50-worker.yaml 50-worker worker 'server%20b.example.com%20iburst%0A'
 mc 50-master.yaml 50-master master 'server%20n.example.com%20iburst%0A'
 GIT_COMMITTER_DATE="2026-01-03T00:00:00Z" scommit "$R" alice "second config"
+export GIT_COMMITTER_DATE="2026-01-03T00:00:00Z" # times do not go back (MCG_CLOCK_SKEW)
 S2=$(g rev-parse HEAD)
 
 # ---------------------------------------------------------------- render
@@ -249,6 +250,7 @@ expect_rc 0 "render of the same source after a rollback" -- "$MCGIT" render --re
 mc 50-worker.yaml 50-worker worker 'server%20c.example.com%20iburst%0A'
 # (a subject that looks like a "pool: name" line must not become one in the log)
 GIT_COMMITTER_DATE="2026-01-04T00:00:00Z" scommit "$R" alice "rendered-bogus: third config"
+export GIT_COMMITTER_DATE="2026-01-04T00:00:00Z"
 S3=$(g rev-parse HEAD)
 expect_rc 0 "render a newer source after the rollback" -- "$MCGIT" render --repo "$R" --trust "$TR"
 R3=$(g rev-parse rendered)
@@ -268,23 +270,23 @@ sign_setup "$U" "$TR"
 git clone -q --bare "file://$U" "$T/mirror.git"
 git -C "$T/mirror.git" config remote.origin.url "file://$U"
 echo one >"$U/NOTES"; scommit "$U" alice "upstream one"
-expect_rc 0 "fetch over file:// (fast-forward)" -- "$MCGIT" fetch --repo "$T/mirror.git"
+expect_rc 0 "fetch over file:// (fast-forward)" -- "$MCGIT" fetch --repo "$T/mirror.git" --trust "$TR"
 [ "$(cat "$T/out")" = "$(git -C "$U" rev-parse main)" ] &&
   [ "$(git -C "$T/mirror.git" rev-parse main)" = "$(git -C "$U" rev-parse main)" ] &&
   ok "fetch moved main to the remote tip and printed it" || bad "fetch result"
-expect_rc 0 "fetch with nothing new" -- "$MCGIT" fetch --repo "$T/mirror.git"
+expect_rc 0 "fetch with nothing new" -- "$MCGIT" fetch --repo "$T/mirror.git" --trust "$TR"
 keep=$(git -C "$T/mirror.git" rev-parse main)
 git -C "$U" reset -q --hard HEAD~1
 echo two >"$U/NOTES"; scommit "$U" alice "upstream rewritten"
-expect_rc 1 "fetch of a force-pushed (rewritten) branch is refused" -- "$MCGIT" fetch --repo "$T/mirror.git"
+expect_rc 1 "fetch of a force-pushed (rewritten) branch is refused" -- "$MCGIT" fetch --repo "$T/mirror.git" --trust "$TR"
 expect_grep "not a fast-forward" "$T/err" "the refusal says why"
 [ "$(git -C "$T/mirror.git" rev-parse main)" = "$keep" ] && ok "local main unchanged after the refusal" ||
   bad "local main moved"
 git -C "$U" reset -q --hard HEAD~1
-expect_rc 1 "fetch of a rewound branch is refused" -- "$MCGIT" fetch --repo "$T/mirror.git"
+expect_rc 1 "fetch of a rewound branch is refused" -- "$MCGIT" fetch --repo "$T/mirror.git" --trust "$TR"
 [ "$(git -C "$T/mirror.git" rev-parse main)" = "$keep" ] && ok "local main unchanged after the rewind" ||
   bad "local main moved on rewind"
-expect_rc 1 "fetch from a remote that does not exist" -- "$MCGIT" fetch --repo "$T/mirror.git" --remote nope
+expect_rc 1 "fetch from a remote that does not exist" -- "$MCGIT" fetch --repo "$T/mirror.git" --trust "$TR" --remote nope
 # The fetched history verifies and renders like a local one.
 git -C "$U" reset -q --hard "$keep"
 expect_rc 0 "render --repo of the fetched mirror" -- "$MCGIT" render --repo "$T/mirror.git" --trust "$TR"

@@ -5,28 +5,37 @@
 #
 # The oracle is git itself: a commit's expected verdict is that of
 #   git -c gpg.ssh.allowedSignersFile=A verify-commit C
-# where A is the trust root plus .mcgit/allowed_signers as it stands in C's
-# first parent, when that parent's own verdict is good (the trust policy of
-# DESIGN.md, "Trust"). Every case is also pinned to the verdict it must have,
+# for each parent P of C, where A is the trust root plus
+# .mcgit/allowed_signers as it stands in P when P's own verdict is good (the
+# trust policy of DESIGN.md, "Trust": a commit must be allowed by every line
+# of history it extends). The histories are dated forwards: mcgit's rule that
+# committer times do not go back is tested in test_trust_attacks.sh. Every case is also pinned to the verdict it must have,
 # so a bug shared by the oracle and mcgit still fails.
 . "$(dirname "$0")/lib.sh"
 
 declare -A ORACLE MV
 
-# oracle REPO TRUST REV: fill ORACLE[sha] for every commit reachable from REV.
+# oracle REPO TRUST REV: fill ORACLE[sha] for every commit reachable from REV:
+# good when git verify-commit accepts it under the signers of EVERY parent
+# (the root plus the parent's .mcgit/allowed_signers when the parent is
+# good; the root alone for a parentless commit or a bad parent).
 oracle() {
-  local repo=$1 trust=$2 c p allowed
+  local repo=$1 trust=$2 c p allowed verdict i parents
   for c in $(git -C "$repo" rev-list --topo-order --reverse "$3"); do
     [ -n "${ORACLE[$c]:-}" ] && continue
-    allowed=$trust
-    p=$(git -C "$repo" rev-parse -q --verify "$c^1" || true)
-    if [ -n "$p" ] && [ "${ORACLE[$p]}" = good ] &&
-       git -C "$repo" cat-file -e "$p:.mcgit/allowed_signers" 2>/dev/null; then
-      allowed=$T/allowed.$c
-      { cat "$trust"; git -C "$repo" show "$p:.mcgit/allowed_signers"; } >"$allowed"
-    fi
-    if git -C "$repo" -c gpg.ssh.allowedSignersFile="$allowed" verify-commit "$c" >/dev/null 2>&1
-    then ORACLE[$c]=good; else ORACLE[$c]=bad; fi
+    verdict=good i=0
+    parents=$(git -C "$repo" log -1 --format=%P "$c")
+    for p in ${parents:-""}; do
+      i=$((i+1))
+      allowed=$trust
+      if [ -n "$p" ] && [ "${ORACLE[$p]}" = good ] &&
+         git -C "$repo" cat-file -e "$p:.mcgit/allowed_signers" 2>/dev/null; then
+        allowed=$T/allowed.$c.$i
+        { cat "$trust"; git -C "$repo" show "$p:.mcgit/allowed_signers"; } >"$allowed"
+      fi
+      git -C "$repo" -c gpg.ssh.allowedSignersFile="$allowed" verify-commit "$c" >/dev/null 2>&1 || verdict=bad
+    done
+    ORACLE[$c]=$verdict
   done
 }
 
@@ -104,6 +113,10 @@ for kt in ed25519 ecdsa rsa; do
   g() { git -C "$R" "$@"; }
   tip() { g rev-parse HEAD; }
 
+  # Dated before carol's window closes (2025-01-01), so her commit inside it
+  # is not older than its parent: committer times may not go back (beyond
+  # MCG_CLOCK_SKEW), a rule of mcgit's that git does not have.
+  export GIT_COMMITTER_DATE="2024-01-01T00:00:00Z"
   # main: trusted, signer added by a trusted commit, used, removed, refused.
   change "$R" "$A" "initial config";                        c0=$(tip)
   change "$R" "$A" "trusted change";                        c1=$(tip)
@@ -130,7 +143,7 @@ for kt in ed25519 ecdsa rsa; do
   g update-ref refs/heads/ns-file "$s_file"
   g checkout -q -b expired "$c1"
   GIT_COMMITTER_DATE="2024-06-01T00:00:00Z" change "$R" "$C" "carol inside her window"; e1=$(tip)
-  change "$R" "$C" "carol after valid-before"; e2=$(tip)
+  GIT_COMMITTER_DATE="2026-01-01T00:00:00Z" change "$R" "$C" "carol after valid-before"; e2=$(tip)
   g checkout -q -b selfadd "$c1"
   signer_line bob@example.com "$B" >>"$R/.mcgit/allowed_signers"
   scommit "$R" "$B" "bob adds himself"; sa=$(tip)
@@ -173,6 +186,7 @@ for kt in ed25519 ecdsa rsa; do
   done
   unset -f g tip
 done
+export GIT_COMMITTER_DATE="2026-01-01T00:00:00Z"
 
 # Validity windows at the edges, and namespaces= without git (ed25519).
 # valid-before is inclusive; the committer's zone must not shift the instant.

@@ -1,0 +1,118 @@
+/*
+ * receive.c — what a push may do to a config repo (the pre-receive hook).
+ *
+ * The source branch moves only forward, onto history whose every new commit
+ * verifies (mcg_gitops_verify, with this host's clock as the arrival time)
+ * and whose new tree renders. Refs mcgit owns — everything under refs/mcgit/ and the
+ * rendered branch — cannot be created, moved or deleted by a push. A tag
+ * reaches history that bundles carry, so its history is verified the same
+ * way and it never moves. Any other ref (a feature branch) is accepted and
+ * read by nothing: not by rendering, not by the controller, not by
+ * `bundle create` unless named.
+ */
+#include "gitops/gitops_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_zero(const char *sha)
+{
+    return strspn(sha, "0") == strlen(sha);
+}
+
+/* One refusal line per bad commit of a verified range. */
+static int verify_range(mcg_repo *r, const mcg_signers *root, const char *ref, const char *tip,
+                        const char *since, int64_t now, mcg_diags *out)
+{
+    mcg_verify_report rep = {0};
+    mcg_err err = {0};
+    mcg_verify_opts o = {.since = since, .now = now};
+    int rc = 0;
+    if (mcg_gitops_verify(&rep, r, tip, &o, root, &err) != 0) {
+        mcg_diags_add(out, "refusing %s: %s", ref, err.msg);
+        return MCG_EIO;
+    }
+    for (size_t i = 0; i < rep.n; i++)
+        if (!rep.v[i].good)
+            mcg_diags_add(out, "refusing %s: commit %.12s: %s", ref, rep.v[i].sha,
+                          rep.v[i].reason);
+    if (rep.nbad)
+        rc = MCG_ETRUST;
+    mcg_verify_report_free(&rep);
+    return rc;
+}
+
+static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, const char *new,
+                        const char *ref, int64_t now, mcg_diags *out)
+{
+    if (is_zero(new)) {
+        mcg_diags_add(out, "refusing %s: the source branch cannot be deleted", ref);
+        return MCG_ETRUST;
+    }
+    bool first = is_zero(old);
+    if (!first && !mcg_repo_descends(r, new, old)) {
+        mcg_diags_add(out, "refusing %s: %.12s is not a fast-forward of %.12s", ref, new, old);
+        return MCG_ECONFLICT;
+    }
+    /* The branch's current tip passed this check when it was pushed. */
+    int rc = verify_range(r, root, ref, new, first ? NULL : old, first ? 0 : now, out);
+    if (rc)
+        return rc;
+    mcg_model *m = NULL;
+    mcg_render *rd = NULL;
+    mcg_diags d = {0};
+    mcg_err err = {0};
+    if (mcg_gitops_load_commit(&m, r, new, &d, &err) == 0)
+        mcg_render_model(&rd, m, &d);
+    for (size_t i = 0; i < d.count; i++)
+        mcg_diags_add(out, "refusing %s: %s", ref, d.msgs[i]);
+    if (d.count)
+        rc = MCG_EINVAL;
+    mcg_diags_free(&d);
+    mcg_render_free(rd);
+    mcg_model_free(m);
+    return rc;
+}
+
+static int check_tag(mcg_repo *r, const mcg_signers *root, const char *old, const char *new,
+                     const char *ref, int64_t now, mcg_diags *out)
+{
+    char sha[MCG_SHA_HEX + 1], cur[MCG_SHA_HEX + 1];
+    mcg_err err = {0};
+    if (is_zero(new))
+        return 0; /* deleting a tag: nothing reads tags */
+    if (!is_zero(old)) {
+        mcg_diags_add(out, "refusing %s: tags never move (%.12s -> %.12s)", ref, old, new);
+        return MCG_ECONFLICT;
+    }
+    if (mcg_repo_resolve(r, new, sha, &err) != 0) {
+        mcg_diags_add(out, "refusing %s: %.12s is not a commit or a tag of one", ref, new);
+        return MCG_EINVAL;
+    }
+    char *src = mcg_sprintf("refs/heads/%s", r->source_branch);
+    bool held = mcg_repo_resolve(r, src, cur, NULL) == 0;
+    free(src);
+    return verify_range(r, root, ref, sha, NULL, held ? now : 0, out);
+}
+
+int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,
+                             const char *new, const char *ref, int64_t now, mcg_diags *out)
+{
+    char *src = mcg_sprintf("refs/heads/%s", r->source_branch);
+    char *ren = mcg_sprintf("refs/heads/%s", r->rendered_branch);
+    int rc = 0;
+    if (!strncmp(ref, "refs/mcgit/", 11)) {
+        mcg_diags_add(out, "refusing %s: refs/mcgit/ is written by mcgit only", ref);
+        rc = MCG_ETRUST;
+    } else if (!strcmp(ref, ren)) {
+        mcg_diags_add(out, "refusing %s: the rendered branch is written by mcgit only", ref);
+        rc = MCG_ETRUST;
+    } else if (!strcmp(ref, src)) {
+        rc = check_source(r, root, old, new, ref, now, out);
+    } else if (!strncmp(ref, "refs/tags/", 10)) {
+        rc = check_tag(r, root, old, new, ref, now, out);
+    }
+    free(src);
+    free(ren);
+    return rc;
+}
