@@ -252,4 +252,37 @@ bool mcg_name_is_dns_label(const char *s);
 bool mcg_name_is_dns_subdomain(const char *s);
 bool mcg_name_is_unit(const char *s);
 
+/* ------------------------------------------------------------ signing policy */
+
+/* One `approvals` rule of .mcgit/policy.yaml. */
+typedef struct mcg_signpolicy_rule {
+    mcg_strv paths; /* git pathspec globs */
+    int required;   /* distinct trusted principals, 1..16 */
+    size_t index;   /* 1-based position in the file, for messages */
+} mcg_signpolicy_rule;
+
+/* .mcgit/policy.yaml (see docs/trust.md). */
+typedef struct mcg_signpolicy {
+    mcg_signpolicy_rule *rules;
+    size_t nrules;
+    int64_t max_source_age; /* seconds; 0: no limit */
+} mcg_signpolicy;
+
+/*
+ * Parse policy text (file names it in messages, "<file>:<line>: ..."):
+ * `approvals` (a list of {paths, required}) and `maxSourceAge` (a duration
+ * such as 720h or 1h30m); unknown keys are refused. 0 with *out (free with
+ * mcg_signpolicy_free), or MCG_EINVAL with every problem in diags and *out
+ * NULL.
+ */
+int mcg_signpolicy_parse(mcg_signpolicy **out, const char *file, const char *data, size_t len,
+                         mcg_diags *diags);
+void mcg_signpolicy_free(mcg_signpolicy *p);
+/*
+ * The rule demanding the most principals among those whose paths match path
+ * (as git's pathspec: exact, a leading directory, or an fnmatch glob where
+ * '*' also crosses '/'); NULL when none does.
+ */
+const mcg_signpolicy_rule *mcg_signpolicy_rule_for(const mcg_signpolicy *p, const char *path);
+
 #endif
