@@ -94,22 +94,34 @@ static int receive(const char *which, const char *repo, const char *trust)
     bool source_moved = false;
     int64_t now = (int64_t)time(NULL);
     char *src = mcg_sprintf("refs/heads/%s", mcg_repo_source_branch(r));
+    /* All updates first: approvals pushed with the branch count for it. */
+    mcg_strv lines = {0};
+    char approvals[64] = "";
     while (fgets(line, sizeof(line), stdin)) {
         char old[64], new[64], ref[900];
         if (sscanf(line, "%63s %63s %899s", old, new, ref) != 3)
             continue;
+        mcg_strv_push(&lines, line);
+        if (!strcmp(ref, "refs/notes/mcgit-approvals") && !is_zero(new))
+            snprintf(approvals, sizeof(approvals), "%s", new);
+    }
+    for (size_t i = 0; i < lines.n; i++) {
+        char old[64], new[64], ref[900];
+        sscanf(lines.v[i], "%63s %63s %899s", old, new, ref);
         if (!strcmp(ref, src) && !is_zero(new))
             source_moved = true;
         if (pre) {
             mcg_diags d = {0};
-            int one = mcg_gitops_receive_check(r, root, old, new, ref, now, &d);
-            for (size_t i = 0; i < d.count; i++)
-                fprintf(stderr, "mcgit: %s\n", d.msgs[i]);
+            int one = mcg_gitops_receive_check(r, root, old, new, ref, now,
+                                               approvals[0] ? approvals : NULL, &d);
+            for (size_t k = 0; k < d.count; k++)
+                fprintf(stderr, "mcgit: %s\n", d.msgs[k]);
             mcg_diags_free(&d);
             if (one && !rc)
                 rc = one;
         }
     }
+    mcg_strv_free(&lines);
     free(src);
     if (!pre && source_moved) {
         mcg_render_result res;

@@ -123,6 +123,10 @@ typedef struct mcg_verify_opts {
      * of an incoming pack learnt of its trees. Both may be NULL. */
     const mcg_sigmemo *memo;
     const struct mcg_packscan *scan;
+    /* The approvals (refs/notes/mcgit-approvals) to use: a notes commit id,
+     * e.g. the value a push is about to give the ref. NULL: the ref's value
+     * in the repository, if any. */
+    const char *approvals;
 } mcg_verify_opts;
 
 /*
@@ -166,9 +170,13 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
  *     new tree loads and renders;
  *   - tags (under refs/tags/): created only, their history verified likewise;
  *   - anything else: accepted and read by nothing.
+ * approvals: the value the same push gives refs/notes/mcgit-approvals
+ * (approvals for the two-person rule pushed with the branch), or NULL for
+ * the ref's current value.
  */
 int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,
-                             const char *new, const char *ref, int64_t now, mcg_diags *out);
+                             const char *new, const char *ref, int64_t now,
+                             const char *approvals, mcg_diags *out);
 
 /* Load the config files of a commit's tree into a finished model. */
 int mcg_gitops_load_commit(mcg_model **out, mcg_repo *r, const char *sha, mcg_diags *diags,
