@@ -2,9 +2,9 @@
  * cmd_hook.c — `mcgit hook`: install git server/client hooks, and the code
  * they run.
  *
- *   mcgit hook install --repo R --trust F
- *   mcgit hook pre-receive  --repo R --trust F   (reads "<old> <new> <ref>" lines)
- *   mcgit hook post-receive --repo R --trust F
+ *   mcgit hook install --repo R --trust F [--revoked K]
+ *   mcgit hook pre-receive  --repo R --trust F [--revoked K]  (reads "<old> <new> <ref>" lines)
+ *   mcgit hook post-receive --repo R --trust F [--revoked K]
  */
 #include "cli/cli.h"
 #include "gitops/gitops.h"
@@ -25,13 +25,17 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_hook = {
     "hook",
     "install the git hooks, or run one",
-    "usage: mcgit hook install --repo R --trust F\n"
-    "       mcgit hook pre-receive --repo R --trust F\n"
-    "       mcgit hook post-receive --repo R --trust F\n"
+    "usage: mcgit hook install --repo R --trust F [--revoked K]\n"
+    "       mcgit hook pre-receive --repo R --trust F [--revoked K]\n"
+    "       mcgit hook post-receive --repo R --trust F [--revoked K]\n"
     "\n"
     "install       put pre-receive, post-receive and pre-commit into R's hooks\n"
     "              directory and record F (made absolute) and this mcgit binary in\n"
-    "              R's git config (mcgit.trust, mcgit.binary).\n"
+    "              R's git config (mcgit.trust, mcgit.binary); with --revoked, the\n"
+    "              revocation list K too (mcgit.revoked, made absolute). Without\n"
+    "              it a recorded mcgit.revoked is kept (`git config --unset\n"
+    "              mcgit.revoked` removes it). The hooks pass it to mcgit, and a\n"
+    "              recorded K that cannot be read refuses every push.\n"
     "pre-receive   read `<old> <new> <ref>` lines on stdin; refuse (exit 1) a push\n"
     "              to the source branch if any new commit is unsigned or untrusted,\n"
     "              the update is not a fast-forward, or the new tree does not\n"
@@ -39,21 +43,34 @@ const mcg_cmd mcg_cmd_hook = {
     "              is one line, which the pusher sees as `remote: ...`.\n"
     "post-receive  render the new tip of the source branch (as `mcgit render\n"
     "              --repo`).\n"
+    "--revoked K: an OpenSSH KRL or a list of public keys; a commit by a\n"
+    "revoked key or certificate is refused.\n"
     "The pre-commit hook runs `mcgit validate` on the working tree.\n",
     run,
 };
 
-static int install(const char *repo, const char *trust)
+static int install(const char *repo, const char *trust, const char *revoked)
 {
     mcg_err err = {0};
     git_repository *g = NULL;
     git_config *cfg = NULL;
-    char trust_abs[PATH_MAX], self[PATH_MAX];
+    mcg_signers *check = NULL;
+    char trust_abs[PATH_MAX], revoked_abs[PATH_MAX], self[PATH_MAX];
     int rc = 0;
     git_libgit2_init();
     if (!realpath(trust, trust_abs)) {
         mcg_cli_error("hook", "%s: %s", trust, strerror(errno));
         rc = MCG_EIO;
+        goto out;
+    }
+    if (revoked && !realpath(revoked, revoked_abs)) {
+        mcg_cli_error("hook", "%s: %s", revoked, strerror(errno));
+        rc = MCG_EIO;
+        goto out;
+    }
+    /* record nothing the hooks would then refuse every push over */
+    if ((rc = mcg_cli_load_trust(&check, trust_abs, revoked ? revoked_abs : NULL, &err)) != 0) {
+        mcg_cli_error("hook", "%s", err.msg);
         goto out;
     }
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -88,9 +105,11 @@ static int install(const char *repo, const char *trust)
         goto out;
     if (git_repository_config(&cfg, g) != 0 ||
         git_config_set_string(cfg, "mcgit.trust", trust_abs) != 0 ||
-        git_config_set_string(cfg, "mcgit.binary", self) != 0)
+        git_config_set_string(cfg, "mcgit.binary", self) != 0 ||
+        (revoked && git_config_set_string(cfg, "mcgit.revoked", revoked_abs) != 0))
         goto mcg_git_err_print;
 out:
+    mcg_signers_free(check);
     git_config_free(cfg);
     git_repository_free(g);
     git_libgit2_shutdown();
@@ -160,12 +179,12 @@ out:
     return rc;
 }
 
-static int receive(const char *which, const char *repo, const char *trust)
+static int receive(const char *which, const char *repo, const char *trust, const char *revoked)
 {
     mcg_err err = {0};
     mcg_signers *root = NULL;
     mcg_repo *r = NULL;
-    int rc = mcg_cli_load_trust(&root, trust, &err);
+    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (rc) {
@@ -213,8 +232,9 @@ static int run(int argc, char **argv)
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"repo", required_argument, 0, 'r'},
                                          {"trust", required_argument, 0, 't'},
+                                         {"revoked", required_argument, 0, 'K'},
                                          {0, 0, 0, 0}};
-    const char *repo = NULL, *trust = NULL;
+    const char *repo = NULL, *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -222,6 +242,7 @@ static int run(int argc, char **argv)
         case 'h': return mcg_cli_help(&mcg_cmd_hook);
         case 'r': repo = optarg; break;
         case 't': trust = optarg; break;
+        case 'K': revoked = optarg; break;
         default: return mcg_cli_usage_error(&mcg_cmd_hook, NULL);
         }
     }
@@ -229,8 +250,8 @@ static int run(int argc, char **argv)
         return mcg_cli_usage_error(&mcg_cmd_hook, "expected a subcommand, --repo and --trust");
     const char *sub = argv[optind];
     if (!strcmp(sub, "install"))
-        return install(repo, trust);
+        return install(repo, trust, revoked);
     if (!strcmp(sub, "pre-receive") || !strcmp(sub, "post-receive"))
-        return receive(sub, repo, trust);
+        return receive(sub, repo, trust, revoked);
     return mcg_cli_usage_error(&mcg_cmd_hook, "unknown subcommand '%s'", sub);
 }
