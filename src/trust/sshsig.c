@@ -211,7 +211,8 @@ static bool cert_admits(const mcg_sshpub *k, const mcg_signer *e, int64_t when, 
 
 /*
  * Find the allowed_signers line that lets this key sign namespace git at
- * `when`: a plain line holding the same key, or a cert-authority line
+ * `when`: a plain line holding the same key (a certificate only matches
+ * that very certificate, not its key), or a cert-authority line
  * holding the CA key of a certificate it admits; its namespaces, validity
  * window and, for sk keys, the flags the line requires must hold too.
  * Returns it with the principal in principal[256], or NULL with the reason
@@ -224,12 +225,15 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
 {
     char first[512] = "", why[512];
     bool sk = k->kt->type == MCG_KEY_SK_ED25519 || k->kt->type == MCG_KEY_SK_ECDSA;
+    const mcg_signer *found = NULL;
 
-    for (size_t i = 0; i < mcg_signers_count(signers); i++) {
+    for (size_t i = 0; i < mcg_signers_count(signers) && !found; i++) {
         const mcg_signer *e = &signers->v[i];
         why[0] = '\0';
         if (!e->ca) {
-            if (e->blob_len != len || !mcg_memeq_ct(e->blob, blob, len))
+            /* OpenSSH's sshkey_equal: same type (a certificate is not its key), same key */
+            bool same = e->blob_len == len && mcg_memeq_ct(e->blob, blob, len);
+            if (!same)
                 continue;
             if (!line_principal(e->principals, principal, 256))
                 snprintf(why, sizeof(why), "key %s has no principal in %s", fp, e->where);
@@ -265,12 +269,15 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
                      "verify-required)",
                      fp, v->flags, e->where);
         } else {
-            return e;
+            found = e;
+            break;
         }
         if (!first[0])
             snprintf(first, sizeof(first), "%s", why);
         principal[0] = '\0';
     }
+    if (found)
+        return found;
     principal[0] = '\0';
     if (!first[0])
         mcg_err_set(err, MCG_ETRUST, "key %s is not in allowed signers", fp);

@@ -1389,6 +1389,9 @@ static void test_certificates(void **state)
         char *plain_ca = line_for("alice@example.com", &ca.blob);
         EXPECT(verify_with(plain_ca, a, t, &res, &err), "is not in allowed signers");
         free(plain_ca);
+        char *plain_user = line_for("alice@example.com", &u.blob);
+        EXPECT(verify_with(plain_user, a, t, &res, &err), "is not in allowed signers");
+        free(plain_user);
         /* another CA */
         char *other = line_for("*@example.com cert-authority", &ca2.blob);
         EXPECT(verify_with(other, a, t, &res, &err), "is not in allowed signers");
