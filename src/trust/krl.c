@@ -65,6 +65,7 @@ struct mcg_revoked {
     size_t nca, capca;
 };
 
+/* Append a copy of p[0..len) to the array *v (*n used, *cap allocated). */
 static void blob_add(blob **v, size_t *n, size_t *cap, const void *p, size_t len)
 {
     if (*n == *cap) {
@@ -78,6 +79,7 @@ static void blob_add(blob **v, size_t *n, size_t *cap, const void *p, size_t len
     (*n)++;
 }
 
+/* Whether p[0..len) is one of the n blobs of v. */
 static bool blob_in(const blob *v, size_t n, const void *p, size_t len)
 {
     for (size_t i = 0; i < n; i++)
@@ -86,6 +88,7 @@ static bool blob_in(const blob *v, size_t n, const void *p, size_t len)
     return false;
 }
 
+/* Free n blobs and the array. */
 static void blobs_free(blob *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -112,6 +115,7 @@ static rev_ca *ca_entry(mcg_revoked *r, const unsigned char *ca, size_t len)
     return c;
 }
 
+/* Revoke serials lo..hi under c; a run continuing the last range extends it. */
 static void range_add(rev_ca *c, uint64_t lo, uint64_t hi)
 {
     if (c->nrange && c->range[c->nrange - 1][1] != UINT64_MAX &&
@@ -145,6 +149,7 @@ void mcg_revoked_free(mcg_revoked *r)
     free(r);
 }
 
+/* Copy every entry of from (may be NULL) into to. */
 static void add_all(mcg_revoked *to, const mcg_revoked *from)
 {
     if (!from)
@@ -190,6 +195,7 @@ static bool plain_revoked(const mcg_revoked *r, const mcg_buf *plain)
            blob_in(r->key, r->nkey, plain->ptr, plain->len);
 }
 
+/* Whether c revokes cert by key id, or by serial (never serial 0). */
 static bool cert_revoked_under(const rev_ca *c, const mcg_sshcert *cert)
 {
     if (blob_in(c->kid, c->nkid, cert->key_id, cert->key_id_len))
@@ -250,6 +256,7 @@ out:
 
 /* -------------------------------------------------------------- parsing */
 
+/* Read a big-endian uint64; false (cursor unchanged) when too short. */
 static bool wire_u64(mcg_wire *w, uint64_t *v)
 {
     uint32_t hi, lo;
@@ -261,6 +268,7 @@ static bool wire_u64(mcg_wire *w, uint64_t *v)
     return true;
 }
 
+/* Read one byte; false when none is left. */
 static bool wire_u8(mcg_wire *w, unsigned *v)
 {
     if (w->len < 1)
@@ -271,6 +279,7 @@ static bool wire_u8(mcg_wire *w, unsigned *v)
     return true;
 }
 
+/* MCG_EINVAL with "<name>: KRL <what>". */
 static int krl_err(mcg_err *err, const char *name, const char *what)
 {
     return mcg_err_set(err, MCG_EINVAL, "%s: KRL %s", name, what);

@@ -89,6 +89,7 @@ static const mcg_keytype key_types[] = {
 };
 #define NTYPES (sizeof(key_types) / sizeof(key_types[0]))
 
+/* Whether s[0..n) equals the string want. */
 static bool bytes_is(const unsigned char *s, size_t n, const char *want)
 {
     return strlen(want) == n && memcmp(s, want, n) == 0;
@@ -126,6 +127,7 @@ void mcg_sshkey_plain_blob(const mcg_sshpub *k, mcg_buf *out)
     mcg_buf_put(out, k->fields, k->fields_len);
 }
 
+/* Read a big-endian uint64; false (cursor unchanged) when too short. */
 static bool wire_u64(mcg_wire *w, uint64_t *v)
 {
     uint32_t hi, lo;
@@ -158,6 +160,7 @@ static bool wire_posint(mcg_wire *w, const unsigned char **m, size_t *mlen)
     return true;
 }
 
+/* The number of significant bits of the big-endian magnitude m[0..n), m[0] != 0. */
 static size_t bit_length(const unsigned char *m, size_t n)
 {
     size_t bits = (n - 1) * 8;
@@ -184,6 +187,7 @@ out:
     return ok;
 }
 
+/* Bytes of an uncompressed point on a curve of `bits` bits. */
 static size_t ec_point_len(int bits)
 {
     return 1 + 2 * (((size_t)bits + 7) / 8);
@@ -330,12 +334,17 @@ static bool parse_cert(mcg_sshpub *k, const unsigned char *blob, mcg_wire *w, ch
     mcg_sshpub ca;
     mcg_sigval v;
     mcg_err err = {0, ""};
-    if (!mcg_sshkey_parse(&ca, c->ca, c->ca_len, cwhy, sizeof(cwhy))) {
-        snprintf(why, whylen, "certificate CA key is invalid: %s", cwhy);
+    mcg_wire cw = {c->ca, c->ca_len};
+    const unsigned char *ct;
+    size_t ctn;
+    bool ca_is_cert = false;
+    /* looked at before parsing, so that certificates never nest */
+    if (mcg_wire_string(&cw, &ct, &ctn) && mcg_sshkey_type(ct, ctn, &ca_is_cert) && ca_is_cert) {
+        snprintf(why, whylen, "certificate CA key is itself a certificate");
         return false;
     }
-    if (ca.is_cert) {
-        snprintf(why, whylen, "certificate CA key is itself a certificate");
+    if (!mcg_sshkey_parse(&ca, c->ca, c->ca_len, cwhy, sizeof(cwhy))) {
+        snprintf(why, whylen, "certificate CA key is invalid: %s", cwhy);
         return false;
     }
     if (ca.refused) {
@@ -392,6 +401,7 @@ bool mcg_sshkey_parse(mcg_sshpub *k, const unsigned char *blob, size_t len, char
     return true;
 }
 
+/* OpenSSL's name of the NIST curve of `bits` bits. */
 static const char *ossl_group(int bits)
 {
     return bits == 256 ? "prime256v1" : bits == 384 ? "secp384r1" : "secp521r1";
@@ -443,6 +453,7 @@ out:
 
 /* ------------------------------------------------------ signature values */
 
+/* MCG_ETRUST with "signature is malformed: <what>". */
 static int malformed(mcg_err *err, const char *what)
 {
     return mcg_err_set(err, MCG_ETRUST, "signature is malformed: %s", what);
@@ -454,6 +465,7 @@ static bool wire_sig_int(mcg_wire *w, const unsigned char **m, size_t *n, size_t
     return wire_posint(w, m, n) && *n <= max;
 }
 
+/* The hash ECDSA uses on a curve of `bits` bits (RFC 5656). */
 static const EVP_MD *ecdsa_hash(int bits)
 {
     return bits == 256 ? EVP_sha256() : bits == 384 ? EVP_sha384() : EVP_sha512();

@@ -9,21 +9,25 @@
  *
  * The signature covers "SSHSIG" string(namespace) string(reserved)
  * string(hash_algorithm) string(H(message)), and is itself string(sigtype)
- * string(bytes) as the key type defines. The reserved field is accepted
- * whatever it holds (PROTOCOL.sshsig: ignore it); the signature covers it.
+ * string(bytes) as the key type defines (sk- keys add the FIDO flags and
+ * counter). The reserved field is accepted whatever it holds
+ * (PROTOCOL.sshsig: ignore it); the signature covers it. The public key may
+ * be an OpenSSH certificate, trusted through a cert-authority line.
+ *
+ * Who may sign is decided as ssh-keygen -Y find-principals / -Y verify
+ * decide it (see find_signer and docs/trust.md for where mcgit departs from
+ * OpenSSH on purpose), after the revocation list attached to the signer set
+ * (krl.c) has had its say.
  *
  * The verifier fails closed, in the manner of OpenSSH's sshsig.c: the result
  * starts as a refusal, every parse step and policy check jumps to `out` on
  * failure, and success is set only after the last check. Everything is an
- * allow-list (one version, two hash algorithms, one namespace, three key
- * types with their signature types), nothing may trail any structure, and
- * digests are wiped before returning.
+ * allow-list (one version, two hash algorithms, one namespace, the key types
+ * of sshkey.c with their signature types), nothing may trail any structure,
+ * and digests are wiped before returning.
  */
 #include "trust/trust_int.h"
 
-#include <openssl/ecdsa.h>
-#include <openssl/err.h>
-#include <openssl/rsa.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
