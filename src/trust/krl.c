@@ -228,7 +228,8 @@ int mcg_revoked_check(const mcg_revoked *r, const mcg_sshpub *k, mcg_err *err)
         mcg_trust_printable(c->key_id, c->key_id_len, kid, sizeof(kid));
         for (size_t i = 0; i < r->nca; i++) {
             const rev_ca *e = &r->ca[i];
-            bool mine = e->ca.n == 0 || (e->ca.n == c->ca_len && memcmp(e->ca.p, c->ca, c->ca_len) == 0);
+            bool mine =
+                e->ca.n == 0 || (e->ca.n == c->ca_len && memcmp(e->ca.p, c->ca, c->ca_len) == 0);
             if (mine && cert_revoked_under(e, c)) {
                 mcg_err_set(err, MCG_ETRUST,
                             "certificate '%s' (serial %llu, key %s) is revoked (%s)", kid,
@@ -435,8 +436,7 @@ static int parse_krl(mcg_revoked *r, const unsigned char *data, size_t len, cons
 }
 
 /* A text list of public keys ("type base64 [comment]"), as sshkey_in_file reads it. */
-static int parse_list(mcg_revoked *r, const char *text, size_t len, const char *name,
-                      mcg_err *err)
+static int parse_list(mcg_revoked *r, const char *text, size_t len, const char *name, mcg_err *err)
 {
     size_t lineno = 0;
     mcg_buf key = MCG_BUF_INIT, plain = MCG_BUF_INIT;
@@ -503,8 +503,7 @@ out:
     return rc;
 }
 
-int mcg_signers_revoke(mcg_signers *s, const char *name, const void *data, size_t len,
-                       mcg_err *err)
+int mcg_signers_revoke(mcg_signers *s, const char *name, const void *data, size_t len, mcg_err *err)
 {
     mcg_revoked *r = mcg_calloc(1, sizeof(*r));
     int rc;
