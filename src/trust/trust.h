@@ -87,7 +87,8 @@ mcg_signers *mcg_signers_union(const mcg_signers *a, const mcg_signers *b);
 
 /*
  * Parse a revocation file (len bytes named `name` in messages) and add what
- * it revokes to s: an OpenSSH KRL (binary, starts "SSHKRL\n\0"; sections of
+ * it revokes to s (not NULL; may be called again to add another file): an
+ * OpenSSH KRL (binary, starts "SSHKRL\n\0"; sections of
  * explicit keys, SHA-1 and SHA-256 fingerprints, certificate serials,
  * serial ranges and bitmaps and key ids per CA or for any CA) or else a
  * text list of public keys ("type base64 [comment]", '#' comments). From
