@@ -1433,6 +1433,23 @@ static void test_certificates(void **state)
                "signature key is refused: certificate CA signature does not verify");
         free(a);
         mcg_buf_free(&c);
+        /* malformed certificates: an unknown type, trailing or missing bytes */
+        tkey_cert(&c, &u, &ca, 48, 3, "odd", alice, 0, UINT64_MAX);
+        a = tkey_sshsig(&u, &c, MCG_SK_USER_PRESENT, 1);
+        EXPECT(verify_with(caline, a, t, &res, &err),
+               "signature key is refused: certificate type 3 is unknown");
+        free(a);
+        mcg_buf_free(&c);
+        tkey_cert(&c, &u, &ca, 49, 1, "ok", alice, 0, UINT64_MAX);
+        mcg_buf_putc(&c, 0);
+        a = tkey_sshsig(&u, &c, MCG_SK_USER_PRESENT, 1);
+        EXPECT(verify_with(caline, a, t, &res, &err), "key blob has trailing data (1 bytes)");
+        free(a);
+        c.len -= 10;
+        a = tkey_sshsig(&u, &c, MCG_SK_USER_PRESENT, 1);
+        EXPECT(verify_with(caline, a, t, &res, &err), "certificate is truncated");
+        free(a);
+        mcg_buf_free(&c);
         /* the exact certificate on a plain line matches that certificate (as OpenSSH) */
         tkey_cert(&c, &u, &ca, 47, 1, "exact", alice, 0, UINT64_MAX);
         a = tkey_sshsig(&u, &c, MCG_SK_USER_PRESENT, 1);
