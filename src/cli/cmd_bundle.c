@@ -19,8 +19,8 @@ const mcg_cmd mcg_cmd_bundle = {
     "bundle",
     "move config history as a git bundle file (air-gapped sites)",
     "usage: mcgit bundle create --repo R FILE [--since REV] [--ref REF ...] [-q]\n"
-    "       mcgit bundle verify --repo R FILE --trust F [-q]\n"
-    "       mcgit bundle import --repo R FILE --trust F [-q]\n"
+    "       mcgit bundle verify --repo R FILE --trust F [--revoked K] [-q]\n"
+    "       mcgit bundle import --repo R FILE --trust F [--revoked K] [-q]\n"
     "\n"
     "Standard git bundles (`# v2 git bundle`): plain git reads what mcgit writes\n"
     "(`git bundle verify`, `git clone FILE`) and mcgit reads what git writes\n"
@@ -49,7 +49,8 @@ const mcg_cmd mcg_cmd_bundle = {
     "         and tags are imported; HEAD, the rendered branch (made locally)\n"
     "         and other namespaces are skipped.\n"
     "\n"
-    "verify and import read FILE `-` from standard input.\n"
+    "verify and import read FILE `-` from standard input. With --revoked K (a\n"
+    "KRL or a list of public keys) a commit by a revoked key refuses the bundle.\n"
     "  -q, --quiet   no progress bar and no summary line on standard error\n"
     "\n"
     "A progress bar is drawn on standard error when it is a terminal. A command\n"
@@ -261,9 +262,10 @@ static int do_check(int argc, char **argv, bool import)
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"repo", required_argument, 0, 'r'},
                                          {"trust", required_argument, 0, 't'},
+                                         {"revoked", required_argument, 0, 'K'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {0, 0, 0, 0}};
-    const char *repo = NULL, *trust = NULL;
+    const char *repo = NULL, *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
@@ -279,6 +281,9 @@ static int do_check(int argc, char **argv, bool import)
         case 't':
             trust = optarg;
             break;
+        case 'K':
+            revoked = optarg;
+            break;
         default:
             return mcg_cli_usage_error(&mcg_cmd_bundle, NULL);
         }
@@ -292,7 +297,7 @@ static int do_check(int argc, char **argv, bool import)
     mcg_repo *r = NULL;
     mcg_bundle_report rep = {0};
     mcg_diags diags = {0};
-    int rc = mcg_cli_load_trust(&root, trust, &err);
+    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc) {

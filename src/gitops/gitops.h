@@ -31,6 +31,7 @@ int mcg_gitops_init(const char *dir, mcg_err *err);
 typedef struct mcg_hook_install_opts {
     const char *repo;          /* the repository (bare or not) */
     const char *trust;         /* absolute path of the trust root, for mcgit.trust */
+    const char *revoked;       /* absolute path of a revocation list, for mcgit.revoked; NULL: keep */
     const char *binary;        /* absolute path of mcgit, for mcgit.binary */
     const char *source_branch; /* NULL: keep mcgit.sourceBranch (default main) */
 } mcg_hook_install_opts;
@@ -266,18 +267,7 @@ int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err);
 
 /* ------------------------------------------------------------ signing */
 
-/* An ed25519 key pair (libsodium layout: sk holds seed and public key). */
-typedef struct mcg_sshkey {
-    unsigned char pk[32];
-    unsigned char sk[64];
-} mcg_sshkey;
-
-void mcg_sshkey_generate(mcg_sshkey *key);
-void mcg_sshkey_wipe(mcg_sshkey *key);
-/* "ssh-ed25519 AAAA... comment" (caller frees). */
-char *mcg_sshkey_public_line(const mcg_sshkey *key, const char *comment);
-/* An armored SSH signature (namespace git, sha512) of msg (caller frees). */
-char *mcg_sshsig_sign(const mcg_sshkey *key, const void *msg, size_t len);
+/* The key pair and mcg_sshsig_sign are trust's (trust/trust.h). */
 /*
  * Stage every change in the work tree at path and commit it on the branch
  * HEAD points at, signed with key (NULL: unsigned), author and committer
