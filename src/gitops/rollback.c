@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <git2/sys/mempack.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,35 +187,6 @@ out:
 
 /* ------------------------------------------------------------ the target */
 
-/*
- * A second handle on r's repository whose new objects stay in memory (a
- * mempack backend in front of the others): for computing rendered history
- * without writing anything.
- */
-static int scratch_open(mcg_repo **out, const mcg_repo *r, mcg_err *err)
-{
-    git_odb *odb = NULL;
-    git_odb_backend *mem = NULL;
-    mcg_repo *s = mcg_calloc(1, sizeof(*s));
-    int rc = 0;
-    *out = NULL;
-    git_libgit2_init(); /* balanced by mcg_repo_free */
-    s->source_branch = mcg_strdup(r->source_branch);
-    s->rendered_branch = mcg_strdup(r->rendered_branch);
-    if (git_repository_open(&s->git, git_repository_path(r->git)) != 0 ||
-        git_repository_odb(&odb, s->git) != 0 || git_mempack_new(&mem) != 0 ||
-        git_odb_add_backend(odb, mem, 1000) != 0) {
-        if (mem)
-            mem->free(mem); /* not added: still ours */
-        rc = mcg_git_err(err, "in-memory object store");
-        mcg_repo_free(s);
-        s = NULL;
-    }
-    git_odb_free(odb);
-    *out = s;
-    return rc;
-}
-
 static int source_tip(git_oid *tip, mcg_repo *r, mcg_err *err)
 {
     char *ref = mcg_sprintf("refs/heads/%s", r->source_branch);
@@ -271,7 +241,7 @@ static int target_by_history(git_oid *target, mcg_repo *r, const git_oid *tip, c
     mcg_chain *ch = NULL;
     int rc;
     bool name = is_config_name(rev);
-    if ((rc = scratch_open(&s, r, err)) != 0)
+    if ((rc = mcg_repo_scratch(&s, NULL, r, err)) != 0)
         return rc;
     if ((rc = mcg_chain_new(&ch, s, NULL, err)) != 0 ||
         (rc = mcg_chain_render(NULL, ch, tip, NULL, NULL, err)) != 0)
