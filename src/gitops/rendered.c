@@ -705,9 +705,15 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
         rc = mcg_git_err(err, r->rendered_branch);
         goto out;
     }
-    if ((rc = mcg_chain_new(&ch, r, &rule2, err)) != 0)
+    char tip_src[MCG_SHA_HEX + 1];
+    bool at_tip = old_tip && is_rule2(git_commit_message(old_tip)) &&
+                  mcg_git_trailer(git_commit_message(old_tip), "Source-Commit", tip_src) &&
+                  !strcmp(tip_src, res->source);
+    if (at_tip)
+        rid = *git_commit_id(old_tip); /* the common case: nothing new, no walk */
+    else if ((rc = mcg_chain_new(&ch, r, &rule2, err)) != 0)
         goto out;
-    if (mcg_chain_lookup(ch, &src_oid, &rid)) {
+    if (at_tip || mcg_chain_lookup(ch, &src_oid, &rid)) {
         /* rendered already: the branch stays where it is */
         git_oid_tostr(res->rendered, sizeof(res->rendered), &rid);
         if (out_render) {
