@@ -584,8 +584,11 @@ static int story(demo *d)
     mcg_repo_free(r);
     printf("    committed %.12s (signed) \"Rollback to %.12s\" (Rollback-To: %.12s)\n", rb.commit,
            rb.target, rb.target);
-    for (size_t i = 0; i < rb.pools.n; i++)
-        printf("    %s\n", rb.pools.v[i]);
+    for (size_t i = 0; i < rb.pools.n; i++) {
+        char pool[256], from[256], to[256];
+        if (sscanf(rb.pools.v[i], "%255s %255s %255s", pool, from, to) == 3)
+            printf("    %s: %s -> %s\n", pool, from, to);
+    }
     mcg_rollback_result_free(&rb);
     if (wait_updated(d, first_worker, 60, NULL))
         return -1;
