@@ -74,8 +74,7 @@ static void tl_free(tree_list *tl)
     free(tl->e);
 }
 
-static int add_pool(tree_list *tl, git_repository *repo, const mcg_rendered_pool *rp,
-                    mcg_err *err)
+static int add_pool(tree_list *tl, git_repository *repo, const mcg_rendered_pool *rp, mcg_err *err)
 {
     int rc;
     char *p = mcg_sprintf("%s/spec.json", rp->pool);
@@ -142,6 +141,7 @@ static int write_tree(git_oid *out, git_repository *repo, const tree_list *tl, m
     return rc;
 }
 
+/* The tip commit of refs/heads/<branch>: ENOTFOUND without one, EIO when unreadable. */
 static int branch_tip(git_commit **out, mcg_repo *r, const char *branch)
 {
     char *ref = mcg_sprintf("refs/heads/%s", branch);
@@ -171,6 +171,7 @@ typedef struct oidvec {
     size_t n, cap;
 } oidvec;
 
+/* Append id (growing the vector). */
 static void ov_push(oidvec *o, const git_oid *id)
 {
     if (o->n == o->cap) {
@@ -206,11 +207,12 @@ struct mcg_chain {
     mcg_oidmap skipmap; /* source commit that does not render -> index in skips */
     oidvec *skips;      /* its nearest ancestors that render */
     size_t nskips, capskips;
-    oidvec order; /* rendering source commits reachable from the last tip, oldest first */
-    size_t made;  /* rendered commits written */
+    oidvec order;   /* rendering source commits reachable from the last tip, oldest first */
+    size_t made;    /* rendered commits written */
     size_t renders; /* trees actually rendered (memo misses) */
 };
 
+/* Record R(s) = rid, unless s is known already (the first record stands). */
 static void add_known(mcg_chain *ch, const git_oid *s, const git_oid *rid)
 {
     if (mcg_oidmap_put(&ch->rmap, s, ch->src.n)) {
@@ -623,7 +625,6 @@ int mcg_repo_scratch_persist(mcg_repo *r, mcg_repo *scratch, git_odb_backend *me
     return rc;
 }
 
-
 /*
  * The newest source commit the legacy (pre-rule-2) rendered branch was
  * rendered from: the first commit, walking first parents from the tip,
@@ -638,7 +639,8 @@ static void legacy_last_source(git_commit *tip, char last[MCG_SHA_HEX + 1])
     while (c) {
         const char *msg = git_commit_message(c);
         char src[MCG_SHA_HEX + 1], rb[MCG_SHA_HEX + 1];
-        if (mcg_git_trailer(msg, "Source-Commit", src) && !mcg_git_trailer(msg, "Rollback-To", rb)) {
+        if (mcg_git_trailer(msg, "Source-Commit", src) &&
+            !mcg_git_trailer(msg, "Rollback-To", rb)) {
             memcpy(last, src, sizeof(src));
             break;
         }
@@ -651,6 +653,7 @@ static void legacy_last_source(git_commit *tip, char last[MCG_SHA_HEX + 1])
     git_commit_free(c);
 }
 
+/* Move the rendered branch to new_tip: compare-and-swap from old_tip, or create it. */
 static int update_branch(mcg_repo *r, const git_oid *new_tip, const git_commit *old_tip,
                          const char *logmsg, mcg_err *err)
 {
@@ -659,8 +662,8 @@ static int update_branch(mcg_repo *r, const git_oid *new_tip, const git_commit *
     int rc = 0;
     if (old_tip) {
         /* Compare-and-swap: a concurrent writer makes this fail, not lose. */
-        if (git_reference_create_matching(&ref, r->git, refname, new_tip, 1,
-                                          git_commit_id(old_tip), logmsg) != 0)
+        if (git_reference_create_matching(&ref, r->git, refname, new_tip, 1, git_commit_id(old_tip),
+                                          logmsg) != 0)
             rc = mcg_git_err(err, refname);
     } else if (git_reference_create(&ref, r->git, refname, new_tip, 0, logmsg) != 0) {
         rc = mcg_git_err(err, refname);
@@ -756,8 +759,8 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
         goto out;
     if (old_tip && !rule2) {
         /* made by an older mcgit: keep it reachable, then replace it */
-        char *name = mcg_sprintf("refs/mcgit/rendered-legacy/%s",
-                                 git_oid_tostr_s(git_commit_id(old_tip)));
+        char *name =
+            mcg_sprintf("refs/mcgit/rendered-legacy/%s", git_oid_tostr_s(git_commit_id(old_tip)));
         int src = git_reference_create(&saved, r->git, name, git_commit_id(old_tip), 1,
                                        "mcgit render: rendered branch of an older mcgit");
         free(name);

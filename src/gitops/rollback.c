@@ -109,7 +109,7 @@ out:
     return rc;
 }
 
-#define MAX_SIGNATURE (64 * 1024)
+#define MAX_SIGNATURE (64 * 1024) /* an armored signature longer than this is refused */
 
 int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, mcg_err *err)
 {
@@ -161,8 +161,7 @@ int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, 
     mcg_buf_put(&out, "", 1);
     if (strncmp(out.ptr, "-----BEGIN SSH SIGNATURE-----\n", 30) != 0 ||
         !strstr(out.ptr, "-----END SSH SIGNATURE-----")) {
-        rc = mcg_err_set(err, MCG_EINVAL, "signing: %s -Y sign wrote no SSH signature",
-                         s->program);
+        rc = mcg_err_set(err, MCG_EINVAL, "signing: %s -Y sign wrote no SSH signature", s->program);
         goto out;
     }
     /* git stores the armor without the final newline */
@@ -187,6 +186,7 @@ out:
 
 /* ------------------------------------------------------------ the target */
 
+/* The source branch's tip; ENOTFOUND (with the branch's name) without one. */
 static int source_tip(git_oid *tip, mcg_repo *r, mcg_err *err)
 {
     char *ref = mcg_sprintf("refs/heads/%s", r->source_branch);
@@ -197,7 +197,7 @@ static int source_tip(git_oid *tip, mcg_repo *r, mcg_err *err)
     return 0;
 }
 
-/* rendered-<pool>-<32 hex> */
+/* Whether s has the shape of a rendered config name: rendered-<pool>-<32 hex>. */
 static bool is_config_name(const char *s)
 {
     size_t n = strlen(s);
@@ -205,6 +205,7 @@ static bool is_config_name(const char *s)
            strspn(s + n - 32, "0123456789abcdef") == 32;
 }
 
+/* Whether s could abbreviate an object id: 4 to 40 lower-case hex digits. */
 static bool is_hex_prefix(const char *s)
 {
     size_t n = strlen(s);
@@ -258,8 +259,7 @@ static int target_by_history(git_oid *target, mcg_repo *r, const git_oid *tip, c
             }
         } else if (!strncmp(git_oid_tostr_s(&ro), rev, strlen(rev))) {
             if (found && !git_oid_equal(target, &so)) {
-                rc = mcg_err_set(err, MCG_EINVAL, "rendered commit prefix '%s' is ambiguous",
-                                 rev);
+                rc = mcg_err_set(err, MCG_EINVAL, "rendered commit prefix '%s' is ambiguous", rev);
                 goto out;
             }
             *target = so;
@@ -267,8 +267,7 @@ static int target_by_history(git_oid *target, mcg_repo *r, const git_oid *tip, c
         }
     }
     if (!found)
-        rc = name ? mcg_err_set(err, MCG_ENOTFOUND,
-                                "no commit of source branch '%s' renders to %s",
+        rc = name ? mcg_err_set(err, MCG_ENOTFOUND, "no commit of source branch '%s' renders to %s",
                                 r->source_branch, rev)
                   : MCG_ENOTFOUND;
 out:
@@ -362,7 +361,7 @@ static void pool_changes(mcg_strv *out, const mcg_render *old, const mcg_render 
     mcg_strv names = {0};
     for (size_t i = 0; old && i < old->n; i++)
         mcg_strv_push(&names, old->pools[i].pool);
-    for (size_t i = 0; new && i < new->n; i++)
+    for (size_t i = 0; new &&i < new->n; i++)
         if (!mcg_strv_contains(&names, new->pools[i].pool))
             mcg_strv_push(&names, new->pools[i].pool);
     mcg_strv_sort(&names);
@@ -381,6 +380,7 @@ typedef struct conflict_ctx {
     size_t n;
 } conflict_ctx;
 
+/* Checkout notification: count conflicts and remember the first path. */
 static int on_conflict(git_checkout_notify_t why, const char *path, const git_diff_file *baseline,
                        const git_diff_file *target, const git_diff_file *workdir, void *payload)
 {
@@ -480,8 +480,8 @@ int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
     char label[64];
     snprintf(label, sizeof(label), "the rollback to %.12s", res->target);
     if (!(newr = render_tree(r, newtree, label, &diags))) {
-        rc = mcg_err_set(err, MCG_EINVAL, "the rollback to %.12s does not render: %s",
-                         res->target, diags.count ? diags.msgs[0] : "invalid");
+        rc = mcg_err_set(err, MCG_EINVAL, "the rollback to %.12s does not render: %s", res->target,
+                         diags.count ? diags.msgs[0] : "invalid");
         goto out;
     }
     pool_changes(&res->pools, oldr, newr);

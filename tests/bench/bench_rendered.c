@@ -148,7 +148,8 @@ static void make_history(const char *path, unsigned first, unsigned last, unsign
     git_odb_writepack *wp = NULL;
     git_indexer_progress stats;
     memset(&stats, 0, sizeof(stats));
-    if (git_mempack_dump(&packed, repo, mem) != 0 || git_odb_write_pack(&wp, odb, NULL, NULL) != 0 ||
+    if (git_mempack_dump(&packed, repo, mem) != 0 ||
+        git_odb_write_pack(&wp, odb, NULL, NULL) != 0 ||
         wp->append(wp, packed.ptr, packed.size, &stats) != 0 || wp->commit(wp, &stats) != 0)
         die("pack");
     wp->free(wp);
@@ -164,8 +165,7 @@ static void make_history(const char *path, unsigned first, unsigned last, unsign
 }
 
 /* Time one chain render of main; made/renders reported. */
-static double timed_render(const char *path, bool seed, size_t *made, size_t *renders,
-                           git_oid *out)
+static double timed_render(const char *path, bool seed, size_t *made, size_t *renders, git_oid *out)
 {
     mcg_repo *r = NULL;
     mcg_chain *ch = NULL;
@@ -234,16 +234,19 @@ int main(int argc, char **argv)
     size_t made, renders;
     git_oid r1, r2;
     double cold = timed_render(path, true, &made, &renders, &r1);
-    printf("cold  %8.3f s wall  %8.3f s CPU  %zu rendered commits, %zu renders\n", cold, last_cpu, made, renders);
+    printf("cold  %8.3f s wall  %8.3f s CPU  %zu rendered commits, %zu renders\n", cold, last_cpu,
+           made, renders);
     double warm = timed_render(path, false, &made, &renders, &r2);
-    printf("warm  %8.3f s wall  %8.3f s CPU  %zu rendered commits, %zu renders\n", warm, last_cpu, made, renders);
+    printf("warm  %8.3f s wall  %8.3f s CPU  %zu rendered commits, %zu renders\n", warm, last_cpu,
+           made, renders);
     if (!git_oid_equal(&r1, &r2)) {
         fprintf(stderr, "bench_rendered: warm and cold renders differ\n");
         return 1;
     }
     make_history(path, n + 1, n + 1, 1); /* one more commit, a config change */
     double next = timed_render(path, true, &made, &renders, &r2);
-    printf("next  %8.3f s wall  %8.3f s CPU  %zu rendered commits, %zu renders\n", next, last_cpu, made, renders);
+    printf("next  %8.3f s wall  %8.3f s CPU  %zu rendered commits, %zu renders\n", next, last_cpu,
+           made, renders);
     git_libgit2_shutdown();
     return 0;
 }
