@@ -6,7 +6,7 @@
  * the controller and one agent process per node (this same binary), and
  * walks through: first rollout, a config change rolling across the workers
  * at most maxUnavailable at a time, drift detected and repaired, an unsigned
- * commit refused, and a rollback to the first render.
+ * commit refused, and a rollback to the first render (a signed source commit).
  */
 #include "cli/cli.h"
 #include "cluster/cluster.h"
@@ -39,7 +39,8 @@ const mcg_cmd mcg_cmd_demo = {
     "and one agent per node; then show: the first rollout; a signed config\n"
     "change rolling across the workers at most maxUnavailable at a time; a\n"
     "hand-edited file detected as drift and repaired; an unsigned commit\n"
-    "refused; and `mcgit rollback` to the first render. Finally print where the\n"
+    "refused; and `mcgit rollback` to the first render (a signed commit on\n"
+    "main restoring its configs). Finally print where the\n"
     "repo and the cluster are, to explore with `git log -p rendered` and\n"
     "`mcgit status`. The controller and agents are stopped at the end unless\n"
     "--keep is given (then their PIDs are printed).\n",
@@ -417,6 +418,14 @@ static void start_processes(demo *d)
     }
 }
 
+/* Sign a rollback with the demo's throwaway key (mcg_commit_sign_fn). */
+static int demo_sign(char **armored, const char *buf, size_t len, void *ctx, mcg_err *err)
+{
+    const demo *d = ctx;
+    *armored = mcg_sshsig_sign(&d->key, buf, len);
+    return *armored ? 0 : mcg_err_set(err, MCG_EIO, "signing failed");
+}
+
 static int story(demo *d)
 {
     char sha[MCG_SHA_HEX + 1], first_render[MCG_SHA_HEX + 1] = "", first_worker[128];
@@ -554,17 +563,33 @@ static int story(demo *d)
     git_repository_free(g2);
     git_libgit2_shutdown();
 
-    say("mcgit rollback %.12s: back to the first render", first_render);
+    say("mcgit rollback %.12s: a signed commit on main restoring the first render's "
+        "configs; the workers return to %s",
+        first_render, first_worker);
     r = NULL;
-    char rb[MCG_SHA_HEX + 1];
+    mcg_rollback_result rb = {0};
+    mcg_rollback_opts ro = {0};
+    ro.sign = demo_sign;
+    ro.sign_ctx = d;
+    ro.name = "mcgit demo";
+    ro.email = "demo@mcgit.invalid";
+    d->clock += 60;
+    ro.when = d->clock;
     if (mcg_repo_open(&r, d->repo, &err) != 0 ||
-        mcg_gitops_rollback(rb, r, first_render, NULL, d->clock + 60, &err) != 0) {
+        mcg_gitops_rollback(&rb, r, first_render, &ro, &err) != 0) {
         fprintf(stderr, "mcgit demo: rollback: %s\n", err.msg);
         mcg_repo_free(r);
         return -1;
     }
     mcg_repo_free(r);
-    printf("    rendered commit %.12s (Rollback-To: %.12s)\n", rb, first_render);
+    printf("    committed %.12s (signed) \"Rollback to %.12s\" (Rollback-To: %.12s)\n", rb.commit,
+           rb.target, rb.target);
+    for (size_t i = 0; i < rb.pools.n; i++) {
+        char pool[256], from[256], to[256];
+        if (sscanf(rb.pools.v[i], "%255s %255s %255s", pool, from, to) == 3)
+            printf("    %s: %s -> %s\n", pool, from, to);
+    }
+    mcg_rollback_result_free(&rb);
     if (wait_updated(d, first_worker, 60, NULL))
         return -1;
     print_nodes(d);

@@ -3,6 +3,7 @@
  */
 #include "cli/cli.h"
 #include "gitops/gitops.h"
+#include "trust/trust.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -14,14 +15,20 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_log = {
     "log",
     "show the rollout history (the rendered branch)",
-    "usage: mcgit log --repo R [-o json]\n"
+    "usage: mcgit log --repo R [--trust F] [-o json]\n"
     "\n"
-    "List the rendered commits, newest first: the rendered commit, the source\n"
-    "commit it was rendered from, its time (the source commit's, UTC), and each\n"
-    "pool's rendered config name. Rollbacks are marked `rollback to <sha>`.\n"
+    "List the rendered commits, newest first: the rendered commit, its time (the\n"
+    "source commit's, UTC), the source commit it was rendered from with its\n"
+    "subject and author, the signer (the fingerprint of the key whose signature\n"
+    "over the source commit holds; with --trust F also the principal the trust\n"
+    "root F, with the repo's .mcgit/allowed_signers as of the commit's parent,\n"
+    "names for it), and each pool's rendered config name. A rollback (a source\n"
+    "commit with a Rollback-To trailer) is marked `rollback to <sha>`.\n"
     "\n"
-    "  -o json   a JSON list of {\"rendered\", \"source\", \"time\", \"rollbackTo\",\n"
-    "            \"pools\": {\"<pool>\": \"rendered-<pool>-<hash>\"}}\n",
+    "  -o json   a JSON list of {\"rendered\", \"source\", \"time\", \"subject\",\n"
+    "            \"author\", \"signer\": {\"fingerprint\", \"principal\"} or null,\n"
+    "            \"rollbackTo\", \"pools\": {\"<pool>\": \"rendered-<pool>-<hash>\"}}\n"
+    "            (null where not known)\n",
     run,
 };
 
@@ -33,19 +40,40 @@ static void fmt_time(int64_t t, char out[32])
     strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+static json_t *str_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+static void print_text(const mcg_log_entry *e, const char *ts)
+{
+    printf("%.12s  %s  source %.12s%s%.12s\n", e->rendered, ts, e->source[0] ? e->source : "-",
+           e->rollback[0] ? "  rollback to " : "", e->rollback);
+    if (e->subject)
+        printf("    %s\n", e->subject);
+    if (e->author)
+        printf("    author %s\n", e->author);
+    if (e->signer[0])
+        printf("    signed by %s%s%s\n", e->signer, e->principal[0] ? " " : "", e->principal);
+    for (size_t j = 0; j < e->pools.n; j++)
+        printf("    %s\n", e->pools.v[j]);
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"repo", required_argument, 0, 'r'},
+                                         {"trust", required_argument, 0, 't'},
                                          {"output", required_argument, 0, 'o'},
                                          {0, 0, 0, 0}};
-    const char *repo = NULL, *format = "text";
+    const char *repo = NULL, *format = "text", *trust = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_log);
         case 'r': repo = optarg; break;
+        case 't': trust = optarg; break;
         case 'o': format = optarg; break;
         default: return mcg_cli_usage_error(&mcg_cmd_log, NULL);
         }
@@ -56,10 +84,15 @@ static int run(int argc, char **argv)
         return mcg_cli_usage_error(&mcg_cmd_log, "unknown output format '%s'", format);
     mcg_err err = {0};
     mcg_repo *r = NULL;
+    mcg_signers *root = NULL;
     mcg_log log = {0};
-    int rc = mcg_repo_open(&r, repo, &err);
+    int rc = trust ? mcg_cli_load_trust(&root, trust, NULL, &err) : 0;
+    if (!rc)
+        rc = mcg_repo_open(&r, repo, &err);
     if (!rc)
         rc = mcg_gitops_log(&log, r, &err);
+    if (!rc)
+        rc = mcg_gitops_log_sources(&log, r, root, &err);
     if (rc) {
         mcg_cli_error("log", "%s", err.msg);
         goto out;
@@ -70,11 +103,7 @@ static int run(int argc, char **argv)
         char ts[32];
         fmt_time(e->time, ts);
         if (!strcmp(format, "text")) {
-            printf("%.12s  %s  source %.12s%s%.12s\n", e->rendered, ts,
-                   e->source[0] ? e->source : "-", e->rollback[0] ? "  rollback to " : "",
-                   e->rollback);
-            for (size_t j = 0; j < e->pools.n; j++)
-                printf("    %s\n", e->pools.v[j]);
+            print_text(e, ts);
             continue;
         }
         json_t *pools = json_object();
@@ -87,8 +116,14 @@ static int run(int argc, char **argv)
             }
         }
         json_t *o = json_pack("{s:s,s:s,s:o}", "rendered", e->rendered, "time", ts, "pools", pools);
-        json_object_set_new(o, "source", e->source[0] ? json_string(e->source) : json_null());
-        json_object_set_new(o, "rollbackTo", e->rollback[0] ? json_string(e->rollback) : json_null());
+        json_object_set_new(o, "source", str_or_null(e->source));
+        json_object_set_new(o, "rollbackTo", str_or_null(e->rollback));
+        json_object_set_new(o, "subject", str_or_null(e->subject));
+        json_object_set_new(o, "author", str_or_null(e->author));
+        json_object_set_new(o, "signer",
+                            e->signer[0] ? json_pack("{s:s,s:o}", "fingerprint", e->signer,
+                                                     "principal", str_or_null(e->principal))
+                                         : json_null());
         json_array_append_new(arr, o);
     }
     if (!strcmp(format, "json")) {
@@ -101,5 +136,6 @@ static int run(int argc, char **argv)
 out:
     mcg_log_free(&log);
     mcg_repo_free(r);
+    mcg_signers_free(root);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
 }

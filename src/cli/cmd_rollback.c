@@ -1,25 +1,42 @@
 /*
- * cmd_rollback.c — `mcgit rollback`: restore an earlier render.
+ * cmd_rollback.c — `mcgit rollback`: a signed source commit restoring an
+ * earlier config.
  */
 #include "cli/cli.h"
 #include "gitops/gitops.h"
 
 #include <getopt.h>
 #include <stdio.h>
-#include <time.h>
+#include <string.h>
 
 static int run(int argc, char **argv);
 
 const mcg_cmd mcg_cmd_rollback = {
     "rollback",
-    "return the nodes to an earlier rendered config",
-    "usage: mcgit rollback --repo R REV [--pool P]\n"
+    "return the nodes to an earlier config (a signed source commit)",
+    "usage: mcgit rollback --repo R REV [--key FILE]\n"
     "\n"
-    "REV is a rendered commit, or a source commit that was rendered. Append a\n"
-    "commit to the rendered branch whose tree equals that render's (with --pool,\n"
-    "only pool P's part), with trailer `Rollback-To: <sha>`. The controller rolls\n"
-    "it out like any render; it stays the target until a newer source commit is\n"
-    "rendered. An unknown REV is refused (exit 1) and nothing is written.\n",
+    "Write a signed commit on the source branch of R that restores the\n"
+    "machineconfigs/ and pools/ of REV's source commit, keeping .mcgit/ and\n"
+    "mcgit.yaml as they are (a rollback never undoes a trust change), with the\n"
+    "message `Rollback to <short> (<subject>)` and trailer `Rollback-To: <sha>`.\n"
+    "Push it (or bundle it) like any change; once rendered, each pool's rendered\n"
+    "name is the earlier one again. In a clone whose work tree is on the source\n"
+    "branch, the work tree is updated too; local changes in the way refuse it.\n"
+    "\n"
+    "REV is a source commit; a rendered commit id from any clone (recomputed\n"
+    "here: rendered history is a pure function of source history); or a\n"
+    "rendered config name rendered-<pool>-<hash> (the newest source commit that\n"
+    "renders to it).\n"
+    "\n"
+    "The commit is signed as git signs (`ssh-keygen -Y sign -n git -f KEY`,\n"
+    "program from git config gpg.ssh.program): the key is FILE, else git config\n"
+    "user.signingkey with gpg.format ssh. Author: git config user.name and\n"
+    "user.email.\n"
+    "\n"
+    "Prints the new commit, then per pool `<pool> <old name> -> <new name>`.\n"
+    "An unknown REV, a REV whose configs the branch already holds, or no key is\n"
+    "refused (exit 1) and nothing is written.\n",
     run,
 };
 
@@ -27,16 +44,16 @@ static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"repo", required_argument, 0, 'r'},
-                                         {"pool", required_argument, 0, 'p'},
+                                         {"key", required_argument, 0, 'k'},
                                          {0, 0, 0, 0}};
-    const char *repo = NULL, *pool = NULL;
+    const char *repo = NULL, *key = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_rollback);
         case 'r': repo = optarg; break;
-        case 'p': pool = optarg; break;
+        case 'k': key = optarg; break;
         default: return mcg_cli_usage_error(&mcg_cmd_rollback, NULL);
         }
     }
@@ -44,14 +61,38 @@ static int run(int argc, char **argv)
         return mcg_cli_usage_error(&mcg_cmd_rollback, "expected --repo R and one REV");
     mcg_err err = {0};
     mcg_repo *r = NULL;
-    char sha[MCG_SHA_HEX + 1];
+    mcg_ssh_signer signer = {0};
+    mcg_rollback_result res = {0};
     int rc = mcg_repo_open(&r, repo, &err);
+    if (!rc) {
+        /* an unknown REV is refused before asking for a key */
+        char target[MCG_SHA_HEX + 1];
+        rc = mcg_gitops_rollback_target(target, r, argv[optind], &err);
+    }
     if (!rc)
-        rc = mcg_gitops_rollback(sha, r, argv[optind], pool, (int64_t)time(NULL), &err);
-    if (rc)
+        rc = mcg_ssh_signer_init(&signer, r, key, &err);
+    if (!rc) {
+        mcg_rollback_opts o = {0};
+        o.sign = mcg_ssh_signer_sign;
+        o.sign_ctx = &signer;
+        rc = mcg_gitops_rollback(&res, r, argv[optind], &o, &err);
+    }
+    if (rc) {
         mcg_cli_error("rollback", "%s", err.msg);
-    else
-        printf("%s\n", sha);
+    } else {
+        printf("%s\n", res.commit);
+        for (size_t i = 0; i < res.pools.n; i++) {
+            char pool[256], from[256], to[256];
+            if (sscanf(res.pools.v[i], "%255s %255s %255s", pool, from, to) == 3)
+                printf("    %s: %s -> %s%s\n", pool, from, to,
+                       strcmp(from, to) ? "" : " (unchanged)");
+        }
+        fprintf(stderr, "mcgit rollback: committed on %s%s; push it (git push) to the repository "
+                        "the controller reads, or bundle it to an air-gapped site\n",
+                mcg_repo_source_branch(r), res.checked_out ? " (work tree updated)" : "");
+    }
+    mcg_rollback_result_free(&res);
+    mcg_ssh_signer_free(&signer);
     mcg_repo_free(r);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
 }

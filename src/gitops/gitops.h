@@ -192,35 +192,111 @@ typedef struct mcg_render_result {
 } mcg_render_result;
 
 /*
- * Verify (every new commit up to rev), render the tree of rev and append a
- * commit to the rendered branch: per pool spec.json, name, files/<path>,
- * units/<unit> (+ <unit>.d/). Author and committer are mcgit <mcgit@localhost>
- * at the source commit's committer time, so the same source history renders
- * to the same commit ids anywhere. Nothing moves if verification or the
- * render fails (bad verdicts in *rep when rep is given), or if rev does not
- * descend from the last rendered source (use rollback to go back). *out_render
- * (optional) receives the render.
+ * Verify (every new commit up to rev), then make the rendered commit of rev
+ * and move the rendered branch to it. The rendered commit R(S) of a source
+ * commit S is a pure function of S's history (docs/concepts.md, "Rendered
+ * history"): its tree holds per pool spec.json, name, files/<path>,
+ * units/<unit> (+ <unit>.d/); author and committer are mcgit
+ * <mcgit@localhost> at S's committer time; the message ends in the
+ * trailers Render-Rule: 2 (Rollback-To copied from S) and Source-Commit: S;
+ * its parents are R of the nearest rendering ancestors along each of S's
+ * parents. So every clone computes the same ids, whatever it rendered
+ * before; R of every commit below rev not rendered yet is made too (only
+ * rev's render problems are reported). The branch moves when rev descends
+ * from the last rendered source, stays when rev was rendered already, and
+ * nothing moves if verification or the render fails (bad verdicts in *rep
+ * when rep is given) or rev went sideways (MCG_ECONFLICT). A rendered
+ * branch made by an older mcgit is replaced; its old tip stays as
+ * refs/mcgit/rendered-legacy/<sha>. *out_render (optional) receives the
+ * render.
  */
 int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verify_report *rep,
                       mcg_repo *r, const char *rev, const mcg_signers *root, mcg_diags *diags,
                       mcg_err *err);
 
+/* ------------------------------------------------------------ rollback */
+
 /*
- * Append a commit restoring the tree of a rendered commit (or of the render
- * of a source commit), whole or only pool `pool`'s part, with trailer
- * Rollback-To: <rendered sha>. now is the commit time.
+ * Sign a commit buffer (namespace git): a new armored SSH signature in
+ * *armored (the caller frees it), or an error. ctx is the signer's own.
  */
-int mcg_gitops_rollback(char out[MCG_SHA_HEX + 1], mcg_repo *r, const char *rev, const char *pool,
-                        int64_t now, mcg_err *err);
+typedef int (*mcg_commit_sign_fn)(char **armored, const char *buf, size_t len, void *ctx,
+                                  mcg_err *err);
+
+/* Signing as git does for gpg.format ssh: `PROGRAM -Y sign -n git -f KEY`. */
+typedef struct mcg_ssh_signer {
+    char *program; /* git config gpg.ssh.program, default ssh-keygen */
+    char *key;     /* a key file; its private key may be in ssh-agent, or encrypted */
+} mcg_ssh_signer;
+
+/*
+ * The signer for repository r (its git config, with the user's global one):
+ * key_file when given (--key), else user.signingkey (a leading ~/ expanded)
+ * when gpg.format is ssh. No key: MCG_EINVAL saying how to configure one.
+ * Free with mcg_ssh_signer_free.
+ */
+int mcg_ssh_signer_init(mcg_ssh_signer *out, mcg_repo *r, const char *key_file, mcg_err *err);
+void mcg_ssh_signer_free(mcg_ssh_signer *s);
+/* mcg_commit_sign_fn for a const mcg_ssh_signer * (ctx): runs the program. */
+int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, mcg_err *err);
+
+typedef struct mcg_rollback_opts {
+    mcg_commit_sign_fn sign; /* required */
+    void *sign_ctx;
+    const char *name, *email; /* author and committer; NULL: git config user.name/email */
+    int64_t when;             /* 0: now (then the offset is the local zone's) */
+    int offset;               /* minutes east of UTC, with when */
+} mcg_rollback_opts;
+
+typedef struct mcg_rollback_result {
+    char commit[MCG_SHA_HEX + 1]; /* the new source commit */
+    char target[MCG_SHA_HEX + 1]; /* the source commit whose configs it restores */
+    mcg_strv pools;               /* "pool old new" per pool, "-" where it has none */
+    bool checked_out;             /* the work tree was updated */
+} mcg_rollback_result;
+
+void mcg_rollback_result_free(mcg_rollback_result *res);
+
+/*
+ * The source commit REV names: a commit of the source branch; a rendered
+ * commit (its Source-Commit), held here or — when absent — made by any
+ * clone from this source history (the pure rendered history is computed,
+ * objects in memory only, and its ids or a unique prefix matched); or a
+ * rendered config name rendered-<pool>-<hash> (the newest source commit
+ * that renders to it). MCG_ENOTFOUND with one line when it names none.
+ */
+int mcg_gitops_rollback_target(char target[MCG_SHA_HEX + 1], mcg_repo *r, const char *rev,
+                               mcg_err *err);
+
+/*
+ * Roll back: a new commit on the source branch whose tree is the branch
+ * tip's with machineconfigs/ and pools/ those of REV's source commit (see
+ * mcg_gitops_rollback_target) — .mcgit/ and mcgit.yaml untouched, so a
+ * rollback never undoes a trust change — message "Rollback to <short>
+ * (<subject>)" with trailer Rollback-To: <target>, signed by o->sign. In a
+ * repository with a work tree whose HEAD is the source branch, the work
+ * tree is updated first (a safe checkout: local changes in the way refuse
+ * the rollback, changing nothing). Refused, writing nothing, when REV is
+ * unknown, the tip already holds those configs, the result does not
+ * render, or signing fails. The branch moves by compare-and-swap.
+ */
+int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
+                        const mcg_rollback_opts *o, mcg_err *err);
 
 /* One rendered commit, newest first in a log. */
 typedef struct mcg_log_entry {
     char rendered[MCG_SHA_HEX + 1];
     char source[MCG_SHA_HEX + 1];   /* Source-Commit trailer, "" if none */
-    char rollback[MCG_SHA_HEX + 1]; /* Rollback-To trailer, "" if none */
+    char rollback[MCG_SHA_HEX + 1]; /* Rollback-To trailer, "" if none: the target source
+                                       commit (rule 2), or rendered commit (older mcgit) */
+    bool rule2;                     /* made by the pure rule (Render-Rule: 2) */
     int64_t time;
-    int offset; /* minutes east of UTC */
+    int offset;     /* minutes east of UTC */
     mcg_strv pools; /* "pool rendered-pool-hash" */
+    /* filled by mcg_gitops_log_sources when the source commit is held: */
+    char *subject, *author; /* NULL when not */
+    char signer[64];        /* fingerprint of the key whose signature holds, or "" */
+    char principal[256];    /* who that key is under the trust root, or "" */
 } mcg_log_entry;
 
 typedef struct mcg_log {
@@ -228,7 +304,15 @@ typedef struct mcg_log {
     size_t n;
 } mcg_log;
 
+/* Every commit of the rendered branch, newest first (children before parents). */
 int mcg_gitops_log(mcg_log *out, mcg_repo *r, mcg_err *err);
+/*
+ * Add what each entry's source commit says: subject, author, the
+ * fingerprint of the key whose signature over it holds, and with root (may
+ * be NULL) the principal trusting that key (root plus .mcgit/allowed_signers
+ * of its first parent, at its committer time).
+ */
+int mcg_gitops_log_sources(mcg_log *l, mcg_repo *r, const mcg_signers *root, mcg_err *err);
 void mcg_log_free(mcg_log *l);
 
 /*

@@ -21,8 +21,48 @@ int mcg_git_err(mcg_err *err, const char *what);
 /* Read a blob at path in a tree; ENOTFOUND when absent. */
 int mcg_git_read_path(char **data, size_t *len, git_repository *repo, const git_tree *tree,
                       const char *path, mcg_err *err);
+/*
+ * Load the config files of a tree (mcgit.yaml, pools/, machineconfigs/)
+ * into a finished model, as mcg_gitops_load_commit does for a commit's
+ * tree; label names the tree in messages. *out is set either way.
+ */
+int mcg_git_load_tree(mcg_model **out, mcg_repo *r, const git_tree *tree, const char *label,
+                      mcg_diags *diags, mcg_err *err);
 /* The value of trailer `key` in a commit message, or false. */
 bool mcg_git_trailer(const char *msg, const char *key, char out[MCG_SHA_HEX + 1]);
+
+/* The trailer that marks a rendered commit made by the pure rule (rendered.c). */
+#define MCG_RENDER_RULE_TRAILER "Render-Rule: 2"
+
+/*
+ * The pure rendered history (rendered.c; see there for the rule). A chain
+ * knows R(S) for the source commits S the rendered branch already holds
+ * (rule 2 only; *rule2_tip says whether its tip is such a commit, may be
+ * NULL), and mcg_chain_render makes R(tip) and every missing R below it,
+ * writing objects only, never refs. The tip's render problems go to diags
+ * (may be NULL) and its render to *out_rd (may be NULL). Afterwards
+ * mcg_chain_count/mcg_chain_at list the rendering source commits reachable
+ * from the tip, oldest first, with their rendered commits. out NULL: only
+ * walk (the tip need not render; nothing is reported for it).
+ */
+typedef struct mcg_chain mcg_chain;
+int mcg_chain_new(mcg_chain **out, mcg_repo *r, bool *rule2_tip, mcg_err *err);
+void mcg_chain_free(mcg_chain *ch);
+int mcg_chain_render(git_oid *out, mcg_chain *ch, const git_oid *tip, mcg_diags *diags,
+                     mcg_render **out_rd, mcg_err *err);
+size_t mcg_chain_count(const mcg_chain *ch);
+void mcg_chain_at(const mcg_chain *ch, size_t i, git_oid *source, git_oid *rendered);
+bool mcg_chain_lookup(const mcg_chain *ch, const git_oid *source, git_oid *rendered);
+/*
+ * A second handle on r's repository whose new objects stay in memory (a
+ * mempack backend, *mem, in front of the others): rendered history computed
+ * there writes nothing. mcg_repo_scratch_persist writes what it holds into
+ * r as one pack (and empties it). Free the handle with mcg_repo_free.
+ */
+int mcg_repo_scratch(mcg_repo **out, git_odb_backend **mem, const mcg_repo *r, mcg_err *err);
+int mcg_repo_scratch_persist(mcg_repo *r, mcg_repo *scratch, git_odb_backend *mem, mcg_err *err);
+/* Rendered commits written, and trees rendered (memo misses), so far. */
+void mcg_chain_stats(const mcg_chain *ch, size_t *made, size_t *renders);
 
 /* ------------------------------------------------------------ approvals.c */
 

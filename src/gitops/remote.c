@@ -141,10 +141,21 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *ro
     }
     if (held && git_oid_equal(&new_oid, &old_oid))
         goto done;
+    if (held && git_graph_descendant_of(r->git, &old_oid, &new_oid) == 1) {
+        /* the remote was rewound, or the local branch is ahead (an
+         * emergency rollback signed here): nothing moves until the remote
+         * has these commits too */
+        rc = mcg_err_set(err, MCG_ECONFLICT,
+                         "remote '%s' branch '%s' is behind the local one (rewound, or local "
+                         "commits not pushed yet, e.g. a rollback signed here: push them): "
+                         "nothing fetched",
+                         remote_name, r->source_branch);
+        goto out;
+    }
     if (held && git_graph_descendant_of(r->git, &new_oid, &old_oid) != 1) {
         rc = mcg_err_set(err, MCG_ECONFLICT,
-                         "remote '%s' branch '%s' was rewritten or rewound: not a "
-                         "fast-forward, refused",
+                         "remote '%s' branch '%s' was rewritten, rewound or diverged from "
+                         "the local one: not a fast-forward, refused",
                          remote_name, r->source_branch);
         goto out;
     }

@@ -1,16 +1,42 @@
 /*
- * rendered.c — the rendered branch: one commit per rollout target.
+ * rendered.c — the rendered branch: a pure function of the source history.
  *
  * Each commit's tree holds, per pool, spec.json (the canonical rendered
  * spec), name, files/<path> with each file's decoded contents (symbolic
  * links as git symlinks) and units/<unit> (+ <unit>.d/<drop-in>), so
  * `git log -p rendered -- worker/files/etc/chrony.conf` is that file's
- * history on worker nodes. Commits are made by mcgit <mcgit@localhost> at
- * the source commit's committer time: the same source history renders to
- * the same commit ids in any clone.
+ * history on worker nodes.
+ *
+ * The rendered commit R(S) of a source commit S that renders depends on
+ * nothing but S's history (rule 2, trailer `Render-Rule: 2`):
+ *   - tree: the render of S's tree;
+ *   - author and committer mcgit <mcgit@localhost> at S's committer time;
+ *   - message: "Render <S>: <subject>", the pools' rendered names, the
+ *     trailers Render-Rule: 2, Rollback-To (copied from S, when S has one)
+ *     and Source-Commit: S;
+ *   - parents: for each parent P of S in order, R of the nearest ancestors
+ *     of P that render (P itself when it renders; else, through P's own
+ *     parents, the same again), each once. A root (or nothing below renders):
+ *     no parent.
+ * So the rendered history has the shape of the source history with the
+ * commits that do not render (no pools yet, invalid) left out: it moves
+ * forward exactly when the source does, and any clone, whatever it rendered
+ * before, computes the same ids — a reproducible build anyone can redo.
+ *
+ * Rendering a tip renders every commit below it that has no R yet, oldest
+ * first. That is cheap: a render depends only on mcgit.yaml, pools/ and
+ * machineconfigs/, so renders are memoised by those three entries (mode and
+ * id) and a commit that changes other files only costs one commit object.
+ * R(S) already made are found by walking the rendered branch once; commits
+ * without the rule-2 trailer (older mcgit, rollbacks written by it) are
+ * never reused, and a rendered branch made by an older mcgit is replaced
+ * (its old tip kept as refs/mcgit/rendered-legacy/<sha>).
  */
 #include "gitops/gitops_int.h"
 
+#include <git2/sys/commit.h>
+#include <git2/sys/mempack.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,8 +74,7 @@ static void tl_free(tree_list *tl)
     free(tl->e);
 }
 
-static int add_pool(tree_list *tl, git_repository *repo, const mcg_rendered_pool *rp,
-                    mcg_err *err)
+static int add_pool(tree_list *tl, git_repository *repo, const mcg_rendered_pool *rp, mcg_err *err)
 {
     int rc;
     char *p = mcg_sprintf("%s/spec.json", rp->pool);
@@ -116,6 +141,7 @@ static int write_tree(git_oid *out, git_repository *repo, const tree_list *tl, m
     return rc;
 }
 
+/* The tip commit of refs/heads/<branch>: ENOTFOUND without one, EIO when unreadable. */
 static int branch_tip(git_commit **out, mcg_repo *r, const char *branch)
 {
     char *ref = mcg_sprintf("refs/heads/%s", branch);
@@ -128,31 +154,496 @@ static int branch_tip(git_commit **out, mcg_repo *r, const char *branch)
     return git_commit_lookup(out, r->git, &oid) == 0 ? 0 : MCG_EIO;
 }
 
-/*
- * Find, walking the rendered branch from its tip, the newest commit whose
- * Source-Commit is `source` (when source is given) and the newest non-rollback
- * commit's source (last_source).
- */
-static void scan_rendered(mcg_repo *r, const char *source, char found[MCG_SHA_HEX + 1],
-                          char last_source[MCG_SHA_HEX + 1])
+/* Whether a commit message carries the rule-2 trailer. */
+static bool is_rule2(const char *msg)
 {
-    found[0] = last_source[0] = '\0';
+    for (const char *p = msg; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, MCG_RENDER_RULE_TRAILER "\n", sizeof(MCG_RENDER_RULE_TRAILER)) ||
+            !strcmp(p, MCG_RENDER_RULE_TRAILER))
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------ the chain */
+
+typedef struct oidvec {
+    git_oid *v;
+    size_t n, cap;
+} oidvec;
+
+/* Append id (growing the vector). */
+static void ov_push(oidvec *o, const git_oid *id)
+{
+    if (o->n == o->cap) {
+        o->cap = o->cap ? o->cap * 2 : 8;
+        o->v = mcg_realloc(o->v, o->cap * sizeof(*o->v));
+    }
+    o->v[o->n++] = *id;
+}
+
+/* Push id unless present (the lists are short: the parents of one commit). */
+static void ov_push_once(oidvec *o, const git_oid *id)
+{
+    for (size_t i = 0; i < o->n; i++)
+        if (git_oid_equal(&o->v[i], id))
+            return;
+    ov_push(o, id);
+}
+
+/* One render, by config key: its tree and "pool: name" lines, or that it fails. */
+typedef struct memo_entry {
+    bool ok;
+    git_oid tree;
+    char *names;
+} memo_entry;
+
+struct mcg_chain {
+    mcg_repo *r;
+    mcg_oidmap rmap; /* source commit -> index in src/ren */
+    oidvec src, ren; /* a source commit and its rendered commit */
+    mcg_oidmap memo; /* config key -> index in me */
+    memo_entry *me;
+    size_t nme, capme;
+    mcg_oidmap skipmap; /* source commit that does not render -> index in skips */
+    oidvec *skips;      /* its nearest ancestors that render */
+    size_t nskips, capskips;
+    oidvec order;   /* rendering source commits reachable from the last tip, oldest first */
+    size_t made;    /* rendered commits written */
+    size_t renders; /* trees actually rendered (memo misses) */
+};
+
+/* Record R(s) = rid, unless s is known already (the first record stands). */
+static void add_known(mcg_chain *ch, const git_oid *s, const git_oid *rid)
+{
+    if (mcg_oidmap_put(&ch->rmap, s, ch->src.n)) {
+        ov_push(&ch->src, s);
+        ov_push(&ch->ren, rid);
+    }
+}
+
+int mcg_chain_new(mcg_chain **out, mcg_repo *r, bool *rule2_tip, mcg_err *err)
+{
+    mcg_chain *ch = mcg_calloc(1, sizeof(*ch));
+    git_commit *tip = NULL;
+    git_revwalk *walk = NULL;
+    git_oid oid;
+    int rc = 0;
+    ch->r = r;
+    *out = NULL;
+    if (rule2_tip)
+        *rule2_tip = false;
+    int trc = branch_tip(&tip, r, r->rendered_branch);
+    if (trc == MCG_EIO) {
+        rc = mcg_git_err(err, r->rendered_branch);
+        goto out;
+    }
+    if (trc || !is_rule2(git_commit_message(tip)))
+        goto out; /* nothing made by this rule yet */
+    if (rule2_tip)
+        *rule2_tip = true;
+    if (git_revwalk_new(&walk, r->git) != 0 || git_revwalk_push(walk, git_commit_id(tip)) != 0) {
+        rc = mcg_git_err(err, "revwalk");
+        goto out;
+    }
+    while (git_revwalk_next(&oid, walk) == 0) {
+        git_commit *c = NULL;
+        char src[MCG_SHA_HEX + 1];
+        git_oid soid;
+        if (git_commit_lookup(&c, r->git, &oid) != 0) {
+            rc = mcg_git_err(err, git_oid_tostr_s(&oid));
+            goto out;
+        }
+        const char *msg = git_commit_message(c);
+        if (is_rule2(msg) && mcg_git_trailer(msg, "Source-Commit", src) &&
+            git_oid_fromstr(&soid, src) == 0)
+            add_known(ch, &soid, &oid);
+        git_commit_free(c);
+    }
+out:
+    git_revwalk_free(walk);
+    git_commit_free(tip);
+    if (rc) {
+        mcg_chain_free(ch);
+        return rc;
+    }
+    *out = ch;
+    return 0;
+}
+
+void mcg_chain_free(mcg_chain *ch)
+{
+    if (!ch)
+        return;
+    for (size_t i = 0; i < ch->nme; i++)
+        free(ch->me[i].names);
+    free(ch->me);
+    for (size_t i = 0; i < ch->nskips; i++)
+        free(ch->skips[i].v);
+    free(ch->skips);
+    free(ch->src.v);
+    free(ch->ren.v);
+    free(ch->order.v);
+    mcg_oidmap_free(&ch->rmap);
+    mcg_oidmap_free(&ch->memo);
+    mcg_oidmap_free(&ch->skipmap);
+    free(ch);
+}
+
+/*
+ * The memo key of a tree: what a render reads of it, the entries
+ * mcgit.yaml, pools and machineconfigs (mode and id; absent ones too).
+ */
+static int config_key(git_oid *key, const git_tree *tree)
+{
+    static const char *const parts[] = {"mcgit.yaml", "pools", "machineconfigs"};
+    char line[128];
+    mcg_buf b = MCG_BUF_INIT;
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        const git_tree_entry *e = git_tree_entry_byname(tree, parts[i]);
+        if (e)
+            snprintf(line, sizeof(line), "%s %o %s\n", parts[i],
+                     (unsigned)git_tree_entry_filemode(e), git_oid_tostr_s(git_tree_entry_id(e)));
+        else
+            snprintf(line, sizeof(line), "%s -\n", parts[i]);
+        mcg_buf_puts(&b, line);
+    }
+    int rc = git_odb_hash(key, b.ptr, b.len, GIT_OBJECT_BLOB);
+    mcg_buf_free(&b);
+    return rc;
+}
+
+/*
+ * The memo entry for tree (index in *idx), rendering it on a miss. With
+ * out_rd, always render (problems to diags, the render to *out_rd) so a
+ * tip's problems are reported and its render handed out. A tree that does
+ * not render is an entry with ok false; only writing objects fails.
+ */
+static int memo_render(size_t *idx, mcg_chain *ch, const git_tree *tree, const char *label,
+                       mcg_diags *diags, mcg_render **out_rd, mcg_err *err)
+{
+    git_oid key;
+    uint64_t v;
+    mcg_diags local = {0};
+    mcg_model *m = NULL;
+    mcg_render *rd = NULL;
+    tree_list tl = {0};
+    memo_entry e = {0};
+    mcg_err lerr = {0};
+    int rc = 0;
+    if (config_key(&key, tree) != 0)
+        return mcg_git_err(err, "config key");
+    bool have = mcg_oidmap_get(&ch->memo, &key, &v);
+    if (have && !out_rd) {
+        *idx = (size_t)v;
+        return 0;
+    }
+    ch->renders++;
+    if (mcg_git_load_tree(&m, ch->r, tree, label, diags ? diags : &local, &lerr) == 0 &&
+        mcg_render_model(&rd, m, diags ? diags : &local) == 0) {
+        for (size_t i = 0; i < rd->n && !rc; i++)
+            rc = add_pool(&tl, ch->r->git, &rd->pools[i], err);
+        if (!rc)
+            rc = write_tree(&e.tree, ch->r->git, &tl, err);
+        if (rc)
+            goto out;
+        mcg_buf b = MCG_BUF_INIT;
+        for (size_t i = 0; i < rd->n; i++)
+            mcg_buf_printf(&b, "%s: %s\n", rd->pools[i].pool, rd->pools[i].name);
+        e.names = mcg_buf_detach(&b, NULL);
+        e.ok = true;
+    }
+    if (have) {
+        *idx = (size_t)v;
+        free(e.names);
+    } else {
+        if (ch->nme == ch->capme) {
+            ch->capme = ch->capme ? ch->capme * 2 : 16;
+            ch->me = mcg_realloc(ch->me, ch->capme * sizeof(*ch->me));
+        }
+        ch->me[ch->nme] = e;
+        mcg_oidmap_put(&ch->memo, &key, ch->nme);
+        *idx = ch->nme++;
+    }
+    if (out_rd) {
+        *out_rd = rd;
+        rd = NULL;
+    }
+out:
+    tl_free(&tl);
+    mcg_render_free(rd);
+    mcg_model_free(m);
+    mcg_diags_free(&local);
+    return rc;
+}
+
+/* Append R of each nearest rendering ancestor-or-self of source commit p. */
+static void nearest_rendered(oidvec *out, const mcg_chain *ch, const git_oid *p, bool sources)
+{
+    uint64_t v;
+    if (mcg_oidmap_get(&ch->rmap, p, &v)) {
+        ov_push_once(out, sources ? p : &ch->ren.v[v]);
+        return;
+    }
+    if (!mcg_oidmap_get(&ch->skipmap, p, &v))
+        return;
+    const oidvec *s = &ch->skips[v];
+    for (size_t i = 0; i < s->n; i++) {
+        uint64_t w;
+        if (sources)
+            ov_push_once(out, &s->v[i]);
+        else if (mcg_oidmap_get(&ch->rmap, &s->v[i], &w))
+            ov_push_once(out, &ch->ren.v[w]);
+    }
+}
+
+/* Make R(c), its parents' renders being known (see the top of the file). */
+static int render_one(mcg_chain *ch, git_commit *c, mcg_err *err)
+{
+    const git_oid *id = git_commit_id(c);
+    git_tree *tree = NULL;
+    git_signature *sig = NULL;
+    oidvec parents = {0};
+    char *msg = NULL;
+    char label[16];
+    size_t idx;
+    int rc;
+    if (mcg_oidmap_get(&ch->rmap, id, NULL)) {
+        ov_push(&ch->order, id);
+        return 0;
+    }
+    if (git_commit_tree(&tree, c) != 0)
+        return mcg_git_err(err, git_oid_tostr_s(id));
+    git_oid_tostr(label, sizeof(label) - 3, id);
+    if ((rc = memo_render(&idx, ch, tree, label, NULL, NULL, err)) != 0)
+        goto out;
+    unsigned np = git_commit_parentcount(c);
+    if (!ch->me[idx].ok) {
+        /* left out: children look through it to what renders below */
+        oidvec below = {0};
+        for (unsigned i = 0; i < np; i++)
+            nearest_rendered(&below, ch, git_commit_parent_id(c, i), true);
+        if (ch->nskips == ch->capskips) {
+            ch->capskips = ch->capskips ? ch->capskips * 2 : 8;
+            ch->skips = mcg_realloc(ch->skips, ch->capskips * sizeof(*ch->skips));
+        }
+        ch->skips[ch->nskips] = below;
+        mcg_oidmap_put(&ch->skipmap, id, ch->nskips++);
+        goto out;
+    }
+    for (unsigned i = 0; i < np; i++)
+        nearest_rendered(&parents, ch, git_commit_parent_id(c, i), false);
+    const git_signature *sc = git_commit_committer(c);
+    if (git_signature_new(&sig, "mcgit", "mcgit@localhost", sc->when.time, sc->when.offset) != 0) {
+        rc = mcg_git_err(err, "signature");
+        goto out;
+    }
+    char sha[MCG_SHA_HEX + 1], rb[MCG_SHA_HEX + 1];
+    git_oid_tostr(sha, sizeof(sha), id);
+    const char *summary = git_commit_summary(c);
+    mcg_buf mb = MCG_BUF_INIT;
+    mcg_buf_printf(&mb, "Render %.12s: %s\n\n%s\n" MCG_RENDER_RULE_TRAILER "\n", sha,
+                   summary ? summary : "", ch->me[idx].names);
+    if (mcg_git_trailer(git_commit_message(c), "Rollback-To", rb))
+        mcg_buf_printf(&mb, "Rollback-To: %s\n", rb);
+    mcg_buf_printf(&mb, "Source-Commit: %s\n", sha);
+    msg = mcg_buf_detach(&mb, NULL);
+    const git_oid **pp = mcg_calloc(parents.n ? parents.n : 1, sizeof(*pp));
+    for (size_t i = 0; i < parents.n; i++)
+        pp[i] = &parents.v[i];
+    git_oid rid;
+    int crc = git_commit_create_from_ids(&rid, ch->r->git, NULL, sig, sig, NULL, msg,
+                                         &ch->me[idx].tree, parents.n, pp);
+    free(pp);
+    if (crc != 0) {
+        rc = mcg_git_err(err, "rendered commit");
+        goto out;
+    }
+    add_known(ch, id, &rid);
+    ov_push(&ch->order, id);
+    ch->made++;
+out:
+    free(msg);
+    free(parents.v);
+    git_signature_free(sig);
+    git_tree_free(tree);
+    return rc;
+}
+
+int mcg_chain_render(git_oid *out, mcg_chain *ch, const git_oid *tip, mcg_diags *diags,
+                     mcg_render **out_rd, mcg_err *err)
+{
     git_commit *c = NULL;
-    if (branch_tip(&c, r, r->rendered_branch) != 0)
+    git_tree *tree = NULL;
+    git_revwalk *walk = NULL;
+    git_oid oid;
+    size_t idx;
+    int rc;
+    char label[16];
+    if (out_rd)
+        *out_rd = NULL;
+    ch->order.n = 0;
+    if (git_commit_lookup(&c, ch->r->git, tip) != 0 || git_commit_tree(&tree, c) != 0) {
+        rc = mcg_git_err(err, git_oid_tostr_s(tip));
+        goto out;
+    }
+    /* The tip first, its problems reported, before anything is written. */
+    git_oid_tostr(label, sizeof(label) - 3, tip);
+    if (out && (rc = memo_render(&idx, ch, tree, label, diags, out_rd, err)) != 0)
+        goto out;
+    if (out && !ch->me[idx].ok) {
+        rc = mcg_err_set(err, MCG_EINVAL, "commit %s does not render", label);
+        goto out;
+    }
+    if (git_revwalk_new(&walk, ch->r->git) != 0 ||
+        git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE) != 0 ||
+        git_revwalk_push(walk, tip) != 0) {
+        rc = mcg_git_err(err, "revwalk");
+        goto out;
+    }
+    while ((rc = git_revwalk_next(&oid, walk)) == 0) {
+        git_commit *cc = NULL;
+        if (mcg_oidmap_get(&ch->rmap, &oid, NULL)) {
+            ov_push(&ch->order, &oid); /* made before: no need to read it */
+            continue;
+        }
+        if (git_commit_lookup(&cc, ch->r->git, &oid) != 0) {
+            rc = mcg_git_err(err, git_oid_tostr_s(&oid));
+            goto out;
+        }
+        rc = render_one(ch, cc, err);
+        git_commit_free(cc);
+        if (rc)
+            goto out;
+    }
+    if (rc != GIT_ITEROVER) {
+        rc = mcg_git_err(err, "revwalk");
+        goto out;
+    }
+    uint64_t v;
+    if (!out) {
+        rc = 0;
+        goto out;
+    }
+    if (!mcg_oidmap_get(&ch->rmap, tip, &v)) {
+        rc = mcg_err_set(err, MCG_EIO, "commit %s: no rendered commit was made", label);
+        goto out;
+    }
+    *out = ch->ren.v[v];
+    rc = 0;
+out:
+    if (rc && out_rd) {
+        mcg_render_free(*out_rd);
+        *out_rd = NULL;
+    }
+    git_revwalk_free(walk);
+    git_tree_free(tree);
+    git_commit_free(c);
+    return rc;
+}
+
+size_t mcg_chain_count(const mcg_chain *ch)
+{
+    return ch->order.n;
+}
+
+void mcg_chain_at(const mcg_chain *ch, size_t i, git_oid *source, git_oid *rendered)
+{
+    uint64_t v = 0;
+    *source = ch->order.v[i];
+    mcg_oidmap_get(&ch->rmap, source, &v);
+    *rendered = ch->ren.v[v];
+}
+
+bool mcg_chain_lookup(const mcg_chain *ch, const git_oid *source, git_oid *rendered)
+{
+    uint64_t v;
+    if (!mcg_oidmap_get(&ch->rmap, source, &v))
+        return false;
+    if (rendered)
+        *rendered = ch->ren.v[v];
+    return true;
+}
+
+void mcg_chain_stats(const mcg_chain *ch, size_t *made, size_t *renders)
+{
+    *made = ch->made;
+    *renders = ch->renders;
+}
+
+/* ------------------------------------------------------------ render */
+
+int mcg_repo_scratch(mcg_repo **out, git_odb_backend **mem_out, const mcg_repo *r, mcg_err *err)
+{
+    git_odb *odb = NULL;
+    git_odb_backend *mem = NULL;
+    mcg_repo *s = mcg_calloc(1, sizeof(*s));
+    int rc = 0;
+    *out = NULL;
+    if (mem_out)
+        *mem_out = NULL;
+    git_libgit2_init(); /* balanced by mcg_repo_free */
+    s->source_branch = mcg_strdup(r->source_branch);
+    s->rendered_branch = mcg_strdup(r->rendered_branch);
+    if (git_repository_open(&s->git, git_repository_path(r->git)) != 0 ||
+        git_repository_odb(&odb, s->git) != 0 || git_mempack_new(&mem) != 0) {
+        rc = mcg_git_err(err, "in-memory object store");
+    } else if (git_odb_add_backend(odb, mem, 1000) != 0) {
+        mem->free(mem); /* not added: still ours */
+        rc = mcg_git_err(err, "in-memory object store");
+    } else if (mem_out) {
+        *mem_out = mem; /* owned by the odb */
+    }
+    git_odb_free(odb);
+    if (rc) {
+        mcg_repo_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+int mcg_repo_scratch_persist(mcg_repo *r, mcg_repo *scratch, git_odb_backend *mem, mcg_err *err)
+{
+    git_buf packed = GIT_BUF_INIT_CONST(NULL, 0);
+    memset(&packed, 0, sizeof(packed));
+    git_odb *odb = NULL;
+    git_odb_writepack *wp = NULL;
+    git_indexer_progress stats;
+    int rc = 0;
+    memset(&stats, 0, sizeof(stats));
+    if (git_mempack_dump(&packed, scratch->git, mem) != 0 ||
+        git_repository_odb(&odb, r->git) != 0 || git_odb_write_pack(&wp, odb, NULL, NULL) != 0 ||
+        wp->append(wp, packed.ptr, packed.size, &stats) != 0 || wp->commit(wp, &stats) != 0)
+        rc = mcg_git_err(err, "writing the rendered objects");
+    if (wp)
+        wp->free(wp);
+    if (!rc && git_odb_refresh(odb) != 0)
+        rc = mcg_git_err(err, "object database");
+    git_odb_free(odb);
+    git_buf_dispose(&packed);
+    git_mempack_reset(mem);
+    return rc;
+}
+
+/*
+ * The newest source commit the legacy (pre-rule-2) rendered branch was
+ * rendered from: the first commit, walking first parents from the tip,
+ * with a Source-Commit and no Rollback-To trailer.
+ */
+static void legacy_last_source(git_commit *tip, char last[MCG_SHA_HEX + 1])
+{
+    git_commit *c = NULL;
+    last[0] = '\0';
+    if (git_commit_dup(&c, tip) != 0)
         return;
     while (c) {
         const char *msg = git_commit_message(c);
         char src[MCG_SHA_HEX + 1], rb[MCG_SHA_HEX + 1];
-        bool has_src = mcg_git_trailer(msg, "Source-Commit", src);
-        bool is_rb = mcg_git_trailer(msg, "Rollback-To", rb);
-        if (has_src && !is_rb && !last_source[0])
-            memcpy(last_source, src, sizeof(src));
-        if (source && has_src && !is_rb && !found[0] && !strcmp(src, source))
-            git_oid_tostr(found, MCG_SHA_HEX + 1, git_commit_id(c));
-        if (found[0] && last_source[0])
+        if (mcg_git_trailer(msg, "Source-Commit", src) &&
+            !mcg_git_trailer(msg, "Rollback-To", rb)) {
+            memcpy(last, src, sizeof(src));
             break;
-        if (!source && last_source[0])
-            break;
+        }
         git_commit *parent = NULL;
         if (git_commit_parentcount(c) == 0 || git_commit_parent(&parent, c, 0) != 0)
             parent = NULL;
@@ -162,6 +653,7 @@ static void scan_rendered(mcg_repo *r, const char *source, char found[MCG_SHA_HE
     git_commit_free(c);
 }
 
+/* Move the rendered branch to new_tip: compare-and-swap from old_tip, or create it. */
 static int update_branch(mcg_repo *r, const git_oid *new_tip, const git_commit *old_tip,
                          const char *logmsg, mcg_err *err)
 {
@@ -170,8 +662,8 @@ static int update_branch(mcg_repo *r, const git_oid *new_tip, const git_commit *
     int rc = 0;
     if (old_tip) {
         /* Compare-and-swap: a concurrent writer makes this fail, not lose. */
-        if (git_reference_create_matching(&ref, r->git, refname, new_tip, 1,
-                                          git_commit_id(old_tip), logmsg) != 0)
+        if (git_reference_create_matching(&ref, r->git, refname, new_tip, 1, git_commit_id(old_tip),
+                                          logmsg) != 0)
             rc = mcg_git_err(err, refname);
     } else if (git_reference_create(&ref, r->git, refname, new_tip, 0, logmsg) != 0) {
         rc = mcg_git_err(err, refname);
@@ -190,12 +682,15 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
         *out_render = NULL;
     mcg_verify_report local = {0};
     mcg_verify_report *vr = rep ? rep : &local;
-    mcg_model *m = NULL;
     mcg_render *rd = NULL;
-    git_commit *src = NULL, *old_tip = NULL;
-    tree_list tl = {0};
-    char *msg = NULL;
-    git_signature *sig = NULL;
+    mcg_chain *ch = NULL;
+    mcg_repo *scratch = NULL;
+    git_odb_backend *mem = NULL;
+    git_commit *old_tip = NULL;
+    git_reference *saved = NULL;
+    bool rule2 = false;
+    char last[MCG_SHA_HEX + 1] = "";
+    git_oid src_oid, rid;
     int rc;
 
     if ((rc = mcg_repo_resolve(r, rev ? rev : r->source_branch, res->source, err)) != 0)
@@ -207,69 +702,76 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
                          vr->n, vr->n == 1 ? "" : "s");
         goto out;
     }
-    char found[MCG_SHA_HEX + 1], last[MCG_SHA_HEX + 1];
-    scan_rendered(r, res->source, found, last);
-    if (found[0]) {
-        memcpy(res->rendered, found, sizeof(found));
+    git_oid_fromstr(&src_oid, res->source);
+    int trc = branch_tip(&old_tip, r, r->rendered_branch);
+    if (trc == MCG_EIO) {
+        rc = mcg_git_err(err, r->rendered_branch);
+        goto out;
+    }
+    char tip_src[MCG_SHA_HEX + 1];
+    bool at_tip = old_tip && is_rule2(git_commit_message(old_tip)) &&
+                  mcg_git_trailer(git_commit_message(old_tip), "Source-Commit", tip_src) &&
+                  !strcmp(tip_src, res->source);
+    if (at_tip)
+        rid = *git_commit_id(old_tip); /* the common case: nothing new, no walk */
+    else if ((rc = mcg_chain_new(&ch, r, &rule2, err)) != 0)
+        goto out;
+    if (at_tip || mcg_chain_lookup(ch, &src_oid, &rid)) {
+        /* rendered already: the branch stays where it is */
+        git_oid_tostr(res->rendered, sizeof(res->rendered), &rid);
+        if (out_render) {
+            mcg_model *m = NULL;
+            mcg_diags quiet = {0};
+            if (mcg_gitops_load_commit(&m, r, res->source, &quiet, err) == 0)
+                mcg_render_model(&rd, m, &quiet);
+            mcg_model_free(m);
+            mcg_diags_free(&quiet);
+        }
         rc = mcg_gitops_mark_verified(r, res->source, root, err);
-        goto out; /* already rendered: nothing to add */
+        goto out;
+    }
+    if (old_tip) {
+        char src[MCG_SHA_HEX + 1];
+        if (rule2 && mcg_git_trailer(git_commit_message(old_tip), "Source-Commit", src))
+            memcpy(last, src, sizeof(src));
+        else if (!rule2)
+            legacy_last_source(old_tip, last);
     }
     if (last[0] && !mcg_repo_descends(r, res->source, last)) {
         rc = mcg_err_set(err, MCG_ECONFLICT,
                          "%.12s does not descend from the last rendered source %.12s (use mcgit "
-                         "rollback to return to an earlier render)",
+                         "rollback to return to an earlier config)",
                          res->source, last);
         goto out;
     }
-    if ((rc = mcg_gitops_load_commit(&m, r, res->source, diags, err)) != 0)
-        goto out;
-    if (mcg_render_model(&rd, m, diags) != 0) {
-        rc = mcg_err_set(err, MCG_EINVAL, "commit %.12s does not render", res->source);
-        goto out;
-    }
-    for (size_t i = 0; i < rd->n; i++)
-        if ((rc = add_pool(&tl, r->git, &rd->pools[i], err)) != 0)
+    if (!rule2) {
+        /* A first render of rule 2 may make a commit for every commit of a
+         * long history: make them in memory and write them as one pack. */
+        mcg_chain_free(ch);
+        ch = NULL;
+        if ((rc = mcg_repo_scratch(&scratch, &mem, r, err)) != 0 ||
+            (rc = mcg_chain_new(&ch, scratch, NULL, err)) != 0)
             goto out;
-    git_oid tree_oid, commit_oid, src_oid;
-    git_tree *tree = NULL;
-    if ((rc = write_tree(&tree_oid, r->git, &tl, err)) != 0)
-        goto out;
-    git_oid_fromstr(&src_oid, res->source);
-    if (git_commit_lookup(&src, r->git, &src_oid) != 0) {
-        rc = mcg_git_err(err, res->source);
-        goto out;
     }
-    const git_signature *sc = git_commit_committer(src);
-    if (git_signature_new(&sig, "mcgit", "mcgit@localhost", sc->when.time, sc->when.offset) != 0) {
-        rc = mcg_git_err(err, "signature");
+    if ((rc = mcg_chain_render(&rid, ch, &src_oid, diags, out_render ? &rd : NULL, err)) != 0)
         goto out;
+    if (scratch && (rc = mcg_repo_scratch_persist(r, scratch, mem, err)) != 0)
+        goto out;
+    if (old_tip && !rule2) {
+        /* made by an older mcgit: keep it reachable, then replace it */
+        char *name =
+            mcg_sprintf("refs/mcgit/rendered-legacy/%s", git_oid_tostr_s(git_commit_id(old_tip)));
+        int src = git_reference_create(&saved, r->git, name, git_commit_id(old_tip), 1,
+                                       "mcgit render: rendered branch of an older mcgit");
+        free(name);
+        if (src != 0) {
+            rc = mcg_git_err(err, "refs/mcgit/rendered-legacy");
+            goto out;
+        }
     }
-    mcg_buf mb = MCG_BUF_INIT;
-    mcg_buf_printf(&mb, "Render %.12s: %s\n\n", res->source, git_commit_summary(src));
-    for (size_t i = 0; i < rd->n; i++)
-        mcg_buf_printf(&mb, "%s: %s\n", rd->pools[i].pool, rd->pools[i].name);
-    mcg_buf_printf(&mb, "\nSource-Commit: %s\n", res->source);
-    msg = mcg_buf_detach(&mb, NULL);
-    int tip_rc = branch_tip(&old_tip, r, r->rendered_branch);
-    if (tip_rc == MCG_EIO) {
-        rc = mcg_git_err(err, r->rendered_branch);
+    if ((rc = update_branch(r, &rid, old_tip, "mcgit render", err)) != 0)
         goto out;
-    }
-    if (git_tree_lookup(&tree, r->git, &tree_oid) != 0) {
-        rc = mcg_git_err(err, "tree");
-        goto out;
-    }
-    const git_commit *parents[1] = {old_tip};
-    int crc = git_commit_create(&commit_oid, r->git, NULL, sig, sig, NULL, msg, tree,
-                                old_tip ? 1 : 0, parents);
-    git_tree_free(tree);
-    if (crc != 0) {
-        rc = mcg_git_err(err, "commit");
-        goto out;
-    }
-    if ((rc = update_branch(r, &commit_oid, old_tip, "mcgit render", err)) != 0)
-        goto out;
-    git_oid_tostr(res->rendered, sizeof(res->rendered), &commit_oid);
+    git_oid_tostr(res->rendered, sizeof(res->rendered), &rid);
     res->created = true;
     rc = mcg_gitops_mark_verified(r, res->source, root, err);
 out:
@@ -278,124 +780,11 @@ out:
         rd = NULL;
     }
     mcg_render_free(rd);
-    mcg_model_free(m);
-    tl_free(&tl);
-    free(msg);
-    git_signature_free(sig);
-    git_commit_free(src);
+    mcg_chain_free(ch);
+    mcg_repo_free(scratch);
+    git_reference_free(saved);
     git_commit_free(old_tip);
     mcg_verify_report_free(&local);
-    return rc;
-}
-
-/* ------------------------------------------------------------ rollback */
-
-/* Is commit `sha` on the rendered branch (reachable from its tip)? */
-static bool on_rendered(mcg_repo *r, const char *sha)
-{
-    git_commit *tip = NULL;
-    if (branch_tip(&tip, r, r->rendered_branch) != 0)
-        return false;
-    char tsha[MCG_SHA_HEX + 1];
-    git_oid_tostr(tsha, sizeof(tsha), git_commit_id(tip));
-    git_commit_free(tip);
-    return mcg_repo_descends(r, tsha, sha);
-}
-
-int mcg_gitops_rollback(char out[MCG_SHA_HEX + 1], mcg_repo *r, const char *rev, const char *pool,
-                        int64_t now, mcg_err *err)
-{
-    char sha[MCG_SHA_HEX + 1], target[MCG_SHA_HEX + 1] = "", last[MCG_SHA_HEX + 1];
-    git_commit *tc = NULL, *tip = NULL;
-    git_tree *ttree = NULL, *tiptree = NULL, *newtree = NULL;
-    git_treebuilder *tb = NULL;
-    git_signature *sig = NULL;
-    char *msg = NULL;
-    int rc;
-    out[0] = '\0';
-    if ((rc = mcg_repo_resolve(r, rev, sha, err)) != 0)
-        return rc;
-    if (on_rendered(r, sha))
-        memcpy(target, sha, sizeof(sha));
-    else
-        scan_rendered(r, sha, target, last);
-    if (!target[0])
-        return mcg_err_set(err, MCG_ENOTFOUND,
-                           "%.12s is neither a rendered commit nor a rendered source commit", sha);
-    git_oid toid, new_tree_oid, commit_oid;
-    git_oid_fromstr(&toid, target);
-    if (git_commit_lookup(&tc, r->git, &toid) != 0 || git_commit_tree(&ttree, tc) != 0 ||
-        branch_tip(&tip, r, r->rendered_branch) != 0 || git_commit_tree(&tiptree, tip) != 0) {
-        rc = mcg_git_err(err, "rendered branch");
-        goto out;
-    }
-    char tsrc[MCG_SHA_HEX + 1] = "";
-    mcg_git_trailer(git_commit_message(tc), "Source-Commit", tsrc);
-    if (pool) {
-        const git_tree_entry *pe = git_tree_entry_byname(ttree, pool);
-        if (!pe || git_tree_entry_type(pe) != GIT_OBJECT_TREE) {
-            rc = mcg_err_set(err, MCG_ENOTFOUND, "pool '%s' is not in rendered commit %.12s", pool,
-                             target);
-            goto out;
-        }
-        if (git_treebuilder_new(&tb, r->git, tiptree) != 0 ||
-            git_treebuilder_insert(NULL, tb, pool, git_tree_entry_id(pe), GIT_FILEMODE_TREE) != 0 ||
-            git_treebuilder_write(&new_tree_oid, tb) != 0) {
-            rc = mcg_git_err(err, "tree");
-            goto out;
-        }
-    } else {
-        new_tree_oid = *git_tree_id(ttree);
-    }
-    if (git_oid_equal(&new_tree_oid, git_tree_id(tiptree))) {
-        rc = mcg_err_set(err, MCG_EINVAL, "the rendered branch already holds that config%s%s",
-                         pool ? " for pool " : "", pool ? pool : "");
-        goto out;
-    }
-    if (git_tree_lookup(&newtree, r->git, &new_tree_oid) != 0 ||
-        git_signature_new(&sig, "mcgit", "mcgit@localhost", (git_time_t)now, 0) != 0) {
-        rc = mcg_git_err(err, "rollback");
-        goto out;
-    }
-    mcg_buf mb = MCG_BUF_INIT;
-    mcg_buf_printf(&mb, "Rollback%s%s to %.12s\n\n", pool ? " pool " : "", pool ? pool : "",
-                   target);
-    for (size_t i = 0; i < git_tree_entrycount(newtree); i++) {
-        const git_tree_entry *e = git_tree_entry_byindex(newtree, i);
-        if (git_tree_entry_type(e) != GIT_OBJECT_TREE)
-            continue;
-        char *np = mcg_sprintf("%s/name", git_tree_entry_name(e));
-        char *data = NULL;
-        size_t len = 0;
-        if (mcg_git_read_path(&data, &len, r->git, newtree, np, NULL) == 0)
-            mcg_buf_printf(&mb, "%s: %.*s\n", git_tree_entry_name(e),
-                           (int)strcspn(data, "\n"), data);
-        free(data);
-        free(np);
-    }
-    mcg_buf_printf(&mb, "\n");
-    if (tsrc[0])
-        mcg_buf_printf(&mb, "Source-Commit: %s\n", tsrc);
-    mcg_buf_printf(&mb, "Rollback-To: %s\n", target);
-    msg = mcg_buf_detach(&mb, NULL);
-    const git_commit *parents[1] = {tip};
-    if (git_commit_create(&commit_oid, r->git, NULL, sig, sig, NULL, msg, newtree, 1, parents) !=
-        0) {
-        rc = mcg_git_err(err, "commit");
-        goto out;
-    }
-    if ((rc = update_branch(r, &commit_oid, tip, "mcgit rollback", err)) != 0)
-        goto out;
-    git_oid_tostr(out, MCG_SHA_HEX + 1, &commit_oid);
-out:
-    free(msg);
-    git_signature_free(sig);
-    git_treebuilder_free(tb);
-    git_tree_free(newtree);
-    git_tree_free(tiptree);
-    git_tree_free(ttree);
-    git_commit_free(tip);
-    git_commit_free(tc);
     return rc;
 }
 
@@ -405,54 +794,148 @@ void mcg_log_free(mcg_log *l)
 {
     if (!l)
         return;
-    for (size_t i = 0; i < l->n; i++)
+    for (size_t i = 0; i < l->n; i++) {
         mcg_strv_free(&l->e[i].pools);
+        free(l->e[i].subject);
+        free(l->e[i].author);
+    }
     free(l->e);
     memset(l, 0, sizeof(*l));
+}
+
+/* The "pool: rendered-pool-hash" lines of a rendered commit's body, as "pool name". */
+static void pool_lines(mcg_strv *out, const char *msg)
+{
+    /* the body only: the subject quotes the source commit's, which may look like one */
+    const char *body = strstr(msg, "\n\n");
+    for (const char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        size_t ll = strcspn(p, "\n");
+        const char *colon = memchr(p, ':', ll);
+        if (colon && colon > p && colon[1] == ' ' && !strncmp(colon + 2, "rendered-", 9)) {
+            char *line = mcg_sprintf("%.*s %.*s", (int)(colon - p), p,
+                                     (int)(ll - (size_t)(colon + 2 - p)), colon + 2);
+            mcg_strv_push(out, line);
+            free(line);
+        }
+    }
 }
 
 int mcg_gitops_log(mcg_log *out, mcg_repo *r, mcg_err *err)
 {
     memset(out, 0, sizeof(*out));
-    git_commit *c = NULL;
-    int trc = branch_tip(&c, r, r->rendered_branch);
+    git_commit *tip = NULL;
+    git_revwalk *walk = NULL;
+    git_oid oid;
+    int rc = 0;
+    int trc = branch_tip(&tip, r, r->rendered_branch);
     if (trc == MCG_ENOTFOUND)
         return 0;
     if (trc)
         return mcg_git_err(err, r->rendered_branch);
+    /* newest first, children before parents (as git log --topo-order) */
+    if (git_revwalk_new(&walk, r->git) != 0 ||
+        git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME) != 0 ||
+        git_revwalk_push(walk, git_commit_id(tip)) != 0) {
+        rc = mcg_git_err(err, "revwalk");
+        goto out;
+    }
     size_t cap = 0;
-    while (c) {
+    while (git_revwalk_next(&oid, walk) == 0) {
+        git_commit *c = NULL;
+        if (git_commit_lookup(&c, r->git, &oid) != 0) {
+            rc = mcg_git_err(err, git_oid_tostr_s(&oid));
+            goto out;
+        }
         if (out->n == cap) {
             cap = cap ? cap * 2 : 32;
             out->e = mcg_realloc(out->e, cap * sizeof(*out->e));
         }
         mcg_log_entry *e = &out->e[out->n++];
         memset(e, 0, sizeof(*e));
-        git_oid_tostr(e->rendered, sizeof(e->rendered), git_commit_id(c));
+        git_oid_tostr(e->rendered, sizeof(e->rendered), &oid);
         const char *msg = git_commit_message(c);
+        e->rule2 = is_rule2(msg);
         mcg_git_trailer(msg, "Source-Commit", e->source);
         mcg_git_trailer(msg, "Rollback-To", e->rollback);
         e->time = (int64_t)git_commit_time(c);
         e->offset = git_commit_time_offset(c);
-        /* "pool: rendered-pool-hash" lines of the message body (the subject
-         * quotes the source commit's, which may look like one) */
-        const char *body = strstr(msg, "\n\n");
-        for (const char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-            size_t ll = strcspn(p, "\n");
-            const char *colon = memchr(p, ':', ll);
-            if (colon && colon[1] == ' ' && !strncmp(colon + 2, "rendered-", 9)) {
-                char *line = mcg_strndup(p, ll);
-                line[colon - p] = ' ';
-                memmove(line + (colon - p) + 1, line + (colon - p) + 2, strlen(line + (colon - p) + 2) + 1);
-                mcg_strv_push(&e->pools, line);
-                free(line);
-            }
-        }
-        git_commit *parent = NULL;
-        if (git_commit_parentcount(c) == 0 || git_commit_parent(&parent, c, 0) != 0)
-            parent = NULL;
+        pool_lines(&e->pools, msg);
         git_commit_free(c);
-        c = parent;
+    }
+out:
+    git_revwalk_free(walk);
+    git_commit_free(tip);
+    if (rc)
+        mcg_log_free(out);
+    return rc;
+}
+
+/*
+ * Who signed source commit c: the fingerprint of the key in its gpgsig
+ * header when that signature verifies over the commit (whoever the key
+ * belongs to), and with root, the principal that trusts it: root plus
+ * .mcgit/allowed_signers of its first parent, at its committer time (the
+ * display of `mcgit log`; mcg_gitops_verify is the verdict). Empty when
+ * unknown.
+ */
+static void commit_signer(char fp[64], char principal[256], mcg_repo *r, git_commit *c,
+                          const mcg_signers *root)
+{
+    git_buf sig = GIT_BUF_INIT_CONST(NULL, 0), data = GIT_BUF_INIT_CONST(NULL, 0);
+    memset(&sig, 0, sizeof(sig));
+    memset(&data, 0, sizeof(data));
+    mcg_sig_result res = {0};
+    mcg_err e = {0};
+    unsigned char digest[MCG_SIGMEMO_DIGEST];
+    fp[0] = principal[0] = '\0';
+    if (git_commit_extract_signature(&sig, &data, r->git, (git_oid *)git_commit_id(c), NULL) != 0)
+        goto out;
+    if (mcg_sshsig_check(digest, sig.ptr, sig.size, data.ptr, data.size) != 0)
+        goto out; /* no valid signature at all */
+    /* parsed strictly by the verifier; an empty set only refuses the key */
+    mcg_sshsig_verify(&res, NULL, sig.ptr, sig.size, data.ptr, data.size, 0, &e);
+    snprintf(fp, 64, "%s", res.fingerprint);
+    if (!root)
+        goto out;
+    mcg_signers *set = NULL, *repo_set = NULL;
+    git_commit *parent = NULL;
+    git_tree *tree = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    if (git_commit_parentcount(c) > 0 && git_commit_parent(&parent, c, 0) == 0 &&
+        git_commit_tree(&tree, parent) == 0 &&
+        mcg_git_read_path(&text, &len, r->git, tree, ".mcgit/allowed_signers", NULL) == 0 &&
+        mcg_signers_parse(&repo_set, ".mcgit/allowed_signers", text, len, NULL) == 0)
+        set = mcg_signers_union(root, repo_set);
+    if (mcg_sshsig_verify(&res, set ? set : root, sig.ptr, sig.size, data.ptr, data.size,
+                          (int64_t)git_commit_committer(c)->when.time, &e) == 0)
+        snprintf(principal, 256, "%s", res.principal);
+    free(text);
+    mcg_signers_free(repo_set);
+    mcg_signers_free(set);
+    git_tree_free(tree);
+    git_commit_free(parent);
+out:
+    git_buf_dispose(&sig);
+    git_buf_dispose(&data);
+}
+
+int mcg_gitops_log_sources(mcg_log *l, mcg_repo *r, const mcg_signers *root, mcg_err *err)
+{
+    (void)err;
+    for (size_t i = 0; i < l->n; i++) {
+        mcg_log_entry *e = &l->e[i];
+        git_oid soid;
+        git_commit *c = NULL;
+        if (!e->source[0] || git_oid_fromstr(&soid, e->source) != 0 ||
+            git_commit_lookup(&c, r->git, &soid) != 0)
+            continue; /* not held here: the rendered commit alone speaks */
+        const char *summary = git_commit_summary(c);
+        e->subject = mcg_strdup(summary ? summary : "");
+        const git_signature *a = git_commit_author(c);
+        e->author = mcg_sprintf("%s <%s>", a->name, a->email);
+        commit_signer(e->signer, e->principal, r, c, root);
+        git_commit_free(c);
     }
     return 0;
 }

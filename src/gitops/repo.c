@@ -237,19 +237,10 @@ out:
     git_tree_entry_free(ent);
 }
 
-int mcg_gitops_load_commit(mcg_model **out, mcg_repo *r, const char *sha, mcg_diags *diags,
-                           mcg_err *err)
+int mcg_git_load_tree(mcg_model **out, mcg_repo *r, const git_tree *tree, const char *label,
+                      mcg_diags *diags, mcg_err *err)
 {
     *out = mcg_model_new();
-    git_oid oid;
-    git_commit *c = NULL;
-    git_tree *tree = NULL;
-    int rc = 0;
-    if (git_oid_fromstr(&oid, sha) || git_commit_lookup(&c, r->git, &oid) ||
-        git_commit_tree(&tree, c)) {
-        rc = mcg_git_err(err, sha);
-        goto out;
-    }
     size_t before = diags->count;
     char *data = NULL;
     size_t len = 0;
@@ -275,11 +266,30 @@ int mcg_gitops_load_commit(mcg_model **out, mcg_repo *r, const char *sha, mcg_di
     load_tree_dir(*out, r->git, tree, "pools", diags);
     load_tree_dir(*out, r->git, tree, "machineconfigs", diags);
     if ((*out)->npools == 0 && diags->count == before)
-        mcg_diags_add(diags, "%.12s: no pools found (expected pools/*.yaml)", sha);
+        mcg_diags_add(diags, "%s: no pools found (expected pools/*.yaml)", label);
     mcg_model_finish(*out, diags);
     if (diags->count != before)
-        rc = mcg_err_set(err, MCG_EINVAL, "commit %.12s does not validate", sha);
-out:
+        return mcg_err_set(err, MCG_EINVAL, "commit %s does not validate", label);
+    return 0;
+}
+
+int mcg_gitops_load_commit(mcg_model **out, mcg_repo *r, const char *sha, mcg_diags *diags,
+                           mcg_err *err)
+{
+    git_oid oid;
+    git_commit *c = NULL;
+    git_tree *tree = NULL;
+    int rc;
+    *out = NULL;
+    if (git_oid_fromstr(&oid, sha) || git_commit_lookup(&c, r->git, &oid) ||
+        git_commit_tree(&tree, c)) {
+        *out = mcg_model_new();
+        rc = mcg_git_err(err, sha);
+    } else {
+        char label[16];
+        snprintf(label, sizeof(label), "%.12s", sha);
+        rc = mcg_git_load_tree(out, r, tree, label, diags, err);
+    }
     git_tree_free(tree);
     git_commit_free(c);
     return rc;

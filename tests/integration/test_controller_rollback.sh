@@ -98,15 +98,19 @@ wait_for 20 "v2 rolled out" workers_at v2 || true
 mc v3; scommit "$R" op v3
 wait_for 20 "v3 rolled out" workers_at v3 || true
 W3=$(pool_field worker .status.configuration.name)
-expect_rc 0 "mcgit rollback to the first source commit" -- "$MCGIT" rollback --repo "$R" "$SRC1"
+expect_rc 0 "mcgit rollback to the first source commit (a signed source commit)" -- "$MCGIT" rollback --repo "$R" "$SRC1" --key "$T/keys/op"
+expect_grep "^    worker: $W3 -> $W1$" "$T/out" "it prints the worker pool's rendered name, old -> new"
 wait_for 20 "the rollback rolls out: workers back at v1" workers_at v1 || true
 [ "$(pool_field worker .status.configuration.name)" = "$W1" ] && ok "worker CONFIG is the first render again" || bad "worker CONFIG after rollback"
 git -C "$R" log -1 --format=%B rendered >"$T/msg"
-expect_grep "^Rollback-To: [0-9a-f]{40}$" "$T/msg" "the rendered branch records it"
+expect_grep "^Rollback-To: $SRC1$" "$T/msg" "the rendered branch records it (from the source commit's trailer)"
+git -C "$R" log -1 --format=%B main >"$T/msg"
+expect_grep "^Rollback-To: $SRC1$" "$T/msg" "the source branch holds the signed rollback"
 ls "$T/cl/configs" >"$T/published"
 [ "$(grep -c '^rendered-worker-' "$T/published")" -le 2 ] && ok "published worker configs bounded (--keep-configs 1): $(grep -c '^rendered-worker-' "$T/published")" \
   || { bad "too many worker configs published"; cat "$T/published"; }
 grep -q "^$W3.json$" "$T/published" && ok "the newest older config is still published" || bad "$W3 not kept"
+export GIT_COMMITTER_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) GIT_AUTHOR_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) # after the rollback (made now)
 mc v4; scommit "$R" op "v4 after the rollback"
 wait_for 20 "a newer source commit ends the rollback" workers_at v4 || true
 

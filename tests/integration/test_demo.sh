@@ -14,5 +14,8 @@ expect_rc 0 "status works on the demo cluster" -- "$MCGIT" status --cluster "loc
 expect_grep "^worker +rendered-worker-" "$T/out" "worker pool listed"
 git -C "$T/demo/repo" log --format=%B rendered > "$T/log"
 expect_grep "Rollback-To: [0-9a-f]{40}" "$T/log" "rendered branch records the rollback"
+git -C "$T/demo/repo" log -1 --format=%B main >"$T/main"
+expect_grep "^Rollback-To: [0-9a-f]{40}$" "$T/main" "the rollback is a commit on main"
+expect_grep "^    worker: rendered-worker-[0-9a-f]+ -> rendered-worker-[0-9a-f]+$" "$T/demo.out" "the demo prints worker's rendered name, old -> new"
 pgrep -f "$T/demo" >/dev/null && bad "demo left processes running" || ok "no processes left"
 finish

@@ -197,69 +197,113 @@ jq -e --arg r1 "$R1" --arg r2 "$R2" --arg s1 "$S1" --arg s2 "$S2" \
   length == 2 and .[0].rendered == $r2 and .[0].source == $s2 and .[1].rendered == $r1 and
   .[1].source == $s1 and .[0].rollbackTo == null and .[1].time == "2026-01-02T01:04:05Z" and
   .[1].pools.worker == $w1 and .[0].pools.master == $m2 and
-  all(.[]; keys == ["pools","rendered","rollbackTo","source","time"])' "$T/log.json" >/dev/null &&
-  ok "log -o json: [{rendered, source, time, rollbackTo, pools}]" || { bad "log json"; cat "$T/log.json"; }
+  .[0].subject == "second config" and .[0].author == "Test Operator <op@example.com>" and
+  .[0].signer.fingerprint == $fp and .[0].signer.principal == null and
+  all(.[]; keys == ["author","pools","rendered","rollbackTo","signer","source","subject","time"])' \
+  --arg fp "$(keyfp alice)" "$T/log.json" >/dev/null &&
+  ok "log -o json: [{rendered, source, time, subject, author, signer, rollbackTo, pools}]" || { bad "log json"; cat "$T/log.json"; }
+"$MCGIT" log --repo "$R" --trust "$TR" -o json | jq -e '.[0].signer.principal == "alice@example.com"' >/dev/null &&
+  ok "log --trust names the signer's principal" || bad "log --trust principal"
+"$MCGIT" log --repo "$R" >"$T/log"
+expect_grep "^    second config$" "$T/log" "log text: the subject"
+expect_grep "^    author Test Operator <op@example.com>$" "$T/log" "log text: the author"
+grep -qxF "    signed by $(keyfp alice)" "$T/log" && ok "log text: the signing key's fingerprint" || bad "log text signer"
 mkdir -p "$T/empty" && git init -q "$T/empty"
 "$MCGIT" log --repo "$T/empty" -o json >"$T/elog" 2>&1 && rc=0 || rc=$?
 [ "$rc" = 0 ] && jq -e 'length == 0' "$T/elog" >/dev/null && ok "log -o json with no rendered branch: []" ||
   { bad "empty log (exit $rc)"; cat "$T/elog"; }
 
 # ---------------------------------------------------------------- rollback
+# A rollback is a signed commit on the source branch (R is a clone with a
+# work tree on main: the work tree follows).
 before=$(refs)
-expect_rc 1 "rollback to an unknown revision" -- "$MCGIT" rollback --repo "$R" no-such-rev
+expect_rc 1 "rollback to an unknown revision" -- "$MCGIT" rollback --repo "$R" no-such-rev --key "$T/keys/alice"
+[ "$(wc -l <"$T/err")" = 1 ] && expect_grep "unknown revision 'no-such-rev'" "$T/err" "one line naming it" || bad "unknown REV: not one line"
 [ "$(refs)" = "$before" ] && ok "unknown rollback target writes nothing" || bad "unknown rollback moved refs"
-expect_rc 1 "rollback to a source commit that was never rendered" -- "$MCGIT" rollback --repo "$R" "$U"
-[ "$(refs)" = "$before" ] && ok "unrendered rollback target writes nothing" || bad "unrendered rollback moved refs"
-expect_rc 1 "rollback of a pool that does not exist" -- "$MCGIT" rollback --repo "$R" "$R1" --pool infra
-[ "$(refs)" = "$before" ] && ok "unknown pool writes nothing" || bad "unknown pool moved refs"
+expect_rc 1 "rollback to a commit that is not on the source branch" -- "$MCGIT" rollback --repo "$R" "$U" --key "$T/keys/alice"
+[ "$(refs)" = "$before" ] && ok "an off-branch rollback target writes nothing" || bad "off-branch rollback moved refs"
+expect_rc 1 "rollback to a rendered config name nothing renders to" -- "$MCGIT" rollback --repo "$R" "rendered-worker-0123456789abcdef0123456789abcdef" --key "$T/keys/alice"
+expect_grep "no commit of source branch 'main' renders to rendered-worker-0123456789abcdef0123456789abcdef" "$T/err" "the refusal says so"
+expect_rc 2 "rollback --pool is gone (a rollback restores every pool's configs): usage error" -- "$MCGIT" rollback --repo "$R" "$R1" --pool worker
 expect_rc 2 "rollback without REV is a usage error" -- "$MCGIT" rollback --repo "$R"
+expect_rc 1 "rollback with no signing key configured" -- "$MCGIT" rollback --repo "$R" "$R1"
+expect_grep "no signing key: pass --key FILE, or set git config gpg.format ssh and user.signingkey FILE" "$T/err" "says how to configure one"
+g config user.signingkey "$T/keys/alice"; g config gpg.format openpgp
+expect_rc 1 "rollback with user.signingkey but gpg.format openpgp" -- "$MCGIT" rollback --repo "$R" "$R1"
+expect_grep "gpg.format is 'openpgp', not ssh" "$T/err" "says gpg.format must be ssh"
+g config gpg.format ssh
+[ "$(refs)" = "$before" ] && [ -z "$(g status --porcelain)" ] && ok "refused rollbacks wrote nothing" || bad "refused rollbacks wrote"
+# local changes in the way: refused, nothing changed
+echo "# local edit" >>"$R/machineconfigs/50-worker.yaml"
+expect_rc 1 "rollback with a local change to a file it restores" -- "$MCGIT" rollback --repo "$R" "$R1"
+expect_grep "local changes to machineconfigs/50-worker.yaml would be overwritten" "$T/err" "names the file"
+[ "$(refs)" = "$before" ] && grep -q "# local edit" "$R/machineconfigs/50-worker.yaml" && ok "and changes nothing" || bad "conflicting rollback changed something"
+g checkout -q -- machineconfigs/50-worker.yaml
 
+# by rendered commit R1 (key from git config user.signingkey)
+W2=$(g show "$R2:worker/name"); W1=$(g show "$R1:worker/name"); M1=$(g show "$R1:master/name")
 expect_rc 0 "rollback to rendered commit R1" -- "$MCGIT" rollback --repo "$R" "$R1"
-B1=$(g rev-parse rendered)
-[ "$(cat "$T/out")" = "$B1" ] && [ "$(g rev-parse "$B1^")" = "$R2" ] &&
-  ok "rollback appends one commit on top and prints it" || bad "rollback commit placement"
-[ "$(g rev-parse "$B1^{tree}")" = "$(g rev-parse "$R1^{tree}")" ] &&
-  ok "rollback tree equals the target's tree" || bad "rollback tree differs from R1's"
-[ "$(g log -1 --format='%(trailers:key=Rollback-To,valueonly)' "$B1" | head -1)" = "$R1" ] &&
-  ok "rollback has trailer Rollback-To: <rendered sha>" || bad "Rollback-To trailer"
-"$MCGIT" log --repo "$R" -o json | jq -e --arg r1 "$R1" '.[0].rollbackTo == $r1' >/dev/null &&
-  ok "log marks the rollback" || bad "log rollbackTo"
-"$MCGIT" log --repo "$R" | head -1 | grep -q "rollback to ${R1:0:12}" && ok "log text marks the rollback" ||
+B1=$(g rev-parse main)
+[ "$(head -1 "$T/out")" = "$B1" ] && [ "$(g rev-parse "$B1^")" = "$S2" ] &&
+  ok "rollback appends one commit on main and prints it" || { bad "rollback commit placement"; cat "$T/out"; }
+expect_grep "^    worker: $W2 -> $W1$" "$T/out" "prints per pool: old -> new rendered name"
+expect_grep "push it" "$T/err" "and a hint to push it"
+[ "$(g rev-parse "$B1:machineconfigs")" = "$(g rev-parse "$S1:machineconfigs")" ] &&
+  [ "$(g rev-parse "$B1:pools")" = "$(g rev-parse "$S1:pools")" ] &&
+  [ "$(g rev-parse "$B1:.mcgit")" = "$(g rev-parse "$S2:.mcgit")" ] &&
+  [ "$(g rev-parse "$B1:mcgit.yaml")" = "$(g rev-parse "$S2:mcgit.yaml")" ] &&
+  ok "rollback tree: S1's machineconfigs/ and pools/, the tip's .mcgit/ and mcgit.yaml" || bad "rollback tree"
+[ "$(g log -1 --format=%s "$B1")" = "Rollback to ${S1:0:12} (first config)" ] &&
+  [ "$(g log -1 --format='%(trailers:key=Rollback-To,valueonly)' "$B1" | head -1)" = "$S1" ] &&
+  ok "message 'Rollback to <short> (<subject>)', trailer Rollback-To: <source sha>" || bad "rollback message: $(g log -1 --format=%B "$B1")"
+[ "$(g log -1 --format='%an <%ae>' "$B1")" = "Test Operator <op@example.com>" ] && ok "author from git config" || bad "rollback author"
+g verify-commit "$B1" 2>/dev/null && ok "git verify-commit accepts the rollback's signature" || bad "rollback signature"
+[ -z "$(g status --porcelain)" ] && grep -q "a.example.com" "$R/machineconfigs/50-worker.yaml" &&
+  ok "the work tree follows (clean, S1's files)" || { bad "work tree after rollback"; g status --short; }
+expect_rc 0 "render the rollback" -- "$MCGIT" render --repo "$R" --trust "$TR"
+RB1=$(g rev-parse rendered)
+[ "$(g rev-parse "$RB1^{tree}")" = "$(g rev-parse "$R1^{tree}")" ] && [ "$(g rev-parse "$RB1^")" = "$R2" ] &&
+  ok "its render: R1's tree again (same rendered names), on top of R2" || bad "render of the rollback"
+"$MCGIT" log --repo "$R" -o json | jq -e --arg s1 "$S1" --arg b1 "$B1" '.[0].rollbackTo == $s1 and .[0].source == $b1' >/dev/null &&
+  ok "log marks the rollback (rollbackTo: the target source commit)" || bad "log rollbackTo"
+"$MCGIT" log --repo "$R" | head -1 | grep -q "rollback to ${S1:0:12}" && ok "log text marks the rollback" ||
   bad "log text rollback mark"
+expect_rc 1 "a second rollback to the same configs" -- "$MCGIT" rollback --repo "$R" "$S1"
+expect_grep "already holds the configs of ${S1:0:12}" "$T/err" "is refused: nothing to roll back"
 
-# rollback --pool: only that pool's subtree is replaced.
-expect_rc 0 "rollback to source commit S2, pool worker only" -- "$MCGIT" rollback --repo "$R" "$S2" --pool worker
-B2=$(g rev-parse rendered)
-[ "$(g rev-parse "$B2:worker")" = "$(g rev-parse "$R2:worker")" ] &&
-  [ "$(g rev-parse "$B2:master")" = "$(g rev-parse "$B1:master")" ] &&
-  [ "$(g ls-tree --name-only "$B2" | tr '\n' ' ')" = "master worker " ] &&
-  ok "--pool worker: worker from S2's render, master unchanged" || bad "--pool rollback tree"
-[ "$(g log -1 --format='%(trailers:key=Rollback-To,valueonly)' "$B2" | head -1)" = "$R2" ] &&
-  ok "rollback by source commit targets that source's rendered commit" || bad "rollback by source: trailer"
+# by rendered config name (the newest source commit rendering to it: S2), key by --key
+g config --unset user.signingkey
+expect_rc 0 "rollback to a rendered config name ($W2)" -- "$MCGIT" rollback --repo "$R" "$W2" --key "$T/keys/alice"
+B2=$(g rev-parse main)
+[ "$(g log -1 --format='%(trailers:key=Rollback-To,valueonly)' "$B2" | head -1)" = "$S2" ] &&
+  ok "a config name targets the newest source commit rendering to it" || bad "rollback by name: trailer"
+# by source commit
+expect_rc 0 "rollback to source commit S1" -- "$MCGIT" rollback --repo "$R" "$S1" --key "$T/keys/alice"
+B3=$(g rev-parse main)
+expect_rc 0 "render after the rollbacks" -- "$MCGIT" render --repo "$R" --trust "$TR"
+RB3=$(g rev-parse rendered)
+[ "$(g rev-parse "$RB3^{tree}")" = "$(g rev-parse "$R1^{tree}")" ] && [ "$(g show "$RB3:master/name")" = "$M1" ] &&
+  ok "rollback by source: R1's tree and names" || bad "rollback by source tree"
+[ "$(g rev-list --count rendered)" = 5 ] && ok "rendered: R1, R2, and one render per rollback" || bad "rendered count $(g rev-list --count rendered)"
 
-expect_rc 0 "rollback to source commit S1 (whole tree)" -- "$MCGIT" rollback --repo "$R" "$S1"
-B3=$(g rev-parse rendered)
-[ "$(g rev-parse "$B3^{tree}")" = "$(g rev-parse "$R1^{tree}")" ] && ok "rollback by source: tree equals R1's" ||
-  bad "rollback by source tree"
-
-# It stays the target: re-rendering the same source adds nothing...
+# Re-rendering the same source adds nothing; a newer signed source commit renders on top.
 before=$(refs)
 expect_rc 0 "render of the same source after a rollback" -- "$MCGIT" render --repo "$R" --trust "$TR"
-[ "$(refs)" = "$before" ] && ok "the rollback stays the target (render adds nothing)" || bad "render after rollback moved refs"
-# ...until a newer signed source commit is rendered.
+[ "$(refs)" = "$before" ] && ok "re-rendering adds nothing" || bad "render after rollback moved refs"
 mc 50-worker.yaml 50-worker worker 'server%20c.example.com%20iburst%0A'
 # (a subject that looks like a "pool: name" line must not become one in the log)
-GIT_COMMITTER_DATE="2026-01-04T00:00:00Z" scommit "$R" alice "rendered-bogus: third config"
-export GIT_COMMITTER_DATE="2026-01-04T00:00:00Z"
+export GIT_COMMITTER_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) # after the rollbacks (made now)
+scommit "$R" alice "rendered-bogus: third config"
 S3=$(g rev-parse HEAD)
 expect_rc 0 "render a newer source after the rollback" -- "$MCGIT" render --repo "$R" --trust "$TR"
 R3=$(g rev-parse rendered)
-[ "$(g rev-parse "$R3^")" = "$B3" ] && [ "$(g show "$R3:worker/files/etc/chrony.conf")" = "server c.example.com iburst" ] &&
+[ "$(g rev-parse "$R3^")" = "$RB3" ] && [ "$(g show "$R3:worker/files/etc/chrony.conf")" = "server c.example.com iburst" ] &&
   [ "$(g log -1 --format='%(trailers:key=Source-Commit,valueonly)' "$R3" | head -1)" = "$S3" ] &&
   ok "newer source renders on top of the rollback" || bad "render after rollback"
 "$MCGIT" log --repo "$R" -o json >"$T/log.json"
 jq -e --arg r3 "$R3" --arg s3 "$S3" 'length == 6 and .[0].rendered == $r3 and .[0].source == $s3 and
-  (.[0].pools | keys) == ["master","worker"] and ([.[] | select(.rollbackTo != null)] | length) == 3' \
+  (.[0].pools | keys) == ["master","worker"] and ([.[] | select(.rollbackTo != null)] | length) == 3 and
+  .[0].subject == "rendered-bogus: third config"' \
   "$T/log.json" >/dev/null && ok "log lists 3 renders and 3 rollbacks; pools only from the pool lines" ||
   { bad "log after rollbacks"; jq -c '.[0]' "$T/log.json"; }
 
