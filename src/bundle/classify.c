@@ -27,16 +27,17 @@ int mcg_bundle_classify(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid,
     const char *name = br->name;
     git_oid old;
     bool is_tag = !strncmp(name, "refs/tags/", 10);
+    bool is_notes = !strcmp(name, "refs/notes/mcgit-approvals");
     int d;
     if (!strcmp(name, "HEAD")) {
         br->note = "HEAD is not imported";
         return 0;
     }
-    if (strncmp(name, "refs/heads/", 11) && !is_tag) {
-        br->note = "only branches and tags are imported";
+    if (strncmp(name, "refs/heads/", 11) && !is_tag && !is_notes) {
+        br->note = "only branches, tags and refs/notes/mcgit-approvals are imported";
         return 0;
     }
-    if (!is_tag && !strcmp(name + 11, q->rendered_branch)) {
+    if (!is_tag && !is_notes && !strcmp(name + 11, q->rendered_branch)) {
         br->note = "the rendered branch is made locally";
         return 0;
     }

@@ -40,6 +40,7 @@ typedef struct session {
     mcg_repo q;         /* a view of the repo that also sees the quarantine (main thread) */
     mcg_repo q2;        /* the same view for the second thread */
     mcg_verify_opts hints; /* what the pack scan learnt (memo, scan): saves work only */
+    char approvals[MCG_SHA_HEX + 1]; /* the bundle's refs/notes/mcgit-approvals, "" none */
     char *objects;      /* the repo's objects directory (with a trailing '/') */
     char *qdir;         /* objects/mcgit-incoming-XXXXXX */
     char *pack_name;    /* pack-<name>.{pack,idx} inside qdir/pack */
@@ -213,6 +214,12 @@ static int plan_refs(session *s, mcg_bundle_report *rep, mcg_repo *r, mcg_bundle
             goto out;
         if (br->action != MCG_BUNDLE_CREATE && br->action != MCG_BUNDLE_FORWARD)
             continue;
+        /* Approvals are notes commits (unsigned): each approval in them is
+         * verified where it counts, with the commit it approves. */
+        if (!strcmp(br->name, "refs/notes/mcgit-approvals")) {
+            memcpy(s->approvals, br->new_sha, sizeof(s->approvals));
+            continue;
+        }
         if ((rc = mcg_bundle_peel_commit(want[i].tip, &s->q, br, err)) != 0)
             goto out;
         /*
@@ -236,6 +243,8 @@ static int plan_refs(session *s, mcg_bundle_report *rep, mcg_repo *r, mcg_bundle
         if (want[i].with >= 0)
             br->verified_with = rep->refs[want[i].with].name;
     }
+    /* the bundle's approvals count for the commits it brings */
+    s->hints.approvals = s->approvals[0] ? s->approvals : NULL;
 out:
     free(src_ref);
     return rc;

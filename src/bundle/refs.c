@@ -92,6 +92,9 @@ int mcg_bundle_refs_default(mcg_bundle_reflist *l, mcg_repo *r, mcg_err *err)
         git_reference_free(ref);
         ref = NULL;
     }
+    /* approvals for the two-person rule travel with the history they approve */
+    if (git_reference_name_to_id(&oid, r->git, "refs/notes/mcgit-approvals") == 0)
+        rc = breflist_add(l, r->git, "refs/notes/mcgit-approvals", &oid, err);
 out:
     git_reference_iterator_free(it);
     free(branch);

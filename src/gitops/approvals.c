@@ -178,3 +178,50 @@ out:
     git_tree_free(ptree);
     return rc;
 }
+
+int mcg_gitops_approve(char note_commit[MCG_SHA_HEX + 1], char approved[MCG_SHA_HEX + 1],
+                       mcg_repo *r, const char *rev, mcg_commit_sign_fn sign, void *sign_ctx,
+                       mcg_err *err)
+{
+    git_oid oid, notes_tip, out;
+    git_note *old = NULL;
+    git_signature *who = NULL;
+    char *armored = NULL, *text = NULL;
+    char msg[MCG_SHA_HEX + 2];
+    int rc;
+    note_commit[0] = '\0';
+    if ((rc = mcg_repo_resolve(r, rev, approved, err)) != 0)
+        return rc;
+    git_oid_fromstr(&oid, approved);
+    snprintf(msg, sizeof(msg), "%s\n", approved);
+    if ((rc = sign(&armored, msg, MCG_SHA_HEX + 1, sign_ctx, err)) != 0)
+        goto out;
+    if (git_signature_default(&who, r->git) != 0 &&
+        git_signature_now(&who, "mcgit", "mcgit@localhost") != 0) {
+        rc = mcg_git_err(err, "signature");
+        goto out;
+    }
+    /* Add to what the note holds already: one approval per signature. */
+    bool had = git_reference_name_to_id(&notes_tip, r->git, MCG_APPROVALS_REF) == 0;
+    if (had && git_note_read(&old, r->git, MCG_APPROVALS_REF, &oid) != 0)
+        old = NULL;
+    const char *prev = old ? git_note_message(old) : "";
+    if (strstr(prev, armored)) {
+        rc = mcg_err_set(err, MCG_EINVAL, "commit %.12s already carries this approval", approved);
+        goto out;
+    }
+    size_t pl = strlen(prev);
+    text = mcg_sprintf("%s%s%s", prev, pl && prev[pl - 1] != '\n' ? "\n" : "", armored);
+    if (git_note_create(&out, r->git, MCG_APPROVALS_REF, who, who, &oid, text, 1) != 0) {
+        rc = mcg_git_err(err, MCG_APPROVALS_REF);
+        goto out;
+    }
+    if (git_reference_name_to_id(&notes_tip, r->git, MCG_APPROVALS_REF) == 0)
+        git_oid_tostr(note_commit, MCG_SHA_HEX + 1, &notes_tip);
+out:
+    free(text);
+    free(armored);
+    git_note_free(old);
+    git_signature_free(who);
+    return rc;
+}

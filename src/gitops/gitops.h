@@ -223,10 +223,11 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
 typedef int (*mcg_commit_sign_fn)(char **armored, const char *buf, size_t len, void *ctx,
                                   mcg_err *err);
 
-/* Signing as git does for gpg.format ssh: `PROGRAM -Y sign -n git -f KEY`. */
+/* Signing as git does for gpg.format ssh: `PROGRAM -Y sign -n NS -f KEY` (NS: git). */
 typedef struct mcg_ssh_signer {
     char *program; /* git config gpg.ssh.program, default ssh-keygen */
     char *key;     /* a key file; its private key may be in ssh-agent, or encrypted */
+    const char *ns; /* the signature namespace; NULL: git (static text, not owned) */
 } mcg_ssh_signer;
 
 /*
@@ -239,6 +240,19 @@ int mcg_ssh_signer_init(mcg_ssh_signer *out, mcg_repo *r, const char *key_file, 
 void mcg_ssh_signer_free(mcg_ssh_signer *s);
 /* mcg_commit_sign_fn for a const mcg_ssh_signer * (ctx): runs the program. */
 int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, mcg_err *err);
+
+/*
+ * The two-person rule's approvals (.mcgit/policy.yaml, docs/trust.md): sign
+ * "<commit id>\n" for the commit REV names with sign (whose namespace must
+ * be mcgit-approval) and add the signature to that commit's note in
+ * refs/notes/mcgit-approvals (a new notes commit; earlier approvals kept).
+ * The commit approved and the new notes commit go to approved and
+ * note_commit. The same signature twice is refused.
+ */
+int mcg_gitops_approve(char note_commit[MCG_SHA_HEX + 1], char approved[MCG_SHA_HEX + 1],
+                       mcg_repo *r, const char *rev, mcg_commit_sign_fn sign, void *sign_ctx,
+                       mcg_err *err);
+
 
 typedef struct mcg_rollback_opts {
     mcg_commit_sign_fn sign; /* required */
