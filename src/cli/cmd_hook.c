@@ -147,6 +147,9 @@ static int check_update(mcg_repo *r, const mcg_signers *root, const char *old, c
     mcg_diags d = {0};
     if (mcg_gitops_load_commit(&m, r, new, &d, &err) == 0)
         mcg_render_model(&rd, m, &d);
+    if (m && !m->settings.warnings_as_errors)
+        for (size_t i = 0; i < m->warnings.count; i++)
+            fprintf(stderr, "mcgit: %.12s: warning: %s\n", new, m->warnings.msgs[i]);
     for (size_t i = 0; i < d.count; i++)
         fprintf(stderr, "mcgit: refusing %s: %s\n", ref, d.msgs[i]);
     if (d.count)
