@@ -1461,7 +1461,7 @@ static void test_unit_contents(void **state)
 /* ---- Ignition 2.2 -> 3.x, one case per translated field */
 
 #define V22 API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n" \
-                "      version: 2.2.0\n" /* lines 1-7; the body starts on line 8 */
+                "      version: 2.2.0\n" /* lines 1-8; the body starts on line 9 */
 
 static void v22_file(const mcg_model *m)
 {
@@ -1596,22 +1596,22 @@ static void test_ignition_v2(void **state)
          NULL, v22_disks},
         {"networkd: {} is fine", "    networkd: {}\n", NULL, v22_empty},
         {"networkd units", "    networkd:\n      units:\n      - {name: a.network}\n",
-         MCF ":9: networkd units cannot be translated to Ignition 3", NULL},
+         MCF ":10: networkd units cannot be translated to Ignition 3", NULL},
         {"a filesystem other than root",
          "    storage:\n      files:\n      - {filesystem: var, path: /lib/a}\n",
-         MCF ":10: field 'storage.files[0].filesystem': filesystem 'var' cannot be translated", NULL},
+         MCF ":11: field 'storage.files[0].filesystem': filesystem 'var' cannot be translated", NULL},
         {"a file without filesystem", "    storage:\n      files:\n      - {path: /etc/a}\n",
-         MCF ":10: field 'storage.files[0].filesystem' is required in Ignition 2.x", NULL},
+         MCF ":11: field 'storage.files[0].filesystem' is required in Ignition 2.x", NULL},
         {"a named filesystem", "    storage:\n      filesystems:\n      - name: data\n",
-         MCF ":10: storage.filesystems[0]: filesystem 'data' cannot be translated", NULL},
+         MCF ":11: storage.filesystems[0]: filesystem 'data' cannot be translated", NULL},
         {"append", "    storage:\n      files:\n      - {filesystem: root, path: /etc/a, append: true,"
                    " contents: {source: 'data:,x'}}\n",
-         MCF ":10: field 'append' is not supported: files are written whole", NULL},
+         MCF ":11: field 'append' is not supported: files are written whole", NULL},
         {"a user other than core", "    passwd:\n      users:\n      - name: admin\n",
-         MCF ":10: user 'admin' in an Ignition 2.x config: only user 'core' is supported", NULL},
+         MCF ":11: user 'admin' in an Ignition 2.x config: only user 'core' is supported", NULL},
         {"a bad path after translation",
          "    storage:\n      files:\n      - {filesystem: root, path: etc/a}\n",
-         MCF ":10: field 'storage.files[0].path' must be an absolute clean path", NULL},
+         MCF ":11: field 'storage.files[0].path' must be an absolute clean path", NULL},
         {"a misspelt key is still reported", "    storge: {}\n", NULL, NULL},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -1630,7 +1630,7 @@ static void test_ignition_v2(void **state)
                 t[i].check(m);
             else {
                 assert_int_equal(m->warnings.count, 1);
-                assert_contains(m->warnings.msgs[0], MCF ":8: unknown field 'spec.config.storge'");
+                assert_contains(m->warnings.msgs[0], MCF ":9: unknown field 'spec.config.storge'");
             }
         }
         mcg_diags_free(&d);
