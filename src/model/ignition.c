@@ -808,8 +808,10 @@ int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *dat
     int rc = mcg_json_parse(&root, what, data, len, err);
     if (rc)
         return rc;
-    mcg_diags d = {0};
-    mcg_pctx c = {what, NULL, 0, &d, 0, NULL};
+    mcg_diags d = {0}, warns = {0};
+    /* warnings were shown when the config was rendered (the name's hash
+     * ties these bytes to that render); here they change nothing */
+    mcg_pctx c = {what, NULL, 0, &d, 0, &warns};
     json_t *cfg = json_is_object(root) ? json_object_get(root, "config") : NULL;
     static const char *const keys[] = {"config",     "kernelArguments", "extensions",
                                        "fips",       "kernelType",      "osImageURL",
@@ -830,6 +832,7 @@ int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *dat
     }
 out:
     mcg_diags_free(&d);
+    mcg_diags_free(&warns);
     json_decref(root);
     return rc;
 }
