@@ -78,45 +78,6 @@ static void refuse(mcg_pctx *c, const json_t *obj, const char *key, const char *
         mcg_pctx_err(c, v, "field '%s' is not supported: %s", name, why);
 }
 
-/*
- * Keep the list obj[key] as an unreconcilable section of ign: a list of
- * mappings, each naming itself by idkey (a string), unique in this config.
- */
-static void keep_section(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
-                         const char *idkey, mcg_ignition *ign)
-{
-    json_t *arr = mcg_get_arr(c, obj, key, name);
-    if (!arr || !json_array_size(arr))
-        return;
-    int before = c->errors;
-    size_t i;
-    json_t *e;
-    json_array_foreach(arr, i, e)
-    {
-        json_t *id = json_is_object(e) ? json_object_get(e, idkey) : NULL;
-        if (!json_is_object(e)) {
-            mcg_pctx_err(c, e, "field '%s[%zu]' must be a mapping", name, i);
-        } else if (!json_is_string(id) || !json_string_length(id) ||
-                   strlen(json_string_value(id)) != json_string_length(id)) {
-            mcg_pctx_err(c, e, "field '%s[%zu].%s' is required", name, i, idkey);
-        } else {
-            for (size_t j = 0; j < i; j++) {
-                json_t *o = json_object_get(json_array_get(arr, j), idkey);
-                if (json_is_string(o) && json_equal(o, id)) {
-                    mcg_pctx_err(c, e, "%s '%s' is given twice in this config", name,
-                                 json_string_value(id));
-                    break;
-                }
-            }
-        }
-    }
-    if (c->errors != before)
-        return;
-    if (!ign->extra)
-        ign->extra = json_object();
-    json_object_set_new(ign->extra, key, json_deep_copy(arr));
-}
-
 static void parse_owner(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
                         mcg_owner *out)
 {
@@ -350,6 +311,44 @@ static void keyset_free(keyset *ks)
     free(ks->keys);
     free(ks->lines);
 }
+
+/*
+ * Keep the list obj[key] as an unreconcilable section of ign: a list of
+ * mappings, each naming itself by idkey (a string), unique in this config.
+ */
+static void keep_section(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
+                         const char *idkey, mcg_ignition *ign)
+{
+    json_t *arr = mcg_get_arr(c, obj, key, name);
+    if (!arr || !json_array_size(arr))
+        return;
+    int before = c->errors;
+    keyset seen = {0}; /* linear: 80,000 users cost no more than their bytes */
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        json_t *id = json_is_object(e) ? json_object_get(e, idkey) : NULL;
+        if (!json_is_object(e)) {
+            mcg_pctx_err(c, e, "field '%s[%zu]' must be a mapping", name, i);
+        } else if (!json_is_string(id) || !json_string_length(id) ||
+                   strlen(json_string_value(id)) != json_string_length(id)) {
+            mcg_pctx_err(c, e, "field '%s[%zu].%s' is required", name, i, idkey);
+        } else {
+            int first;
+            if (!keyset_add(&seen, json_string_value(id), mcg_pctx_line(c, e), &first))
+                mcg_pctx_err(c, e, "%s '%s' is given twice in this config", name,
+                             json_string_value(id));
+        }
+    }
+    keyset_free(&seen);
+    if (c->errors != before)
+        return;
+    if (!ign->extra)
+        ign->extra = json_object();
+    json_object_set_new(ign->extra, key, json_deep_copy(arr));
+}
+
 
 static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix,
                           mcg_ignition *ign)

@@ -3,7 +3,8 @@
  *
  * Parses MachineConfigPool, MachineConfig and MachineConfiguration YAML
  * (several documents per file; JSON is accepted as the YAML subset it is)
- * and the Ignition 3.0–3.4 config inside each MachineConfig, validating as it
+ * and the Ignition config (3.0–3.5, or 2.0–2.2 translated to 3.x) inside each
+ * MachineConfig with the MachineConfig fields beside it, validating as it
  * goes. Every object and field keeps the file and line it came from, so
  * problems are reported as "file:line: message". Pure: callers hand in bytes.
  *

@@ -306,20 +306,36 @@ static void extra_merge(mcg_ignition *d, const json_t *src)
         if (!have)
             json_object_set_new(d->extra, sec, have = json_array());
         const char *idk = extra_idkey(sec);
-        size_t i;
+        /* keys are strings (the model checked them): index them, so n MCs of
+         * m entries merge in O(n m), not O(n m^2) */
+        keyidx ix = {0};
+        size_t i, pos;
         json_t *e;
+        json_array_foreach(have, i, e)
+        {
+            idx_put(&ix, (char *)json_string_value(json_object_get(e, idk)), i);
+        }
         json_array_foreach(list, i, e)
         {
-            json_t *id = json_object_get(e, idk);
-            json_t *match = NULL;
-            for (size_t j = 0; j < json_array_size(have) && !match; j++)
-                if (json_equal(json_object_get(json_array_get(have, j), idk), id))
-                    match = json_array_get(have, j);
-            if (match)
-                json_object_update(match, e);
-            else
-                json_array_append_new(have, json_deep_copy(e));
+            const char *id = json_string_value(json_object_get(e, idk));
+            if (id && idx_get(&ix, id, &pos)) {
+                /* field by field; the key itself stays (the index points at it) */
+                json_t *dst = json_array_get(have, pos), *v;
+                const char *k;
+                json_object_foreach(e, k, v)
+                {
+                    if (strcmp(k, idk) != 0)
+                        json_object_set(dst, k, v);
+                }
+                continue;
+            }
+            json_array_append_new(have, json_deep_copy(e));
+            json_t *added = json_array_get(have, json_array_size(have) - 1);
+            if (id)
+                idx_put(&ix, (char *)json_string_value(json_object_get(added, idk)),
+                        json_array_size(have) - 1);
         }
+        idx_free(&ix);
     }
 }
 

@@ -1369,6 +1369,38 @@ static void test_many_dropins_merge(void **state)
     mcg_ignition_free(&b);
 }
 
+/* Kept sections merge through an index too: 80,000 users twice, linear. */
+static void test_many_users_merge(void **state)
+{
+    (void)state;
+    size_t n = 80000;
+    mcg_ignition a = {0}, b = {0};
+    json_t *ua = json_array(), *ub = json_array();
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "u%zu", i);
+        json_array_append_new(ua, json_pack("{s:s,s:i}", "name", name, "uid", (int)i));
+        snprintf(name, sizeof(name), "u%zu", i % 2 ? i : n + i);
+        json_array_append_new(ub, json_pack("{s:s,s:s}", "name", name, "shell", "/bin/sh"));
+    }
+    a.extra = json_pack("{s:o}", "users", ua);
+    b.extra = json_pack("{s:o}", "users", ub);
+    clock_t t0 = clock();
+    mcg_ignition_merge(&a, &b);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    json_t *u = json_object_get(a.extra, "users");
+    assert_int_equal(json_array_size(u), n + n / 2);
+    /* u1: field by field (uid kept, shell added); u0 untouched */
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(u, 1), "uid")), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(u, 1), "shell")),
+                        "/bin/sh");
+    assert_null(json_object_get(json_array_get(u, 0), "shell"));
+    if (secs > 20.0)
+        fail_msg("merging 80,000 users took %.1f s", secs);
+    mcg_ignition_free(&a);
+    mcg_ignition_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1399,6 +1431,7 @@ int main(void)
         cmocka_unit_test(test_mc_fields_hashed),
         cmocka_unit_test(test_unreconcilable_merge),
         cmocka_unit_test(test_many_dropins_merge),
+        cmocka_unit_test(test_many_users_merge),
     };
     return cmocka_run_group_tests_name("render", tests, NULL, NULL);
 }
