@@ -1252,7 +1252,9 @@ static void test_mc_fields_merge(void **state)
         json_decref(want);
         json_decref(j);
         /* master has none of them, and its name is that of an empty config */
-        assert_int_equal(json_object_size(spec_of(pool(&rp, "master"))), 1);
+        json_t *mj = spec_of(pool(&rp, "master"));
+        assert_int_equal(json_object_size(mj), 1);
+        json_decref(mj);
         repo_free(&rp);
     }
 }
