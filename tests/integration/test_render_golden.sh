@@ -6,7 +6,8 @@
 # To refresh the golden files after an intended change of the rendered form:
 #   mcgit render repo-template -o json > tests/fixtures/golden/repo-template.json
 #   (and likewise .names, large.json / large.names from tests/fixtures/large and
-#   mco.json / mco.names from tests/fixtures/mco)
+#   mco.json / mco.names from tests/fixtures/mco; for the per-MachineConfig
+#   corpus below, run this script with MCGIT_UPDATE_GOLDEN=1 and review the diff)
 . "$(dirname "$0")/lib.sh"
 : "${FIXTURES:=$SRC/tests/fixtures}"
 G="$FIXTURES/golden"
@@ -41,6 +42,23 @@ expect_rc 1 "validate: warnings: error refuses the warning" -- "$MCGIT" validate
 expect_grep "^mcgit validate: machineconfigs/20-worker-chrony.yaml:17: unknown field 'storage.files\[0\].filesystem' \(Ignition ignores it\) \(mcgit.yaml: warnings: error\)$" "$T/err" "the warning is an error"
 [ "$(grep -c . "$T/err")" = 1 ] && ok "... reported once (not also as a warning)" || bad "warnings: error printed $(grep -c . "$T/err") lines"
 expect_rc 1 "render: warnings: error refuses too" -- "$MCGIT" render "$W"
+
+# The corpus, one MachineConfig at a time: each real-world-shaped MC of
+# tests/fixtures/mco rendered alone (with the empty 00-master / 00-worker
+# bases and the three pools) must give exactly the golden render.
+mkdir -p "$G/mco-each"
+for mc in "$FIXTURES"/mco/machineconfigs/*.yaml; do
+  base=$(basename "$mc" .yaml)
+  case $base in 00-*) continue ;; esac
+  O="$T/each-$base"
+  mkdir -p "$O/machineconfigs"
+  cp -r "$FIXTURES/mco/pools" "$O/"
+  cp "$FIXTURES"/mco/machineconfigs/00-*.yaml "$mc" "$O/machineconfigs/"
+  "$MCGIT" render "$O" -o json >"$T/out" 2>"$T/err" || { bad "corpus $base: render failed"; sed 's/^/    /' "$T/err"; continue; }
+  if [ -n "${MCGIT_UPDATE_GOLDEN:-}" ]; then cp "$T/out" "$G/mco-each/$base.json"; fi
+  if cmp -s "$T/out" "$G/mco-each/$base.json"; then ok "corpus $base renders as its golden file"
+  else bad "corpus $base differs from its golden file"; diff -u "$G/mco-each/$base.json" "$T/out" | head -30 | sed 's/^/    /'; fi
+done
 
 # Independent check of the names: the hash is SHA-256 of the canonical spec
 # (sorted keys, 2-space indent, UTF-8, trailing newline), first 32 hex digits,
