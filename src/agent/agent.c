@@ -632,8 +632,8 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
             if (run && !a->live && !a->o.host_exec) {
                 logf_(a, 1, "skipped (not live): %s", run);
             } else if (run) {
-                char *cmd = a->o.host_exec ? mcg_sprintf("%s %s", a->o.host_exec, run)
-                                           : mcg_strdup(run);
+                char *cmd =
+                    a->o.host_exec ? mcg_sprintf("%s %s", a->o.host_exec, run) : mcg_strdup(run);
                 int st = run_cmd(a, cmd);
                 if (st != 0) { /* the journal retries this step on the next pass */
                     set_reason(res, MCG_AGENT_DEGRADED, "%s: '%s' failed (exit %d) on node %s",
@@ -853,8 +853,7 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
         }
     mcg_host host;
     mcg_host_detect(&host, &a->root, a->live);
-    if (mcg_osplan_make(&os_steps, &os_reboot, &a->root, &host, old, new_cfg, a->o.node, &e) !=
-        0) {
+    if (mcg_osplan_make(&os_steps, &os_reboot, &a->root, &host, old, new_cfg, a->o.node, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
         goto degraded;
     }

@@ -46,7 +46,7 @@ typedef struct mcg_agent_opts {
      * live; when not live they run only through a prefix (tests record them).
      */
     const char *host_exec;
-    int verbosity;              /* 0 quiet, 1 normal, 2 verbose; logs go to stderr */
+    int verbosity; /* 0 quiet, 1 normal, 2 verbose; logs go to stderr */
 } mcg_agent_opts;
 
 typedef enum {

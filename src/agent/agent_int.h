@@ -201,8 +201,8 @@ typedef enum {
 
 /* What a node offers for the fields beside the files, detected under its root. */
 typedef struct mcg_host {
-    bool rpm_ostree;         /* run/ostree-booted and usr/bin/rpm-ostree */
-    bool bootc;              /* usr/bin/bootc */
+    bool rpm_ostree; /* run/ostree-booted and usr/bin/rpm-ostree */
+    bool bootc;      /* usr/bin/bootc */
     mcg_boot_kind boot;
     const char *grub_update; /* MCG_BOOT_GRUB: the command that regenerates grub.cfg */
     int fips;                /* the node's FIPS mode: 0, 1, or -1 when unknown */

@@ -216,8 +216,8 @@ static char *read_rel(mcg_sroot *r, const char *rel)
     return mcg_buf_detach(&b, &len);
 }
 
-static const char *const default_kernel[] = {"kernel", "kernel-core", "kernel-modules",
-                                             "kernel-modules-core", "kernel-modules-extra", NULL};
+static const char *const default_kernel[] = {
+    "kernel", "kernel-core", "kernel-modules", "kernel-modules-core", "kernel-modules-extra", NULL};
 static const char *const rt_kernel[] = {"kernel-rt-core", "kernel-rt-modules",
                                         "kernel-rt-modules-extra", "kernel-rt-kvm", NULL};
 static const char *const k64_kernel[] = {"kernel-64k-core", "kernel-64k-modules",
@@ -280,8 +280,8 @@ int mcg_osplan_make(json_t **out, bool *reboot, mcg_sroot *r, const mcg_host *h,
     };
     for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
         if (!section_equal(oi->extra, ni->extra, secs[i].key)) {
-            rc = mcg_err_set(err, MCG_EINVAL, "unreconcilable: %s %s on node %s (%s)",
-                             secs[i].name, old ? "changed" : "cannot be applied", nn, secs[i].why);
+            rc = mcg_err_set(err, MCG_EINVAL, "unreconcilable: %s %s on node %s (%s)", secs[i].name,
+                             old ? "changed" : "cannot be applied", nn, secs[i].why);
             goto out;
         }
     if (old && o->fips != n->fips) {
@@ -329,8 +329,8 @@ int mcg_osplan_make(json_t **out, bool *reboot, mcg_sroot *r, const mcg_host *h,
     if (!str_equal(ok, nk)) {
         if (!h->rpm_ostree) {
             rc = mcg_err_set(err, MCG_EINVAL,
-                             "kernelType: node %s cannot switch to the %s kernel (no rpm-ostree)", nn,
-                             nk ? nk : "default");
+                             "kernelType: node %s cannot switch to the %s kernel (no rpm-ostree)",
+                             nn, nk ? nk : "default");
             goto out;
         }
         if (ok) { /* back to the default kernel first */
@@ -445,9 +445,8 @@ int mcg_osplan_make(json_t **out, bool *reboot, mcg_sroot *r, const mcg_host *h,
                     }
                 }
                 mcg_buf_puts(&d, "\"\n");
-                json_array_append_new(steps,
-                                      json_pack("{s:s,s:s,s:s}", "field", "kernelArguments",
-                                                "write", GRUB_DROPIN, "data", d.ptr));
+                json_array_append_new(steps, json_pack("{s:s,s:s,s:s}", "field", "kernelArguments",
+                                                       "write", GRUB_DROPIN, "data", d.ptr));
                 mcg_buf_free(&d);
             } else {
                 json_array_append_new(steps, json_pack("{s:s,s:s}", "field", "kernelArguments",
@@ -459,10 +458,11 @@ int mcg_osplan_make(json_t **out, bool *reboot, mcg_sroot *r, const mcg_host *h,
         }
         case MCG_BOOT_NONE:
             mcg_strv_free(&all);
-            rc = mcg_err_set(err, MCG_EINVAL,
-                             "kernelArguments: node %s has no boot loader configuration mcgit can "
-                             "change (rpm-ostree, /etc/kernel/cmdline, grubby or /etc/default/grub)",
-                             nn);
+            rc =
+                mcg_err_set(err, MCG_EINVAL,
+                            "kernelArguments: node %s has no boot loader configuration mcgit can "
+                            "change (rpm-ostree, /etc/kernel/cmdline, grubby or /etc/default/grub)",
+                            nn);
             goto out;
         }
         mcg_strv_free(&all);
@@ -513,7 +513,8 @@ static int write_rel(mcg_sroot *r, const char *rel, const char *data, size_t len
     int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
-    if (mcg_write_all(fd, data, len) != 0 || fchmod(fd, had ? (st.st_mode & 07777) : (mode_t)mode) ||
+    if (mcg_write_all(fd, data, len) != 0 ||
+        fchmod(fd, had ? (st.st_mode & 07777) : (mode_t)mode) ||
         (had && geteuid() == 0 && fchown(fd, st.st_uid, st.st_gid) != 0) || fsync(fd) != 0) {
         rc = mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
         close(fd);

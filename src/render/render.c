@@ -1035,9 +1035,13 @@ static void spec_canonical(const mcg_ignition *ign, mcg_buf *b)
         static const struct {
             const char *key;
             int kind; /* mcg_node_kind, or -1: a kept section */
-        } lists[] = {{"directories", MCG_NODE_DIR}, {"disks", -1},   {"files", MCG_NODE_FILE},
-                     {"filesystems", -1},           {"links", MCG_NODE_LINK},
-                     {"luks", -1},                  {"raid", -1}};
+        } lists[] = {{"directories", MCG_NODE_DIR},
+                     {"disks", -1},
+                     {"files", MCG_NODE_FILE},
+                     {"filesystems", -1},
+                     {"links", MCG_NODE_LINK},
+                     {"luks", -1},
+                     {"raid", -1}};
         n = 0;
         w_key(b, 2, &cfg, "storage");
         mcg_buf_putc(b, '{');
@@ -1204,13 +1208,11 @@ static int render_pool(mcg_rendered_pool *rp, const mcg_model *m, const mcg_pool
     }
     merger_free(&mg);
     free(idx);
-    if (rp->merged.os.kernel_type &&
-        mcg_strv_contains(&rp->merged.os.extensions, "kernel-devel"))
+    if (rp->merged.os.kernel_type && mcg_strv_contains(&rp->merged.os.extensions, "kernel-devel"))
         return mcg_err_set(err, MCG_EINVAL,
                            "%s:%d: pool '%s': the kernel-devel extension is not supported with "
                            "kernelType %s",
-                           pool->loc.file, pool->loc.line, pool->name,
-                           rp->merged.os.kernel_type);
+                           pool->loc.file, pool->loc.line, pool->name, rp->merged.os.kernel_type);
     int rc = check_conflicts(&rp->merged, err);
     if (rc)
         return rc;

@@ -1417,12 +1417,12 @@ static char *deploy_spec(fx *f, const char *spec_json)
 }
 
 enum {
-    H_OSTREE = 1,  /* run/ostree-booted + usr/bin/rpm-ostree */
-    H_KCMD = 2,    /* etc/kernel/cmdline */
-    H_GRUBBY = 4,  /* usr/sbin/grubby */
-    H_GRUB = 8,    /* etc/default/grub + usr/sbin/update-grub */
-    H_GRUB2 = 16,  /* etc/default/grub + usr/sbin/grub2-mkconfig */
-    H_BOOTC = 32,  /* usr/bin/bootc */
+    H_OSTREE = 1, /* run/ostree-booted + usr/bin/rpm-ostree */
+    H_KCMD = 2,   /* etc/kernel/cmdline */
+    H_GRUBBY = 4, /* usr/sbin/grubby */
+    H_GRUB = 8,   /* etc/default/grub + usr/sbin/update-grub */
+    H_GRUB2 = 16, /* etc/default/grub + usr/sbin/grub2-mkconfig */
+    H_BOOTC = 32, /* usr/bin/bootc */
 };
 
 static void make_host(fx *f, int h)
@@ -1460,7 +1460,8 @@ static char *recorder(fx *f)
 }
 
 #define IGN "\"config\":{\"ignition\":{\"version\":\"3.4.0\"}"
-#define FILE_X ",\"storage\":{\"files\":[{\"path\":\"/etc/x\",\"contents\":{\"source\":\"data:,x\"}}]}"
+#define FILE_X                                                                                     \
+    ",\"storage\":{\"files\":[{\"path\":\"/etc/x\",\"contents\":{\"source\":\"data:,x\"}}]}"
 
 /*
  * One update from nothing on a node of each kind: the exact commands issued
@@ -1525,8 +1526,8 @@ static void test_os_fields(void **state)
          "{" IGN FILE_X "},\"kernelType\":\"64k-pages\"}", NULL, NULL, NULL,
          "kernelType: node n1 cannot switch to the 64k-pages kernel (no rpm-ostree)"},
         {"extensions container: Degraded", H_OSTREE,
-         "{\"baseOSExtensionsContainerImage\":\"quay.io/ext:1\"," IGN FILE_X "}}", NULL, NULL,
-         NULL, "baseOSExtensionsContainerImage: node n1 cannot use it"},
+         "{\"baseOSExtensionsContainerImage\":\"quay.io/ext:1\"," IGN FILE_X "}}", NULL, NULL, NULL,
+         "baseOSExtensionsContainerImage: node n1 cannot use it"},
         {"disks: unreconcilable", H_OSTREE,
          "{" IGN ",\"storage\":{\"disks\":[{\"device\":\"/dev/sdb\"}],\"files\":[{\"path\":"
          "\"/etc/x\"}]}}}",
@@ -1714,8 +1715,9 @@ static void test_os_password_hash(void **state)
                 0640);
     /* no core in etc/shadow: Degraded, nothing written */
     put(f->root, "etc/shadow", "root:*:19000:0:99999:7:::\n", 0640);
-    char *n3 = deploy_spec(f, "{" IGN ",\"storage\":{\"files\":[{\"path\":\"/etc/y\"}]},"
-                              "\"passwd\":{\"users\":[{\"name\":\"core\",\"passwordHash\":\"h\"}]}}}");
+    char *n3 =
+        deploy_spec(f, "{" IGN ",\"storage\":{\"files\":[{\"path\":\"/etc/y\"}]},"
+                       "\"passwd\":{\"users\":[{\"name\":\"core\",\"passwordHash\":\"h\"}]}}}");
     r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
     assert_non_null(strstr(r.reason, "passwordHash: user core is not in /etc/shadow on node n1"));

@@ -1052,16 +1052,16 @@ static void test_file_too_large(void **state)
 static void test_every_problem(void **state)
 {
     (void)state;
-    const char *y = MC_HEAD("x") "    storage:\n"                      /* 11 */
-                                 "      files:\n"                      /* 12 */
-                                 "      - path: /etc/../a\n"           /* 13 */
-                                 "      - path: /etc/b\n"              /* 14 */
-                                 "        mode: 07777\n"               /* 15 */
-                                 "      disks: [{wipeTable: true}]\n"  /* 16 */
-                                 "    passwd:\n"                       /* 17 */
-                                 "      users:\n"                      /* 18 */
+    const char *y = MC_HEAD("x") "    storage:\n"                         /* 11 */
+                                 "      files:\n"                         /* 12 */
+                                 "      - path: /etc/../a\n"              /* 13 */
+                                 "      - path: /etc/b\n"                 /* 14 */
+                                 "        mode: 07777\n"                  /* 15 */
+                                 "      disks: [{wipeTable: true}]\n"     /* 16 */
+                                 "    passwd:\n"                          /* 17 */
+                                 "      users:\n"                         /* 18 */
                                  "      - {name: core, shell: /bin/sh}\n" /* 19 */
-                                 "  fips: maybe\n";                    /* 20 */
+                                 "  fips: maybe\n";                       /* 20 */
     mcg_model *m = mcg_model_new();
     mcg_diags d = {0};
     mcg_model_add_file(m, MCF, y, strlen(y), &d);
@@ -1179,17 +1179,21 @@ static void test_warnings(void **state)
          MCF ":14: unknown field 'storage.files[0].filesystem'"},
         {"misspelt mode", MC_HEAD("x") FILE_AT("/etc/a") "        mdoe: 420\n",
          MCF ":14: unknown field 'storage.files[0].mdoe'"},
-        {"3.x unit with enable", MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n"
-                                              "        enable: true\n",
+        {"3.x unit with enable",
+         MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n"
+                      "        enable: true\n",
          MCF ":14: unknown field 'systemd.units[0].enable'"},
-        {"directory with contents", MC_HEAD("x") "    storage:\n      directories:\n"
-                                                 "      - path: /d\n        contents: {}\n",
+        {"directory with contents",
+         MC_HEAD("x") "    storage:\n      directories:\n"
+                      "      - path: /d\n        contents: {}\n",
          MCF ":14: unknown field 'storage.directories[0].contents'"},
-        {"link with a mode", MC_HEAD("x") "    storage:\n      links:\n      - path: /a\n"
-                                          "        target: /b\n        mode: 420\n",
+        {"link with a mode",
+         MC_HEAD("x") "    storage:\n      links:\n      - path: /a\n"
+                      "        target: /b\n        mode: 420\n",
          MCF ":15: unknown field 'storage.links[0].mode'"},
-        {"unknown key in contents", MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n"
-                                                                   "          sauce: x\n",
+        {"unknown key in contents",
+         MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n"
+                                        "          sauce: x\n",
          MCF ":15: unknown field 'storage.files[0].contents.sauce'"},
         {"enabled unit without [Install]",
          MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        enabled: true\n"
@@ -1345,24 +1349,28 @@ static void test_unreconcilable_kept(void **state)
          "disks", NULL},
         {"raid", "    storage:\n      raid:\n      - name: md0\n        level: raid1\n", "raid",
          NULL},
-        {"filesystems", "    storage:\n      filesystems:\n      - device: /dev/sdb1\n"
-                        "        format: xfs\n        path: /var\n",
+        {"filesystems",
+         "    storage:\n      filesystems:\n      - device: /dev/sdb1\n"
+         "        format: xfs\n        path: /var\n",
          "filesystems", NULL},
-        {"luks", "    storage:\n      luks:\n      - name: data\n        device: /dev/sdc\n", "luks",
-         NULL},
+        {"luks", "    storage:\n      luks:\n      - name: data\n        device: /dev/sdc\n",
+         "luks", NULL},
         {"groups", "    passwd:\n      groups:\n      - name: wheel\n", "groups", NULL},
-        {"a user other than core", "    passwd:\n      users:\n      - name: admin\n"
-                                   "        shell: /bin/bash\n",
+        {"a user other than core",
+         "    passwd:\n      users:\n      - name: admin\n"
+         "        shell: /bin/bash\n",
          "users", NULL},
         {"Ignition kernelArguments", "    kernelArguments:\n      shouldExist: [nosmt]\n",
          "kernelArguments", NULL},
         {"a disk without a device", "    storage:\n      disks:\n      - wipeTable: true\n", NULL,
          MCF ":13: field 'storage.disks[0].device' is required"},
-        {"the same disk twice", "    storage:\n      disks:\n      - device: /dev/sdb\n"
-                                "      - device: /dev/sdb\n",
+        {"the same disk twice",
+         "    storage:\n      disks:\n      - device: /dev/sdb\n"
+         "      - device: /dev/sdb\n",
          NULL, MCF ":14: storage.disks '/dev/sdb' is given twice in this config"},
-        {"core with a shell", "    passwd:\n      users:\n      - name: core\n        shell: /bin/sh\n",
-         NULL, MCF ":14: field 'passwd.users[0].shell' is not supported"},
+        {"core with a shell",
+         "    passwd:\n      users:\n      - name: core\n        shell: /bin/sh\n", NULL,
+         MCF ":14: field 'passwd.users[0].shell' is not supported"},
         {"a password hash with a colon",
          "    passwd:\n      users:\n      - name: core\n        passwordHash: \"a:b\"\n", NULL,
          MCF ":14: field 'passwd.users[0].passwordHash' must not contain ':'"},
@@ -1460,8 +1468,9 @@ static void test_unit_contents(void **state)
 
 /* ---- Ignition 2.2 -> 3.x, one case per translated field */
 
-#define V22 API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n" \
-                "      version: 2.2.0\n" /* lines 1-8; the body starts on line 9 */
+#define V22                                                                                        \
+    API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"             \
+        "      version: 2.2.0\n" /* lines 1-8; the body starts on line 9 */
 
 static void v22_file(const mcg_model *m)
 {
@@ -1583,7 +1592,8 @@ static void test_ignition_v2(void **state)
          "      - {filesystem: root, path: /etc/a, contents: {source: 'data:,second'}}\n",
          NULL, v22_dup_files},
         {"duplicate units: the last wins, drop-ins joined",
-         "    systemd:\n      units:\n      - name: a.service\n        dropins: [{name: 10-a.conf}]\n"
+         "    systemd:\n      units:\n      - name: a.service\n        dropins: [{name: "
+         "10-a.conf}]\n"
          "      - name: a.service\n        mask: true\n        dropins: [{name: 20-b.conf}]\n",
          NULL, v22_dup_units},
         {"users: core's keys united, password hash",
@@ -1599,13 +1609,15 @@ static void test_ignition_v2(void **state)
          MCF ":10: networkd units cannot be translated to Ignition 3", NULL},
         {"a filesystem other than root",
          "    storage:\n      files:\n      - {filesystem: var, path: /lib/a}\n",
-         MCF ":11: field 'storage.files[0].filesystem': filesystem 'var' cannot be translated", NULL},
+         MCF ":11: field 'storage.files[0].filesystem': filesystem 'var' cannot be translated",
+         NULL},
         {"a file without filesystem", "    storage:\n      files:\n      - {path: /etc/a}\n",
          MCF ":11: field 'storage.files[0].filesystem' is required in Ignition 2.x", NULL},
         {"a named filesystem", "    storage:\n      filesystems:\n      - name: data\n",
          MCF ":11: storage.filesystems[0]: filesystem 'data' cannot be translated", NULL},
-        {"append", "    storage:\n      files:\n      - {filesystem: root, path: /etc/a, append: true,"
-                   " contents: {source: 'data:,x'}}\n",
+        {"append",
+         "    storage:\n      files:\n      - {filesystem: root, path: /etc/a, append: true,"
+         " contents: {source: 'data:,x'}}\n",
          MCF ":11: field 'append' is not supported: files are written whole", NULL},
         {"a user other than core", "    passwd:\n      users:\n      - name: admin\n",
          MCF ":11: user 'admin' in an Ignition 2.x config: only user 'core' is supported", NULL},
@@ -1638,9 +1650,10 @@ static void test_ignition_v2(void **state)
         free(y);
     }
     /* the same config as embedded JSON */
-    const char *j = API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
-                        "  config: '{\"ignition\": {\"version\": \"2.2.0\"}, \"storage\": {\"files\":"
-                        " [{\"filesystem\": \"root\", \"path\": \"/etc/a\", \"mode\": 420}]}}'\n";
+    const char *j =
+        API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
+            "  config: '{\"ignition\": {\"version\": \"2.2.0\"}, \"storage\": {\"files\":"
+            " [{\"filesystem\": \"root\", \"path\": \"/etc/a\", \"mode\": 420}]}}'\n";
     mcg_diags d = {0};
     mcg_model *m = parse_one(j, NULL, &d);
     assert_int_equal(d.count, 0);

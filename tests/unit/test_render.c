@@ -1101,9 +1101,9 @@ static void test_canonical_matches_jansson(void **state)
     ign.extra = json_pack("{s:[{s:s,s:s},{s:s}],s:[{s:s}],s:[{s:s,s:[{s:i}]}],s:[{s:s}],"
                           "s:[{s:s}],s:[{s:s}],s:{s:[s]}}",
                           "users", "name", "admin", "shell", odd.ptr, "name", "zed", "groups",
-                          "name", "wheel", "disks", "device", "/dev/sdb", "partitions", "number",
-                          1, "filesystems", "device", "/dev/sdb1", "luks", "name", "d", "raid",
-                          "name", "md0", "kernelArguments", "shouldExist", odd.ptr);
+                          "name", "wheel", "disks", "device", "/dev/sdb", "partitions", "number", 1,
+                          "filesystems", "device", "/dev/sdb1", "luks", "name", "d", "raid", "name",
+                          "md0", "kernelArguments", "shouldExist", odd.ptr);
     mcg_strv_push(&ign.os.kargs, odd.ptr);
     mcg_strv_push(&ign.os.kargs, "nosmt");
     mcg_strv_push(&ign.os.extensions, "usbguard");
@@ -1182,38 +1182,46 @@ static void test_mc_fields_merge(void **state)
          {{"20-b", "  kernelArguments: ['b=1 c', nosmt]\n"},
           {"10-a", "  kernelArguments: [a, b=1]\n"},
           {"30-c", "  kernelArguments: [a, d]\n"}},
-         "{\"kernelArguments\": [\"a\", \"b=1\", \"c\", \"nosmt\", \"d\"]}", NULL},
+         "{\"kernelArguments\": [\"a\", \"b=1\", \"c\", \"nosmt\", \"d\"]}",
+         NULL},
         {"extensions appended",
          {{"10-a", "  extensions: [usbguard]\n"},
           {"20-b", "  extensions: [kerberos, usbguard]\n"},
           {NULL, NULL}},
-         "{\"extensions\": [\"usbguard\", \"kerberos\", \"usbguard\"]}", NULL},
+         "{\"extensions\": [\"usbguard\", \"kerberos\", \"usbguard\"]}",
+         NULL},
         {"fips true if any MC sets it",
          {{"10-a", "  fips: true\n"}, {"20-b", "  fips: false\n"}, {NULL, NULL}},
-         "{\"fips\": true}", NULL},
+         "{\"fips\": true}",
+         NULL},
         {"kernelType realtime from any MC wins",
          {{"10-a", "  kernelType: realtime\n"},
           {"20-b", "  kernelType: 64k-pages\n"},
           {"30-c", "  kernelType: default\n"}},
-         "{\"kernelType\": \"realtime\"}", NULL},
+         "{\"kernelType\": \"realtime\"}",
+         NULL},
         {"kernelType 64k-pages over default",
          {{"10-a", "  kernelType: 64k-pages\n"}, {"20-b", "  kernelType: default\n"}, {NULL, NULL}},
-         "{\"kernelType\": \"64k-pages\"}", NULL},
+         "{\"kernelType\": \"64k-pages\"}",
+         NULL},
         {"osImageURL: the last non-empty value",
          {{"10-a", "  osImageURL: quay.io/a/os:1\n"},
           {"20-b", "  osImageURL: quay.io/b/os:2\n"},
           {"30-c", "  osImageURL: \"\"\n"}},
-         "{\"osImageURL\": \"quay.io/b/os:2\"}", NULL},
+         "{\"osImageURL\": \"quay.io/b/os:2\"}",
+         NULL},
         {"baseOSExtensionsContainerImage: the last non-empty value",
          {{"10-a", "  baseOSExtensionsContainerImage: quay.io/a/ext:1\n"},
           {"20-b", "  baseOSExtensionsContainerImage: quay.io/b/ext:2\n"},
           {NULL, NULL}},
-         "{\"baseOSExtensionsContainerImage\": \"quay.io/b/ext:2\"}", NULL},
+         "{\"baseOSExtensionsContainerImage\": \"quay.io/b/ext:2\"}",
+         NULL},
         {"defaults are left out of the spec",
          {{"10-a", "  kernelType: default\n  fips: false\n  kernelArguments: []\n"},
           {NULL, NULL},
           {NULL, NULL}},
-         "{}", NULL},
+         "{}",
+         NULL},
         {"kernel-devel with the realtime kernel is refused",
          {{"10-a", "  extensions: [kernel-devel]\n"},
           {"20-b", "  kernelType: realtime\n"},
@@ -1223,7 +1231,8 @@ static void test_mc_fields_merge(void **state)
          "kernelType realtime"},
         {"kernel-devel with the default kernel is fine",
          {{"10-a", "  extensions: [kernel-devel]\n"}, {NULL, NULL}, {NULL, NULL}},
-         "{\"extensions\": [\"kernel-devel\"]}", NULL},
+         "{\"extensions\": [\"kernel-devel\"]}",
+         NULL},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         repo rp = {0};
@@ -1308,11 +1317,12 @@ static void test_unreconcilable_merge(void **state)
     repo rp = {0};
     add_std_pools(&rp);
     add_mc(&rp, "00-master", "master", NULL);
-    add_mc(&rp, "10-a", "worker",
-           "    storage:\n      disks:\n      - {device: /dev/sdb, wipeTable: true}\n"
-           "      - {device: /dev/sda}\n"
-           "    passwd:\n      users:\n      - {name: zed}\n      - {name: core, passwordHash: one}\n"
-           "      - {name: admin, shell: /bin/sh}\n");
+    add_mc(
+        &rp, "10-a", "worker",
+        "    storage:\n      disks:\n      - {device: /dev/sdb, wipeTable: true}\n"
+        "      - {device: /dev/sda}\n"
+        "    passwd:\n      users:\n      - {name: zed}\n      - {name: core, passwordHash: one}\n"
+        "      - {name: admin, shell: /bin/sh}\n");
     add_mc(&rp, "20-b", "worker",
            "    storage:\n      disks:\n      - {device: /dev/sdb, partitions: [{label: var}]}\n"
            "    passwd:\n      users:\n      - {name: admin, uid: 1001}\n"
