@@ -59,6 +59,7 @@ static bool exists(mcg_sroot *r, const char *rel)
     return fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+/* The first of rels that exists under the root (in *which); false when none. */
 static bool exists_any(mcg_sroot *r, const char *const *rels, const char **which)
 {
     for (; *rels; rels++)
@@ -70,6 +71,7 @@ static bool exists_any(mcg_sroot *r, const char *const *rels, const char **which
     return false;
 }
 
+/* What the node offers, from files under its root (agent_int.h). */
 void mcg_host_detect(mcg_host *h, mcg_sroot *r, bool live)
 {
     static const char *const rpm_ostree[] = {"usr/bin/rpm-ostree", NULL};
@@ -113,6 +115,7 @@ void mcg_host_detect(mcg_host *h, mcg_sroot *r, bool live)
     }
 }
 
+/* The name of a boot-loader kind, for logs. */
 const char *mcg_boot_name(mcg_boot_kind k)
 {
     switch (k) {
@@ -145,6 +148,7 @@ static void sh_quote(mcg_buf *b, const char *s)
     mcg_buf_putc(b, '\'');
 }
 
+/* Same strings in the same order. */
 static bool strv_equal(const mcg_strv *a, const mcg_strv *b)
 {
     if (a->n != b->n)
@@ -155,11 +159,13 @@ static bool strv_equal(const mcg_strv *a, const mcg_strv *b)
     return true;
 }
 
+/* Equal strings, NULL equal only to NULL. */
 static bool str_equal(const char *a, const char *b)
 {
     return a == b || (a && b && !strcmp(a, b));
 }
 
+/* Append a command step for field; cmd is consumed (freed). */
 static void step_run(json_t *steps, const char *field, mcg_buf *cmd)
 {
     json_array_append_new(steps, json_pack("{s:s,s:s}", "field", field, "run", cmd->ptr));
@@ -224,6 +230,7 @@ static const char *const k64_kernel[] = {"kernel-64k-core", "kernel-64k-modules"
                                          "kernel-64k-modules-core", "kernel-64k-modules-extra",
                                          NULL};
 
+/* The packages of a non-default kernel type. */
 static const char *const *kernel_pkgs(const char *type)
 {
     return !strcmp(type, "realtime") ? rt_kernel : k64_kernel;
@@ -240,7 +247,7 @@ static void ext_pkgs(mcg_strv *out, const mcg_strv *exts)
     }
 }
 
-/* JSON canonical text of an unreconcilable section (NULL: empty). */
+/* Whether the section key holds the same in a and b (absent and empty are equal). */
 static bool section_equal(const json_t *a, const json_t *b, const char *key)
 {
     json_t *x = a ? json_object_get(a, key) : NULL, *y = b ? json_object_get(b, key) : NULL;
@@ -559,6 +566,7 @@ static int set_shadow(mcg_sroot *r, const char *hash, mcg_err *err)
     return rc;
 }
 
+/* A write, remove or shadow step under the root (agent_int.h). */
 int mcg_osstep_file(mcg_sroot *r, const json_t *step, mcg_err *err)
 {
     const char *w = json_string_value(json_object_get(step, "write"));

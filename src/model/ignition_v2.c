@@ -70,6 +70,8 @@ static json_t *node(mcg_pctx *c, const json_t *e, const char *name)
     return n;
 }
 
+/* A 2.x file as 3.x: overwrite true when unset, empty source/compression unset,
+ * append: true as the 3.x append list. NULL (reported) when untranslatable. */
 static json_t *file_v2(mcg_pctx *c, const json_t *e, const char *name)
 {
     json_t *n = node(c, e, name);
@@ -104,6 +106,7 @@ static json_t *file_v2(mcg_pctx *c, const json_t *e, const char *name)
     return n;
 }
 
+/* A 2.x unit as 3.x: enable -> enabled, mask: false unset. NULL when not a mapping. */
 static json_t *unit_v2(mcg_pctx *c, const json_t *e, const char *name)
 {
     if (!json_is_object(e)) {
@@ -145,6 +148,7 @@ static json_t *list(mcg_pctx *c, const json_t *obj, const char *key, const char 
     return out;
 }
 
+/* e[k] when it is a string, else NULL. */
 static const char *key_of(const json_t *e, const char *k)
 {
     return json_string_value(json_object_get(e, k));
@@ -156,6 +160,7 @@ typedef struct {
     size_t pos;
 } keypos;
 
+/* By key, then by position: equal keys end up adjacent, in input order. */
 static int keypos_cmp(const void *a, const void *b)
 {
     const keypos *x = a, *y = b;
@@ -301,6 +306,7 @@ static json_t *merge_users(mcg_pctx *c, const json_t *users)
     return out;
 }
 
+/* See model_int.h: the 3.x tree for a 2.x config, or NULL with problems in c. */
 json_t *mcg_ignition_translate_v2(mcg_pctx *c, const json_t *cfg)
 {
     int before = c->errors;

@@ -45,6 +45,7 @@ void mcg_pctx_warn(mcg_pctx *c, const json_t *at, const char *fmt, ...)
     mcg_buf_free(&b);
 }
 
+/* Every key of obj not in allowed is a warning at its line (model_int.h). */
 void mcg_check_keys_warn(mcg_pctx *c, const json_t *obj, const char *prefix,
                          const char *const *allowed)
 {
@@ -61,6 +62,7 @@ void mcg_check_keys_warn(mcg_pctx *c, const json_t *obj, const char *prefix,
     }
 }
 
+/* Empty, or an object / list of nothing but deep-empty values (model_int.h). */
 bool mcg_json_is_deep_empty(const json_t *v)
 {
     if (json_is_object(v)) {
@@ -102,6 +104,7 @@ static const struct {
     {"usbguard", {"usbguard", NULL}},
 };
 
+/* The packages of extension name, NULL-terminated; NULL when not on the list. */
 const char *const *mcg_extension_packages(const char *name)
 {
     for (size_t i = 0; i < sizeof(extensions) / sizeof(extensions[0]); i++)
@@ -117,6 +120,7 @@ static bool karg_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
+/* Append the arguments of s, split at blanks outside double quotes (model.h). */
 void mcg_kargs_split(mcg_strv *out, const char *s)
 {
     size_t i = 0, n = strlen(s);
@@ -172,6 +176,7 @@ static void str_list(mcg_pctx *c, const json_t *spec, const char *key,
     }
 }
 
+/* One kernelArguments entry: its arguments appended; an open quote is an error. */
 static void add_karg(mcg_pctx *c, const json_t *at, const char *s, mcg_osspec *out)
 {
     mcg_strv parts = {0};
@@ -188,6 +193,7 @@ static void add_karg(mcg_pctx *c, const json_t *at, const char *s, mcg_osspec *o
     mcg_strv_free(&parts);
 }
 
+/* One extension: appended when on MCO's list, else an error naming the list. */
 static void add_extension(mcg_pctx *c, const json_t *at, const char *s, mcg_osspec *out)
 {
     if (!mcg_extension_packages(s)) {
@@ -220,6 +226,7 @@ static void image_ref(mcg_pctx *c, const json_t *spec, const char *key, char **o
         }
 }
 
+/* The fields beside spec.config into out; problems through c (model_int.h). */
 void mcg_osspec_from_json(mcg_pctx *c, const json_t *spec, mcg_osspec *out)
 {
     str_list(c, spec, "kernelArguments", add_karg, out);
