@@ -727,6 +727,7 @@ static void parse_ign_kargs(mcg_pctx *c, const json_t *cfg, mcg_ignition *ign)
     json_object_set_new(ign->extra, "kernelArguments", keep);
 }
 
+/* The Ignition 3.x versions read as they are. */
 static bool version_ok(const char *v)
 {
     static const char *const ok[] = {"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", NULL};
@@ -736,6 +737,7 @@ static bool version_ok(const char *v)
     return false;
 }
 
+/* The Ignition 2.x versions MCO translates (its v2_2 parser reads 2.0 to 2.2). */
 static bool version_v2(const char *v)
 {
     return !strcmp(v, "2.0.0") || !strcmp(v, "2.1.0") || !strcmp(v, "2.2.0");

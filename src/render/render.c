@@ -200,6 +200,7 @@ static void idx_free(keyidx *ix)
     memset(ix, 0, sizeof(*ix));
 }
 
+/* The allocation size for n drop-ins: a power of two, at least 4. */
 static size_t dropin_cap(size_t n)
 {
     size_t c = 4;
@@ -208,6 +209,7 @@ static size_t dropin_cap(size_t n)
     return c;
 }
 
+/* Merge drop-in s into d: contents when s sets them. */
 static void dropin_set(mcg_dropin *d, const mcg_dropin *s)
 {
     if (s->contents) {
@@ -519,6 +521,7 @@ typedef struct {
     json_t *v;
 } keyed;
 
+/* By key, bytewise. */
 static int keyed_cmp(const void *a, const void *b)
 {
     return strcmp(((const keyed *)a)->key, ((const keyed *)b)->key);
@@ -945,6 +948,7 @@ static void w_raw(mcg_buf *b, int depth, const json_t *v)
     mcg_buf_free(&tmp);
 }
 
+/* A list of strings whose member sits at depth. */
 static void w_strv(mcg_buf *b, int depth, const mcg_strv *v)
 {
     int k = 0;
