@@ -138,7 +138,7 @@ static int run(int argc, char **argv)
         goto out;
     }
     if (!o.root) {
-        root = c->ops->node_root(c, o.node);
+        root = mcg_cluster_node_root(c, o.node);
         o.root = root ? root : "/";
     }
     if (mcg_agent_open(&a, &o, &err) != 0) {
