@@ -21,7 +21,8 @@ static void node_copy(mcg_node *d, const mcg_node *s)
     memset(d, 0, sizeof(*d));
     d->name = mcg_strdup(s->name);
     for (size_t i = 0; i < s->labels.n; i++)
-        mcg_labels_set(&d->labels, s->labels.items[i].key, s->labels.items[i].value);
+        mcg_labels_add(&d->labels, s->labels.items[i].key, s->labels.items[i].value);
+    mcg_labels_finish(&d->labels); /* already sorted: one check */
     d->created = s->created;
     d->ready = s->ready;
     d->unschedulable = s->unschedulable;
@@ -448,7 +449,8 @@ int mcg_kube_op_label_node(mcg_cluster *c, const char *name, const char *edits, 
         json_t *lv;
         json_object_foreach(have, lk, lv)
             if (json_is_string(lv))
-                mcg_labels_set(&cur, lk, json_string_value(lv));
+                mcg_labels_add(&cur, lk, json_string_value(lv));
+        mcg_labels_finish(&cur);
         if ((rc = mcg_labels_parse_arg(&cur, edits, err)) != 0) {
             mcg_labels_free(&cur);
             json_decref(o);

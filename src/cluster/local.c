@@ -346,7 +346,8 @@ static int edit_labels(json_t *o, const char *name, const void *arg, mcg_err *er
     json_t *v;
     json_object_foreach(have, k, v)
         if (json_is_string(v))
-            mcg_labels_set(&l, k, json_string_value(v));
+            mcg_labels_add(&l, k, json_string_value(v));
+    mcg_labels_finish(&l);
     int rc = mcg_labels_parse_arg(&l, (const char *)arg, err);
     if (!rc) {
         json_t *lab = json_object();

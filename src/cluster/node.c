@@ -87,8 +87,9 @@ int mcg_node_from_json(mcg_node *n, const json_t *o, mcg_err *err)
     json_object_foreach(json_object_get(md, "labels"), k, v)
     {
         if (json_is_string(v))
-            mcg_labels_set(&n->labels, k, json_string_value(v));
+            mcg_labels_add(&n->labels, k, json_string_value(v));
     }
+    mcg_labels_finish(&n->labels);
     json_t *ann = json_object_get(md, "annotations");
 #define ANN(field, key)                                                                            \
     do {                                                                                           \
