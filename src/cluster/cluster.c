@@ -28,8 +28,8 @@ int mcg_cluster_open(mcg_cluster **out, const char *spec, mcg_err *err)
         return mcg_cluster_kube_open(out, spec, NULL, err);
     if (!strncmp(spec, "kube:", 5))
         return mcg_cluster_kube_open(out, spec, spec + 5, err);
-    return mcg_err_set(err, MCG_EINVAL,
-                       "cluster '%s': expected local:DIR, kube or kube:KUBECONFIG", spec);
+    return mcg_err_set(err, MCG_EINVAL, "cluster '%s': expected local:DIR, kube or kube:KUBECONFIG",
+                       spec);
 }
 
 void mcg_cluster_free(mcg_cluster *c)
@@ -102,8 +102,7 @@ int mcg_cluster_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_er
     return rc ? rc : c->ops->get_node(c, name, out, err);
 }
 
-int mcg_cluster_get_config(mcg_cluster *c, const char *name, char **spec, size_t *len,
-                           mcg_err *err)
+int mcg_cluster_get_config(mcg_cluster *c, const char *name, char **spec, size_t *len, mcg_err *err)
 {
     mcg_err scratch;
     err = ERR_OR_SCRATCH(err, scratch);
@@ -175,8 +174,7 @@ static int patch_one(mcg_cluster *c, const char *name, const mcg_node_patch *p, 
     return c->ops->patch_node(c, name, p, err);
 }
 
-int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p,
-                           mcg_err *err)
+int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err)
 {
     mcg_err scratch;
     err = ERR_OR_SCRATCH(err, scratch);
@@ -188,8 +186,8 @@ int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patc
  * MCG_EINVAL, as in the one-by-one path); without a batch op every patch is
  * fenced on its own, so a long batch renews the lease on the way.
  */
-int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names,
-                            const mcg_node_patch *patches, size_t n, int *rcs, mcg_err *err)
+int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
+                            size_t n, int *rcs, mcg_err *err)
 {
     mcg_err scratch;
     err = ERR_OR_SCRATCH(err, scratch);
@@ -356,8 +354,8 @@ static void sleep_ms(mcg_cluster *c, long timeout_ms)
         if (c->stop && *c->stop)
             return;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t left = (int64_t)(end.tv_sec - now.tv_sec) * 1000 +
-                       (end.tv_nsec - now.tv_nsec) / 1000000;
+        int64_t left =
+            (int64_t)(end.tv_sec - now.tv_sec) * 1000 + (end.tv_nsec - now.tv_nsec) / 1000000;
         if (left <= 0)
             return;
         struct timespec ts = {0, (long)(left > 200 ? 200 : left) * 1000000L};

@@ -53,7 +53,10 @@ typedef struct mcg_node_patch {
     const char *if_desired;
 } mcg_node_patch;
 
-#define MCG_NODE_PATCH_INIT {NULL, NULL, NULL, NULL, -1, -1, NULL}
+#define MCG_NODE_PATCH_INIT                                                                        \
+    {                                                                                              \
+        NULL, NULL, NULL, NULL, -1, -1, NULL                                                       \
+    }
 
 /*
  * A cluster handle. Its backend is private (cluster_int.h): callers use the
@@ -94,14 +97,13 @@ int mcg_cluster_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *e
 /* One node (MCG_ENOTFOUND: no such node). Clear with mcg_node_clear(). */
 int mcg_cluster_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err);
 /* Apply a patch atomically; MCG_ECONFLICT when p->if_desired no longer holds. */
-int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p,
-                           mcg_err *err);
+int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err);
 /* Several node patches in one go: rcs[i] gets each node's own result (0,
  * MCG_ECONFLICT when its if_desired no longer holds, MCG_ENOTFOUND,
  * MCG_EINVAL for a bad name); the return value is an error that stopped the
  * whole batch. */
-int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names,
-                            const mcg_node_patch *patches, size_t n, int *rcs, mcg_err *err);
+int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
+                            size_t n, int *rcs, mcg_err *err);
 /* A new node, Ready, created at now (kube: the API server's clock).
  * MCG_ECONFLICT when it exists. labels may be NULL. */
 int mcg_cluster_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,

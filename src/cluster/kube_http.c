@@ -27,24 +27,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-/*
- * kubeapi.c — a small, careful Kubernetes API client over libcurl + jansson.
- *
- * One curl easy handle is kept for every request/response call, so the TLS
- * connection to the API server is reused; a watch, which holds its
- * connection open, gets a handle of its own driven through a multi handle.
- * Every call has a timeout. Calls that fail in a way that says nothing
- * about the request (429, 500, 502, 503, 504, connect/timeout/reset) are
- * retried a bounded number of times with exponential backoff and jitter,
- * honouring Retry-After. A service account token is re-read whenever its
- * file changes (the kubelet rotates it) and once more after a 401.
- *
- * Nothing the server sends is trusted: bodies are capped while they are
- * received, must parse as one JSON object, and text shown to the user is
- * cut to one printable line. The pure pieces (retry decisions, body and
- * error parsing, merge-patch diffs, the watch line framer) are functions of
- * their arguments and unit-tested in tests/unit/test_kube.c.
- */
 bool mcg_kube_retryable(long status, int curl_code, unsigned flags)
 {
     if (flags & MCG_KUBE_NO_RETRY)

@@ -405,8 +405,7 @@ void mcg_kube_lease_release(mcg_kube *k);
 /* The ops (see cluster_int.h for what the wrappers guarantee them). */
 int mcg_kube_op_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err);
 int mcg_kube_op_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err);
-int mcg_kube_op_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p,
-                           mcg_err *err);
+int mcg_kube_op_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err);
 int mcg_kube_op_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
                          mcg_err *err);
 int mcg_kube_op_remove_node(mcg_cluster *c, const char *name, mcg_err *err);

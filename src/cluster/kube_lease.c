@@ -86,14 +86,16 @@ int mcg_kube_op_fence(mcg_cluster *c, mcg_err *err)
     if (k->leader && mcg_kube_mono_ms() - k->lead_ok_ms < valid)
         return 0;
     return mcg_err_set(err, MCG_ECONFLICT,
-                       "not the leader: Lease %s/" MCG_KUBE_LEASE_NAME " is not held by '%s' (or was "
+                       "not the leader: Lease %s/" MCG_KUBE_LEASE_NAME
+                       " is not held by '%s' (or was "
                        "not renewed in the last %lds); refusing to write",
                        k->ns, k->identity, valid / 1000);
 }
 
 static char *lease_path(const mcg_kube *k)
 {
-    return mcg_sprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases/" MCG_KUBE_LEASE_NAME, k->ns);
+    return mcg_sprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases/" MCG_KUBE_LEASE_NAME,
+                       k->ns);
 }
 
 static void lease_read(const json_t *o, mcg_kube_lease *l)
@@ -136,8 +138,8 @@ int mcg_kube_op_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err
         char *coll = mcg_sprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases", k->ns);
         json_t *body = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:I,s:s,s:s,s:i}}", "apiVersion",
                                  "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name",
-                                 MCG_KUBE_LEASE_NAME, "namespace", k->ns, "spec", "holderIdentity", identity,
-                                 "leaseDurationSeconds", (json_int_t)k->lease_duration_s,
+                                 MCG_KUBE_LEASE_NAME, "namespace", k->ns, "spec", "holderIdentity",
+                                 identity, "leaseDurationSeconds", (json_int_t)k->lease_duration_s,
                                  "acquireTime", now, "renewTime", now, "leaseTransitions", 0);
         mcg_kube_req rq = {"POST", coll, NULL, body, NULL, 0, 0};
         rc = mcg_kube_call(k->kc, &rq, &st, NULL, err);

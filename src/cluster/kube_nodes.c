@@ -37,10 +37,12 @@ bool mcg_kube_node_differs(const mcg_node *a, const mcg_node *b)
 {
     if (a->ready != b->ready || a->unschedulable != b->unschedulable ||
         !mcg_kube_str_eq(a->desired, b->desired) || !mcg_kube_str_eq(a->current, b->current) ||
-        !mcg_kube_str_eq(a->state, b->state) || !mcg_kube_str_eq(a->reason, b->reason) || a->labels.n != b->labels.n)
+        !mcg_kube_str_eq(a->state, b->state) || !mcg_kube_str_eq(a->reason, b->reason) ||
+        a->labels.n != b->labels.n)
         return true;
     for (size_t i = 0; i < a->labels.n; i++)
-        if (!mcg_kube_str_eq(mcg_labels_get(&b->labels, a->labels.items[i].key), a->labels.items[i].value))
+        if (!mcg_kube_str_eq(mcg_labels_get(&b->labels, a->labels.items[i].key),
+                             a->labels.items[i].value))
             return true;
     return false;
 }
@@ -390,7 +392,7 @@ static json_t *labels_json(const mcg_labels *l)
 }
 
 int mcg_kube_op_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
-                      mcg_err *err)
+                         mcg_err *err)
 {
     mcg_kube *k = mcg_kube_of(c);
     (void)now; /* the API server sets creationTimestamp */
@@ -447,9 +449,8 @@ int mcg_kube_op_label_node(mcg_cluster *c, const char *name, const char *edits, 
         mcg_labels cur = {0};
         const char *lk;
         json_t *lv;
-        json_object_foreach(have, lk, lv)
-            if (json_is_string(lv))
-                mcg_labels_add(&cur, lk, json_string_value(lv));
+        json_object_foreach(have, lk, lv) if (json_is_string(lv))
+            mcg_labels_add(&cur, lk, json_string_value(lv));
         mcg_labels_finish(&cur);
         if ((rc = mcg_labels_parse_arg(&cur, edits, err)) != 0) {
             mcg_labels_free(&cur);
@@ -468,8 +469,8 @@ int mcg_kube_op_label_node(mcg_cluster *c, const char *name, const char *edits, 
             json_decref(o);
             return 0;
         }
-        json_t *body =
-            json_pack("{s:{s:s?,s:o}}", "metadata", "resourceVersion", mcg_kube_obj_rv(o), "labels", diff);
+        json_t *body = json_pack("{s:{s:s?,s:o}}", "metadata", "resourceVersion",
+                                 mcg_kube_obj_rv(o), "labels", diff);
         json_decref(o);
         rc = patch_obj_node(k, name, "", MCG_KUBE_MERGE_PATCH, body, &st, err);
         json_decref(body);

@@ -95,7 +95,6 @@ int mcg_kube_rv_cmp(const char *a, const char *b)
     return a && b && !strcmp(a, b) ? 0 : 1;
 }
 
-
 static void sha_hex(const char *data, size_t len, char out[2 * MCG_SHA256_LEN + 1])
 {
     unsigned char d[MCG_SHA256_LEN];
@@ -122,7 +121,7 @@ static bool mc_holds(const json_t *mc, const char *name, const char *spec, size_
 }
 
 int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
-                        mcg_err *err)
+                           mcg_err *err)
 {
     mcg_kube *k = mcg_kube_of(c);
     if (mcg_strv_contains(&k->published, name))
@@ -147,10 +146,10 @@ int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, s
         /* it exists: the name is a content hash, but check the stored bytes */
         char *path = mcg_sprintf(MCG_KUBE_MC_PATH "/%s", name);
         rc = mcg_kube_simple(k->kc, "GET", path, &st, &o, err);
-        if (!rc &&
-            (!mc_holds(o, name, spec, len) ||
-             !mcg_kube_str_eq(mcg_kube_str_at(json_object_get(o, "metadata"), "annotations", MCG_KUBE_ANN_SPEC_HASH),
-                     hex))) {
+        if (!rc && (!mc_holds(o, name, spec, len) ||
+                    !mcg_kube_str_eq(mcg_kube_str_at(json_object_get(o, "metadata"), "annotations",
+                                                     MCG_KUBE_ANN_SPEC_HASH),
+                                     hex))) {
             /* altered in the cluster: put the real bytes back */
             json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
                                 json_string(mcg_kube_obj_rv(o) ? mcg_kube_obj_rv(o) : ""));
@@ -308,7 +307,8 @@ int mcg_kube_op_list_pools(mcg_cluster *c, json_t **items, mcg_err *err)
 {
     mcg_kube *k = mcg_kube_of(c);
     json_t *got = json_array();
-    int rc = mcg_kube_list(k->kc, MCG_KUBE_MCP_PATH, NULL, acc_pool, acc_pool_reset, got, NULL, err);
+    int rc =
+        mcg_kube_list(k->kc, MCG_KUBE_MCP_PATH, NULL, acc_pool, acc_pool_reset, got, NULL, err);
     if (rc) {
         json_decref(got);
         return rc;
@@ -339,9 +339,9 @@ int mcg_kube_op_list_pools(mcg_cluster *c, json_t **items, mcg_err *err)
  * carry the resourceVersion they were computed from, so a concurrent change
  * makes them fail (409) and they are recomputed.
  */
-static int converge(mcg_kube *k, const char *coll, const char *kind, const char *name, json_t *cache,
-                    const json_t *labels, const json_t *want_spec, const json_t *want_status,
-                    mcg_err *err)
+static int converge(mcg_kube *k, const char *coll, const char *kind, const char *name,
+                    json_t *cache, const json_t *labels, const json_t *want_spec,
+                    const json_t *want_status, mcg_err *err)
 {
     char *path = mcg_sprintf("%s/%s", coll, name);
     char *spath = mcg_sprintf("%s/%s/status", coll, name);
@@ -381,8 +381,8 @@ static int converge(mcg_kube *k, const char *coll, const char *kind, const char 
             d = json_deep_copy(want_spec);
         }
         if (d) {
-            json_t *body =
-                json_pack("{s:{s:s?},s:o}", "metadata", "resourceVersion", mcg_kube_obj_rv(cur), "spec", d);
+            json_t *body = json_pack("{s:{s:s?},s:o}", "metadata", "resourceVersion",
+                                     mcg_kube_obj_rv(cur), "spec", d);
             mcg_kube_req rq = {"PATCH", path, MCG_KUBE_MERGE_PATCH, body, NULL, 0, 0};
             json_t *o = NULL;
             rc = mcg_kube_call(k->kc, &rq, &st, &o, err);

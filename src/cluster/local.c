@@ -235,8 +235,7 @@ static void set_ann(json_t *ann, const char *key, const char *val)
  */
 typedef int (*node_edit_fn)(json_t *node, const char *name, const void *arg, mcg_err *err);
 
-static int modify_node(local *l, const char *name, node_edit_fn edit, const void *arg,
-                       mcg_err *err)
+static int modify_node(local *l, const char *name, node_edit_fn edit, const void *arg, mcg_err *err)
 {
     int lk, rc;
     if ((rc = check_dir(l, err)) != 0 || (rc = lock_dir(l, LOCK_EX, &lk, err)) != 0)
@@ -344,9 +343,8 @@ static int edit_labels(json_t *o, const char *name, const void *arg, mcg_err *er
     mcg_labels l = {0};
     const char *k;
     json_t *v;
-    json_object_foreach(have, k, v)
-        if (json_is_string(v))
-            mcg_labels_add(&l, k, json_string_value(v));
+    json_object_foreach(have, k, v) if (json_is_string(v))
+        mcg_labels_add(&l, k, json_string_value(v));
     mcg_labels_finish(&l);
     int rc = mcg_labels_parse_arg(&l, (const char *)arg, err);
     if (!rc) {
@@ -397,7 +395,9 @@ static int list_dir_json(local *l, const char *sub, mcg_strv *names, mcg_err *er
     DIR *dh = opendir(d);
     free(d);
     if (!dh)
-        return errno == ENOENT ? 0 : mcg_err_set(err, MCG_EIO, "%s/%s: %s", l->dir, sub, strerror(errno));
+        return errno == ENOENT
+                   ? 0
+                   : mcg_err_set(err, MCG_EIO, "%s/%s: %s", l->dir, sub, strerror(errno));
     struct dirent *de;
     while ((de = readdir(dh))) {
         size_t len = strlen(de->d_name);

@@ -68,9 +68,9 @@ json_t *mcg_node_to_json(const mcg_node *n)
     char ts[32];
     mcg_time_format(n->created, ts);
     return json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o},s:{s:b},s:{s:[{s:s,s:s}]}}", "apiVersion", "v1",
-                     "kind", "Node", "metadata", "name", n->name, "creationTimestamp", ts,
-                     "labels", labels, "annotations", ann, "spec", "unschedulable",
-                     n->unschedulable, "status", "conditions", "type", "Ready", "status",
+                     "kind", "Node", "metadata", "name", n->name, "creationTimestamp", ts, "labels",
+                     labels, "annotations", ann, "spec", "unschedulable", n->unschedulable,
+                     "status", "conditions", "type", "Ready", "status",
                      n->ready ? "True" : "False");
 }
 

@@ -104,8 +104,8 @@ typedef struct loop_state {
  * One turn's work: lead, and pass when leading. Returns the pass's rc (or
  * the lease's); *leader says whether this replica leads.
  */
-static int lead_and_pass(mcg_pass_result *res, const mcg_controller_run_opts *o,
-                         mcg_cluster *cl, const char *identity, bool *leader, mcg_err *err)
+static int lead_and_pass(mcg_pass_result *res, const mcg_controller_run_opts *o, mcg_cluster *cl,
+                         const char *identity, bool *leader, mcg_err *err)
 {
     *leader = false;
     int rc = mcg_cluster_lead(cl, identity, leader, err);
@@ -146,8 +146,8 @@ static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, boo
     if (res->updates && o->verbosity > 0)
         say("%zu node%s given a new desiredConfig", res->updates, res->updates == 1 ? "" : "s");
     if (o->verbosity > 1)
-        say("pass over %zu nodes: %zu desiredConfig and %zu other writes", res->nodes,
-            res->updates, res->writes);
+        say("pass over %zu nodes: %zu desiredConfig and %zu other writes", res->nodes, res->updates,
+            res->writes);
 }
 
 /*

@@ -35,7 +35,8 @@ typedef struct {
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "%s/mcgit-cl-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(f->dir, sizeof(f->dir), "%s/mcgit-cl-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->cdir, sizeof(f->cdir), "%s/c", f->dir);
     char *spec = mcg_sprintf("local:%s", f->cdir);
@@ -258,7 +259,8 @@ static void test_objects(void **state)
     assert_int_equal(mcg_cluster_delete_config(f->c, "rendered-w-1", &e), 0);
     assert_int_equal(mcg_cluster_delete_config(f->c, "rendered-w-1", &e), 0); /* gone: fine */
 
-    json_t *pool = json_pack("{s:{s:s},s:{s:b}}", "metadata", "name", "worker", "spec", "paused", 0);
+    json_t *pool =
+        json_pack("{s:{s:s},s:{s:b}}", "metadata", "name", "worker", "spec", "paused", 0);
     assert_int_equal(mcg_cluster_put_pool(f->c, "worker", pool, &e), 0);
     assert_int_equal(mcg_cluster_put_pool(f->c, "infra", pool, &e), 0);
     json_decref(pool);
@@ -368,8 +370,9 @@ static void test_null_err(void **state)
     cas.if_desired = "rendered-w-0";
     assert_int_equal(mcg_cluster_patch_node(f->c, "n1", &cas, NULL), MCG_ECONFLICT);
     assert_int_equal(mcg_cluster_label_node(f->c, "n1", "bad key=1", NULL), MCG_EUSAGE);
-    assert_int_equal(mcg_cluster_get_config(f->c, "rendered-w-1", &(char *){NULL}, &(size_t){0}, NULL),
-                     MCG_ENOTFOUND);
+    assert_int_equal(
+        mcg_cluster_get_config(f->c, "rendered-w-1", &(char *){NULL}, &(size_t){0}, NULL),
+        MCG_ENOTFOUND);
     assert_int_equal(mcg_cluster_put_config(f->c, "rendered-w-1", "{}", 2, NULL), 0);
     assert_int_equal(mcg_cluster_list_configs(f->c, &names, NULL), 0);
     assert_int_equal(names.n, 1);

@@ -5,8 +5,8 @@
  * nodes (a master and two workers) in a local:DIR cluster.
  *
  * A first pass renders, publishes the rendered configs and the policy,
- * gives the new nodes their targets and writes the pools' status; a second pass with nothing new writes nothing;
- * an unsigned commit is refused, rolls out nowhere and shows in the pools'
+ * gives the new nodes their targets and writes the pools' status; a second pass with nothing new
+ * writes nothing; an unsigned commit is refused, rolls out nowhere and shows in the pools'
  * RenderDegraded condition; mcg_controller_run with once runs one pass and
  * says whether it failed.
  */
