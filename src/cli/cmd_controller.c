@@ -51,13 +51,18 @@ const mcg_cmd mcg_cmd_controller = {
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},           {"repo", required_argument, 0, 'r'},
-        {"trust", required_argument, 0, 't'},    {"cluster", required_argument, 0, 'c'},
-        {"remote", required_argument, 0, 'R'},   {"once", no_argument, 0, '1'},
-        {"interval", required_argument, 0, 'i'}, {"keep-configs", required_argument, 0, 'k'},
-        {"mirror", required_argument, 0, 'm'},   {"quiet", no_argument, 0, 'q'},
-        {"verbose", no_argument, 0, 'v'},        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"repo", required_argument, 0, 'r'},
+                                         {"trust", required_argument, 0, 't'},
+                                         {"cluster", required_argument, 0, 'c'},
+                                         {"remote", required_argument, 0, 'R'},
+                                         {"once", no_argument, 0, '1'},
+                                         {"interval", required_argument, 0, 'i'},
+                                         {"keep-configs", required_argument, 0, 'k'},
+                                         {"mirror", required_argument, 0, 'm'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"verbose", no_argument, 0, 'v'},
+                                         {0, 0, 0, 0}};
     mcg_controller_opts o = {0};
     const char *cluster = NULL, *mirror = NULL;
     bool once = false;
@@ -67,32 +72,15 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "hqv", opts, NULL)) != -1) {
         switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_controller);
-        case 'r':
-            o.repo = optarg;
-            break;
-        case 't':
-            o.trust = optarg;
-            break;
-        case 'c':
-            cluster = optarg;
-            break;
-        case 'R':
-            o.remote = optarg;
-            break;
-        case 'm':
-            mirror = optarg;
-            break;
-        case '1':
-            once = true;
-            break;
-        case 'q':
-            mcg_verbosity = 0;
-            break;
-        case 'v':
-            mcg_verbosity = 2;
-            break;
+        case 'h': return mcg_cli_help(&mcg_cmd_controller);
+        case 'r': o.repo = optarg; break;
+        case 't': o.trust = optarg; break;
+        case 'c': cluster = optarg; break;
+        case 'R': o.remote = optarg; break;
+        case 'm': mirror = optarg; break;
+        case '1': once = true; break;
+        case 'q': mcg_verbosity = 0; break;
+        case 'v': mcg_verbosity = 2; break;
         case 'i': {
             char *end;
             interval = strtod(optarg, &end);
@@ -105,13 +93,11 @@ static int run(int argc, char **argv)
                 return mcg_cli_usage_error(&mcg_cmd_controller,
                                            "--keep-configs: expected 0..1000, got '%s'", optarg);
             break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_controller, NULL);
+        default: return mcg_cli_usage_error(&mcg_cmd_controller, NULL);
         }
     }
     if (!o.repo || !o.trust || !cluster || optind != argc)
-        return mcg_cli_usage_error(&mcg_cmd_controller,
-                                   "--repo, --trust and --cluster are required");
+        return mcg_cli_usage_error(&mcg_cmd_controller, "--repo, --trust and --cluster are required");
     o.keep_configs = (unsigned)keep;
     bool url = mcg_gitops_is_url(o.repo);
     if (url && !mirror)
