@@ -55,6 +55,7 @@ bool mcg_cluster_config_name_ok(const char *name)
 
 /* ------------------------------------------------------------ checks */
 
+/* 0 when name is a valid node name, else MCG_EINVAL with the name. */
 static int check_node(const char *name, mcg_err *err)
 {
     if (name && mcg_name_is_dns_subdomain(name))
@@ -62,6 +63,7 @@ static int check_node(const char *name, mcg_err *err)
     return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name ? name : "");
 }
 
+/* 0 when name is a valid rendered config name ("rendered-" + subdomain). */
 static int check_config(const char *name, mcg_err *err)
 {
     if (name && mcg_cluster_config_name_ok(name))
@@ -69,6 +71,7 @@ static int check_config(const char *name, mcg_err *err)
     return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name ? name : "");
 }
 
+/* 0 when name is a valid pool name (DNS label). */
 static int check_pool(const char *name, mcg_err *err)
 {
     if (name && mcg_name_is_dns_label(name))
