@@ -884,7 +884,7 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
         q.unschedulable = 1;
         if (patch(a, c, &q) == 0)
             cordoned = true;
-        if (c->ops->drain(c, a->o.node, &e) != 0) {
+        if (mcg_cluster_drain(c, a->o.node, &e) != 0) {
             set_reason(res, MCG_AGENT_DEGRADED, "drain: %s", e.msg);
             if (cordoned)
                 uncordon(a, c);
@@ -1106,10 +1106,10 @@ int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig
          * The stop flag is lent to the backend only while waiting, so a pass
          * in progress always finishes. */
         mcg_err we = {0};
-        c->stop = stop;
+        mcg_cluster_set_stop(c, stop);
         if (!*stop && mcg_cluster_wait_change(c, a->o.node, (long)interval * 1000, &we) < 0)
             logf_(a, 2, "waiting for changes: %s", we.msg);
-        c->stop = NULL;
+        mcg_cluster_set_stop(c, NULL);
     }
     return 0;
 }

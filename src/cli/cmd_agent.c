@@ -146,8 +146,14 @@ static int run(int argc, char **argv)
         mcg_cli_error("agent", "%s", err.msg);
         goto out;
     }
+    /* before anything is written under a root, and before a bad name could
+     * leave the cluster without a default root for it */
+    if (!mcg_name_is_dns_subdomain(o.node)) {
+        mcg_cli_error("agent", "invalid node name '%s'", o.node);
+        goto out;
+    }
     if (!o.root) {
-        root = c->ops->node_root(c, o.node);
+        root = mcg_cluster_node_root(c, o.node);
         o.root = root ? root : "/";
     }
     if (mcg_agent_open(&a, &o, &err) != 0) {

@@ -158,7 +158,7 @@ static bool all_updated(demo *d, const char *want_worker)
 {
     json_t *items = NULL;
     mcg_err err = {0};
-    if (d->cl->ops->list_pools(d->cl, &items, &err) != 0)
+    if (mcg_cluster_list_pools(d->cl, &items, &err) != 0)
         return false;
     bool ok = json_array_size(items) == 3;
     size_t i;
@@ -187,7 +187,7 @@ static const char *worker_target(demo *d, char *buf, size_t n)
     json_t *items = NULL;
     mcg_err err = {0};
     buf[0] = '\0';
-    if (d->cl->ops->list_pools(d->cl, &items, &err) != 0)
+    if (mcg_cluster_list_pools(d->cl, &items, &err) != 0)
         return buf;
     size_t i;
     json_t *p;
@@ -396,7 +396,7 @@ static int setup(demo *d)
         mcg_labels l = {0};
         /* oldest first: master-0 is the oldest node */
         if (mcg_labels_parse_arg(&l, nodes[i][1], &err) != 0 ||
-            d->cl->ops->add_node(d->cl, nodes[i][0], &l, now - 3600 + (int64_t)i * 60, &err) != 0) {
+            mcg_cluster_add_node(d->cl, nodes[i][0], &l, now - 3600 + (int64_t)i * 60, &err) != 0) {
             fprintf(stderr, "mcgit demo: %s\n", err.msg);
             mcg_labels_free(&l);
             return -1;
@@ -523,7 +523,7 @@ static int story(demo *d)
     bool refused = false;
     while (!refused && time(NULL) < end) {
         json_t *items = NULL;
-        if (d->cl->ops->list_pools(d->cl, &items, &err) == 0) {
+        if (mcg_cluster_list_pools(d->cl, &items, &err) == 0) {
             size_t i;
             json_t *pl;
             json_array_foreach(items, i, pl)

@@ -63,11 +63,11 @@ static int run(int argc, char **argv)
     if (!strcmp(sub, "add")) {
         if (labels && (rc = mcg_labels_parse_arg(&lab, labels, &err)) != 0)
             goto out;
-        rc = cl->ops->add_node(cl, args[0], &lab, (int64_t)time(NULL), &err);
+        rc = mcg_cluster_add_node(cl, args[0], &lab, (int64_t)time(NULL), &err);
     } else if (!strcmp(sub, "label")) {
-        rc = cl->ops->label_node(cl, args[0], args[1], &err);
+        rc = mcg_cluster_label_node(cl, args[0], args[1], &err);
     } else if (!strcmp(sub, "remove")) {
-        rc = cl->ops->remove_node(cl, args[0], &err);
+        rc = mcg_cluster_remove_node(cl, args[0], &err);
     } else {
         mcg_node *nodes = NULL;
         size_t n = 0;

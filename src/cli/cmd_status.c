@@ -90,7 +90,7 @@ static void count_cell(table *t, const json_t *pool, const char *key)
 int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err)
 {
     json_t *items = NULL;
-    int rc = cl->ops->list_pools(cl, &items, err);
+    int rc = mcg_cluster_list_pools(cl, &items, err);
     if (rc)
         return rc;
     if (!strcmp(format, "json")) {
@@ -199,7 +199,7 @@ int mcg_cli_status_nodes(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
     mcg_model *pm = NULL;
     if (wide) {
         json_t *items = NULL;
-        if ((rc = cl->ops->list_pools(cl, &items, err)) != 0) {
+        if ((rc = mcg_cluster_list_pools(cl, &items, err)) != 0) {
             mcg_nodes_free(nodes, n);
             return rc;
         }

@@ -1,12 +1,23 @@
 /*
- * cluster.c — backend selection, shared node helpers and wrappers.
+ * cluster.c — the cluster interface: backend selection and the mcg_cluster_*
+ * wrappers, the only way into a backend's private ops table.
+ *
+ * What every backend would otherwise repeat happens here once, in this
+ * order: a NULL error record is replaced by a scratch one (so backends may
+ * read err->code), out-parameters are initialised, write ops are fenced
+ * (ops->fence: the kube backend's leader lease), and names are checked
+ * against the rules Kubernetes itself applies. Only then is the backend
+ * called. Optional ops (fence, lead, wait_change, patch_nodes) get their
+ * defaults here too.
  */
-#include "cluster/cluster.h"
 #include "cluster/cluster_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* A caller's NULL error record becomes this scratch one. */
+#define ERR_OR_SCRATCH(err, scratch) ((err) ? (err) : ((scratch) = (mcg_err){0}, &(scratch)))
 
 int mcg_cluster_open(mcg_cluster **out, const char *spec, mcg_err *err)
 {
@@ -17,8 +28,8 @@ int mcg_cluster_open(mcg_cluster **out, const char *spec, mcg_err *err)
         return mcg_cluster_kube_open(out, spec, NULL, err);
     if (!strncmp(spec, "kube:", 5))
         return mcg_cluster_kube_open(out, spec, spec + 5, err);
-    return mcg_err_set(err, MCG_EINVAL,
-                       "cluster '%s': expected local:DIR, kube or kube:KUBECONFIG", spec);
+    return mcg_err_set(err, MCG_EINVAL, "cluster '%s': expected local:DIR, kube or kube:KUBECONFIG",
+                       spec);
 }
 
 void mcg_cluster_free(mcg_cluster *c)
@@ -27,53 +38,116 @@ void mcg_cluster_free(mcg_cluster *c)
         c->ops->free(c);
 }
 
-void mcg_node_clear(mcg_node *n)
+const char *mcg_cluster_spec(const mcg_cluster *c)
 {
-    if (!n)
-        return;
-    free(n->name);
-    mcg_labels_free(&n->labels);
-    free(n->desired);
-    free(n->current);
-    free(n->state);
-    free(n->reason);
-    memset(n, 0, sizeof(*n));
+    return c->spec;
 }
 
-void mcg_nodes_free(mcg_node *nodes, size_t n)
+void mcg_cluster_set_stop(mcg_cluster *c, volatile sig_atomic_t *stop)
 {
-    for (size_t i = 0; i < n; i++)
-        mcg_node_clear(&nodes[i]);
-    free(nodes);
+    c->stop = stop;
 }
+
+bool mcg_cluster_config_name_ok(const char *name)
+{
+    return !strncmp(name, "rendered-", 9) && mcg_name_is_dns_subdomain(name);
+}
+
+/* ------------------------------------------------------------ checks */
+
+/* 0 when name is a valid node name, else MCG_EINVAL with the name. */
+static int check_node(const char *name, mcg_err *err)
+{
+    if (name && mcg_name_is_dns_subdomain(name))
+        return 0;
+    return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name ? name : "");
+}
+
+/* 0 when name is a valid rendered config name ("rendered-" + subdomain). */
+static int check_config(const char *name, mcg_err *err)
+{
+    if (name && mcg_cluster_config_name_ok(name))
+        return 0;
+    return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name ? name : "");
+}
+
+/* 0 when name is a valid pool name (DNS label). */
+static int check_pool(const char *name, mcg_err *err)
+{
+    if (name && mcg_name_is_dns_label(name))
+        return 0;
+    return mcg_err_set(err, MCG_EINVAL, "invalid pool name '%s'", name ? name : "");
+}
+
+/* May this handle write now (the backend's fence, if it has one)? */
+static int fence(mcg_cluster *c, mcg_err *err)
+{
+    return c->ops->fence ? c->ops->fence(c, err) : 0;
+}
+
+/* ------------------------------------------------------------- reads */
 
 int mcg_cluster_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err)
 {
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    *out = NULL;
+    *n = 0;
     return c->ops->list_nodes(c, out, n, err);
 }
 
 int mcg_cluster_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err)
 {
-    return c->ops->get_node(c, name, out, err);
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    memset(out, 0, sizeof(*out));
+    int rc = check_node(name, err);
+    return rc ? rc : c->ops->get_node(c, name, out, err);
 }
 
-int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p,
-                           mcg_err *err)
+int mcg_cluster_get_config(mcg_cluster *c, const char *name, char **spec, size_t *len, mcg_err *err)
 {
-    return c->ops->patch_node(c, name, p, err);
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    *spec = NULL;
+    *len = 0;
+    int rc = check_config(name, err);
+    return rc ? rc : c->ops->get_config(c, name, spec, len, err);
 }
 
-int mcg_cluster_get_config(mcg_cluster *c, const char *name, char **spec, size_t *len,
-                           mcg_err *err)
+int mcg_cluster_list_configs(mcg_cluster *c, mcg_strv *names, mcg_err *err)
 {
-    return c->ops->get_config(c, name, spec, len, err);
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    return c->ops->list_configs(c, names, err);
+}
+
+int mcg_cluster_list_pools(mcg_cluster *c, json_t **items, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    *items = NULL;
+    int rc = c->ops->list_pools(c, items, err);
+    if (rc) {
+        json_decref(*items);
+        *items = NULL;
+    }
+    return rc;
+}
+
+int mcg_cluster_get_policy_json(mcg_cluster *c, json_t **spec, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    *spec = NULL;
+    return c->ops->get_policy(c, spec, err);
 }
 
 int mcg_cluster_get_policy(mcg_cluster *c, mcg_disruption_policy *out, mcg_err *err)
 {
     memset(out, 0, sizeof(*out));
     json_t *spec = NULL;
-    int rc = c->ops->get_policy(c, &spec, err);
+    int rc = mcg_cluster_get_policy_json(c, &spec, err);
     if (rc == MCG_ENOTFOUND)
         return 0; /* no policy: defaults */
     if (rc)
@@ -85,25 +159,181 @@ int mcg_cluster_get_policy(mcg_cluster *c, mcg_disruption_policy *out, mcg_err *
     return rc;
 }
 
+char *mcg_cluster_node_root(mcg_cluster *c, const char *name)
+{
+    if (check_node(name, NULL) != 0)
+        return NULL;
+    return c->ops->node_root(c, name);
+}
+
+/* ------------------------------------------------------------ writes */
+
+/* One node patch: fenced, name checked. */
+static int patch_one(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err)
+{
+    int rc;
+    if ((rc = fence(c, err)) != 0 || (rc = check_node(name, err)) != 0)
+        return rc;
+    return c->ops->patch_node(c, name, p, err);
+}
+
+int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    return patch_one(c, name, p, err);
+}
+
+/*
+ * A backend's batch gets the valid names only (a bad name is that node's
+ * MCG_EINVAL, as in the one-by-one path); without a batch op every patch is
+ * fenced on its own, so a long batch renews the lease on the way.
+ */
+int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
+                            size_t n, int *rcs, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc = 0;
+    if (!c->ops->patch_nodes) {
+        for (size_t i = 0; i < n && !rc; i++) {
+            mcg_err e = {0};
+            if ((rcs[i] = check_node(names[i], NULL)) != 0)
+                continue;
+            rcs[i] = patch_one(c, names[i], &patches[i], &e);
+            if (rcs[i] && rcs[i] != MCG_ECONFLICT && rcs[i] != MCG_ENOTFOUND)
+                rc = mcg_err_set(err, rcs[i], "%s", e.msg);
+        }
+        return rc;
+    }
+    if ((rc = fence(c, err)) != 0)
+        return rc;
+    const char **vn = mcg_calloc(n ? n : 1, sizeof(*vn));
+    mcg_node_patch *vp = mcg_calloc(n ? n : 1, sizeof(*vp));
+    int *vr = mcg_calloc(n ? n : 1, sizeof(*vr));
+    size_t *at = mcg_calloc(n ? n : 1, sizeof(*at));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        rcs[i] = check_node(names[i], NULL);
+        if (rcs[i])
+            continue;
+        vn[k] = names[i];
+        vp[k] = patches[i];
+        at[k++] = i;
+    }
+    if (k)
+        rc = c->ops->patch_nodes(c, vn, vp, k, vr, err);
+    for (size_t j = 0; j < k; j++)
+        rcs[at[j]] = vr[j];
+    free(vn);
+    free(vp);
+    free(vr);
+    free(at);
+    return rc;
+}
+
+int mcg_cluster_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
+                         mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    static const mcg_labels none = {0};
+    int rc = fence(c, err);
+    if (rc)
+        return rc;
+    if (!name || !mcg_name_is_dns_subdomain(name))
+        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s' (DNS-1123 subdomain)",
+                           name ? name : "");
+    return c->ops->add_node(c, name, labels ? labels : &none, now, err);
+}
+
+int mcg_cluster_remove_node(mcg_cluster *c, const char *name, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc;
+    if ((rc = fence(c, err)) != 0 || (rc = check_node(name, err)) != 0)
+        return rc;
+    return c->ops->remove_node(c, name, err);
+}
+
+int mcg_cluster_label_node(mcg_cluster *c, const char *name, const char *edits, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc;
+    if ((rc = fence(c, err)) != 0 || (rc = check_node(name, err)) != 0)
+        return rc;
+    return c->ops->label_node(c, name, edits ? edits : "", err);
+}
+
+int mcg_cluster_drain(mcg_cluster *c, const char *name, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc = check_node(name, err);
+    return rc ? rc : c->ops->drain(c, name, err);
+}
+
+int mcg_cluster_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
+                           mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc;
+    if ((rc = fence(c, err)) != 0 || (rc = check_config(name, err)) != 0)
+        return rc;
+    return c->ops->put_config(c, name, spec, len, err);
+}
+
+int mcg_cluster_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc;
+    if ((rc = fence(c, err)) != 0 || (rc = check_config(name, err)) != 0)
+        return rc;
+    return c->ops->delete_config(c, name, err);
+}
+
+int mcg_cluster_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc;
+    if ((rc = fence(c, err)) != 0 || (rc = check_pool(name, err)) != 0)
+        return rc;
+    return c->ops->put_pool(c, name, obj, err);
+}
+
+int mcg_cluster_delete_pool(mcg_cluster *c, const char *name, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc;
+    if ((rc = fence(c, err)) != 0 || (rc = check_pool(name, err)) != 0)
+        return rc;
+    return c->ops->delete_pool(c, name, err);
+}
+
+int mcg_cluster_put_policy(mcg_cluster *c, const json_t *spec, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc = fence(c, err);
+    return rc ? rc : c->ops->put_policy(c, spec, err);
+}
+
+/* ------------------------------------------------ leadership, watches */
+
 int mcg_cluster_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err)
 {
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    *leader = false;
     if (c->ops->lead)
         return c->ops->lead(c, identity, leader, err);
     *leader = true;
-    return 0;
-}
-
-int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names,
-                            const mcg_node_patch *patches, size_t n, int *rcs, mcg_err *err)
-{
-    if (c->ops->patch_nodes)
-        return c->ops->patch_nodes(c, names, patches, n, rcs, err);
-    for (size_t i = 0; i < n; i++) {
-        mcg_err e = {0};
-        rcs[i] = c->ops->patch_node(c, names[i], &patches[i], &e);
-        if (rcs[i] && rcs[i] != MCG_ECONFLICT && rcs[i] != MCG_ENOTFOUND)
-            return mcg_err_set(err, rcs[i], "%s", e.msg);
-    }
     return 0;
 }
 
@@ -112,11 +342,9 @@ bool mcg_cluster_watches(const mcg_cluster *c)
     return c->ops->wait_change != NULL;
 }
 
-int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err)
+/* No change notifications: sleep, in slices so a stop request ends it. */
+static void sleep_ms(mcg_cluster *c, long timeout_ms)
 {
-    if (c->ops->wait_change)
-        return c->ops->wait_change(c, node, timeout_ms, err);
-    /* no change notifications: sleep, in slices so a stop request ends it */
     struct timespec end, now;
     clock_gettime(CLOCK_MONOTONIC, &end);
     end.tv_sec += timeout_ms / 1000;
@@ -127,96 +355,28 @@ int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, m
     }
     for (;;) {
         if (c->stop && *c->stop)
-            return 0;
+            return;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t left = (int64_t)(end.tv_sec - now.tv_sec) * 1000 +
-                       (end.tv_nsec - now.tv_nsec) / 1000000;
+        int64_t left =
+            (int64_t)(end.tv_sec - now.tv_sec) * 1000 + (end.tv_nsec - now.tv_nsec) / 1000000;
         if (left <= 0)
-            return 0;
+            return;
         struct timespec ts = {0, (long)(left > 200 ? 200 : left) * 1000000L};
         nanosleep(&ts, NULL);
     }
 }
 
-void mcg_time_format(int64_t t, char out[32])
+int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err)
 {
-    time_t tt = (time_t)t;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-bool mcg_time_parse(const char *s, int64_t *out)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof(tm));
-    const char *end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (!end || *end)
-        return false;
-    *out = (int64_t)timegm(&tm);
-    return true;
-}
-
-json_t *mcg_node_to_json(const mcg_node *n)
-{
-    json_t *labels = json_object(), *ann = json_object();
-    for (size_t i = 0; i < n->labels.n; i++)
-        json_object_set_new(labels, n->labels.items[i].key, json_string(n->labels.items[i].value));
-    if (n->desired)
-        json_object_set_new(ann, MCG_ANN_DESIRED, json_string(n->desired));
-    if (n->current)
-        json_object_set_new(ann, MCG_ANN_CURRENT, json_string(n->current));
-    if (n->state)
-        json_object_set_new(ann, MCG_ANN_STATE, json_string(n->state));
-    if (n->reason)
-        json_object_set_new(ann, MCG_ANN_REASON, json_string(n->reason));
-    char ts[32];
-    mcg_time_format(n->created, ts);
-    return json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o},s:{s:b},s:{s:[{s:s,s:s}]}}", "apiVersion", "v1",
-                     "kind", "Node", "metadata", "name", n->name, "creationTimestamp", ts,
-                     "labels", labels, "annotations", ann, "spec", "unschedulable",
-                     n->unschedulable, "status", "conditions", "type", "Ready", "status",
-                     n->ready ? "True" : "False");
-}
-
-int mcg_node_from_json(mcg_node *n, const json_t *o, mcg_err *err)
-{
-    memset(n, 0, sizeof(*n));
-    json_t *md = json_object_get(o, "metadata");
-    json_t *name = json_object_get(md, "name");
-    if (!json_is_string(name))
-        return mcg_err_set(err, MCG_EINVAL, "node object has no metadata.name");
-    n->name = mcg_strdup(json_string_value(name));
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(md, "labels"), k, v)
-    {
-        if (json_is_string(v))
-            mcg_labels_set(&n->labels, k, json_string_value(v));
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    if (node) {
+        int rc = check_node(node, err);
+        if (rc)
+            return rc;
     }
-    json_t *ann = json_object_get(md, "annotations");
-#define ANN(field, key)                                                                            \
-    do {                                                                                           \
-        json_t *a = json_object_get(ann, key);                                                     \
-        if (json_is_string(a))                                                                     \
-            n->field = mcg_strdup(json_string_value(a));                                           \
-    } while (0)
-    ANN(desired, MCG_ANN_DESIRED);
-    ANN(current, MCG_ANN_CURRENT);
-    ANN(state, MCG_ANN_STATE);
-    ANN(reason, MCG_ANN_REASON);
-#undef ANN
-    json_t *ts = json_object_get(md, "creationTimestamp");
-    if (json_is_string(ts))
-        mcg_time_parse(json_string_value(ts), &n->created);
-    n->unschedulable = json_is_true(json_object_get(json_object_get(o, "spec"), "unschedulable"));
-    size_t i;
-    json_t *cond;
-    json_array_foreach(json_object_get(json_object_get(o, "status"), "conditions"), i, cond)
-    {
-        json_t *t = json_object_get(cond, "type"), *s = json_object_get(cond, "status");
-        if (json_is_string(t) && !strcmp(json_string_value(t), "Ready"))
-            n->ready = json_is_string(s) && !strcmp(json_string_value(s), "True");
-    }
+    if (c->ops->wait_change)
+        return c->ops->wait_change(c, node, timeout_ms, err);
+    sleep_ms(c, timeout_ms);
     return 0;
 }

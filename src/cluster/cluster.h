@@ -1,9 +1,11 @@
 /*
  * cluster — where nodes, published rendered configs, pool status and the
- * cluster-wide MachineConfiguration live. One interface, one file per
- * backend (like curl's lib/vtls/): `local:DIR` (a state directory of JSON
+ * cluster-wide MachineConfiguration live. One interface, backends behind it
+ * (like curl's lib/vtls/): `local:DIR` (local.c: a state directory of JSON
  * files under a lock, the embedded default) and `kube` (the Kubernetes API:
- * kube.c, kubeapi.c, kubecfg.c).
+ * kube_*.c). Callers see only the functions in this header; each backend
+ * fills a private table of operations (cluster_int.h), and the common checks
+ * (names, write fencing, NULL error records) live once in cluster.c.
  *
  * Node fields mirror a Kubernetes Node: name, labels, creation time, the
  * Ready condition, spec.unschedulable, and the annotations
@@ -51,98 +53,120 @@ typedef struct mcg_node_patch {
     const char *if_desired;
 } mcg_node_patch;
 
-#define MCG_NODE_PATCH_INIT {NULL, NULL, NULL, NULL, -1, -1, NULL}
-
-typedef struct mcg_cluster mcg_cluster;
-
-typedef struct mcg_cluster_ops {
-    int (*list_nodes)(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err);
-    int (*get_node)(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err);
-    int (*patch_node)(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err);
-    int (*add_node)(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
-                    mcg_err *err);
-    int (*remove_node)(mcg_cluster *c, const char *name, mcg_err *err);
-    /* Apply label edits "k=v,k2-" (set k, remove k2) to the node's current
-     * labels atomically: concurrent edits of other keys are never lost. */
-    int (*label_node)(mcg_cluster *c, const char *name, const char *edits, mcg_err *err);
-    /* Published rendered configs: canonical spec bytes by rendered name. */
-    int (*put_config)(mcg_cluster *c, const char *name, const char *spec, size_t len, mcg_err *err);
-    int (*get_config)(mcg_cluster *c, const char *name, char **spec, size_t *len, mcg_err *err);
-    int (*list_configs)(mcg_cluster *c, mcg_strv *names, mcg_err *err);
-    int (*delete_config)(mcg_cluster *c, const char *name, mcg_err *err);
-    /* MachineConfigPool objects (Kubernetes shape, with status). */
-    int (*put_pool)(mcg_cluster *c, const char *name, const json_t *obj, mcg_err *err);
-    int (*list_pools)(mcg_cluster *c, json_t **items, mcg_err *err); /* JSON array, sorted */
-    int (*delete_pool)(mcg_cluster *c, const char *name, mcg_err *err);
-    /* The MachineConfiguration "cluster" (its spec: nodeDisruptionPolicy). */
-    int (*put_policy)(mcg_cluster *c, const json_t *spec, mcg_err *err);
-    int (*get_policy)(mcg_cluster *c, json_t **spec, mcg_err *err); /* ENOTFOUND: none */
-    /* Evict the node's pods (local: nothing to evict). */
-    int (*drain)(mcg_cluster *c, const char *name, mcg_err *err);
-    /* Default root directory of a node's filesystem, or NULL (caller frees). */
-    char *(*node_root)(mcg_cluster *c, const char *name);
-    void (*free)(mcg_cluster *c);
-    /*
-     * Ops below are optional (NULL): call them through the mcg_cluster_*
-     * wrappers, which supply the default.
-     *
-     * Leader election: try to become (or stay) the one acting controller
-     * under this identity; call it before every pass and act only when
-     * *leader. On an error *leader is false. Cheap to call often (kube: no
-     * request while renewed less than a third of the lease duration ago).
-     * Once called, the backend fences writes: every mutating op fails with
-     * MCG_ECONFLICT "not the leader ..." unless the lease was renewed within
-     * the lease duration minus a margin, so a replica that lost the lease
-     * (or stalled) never writes alongside the new leader. Default: always
-     * the leader (a local cluster has one controller).
-     */
-    int (*lead)(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
-    /*
-     * Wait up to timeout_ms for a change that matters to nodes (any node
-     * when node is NULL, else that one): returns 1 on a change, 0 when the
-     * time passed quietly, negative with err when changes cannot be watched
-     * (after having waited, so a loop over it never spins). Default: sleep.
-     */
-    int (*wait_change)(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
-    /* Several node patches in one go: rcs[i] gets each node's own result (0,
-     * MCG_ECONFLICT when its if_desired no longer holds, MCG_ENOTFOUND);
-     * the return value is an error that stopped the whole batch. NULL: the
-     * wrapper applies them one by one with patch_node. */
-    int (*patch_nodes)(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
-                       size_t n, int *rcs, mcg_err *err);
-} mcg_cluster_ops;
-
-struct mcg_cluster {
-    const mcg_cluster_ops *ops;
-    char *spec; /* as given: "local:DIR" */
-    /* Set by the caller (e.g. to its SIGTERM flag): long waits (wait_change,
-     * retry backoff, drain) return early once *stop is non-zero. May be NULL. */
-    volatile sig_atomic_t *stop;
-};
+#define MCG_NODE_PATCH_INIT                                                                        \
+    {                                                                                              \
+        NULL, NULL, NULL, NULL, -1, -1, NULL                                                       \
+    }
 
 /*
- * Open a cluster from its spec: "local:DIR" (DIR is created if missing),
- * "kube" (in-cluster service account) or "kube:KUBECONFIG".
+ * A cluster handle. Its backend is private (cluster_int.h): callers use the
+ * mcg_cluster_* functions below only. Every one of them
+ *   - accepts err == NULL (the message is then dropped, the code returned);
+ *   - checks names before a backend sees them: node names are DNS-1123
+ *     subdomains, rendered config names "rendered-" + a subdomain, pool
+ *     names DNS labels (MCG_EINVAL "invalid node name 'x'" and so on);
+ *   - fences writes: once mcg_cluster_lead() has been called on a handle,
+ *     every write (patch, add, remove, label, put, delete) fails with
+ *     MCG_ECONFLICT "not the leader ..." unless this handle still surely
+ *     holds the leader lease (see mcg_cluster_lead);
+ *   - initialises its out-parameters, also on failure.
+ */
+typedef struct mcg_cluster mcg_cluster;
+
+/*
+ * Open a cluster from its spec: "local:DIR" (DIR is created by the first
+ * write), "kube" (in-cluster service account) or "kube:KUBECONFIG".
+ * Free with mcg_cluster_free() (NULL is a no-op).
  */
 int mcg_cluster_open(mcg_cluster **out, const char *spec, mcg_err *err);
 void mcg_cluster_free(mcg_cluster *c);
 
-/* Convenience wrappers over ops. */
+/* The spec the cluster was opened with ("local:DIR"), for messages. */
+const char *mcg_cluster_spec(const mcg_cluster *c);
+
+/*
+ * Where long waits (wait_change, retry backoff, drain) look for a stop
+ * request: they return early once *stop is non-zero. NULL: never.
+ */
+void mcg_cluster_set_stop(mcg_cluster *c, volatile sig_atomic_t *stop);
+
+/* ----------------------------------------------------------------- nodes */
+
+/* Every node, sorted by name, as one snapshot. Free with mcg_nodes_free(). */
 int mcg_cluster_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err);
+/* One node (MCG_ENOTFOUND: no such node). Clear with mcg_node_clear(). */
 int mcg_cluster_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err);
-int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p,
+/* Apply a patch atomically; MCG_ECONFLICT when p->if_desired no longer holds. */
+int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err);
+/* Several node patches in one go: rcs[i] gets each node's own result (0,
+ * MCG_ECONFLICT when its if_desired no longer holds, MCG_ENOTFOUND,
+ * MCG_EINVAL for a bad name); the return value is an error that stopped the
+ * whole batch. */
+int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
+                            size_t n, int *rcs, mcg_err *err);
+/* A new node, Ready, created at now (kube: the API server's clock).
+ * MCG_ECONFLICT when it exists. labels may be NULL. */
+int mcg_cluster_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
+                         mcg_err *err);
+int mcg_cluster_remove_node(mcg_cluster *c, const char *name, mcg_err *err);
+/* Apply label edits "k=v,k2-" (set k, remove k2) to the node's current
+ * labels atomically: concurrent edits of other keys are never lost. */
+int mcg_cluster_label_node(mcg_cluster *c, const char *name, const char *edits, mcg_err *err);
+/* Evict the node's pods (local: nothing to evict). */
+int mcg_cluster_drain(mcg_cluster *c, const char *name, mcg_err *err);
+/* Default root directory of a node's filesystem, or NULL (caller frees). */
+char *mcg_cluster_node_root(mcg_cluster *c, const char *name);
+
+/* ------------------------------------------------------ rendered configs */
+
+/* Publish canonical spec bytes under their rendered name (idempotent). */
+int mcg_cluster_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
                            mcg_err *err);
+/* The published bytes (caller frees *spec); MCG_ENOTFOUND: not published. */
 int mcg_cluster_get_config(mcg_cluster *c, const char *name, char **spec, size_t *len,
                            mcg_err *err);
+/* Names of the published configs, sorted, appended to names. */
+int mcg_cluster_list_configs(mcg_cluster *c, mcg_strv *names, mcg_err *err);
+/* Unpublish; a config already gone is not an error. */
+int mcg_cluster_delete_config(mcg_cluster *c, const char *name, mcg_err *err);
+
+/* ------------------------------------------- pools and the cluster policy */
+
+/* Create or update a MachineConfigPool object (Kubernetes shape, with status). */
+int mcg_cluster_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_err *err);
+/* Every MachineConfigPool object as a JSON array sorted by name (caller
+ * decrefs; NULL on failure). */
+int mcg_cluster_list_pools(mcg_cluster *c, json_t **items, mcg_err *err);
+/* Delete a pool object; one already gone is not an error. */
+int mcg_cluster_delete_pool(mcg_cluster *c, const char *name, mcg_err *err);
+/* The MachineConfiguration "cluster": write its spec (nodeDisruptionPolicy). */
+int mcg_cluster_put_policy(mcg_cluster *c, const json_t *spec, mcg_err *err);
+/* Its spec as stored (caller decrefs); MCG_ENOTFOUND when there is none. */
+int mcg_cluster_get_policy_json(mcg_cluster *c, json_t **spec, mcg_err *err);
+/* Its spec parsed; no MachineConfiguration gives the defaults (returns 0). */
 int mcg_cluster_get_policy(mcg_cluster *c, mcg_disruption_policy *out, mcg_err *err);
-/* ops->lead, or "always the leader". */
+
+/* ------------------------------------------------- leadership and watches */
+
+/*
+ * Leader election: try to become (or stay) the one acting controller under
+ * this identity; call it before every pass and act only when *leader. On
+ * an error *leader is false. Cheap to call often (kube: no request while
+ * renewed less than a third of the lease duration ago). Once called, writes
+ * through this handle are fenced (see above): a replica that lost the lease
+ * (or stalled) never writes alongside the new leader. A backend without
+ * leader election (local: one controller) always says *leader = true.
+ */
 int mcg_cluster_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
-/* ops->patch_nodes, or patch_node for each (see there). */
-int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names,
-                            const mcg_node_patch *patches, size_t n, int *rcs, mcg_err *err);
-/* Whether the backend can wait for node changes (ops->wait_change). */
+/* Whether the backend can wait for node changes rather than sleep. */
 bool mcg_cluster_watches(const mcg_cluster *c);
-/* ops->wait_change, or a sleep of timeout_ms (ended early by *c->stop). */
+/*
+ * Wait up to timeout_ms for a change that matters to nodes (any node when
+ * node is NULL, else that one): returns 1 on a change, 0 when the time
+ * passed quietly (or a stop was requested), negative with err when changes
+ * cannot be watched (after having waited, so a loop over it never spins).
+ * Without watches: a sleep of timeout_ms, ended early by a stop request.
+ */
 int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
 
 /* Node as a Kubernetes Node object (for -o json). */

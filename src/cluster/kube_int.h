@@ -1,13 +1,20 @@
 /*
- * kube_int.h — shared inside cluster/ by the `kube` backend's files:
+ * kube_int.h — shared inside cluster/ by the `kube` backend's files, one
+ * concern each:
  *
- *   kubecfg.c   where the API server is and who we are: a kubeconfig file or
- *               the in-cluster service account (pure parsing + file loading)
- *   kubeapi.c   the HTTP client: one reused curl handle, timeouts, bounded
- *               retries with backoff and jitter, response validation, paged
- *               lists and watch streams
- *   kube.c      the mcg_cluster_ops backend over Node, MachineConfig,
- *               MachineConfigPool, MachineConfiguration, Lease and Eviction
+ *   kube_config.c   where the API server is and who we are: a kubeconfig file
+ *                   or the in-cluster service account (parsing + file loading)
+ *   kube_http.c     the HTTP client: one reused curl handle, timeouts, bounded
+ *                   retries with backoff and jitter, response validation,
+ *                   paged lists and the watch connection
+ *   kube_backend.c  the handle, the private ops table, open and free
+ *   kube_nodes.c    Node objects and the node cache
+ *   kube_watch.c    the watch line framer; the node cache kept current by a
+ *                   watch; waiting for node changes
+ *   kube_objects.c  MachineConfig, MachineConfigPool, MachineConfiguration
+ *                   (compare-and-swap merge patches)
+ *   kube_lease.c    leader election on a Lease and the write fence
+ *   kube_drain.c    evicting a node's pods
  *
  * Everything the API server sends is untrusted: sizes are bounded, bodies
  * must be JSON objects, and text shown to the user is cut to one printable
@@ -304,5 +311,128 @@ void mcg_kube_watch_free(mcg_kube_watch *w);
  * tests and the benchmark: requests per controller pass.
  */
 bool mcg_cluster_kube_stats(mcg_cluster *c, uint64_t *requests, uint64_t *bytes);
+
+/* Where the backend's objects live, and how it writes them. */
+#define MCG_KUBE_NODES_PATH "/api/v1/nodes"
+#define MCG_KUBE_MC_PATH MCG_KUBE_CRD_PATH "/machineconfigs"
+#define MCG_KUBE_MCP_PATH MCG_KUBE_CRD_PATH "/machineconfigpools"
+#define MCG_KUBE_MCFG_PATH MCG_KUBE_CRD_PATH "/machineconfigurations/cluster"
+#define MCG_KUBE_LEASE_NAME "mcgit-controller"
+#define MCG_KUBE_MERGE_PATCH "application/merge-patch+json"
+#define MCG_KUBE_STRATEGIC_PATCH "application/strategic-merge-patch+json"
+/* Compare-and-swap tries before a write that keeps losing races gives up. */
+#define MCG_KUBE_CAS_TRIES 8
+
+/* A cached node and the resourceVersion it was seen at. */
+typedef struct mcg_kube_node_ent {
+    mcg_node n;
+    char *rv;
+} mcg_kube_node_ent;
+
+/* The kube backend's handle (base first: a mcg_cluster * points at it). */
+typedef struct mcg_kube {
+    mcg_cluster base;
+    mcg_kube_client *kc;
+    char *ns; /* namespace of the Lease */
+    long lease_duration_s;
+    long drain_timeout_ms;
+
+    /* node cache, sorted by name (kube_nodes.c, kept current by kube_watch.c) */
+    mcg_kube_node_ent *nodes;
+    size_t nnodes, capnodes;
+    char *nodes_rv;        /* resourceVersion the cache is complete at (when synced) */
+    char *scope;           /* NULL: every node is cached/watched; else that node only */
+    bool synced;           /* the cache holds every node in scope, as of nodes_rv */
+    mcg_kube_watch *w;     /* watch from nodes_rv, NULL when none */
+    int64_t watch_started; /* when w was started (monotonic ms) */
+    bool changed;          /* a change that matters arrived since the last wait */
+
+    mcg_strv published; /* rendered configs known to exist */
+    json_t *pools;      /* last seen MachineConfigPool objects by name */
+
+    /* leader election (kube_lease.c) */
+    char *identity; /* lease holder identity while we may hold it */
+    char *obs_rv;   /* last observed Lease resourceVersion */
+    int64_t obs_ms; /* when (monotonic) it was observed to change */
+    bool leader;
+    int64_t lead_ok_ms; /* when (monotonic) the last successful take/renew was sent */
+
+    char *eviction_gv; /* "policy/v1" or "policy/v1beta1", once discovered (kube_drain.c) */
+} mcg_kube;
+
+/* kube_backend.c: the handle of c, its client told where to look for a stop. */
+mcg_kube *mcg_kube_of(mcg_cluster *c);
+int64_t mcg_kube_mono_ms(void);
+int64_t mcg_kube_wall_ms(void);
+/* o.a (b NULL) or o.a.b when a string, else NULL. */
+const char *mcg_kube_str_at(const json_t *o, const char *a, const char *b);
+/* metadata.resourceVersion, or NULL. */
+const char *mcg_kube_obj_rv(const json_t *o);
+/* Both NULL or equal strings. */
+bool mcg_kube_str_eq(const char *a, const char *b);
+
+/* kube_nodes.c: the node cache. */
+bool mcg_kube_node_differs(const mcg_node *a, const mcg_node *b);
+size_t mcg_kube_cache_pos(const mcg_kube *k, const char *name, bool *found);
+void mcg_kube_cache_clear(mcg_kube *k);
+/* Take n over into the cache unless it holds a newer version; returns
+ * whether what mcgit reads changed. */
+bool mcg_kube_cache_put(mcg_kube *k, mcg_node *n, const char *rv);
+bool mcg_kube_cache_del(mcg_kube *k, const char *name);
+/* Cache a Node object as the API returned it; returns whether it changed. */
+bool mcg_kube_cache_obj(mcg_kube *k, const json_t *o);
+/* List path's nodes sorted by name (free with mcg_kube_node_ents_free);
+ * *rv (if rv) gets the list's resourceVersion. */
+int mcg_kube_list_node_ents(mcg_kube *k, const char *path, mcg_kube_node_ent **v, size_t *n,
+                            size_t *cap, char **rv, mcg_err *err);
+void mcg_kube_node_ents_free(mcg_kube_node_ent *v, size_t n);
+
+/* kube_watch.c: keeping the cache current. */
+void mcg_kube_drop_watch(mcg_kube *k);
+/* Forget the watch and mark the cache incomplete. */
+void mcg_kube_unsync(mcg_kube *k);
+/* The watch/list path of the node scope (caller frees). */
+char *mcg_kube_scope_path(const mcg_kube *k);
+/* Deliver what the watch has, without waiting; whether the cache is
+ * complete and current (else read from the API). */
+bool mcg_kube_pump(mcg_kube *k);
+/* Re-list the scope into the cache (synced, no watch yet). */
+int mcg_kube_sync_nodes(mcg_kube *k, mcg_err *err);
+
+/* kube_lease.c: give the Lease up on a clean shutdown. */
+void mcg_kube_lease_release(mcg_kube *k);
+
+/* The ops (see cluster_int.h for what the wrappers guarantee them). */
+int mcg_kube_op_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err);
+int mcg_kube_op_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err);
+int mcg_kube_op_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err);
+int mcg_kube_op_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
+                         mcg_err *err);
+int mcg_kube_op_remove_node(mcg_cluster *c, const char *name, mcg_err *err);
+int mcg_kube_op_label_node(mcg_cluster *c, const char *name, const char *edits, mcg_err *err);
+int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
+                           mcg_err *err);
+int mcg_kube_op_get_config(mcg_cluster *c, const char *name, char **spec, size_t *len,
+                           mcg_err *err);
+int mcg_kube_op_list_configs(mcg_cluster *c, mcg_strv *names, mcg_err *err);
+int mcg_kube_op_delete_config(mcg_cluster *c, const char *name, mcg_err *err);
+int mcg_kube_op_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_err *err);
+int mcg_kube_op_list_pools(mcg_cluster *c, json_t **items, mcg_err *err);
+int mcg_kube_op_delete_pool(mcg_cluster *c, const char *name, mcg_err *err);
+int mcg_kube_op_put_policy(mcg_cluster *c, const json_t *spec, mcg_err *err);
+int mcg_kube_op_get_policy(mcg_cluster *c, json_t **spec, mcg_err *err);
+int mcg_kube_op_drain(mcg_cluster *c, const char *name, mcg_err *err);
+char *mcg_kube_op_node_root(mcg_cluster *c, const char *name);
+void mcg_kube_op_free(mcg_cluster *c);
+/*
+ * Once a caller takes part in leader election (has called lead), it may
+ * write only while its Lease is surely still its own: renewed, by our own
+ * clock, less than a lease duration ago (minus a margin for requests in
+ * flight). Another replica waits a whole duration after it last saw the
+ * Lease change before taking it, so the two never write at the same time.
+ */
+int mcg_kube_op_fence(mcg_cluster *c, mcg_err *err);
+int mcg_kube_op_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
+int mcg_kube_op_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
 
 #endif

@@ -51,8 +51,10 @@ static int ensure_dirs(local *l, mcg_err *err)
         char *p = mcg_sprintf("%s/%s", l->dir, *s);
         int rc = mcg_mkdirs(p, 0755, err);
         free(p);
-        if (rc)
-            return mcg_err_prefix(err, "cluster %s", l->base.spec);
+        if (rc) {
+            mcg_err_prefix(err, "cluster %s", l->base.spec);
+            return rc;
+        }
     }
     l->made = true;
     return 0;
@@ -76,8 +78,9 @@ static int check_dir(local *l, mcg_err *err)
 static int lock_dir(local *l, int how, int *fd, mcg_err *err)
 {
     *fd = -1;
-    if (how == LOCK_EX && ensure_dirs(l, err) != 0)
-        return err->code;
+    int rc;
+    if (how == LOCK_EX && (rc = ensure_dirs(l, err)) != 0)
+        return rc;
     char *p = mcg_sprintf("%s/.lock", l->dir);
     int f = how == LOCK_EX ? open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644)
                            : open(p, O_RDONLY | O_CLOEXEC);
@@ -131,21 +134,15 @@ static int write_json(const char *path, const json_t *v, mcg_err *err)
     return rc;
 }
 
-static bool name_ok(const char *name)
-{
-    return mcg_name_is_dns_subdomain(name);
-}
-
 static char *node_path(local *l, const char *name)
 {
     return mcg_sprintf("%s/nodes/%s.json", l->dir, name);
 }
 
+/* Read one node object (name already checked). */
 static int read_node(local *l, const char *name, mcg_node *out, mcg_err *err)
 {
     memset(out, 0, sizeof(*out));
-    if (!name_ok(name))
-        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
     char *p = node_path(l, name);
     json_t *o = NULL;
     int rc = read_json(&o, p, err);
@@ -161,10 +158,8 @@ static int read_node(local *l, const char *name, mcg_node *out, mcg_err *err)
 static int l_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err)
 {
     local *l = (local *)c;
-    memset(out, 0, sizeof(*out));
-    if (check_dir(l, err) != 0)
-        return err->code;
-    return read_node(l, name, out, err);
+    int rc = check_dir(l, err);
+    return rc ? rc : read_node(l, name, out, err);
 }
 
 /*
@@ -175,13 +170,9 @@ static int l_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *
 static int l_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err)
 {
     local *l = (local *)c;
-    *out = NULL;
-    *n = 0;
-    if (check_dir(l, err) != 0)
-        return err->code;
-    int lk;
-    if (lock_dir(l, LOCK_SH, &lk, err) != 0)
-        return err->code;
+    int lk, rc;
+    if ((rc = check_dir(l, err)) != 0 || (rc = lock_dir(l, LOCK_SH, &lk, err)) != 0)
+        return rc;
     char *d = mcg_sprintf("%s/nodes", l->dir);
     DIR *dh = opendir(d);
     free(d);
@@ -204,11 +195,12 @@ static int l_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err)
     mcg_strv_sort(&names);
     mcg_node *nodes = mcg_calloc(names.n ? names.n : 1, sizeof(*nodes));
     size_t k = 0;
-    int rc = 0;
     for (size_t i = 0; i < names.n; i++) {
+        if (!mcg_name_is_dns_subdomain(names.v[i]))
+            continue; /* not ours */
         int r = read_node(l, names.v[i], &nodes[k], err);
-        if (r == MCG_ENOTFOUND || (r == MCG_EINVAL && !name_ok(names.v[i])))
-            continue; /* removed meanwhile, or not ours */
+        if (r == MCG_ENOTFOUND)
+            continue; /* removed meanwhile */
         if (r) {
             rc = r;
             break;
@@ -243,19 +235,14 @@ static void set_ann(json_t *ann, const char *key, const char *val)
  */
 typedef int (*node_edit_fn)(json_t *node, const char *name, const void *arg, mcg_err *err);
 
-static int modify_node(local *l, const char *name, node_edit_fn edit, const void *arg,
-                       mcg_err *err)
+static int modify_node(local *l, const char *name, node_edit_fn edit, const void *arg, mcg_err *err)
 {
-    if (!name_ok(name))
-        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
-    if (check_dir(l, err) != 0)
-        return err->code;
-    int lk;
-    if (lock_dir(l, LOCK_EX, &lk, err) != 0)
-        return err->code;
+    int lk, rc;
+    if ((rc = check_dir(l, err)) != 0 || (rc = lock_dir(l, LOCK_EX, &lk, err)) != 0)
+        return rc;
     char *path = node_path(l, name);
     json_t *o = NULL;
-    int rc = read_json(&o, path, err);
+    rc = read_json(&o, path, err);
     if (rc == MCG_ENOTFOUND)
         mcg_err_set(err, MCG_ENOTFOUND, "node '%s' not found", name);
     if (!rc)
@@ -306,13 +293,10 @@ static int l_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels
                       mcg_err *err)
 {
     local *l = (local *)c;
-    if (!name_ok(name))
-        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s' (DNS-1123 subdomain)", name);
-    int lk;
-    if (lock_dir(l, LOCK_EX, &lk, err) != 0)
-        return err->code;
+    int lk, rc;
+    if ((rc = lock_dir(l, LOCK_EX, &lk, err)) != 0)
+        return rc;
     char *path = node_path(l, name);
-    int rc = 0;
     if (access(path, F_OK) == 0) {
         rc = mcg_err_set(err, MCG_ECONFLICT, "node '%s' already exists", name);
         goto out;
@@ -339,15 +323,10 @@ out:
 static int l_remove_node(mcg_cluster *c, const char *name, mcg_err *err)
 {
     local *l = (local *)c;
-    if (!name_ok(name))
-        return mcg_err_set(err, MCG_EINVAL, "invalid node name '%s'", name);
-    if (check_dir(l, err) != 0)
-        return err->code;
-    int lk;
-    if (lock_dir(l, LOCK_EX, &lk, err) != 0)
-        return err->code;
+    int lk, rc;
+    if ((rc = check_dir(l, err)) != 0 || (rc = lock_dir(l, LOCK_EX, &lk, err)) != 0)
+        return rc;
     char *path = node_path(l, name);
-    int rc = 0;
     if (unlink(path) != 0)
         rc = mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "node '%s': %s", name,
                          errno == ENOENT ? "not found" : strerror(errno));
@@ -364,9 +343,9 @@ static int edit_labels(json_t *o, const char *name, const void *arg, mcg_err *er
     mcg_labels l = {0};
     const char *k;
     json_t *v;
-    json_object_foreach(have, k, v)
-        if (json_is_string(v))
-            mcg_labels_set(&l, k, json_string_value(v));
+    json_object_foreach(have, k, v) if (json_is_string(v))
+        mcg_labels_add(&l, k, json_string_value(v));
+    mcg_labels_finish(&l);
     int rc = mcg_labels_parse_arg(&l, (const char *)arg, err);
     if (!rc) {
         json_t *lab = json_object();
@@ -383,21 +362,15 @@ static int l_label_node(mcg_cluster *c, const char *name, const char *edits, mcg
     return modify_node((local *)c, name, edit_labels, edits, err);
 }
 
-static bool config_name_ok(const char *name)
-{
-    return !strncmp(name, "rendered-", 9) && mcg_name_is_dns_subdomain(name);
-}
-
 static int l_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
                         mcg_err *err)
 {
     local *l = (local *)c;
-    if (!config_name_ok(name))
-        return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name);
-    if (ensure_dirs(l, err) != 0)
-        return err->code;
+    int rc = ensure_dirs(l, err);
+    if (rc)
+        return rc;
     char *path = mcg_sprintf("%s/configs/%s.json", l->dir, name);
-    int rc = access(path, F_OK) == 0 ? 0 : mcg_write_file_atomic(path, spec, len, 0644, err);
+    rc = access(path, F_OK) == 0 ? 0 : mcg_write_file_atomic(path, spec, len, 0644, err);
     free(path);
     return rc;
 }
@@ -405,10 +378,6 @@ static int l_put_config(mcg_cluster *c, const char *name, const char *spec, size
 static int l_get_config(mcg_cluster *c, const char *name, char **spec, size_t *len, mcg_err *err)
 {
     local *l = (local *)c;
-    *spec = NULL;
-    *len = 0;
-    if (!config_name_ok(name))
-        return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name);
     char *path = mcg_sprintf("%s/configs/%s.json", l->dir, name);
     int rc = mcg_read_file(path, MAX_OBJECT, spec, len, err);
     if (rc == MCG_ENOTFOUND)
@@ -419,13 +388,16 @@ static int l_get_config(mcg_cluster *c, const char *name, char **spec, size_t *l
 
 static int list_dir_json(local *l, const char *sub, mcg_strv *names, mcg_err *err)
 {
-    if (check_dir(l, err) != 0)
-        return err->code;
+    int rc = check_dir(l, err);
+    if (rc)
+        return rc;
     char *d = mcg_sprintf("%s/%s", l->dir, sub);
     DIR *dh = opendir(d);
     free(d);
     if (!dh)
-        return errno == ENOENT ? 0 : mcg_err_set(err, MCG_EIO, "%s/%s: %s", l->dir, sub, strerror(errno));
+        return errno == ENOENT
+                   ? 0
+                   : mcg_err_set(err, MCG_EIO, "%s/%s: %s", l->dir, sub, strerror(errno));
     struct dirent *de;
     while ((de = readdir(dh))) {
         size_t len = strlen(de->d_name);
@@ -458,21 +430,17 @@ static int remove_object(local *l, const char *sub, const char *name, mcg_err *e
 
 static int l_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
 {
-    local *l = (local *)c;
-    if (!config_name_ok(name))
-        return mcg_err_set(err, MCG_EINVAL, "invalid rendered config name '%s'", name);
-    return remove_object(l, "configs", name, err);
+    return remove_object((local *)c, "configs", name, err);
 }
 
 static int l_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_err *err)
 {
     local *l = (local *)c;
-    if (!mcg_name_is_dns_label(name))
-        return mcg_err_set(err, MCG_EINVAL, "invalid pool name '%s'", name);
-    if (ensure_dirs(l, err) != 0)
-        return err->code;
+    int rc = ensure_dirs(l, err);
+    if (rc)
+        return rc;
     char *path = mcg_sprintf("%s/pools/%s.json", l->dir, name);
-    int rc = write_json(path, obj, err);
+    rc = write_json(path, obj, err);
     free(path);
     return rc;
 }
@@ -503,21 +471,19 @@ static int l_list_pools(mcg_cluster *c, json_t **items, mcg_err *err)
 
 static int l_delete_pool(mcg_cluster *c, const char *name, mcg_err *err)
 {
-    local *l = (local *)c;
-    if (!mcg_name_is_dns_label(name))
-        return mcg_err_set(err, MCG_EINVAL, "invalid pool name '%s'", name);
-    return remove_object(l, "pools", name, err);
+    return remove_object((local *)c, "pools", name, err);
 }
 
 static int l_put_policy(mcg_cluster *c, const json_t *spec, mcg_err *err)
 {
     local *l = (local *)c;
-    if (ensure_dirs(l, err) != 0)
-        return err->code;
+    int rc = ensure_dirs(l, err);
+    if (rc)
+        return rc;
     char *path = mcg_sprintf("%s/machineconfiguration.json", l->dir);
     json_t *o = json_pack("{s:s,s:s,s:{s:s},s:O}", "apiVersion", MCG_API_MCGIT, "kind",
                           "MachineConfiguration", "metadata", "name", "cluster", "spec", spec);
-    int rc = write_json(path, o, err);
+    rc = write_json(path, o, err);
     json_decref(o);
     free(path);
     return rc;
@@ -571,20 +537,13 @@ static int l_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_nod
                          size_t n, int *rcs, mcg_err *err)
 {
     local *l = (local *)c;
-    if (check_dir(l, err) != 0)
-        return err->code;
-    int lk;
-    if (lock_dir(l, LOCK_EX, &lk, err) != 0)
-        return err->code;
+    int lk, rc;
+    if ((rc = check_dir(l, err)) != 0 || (rc = lock_dir(l, LOCK_EX, &lk, err)) != 0)
+        return rc;
     char *nodes_dir = mcg_sprintf("%s/nodes", l->dir);
     char **tmps = mcg_calloc(n ? n : 1, sizeof(*tmps));
-    int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         rcs[i] = 0;
-        if (!name_ok(names[i])) {
-            rcs[i] = MCG_EINVAL;
-            continue;
-        }
         char *path = node_path(l, names[i]);
         json_t *o = NULL;
         mcg_err e = {0};

@@ -448,23 +448,23 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
 
     /* 4. publish the targets and the disruption policy (only what changed) */
     for (size_t i = 0; i < ntips; i++)
-        if ((rc = c->ops->put_config(c, tips[i].name, tips[i].spec, tips[i].spec_len, err)) != 0)
+        if ((rc = mcg_cluster_put_config(c, tips[i].name, tips[i].spec, tips[i].spec_len, err)) != 0)
             goto out;
     pol = mcg_policy_to_json(&m->policy);
-    int grc = c->ops->get_policy(c, &cur_pol, err);
+    int grc = mcg_cluster_get_policy_json(c, &cur_pol, err);
     if (grc && grc != MCG_ENOTFOUND) {
         rc = grc;
         goto out;
     }
     if (grc == MCG_ENOTFOUND || !json_equal(cur_pol, pol)) {
-        if ((rc = c->ops->put_policy(c, pol, err)) != 0)
+        if ((rc = mcg_cluster_put_policy(c, pol, err)) != 0)
             goto out;
         res->writes++;
     }
 
     /* 5. plan on one snapshot of the nodes */
     if ((rc = mcg_cluster_list_nodes(c, &nodes, &nnodes, err)) != 0 ||
-        (rc = c->ops->list_pools(c, &prev_pools, err)) != 0)
+        (rc = mcg_cluster_list_pools(c, &prev_pools, err)) != 0)
         goto out;
     res->nodes = nnodes;
     qsort(nodes, nnodes, sizeof(*nodes), node_cmp);
@@ -529,7 +529,7 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         json_t *prev = prev_pool(prev_pools, m->pools[i].name);
         json_t *obj = pool_object(&m->pools[i], &plan->pools[i], prev, now);
         if (!pool_same(prev, obj)) {
-            rc = c->ops->put_pool(c, m->pools[i].name, obj, err);
+            rc = mcg_cluster_put_pool(c, m->pools[i].name, obj, err);
             res->writes++;
         }
         json_decref(obj);
@@ -543,16 +543,16 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     {
         json_t *nm = json_object_get(json_object_get(pp, "metadata"), "name");
         if (json_is_string(nm) && !mcg_model_pool(m, json_string_value(nm)))
-            c->ops->delete_pool(c, json_string_value(nm), NULL);
+            mcg_cluster_delete_pool(c, json_string_value(nm), NULL);
     }
 
     /* 8. unpublish what nothing uses, beyond a few older configs per pool:
      * git keeps every rendered config, and a rollback publishes it again */
     keep_set(&keep, nodes, nnodes, plan, &log, o->keep_configs);
-    if (c->ops->list_configs(c, &published, NULL) == 0)
+    if (mcg_cluster_list_configs(c, &published, NULL) == 0)
         for (size_t i = 0; i < published.n; i++)
             if (!keep.n || !bsearch(&published.v[i], keep.v, keep.n, sizeof(*keep.v), str_cmp))
-                c->ops->delete_config(c, published.v[i], NULL);
+                mcg_cluster_delete_config(c, published.v[i], NULL);
     rc = 0;
 out:
     mcg_strv_free(&published);

@@ -2,10 +2,10 @@
  * controller — the reconcile loop: fetch → verify → render → publish →
  * roll out → status.
  *
- * One pass reads the config repo and the cluster, decides with the pure
- * planner (rollout/) which nodes get which target now, writes desiredConfig
- * and the pools' status, and returns. The loop runs passes until SIGTERM,
- * finishing the pass in progress.
+ * One pass (controller.c) reads the config repo and the cluster, decides
+ * with the pure planner (rollout/) which nodes get which target now, writes
+ * desiredConfig and the pools' status, and returns. The loop (loop.c) runs
+ * passes until SIGTERM, finishing the pass in progress.
  */
 #ifndef MCG_CONTROLLER_H
 #define MCG_CONTROLLER_H
@@ -48,6 +48,32 @@ typedef struct mcg_pass_result {
 int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_cluster *c,
                         int64_t now, mcg_err *err);
 void mcg_pass_result_clear(mcg_pass_result *res);
+
+/* The controller daemon (`mcgit controller`). */
+typedef struct mcg_controller_run_opts {
+    mcg_controller_opts pass; /* what each pass does */
+    const char *cluster;      /* "local:DIR", "kube" or "kube:KUBECONFIG" */
+    const char *identity;     /* leader election identity; NULL: the default */
+    double interval;          /* seconds between passes, at most (0.05..86400) */
+    bool once;                /* one pass, then return */
+    int verbosity;            /* 0 quiet, 1 normal, 2 verbose; logs go to stderr */
+} mcg_controller_run_opts;
+
+/*
+ * Open the cluster and run passes until SIGTERM or SIGINT (the pass in
+ * progress finishes first; the handlers are installed for the run and the
+ * signal mask is restored after it), or one pass with o->once. Only the
+ * holder of the leader lease acts. Problems of a pass are logged to stderr
+ * (once each, "recovered" when over), not returned: the next pass retries.
+ * Returns an error (err set, nothing logged) only when the loop could not
+ * start; *pass_failed says whether the --once pass failed, was refused, or
+ * could not fetch, or this replica was not the leader.
+ */
+int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_err *err);
+
+/* The default leader election identity: $MCGIT_IDENTITY, else HOST_PID
+ * (two replicas on one host never share one). */
+void mcg_controller_default_identity(char *out, size_t n);
 
 /*
  * Kubernetes-style duration as kubectl prints AGE (apimachinery's

@@ -64,6 +64,11 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
     mcg_err err = {0};
     if (mcg_gitops_load_commit(&m, r, new, &d, &err) == 0)
         mcg_render_model(&rd, m, &d);
+    /* what Ignition only warns about is shown, not refused (unless the repo
+     * asks for warnings: error, when they are in d already) */
+    if (m && !m->settings.warnings_as_errors)
+        for (size_t i = 0; i < m->warnings.count; i++)
+            mcg_diags_add(out, "%.12s: warning: %s", new, m->warnings.msgs[i]);
     for (size_t i = 0; i < d.count; i++)
         mcg_diags_add(out, "refusing %s: %s", ref, d.msgs[i]);
     if (d.count)

@@ -41,8 +41,9 @@ typedef struct mcg_kv {
 } mcg_kv;
 
 typedef struct mcg_labels {
-    mcg_kv *items; /* sorted by key, unique keys */
+    mcg_kv *items; /* sorted by key, unique keys (see mcg_labels_add) */
     size_t n;
+    size_t cap; /* items allocated */
 } mcg_labels;
 
 typedef struct mcg_selector {
@@ -61,8 +62,21 @@ typedef struct mcg_selector {
 bool mcg_selector_matches(const mcg_selector *s, const mcg_labels *labels);
 bool mcg_selector_is_empty(const mcg_selector *s);
 const char *mcg_labels_get(const mcg_labels *l, const char *key);
-/* Set key=value (replacing), keeping items sorted. */
+/*
+ * Set key=value (replacing the value of an existing key), keeping items
+ * sorted: O(log n) to find the place, O(1) amortised to append a key that
+ * sorts last, a move of the items after it otherwise. To build a set from
+ * many pairs in any order use mcg_labels_add + mcg_labels_finish.
+ */
 void mcg_labels_set(mcg_labels *l, const char *key, const char *value);
+/*
+ * Append key=value without sorting (O(1) amortised); the set is unusable
+ * until mcg_labels_finish() sorts it. For a key added more than once the
+ * last value wins, as with mcg_labels_set.
+ */
+void mcg_labels_add(mcg_labels *l, const char *key, const char *value);
+/* Sort by key and keep the last value of each repeated key: O(n log n). */
+void mcg_labels_finish(mcg_labels *l);
 bool mcg_labels_remove(mcg_labels *l, const char *key);
 void mcg_labels_free(mcg_labels *l);
 /* Parse "k=v,k2=v2" (validated label syntax); "k-" entries remove keys. */

@@ -98,8 +98,9 @@ static void parse_labels(mcg_pctx *c, const json_t *obj, const char *name, mcg_l
             mcg_pctx_err(c, v, "label '%s' must be a string (quote it)", k);
             continue;
         }
-        mcg_labels_set(out, k, json_string_value(v));
+        mcg_labels_add(out, k, json_string_value(v));
     }
+    mcg_labels_finish(out);
 }
 
 static void parse_selector(mcg_pctx *c, const json_t *spec, const char *key, mcg_selector *out)
@@ -125,8 +126,9 @@ static void parse_selector(mcg_pctx *c, const json_t *spec, const char *key, mcg
             mcg_pctx_err(c, v, "%s.matchLabels['%s'] must be a string (quote it)", name, k);
             continue;
         }
-        mcg_labels_set(&out->match, k, json_string_value(v));
+        mcg_labels_add(&out->match, k, json_string_value(v));
     }
+    mcg_labels_finish(&out->match);
     json_t *me = mcg_get_arr(c, s, "matchExpressions", name);
     size_t i;
     json_t *e;

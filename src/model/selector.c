@@ -2,7 +2,9 @@
  * selector.c — Kubernetes labels and label selectors.
  *
  * Labels are kept sorted by key so that anything derived from them is
- * deterministic. Selector semantics follow metav1.LabelSelector: every
+ * deterministic, and lookups are binary searches. A set read from an
+ * object (a Node's or MachineConfig's labels, which can be many) is built
+ * by appending and sorting once, never by a sorted insert per label. Selector semantics follow metav1.LabelSelector: every
  * matchLabels pair must be present and every expression true.
  */
 #include "model/model.h"
@@ -24,34 +26,116 @@ const char *mcg_labels_get(const mcg_labels *l, const char *key)
     return f ? f->value : NULL;
 }
 
+/* Position of key in the sorted items (*found: it is there). */
+static size_t labels_pos(const mcg_labels *l, const char *key, bool *found)
+{
+    size_t lo = 0, hi = l->n;
+    *found = false;
+    if (hi && strcmp(l->items[hi - 1].key, key) < 0)
+        return hi; /* sorts last: the common case when building in order */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(l->items[mid].key, key);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Room for one more item (capacity doubles). */
+static void labels_grow(mcg_labels *l)
+{
+    if (l->n < l->cap)
+        return;
+    l->cap = l->cap ? l->cap * 2 : 8;
+    l->items = mcg_realloc(l->items, l->cap * sizeof(*l->items));
+}
+
 void mcg_labels_set(mcg_labels *l, const char *key, const char *value)
 {
-    size_t i = 0;
-    while (i < l->n && strcmp(l->items[i].key, key) < 0)
-        i++;
-    if (i < l->n && !strcmp(l->items[i].key, key)) {
+    bool found;
+    size_t i = labels_pos(l, key, &found);
+    if (found) {
         free(l->items[i].value);
         l->items[i].value = mcg_strdup(value);
         return;
     }
-    l->items = mcg_realloc(l->items, (l->n + 1) * sizeof(*l->items));
+    labels_grow(l);
     memmove(&l->items[i + 1], &l->items[i], (l->n - i) * sizeof(*l->items));
     l->items[i].key = mcg_strdup(key);
     l->items[i].value = mcg_strdup(value);
     l->n++;
 }
 
-bool mcg_labels_remove(mcg_labels *l, const char *key)
+void mcg_labels_add(mcg_labels *l, const char *key, const char *value)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (!strcmp(l->items[i].key, key)) {
+    labels_grow(l);
+    l->items[l->n].key = mcg_strdup(key);
+    l->items[l->n].value = mcg_strdup(value);
+    l->n++;
+}
+
+/* Stable merge sort by key of v[0..n) using tmp (n items). */
+static void kv_merge_sort(mcg_kv *v, mcg_kv *tmp, size_t n)
+{
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t a = lo, b = mid, k = lo;
+            while (a < mid && b < hi)
+                tmp[k++] = strcmp(v[b].key, v[a].key) < 0 ? v[b++] : v[a++];
+            while (a < mid)
+                tmp[k++] = v[a++];
+            while (b < hi)
+                tmp[k++] = v[b++];
+        }
+        memcpy(v, tmp, n * sizeof(*v));
+    }
+}
+
+void mcg_labels_finish(mcg_labels *l)
+{
+    if (l->n < 2)
+        return;
+    bool sorted = true;
+    for (size_t i = 1; i < l->n && sorted; i++)
+        sorted = strcmp(l->items[i - 1].key, l->items[i].key) < 0;
+    if (sorted)
+        return;
+    mcg_kv *tmp = mcg_calloc(l->n, sizeof(*tmp));
+    kv_merge_sort(l->items, tmp, l->n);
+    free(tmp);
+    /* equal keys are adjacent, in the order added: keep the last of each */
+    size_t k = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (i + 1 < l->n && !strcmp(l->items[i].key, l->items[i + 1].key)) {
             free(l->items[i].key);
             free(l->items[i].value);
-            memmove(&l->items[i], &l->items[i + 1], (l->n - i - 1) * sizeof(*l->items));
-            l->n--;
-            return true;
+            continue;
         }
-    return false;
+        l->items[k++] = l->items[i];
+    }
+    l->n = k;
+}
+
+bool mcg_labels_remove(mcg_labels *l, const char *key)
+{
+    bool found;
+    size_t i = labels_pos(l, key, &found);
+    if (!found)
+        return false;
+    free(l->items[i].key);
+    free(l->items[i].value);
+    memmove(&l->items[i], &l->items[i + 1], (l->n - i - 1) * sizeof(*l->items));
+    l->n--;
+    return true;
 }
 
 void mcg_labels_free(mcg_labels *l)
@@ -65,6 +149,7 @@ void mcg_labels_free(mcg_labels *l)
     free(l->items);
     l->items = NULL;
     l->n = 0;
+    l->cap = 0;
 }
 
 /* Label keys: optional DNS-subdomain prefix '/', name of [A-Za-z0-9-_.] <= 63. */

@@ -44,7 +44,10 @@ typedef struct mcg_err {
  */
 int mcg_err_set(mcg_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Prefix the current message with "fmt: ", keep the code, return it. */
+/* Prefix the current message with "fmt: ", keep the code, return it.
+ * err may be NULL: nothing is recorded and MCG_EIO is returned (the code is
+ * not known), so where the code matters write
+ *     mcg_err_prefix(err, "..."); return rc; */
 int mcg_err_prefix(mcg_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mcg_err_clear(mcg_err *err);
 

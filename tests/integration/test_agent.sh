@@ -123,4 +123,8 @@ expect_grep "another agent is running on this root" "$T/err" "and says why"
 kill -TERM "$loop"; st=0; wait "$loop" || st=$?
 [ "$st" = 0 ] && ok "the loop stops cleanly on SIGTERM" || bad "loop exit $st"
 expect_rc 0 "after it, --once runs" -- agent
+# a node name the cluster would refuse is refused before any root is chosen or written
+expect_rc 1 "agent: invalid node name refused" -- "$MCGIT" agent --node Bad_Name --cluster "local:$T/fresh" --once
+expect_grep "invalid node name 'Bad_Name'" "$T/err" "with the reason"
+[ ! -e "$T/fresh" ] && ok "and nothing was created" || bad "$T/fresh was created"
 finish

@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     int rc = mcg_cluster_open(&c, argv[1], &e);
     if (rc)
         return fail(rc, &e);
-    c->stop = &stop;
+    mcg_cluster_set_stop(c, &stop);
     const char *cmd = argv[2];
     int n = argc - 3;
     char **a = argv + 3;
@@ -195,20 +195,20 @@ int main(int argc, char **argv)
         mcg_labels l = {0};
         if (n == 2 && (rc = mcg_labels_parse_arg(&l, a[1], &e)) != 0)
             return fail(rc, &e);
-        if ((rc = c->ops->add_node(c, a[0], &l, (int64_t)time(NULL), &e)) != 0)
+        if ((rc = mcg_cluster_add_node(c, a[0], &l, (int64_t)time(NULL), &e)) != 0)
             status = fail(rc, &e);
         mcg_labels_free(&l);
     } else if (!strcmp(cmd, "remove") && n == 1) {
-        if ((rc = c->ops->remove_node(c, a[0], &e)) != 0)
+        if ((rc = mcg_cluster_remove_node(c, a[0], &e)) != 0)
             status = fail(rc, &e);
     } else if (!strcmp(cmd, "label") && n == 2) {
-        if ((rc = c->ops->label_node(c, a[0], a[1], &e)) != 0)
+        if ((rc = mcg_cluster_label_node(c, a[0], a[1], &e)) != 0)
             status = fail(rc, &e);
     } else if (!strcmp(cmd, "put-config") && n == 2) {
         char *data = NULL;
         size_t len = 0;
         if ((rc = mcg_read_file(a[1], 8u << 20, &data, &len, &e)) != 0 ||
-            (rc = c->ops->put_config(c, a[0], data, len, &e)) != 0)
+            (rc = mcg_cluster_put_config(c, a[0], data, len, &e)) != 0)
             status = fail(rc, &e);
         free(data);
     } else if (!strcmp(cmd, "get-config") && n == 1) {
@@ -221,22 +221,22 @@ int main(int argc, char **argv)
         free(data);
     } else if (!strcmp(cmd, "list-configs") && n == 0) {
         mcg_strv names = {0};
-        if ((rc = c->ops->list_configs(c, &names, &e)) != 0)
+        if ((rc = mcg_cluster_list_configs(c, &names, &e)) != 0)
             status = fail(rc, &e);
         for (size_t i = 0; i < names.n; i++)
             printf("%s\n", names.v[i]);
         mcg_strv_free(&names);
     } else if (!strcmp(cmd, "delete-config") && n == 1) {
-        if ((rc = c->ops->delete_config(c, a[0], &e)) != 0)
+        if ((rc = mcg_cluster_delete_config(c, a[0], &e)) != 0)
             status = fail(rc, &e);
     } else if (!strcmp(cmd, "put-pool") && n == 2) {
         json_t *o = load_json(a[1], &e);
-        if (!o || (rc = c->ops->put_pool(c, a[0], o, &e)) != 0)
+        if (!o || (rc = mcg_cluster_put_pool(c, a[0], o, &e)) != 0)
             status = fail(o ? rc : MCG_EINVAL, &e);
         json_decref(o);
     } else if (!strcmp(cmd, "list-pools") && n == 0) {
         json_t *items = NULL;
-        if ((rc = c->ops->list_pools(c, &items, &e)) != 0)
+        if ((rc = mcg_cluster_list_pools(c, &items, &e)) != 0)
             status = fail(rc, &e);
         else {
             char *s = json_dumps(items, JSON_COMPACT | JSON_SORT_KEYS);
@@ -245,16 +245,16 @@ int main(int argc, char **argv)
         }
         json_decref(items);
     } else if (!strcmp(cmd, "delete-pool") && n == 1) {
-        if ((rc = c->ops->delete_pool(c, a[0], &e)) != 0)
+        if ((rc = mcg_cluster_delete_pool(c, a[0], &e)) != 0)
             status = fail(rc, &e);
     } else if (!strcmp(cmd, "put-policy") && n == 1) {
         json_t *o = load_json(a[0], &e);
-        if (!o || (rc = c->ops->put_policy(c, o, &e)) != 0)
+        if (!o || (rc = mcg_cluster_put_policy(c, o, &e)) != 0)
             status = fail(o ? rc : MCG_EINVAL, &e);
         json_decref(o);
     } else if (!strcmp(cmd, "get-policy") && n == 0) {
         json_t *s = NULL;
-        if ((rc = c->ops->get_policy(c, &s, &e)) != 0)
+        if ((rc = mcg_cluster_get_policy_json(c, &s, &e)) != 0)
             status = fail(rc, &e);
         else {
             char *t = json_dumps(s, JSON_COMPACT | JSON_SORT_KEYS);
@@ -263,7 +263,7 @@ int main(int argc, char **argv)
         }
         json_decref(s);
     } else if (!strcmp(cmd, "drain") && n == 1) {
-        if ((rc = c->ops->drain(c, a[0], &e)) != 0)
+        if ((rc = mcg_cluster_drain(c, a[0], &e)) != 0)
             status = fail(rc, &e);
     } else if (!strcmp(cmd, "lead") && n == 2) {
         status = cmd_lead(c, a[0], atol(a[1]));

@@ -19,6 +19,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_int.h"
+#include "cluster/cluster_int.h" /* a test double backend */
 #include "fsio/fsio.h"
 #include "render/render.h"
 
@@ -148,7 +149,7 @@ static int setup(void **state)
     assert_int_equal(mcg_cluster_open(&f->c, spec, &e), 0);
     free(spec);
     mcg_labels l = {0};
-    assert_int_equal(f->c->ops->add_node(f->c, "n1", &l, 1000, &e), 0);
+    assert_int_equal(mcg_cluster_add_node(f->c, "n1", &l, 1000, &e), 0);
     snprintf(f->root, sizeof(f->root), "%s/cl/roots/n1", f->dir);
     snprintf(f->outside, sizeof(f->outside), "%s/outside", f->dir);
     assert_int_equal(mkdir(f->outside, 0755), 0);
@@ -182,7 +183,7 @@ static char *publish(fx *f, const char *ign_json)
     size_t len;
     char hash[MCG_HASH_HEX + 1];
     assert_int_equal(mcg_render_name(&ign, "worker", &spec, &len, hash, &name, &e), 0);
-    assert_int_equal(f->c->ops->put_config(f->c, name, spec, len, &e), 0);
+    assert_int_equal(mcg_cluster_put_config(f->c, name, spec, len, &e), 0);
     mcg_ignition_free(&ign);
     free(spec);
     free(wrapped);
@@ -258,7 +259,7 @@ static int d_get_policy(mcg_cluster *c, json_t **spec, mcg_err *err)
     dbl *d = (dbl *)c;
     if (d->offline)
         return mcg_err_set(err, MCG_EIO, "cluster unreachable: connection refused");
-    return d->inner->ops->get_policy(d->inner, spec, err);
+    return mcg_cluster_get_policy_json(d->inner, spec, err);
 }
 
 static int d_drain(mcg_cluster *c, const char *name, mcg_err *err)
@@ -266,7 +267,7 @@ static int d_drain(mcg_cluster *c, const char *name, mcg_err *err)
     dbl *d = (dbl *)c;
     if (d->fail_drain)
         return mcg_err_set(err, MCG_EIO, "evicting pods of %s: timed out", name);
-    return d->inner->ops->drain(d->inner, name, err);
+    return mcg_cluster_drain(d->inner, name, err);
 }
 
 static void d_free(mcg_cluster *c)
@@ -813,7 +814,7 @@ static void test_policy(void **state)
         "\"units\":[{\"name\":\"x.service\",\"actions\":[{\"type\":\"None\"}]}]}}",
         0, &je);
     assert_non_null(spec);
-    assert_int_equal(f->c->ops->put_policy(f->c, spec, &e), 0);
+    assert_int_equal(mcg_cluster_put_policy(f->c, spec, &e), 0);
     json_decref(spec);
     mcg_disruption_policy pol;
     assert_int_equal(mcg_cluster_get_policy(f->c, &pol, &e), 0);
@@ -890,7 +891,7 @@ static void test_actions_live(void **state)
                               "chrony.conf\",\"actions\":[{\"type\":\"Drain\"},{\"type\":"
                               "\"Restart\",\"restart\":{\"serviceName\":\"chronyd.service\"}}]}]}}",
                               0, &je);
-    assert_int_equal(f->c->ops->put_policy(f->c, spec, &e), 0);
+    assert_int_equal(mcg_cluster_put_policy(f->c, spec, &e), 0);
     json_decref(spec);
     char *log = mcg_sprintf("%s/systemctl.log", f->dir);
     char *sc = mcg_sprintf("echo >>'%s'", log);
@@ -974,7 +975,7 @@ static void test_actions_not_live(void **state)
                    "\"actions\":[{\"type\":\"DaemonReload\"},{\"type\":\"Restart\","
                    "\"restart\":{\"serviceName\":\"chronyd.service\"}}]}]}}",
                    0, &je);
-    assert_int_equal(f->c->ops->put_policy(f->c, spec, &e), 0);
+    assert_int_equal(mcg_cluster_put_policy(f->c, spec, &e), 0);
     json_decref(spec);
     char *log = mcg_sprintf("%s/systemctl.log", f->dir);
     char *sc = mcg_sprintf("echo >>'%s'", log);
@@ -1282,7 +1283,7 @@ static void test_bad_policy(void **state)
                              "\"actions\":[{\"type\":\"Explode\"}]}]}}",
                              0, &je);
     mcg_err e = {0};
-    assert_int_equal(f->c->ops->put_policy(f->c, bad, &e), 0);
+    assert_int_equal(mcg_cluster_put_policy(f->c, bad, &e), 0);
     json_decref(bad);
     char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
                          "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a2\"}},"
@@ -1299,7 +1300,7 @@ static void test_bad_policy(void **state)
     json_t *good = json_loads("{\"nodeDisruptionPolicy\":{\"files\":[{\"path\":\"/etc\","
                               "\"actions\":[{\"type\":\"None\"}]}]}}",
                               0, &je);
-    assert_int_equal(f->c->ops->put_policy(f->c, good, &e), 0);
+    assert_int_equal(mcg_cluster_put_policy(f->c, good, &e), 0);
     json_decref(good);
     r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DONE);

@@ -717,7 +717,7 @@ static void test_open_errors(void **state)
     assert_contains(err.msg, "GET /api/v1/nodes");
     assert_contains(err.msg, "after 2 attempts");
     assert_null(strchr(err.msg, '\n'));
-    assert_null(c->ops->node_root(c, "n1"));
+    assert_null(mcg_cluster_node_root(c, "n1"));
     bool leader = true;
     assert_int_not_equal(mcg_cluster_lead(c, "me", &leader, &err), 0);
     assert_false(leader);
@@ -740,7 +740,7 @@ static void test_defaults_local(void **state)
     assert_true(leader);
     assert_int_equal(mcg_cluster_wait_change(c, NULL, 10, &err), 0);
     volatile sig_atomic_t stop = 1;
-    c->stop = &stop;
+    mcg_cluster_set_stop(c, &stop);
     assert_int_equal(mcg_cluster_wait_change(c, NULL, 60000, &err), 0); /* returns at once */
     mcg_cluster_free(c);
     free(spec);

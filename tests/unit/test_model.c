@@ -1719,6 +1719,91 @@ static void test_many_dropins(void **state)
     mcg_buf_free(&y);
 }
 
+/*
+ * Label sets: built with mcg_labels_set one pair at a time or with
+ * mcg_labels_add + mcg_labels_finish, a set is sorted by key with unique
+ * keys and the later value of a repeated key wins. Table cases, then the
+ * two ways checked against each other on a large random sequence.
+ */
+static void test_labels_build(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pairs[12]; /* key, value, key, value, ..., NULL */
+        const char *want;      /* "k=v,k=v" in order */
+    } lcases[] = {
+        {{NULL}, ""},
+        {{"a", "1", NULL}, "a=1"},
+        {{"b", "2", "a", "1", NULL}, "a=1,b=2"},
+        {{"a", "1", "a", "2", NULL}, "a=2"},
+        {{"a", "1", "b", "x", "a", "3", "b", "", NULL}, "a=3,b="},
+        {{"c", "3", "b", "2", "a", "1", "b", "9", "c", "8", NULL}, "a=1,b=9,c=8"},
+        {{"x/y", "1", "x", "2", "x-y", "3", NULL}, "x=2,x-y=3,x/y=1"},
+    };
+    for (size_t c = 0; c < sizeof(lcases) / sizeof(lcases[0]); c++) {
+        for (int way = 0; way < 2; way++) {
+            mcg_labels l = {0};
+            for (size_t i = 0; lcases[c].pairs[i]; i += 2) {
+                if (way == 0)
+                    mcg_labels_set(&l, lcases[c].pairs[i], lcases[c].pairs[i + 1]);
+                else
+                    mcg_labels_add(&l, lcases[c].pairs[i], lcases[c].pairs[i + 1]);
+            }
+            if (way == 1)
+                mcg_labels_finish(&l);
+            mcg_buf b = MCG_BUF_INIT;
+            for (size_t i = 0; i < l.n; i++)
+                mcg_buf_printf(&b, "%s%s=%s", i ? "," : "", l.items[i].key, l.items[i].value);
+            if (strcmp(b.ptr ? b.ptr : "", lcases[c].want) != 0)
+                fail_msg("case %zu way %d: got '%s', want '%s'", c, way, b.ptr ? b.ptr : "",
+                         lcases[c].want);
+            mcg_buf_free(&b);
+            mcg_labels_free(&l);
+        }
+    }
+
+    /* 5000 pairs over 700 keys in a scrambled order: set, add+finish agree,
+     * every key holds the last value given, and removal finds each key */
+    enum { PAIRS = 5000, KEYS = 700 };
+    mcg_labels a = {0}, b = {0};
+    char last[KEYS][16];
+    memset(last, 0, sizeof(last));
+    uint32_t x = 12345;
+    for (int i = 0; i < PAIRS; i++) {
+        x = x * 1103515245u + 12345u;
+        int k = (int)((x >> 8) % KEYS);
+        char key[32], val[16];
+        snprintf(key, sizeof(key), "example.com/k%04d", k);
+        snprintf(val, sizeof(val), "v%d", i);
+        mcg_labels_set(&a, key, val);
+        mcg_labels_add(&b, key, val);
+        memcpy(last[k], val, sizeof(val));
+    }
+    mcg_labels_finish(&b);
+    assert_int_equal(a.n, b.n);
+    for (size_t i = 0; i < a.n; i++) {
+        assert_string_equal(a.items[i].key, b.items[i].key);
+        assert_string_equal(a.items[i].value, b.items[i].value);
+        if (i)
+            assert_true(strcmp(a.items[i - 1].key, a.items[i].key) < 0);
+        int k = atoi(a.items[i].key + strlen("example.com/k"));
+        assert_string_equal(a.items[i].value, last[k]);
+    }
+    size_t n = a.n;
+    for (int k = 0; k < KEYS; k++) {
+        char key[32];
+        snprintf(key, sizeof(key), "example.com/k%04d", k);
+        assert_int_equal(mcg_labels_remove(&a, key), last[k][0] != '\0');
+        assert_null(mcg_labels_get(&a, key));
+        if (last[k][0])
+            n--;
+        assert_int_equal(a.n, n);
+    }
+    assert_int_equal(a.n, 0);
+    mcg_labels_free(&a);
+    mcg_labels_free(&b);
+}
+
 int main(void)
 {
     size_t ncases = sizeof(cases) / sizeof(cases[0]);
@@ -1729,7 +1814,7 @@ int main(void)
         cmocka_unit_test(test_labels_arg),        cmocka_unit_test(test_warnings),
         cmocka_unit_test(test_mc_fields),         cmocka_unit_test(test_unreconcilable_kept),
         cmocka_unit_test(test_unit_contents),     cmocka_unit_test(test_ignition_v2),
-        cmocka_unit_test(test_many_dropins),
+        cmocka_unit_test(test_many_dropins),      cmocka_unit_test(test_labels_build),
     };
     size_t nextra = sizeof(extra) / sizeof(extra[0]);
     struct CMUnitTest *tests = mcg_calloc(ncases + nextra, sizeof(*tests));

@@ -742,6 +742,10 @@ static void test_buf_strv_diags(void **state)
     assert_int_equal(mcg_err_prefix(&err, "loading %s", "dir"), MCG_EINVAL);
     assert_string_equal(err.msg, "loading dir: x.yaml:3: bad");
     assert_int_equal(mcg_err_set(NULL, MCG_EIO, "dropped"), MCG_EIO);
+    assert_int_equal(mcg_err_set(NULL, MCG_ENOTFOUND, "dropped"), MCG_ENOTFOUND);
+    /* without a record the code is unknown: MCG_EIO, never 0 */
+    assert_int_equal(mcg_err_prefix(NULL, "loading %s", "dir"), MCG_EIO);
+    mcg_err_clear(NULL);
     mcg_err_clear(&err);
     assert_int_equal(err.code, 0);
     assert_string_equal(err.msg, "");

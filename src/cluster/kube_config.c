@@ -1,5 +1,5 @@
 /*
- * kubecfg.c — where the Kubernetes API server is and who we are.
+ * kube_config.c — where the Kubernetes API server is and who we are.
  *
  * Two sources, as client-go has them:
  *   - a kubeconfig file (`--cluster kube:PATH`): the current-context names

@@ -1,5 +1,5 @@
 /*
- * kubeapi.c — a small, careful Kubernetes API client over libcurl + jansson.
+ * kube_http.c — a small, careful Kubernetes API client over libcurl + jansson.
  *
  * One curl easy handle is kept for every request/response call, so the TLS
  * connection to the API server is reused; a watch, which holds its
@@ -13,8 +13,8 @@
  * Nothing the server sends is trusted: bodies are capped while they are
  * received, must parse as one JSON object, and text shown to the user is
  * cut to one printable line. The pure pieces (retry decisions, body and
- * error parsing, merge-patch diffs, the watch line framer) are functions of
- * their arguments and unit-tested in tests/unit/test_kube.c.
+ * error parsing) are functions of their arguments and unit-tested in
+ * tests/unit/test_kube.c.
  */
 #include "cluster/kube_int.h"
 
@@ -26,8 +26,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-/* -------------------------------------------------------------- pure */
 
 bool mcg_kube_retryable(long status, int curl_code, unsigned flags)
 {
@@ -202,213 +200,6 @@ void mcg_kube_error_text(char *out, size_t outsz, long status, const char *body,
         snprintf(out, outsz, "%s", *reason_phrase(status) ? reason_phrase(status) : "no message");
 }
 
-static bool json_obj_empty(const json_t *v)
-{
-    return json_is_object(v) && json_object_size(v) == 0;
-}
-
-json_t *mcg_kube_merge_diff(const json_t *from, const json_t *to)
-{
-    if (!json_is_object(from) || !json_is_object(to))
-        return json_equal((json_t *)from, (json_t *)to) ? NULL : json_deep_copy(to);
-    json_t *patch = json_object();
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)from, k, v)
-    {
-        if (!json_object_get(to, k) && !json_is_null(v))
-            json_object_set_new(patch, k, json_null());
-    }
-    json_object_foreach((json_t *)to, k, v)
-    {
-        json_t *old = json_object_get(from, k);
-        if (json_is_null(v)) {
-            if (old && !json_is_null(old))
-                json_object_set_new(patch, k, json_null());
-            continue;
-        }
-        if (!old || json_is_null(old)) {
-            json_t *c = mcg_kube_strip_nulls(v);
-            json_object_set_new(patch, k, c);
-            continue;
-        }
-        json_t *d = mcg_kube_merge_diff(old, v);
-        if (d && json_obj_empty(d) && json_is_object(v) && json_is_object(old)) {
-            json_decref(d);
-            d = NULL;
-        }
-        if (d)
-            json_object_set_new(patch, k, d);
-    }
-    if (!json_object_size(patch)) {
-        json_decref(patch);
-        return NULL;
-    }
-    return patch;
-}
-
-json_t *mcg_kube_strip_nulls(const json_t *v)
-{
-    if (json_is_object(v)) {
-        json_t *o = json_object();
-        const char *k;
-        json_t *e;
-        json_object_foreach((json_t *)v, k, e)
-        {
-            if (!json_is_null(e))
-                json_object_set_new(o, k, mcg_kube_strip_nulls(e));
-        }
-        return o;
-    }
-    if (json_is_array(v)) {
-        json_t *a = json_array();
-        size_t i;
-        json_t *e;
-        json_array_foreach(v, i, e) json_array_append_new(a, mcg_kube_strip_nulls(e));
-        return a;
-    }
-    return json_deep_copy(v);
-}
-
-int mcg_kube_rv_cmp(const char *a, const char *b)
-{
-    uint64_t x, y;
-    if (a && b && mcg_parse_u64(a, &x) && mcg_parse_u64(b, &y))
-        return x < y ? -1 : x > y ? 1 : 0;
-    return a && b && !strcmp(a, b) ? 0 : 1;
-}
-
-static int stream_line(mcg_kube_stream *s, const char *line, size_t len, mcg_kube_event_fn fn,
-                       void *arg)
-{
-    while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
-        len--;
-    if (!len)
-        return 0;
-    json_error_t je;
-    json_t *ev = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
-    json_t *t = json_object_get(ev, "type"), *o = json_object_get(ev, "object");
-    int rc = 0;
-    if (!json_is_object(ev) || !json_is_string(t) || !json_is_object(o)) {
-        snprintf(s->err, sizeof(s->err), "watch: malformed event%s%s", ev ? "" : ": ",
-                 ev ? "" : je.text);
-        rc = MCG_EINVAL;
-    } else if (!strcmp(json_string_value(t), "ERROR")) {
-        json_t *code = json_object_get(o, "code");
-        char msg[400];
-        json_t *m = json_object_get(o, "message");
-        mcg_kube_clean_line(msg, sizeof(msg), json_is_string(m) ? json_string_value(m) : "",
-                            json_is_string(m) ? json_string_length(m) : 0);
-        if (json_is_integer(code) && json_integer_value(code) == 410) {
-            s->gone = true;
-            snprintf(s->err, sizeof(s->err), "watch: 410 Gone: %s", msg);
-            rc = MCG_ENOTFOUND;
-        } else {
-            snprintf(s->err, sizeof(s->err), "watch: error %lld: %s",
-                     json_is_integer(code) ? (long long)json_integer_value(code) : 0LL, msg);
-            rc = MCG_EIO;
-        }
-    } else {
-        const char *ty = json_string_value(t);
-        if (strcmp(ty, "ADDED") && strcmp(ty, "MODIFIED") && strcmp(ty, "DELETED") &&
-            strcmp(ty, "BOOKMARK")) {
-            snprintf(s->err, sizeof(s->err), "watch: unknown event type");
-            rc = MCG_EINVAL;
-        } else {
-            fn(ty, o, arg);
-        }
-    }
-    json_decref(ev);
-    return rc;
-}
-
-int mcg_kube_stream_feed(mcg_kube_stream *s, const char *data, size_t len, mcg_kube_event_fn fn,
-                         void *arg)
-{
-    if (s->err[0])
-        return s->gone ? MCG_ENOTFOUND : MCG_EINVAL;
-    while (len) {
-        const char *nl = memchr(data, '\n', len);
-        size_t take = nl ? (size_t)(nl - data) : len;
-        if (s->line.len + take > s->max_line) {
-            snprintf(s->err, sizeof(s->err), "watch: event larger than %zu bytes", s->max_line);
-            return MCG_EINVAL;
-        }
-        mcg_buf_put(&s->line, data, take);
-        data += take;
-        len -= take;
-        if (!nl)
-            break;
-        data++;
-        len--;
-        int rc = stream_line(s, s->line.ptr, s->line.len, fn, arg);
-        s->line.len = 0;
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-void mcg_kube_stream_free(mcg_kube_stream *s)
-{
-    mcg_buf_free(&s->line);
-}
-
-mcg_lease_action mcg_kube_lease_decide(const mcg_kube_lease *l, const char *identity,
-                                       int64_t observed_ms, int64_t now_ms)
-{
-    if (l->holder && !strcmp(l->holder, identity))
-        return MCG_LEASE_RENEW;
-    if (!l->holder || !*l->holder)
-        return MCG_LEASE_TAKE;
-    long dur = l->duration_s > 0 ? l->duration_s : 15;
-    if (observed_ms + (int64_t)dur * 1000 < now_ms)
-        return MCG_LEASE_TAKE;
-    return MCG_LEASE_FOLLOW;
-}
-
-void mcg_kube_time_micro(int64_t unix_ms, char out[40])
-{
-    time_t t = (time_t)(unix_ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    char base[32];
-    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, 40, "%s.%06dZ", base, (int)(unix_ms % 1000) * 1000);
-}
-
-bool mcg_kube_time_parse_ms(const char *s, int64_t *unix_ms)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof(tm));
-    const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!end)
-        return false;
-    int64_t ms = 0;
-    if (*end == '.') {
-        end++;
-        int digits = 0;
-        int64_t frac = 0;
-        while (*end >= '0' && *end <= '9') {
-            if (digits < 3)
-                frac = frac * 10 + (*end - '0');
-            digits++;
-            end++;
-        }
-        if (!digits)
-            return false;
-        for (int d = digits; d < 3; d++)
-            frac *= 10;
-        ms = frac;
-    }
-    if (strcmp(end, "Z") != 0)
-        return false;
-    *unix_ms = (int64_t)timegm(&tm) * 1000 + ms;
-    return true;
-}
-
-/* ------------------------------------------------------------ client */
-
 struct mcg_kube_client {
     mcg_kube_config cfg;
     CURL *h;
@@ -450,20 +241,13 @@ uint32_t mcg_kube_random(mcg_kube_client *kc)
     return randombytes_random();
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void mcg_kube_sleep_ms(mcg_kube_client *kc, long ms)
 {
-    int64_t end = mono_ms() + ms;
+    int64_t end = mcg_kube_mono_ms() + ms;
     for (;;) {
         if (mcg_kube_client_stopped(kc))
             return;
-        int64_t left = end - mono_ms();
+        int64_t left = end - mcg_kube_mono_ms();
         if (left <= 0)
             return;
         if (left > 200)
@@ -997,8 +781,6 @@ int mcg_kube_list(mcg_kube_client *kc, const char *path, const char *accept, mcg
     return rc;
 }
 
-/* ------------------------------------------------------------- watch */
-
 struct mcg_kube_watch {
     mcg_kube_client *kc;
     CURLM *m;
@@ -1108,7 +890,7 @@ fail:
 
 int mcg_kube_watch_poll(mcg_kube_watch *w, long timeout_ms, mcg_err *err)
 {
-    int64_t end = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t end = mcg_kube_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     char shown[256];
     path_for_msg(shown, sizeof(shown), w->url + strlen(w->kc->base));
     w->delivered = false;
@@ -1147,7 +929,7 @@ int mcg_kube_watch_poll(mcg_kube_watch *w, long timeout_ms, mcg_err *err)
         }
         if (w->delivered)
             return 0;
-        int64_t left = end - mono_ms();
+        int64_t left = end - mcg_kube_mono_ms();
         if (left <= 0 || mcg_kube_client_stopped(w->kc))
             return 0;
         curl_multi_poll(w->m, NULL, 0, left > 200 ? 200 : (int)left, NULL);

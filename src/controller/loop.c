@@ -1,0 +1,250 @@
+/*
+ * loop.c — the controller daemon: passes until SIGTERM or SIGINT.
+ *
+ * Each turn: take or renew the leader lease (a backend without leader
+ * election always leads), run one pass (controller.c) when leading, log what
+ * changed, then wait for the next turn. On a backend that watches (kube) the
+ * wait ends as soon as a node changes, at the latest after the interval,
+ * and the lease is renewed between slices of it; elsewhere it is a plain
+ * sleep of the interval.
+ *
+ * SIGTERM and SIGINT are blocked while a pass runs and only let in while the
+ * loop waits (ppoll with the old mask, or the cluster's wait with the stop
+ * flag lent to it), so a pass is never interrupted half-way (no EINTR inside
+ * libgit2 or the cluster store) and a signal that arrives during a pass ends
+ * the loop as soon as the pass is done.
+ *
+ * Logging goes to stderr as "mcgit controller: ...": each problem once when
+ * it appears and "recovered" when it is over, newly unmanaged nodes, and
+ * (verbosity >= 1) how many nodes got a new target.
+ */
+#include "controller/controller.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The longest wait on the cluster between two lease renewals. */
+#define LEASE_SLICE_MS 4000
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+/* The signal set-up of a run: handlers installed, SIGTERM and SIGINT blocked
+ * except while waiting (wait_mask). */
+typedef struct loop_signals {
+    sigset_t block, old, wait_mask;
+} loop_signals;
+
+static void signals_start(loop_signals *s)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigemptyset(&s->block);
+    sigaddset(&s->block, SIGTERM);
+    sigaddset(&s->block, SIGINT);
+    sigprocmask(SIG_BLOCK, &s->block, &s->old);
+    s->wait_mask = s->old; /* while waiting: the caller's mask without our two */
+    sigdelset(&s->wait_mask, SIGTERM);
+    sigdelset(&s->wait_mask, SIGINT);
+}
+
+static void signals_end(const loop_signals *s)
+{
+    sigprocmask(SIG_SETMASK, &s->old, NULL);
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mcgit controller: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void mcg_controller_default_identity(char *out, size_t n)
+{
+    const char *id = getenv("MCGIT_IDENTITY");
+    if (id && *id) {
+        snprintf(out, n, "%s", id);
+        return;
+    }
+    /* host and pid: two replicas on one host never share an identity */
+    char host[200] = "";
+    if (gethostname(host, sizeof(host) - 1) != 0 || !host[0])
+        snprintf(host, sizeof(host), "mcgit-controller");
+    snprintf(out, n, "%s_%ld", host, (long)getpid());
+}
+
+/* What the loop remembers between turns, to log each thing once. */
+typedef struct loop_state {
+    char last[2200];         /* the problem last reported ("" none) */
+    mcg_strv last_unmanaged; /* nodes last reported as unmanaged */
+} loop_state;
+
+/*
+ * One turn's work: lead, and pass when leading. Returns the pass's rc (or
+ * the lease's); *leader says whether this replica leads.
+ */
+static int lead_and_pass(mcg_pass_result *res, const mcg_controller_run_opts *o, mcg_cluster *cl,
+                         const char *identity, bool *leader, mcg_err *err)
+{
+    *leader = false;
+    int rc = mcg_cluster_lead(cl, identity, leader, err);
+    if (!rc && !*leader)
+        return mcg_err_set(err, MCG_ECONFLICT, "not the leader (identity %s): waiting", identity);
+    if (rc) {
+        mcg_err_prefix(err, "leader election");
+        return rc;
+    }
+    return mcg_controller_pass(res, &o->pass, cl, (int64_t)time(NULL), err);
+}
+
+/* Log a turn: its problem once (and once more when over), then news. */
+static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, bool leader,
+                   const mcg_pass_result *res, const mcg_err *perr)
+{
+    char msg[sizeof(st->last)] = "";
+    if (rc == MCG_ECONFLICT && !leader)
+        snprintf(msg, sizeof(msg), "%s", perr->msg);
+    else if (rc)
+        snprintf(msg, sizeof(msg), "pass failed: %s", perr->msg);
+    else if (res->refused || res->fetch_failed)
+        snprintf(msg, sizeof(msg), "%s%s%s", res->fetch_error,
+                 res->fetch_failed && res->refused ? "; " : "", res->refusal);
+    if (msg[0] && strcmp(msg, st->last) != 0)
+        say("%s", msg);
+    else if (!msg[0] && st->last[0] && o->verbosity > 0)
+        say("recovered: the last pass went through");
+    snprintf(st->last, sizeof(st->last), "%s", msg);
+    if (rc)
+        return;
+    for (size_t i = 0; i < res->unmanaged.n; i++)
+        if (!mcg_strv_contains(&st->last_unmanaged, res->unmanaged.v[i]))
+            say("node unmanaged: %s", res->unmanaged.v[i]);
+    mcg_strv_free(&st->last_unmanaged);
+    for (size_t i = 0; i < res->unmanaged.n; i++)
+        mcg_strv_push(&st->last_unmanaged, res->unmanaged.v[i]);
+    if (res->updates && o->verbosity > 0)
+        say("%zu node%s given a new desiredConfig", res->updates, res->updates == 1 ? "" : "s");
+    if (o->verbosity > 1)
+        say("pass over %zu nodes: %zu desiredConfig and %zu other writes", res->nodes, res->updates,
+            res->writes);
+}
+
+/*
+ * Watch-driven wait: wake as soon as a node changes (an agent finished, a
+ * node joined), at the latest after the interval for new commits. In
+ * slices, renewing the lease between them (mcg_cluster_lead sends nothing
+ * while it is fresh), so an idle leader stays the leader instead of letting
+ * a standby take over every interval. Signals are let in only while
+ * waiting, and the stop flag is lent to the backend only here.
+ */
+static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, const char *identity,
+                          const loop_signals *sg)
+{
+    long left = (long)(o->interval * 1000);
+    while (left > 0 && !stop) {
+        long slice = left < LEASE_SLICE_MS ? left : LEASE_SLICE_MS;
+        mcg_err werr = {0};
+        mcg_cluster_set_stop(cl, &stop);
+        sigprocmask(SIG_SETMASK, &sg->wait_mask, NULL);
+        int wrc = mcg_cluster_wait_change(cl, NULL, slice, &werr);
+        sigprocmask(SIG_BLOCK, &sg->block, NULL);
+        mcg_cluster_set_stop(cl, NULL);
+        if (wrc < 0 && o->verbosity > 1)
+            say("watch: %s", werr.msg);
+        if (wrc == 1)
+            return; /* a node changed: pass now */
+        left -= slice;
+        bool still = false;
+        if (left > 0 && (mcg_cluster_lead(cl, identity, &still, NULL) != 0 || !still))
+            return; /* lost it: the next turn says so */
+    }
+}
+
+/* Sleep the interval; a pending SIGTERM is delivered as soon as ppoll
+ * unblocks it. */
+static void wait_sleeping(double interval, const loop_signals *sg)
+{
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += (time_t)interval;
+    end.tv_nsec += (long)((interval - (double)(time_t)interval) * 1e9);
+    if (end.tv_nsec >= 1000000000L) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000L;
+    }
+    while (!stop) {
+        struct timespec now, left;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        left.tv_sec = end.tv_sec - now.tv_sec;
+        left.tv_nsec = end.tv_nsec - now.tv_nsec;
+        if (left.tv_nsec < 0) {
+            left.tv_sec--;
+            left.tv_nsec += 1000000000L;
+        }
+        if (left.tv_sec < 0)
+            return;
+        if (ppoll(NULL, 0, &left, &sg->wait_mask) == 0 || errno != EINTR)
+            return;
+    }
+}
+
+int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_err *err)
+{
+    *pass_failed = false;
+    char identity[256];
+    if (o->identity)
+        snprintf(identity, sizeof(identity), "%s", o->identity);
+    else
+        mcg_controller_default_identity(identity, sizeof(identity));
+    mcg_cluster *cl = NULL;
+    int rc = mcg_cluster_open(&cl, o->cluster, err);
+    if (rc)
+        return rc;
+    loop_signals sg;
+    stop = 0;
+    signals_start(&sg);
+    loop_state st = {"", {0}};
+    while (!stop) {
+        mcg_pass_result res;
+        memset(&res, 0, sizeof(res));
+        mcg_err perr = {0};
+        bool leader = false;
+        int prc = lead_and_pass(&res, o, cl, identity, &leader, &perr);
+        report(&st, o, prc, leader, &res, &perr);
+        bool failed = prc || res.refused || res.fetch_failed;
+        mcg_pass_result_clear(&res);
+        if (o->once) {
+            *pass_failed = failed;
+            break;
+        }
+        if (leader && !prc && mcg_cluster_watches(cl))
+            wait_watching(o, cl, identity, &sg);
+        else
+            wait_sleeping(o->interval, &sg);
+    }
+    mcg_strv_free(&st.last_unmanaged);
+    mcg_cluster_free(cl);
+    signals_end(&sg);
+    return 0;
+}

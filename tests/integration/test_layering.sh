@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The module graph is checked, not a convention: tests/layering.py holds the
+# allow-list of which module of src/ may include which headers (and which may
+# include libgit2 or libcurl). The real tree must pass; copies with one
+# planted violation each must be refused, naming the file and line.
+. "$(dirname "$0")/lib.sh"
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+check="$SRC/tests/layering.py"
+
+expect_rc 0 "src/ follows the module graph" -- python3 "$check" "$SRC/src"
+
+# plant VIOLATION as line 1 of FILE in a copy of src/ and expect a refusal naming it
+plant() {
+  local file=$1 line=$2 want=$3
+  rm -rf "$T/src"
+  cp -r "$SRC/src" "$T/src"
+  { echo "$line"; cat "$SRC/src/$file"; } > "$T/src/$file"
+  expect_rc 1 "refused: $file: $line" -- python3 "$check" "$T/src"
+  expect_grep "^src/$file:1: $want" "$T/out" "the refusal names src/$file:1"
+}
+plant util/util.c '#include <git2.h>' 'util may not include <git2.h>'
+plant model/yaml.c '#include <git2/oid.h>' 'model may not include <git2/oid.h>'
+plant render/render.c '#include <curl/curl.h>' 'render may not include <curl/curl.h>'
+plant trust/sshsig.c '#include "gitops/gitops.h"' 'trust may not include "gitops/gitops.h"'
+plant rollout/rollout.c '#include "render/render.h"' 'rollout may not include "render/render.h"'
+plant cluster/local.c '#include "agent/agent.h"' 'cluster may not include "agent/agent.h"'
+plant agent/agent.c '#include "cluster/cluster_int.h"' 'agent may not include "cluster/cluster_int.h"'
+plant controller/loop.c '#include <git2.h>' 'controller may not include <git2.h>'
+plant cli/cmd_node.c '#include "cluster/kube_int.h"' 'cli may not include "cluster/kube_int.h"'
+plant gitops/repo.c '#include "controller/controller.h"' 'gitops may not include "controller/controller.h"'
+plant fsio/fsio.c '#include "nosuch/nosuch.h"' '"nosuch/nosuch.h" is no module'
+finish

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Check which module of src/ includes which headers.
+
+    tests/layering.py [SRCDIR]        (default: the src/ next to tests/)
+
+Every file under SRCDIR/<module>/ may include, with "dir/file.h":
+  * headers of its own module (public and <module>_int.h);
+  * the public header(s) of the modules listed for it in MAY_USE below,
+    never another module's <module>_int.h (unless listed in INT_EXCEPTIONS);
+and with <...> only the libraries it is allowed: libgit2 (git2.h, git2/...)
+in LIBGIT2 modules, libcurl (curl/...) in LIBCURL modules. The pure core
+(util, model, render, rollout, trust) gets neither.
+
+Prints one line per violation, "src/x/y.c:12: x may not include <git2.h>",
+and exits 1 when there is any; 0 and a summary line otherwise. Run by ctest
+as tests/integration/test_layering.sh.
+"""
+import os
+import re
+import sys
+
+# The module graph, bottom up: each module and the modules it may use.
+# Modules on one line of the DESIGN.md table may not use each other
+# (render and rollout; bundle and cluster).
+CORE = ["util", "model", "render", "rollout", "trust"]
+MAY_USE = {
+    "util": [],
+    "model": ["util"],
+    "render": ["util", "model"],
+    "rollout": ["util", "model"],
+    "trust": ["util", "model", "render", "rollout"],
+    "fsio": CORE,
+    "pack": ["util", "fsio", "trust"],
+    "gitops": CORE + ["fsio", "pack"],
+    "bundle": CORE + ["fsio", "pack", "gitops"],
+    "cluster": CORE + ["fsio"],
+    "agent": CORE + ["fsio", "cluster"],
+    "controller": CORE + ["fsio", "pack", "gitops", "bundle", "cluster"],
+    "cli": CORE + ["fsio", "pack", "gitops", "bundle", "cluster", "agent", "controller"],
+    "main": ["cli"],  # src/main.c: the command table
+}
+LIBGIT2 = {"pack", "gitops", "bundle"}
+LIBCURL = {"cluster"}
+
+# Exceptions, each a (file, header) pair with the reason it is allowed.
+EXCEPTIONS = {
+    # `mcgit version` prints libgit2's version.
+    ("cli/cmd_help.c", "git2.h"),
+    # issue 18: these two commands still call libgit2 directly (library
+    # init/shutdown, and the demo's `git reset`).
+    ("cli/cmd_demo.c", "git2.h"),
+    ("cli/cmd_hook.c", "git2.h"),
+}
+# Another module's internals, allowed while the bundle split settles.
+INT_EXCEPTIONS = {("bundle", "gitops/gitops_int.h")}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def module_of(rel):
+    parts = rel.split("/")
+    if len(parts) == 1:
+        return os.path.splitext(parts[0])[0]  # src/main.c
+    return parts[0]
+
+
+def check_file(src, rel, problems):
+    mod = module_of(rel)
+    if mod not in MAY_USE:
+        problems.append(f"src/{rel}:1: module '{mod}' is not in the allow-list (tests/layering.py)")
+        return
+    with open(os.path.join(src, rel), encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            kind, hdr = m.groups()
+            where = f"src/{rel}:{lineno}"
+            if (rel, hdr) in EXCEPTIONS:
+                continue
+            if kind == "<":
+                if (hdr == "git2.h" or hdr.startswith("git2/")) and mod not in LIBGIT2:
+                    problems.append(f"{where}: {mod} may not include <{hdr}> (libgit2)")
+                if hdr.startswith("curl/") and mod not in LIBCURL:
+                    problems.append(f"{where}: {mod} may not include <{hdr}> (libcurl)")
+                continue
+            if "/" not in hdr:
+                problems.append(f'{where}: include "{hdr}" as "module/{hdr}"')
+                continue
+            dep = hdr.split("/")[0]
+            if dep == mod:
+                continue
+            if dep not in MAY_USE:
+                problems.append(f'{where}: "{hdr}" is no module\'s header')
+            elif dep not in MAY_USE[mod]:
+                problems.append(f'{where}: {mod} may not include "{hdr}" ({dep} is not below {mod})')
+            elif hdr.endswith("_int.h") and (mod, hdr) not in INT_EXCEPTIONS:
+                problems.append(f'{where}: {mod} may not include "{hdr}" ({dep}\'s internals)')
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "src")
+    problems, files = [], 0
+    for root, _, names in os.walk(src):
+        for n in sorted(names):
+            if n.endswith((".c", ".h")):
+                rel = os.path.relpath(os.path.join(root, n), src)
+                check_file(src, rel, problems)
+                files += 1
+    for p in sorted(problems):
+        print(p)
+    if problems:
+        print(f"layering: {len(problems)} violation(s) in {files} files", file=sys.stderr)
+        return 1
+    print(f"layering: {files} files follow the module graph")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
