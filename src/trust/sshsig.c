@@ -229,9 +229,8 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
 {
     char first[512] = "", why[512];
     bool sk = k->kt->type == MCG_KEY_SK_ED25519 || k->kt->type == MCG_KEY_SK_ECDSA;
-    const mcg_signer *found = NULL;
 
-    for (size_t i = 0; i < mcg_signers_count(signers) && !found; i++) {
+    for (size_t i = 0; i < mcg_signers_count(signers); i++) {
         const mcg_signer *e = &signers->v[i];
         why[0] = '\0';
         if (!e->ca) {
@@ -273,15 +272,12 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
                      "verify-required)",
                      fp, v->flags, e->where);
         } else {
-            found = e;
-            break;
+            return e;
         }
         if (!first[0])
             snprintf(first, sizeof(first), "%s", why);
         principal[0] = '\0';
     }
-    if (found)
-        return found;
     principal[0] = '\0';
     if (!first[0])
         mcg_err_set(err, MCG_ETRUST, "key %s is not in allowed signers", fp);
