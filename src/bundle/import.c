@@ -349,6 +349,7 @@ int mcg_bundle_verify(mcg_bundle_report *rep, mcg_repo *r, const char *path,
     return rc;
 }
 
+/* fsync a file by path. */
 static int fsync_path(const char *p)
 {
     int fd = open(p, O_RDONLY | O_CLOEXEC);
