@@ -98,6 +98,7 @@ void mcg_controller_default_identity(char *out, size_t n)
 typedef struct loop_state {
     char last[2200];         /* the problem last reported ("" none) */
     mcg_strv last_unmanaged; /* nodes last reported as unmanaged */
+    bool stale;              /* SourceStale was reported (logged once, and once when over) */
 } loop_state;
 
 /*
@@ -137,6 +138,11 @@ static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, boo
     snprintf(st->last, sizeof(st->last), "%s", msg);
     if (rc)
         return;
+    if (res->stale[0] && !st->stale)
+        say("SourceStale: %s", res->stale);
+    else if (!res->stale[0] && st->stale)
+        say("SourceStale over: the verified source is within maxSourceAge again");
+    st->stale = res->stale[0] != '\0';
     for (size_t i = 0; i < res->unmanaged.n; i++)
         if (!mcg_strv_contains(&st->last_unmanaged, res->unmanaged.v[i]))
             say("node unmanaged: %s", res->unmanaged.v[i]);

@@ -137,6 +137,18 @@ int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 
     return rc;
 }
 
+int mcg_gitops_commit_time(int64_t *t, mcg_repo *r, const char *sha)
+{
+    git_oid oid;
+    git_commit *c = NULL;
+    *t = 0;
+    if (git_oid_fromstr(&oid, sha) != 0 || git_commit_lookup(&c, r->git, &oid) != 0)
+        return MCG_ENOTFOUND;
+    *t = (int64_t)git_commit_committer(c)->when.time;
+    git_commit_free(c);
+    return 0;
+}
+
 bool mcg_repo_descends(const mcg_repo *r, const char *a, const char *b)
 {
     git_oid oa, ob;

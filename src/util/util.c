@@ -265,3 +265,36 @@ char *mcg_time_iso(char out[32], int64_t t)
         snprintf(out, 32, "@%lld", (long long)t);
     return out;
 }
+
+void mcg_human_duration(int64_t s, char out[32])
+{
+    if (s < -1) {
+        snprintf(out, 32, "<invalid>");
+        return;
+    }
+    if (s < 0)
+        s = 0; /* a second of clock skew reads as now, as kubectl has it */
+    int64_t m = s / 60, h = s / 3600, d = h / 24;
+    if (s < 120)
+        snprintf(out, 32, "%llds", (long long)s);
+    else if (m < 10)
+        s % 60 ? snprintf(out, 32, "%lldm%llds", (long long)m, (long long)(s % 60))
+               : snprintf(out, 32, "%lldm", (long long)m);
+    else if (m < 180)
+        snprintf(out, 32, "%lldm", (long long)m);
+    else if (h < 8)
+        m % 60 ? snprintf(out, 32, "%lldh%lldm", (long long)h, (long long)(m % 60))
+               : snprintf(out, 32, "%lldh", (long long)h);
+    else if (h < 48)
+        snprintf(out, 32, "%lldh", (long long)h);
+    else if (h < 24 * 8)
+        h % 24 ? snprintf(out, 32, "%lldd%lldh", (long long)d, (long long)(h % 24))
+               : snprintf(out, 32, "%lldd", (long long)d);
+    else if (h < 24 * 365 * 2)
+        snprintf(out, 32, "%lldd", (long long)d);
+    else if (h < 24 * 365 * 8)
+        d % 365 ? snprintf(out, 32, "%lldy%lldd", (long long)(d / 365), (long long)(d % 365))
+                : snprintf(out, 32, "%lldy", (long long)(d / 365));
+    else
+        snprintf(out, 32, "%lldy", (long long)(d / 365));
+}
