@@ -16,6 +16,9 @@
  *
  * An update's phases, each recorded in the journal before it starts:
  *   apply   -> execute the plan (idempotent, so it is simply re-run)
+ *   os      -> the OS steps (osconf.c): kernel arguments, OS image,
+ *              extensions, kernel type, core's password hash, one at a
+ *              time; the journal records each one done ("osStep")
  *   actions -> daemon-reload / reload / restart (live only), or
  *   reboot  -> run the reboot command; done when the boot id changed
  *              (live) or when the command exited 0 (not live)
@@ -612,11 +615,48 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
         res->applied = true;
         res->written += st.written;
         res->removed += st.removed;
-        phase = "actions";
+        phase = json_array_size(json_object_get(j, "os")) ? "os" : "actions";
         json_object_set_new(j, "phase", json_string(phase));
         phase = jstr(j, "phase");
         if ((rc = journal_write(a, j, err)) != 0)
             goto out;
+    }
+    if (!strcmp(phase, "os")) {
+        const json_t *steps = json_object_get(j, "os");
+        json_int_t k = json_integer_value(json_object_get(j, "osStep"));
+        for (; k >= 0 && (size_t)k < json_array_size(steps); k++) {
+            const json_t *step = json_array_get(steps, (size_t)k);
+            const char *field = jstr(step, "field"), *run = jstr(step, "run");
+            if (!field)
+                field = "?";
+            if (run && !a->live && !a->o.host_exec) {
+                logf_(a, 1, "skipped (not live): %s", run);
+            } else if (run) {
+                char *cmd =
+                    a->o.host_exec ? mcg_sprintf("%s %s", a->o.host_exec, run) : mcg_strdup(run);
+                int st = run_cmd(a, cmd);
+                if (st != 0) { /* the journal retries this step on the next pass */
+                    set_reason(res, MCG_AGENT_DEGRADED, "%s: '%s' failed (exit %d) on node %s",
+                               field, cmd, st, a->o.node ? a->o.node : "?");
+                    free(cmd);
+                    report_degraded(a, c, res);
+                    goto out;
+                }
+                free(cmd);
+            } else if (mcg_osstep_file(&a->root, step, &e) != 0) {
+                set_reason(res, MCG_AGENT_DEGRADED, "%s: %s on node %s", field, e.msg,
+                           a->o.node ? a->o.node : "?");
+                report_degraded(a, c, res);
+                goto out;
+            }
+            json_object_set_new(j, "osStep", json_integer(k + 1));
+            if ((rc = journal_write(a, j, err)) != 0)
+                goto out;
+        }
+        json_object_set_new(j, "phase", json_string("actions"));
+        if ((rc = journal_write(a, j, err)) != 0)
+            goto out;
+        phase = jstr(j, "phase");
     }
     if (!strcmp(phase, "actions")) {
         if (json_is_true(json_object_get(j, "reboot"))) {
@@ -773,7 +813,8 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
     memset(&act, 0, sizeof(act));
     json_t *j = NULL;
     int rc = 0;
-    bool cordoned = false;
+    bool cordoned = false, os_reboot = false;
+    json_t *os_steps = NULL;
     state_pending copy = {-1, NULL, NULL};
 
     if (!mcg_render_name_matches(name, spec, len) || !mcg_name_is_dns_subdomain(name)) {
@@ -810,6 +851,15 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
                        new_cfg->ents[i].path);
             goto degraded;
         }
+    mcg_host host;
+    mcg_host_detect(&host, &a->root, a->live);
+    if (mcg_osplan_make(&os_steps, &os_reboot, &a->root, &host, old, new_cfg, a->o.node, &e) != 0) {
+        set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
+        goto degraded;
+    }
+    if (json_array_size(os_steps))
+        logf_(a, 1, "OS steps: %zu (boot loader: %s)", json_array_size(os_steps),
+              mcg_boot_name(host.boot));
     if (c && mcg_cluster_get_policy(c, &pol, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "node disruption policy: %s", e.msg);
         goto degraded;
@@ -819,6 +869,8 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
         goto degraded;
     }
     mcg_plan_decide(&act, old, new_cfg, c ? &pol : NULL);
+    if (os_reboot) /* MCO: kernel arguments, OS image, extensions, kernel type need one */
+        act.reboot = true;
     char *acts = mcg_plan_actions_str(&act);
     logf_(a, 1, "update %s -> %s: actions %s", from ? from : "nothing", name, acts);
     free(acts);
@@ -854,6 +906,9 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
     json_object_set_new(j, "reload", strv_json(&act.reload));
     json_object_set_new(j, "restart", strv_json(&act.restart));
     json_object_set_new(j, "cordoned", json_boolean(cordoned));
+    json_object_set_new(j, "os", os_steps);
+    os_steps = NULL;
+    json_object_set_new(j, "osStep", json_integer(0));
     if ((rc = journal_write(a, j, &e)) != 0) {
         rc = 0;
         if (cordoned)
@@ -869,6 +924,7 @@ degraded:
     snprintf(res->config, sizeof(res->config), "%s", from ? from : "");
 out:
     state_write_abort(a, &copy); /* only when the update stopped before it was finished */
+    json_decref(os_steps);
     json_decref(j);
     mcg_plan_actions_free(&act);
     mcg_plan_disk_free(&disk);

@@ -39,7 +39,14 @@ typedef struct mcg_agent_opts {
     bool force;                 /* re-apply the whole config even when it is current */
     const char *reboot_command; /* NULL: "systemctl reboot" when live, nothing otherwise */
     const char *systemctl;      /* NULL: "systemctl" */
-    int verbosity;              /* 0 quiet, 1 normal, 2 verbose; logs go to stderr */
+    /*
+     * Prefix for the host commands of kernel arguments, OS image, extensions
+     * and kernel type (rpm-ostree, bootc, grubby, kernel-install, update-grub):
+     * run as "PREFIX CMD ARGS" (e.g. "chroot /rootfs"). NULL: run directly when
+     * live; when not live they run only through a prefix (tests record them).
+     */
+    const char *host_exec;
+    int verbosity; /* 0 quiet, 1 normal, 2 verbose; logs go to stderr */
 } mcg_agent_opts;
 
 typedef enum {

@@ -188,6 +188,45 @@ void mcg_plan_clean_temps(mcg_sroot *root, const mcg_acfg *cfg);
 /* Name of a path's backup file inside the state directory's backups/. */
 char *mcg_backup_name(const char *path);
 
+/* ------------------------------------------------------------ osconf */
+
+/* How a node's kernel command line is changed (osconf.c). */
+typedef enum {
+    MCG_BOOT_NONE,
+    MCG_BOOT_RPM_OSTREE,     /* rpm-ostree kargs */
+    MCG_BOOT_KERNEL_INSTALL, /* etc/kernel/cmdline + kernel-install add-all */
+    MCG_BOOT_GRUBBY,         /* grubby --update-kernel=ALL */
+    MCG_BOOT_GRUB,           /* etc/default/grub.d/50-mcgit.cfg + grub_update */
+} mcg_boot_kind;
+
+/* What a node offers for the fields beside the files, detected under its root. */
+typedef struct mcg_host {
+    bool rpm_ostree; /* run/ostree-booted and usr/bin/rpm-ostree */
+    bool bootc;      /* usr/bin/bootc */
+    mcg_boot_kind boot;
+    const char *grub_update; /* MCG_BOOT_GRUB: the command that regenerates grub.cfg */
+    int fips;                /* the node's FIPS mode: 0, 1, or -1 when unknown */
+} mcg_host;
+
+/* Detect h under the root; live: FIPS from this host's /proc (the host kernel's). */
+void mcg_host_detect(mcg_host *h, mcg_sroot *root, bool live);
+const char *mcg_boot_name(mcg_boot_kind k);
+
+/*
+ * The OS steps of the update old -> new_cfg on host h (old NULL: nothing
+ * applied yet), as a JSON list for the journal: {"field", "run": CMD} (a
+ * shell command line, arguments quoted), {"field", "write": REL, "data"},
+ * {"field", "remove": REL}, {"field": "passwordHash", "shadow": HASH}.
+ * *reboot: a step needs a reboot (every field but the password hash).
+ * Fails, naming the field and node, when the node cannot apply a field or
+ * the change is unreconcilable; nothing is written either way.
+ */
+int mcg_osplan_make(json_t **steps, bool *reboot, mcg_sroot *root, const mcg_host *h,
+                    const mcg_acfg *old, const mcg_acfg *new_cfg, const char *node, mcg_err *err);
+
+/* Carry out one file step (write, remove, shadow) under the root. */
+int mcg_osstep_file(mcg_sroot *root, const json_t *step, mcg_err *err);
+
 /* True when the sorted list v holds s (binary search). */
 bool mcg_sorted_has(const mcg_strv *v, const char *s);
 

@@ -41,9 +41,14 @@ void mcg_cli_diags(const char *cmd, const mcg_diags *d);
 
 
 
-/* Load the trust root from --trust FILE. */
+/*
+ * Load the trust root from --trust FILE and, when revoked is non-NULL and
+ * non-empty, attach the revocation list --revoked FILE (a KRL or a plain key
+ * list) to it. *out is NULL on failure.
+ */
 struct mcg_signers;
-int mcg_cli_load_trust(struct mcg_signers **out, const char *path, mcg_err *err);
+int mcg_cli_load_trust(struct mcg_signers **out, const char *path, const char *revoked,
+                       mcg_err *err);
 /* The tables (or -o json) of `mcgit status pools|nodes`, into out. */
 struct mcg_cluster;
 int mcg_cli_status_pools(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);

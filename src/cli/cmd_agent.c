@@ -19,13 +19,15 @@ const mcg_cmd mcg_cmd_agent = {
     "apply a node's rendered config, report its state, detect drift",
     "usage: mcgit agent --node N --cluster C [--root DIR] [--state-dir DIR] [--live]\n"
     "                   [--once] [--interval SECONDS] [--force]\n"
-    "                   [--reboot-command CMD] [--systemctl CMD]\n"
+    "                   [--reboot-command CMD] [--systemctl CMD] [--host-exec PREFIX]\n"
     "\n"
     "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG): when its\n"
     "desiredConfig differs from the config on disk, fetch the rendered config\n"
     "(refused unless its bytes match the hash in its name), cordon and drain when\n"
     "the disruption policy needs it, write files, units and core's SSH keys\n"
-    "atomically under the root, run the actions, uncordon and report Done.\n"
+    "atomically under the root, apply kernel arguments, OS image, extensions and\n"
+    "kernel type through the node's rpm-ostree, bootc or boot loader (a reboot),\n"
+    "run the actions, uncordon and report Done.\n"
     "Otherwise compare every managed path with the config and report Degraded on\n"
     "drift, overwriting nothing.\n"
     "\n"
@@ -42,6 +44,9 @@ const mcg_cmd mcg_cmd_agent = {
     "                        not live: run only when given, a Reboot counts as done\n"
     "                        once it exits 0)\n"
     "  --systemctl CMD       systemctl to run when live (e.g. `chroot /rootfs systemctl`)\n"
+    "  --host-exec PREFIX    run rpm-ostree, bootc, grubby, kernel-install and\n"
+    "                        update-grub as `PREFIX CMD ARGS` (e.g. `chroot /rootfs`);\n"
+    "                        not live: they run only when this is given\n"
     "  -v, -q                more or less logging on stderr\n",
     run,
 };
@@ -67,6 +72,7 @@ static int run(int argc, char **argv)
                                          {"force", no_argument, 0, 'f'},
                                          {"reboot-command", required_argument, 0, 'R'},
                                          {"systemctl", required_argument, 0, 'S'},
+                                         {"host-exec", required_argument, 0, 'X'},
                                          {"verbose", no_argument, 0, 'v'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {0, 0, 0, 0}};
@@ -112,6 +118,9 @@ static int run(int argc, char **argv)
             break;
         case 'S':
             o.systemctl = optarg;
+            break;
+        case 'X':
+            o.host_exec = optarg;
             break;
         case 'v':
             o.verbosity = 2;

@@ -3,7 +3,7 @@
  * USB stick, as standard git bundles, verified before anything moves.
  */
 #include "cli/cli.h"
-#include "gitops/gitops.h"
+#include "bundle/bundle.h"
 #include "trust/trust.h"
 
 #include <getopt.h>
@@ -19,8 +19,8 @@ const mcg_cmd mcg_cmd_bundle = {
     "bundle",
     "move config history as a git bundle file (air-gapped sites)",
     "usage: mcgit bundle create --repo R FILE [--since REV] [--ref REF ...] [-q]\n"
-    "       mcgit bundle verify --repo R FILE --trust F [-q]\n"
-    "       mcgit bundle import --repo R FILE --trust F [-q]\n"
+    "       mcgit bundle verify --repo R FILE --trust F [--revoked K] [-q]\n"
+    "       mcgit bundle import --repo R FILE --trust F [--revoked K] [-q]\n"
     "\n"
     "Standard git bundles (`# v2 git bundle`): plain git reads what mcgit writes\n"
     "(`git bundle verify`, `git clone FILE`) and mcgit reads what git writes\n"
@@ -49,7 +49,8 @@ const mcg_cmd mcg_cmd_bundle = {
     "         and tags are imported; HEAD, the rendered branch (made locally)\n"
     "         and other namespaces are skipped.\n"
     "\n"
-    "verify and import read FILE `-` from standard input.\n"
+    "verify and import read FILE `-` from standard input. With --revoked K (a\n"
+    "KRL or a list of public keys) a commit by a revoked key refuses the bundle.\n"
     "  -q, --quiet   no progress bar and no summary line on standard error\n"
     "\n"
     "A progress bar is drawn on standard error when it is a terminal. A command\n"
@@ -86,19 +87,64 @@ static void catch_signals(void)
     }
 }
 
-static unsigned progress_flag(void)
+/* A one-line bar on stderr, redrawn at most every 1%. */
+typedef struct progress_bar {
+    const char *what; /* the step being drawn, NULL none */
+    int last;         /* last percentage drawn, -1 none */
+} progress_bar;
+
+/* mcg_bundle_progress's callback: draw step `what` at cur of total; NULL ends the line. */
+static void progress_draw(void *ctx, const char *what, uint64_t cur, uint64_t total)
 {
-    return isatty(STDERR_FILENO) && mcg_verbosity > 0 ? MCG_BUNDLE_PROGRESS : 0;
+    progress_bar *p = ctx;
+    if (!what) {
+        if (p->what && p->last >= 0)
+            fputc('\n', stderr);
+        p->what = NULL;
+        p->last = -1;
+        return;
+    }
+    if (!total)
+        return;
+    int pct = (int)(cur * 100 / total);
+    if (what != p->what) {
+        if (p->what && p->last >= 0)
+            fputc('\n', stderr);
+        p->what = what;
+        p->last = -1;
+    }
+    if (pct == p->last)
+        return;
+    p->last = pct;
+    char bar[31];
+    int fill = pct * 30 / 100;
+    for (int i = 0; i < 30; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[30] = '\0';
+    fprintf(stderr, "\r%-20s [%s] %3d%% (%llu/%llu)", what, bar, pct, (unsigned long long)cur,
+            (unsigned long long)total);
+    fflush(stderr);
+}
+
+/* The progress display: a bar when stderr is a terminal and not -q, else none. */
+static mcg_bundle_progress progress_for(progress_bar *bar)
+{
+    mcg_bundle_progress p = {NULL, NULL};
+    bar->what = NULL;
+    bar->last = -1;
+    if (isatty(STDERR_FILENO) && mcg_verbosity > 0) {
+        p.fn = progress_draw;
+        p.ctx = bar;
+    }
+    return p;
 }
 
 static int do_create(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"since", required_argument, 0, 's'},
-                                         {"ref", required_argument, 0, 'f'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"help", no_argument, 0, 'h'},        {"repo", required_argument, 0, 'r'},
+        {"since", required_argument, 0, 's'}, {"ref", required_argument, 0, 'f'},
+        {"quiet", no_argument, 0, 'q'},       {0, 0, 0, 0}};
     const char *repo = NULL;
     mcg_bundle_create_opts o = {0};
     mcg_strv refs = {0};
@@ -132,7 +178,8 @@ static int do_create(int argc, char **argv)
     }
     o.refs = (const char *const *)refs.v;
     o.nrefs = refs.n;
-    o.flags = progress_flag();
+    progress_bar bar;
+    o.progress = progress_for(&bar);
     mcg_err err = {0};
     mcg_repo *r = NULL;
     mcg_bundle_info info = {0};
@@ -215,9 +262,10 @@ static int do_check(int argc, char **argv, bool import)
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"repo", required_argument, 0, 'r'},
                                          {"trust", required_argument, 0, 't'},
+                                         {"revoked", required_argument, 0, 'K'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {0, 0, 0, 0}};
-    const char *repo = NULL, *trust = NULL;
+    const char *repo = NULL, *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
@@ -233,6 +281,9 @@ static int do_check(int argc, char **argv, bool import)
         case 't':
             trust = optarg;
             break;
+        case 'K':
+            revoked = optarg;
+            break;
         default:
             return mcg_cli_usage_error(&mcg_cmd_bundle, NULL);
         }
@@ -246,15 +297,17 @@ static int do_check(int argc, char **argv, bool import)
     mcg_repo *r = NULL;
     mcg_bundle_report rep = {0};
     mcg_diags diags = {0};
-    int rc = mcg_cli_load_trust(&root, trust, &err);
+    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc) {
+        progress_bar bar;
+        mcg_bundle_progress prog = progress_for(&bar);
         catch_signals();
         if (import)
-            rc = mcg_bundle_import(&rep, r, file, root, progress_flag(), &diags, &err);
+            rc = mcg_bundle_import(&rep, r, file, root, &prog, &diags, &err);
         else
-            rc = mcg_bundle_verify(&rep, r, file, root, progress_flag(), &err);
+            rc = mcg_bundle_verify(&rep, r, file, root, &prog, &err);
     }
     if (!import) {
         print_report(&rep, file);

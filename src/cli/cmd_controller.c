@@ -25,8 +25,9 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_controller = {
     "controller",
     "reconcile the cluster with the config repo",
-    "usage: mcgit controller --repo R --trust F --cluster C [--remote NAME] [--once]\n"
-    "                        [--interval SECONDS] [--keep-configs N] [-q | -v]\n"
+    "usage: mcgit controller --repo R --trust F --cluster C [--revoked K]\n"
+    "                        [--remote NAME] [--once] [--interval SECONDS]\n"
+    "                        [--keep-configs N] [-q | -v]\n"
     "       mcgit controller --repo URL --mirror DIR --trust F --cluster C ...\n"
     "\n"
     "R is a clone of the config repo. A URL (https://, ssh://, file://,\n"
@@ -46,6 +47,9 @@ const mcg_cmd mcg_cmd_controller = {
     "unreachable remote stops nothing: the pools keep their last good target and\n"
     "report RenderDegraded (reason RenderFailed or FetchFailed) with the reason.\n"
     "\n"
+    "  --revoked K         a revocation list (OpenSSH KRL or public keys): a\n"
+    "                      commit by a revoked key or certificate is refused;\n"
+    "                      F and K are read again on every pass (K '': none)\n"
     "  --once              one pass; exit 1 if a commit was refused, the fetch\n"
     "                      failed or another controller holds the Lease\n"
     "  --interval SECONDS  time between passes (default 5)\n"
@@ -86,6 +90,7 @@ static int run(int argc, char **argv)
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"repo", required_argument, 0, 'r'},
                                          {"trust", required_argument, 0, 't'},
+                                         {"revoked", required_argument, 0, 'K'},
                                          {"cluster", required_argument, 0, 'c'},
                                          {"remote", required_argument, 0, 'R'},
                                          {"once", no_argument, 0, '1'},
@@ -107,6 +112,7 @@ static int run(int argc, char **argv)
         case 'h': return mcg_cli_help(&mcg_cmd_controller);
         case 'r': o.repo = optarg; break;
         case 't': o.trust = optarg; break;
+        case 'K': o.revoked = *optarg ? optarg : NULL; break;
         case 'c': cluster = optarg; break;
         case 'R': o.remote = optarg; break;
         case 'm': mirror = optarg; break;

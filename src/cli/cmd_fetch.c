@@ -14,7 +14,7 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_fetch = {
     "fetch",
     "fetch the source branch from a remote (fast-forward only)",
-    "usage: mcgit fetch --repo R --trust F [--remote NAME]\n"
+    "usage: mcgit fetch --repo R --trust F [--revoked K] [--remote NAME]\n"
     "\n"
     "Fetch the source branch from remote NAME (default origin) over file://,\n"
     "https:// or ssh:// and move the local source branch to it, only if that is a\n"
@@ -22,7 +22,8 @@ const mcg_cmd mcg_cmd_fetch = {
     "`mcgit verify`, and against this host's clock when the branch is extended).\n"
     "A rewritten or rewound remote branch, or an unsigned or untrusted commit, is\n"
     "refused (exit 1) and the local branch stays where it was. Prints the new\n"
-    "tip.\n",
+    "tip. --revoked K (a KRL or a list of public keys) refuses commits by those\n"
+    "keys.\n",
     run,
 };
 
@@ -32,8 +33,9 @@ static int run(int argc, char **argv)
                                          {"repo", required_argument, 0, 'r'},
                                          {"remote", required_argument, 0, 'R'},
                                          {"trust", required_argument, 0, 't'},
+                                         {"revoked", required_argument, 0, 'K'},
                                          {0, 0, 0, 0}};
-    const char *repo = NULL, *remote = "origin", *trust = NULL;
+    const char *repo = NULL, *remote = "origin", *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -42,6 +44,7 @@ static int run(int argc, char **argv)
         case 'r': repo = optarg; break;
         case 'R': remote = optarg; break;
         case 't': trust = optarg; break;
+        case 'K': revoked = optarg; break;
         default: return mcg_cli_usage_error(&mcg_cmd_fetch, NULL);
         }
     }
@@ -51,7 +54,7 @@ static int run(int argc, char **argv)
     mcg_repo *r = NULL;
     mcg_signers *root = NULL;
     char sha[MCG_SHA_HEX + 1];
-    int rc = mcg_cli_load_trust(&root, trust, &err);
+    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc)

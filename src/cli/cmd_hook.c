@@ -24,15 +24,19 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_hook = {
     "hook",
     "install the git hooks, or run one",
-    "usage: mcgit hook install --repo R --trust F [--source-branch B]\n"
-    "       mcgit hook pre-receive --repo R --trust F\n"
-    "       mcgit hook post-receive --repo R --trust F\n"
+    "usage: mcgit hook install --repo R --trust F [--revoked K] [--source-branch B]\n"
+    "       mcgit hook pre-receive --repo R --trust F [--revoked K]\n"
+    "       mcgit hook post-receive --repo R --trust F [--revoked K]\n"
     "\n"
     "install       put pre-receive, post-receive and pre-commit into R's hooks\n"
     "              directory, record F (made absolute) and this mcgit binary in\n"
     "              R's git config (mcgit.trust, mcgit.binary), B as\n"
     "              mcgit.sourceBranch when given (default main), and point HEAD\n"
-    "              at the source branch.\n"
+    "              at the source branch. With --revoked, the revocation list K\n"
+    "              too (mcgit.revoked, made absolute). Without it a recorded\n"
+    "              mcgit.revoked is kept (`git config --unset mcgit.revoked`\n"
+    "              removes it). The hooks pass it to mcgit, and a recorded K that\n"
+    "              cannot be read refuses every push.\n"
     "pre-receive   read `<old> <new> <ref>` lines on stdin; refuse (exit 1) a push\n"
     "              to the source branch if any new commit is unsigned or untrusted\n"
     "              (also against this host's clock), the update is not a\n"
@@ -43,26 +47,41 @@ const mcg_cmd mcg_cmd_hook = {
     "              the pusher sees as `remote: ...`.\n"
     "post-receive  render the new tip of the source branch (as `mcgit render\n"
     "              --repo`).\n"
+    "--revoked K: an OpenSSH KRL or a list of public keys; a commit by a\n"
+    "revoked key or certificate is refused.\n"
     "The pre-commit hook runs `mcgit validate` on the working tree.\n",
     run,
 };
 
-static int install(const char *repo, const char *trust, const char *source_branch)
+static int install(const char *repo, const char *trust, const char *revoked,
+                   const char *source_branch)
 {
     mcg_err err = {0};
     mcg_strv installed = {0};
-    char trust_abs[PATH_MAX], self[PATH_MAX];
+    mcg_signers *check = NULL;
+    char trust_abs[PATH_MAX], revoked_abs[PATH_MAX], self[PATH_MAX];
     if (!realpath(trust, trust_abs)) {
         mcg_cli_error("hook", "%s: %s", trust, strerror(errno));
         return MCG_EXIT_FAIL;
     }
+    if (revoked && !realpath(revoked, revoked_abs)) {
+        mcg_cli_error("hook", "%s: %s", revoked, strerror(errno));
+        return MCG_EXIT_FAIL;
+    }
+    /* record nothing the hooks would then refuse every push over */
+    if (mcg_cli_load_trust(&check, trust_abs, revoked ? revoked_abs : NULL, &err) != 0) {
+        mcg_cli_error("hook", "%s", err.msg);
+        return MCG_EXIT_FAIL;
+    }
+    mcg_signers_free(check);
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n <= 0) {
         mcg_cli_error("hook", "cannot find the mcgit binary: %s", strerror(errno));
         return MCG_EXIT_FAIL;
     }
     self[n] = '\0';
-    mcg_hook_install_opts o = {repo, trust_abs, self, source_branch};
+    mcg_hook_install_opts o = {repo, trust_abs, revoked ? revoked_abs : NULL, self,
+                               source_branch};
     int rc = mcg_gitops_hook_install(&o, &installed, &err);
     for (size_t i = 0; i < installed.n; i++)
         mcg_cli_info("installed %s", installed.v[i]);
@@ -77,12 +96,12 @@ static bool is_zero(const char *sha)
     return strspn(sha, "0") == strlen(sha);
 }
 
-static int receive(const char *which, const char *repo, const char *trust)
+static int receive(const char *which, const char *repo, const char *trust, const char *revoked)
 {
     mcg_err err = {0};
     mcg_signers *root = NULL;
     mcg_repo *r = NULL;
-    int rc = mcg_cli_load_trust(&root, trust, &err);
+    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (rc) {
@@ -94,22 +113,34 @@ static int receive(const char *which, const char *repo, const char *trust)
     bool source_moved = false;
     int64_t now = (int64_t)time(NULL);
     char *src = mcg_sprintf("refs/heads/%s", mcg_repo_source_branch(r));
+    /* All updates first: approvals pushed with the branch count for it. */
+    mcg_strv lines = {0};
+    char approvals[64] = "";
     while (fgets(line, sizeof(line), stdin)) {
         char old[64], new[64], ref[900];
         if (sscanf(line, "%63s %63s %899s", old, new, ref) != 3)
             continue;
+        mcg_strv_push(&lines, line);
+        if (!strcmp(ref, "refs/notes/mcgit-approvals") && !is_zero(new))
+            snprintf(approvals, sizeof(approvals), "%s", new);
+    }
+    for (size_t i = 0; i < lines.n; i++) {
+        char old[64], new[64], ref[900];
+        sscanf(lines.v[i], "%63s %63s %899s", old, new, ref);
         if (!strcmp(ref, src) && !is_zero(new))
             source_moved = true;
         if (pre) {
             mcg_diags d = {0};
-            int one = mcg_gitops_receive_check(r, root, old, new, ref, now, &d);
-            for (size_t i = 0; i < d.count; i++)
-                fprintf(stderr, "mcgit: %s\n", d.msgs[i]);
+            int one = mcg_gitops_receive_check(r, root, old, new, ref, now,
+                                               approvals[0] ? approvals : NULL, &d);
+            for (size_t k = 0; k < d.count; k++)
+                fprintf(stderr, "mcgit: %s\n", d.msgs[k]);
             mcg_diags_free(&d);
             if (one && !rc)
                 rc = one;
         }
     }
+    mcg_strv_free(&lines);
     free(src);
     if (!pre && source_moved) {
         mcg_render_result res;
@@ -136,8 +167,9 @@ static int run(int argc, char **argv)
                                          {"repo", required_argument, 0, 'r'},
                                          {"trust", required_argument, 0, 't'},
                                          {"source-branch", required_argument, 0, 's'},
+                                         {"revoked", required_argument, 0, 'K'},
                                          {0, 0, 0, 0}};
-    const char *repo = NULL, *trust = NULL, *source_branch = NULL;
+    const char *repo = NULL, *trust = NULL, *source_branch = NULL, *revoked = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -146,6 +178,7 @@ static int run(int argc, char **argv)
         case 'r': repo = optarg; break;
         case 't': trust = optarg; break;
         case 's': source_branch = optarg; break;
+        case 'K': revoked = optarg; break;
         default: return mcg_cli_usage_error(&mcg_cmd_hook, NULL);
         }
     }
@@ -153,8 +186,8 @@ static int run(int argc, char **argv)
         return mcg_cli_usage_error(&mcg_cmd_hook, "expected a subcommand, --repo and --trust");
     const char *sub = argv[optind];
     if (!strcmp(sub, "install"))
-        return install(repo, trust, source_branch);
+        return install(repo, trust, revoked, source_branch);
     if (!strcmp(sub, "pre-receive") || !strcmp(sub, "post-receive"))
-        return receive(sub, repo, trust);
+        return receive(sub, repo, trust, revoked);
     return mcg_cli_usage_error(&mcg_cmd_hook, "unknown subcommand '%s'", sub);
 }

@@ -86,7 +86,7 @@ static int run(int argc, char **argv)
     mcg_repo *r = NULL;
     mcg_signers *root = NULL;
     mcg_log log = {0};
-    int rc = trust ? mcg_cli_load_trust(&root, trust, &err) : 0;
+    int rc = trust ? mcg_cli_load_trust(&root, trust, NULL, &err) : 0;
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc)

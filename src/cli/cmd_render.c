@@ -12,13 +12,14 @@
 
 static int run(int argc, char **argv);
 static void print_render(const mcg_render *r, const char *format);
-static int render_repo(const char *repo, const char *rev, const char *trust, const char *format);
+static int render_repo(const char *repo, const char *rev, const char *trust, const char *revoked,
+                       const char *format);
 
 const mcg_cmd mcg_cmd_render = {
     "render",
     "render each pool's MachineConfigs into one config",
     "usage: mcgit render [DIR] [-o names|json]\n"
-    "       mcgit render --repo R [--rev REV] --trust F [-o names|json]\n"
+    "       mcgit render --repo R [--rev REV] --trust F [--revoked K] [-o names|json]\n"
     "\n"
     "Render the config directory DIR (default: the current directory) without\n"
     "touching git. For each pool: select its MachineConfigs (custom pools inherit\n"
@@ -28,13 +29,16 @@ const mcg_cmd mcg_cmd_render = {
     "\n"
     "  -o names   one line per pool: `<pool> rendered-<pool>-<hash>` (default)\n"
     "  -o json    one JSON document: {\"pools\": {\"<pool>\": {\"name\", \n"
-    "             \"machineConfigs\": [...], \"spec\": {\"config\": <Ignition 3.4.0>}}}}\n"
+    "             \"machineConfigs\": [...], \"spec\": {\"config\": <Ignition 3.4.0>,\n"
+    "             and kernelArguments, extensions, fips, kernelType, osImageURL,\n"
+    "             baseOSExtensionsContainerImage when not their defaults}}}}\n"
     "\n"
     "Invalid input: every problem as `file:line: message` on stderr, exit 1.\n"
     "\n"
     "With --repo, render a commit of the git repository R instead (REV, default\n"
     "the source branch): first verify the signature of every commit since the\n"
-    "last verified one against the trust root F (see `mcgit help verify`), then\n"
+    "last verified one against the trust root F and the revocation list K (see\n"
+    "`mcgit help verify`), then\n"
     "append a commit to the rendered branch holding, per pool, spec.json, name,\n"
     "files/<path> and units/<unit>, made by mcgit <mcgit@localhost> at the source\n"
     "commit's time (same history, same commit ids, in any clone). A source that\n"
@@ -47,8 +51,9 @@ static int run(int argc, char **argv)
     static const struct option opts[] = {
         {"help", no_argument, 0, 'h'},       {"output", required_argument, 0, 'o'},
         {"repo", required_argument, 0, 'r'}, {"rev", required_argument, 0, 'R'},
-        {"trust", required_argument, 0, 't'}, {0, 0, 0, 0}};
-    const char *format = "names", *repo = NULL, *rev = NULL, *trust = NULL;
+        {"trust", required_argument, 0, 't'}, {"revoked", required_argument, 0, 'K'},
+        {0, 0, 0, 0}};
+    const char *format = "names", *repo = NULL, *rev = NULL, *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -67,6 +72,9 @@ static int run(int argc, char **argv)
         case 't':
             trust = optarg;
             break;
+        case 'K':
+            revoked = optarg;
+            break;
         default:
             return mcg_cli_usage_error(&mcg_cmd_render, NULL);
         }
@@ -75,12 +83,12 @@ static int run(int argc, char **argv)
         return mcg_cli_usage_error(&mcg_cmd_render, "unknown output format '%s'", format);
     if (argc - optind > 1 || (repo && optind != argc))
         return mcg_cli_usage_error(&mcg_cmd_render, "expected at most one DIR, or --repo");
-    if ((rev || trust) && !repo)
-        return mcg_cli_usage_error(&mcg_cmd_render, "--rev and --trust go with --repo");
+    if ((rev || trust || revoked) && !repo)
+        return mcg_cli_usage_error(&mcg_cmd_render, "--rev, --trust and --revoked go with --repo");
     if (repo && !trust)
         return mcg_cli_usage_error(&mcg_cmd_render, "--repo needs --trust FILE");
     if (repo)
-        return render_repo(repo, rev, trust, format);
+        return render_repo(repo, rev, trust, revoked, format);
     const char *dir = optind < argc ? argv[optind] : ".";
     mcg_diags diags = {0};
     mcg_err err = {0};
@@ -130,7 +138,8 @@ static void print_render(const mcg_render *r, const char *format)
     }
 }
 
-static int render_repo(const char *repo, const char *rev, const char *trust, const char *format)
+static int render_repo(const char *repo, const char *rev, const char *trust, const char *revoked,
+                       const char *format)
 {
     mcg_err err = {0};
     mcg_signers *root = NULL;
@@ -139,7 +148,7 @@ static int render_repo(const char *repo, const char *rev, const char *trust, con
     mcg_diags diags = {0};
     mcg_verify_report rep = {0};
     mcg_render_result res;
-    int rc = mcg_cli_load_trust(&root, trust, &err);
+    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc)

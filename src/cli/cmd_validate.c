@@ -17,7 +17,10 @@ const mcg_cmd mcg_cmd_validate = {
     "Parse and check DIR (default: the current directory) as a config repo:\n"
     "mcgit.yaml, pools/*.yaml and machineconfigs/*.yaml, and that every pool\n"
     "renders. Valid: exit 0, nothing printed. Otherwise every problem found is\n"
-    "printed to stderr as `file:line: message` and the exit status is 1.\n",
+    "printed to stderr as `file:line: message` and the exit status is 1.\n"
+    "What Ignition only warns about (a key it does not know, such as `networkd: {}`\n"
+    "or a misspelt `mdoe`) is printed as `warning: file:line: message` and leaves\n"
+    "the exit status alone, unless mcgit.yaml says `warnings: error`.\n",
     run,
 };
 
@@ -43,6 +46,9 @@ static int run(int argc, char **argv)
         rc = mcg_render_model(&r, m, &diags);
     if (rc == MCG_EIO)
         mcg_cli_error("validate", "%s", err.msg);
+    if (m && !m->settings.warnings_as_errors)
+        for (size_t i = 0; i < m->warnings.count; i++)
+            mcg_cli_error("validate", "warning: %s", m->warnings.msgs[i]);
     mcg_cli_diags("validate", &diags);
     mcg_render_free(r);
     mcg_model_free(m);

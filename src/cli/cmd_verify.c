@@ -13,7 +13,8 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_verify = {
     "verify",
     "verify the SSH signature of every new source commit",
-    "usage: mcgit verify --repo R [--rev REV] [--since REV] --trust F [-o json]\n"
+    "usage: mcgit verify --repo R [--rev REV] [--since REV] --trust F [--revoked K]\n"
+    "                    [-o json]\n"
     "\n"
     "Check every commit reachable from REV (default: the source branch, git\n"
     "config mcgit.sourceBranch, else main) and not from --since (default: the\n"
@@ -24,6 +25,8 @@ const mcg_cmd mcg_cmd_verify = {
     ".mcgit/allowed_signers as it stands in that parent when the parent is\n"
     "good; F alone for a first commit), and its committer time is at most an\n"
     "hour before its first parent's. See docs/concepts.md.\n"
+    "With --revoked K (an OpenSSH KRL or a list of public keys, as git's\n"
+    "gpg.ssh.revocationFile), a commit by a revoked key or certificate is bad.\n"
     "\n"
     "Prints one line per commit, parents first:\n"
     "  good <sha> <principal> <fingerprint>\n"
@@ -42,9 +45,11 @@ static int run(int argc, char **argv)
                                          {"rev", required_argument, 0, 'R'},
                                          {"since", required_argument, 0, 's'},
                                          {"trust", required_argument, 0, 't'},
+                                         {"revoked", required_argument, 0, 'K'},
                                          {"output", required_argument, 0, 'o'},
                                          {0, 0, 0, 0}};
-    const char *repo = NULL, *rev = NULL, *since = NULL, *trust = NULL, *format = "text";
+    const char *repo = NULL, *rev = NULL, *since = NULL, *trust = NULL, *revoked = NULL,
+               *format = "text";
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -55,6 +60,7 @@ static int run(int argc, char **argv)
         case 'R': rev = optarg; break;
         case 's': since = optarg; break;
         case 't': trust = optarg; break;
+        case 'K': revoked = optarg; break;
         case 'o': format = optarg; break;
         default:
             return mcg_cli_usage_error(&mcg_cmd_verify, NULL);
@@ -68,7 +74,7 @@ static int run(int argc, char **argv)
     mcg_signers *root = NULL;
     mcg_repo *r = NULL;
     mcg_verify_report rep = {0};
-    int rc = mcg_cli_load_trust(&root, trust, &err);
+    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     mcg_verify_opts vo = {.since = since};

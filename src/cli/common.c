@@ -71,14 +71,27 @@ void mcg_cli_diags(const char *cmd, const mcg_diags *d)
 
 #include "trust/trust.h"
 
-int mcg_cli_load_trust(mcg_signers **out, const char *path, mcg_err *err)
+int mcg_cli_load_trust(mcg_signers **out, const char *path, const char *revoked, mcg_err *err)
 {
     char *data = NULL;
     size_t len = 0;
+    mcg_signers *s = NULL;
     *out = NULL;
     int rc = mcg_read_file(path, MCG_SIGNERS_MAX_TEXT, &data, &len, err);
     if (rc == 0)
-        rc = mcg_signers_parse(out, path, data, len, err);
+        rc = mcg_signers_parse(&s, path, data, len, err);
     free(data);
+    data = NULL;
+    if (rc == 0 && revoked && *revoked) {
+        rc = mcg_read_file(revoked, MCG_REVOKED_MAX_SIZE, &data, &len, err);
+        if (rc == 0)
+            rc = mcg_signers_revoke(s, revoked, data, len, err);
+        free(data);
+    }
+    if (rc == 0) {
+        *out = s; /* transferred */
+        s = NULL;
+    }
+    mcg_signers_free(s);
     return rc;
 }

@@ -413,9 +413,16 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     size_t len = 0;
     int rc;
 
-    if ((rc = mcg_read_file(o->trust, 1u << 20, &data, &len, err)) != 0 ||
+    if ((rc = mcg_read_file(o->trust, MCG_SIGNERS_MAX_TEXT, &data, &len, err)) != 0 ||
         (rc = mcg_signers_parse(&root, o->trust, data, len, err)) != 0)
         goto out;
+    if (o->revoked) { /* re-read each pass, like the trust root */
+        free(data);
+        data = NULL;
+        if ((rc = mcg_read_file(o->revoked, MCG_REVOKED_MAX_SIZE, &data, &len, err)) != 0 ||
+            (rc = mcg_signers_revoke(root, o->revoked, data, len, err)) != 0)
+            goto out;
+    }
     if ((rc = mcg_repo_open(&r, o->repo, err)) != 0)
         goto out;
     fetch(res, o, r, root, now);

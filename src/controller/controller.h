@@ -19,6 +19,7 @@
 typedef struct mcg_controller_opts {
     const char *repo;  /* path of the config repo (a clone/mirror when it has a remote) */
     const char *trust; /* trust root: allowed_signers file */
+    const char *revoked; /* revocation list (KRL or key list) attached to it, NULL: none */
     const char *remote; /* remote to fetch from, NULL: "origin" when it exists */
     /* How many older rendered configs of each pool stay published besides
      * the ones nodes and pools use: the newest ones on the rendered branch. */

@@ -1,7 +1,7 @@
 /*
  * gitops — where configs come from and where renders go: config
  * directories, git repositories (libgit2), signed-history verification,
- * rendered commits, rollback and bundles.
+ * rendered commits and rollback. Bundles are in bundle/bundle.h.
  */
 #ifndef MCG_GITOPS_H
 #define MCG_GITOPS_H
@@ -31,6 +31,7 @@ int mcg_gitops_init(const char *dir, mcg_err *err);
 typedef struct mcg_hook_install_opts {
     const char *repo;          /* the repository (bare or not) */
     const char *trust;         /* absolute path of the trust root, for mcgit.trust */
+    const char *revoked;       /* absolute path of a revocation list, for mcgit.revoked; NULL: keep */
     const char *binary;        /* absolute path of mcgit, for mcgit.binary */
     const char *source_branch; /* NULL: keep mcgit.sourceBranch (default main) */
 } mcg_hook_install_opts;
@@ -123,6 +124,10 @@ typedef struct mcg_verify_opts {
      * of an incoming pack learnt of its trees. Both may be NULL. */
     const mcg_sigmemo *memo;
     const struct mcg_packscan *scan;
+    /* The approvals (refs/notes/mcgit-approvals) to use: a notes commit id,
+     * e.g. the value a push is about to give the ref. NULL: the ref's value
+     * in the repository, if any. */
+    const char *approvals;
 } mcg_verify_opts;
 
 /*
@@ -166,9 +171,13 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
  *     new tree loads and renders;
  *   - tags (under refs/tags/): created only, their history verified likewise;
  *   - anything else: accepted and read by nothing.
+ * approvals: the value the same push gives refs/notes/mcgit-approvals
+ * (approvals for the two-person rule pushed with the branch), or NULL for
+ * the ref's current value.
  */
 int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,
-                             const char *new, const char *ref, int64_t now, mcg_diags *out);
+                             const char *new, const char *ref, int64_t now,
+                             const char *approvals, mcg_diags *out);
 
 /* Load the config files of a commit's tree into a finished model. */
 int mcg_gitops_load_commit(mcg_model **out, mcg_repo *r, const char *sha, mcg_diags *diags,
@@ -214,10 +223,11 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
 typedef int (*mcg_commit_sign_fn)(char **armored, const char *buf, size_t len, void *ctx,
                                   mcg_err *err);
 
-/* Signing as git does for gpg.format ssh: `PROGRAM -Y sign -n git -f KEY`. */
+/* Signing as git does for gpg.format ssh: `PROGRAM -Y sign -n NS -f KEY` (NS: git). */
 typedef struct mcg_ssh_signer {
     char *program; /* git config gpg.ssh.program, default ssh-keygen */
     char *key;     /* a key file; its private key may be in ssh-agent, or encrypted */
+    const char *ns; /* the signature namespace; NULL: git (static text, not owned) */
 } mcg_ssh_signer;
 
 /*
@@ -230,6 +240,19 @@ int mcg_ssh_signer_init(mcg_ssh_signer *out, mcg_repo *r, const char *key_file, 
 void mcg_ssh_signer_free(mcg_ssh_signer *s);
 /* mcg_commit_sign_fn for a const mcg_ssh_signer * (ctx): runs the program. */
 int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, mcg_err *err);
+
+/*
+ * The two-person rule's approvals (.mcgit/policy.yaml, docs/trust.md): sign
+ * "<commit id>\n" for the commit REV names with sign (whose namespace must
+ * be mcgit-approval) and add the signature to that commit's note in
+ * refs/notes/mcgit-approvals (a new notes commit; earlier approvals kept).
+ * The commit approved and the new notes commit go to approved and
+ * note_commit. The same signature twice is refused.
+ */
+int mcg_gitops_approve(char note_commit[MCG_SHA_HEX + 1], char approved[MCG_SHA_HEX + 1],
+                       mcg_repo *r, const char *rev, mcg_commit_sign_fn sign, void *sign_ctx,
+                       mcg_err *err);
+
 
 typedef struct mcg_rollback_opts {
     mcg_commit_sign_fn sign; /* required */
@@ -342,18 +365,7 @@ int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err);
 
 /* ------------------------------------------------------------ signing */
 
-/* An ed25519 key pair (libsodium layout: sk holds seed and public key). */
-typedef struct mcg_sshkey {
-    unsigned char pk[32];
-    unsigned char sk[64];
-} mcg_sshkey;
-
-void mcg_sshkey_generate(mcg_sshkey *key);
-void mcg_sshkey_wipe(mcg_sshkey *key);
-/* "ssh-ed25519 AAAA... comment" (caller frees). */
-char *mcg_sshkey_public_line(const mcg_sshkey *key, const char *comment);
-/* An armored SSH signature (namespace git, sha512) of msg (caller frees). */
-char *mcg_sshsig_sign(const mcg_sshkey *key, const void *msg, size_t len);
+/* The key pair and mcg_sshsig_sign are trust's (trust/trust.h). */
 /*
  * Stage every change in the work tree at path and commit it on the branch
  * HEAD points at, signed with key (NULL: unsigned), author and committer
@@ -361,119 +373,5 @@ char *mcg_sshsig_sign(const mcg_sshkey *key, const void *msg, size_t len);
  */
 int mcg_gitops_commit_worktree(char out[MCG_SHA_HEX + 1], const char *path, const char *message,
                                const mcg_sshkey *key, int64_t when, mcg_err *err);
-
-/* ------------------------------------------------------------ bundles */
-/*
- * Air-gapped transport as standard git bundles (git's gitformat-bundle):
- * "# v2 git bundle", "-<oid> <subject>" prerequisites, "<oid> <refname>"
- * lines, a blank line, then a packfile. See docs/bundles.md.
- */
-
-#define MCG_BUNDLE_PROGRESS 1u /* draw a progress bar on stderr */
-
-typedef struct mcg_bundle_create_opts {
-    const char *since;       /* NULL: a full bundle; else only what is new since REV */
-    const char *const *refs; /* refs to include (dwim'd: "main", "v1", "refs/x/y") */
-    size_t nrefs;            /* 0: HEAD, the source branch and every tag */
-    unsigned flags;          /* MCG_BUNDLE_PROGRESS */
-} mcg_bundle_create_opts;
-
-typedef struct mcg_bundle_info {
-    size_t nrefs, nprerequisites, nobjects;
-    uint64_t bytes; /* the whole bundle file */
-} mcg_bundle_info;
-
-/*
- * Write a bundle of r to path ("-": standard output, refused when it is a
- * terminal), atomically: an unnamed temp file in the same directory
- * (O_TMPFILE; a named one where the file system has none), fsync, rename.
- * The pack is streamed, never held whole: the repo's stored pack entries
- * copied when (nearly) every object is packed, else git_packbuilder's
- * output, its deltas rewritten as OFS_DELTA. With opts->since, the
- * prerequisites are the commits outside the new set that new commits name
- * as parents, and refs whose commit is not new are left out; nothing new at
- * all is an error (MCG_EINVAL). info may be NULL.
- */
-int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
-                      const mcg_bundle_create_opts *opts, mcg_err *err);
-
-typedef enum mcg_bundle_action {
-    MCG_BUNDLE_SKIP,    /* not imported: HEAD, the rendered branch, other namespaces */
-    MCG_BUNDLE_SAME,    /* the repo already has this value */
-    MCG_BUNDLE_CREATE,  /* a new ref */
-    MCG_BUNDLE_FORWARD, /* a fast-forward */
-    MCG_BUNDLE_STALE,   /* the repo is ahead: refused (rollback protection) */
-    MCG_BUNDLE_REWRITE, /* diverged history or a moved tag: refused */
-} mcg_bundle_action;
-
-typedef struct mcg_bundle_ref {
-    char *name;                    /* as listed in the bundle (untrusted text, validated) */
-    char old_sha[MCG_SHA_HEX + 1]; /* "" when the repo has no such ref */
-    char new_sha[MCG_SHA_HEX + 1];
-    mcg_bundle_action action;
-    const char *note;          /* why skipped (static text), or NULL */
-    mcg_verify_report verify;  /* the commits checked for this ref */
-    const char *verified_with; /* its commits were checked with this ref (a tag on the
-                                  branch): the other ref's name, owned by the report; or NULL */
-} mcg_bundle_ref;
-
-typedef struct mcg_bundle_report {
-    int version;            /* 2 or 3 */
-    mcg_strv prerequisites; /* commit ids */
-    mcg_bundle_ref *refs;
-    size_t nrefs;
-    uint64_t pack_bytes;
-    size_t objects;
-    size_t prechecked;      /* commit signatures checked while the pack was indexed */
-    bool accepted;          /* every check passed */
-    bool imported;          /* refs were moved (import only) */
-    bool rendered;          /* the source branch's new tip was rendered */
-    mcg_render_result render;
-} mcg_bundle_report;
-
-void mcg_bundle_report_free(mcg_bundle_report *rep);
-
-/*
- * Check what importing the bundle at path ("-": standard input) into r would
- * do, changing nothing: the header (v2, or v3 with only
- * @object-format=sha1), that every prerequisite is present, the pack
- * (indexed into a quarantine directory objects/mcgit-incoming-XXXXXX that is
- * removed before returning), every object the refs reach present in the
- * pack or the repo, every ref tip present, every ref update a
- * fast-forward (an identical ref is a no-op; a repo ahead of the bundle is
- * "stale"), every new commit signed under the trust root (see
- * mcg_gitops_verify) and the new source tip rendering cleanly. rep is
- * filled as far as the checks got; rep->accepted says whether all passed.
- * Returns 0 when accepted, else the first refusal's code with a one-line
- * reason in err.
- */
-int mcg_bundle_verify(mcg_bundle_report *rep, mcg_repo *r, const char *path,
-                      const mcg_signers *root, unsigned flags, mcg_err *err);
-
-/*
- * The checks of mcg_bundle_verify, then: move the quarantined pack into
- * objects/pack/, move the refs (compare-and-swap against the values
- * checked), record the source branch's new tip as verified
- * (mcg_gitops_mark_verified: every commit up to it was just checked) and
- * render it (mcg_gitops_render; diags receives render problems). SIGINT,
- * SIGTERM, SIGHUP and SIGQUIT are held back from the pack move to the end,
- * so a signal never leaves an import half done. On any refusal the
- * repository's refs and object files are exactly as they were. A failure of
- * the final render is reported in err after the refs have moved
- * (rep->imported is true).
- */
-int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
-                      const mcg_signers *root, unsigned flags, mcg_diags *diags, mcg_err *err);
-
-/*
- * Remove what an interrupted bundle command leaves: the quarantine of a
- * verify or import in progress, or the temp file a bundle is being written
- * to. Async-signal-safe: call it from a SIGINT/SIGTERM/SIGHUP handler, then
- * re-raise the signal. A quarantine left by a process that could not run it
- * (kill -9) is removed by the next verify or import of that repository.
- */
-void mcg_bundle_signal_cleanup(void);
-
-/* ------------------------------------------------------------ end bundles */
 
 #endif

@@ -5,6 +5,7 @@
 #define MCG_GITOPS_INT_H
 
 #include "gitops/gitops.h"
+#include "pack/pack.h" /* oid maps, and the pack scan repo.c consults */
 
 #include <git2.h>
 #include <git2/sys/odb_backend.h>
@@ -13,8 +14,6 @@ struct mcg_repo {
     git_repository *git;
     char *source_branch;
     char *rendered_branch;
-    const mcg_sigmemo *memo;          /* signatures already checked (bundle import), or NULL */
-    const struct mcg_packscan *scan;  /* what a scan of the quarantined pack knows, or NULL */
 };
 
 /* Convert libgit2's last error into err, prefixed with what was being done. */
@@ -65,93 +64,31 @@ int mcg_repo_scratch_persist(mcg_repo *r, mcg_repo *scratch, git_odb_backend *me
 /* Rendered commits written, and trees rendered (memo misses), so far. */
 void mcg_chain_stats(const mcg_chain *ch, size_t *made, size_t *renders);
 
-/*
- * A map from object ids to 64-bit values, or a set of ids (values unused),
- * safe against ids chosen to collide (oidmap.c). Zero-initialise; free with
- * mcg_oidmap_free.
- */
-typedef struct mcg_oidmap {
-    git_oid *keys;
-    uint64_t *vals;
-    unsigned char *used;
-    size_t cap, n;
-} mcg_oidmap;
-/* Make room for n more ids. */
-void mcg_oidmap_reserve(mcg_oidmap *m, size_t n);
-/* Add o -> v; true when o was not there yet (an existing value is kept). */
-bool mcg_oidmap_put(mcg_oidmap *m, const git_oid *o, uint64_t v);
-/* Whether o is there; its value in *v (v may be NULL). */
-bool mcg_oidmap_get(const mcg_oidmap *m, const git_oid *o, uint64_t *v);
-void mcg_oidmap_free(mcg_oidmap *m);
+/* ------------------------------------------------------------ approvals.c */
+
+#define MCG_APPROVAL_NAMESPACE "mcgit-approval"
+#define MCG_APPROVALS_REF "refs/notes/mcgit-approvals"
+
+/* The last .mcgit/policy.yaml parsed, by blob id. Zero-initialise. */
+typedef struct mcg_policy_cache {
+    git_oid blob;
+    bool valid;
+    mcg_signpolicy *policy; /* NULL: did not parse (error) */
+    char error[512];
+} mcg_policy_cache;
+void mcg_policy_cache_free(mcg_policy_cache *pc);
 
 /*
- * Raw object parsing for untrusted packs (bundle.c). A commit's tree and
- * parents ("tree X\n", then "parent X\n" lines; each parent to `parent`,
- * which may be NULL); a tag's target ("object X\n" first); the next entry
- * of a tree ("<octal mode> <name>\0<20-byte id>", *p advanced past it).
- * Each false when malformed.
+ * The two-person rule for commit c over one parent: the policy in
+ * parent's tree, the paths c changes relative to it, and the approvals in
+ * the note of c in the notes commit `notes` (NULL: none), verified with set
+ * (the signers that parent allows) at c's committer time and, when now is
+ * nonzero, at now. commit_principal is who signed c. 0 when satisfied (or
+ * no rule applies); else MCG_ETRUST with the reason in why.
  */
-bool mcg_git_commit_links(git_oid *tree, void (*parent)(const git_oid *, void *), void *ctx,
-                          const char *p, size_t len);
-bool mcg_git_tag_target(git_oid *out, const char *p, size_t len);
-typedef struct mcg_tree_entry {
-    unsigned mode;
-    const unsigned char *name; /* not NUL-terminated */
-    size_t namelen;
-    git_oid id;
-} mcg_tree_entry;
-bool mcg_git_tree_entry_next(mcg_tree_entry *e, const unsigned char **p, const unsigned char *end);
-
-/*
- * Apply a git delta (pack format) to base: the result in a new buffer of
- * *outlen bytes, or NULL when the delta is malformed, does not fit base, or
- * would make more than max bytes. (bundle.c)
- */
-unsigned char *mcg_git_delta_apply(size_t *outlen, const unsigned char *base, size_t blen,
-                                   const unsigned char *d, size_t dlen, size_t max);
-
-/*
- * Reading a pack while it is indexed (precheck.c; see there).
- * mcg_precheck_start starts a thread; mcg_precheck_feed hands it a copy of
- * the next pack bytes (waiting while 4 MiB are queued); mcg_precheck_finish
- * says the pack has ended, checks signatures left on the calling thread too,
- * joins, and returns what the scan learnt; mcg_precheck_abort stops without
- * it. Each frees p.
- */
-typedef struct mcg_precheck mcg_precheck;
-typedef struct mcg_packscan mcg_packscan;
-mcg_precheck *mcg_precheck_start(void);
-void mcg_precheck_feed(mcg_precheck *p, const void *buf, size_t n);
-mcg_packscan *mcg_precheck_finish(mcg_precheck *p);
-void mcg_precheck_abort(mcg_precheck *p);
-
-void mcg_packscan_free(mcg_packscan *s);
-/* The memo of commit signatures that verified, and how many. */
-const mcg_sigmemo *mcg_packscan_memo(const mcg_packscan *s);
-size_t mcg_packscan_checked(const mcg_packscan *s);
-/*
- * Check the scan against the indexer's ids (in_pack) and the types of
- * REF_DELTA bases it could not follow (read through odb); afterwards
- * mcg_packscan_complete says whether its links, commits and hints stand.
- */
-void mcg_packscan_confirm(mcg_packscan *s, bool (*in_pack)(const git_oid *, void *), void *ctx,
-                          git_odb *odb);
-bool mcg_packscan_complete(const mcg_packscan *s);
-/*
- * Connectivity from a complete scan: every id an object of the pack names
- * is in the pack or in odb. 0 when so; 1 with *missing and the object that
- * names it (*by, NULL if unknown) when not.
- */
-int mcg_packscan_connected(const mcg_packscan *s, bool (*in_pack)(const git_oid *, void *),
-                           void *ctx, git_odb *odb, const git_oid **by, const git_oid **missing);
-/*
- * The signer file of a root tree, as git_tree_entry_bypath(root,
- * ".mcgit/allowed_signers") would find it: true with *present (and *blob,
- * the entry's id when it is a blob entry) when the scan knows; false when
- * the trees must be read.
- */
-bool mcg_packscan_signers(const mcg_packscan *s, const git_oid *root, bool *present, git_oid *blob);
-/* A read-only object database backend serving the scan's commits (*out NULL: none). */
-int mcg_packscan_backend(git_odb_backend **out, const mcg_packscan *s);
+int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const git_commit *c,
+                        const git_commit *parent, const mcg_signers *set,
+                        const char *commit_principal, const git_oid *notes, int64_t now,
+                        mcg_policy_cache *pc);
 
 #endif

@@ -43,6 +43,7 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
     if (git_repository_config(&cfg, g) != 0 ||
         git_config_set_string(cfg, "mcgit.trust", o->trust) != 0 ||
         git_config_set_string(cfg, "mcgit.binary", o->binary) != 0 ||
+        (o->revoked && git_config_set_string(cfg, "mcgit.revoked", o->revoked) != 0) ||
         (o->source_branch &&
          git_config_set_string(cfg, "mcgit.sourceBranch", o->source_branch) != 0)) {
         rc = mcg_git_err(err, "git config");

@@ -22,11 +22,11 @@ static bool is_zero(const char *sha)
 
 /* One refusal line per bad commit of a verified range. */
 static int verify_range(mcg_repo *r, const mcg_signers *root, const char *ref, const char *tip,
-                        const char *since, int64_t now, mcg_diags *out)
+                        const char *since, int64_t now, const char *approvals, mcg_diags *out)
 {
     mcg_verify_report rep = {0};
     mcg_err err = {0};
-    mcg_verify_opts o = {.since = since, .now = now};
+    mcg_verify_opts o = {.since = since, .now = now, .approvals = approvals};
     int rc = 0;
     if (mcg_gitops_verify(&rep, r, tip, &o, root, &err) != 0) {
         mcg_diags_add(out, "refusing %s: %s", ref, err.msg);
@@ -43,7 +43,7 @@ static int verify_range(mcg_repo *r, const mcg_signers *root, const char *ref, c
 }
 
 static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, const char *new,
-                        const char *ref, int64_t now, mcg_diags *out)
+                        const char *ref, int64_t now, const char *approvals, mcg_diags *out)
 {
     if (is_zero(new)) {
         mcg_diags_add(out, "refusing %s: the source branch cannot be deleted", ref);
@@ -55,7 +55,7 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
         return MCG_ECONFLICT;
     }
     /* The branch's current tip passed this check when it was pushed. */
-    int rc = verify_range(r, root, ref, new, first ? NULL : old, first ? 0 : now, out);
+    int rc = verify_range(r, root, ref, new, first ? NULL : old, first ? 0 : now, approvals, out);
     if (rc)
         return rc;
     mcg_model *m = NULL;
@@ -75,7 +75,7 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
 }
 
 static int check_tag(mcg_repo *r, const mcg_signers *root, const char *old, const char *new,
-                     const char *ref, int64_t now, mcg_diags *out)
+                     const char *ref, int64_t now, const char *approvals, mcg_diags *out)
 {
     char sha[MCG_SHA_HEX + 1], cur[MCG_SHA_HEX + 1];
     mcg_err err = {0};
@@ -92,11 +92,12 @@ static int check_tag(mcg_repo *r, const mcg_signers *root, const char *old, cons
     char *src = mcg_sprintf("refs/heads/%s", r->source_branch);
     bool held = mcg_repo_resolve(r, src, cur, NULL) == 0;
     free(src);
-    return verify_range(r, root, ref, sha, NULL, held ? now : 0, out);
+    return verify_range(r, root, ref, sha, NULL, held ? now : 0, approvals, out);
 }
 
 int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,
-                             const char *new, const char *ref, int64_t now, mcg_diags *out)
+                             const char *new, const char *ref, int64_t now,
+                             const char *approvals, mcg_diags *out)
 {
     char *src = mcg_sprintf("refs/heads/%s", r->source_branch);
     char *ren = mcg_sprintf("refs/heads/%s", r->rendered_branch);
@@ -108,9 +109,9 @@ int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *o
         mcg_diags_add(out, "refusing %s: the rendered branch is written by mcgit only", ref);
         rc = MCG_ETRUST;
     } else if (!strcmp(ref, src)) {
-        rc = check_source(r, root, old, new, ref, now, out);
+        rc = check_source(r, root, old, new, ref, now, approvals, out);
     } else if (!strncmp(ref, "refs/tags/", 10)) {
-        rc = check_tag(r, root, old, new, ref, now, out);
+        rc = check_tag(r, root, old, new, ref, now, approvals, out);
     }
     free(src);
     free(ren);

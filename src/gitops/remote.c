@@ -79,14 +79,19 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
  * (mcg_verify_opts.now); a first fetch is judged by committer times.
  */
 static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *old_oid,
-                          const mcg_signers *root, int64_t now, mcg_err *err)
+                          const git_oid *notes, const mcg_signers *root, int64_t now,
+                          mcg_err *err)
 {
-    char tip[MCG_SHA_HEX + 1], since[MCG_SHA_HEX + 1];
+    char tip[MCG_SHA_HEX + 1], since[MCG_SHA_HEX + 1], approvals[MCG_SHA_HEX + 1];
     mcg_verify_report rep = {0};
     git_oid_tostr(tip, sizeof(tip), new_oid);
     if (old_oid)
         git_oid_tostr(since, sizeof(since), old_oid);
-    mcg_verify_opts o = {old_oid ? since : NULL, old_oid ? now : 0, NULL, NULL};
+    if (notes)
+        git_oid_tostr(approvals, sizeof(approvals), notes);
+    mcg_verify_opts o = {.since = old_oid ? since : NULL,
+                         .now = old_oid ? now : 0,
+                         .approvals = notes ? approvals : NULL};
     int rc = mcg_gitops_verify(&rep, r, tip, &o, root, err);
     for (size_t i = 0; !rc && i < rep.n; i++)
         if (!rep.v[i].good)
@@ -111,8 +116,9 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *ro
      * function writes; the branch itself moves after verification. */
     char *spec = mcg_sprintf("+refs/heads/%s:refs/mcgit/fetched/%s", r->source_branch,
                              r->source_branch);
-    char *refs[] = {spec};
-    git_strarray specs = {refs, 1};
+    /* approvals for the two-person rule travel as notes */
+    char *refs[] = {spec, "+" MCG_APPROVALS_REF ":refs/mcgit/fetched-approvals"};
+    git_strarray specs = {refs, 2};
     git_fetch_options fo = GIT_FETCH_OPTIONS_INIT;
     cred_state cs = {getenv("MCGIT_GIT_CREDENTIALS"), 0};
     fo.callbacks.credentials = cred_cb;
@@ -124,8 +130,10 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *ro
     }
     fetched = mcg_sprintf("refs/mcgit/fetched/%s", r->source_branch);
     local = mcg_sprintf("refs/heads/%s", r->source_branch);
-    git_oid new_oid, old_oid;
+    git_oid new_oid, old_oid, notes_oid;
     bool held = git_reference_name_to_id(&old_oid, r->git, local) == 0;
+    bool has_notes =
+        git_reference_name_to_id(&notes_oid, r->git, "refs/mcgit/fetched-approvals") == 0;
     if (git_reference_name_to_id(&new_oid, r->git, fetched) != 0) {
         rc = mcg_err_set(err, MCG_ENOTFOUND, "remote '%s' has no branch '%s'", remote_name,
                          r->source_branch);
@@ -151,8 +159,18 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *ro
                          remote_name, r->source_branch);
         goto out;
     }
-    if ((rc = verify_fetched(r, &new_oid, held ? &old_oid : NULL, root, now, err)) != 0)
+    if ((rc = verify_fetched(r, &new_oid, held ? &old_oid : NULL, has_notes ? &notes_oid : NULL,
+                             root, now, err)) != 0)
         goto out;
+    if (has_notes) {
+        git_reference *nref = NULL;
+        if (git_reference_create(&nref, r->git, MCG_APPROVALS_REF, &notes_oid, 1,
+                                 "mcgit fetch") != 0) {
+            rc = mcg_git_err(err, MCG_APPROVALS_REF);
+            goto out;
+        }
+        git_reference_free(nref);
+    }
     if (held ? git_reference_create_matching(&ref, r->git, local, &new_oid, 1, &old_oid,
                                              "mcgit fetch")
              : git_reference_create(&ref, r->git, local, &new_oid, 0, "mcgit fetch")) {

@@ -398,6 +398,8 @@ typedef struct verify_ctx {
     const mcg_verify_opts *o;
     const oidset *good, *range;
     signer_cache *cache;
+    const git_oid *notes;   /* the approvals notes commit, or NULL */
+    mcg_policy_cache *policy;
 } verify_ctx;
 
 /*
@@ -465,6 +467,22 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, git_commit *c)
             if (!v->principal[0]) {
                 snprintf(v->principal, sizeof(v->principal), "%s", res.principal);
                 snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
+            }
+            /* The two-person rule of the policy this parent puts in force. */
+            git_commit *parent = NULL;
+            if (pass == 0 && np && git_commit_parent(&parent, c, i) == 0) {
+                char awhy[600];
+                int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parent, set,
+                                              res.principal, vc->notes, vc->o->now, vc->policy);
+                git_commit_free(parent);
+                if (arc != 0) {
+                    if (np > 1)
+                        snprintf(v->reason, sizeof(v->reason), "parent %u of %u: %s", i + 1, np,
+                                 awhy);
+                    else
+                        snprintf(v->reason, sizeof(v->reason), "%s", awhy);
+                    goto out;
+                }
             }
         }
     }
@@ -619,7 +637,15 @@ int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
         order[n++] = oid;
         oidset_add(&range, &oid);
     }
-    verify_ctx vc = {r, root, o, &good, &range, &cache};
+    /* Approvals: the notes commit given, else the repository's notes ref. */
+    git_oid notes_oid;
+    bool has_notes = false;
+    mcg_policy_cache policy = {0};
+    if (o->approvals)
+        has_notes = git_oid_fromstr(&notes_oid, o->approvals) == 0;
+    else
+        has_notes = git_reference_name_to_id(&notes_oid, r->git, MCG_APPROVALS_REF) == 0;
+    verify_ctx vc = {r, root, o, &good, &range, &cache, has_notes ? &notes_oid : NULL, &policy};
     rep->v = mcg_calloc(n ? n : 1, sizeof(*rep->v));
     for (size_t i = 0; i < n; i++) {
         git_commit *c = NULL;
@@ -637,6 +663,7 @@ int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
             rep->nbad++;
     }
     free(order);
+    mcg_policy_cache_free(&policy);
 out:
     mcg_signers_free(cache.set);
     oidset_free(&range);

@@ -135,7 +135,8 @@ int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, 
     fa_init = true;
     posix_spawn_file_actions_adddup2(&fa, fileno(in), 0);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-    char *argv[] = {s->program, "-Y", "sign", "-n", "git", "-f", s->key, NULL};
+    char *argv[] = {s->program, "-Y", "sign", "-n", (char *)(s->ns ? s->ns : "git"), "-f", s->key,
+                    NULL};
     int src = posix_spawnp(&pid, s->program, &fa, NULL, argv, environ);
     close(pfd[1]);
     pfd[1] = -1;

@@ -1,11 +1,19 @@
 /*
- * ignition.c — the part of Ignition 3.0–3.4 that mcgit manages, validated.
+ * ignition.c — an Ignition config, validated as Ignition and MCO validate it.
  *
- * mcgit writes files, directories, links, systemd units (with drop-ins) and
- * the boot user core's SSH keys. Everything else Ignition can express — other
- * users, groups, disks, RAID, filesystems, LUKS, appends, remote sources,
- * kernel arguments — is refused by name rather than ignored, so a config
- * never silently does less on a node than its author expects.
+ * The agent writes files, directories, links, systemd units (with drop-ins)
+ * and the boot user core's SSH keys and password hash. The sections MCO calls
+ * unreconcilable on an installed node — disks, RAID, filesystems, LUKS,
+ * groups, users other than core, Ignition's own kernel arguments — are
+ * accepted and kept verbatim (mcg_ignition.extra), so a render carries them
+ * and an agent can report a change to them instead of half-applying it. What
+ * neither can deliver on a running node is refused by name: remote sources
+ * and appends, remote configs and CAs.
+ *
+ * Validation follows Ignition's split between errors and warnings: a key
+ * Ignition does not know is a warning (mcg_pctx_warn), a malformed value an
+ * error. Unit and drop-in contents are checked as systemd reads unit files.
+ * Ignition 2.x configs are translated first (ignition_v2.c).
  */
 #include "model/model_int.h"
 
@@ -55,6 +63,9 @@ void mcg_ignition_free(mcg_ignition *ign)
         unit_free(&ign->units[i]);
     free(ign->units);
     mcg_strv_free(&ign->ssh_keys);
+    free(ign->password_hash);
+    json_decref(ign->extra);
+    mcg_osspec_free(&ign->os);
     memset(ign, 0, sizeof(*ign));
 }
 
@@ -63,7 +74,7 @@ static void refuse(mcg_pctx *c, const json_t *obj, const char *key, const char *
                    const char *why)
 {
     json_t *v = json_object_get(obj, key);
-    if (!mcg_json_is_empty(v))
+    if (!mcg_json_is_deep_empty(v))
         mcg_pctx_err(c, v, "field '%s' is not supported: %s", name, why);
 }
 
@@ -74,7 +85,7 @@ static void parse_owner(mcg_pctx *c, const json_t *obj, const char *key, const c
     if (!o)
         return;
     static const char *const keys[] = {"id", "name", NULL};
-    mcg_check_keys(c, o, name, keys);
+    mcg_check_keys_warn(c, o, name, keys);
     mcg_get_str(c, o, "name", name, &out->name);
     mcg_get_int(c, o, "id", name, &out->has_id, &out->id);
     if (out->has_id && (out->id < 0 || out->id > 0x7fffffff))
@@ -91,7 +102,7 @@ static void check_verification(mcg_pctx *c, const json_t *ver, const char *name,
                                const unsigned char *data, size_t len)
 {
     static const char *const keys[] = {"hash", NULL};
-    mcg_check_keys(c, ver, name, keys);
+    mcg_check_keys_warn(c, ver, name, keys);
     json_t *h = json_object_get(ver, "hash");
     if (!h || json_is_null(h))
         return;
@@ -133,7 +144,7 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
     snprintf(cname, sizeof(cname), "%s.contents", name);
     static const char *const keys[] = {"source", "compression", "verification", "httpHeaders",
                                        NULL};
-    mcg_check_keys(c, ct, cname, keys);
+    mcg_check_keys_warn(c, ct, cname, keys);
     refuse(c, ct, "httpHeaders", "contents.httpHeaders", "only data: URLs are supported");
     st->has_contents = true;
     int before = c->errors;
@@ -301,6 +312,44 @@ static void keyset_free(keyset *ks)
     free(ks->lines);
 }
 
+/*
+ * Keep the list obj[key] as an unreconcilable section of ign: a list of
+ * mappings, each naming itself by idkey (a string), unique in this config.
+ */
+static void keep_section(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
+                         const char *idkey, mcg_ignition *ign)
+{
+    json_t *arr = mcg_get_arr(c, obj, key, name);
+    if (!arr || !json_array_size(arr))
+        return;
+    int before = c->errors;
+    keyset seen = {0}; /* linear: 80,000 users cost no more than their bytes */
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        json_t *id = json_is_object(e) ? json_object_get(e, idkey) : NULL;
+        if (!json_is_object(e)) {
+            mcg_pctx_err(c, e, "field '%s[%zu]' must be a mapping", name, i);
+        } else if (!json_is_string(id) || !json_string_length(id) ||
+                   strlen(json_string_value(id)) != json_string_length(id)) {
+            mcg_pctx_err(c, e, "field '%s[%zu].%s' is required", name, i, idkey);
+        } else {
+            int first;
+            if (!keyset_add(&seen, json_string_value(id), mcg_pctx_line(c, e), &first))
+                mcg_pctx_err(c, e, "%s '%s' is given twice in this config", name,
+                             json_string_value(id));
+        }
+    }
+    keyset_free(&seen);
+    if (c->errors != before)
+        return;
+    if (!ign->extra)
+        ign->extra = json_object();
+    json_object_set_new(ign->extra, key, json_deep_copy(arr));
+}
+
+
 static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix,
                           mcg_ignition *ign)
 {
@@ -308,12 +357,12 @@ static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix
     static const char *const keys[] = {"files", "directories", "links", "disks", "raid",
                                        "filesystems", "luks", NULL};
     snprintf(name, sizeof(name), "%s.storage", prefix);
-    mcg_check_keys(c, storage, name, keys);
-    refuse(c, storage, "disks", "storage.disks", "mcgit manages files, units and SSH keys");
-    refuse(c, storage, "raid", "storage.raid", "mcgit manages files, units and SSH keys");
-    refuse(c, storage, "filesystems", "storage.filesystems",
-           "mcgit manages files, units and SSH keys");
-    refuse(c, storage, "luks", "storage.luks", "mcgit manages files, units and SSH keys");
+    mcg_check_keys_warn(c, storage, name, keys);
+    /* unreconcilable once a node is installed: kept, never applied */
+    keep_section(c, storage, "disks", "storage.disks", "device", ign);
+    keep_section(c, storage, "raid", "storage.raid", "name", ign);
+    keep_section(c, storage, "filesystems", "storage.filesystems", "device", ign);
+    keep_section(c, storage, "luks", "storage.luks", "name", ign);
 
     static const char *const kinds[] = {"files", "directories", "links"};
     keyset seen = {0};
@@ -336,7 +385,7 @@ static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix
                 static const char *const fk[] = {"path", "overwrite", "mode", "user", "group",
                                                  "contents", "append", NULL};
                 st->kind = MCG_NODE_FILE;
-                mcg_check_keys(c, e, ename, fk);
+                mcg_check_keys_warn(c, e, ename, fk);
                 refuse(c, e, "append", "append", "files are written whole");
                 parse_common(c, e, ename, st);
                 parse_mode(c, e, ename, st);
@@ -345,14 +394,14 @@ static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix
                 static const char *const dk[] = {"path", "overwrite", "mode", "user", "group",
                                                  NULL};
                 st->kind = MCG_NODE_DIR;
-                mcg_check_keys(c, e, ename, dk);
+                mcg_check_keys_warn(c, e, ename, dk);
                 parse_common(c, e, ename, st);
                 parse_mode(c, e, ename, st);
             } else {
                 static const char *const lk[] = {"path", "overwrite", "user", "group", "target",
                                                  "hard", NULL};
                 st->kind = MCG_NODE_LINK;
-                mcg_check_keys(c, e, ename, lk);
+                mcg_check_keys_warn(c, e, ename, lk);
                 parse_common(c, e, ename, st);
                 mcg_get_str(c, e, "target", ename, &st->target);
                 mcg_get_bool(c, e, "hard", ename, &st->hard);
@@ -385,10 +434,95 @@ static bool valid_dropin_name(const char *s)
     return n > 5 && n < 256 && !strchr(s, '/') && !strcmp(s + n - 5, ".conf") && s[0] != '.';
 }
 
+static bool is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r';
+}
+
+/*
+ * Check unit file text as systemd's parser (and go-systemd's, which
+ * Ignition uses) reads it: lines joined at a trailing backslash; blank
+ * lines and lines starting with '#' or ';' are comments; "[Section]" opens
+ * a section and must close on the same line; every other line is
+ * "Key=Value" inside a section. The first problem is reported at the
+ * contents' line with the line inside the text. *has_install tells whether
+ * an [Install] section was seen.
+ */
+static bool check_unit_text(mcg_pctx *c, const json_t *at, const char *what, const char *text,
+                            bool *has_install)
+{
+    bool in_section = false;
+    int lineno = 0;
+    *has_install = false;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        int first = ++lineno;
+        const char *next = end ? end + 1 : NULL;
+        /* a continuation joins the following line(s) into this one */
+        while (n && line[n - 1] == '\\' && next && *next) {
+            const char *e2 = strchr(next, '\n');
+            n = (size_t)((e2 ? e2 : next + strlen(next)) - line);
+            next = e2 ? e2 + 1 : NULL;
+            lineno++;
+        }
+        size_t a = 0;
+        while (a < n && is_blank(line[a]))
+            a++;
+        while (n > a && is_blank(line[n - 1]))
+            n--;
+        const char *l = line + a;
+        size_t ln = n - a;
+        line = next;
+        if (!ln || l[0] == '#' || l[0] == ';')
+            continue;
+        if (l[0] == '[') {
+            if (ln < 3 || l[ln - 1] != ']' || memchr(l + 1, ']', ln - 2) ||
+                memchr(l + 1, '[', ln - 2)) {
+                mcg_pctx_err(c, at, "%s line %d: invalid section header '%.*s'", what, first,
+                             (int)(ln > 60 ? 60 : ln), l);
+                return false;
+            }
+            in_section = true;
+            if (ln == 9 && !memcmp(l, "[Install]", 9))
+                *has_install = true;
+            continue;
+        }
+        const char *eq = memchr(l, '=', ln);
+        if (!eq) {
+            mcg_pctx_err(c, at, "%s line %d: '%.*s' is not a Key=Value assignment", what, first,
+                         (int)(ln > 60 ? 60 : ln), l);
+            return false;
+        }
+        size_t kl = (size_t)(eq - l);
+        while (kl && is_blank(l[kl - 1]))
+            kl--;
+        if (!kl) {
+            mcg_pctx_err(c, at, "%s line %d: assignment without a key", what, first);
+            return false;
+        }
+        if (!in_section) {
+            mcg_pctx_err(c, at, "%s line %d: assignment outside of any [Section]", what, first);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A growable list with its capacity (drop-ins of one unit). */
+static void dropins_push(mcg_unit *u, size_t *cap, mcg_dropin d)
+{
+    if (u->ndropins == *cap) {
+        *cap = *cap ? 2 * *cap : 4;
+        u->dropins = mcg_realloc(u->dropins, *cap * sizeof(*u->dropins));
+    }
+    u->dropins[u->ndropins++] = d;
+}
+
 static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
 {
     static const char *const keys[] = {"units", NULL};
-    mcg_check_keys(c, systemd, "systemd", keys);
+    mcg_check_keys_warn(c, systemd, "systemd", keys);
     json_t *arr = mcg_get_arr(c, systemd, "units", "systemd.units");
     keyset seen = {0};
     size_t i;
@@ -403,8 +537,9 @@ static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
         }
         static const char *const uk[] = {"name", "enabled", "mask", "contents", "dropins", NULL};
         int before = c->errors;
-        mcg_check_keys(c, e, name, uk);
+        mcg_check_keys_warn(c, e, name, uk);
         mcg_unit u = {0};
+        size_t cap = 0;
         u.loc.file = c->file;
         u.loc.line = mcg_pctx_line(c, e);
         mcg_get_str(c, e, "name", name, &u.name);
@@ -416,7 +551,18 @@ static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
         mcg_get_bool(c, e, "enabled", name, &u.enabled);
         mcg_get_bool(c, e, "mask", name, &u.mask);
         mcg_get_str(c, e, "contents", name, &u.contents);
+        if (u.contents) {
+            char what[340];
+            bool install;
+            snprintf(what, sizeof(what), "%s.contents", name);
+            if (check_unit_text(c, json_object_get(e, "contents"), what, u.contents, &install) &&
+                !install && u.enabled == MCG_TRUE && *u.contents)
+                mcg_pctx_warn(c, json_object_get(e, "contents"),
+                              "unit '%s' is enabled but has no [Install] section",
+                              u.name ? u.name : "?");
+        }
         json_t *dr = mcg_get_arr(c, e, "dropins", name);
+        keyset dseen = {0};
         size_t j;
         json_t *d;
         json_array_foreach(dr, j, d)
@@ -428,13 +574,14 @@ static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
                 continue;
             }
             static const char *const dk[] = {"name", "contents", NULL};
-            mcg_check_keys(c, d, dname, dk);
+            mcg_check_keys_warn(c, d, dname, dk);
             mcg_dropin di = {0};
             di.loc.file = c->file;
             di.loc.line = mcg_pctx_line(c, d);
             mcg_get_str(c, d, "name", dname, &di.name);
             mcg_get_str(c, d, "contents", dname, &di.contents);
-            bool ok = true;
+            bool ok = true, install;
+            int first;
             if (!di.name) {
                 mcg_pctx_err(c, d, "field '%s.name' is required", dname);
                 ok = false;
@@ -442,21 +589,25 @@ static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
                 mcg_pctx_err(c, json_object_get(d, "name"),
                              "'%s' is not a valid drop-in name (NAME.conf)", di.name);
                 ok = false;
+            } else if (di.contents) {
+                char what[360];
+                snprintf(what, sizeof(what), "%s.contents", dname);
+                ok = check_unit_text(c, json_object_get(d, "contents"), what, di.contents,
+                                     &install);
             }
-            for (size_t k = 0; ok && k < u.ndropins; k++)
-                if (!strcmp(u.dropins[k].name, di.name)) {
-                    mcg_pctx_err(c, d, "drop-in '%s' is given twice for unit '%s'", di.name,
-                                 u.name ? u.name : "?");
-                    ok = false;
-                }
+            if (ok && !keyset_add(&dseen, di.name, di.loc.line, &first)) {
+                mcg_pctx_err(c, d, "drop-in '%s' is given twice for unit '%s'", di.name,
+                             u.name ? u.name : "?");
+                ok = false;
+            }
             if (!ok) {
                 free(di.name);
                 free(di.contents);
                 continue;
             }
-            u.dropins = mcg_realloc(u.dropins, (u.ndropins + 1) * sizeof(*u.dropins));
-            u.dropins[u.ndropins++] = di;
+            dropins_push(&u, &cap, di); /* di.name stays where dseen points */
         }
+        keyset_free(&dseen);
         int first;
         if (c->errors == before && !keyset_add(&seen, u.name, u.loc.line, &first))
             mcg_pctx_err(c, e, "unit '%s' is given twice in this config", u.name);
@@ -473,9 +624,10 @@ static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
 static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
 {
     static const char *const keys[] = {"users", "groups", NULL};
-    mcg_check_keys(c, passwd, "passwd", keys);
-    refuse(c, passwd, "groups", "passwd.groups", "mcgit does not create groups");
+    mcg_check_keys_warn(c, passwd, "passwd", keys);
+    keep_section(c, passwd, "groups", "passwd.groups", "name", ign);
     json_t *users = mcg_get_arr(c, passwd, "users", "passwd.users");
+    json_t *others = json_array();
     size_t i;
     json_t *u;
     json_array_foreach(users, i, u)
@@ -487,21 +639,38 @@ static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
             continue;
         }
         json_t *n = json_object_get(u, "name");
-        if (!json_is_string(n) || strcmp(json_string_value(n), "core") != 0) {
-            mcg_pctx_err(c, n ? n : u,
-                         "user '%s' is not supported: only user 'core' may be configured",
-                         json_is_string(n) ? json_string_value(n) : "?");
+        if (!json_is_string(n) || !json_string_length(n) ||
+            strlen(json_string_value(n)) != json_string_length(n)) {
+            mcg_pctx_err(c, n ? n : u, "field '%s.name' is required", name);
+            continue;
+        }
+        if (strcmp(json_string_value(n), "core") != 0) {
+            /* another user: Ignition makes it at install; MCO calls a change to it
+             * unreconcilable. Kept with the unreconcilable sections. */
+            json_array_append(others, u);
             continue;
         }
         const char *key;
         json_t *v;
         json_object_foreach(u, key, v)
         {
-            if (strcmp(key, "name") && strcmp(key, "sshAuthorizedKeys") && !mcg_json_is_empty(v))
+            if (strcmp(key, "name") && strcmp(key, "sshAuthorizedKeys") &&
+                strcmp(key, "passwordHash") && !mcg_json_is_empty(v))
                 mcg_pctx_err(c, v,
-                             "field 'passwd.users[%zu].%s' is not supported: only "
-                             "sshAuthorizedKeys of user 'core' is managed",
+                             "field 'passwd.users[%zu].%s' is not supported: of user 'core' "
+                             "only sshAuthorizedKeys and passwordHash are managed",
                              i, key);
+        }
+        char *hash = NULL;
+        if (mcg_get_str(c, u, "passwordHash", name, &hash) && hash) {
+            if (strchr(hash, ':') || strchr(hash, '\n')) {
+                mcg_pctx_err(c, json_object_get(u, "passwordHash"),
+                             "field '%s.passwordHash' must not contain ':' or a newline", name);
+                free(hash);
+            } else {
+                free(ign->password_hash);
+                ign->password_hash = hash;
+            }
         }
         json_t *keysarr = mcg_get_arr(c, u, "sshAuthorizedKeys", "sshAuthorizedKeys");
         size_t j;
@@ -518,20 +687,66 @@ static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
                 mcg_strv_push(&ign->ssh_keys, json_string_value(k));
         }
     }
+    if (json_array_size(others)) {
+        json_t *holder = json_pack("{s:O}", "users", others);
+        keep_section(c, holder, "users", "passwd.users", "name", ign);
+        json_decref(holder);
+    }
+    json_decref(others);
 }
 
+/* Ignition's own kernelArguments (3.3+): kept as an unreconcilable section. */
+static void parse_ign_kargs(mcg_pctx *c, const json_t *cfg, mcg_ignition *ign)
+{
+    json_t *ka = mcg_get_obj(c, cfg, "kernelArguments", "kernelArguments");
+    if (!ka || mcg_json_is_deep_empty(ka))
+        return;
+    static const char *const keys[] = {"shouldExist", "shouldNotExist", NULL};
+    mcg_check_keys_warn(c, ka, "kernelArguments", keys);
+    int before = c->errors;
+    for (const char *const *k = keys; *k; k++) {
+        json_t *arr = mcg_get_arr(c, ka, *k, "kernelArguments");
+        size_t i;
+        json_t *v;
+        json_array_foreach(arr, i, v)
+        {
+            if (!json_is_string(v))
+                mcg_pctx_err(c, v, "kernelArguments.%s[%zu] must be a string", *k, i);
+        }
+    }
+    if (c->errors != before)
+        return;
+    json_t *keep = json_object();
+    for (const char *const *k = keys; *k; k++) {
+        json_t *arr = json_object_get(ka, *k);
+        if (json_is_array(arr) && json_array_size(arr))
+            json_object_set_new(keep, *k, json_deep_copy(arr));
+    }
+    if (!ign->extra)
+        ign->extra = json_object();
+    json_object_set_new(ign->extra, "kernelArguments", keep);
+}
+
+/* The Ignition 3.x versions read as they are. */
 static bool version_ok(const char *v)
 {
-    static const char *const ok[] = {"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", NULL};
+    static const char *const ok[] = {"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", NULL};
     for (const char *const *p = ok; *p; p++)
         if (!strcmp(*p, v))
             return true;
     return false;
 }
 
+/* The Ignition 2.x versions MCO translates (its v2_2 parser reads 2.0 to 2.2). */
+static bool version_v2(const char *v)
+{
+    return !strcmp(v, "2.0.0") || !strcmp(v, "2.1.0") || !strcmp(v, "2.2.0");
+}
+
 int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, mcg_ignition *out)
 {
     int before = c->errors;
+    json_t *translated = NULL;
     memset(out, 0, sizeof(*out));
     if (!json_is_object(cfg)) {
         mcg_pctx_err(c, cfg, "field '%s' must be a mapping", prefix);
@@ -540,31 +755,35 @@ int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, m
     json_t *ig = json_object_get(cfg, "ignition");
     json_t *ver = json_is_object(ig) ? json_object_get(ig, "version") : NULL;
     if (!json_is_string(ver)) {
+        /* MCO: a completely empty config is valid (only the fields beside it count) */
+        if (!json_object_size(cfg))
+            return 0;
         mcg_pctx_err(c, ig ? ig : cfg, "field '%s.ignition.version' is required", prefix);
         return MCG_EINVAL;
     }
     const char *vs = json_string_value(ver);
-    if (vs[0] == '2' || vs[0] == '1') {
-        mcg_pctx_err(c, ver, "Ignition %s is not supported: convert the config to Ignition 3.x",
-                     vs);
-        return MCG_EINVAL;
-    }
-    if (!version_ok(vs)) {
-        mcg_pctx_err(c, ver, "Ignition version '%s' is not supported (3.0.0 to 3.4.0)", vs);
+    if (version_v2(vs)) {
+        if (!(translated = mcg_ignition_translate_v2(c, cfg)))
+            return MCG_EINVAL;
+        cfg = translated;
+        ig = json_object_get(cfg, "ignition");
+        vs = "3.2.0"; /* MCO translates 2.2 to 3.2 first */
+    } else if (!version_ok(vs)) {
+        mcg_pctx_err(c, ver,
+                     "Ignition version '%s' is not supported (2.0.0 to 2.2.0, 3.0.0 to 3.5.0)", vs);
         return MCG_EINVAL;
     }
     out->version = mcg_strdup(vs);
     static const char *const top[] = {"ignition", "passwd", "storage", "systemd",
                                       "kernelArguments", NULL};
-    mcg_check_keys(c, cfg, prefix, top);
+    mcg_check_keys_warn(c, cfg, prefix, top);
     static const char *const igk[] = {"version", "config", "timeouts", "security", "proxy",
                                       NULL};
-    mcg_check_keys(c, ig, "ignition", igk);
+    mcg_check_keys_warn(c, ig, "ignition", igk);
     refuse(c, ig, "config", "ignition.config", "remote configs are not supported");
     refuse(c, ig, "security", "ignition.security", "remote sources are not supported");
     refuse(c, ig, "proxy", "ignition.proxy", "remote sources are not supported");
-    refuse(c, cfg, "kernelArguments", "kernelArguments",
-           "mcgit manages files, units and SSH keys");
+    parse_ign_kargs(c, cfg, out);
     json_t *p = mcg_get_obj(c, cfg, "passwd", "passwd");
     if (p)
         parse_passwd(c, p, out);
@@ -574,6 +793,7 @@ int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, m
     json_t *sd = mcg_get_obj(c, cfg, "systemd", "systemd");
     if (sd)
         parse_units(c, sd, out);
+    json_decref(translated);
     if (c->errors != before) {
         mcg_ignition_free(out);
         return MCG_EINVAL;
@@ -589,14 +809,31 @@ int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *dat
     int rc = mcg_json_parse(&root, what, data, len, err);
     if (rc)
         return rc;
-    mcg_diags d = {0};
-    mcg_pctx c = {what, NULL, 0, &d, 0};
+    mcg_diags d = {0}, warns = {0};
+    /* warnings were shown when the config was rendered (the name's hash
+     * ties these bytes to that render); here they change nothing */
+    mcg_pctx c = {what, NULL, 0, &d, 0, &warns};
     json_t *cfg = json_is_object(root) ? json_object_get(root, "config") : NULL;
-    if (!cfg)
+    static const char *const keys[] = {"config",     "kernelArguments", "extensions",
+                                       "fips",       "kernelType",      "osImageURL",
+                                       "baseOSExtensionsContainerImage", NULL};
+    if (!cfg) {
         rc = mcg_err_set(err, MCG_EINVAL, "%s: no 'config' in rendered spec", what);
-    else if (mcg_ignition_from_json(&c, cfg, "config", out) != 0)
+        goto out;
+    }
+    mcg_check_keys(&c, root, "", keys);
+    if (c.errors || mcg_ignition_from_json(&c, cfg, "config", out) != 0) {
         rc = mcg_err_set(err, MCG_EINVAL, "%s", d.count ? d.msgs[0] : what);
+        goto out;
+    }
+    mcg_osspec_from_json(&c, root, &out->os);
+    if (c.errors) {
+        rc = mcg_err_set(err, MCG_EINVAL, "%s", d.msgs[0]);
+        mcg_ignition_free(out);
+    }
+out:
     mcg_diags_free(&d);
+    mcg_diags_free(&warns);
     json_decref(root);
     return rc;
 }

@@ -3,7 +3,8 @@
  *
  * Parses MachineConfigPool, MachineConfig and MachineConfiguration YAML
  * (several documents per file; JSON is accepted as the YAML subset it is)
- * and the Ignition 3.0–3.4 config inside each MachineConfig, validating as it
+ * and the Ignition config (3.0–3.5, or 2.0–2.2 translated to 3.x) inside each
+ * MachineConfig with the MachineConfig fields beside it, validating as it
  * goes. Every object and field keeps the file and line it came from, so
  * problems are reported as "file:line: message". Pure: callers hand in bytes.
  *
@@ -121,14 +122,47 @@ typedef struct mcg_unit {
     size_t ndropins;
 } mcg_unit;
 
-/* The part of an Ignition 3.x config that mcgit manages. */
+/*
+ * The MachineConfig fields beside the Ignition config (MCO's
+ * MachineConfigSpec). In one MC they are as given; after a merge they follow
+ * MergeMachineConfigs: kernel arguments concatenated in merge order without
+ * repeats, extensions appended, fips true if any MC sets it, kernelType
+ * realtime over 64k-pages over default, osImageURL and
+ * baseOSExtensionsContainerImage the last non-empty value.
+ */
+typedef struct mcg_osspec {
+    mcg_strv kargs;       /* one kernel argument per entry (entries split as the kernel does) */
+    mcg_strv extensions;  /* RHCOS extension names (MCO's allow-list) */
+    bool fips;
+    char *kernel_type;    /* NULL (default), "realtime" or "64k-pages" */
+    char *os_image_url;   /* NULL when unset */
+    char *ext_image;      /* baseOSExtensionsContainerImage, NULL when unset */
+} mcg_osspec;
+
+/*
+ * An Ignition 3.x config as mcgit keeps it: the parts the agent applies
+ * (files, directories, links, units, core's SSH keys and password hash),
+ * the sections MCO calls unreconcilable once a node is installed, kept
+ * verbatim so that a change to them can be reported, and the MachineConfig
+ * fields beside the config. Ignition 2.x configs arrive here translated.
+ */
 typedef struct mcg_ignition {
-    char *version; /* "3.x.0" as given */
+    char *version; /* "3.x.0" as given ("3.2.0" for a translated 2.x config) */
     mcg_storage *storage;
     size_t nstorage;
     mcg_unit *units;
     size_t nunits;
-    mcg_strv ssh_keys; /* user core's sshAuthorizedKeys */
+    mcg_strv ssh_keys;   /* user core's sshAuthorizedKeys */
+    char *password_hash; /* user core's passwordHash, NULL when unset */
+    /*
+     * Unreconcilable sections, NULL when there are none: an object whose
+     * keys are "disks", "raid", "filesystems", "luks" (storage), "groups",
+     * "users" (passwd; users other than core) — each a list of mappings —
+     * and "kernelArguments" (Ignition's own: shouldExist / shouldNotExist).
+     * Owned (one reference).
+     */
+    json_t *extra;
+    mcg_osspec os;
 } mcg_ignition;
 
 void mcg_ignition_free(mcg_ignition *ign);
@@ -139,7 +173,8 @@ typedef struct mcg_machineconfig {
     char *name;
     mcg_loc loc;
     mcg_labels labels;
-    mcg_ignition config;
+    mcg_ignition config; /* spec.config and the fields beside it (config.os) */
+    bool has_config;     /* spec.config was given (MCO skips the Ignition part otherwise) */
 } mcg_machineconfig;
 
 typedef struct mcg_pool {
@@ -195,9 +230,10 @@ bool mcg_model_branch_name_ok(const char *s);
 
 /* mcgit.yaml: repo settings. */
 typedef struct mcg_settings {
-    char *source_branch;   /* default "main" */
-    char *rendered_branch; /* default "rendered" */
+    char *source_branch;     /* default "main" */
+    char *rendered_branch;   /* default "rendered" */
     bool source_set, rendered_set; /* mcgit.yaml names them */
+    bool warnings_as_errors; /* `warnings: error`: every warning refuses the commit */
 } mcg_settings;
 
 typedef struct mcg_model {
@@ -208,6 +244,13 @@ typedef struct mcg_model {
     size_t nmcs;
     mcg_disruption_policy policy;
     mcg_settings settings;
+    /*
+     * Warnings ("file:line: message"): what Ignition only warns about, such
+     * as a key it does not know (`networkd: {}`, a file's `filesystem:
+     * root`, a misspelt `mdoe`). mcg_model_finish() moves them into the
+     * problems when mcgit.yaml says `warnings: error`.
+     */
+    mcg_diags warnings;
 } mcg_model;
 
 mcg_model *mcg_model_new(void);
@@ -235,8 +278,10 @@ void mcg_model_finish(mcg_model *m, mcg_diags *diags);
 const mcg_pool *mcg_model_pool(const mcg_model *m, const char *name);
 
 /*
- * Parse a rendered spec ({"config": <Ignition>}) as an agent receives it.
- * Same validation as a MachineConfig's config. Errors name `what`.
+ * Parse a rendered spec ({"config": <Ignition>, "kernelArguments": [...],
+ * ...}) as an agent receives it. Same validation as a MachineConfig's config
+ * and fields; a spec without the fields beside config is valid (they are
+ * empty). Errors name `what`.
  */
 int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *data, size_t len,
                             mcg_err *err);
@@ -247,9 +292,54 @@ int mcg_policy_parse_json(mcg_disruption_policy *out, const char *what, const ch
 json_t *mcg_policy_to_json(const mcg_disruption_policy *p);
 void mcg_policy_free(mcg_disruption_policy *p);
 
+/*
+ * The packages of a MachineConfig extension (MCO's allow-list), as a
+ * NULL-terminated list; NULL for a name that is not an extension.
+ */
+const char *const *mcg_extension_packages(const char *name);
+
+/*
+ * Split a kernelArguments entry into arguments as the kernel's next_arg()
+ * does: at blanks outside double quotes. Appends to out.
+ */
+void mcg_kargs_split(mcg_strv *out, const char *s);
+
 /* Name checks (DNS-1123 label / subdomain; systemd unit names). */
 bool mcg_name_is_dns_label(const char *s);
 bool mcg_name_is_dns_subdomain(const char *s);
 bool mcg_name_is_unit(const char *s);
+
+/* ------------------------------------------------------------ signing policy */
+
+/* One `approvals` rule of .mcgit/policy.yaml. */
+typedef struct mcg_signpolicy_rule {
+    mcg_strv paths; /* git pathspec globs */
+    int required;   /* distinct trusted principals, 1..16 */
+    size_t index;   /* 1-based position in the file, for messages */
+} mcg_signpolicy_rule;
+
+/* .mcgit/policy.yaml (see docs/trust.md). */
+typedef struct mcg_signpolicy {
+    mcg_signpolicy_rule *rules;
+    size_t nrules;
+    int64_t max_source_age; /* seconds; 0: no limit */
+} mcg_signpolicy;
+
+/*
+ * Parse policy text (file names it in messages, "<file>:<line>: ..."):
+ * `approvals` (a list of {paths, required}) and `maxSourceAge` (a duration
+ * such as 720h or 1h30m); unknown keys are refused. 0 with *out (free with
+ * mcg_signpolicy_free), or MCG_EINVAL with every problem in diags and *out
+ * NULL.
+ */
+int mcg_signpolicy_parse(mcg_signpolicy **out, const char *file, const char *data, size_t len,
+                         mcg_diags *diags);
+void mcg_signpolicy_free(mcg_signpolicy *p);
+/*
+ * The rule demanding the most principals among those whose paths match path
+ * (as git's pathspec: exact, a leading directory, or an fnmatch glob where
+ * '*' also crosses '/'); NULL when none does.
+ */
+const mcg_signpolicy_rule *mcg_signpolicy_rule_for(const mcg_signpolicy *p, const char *path);
 
 #endif

@@ -29,11 +29,15 @@ typedef struct mcg_pctx {
     mcg_linemap *lines; /* may be NULL: every value reports base_line */
     int base_line;
     mcg_diags *diags;
-    int errors; /* problems added through this context */
+    int errors;         /* problems added through this context */
+    mcg_diags *warns;   /* where warnings go; NULL: they are errors (a rendered spec) */
 } mcg_pctx;
 
 int mcg_pctx_line(const mcg_pctx *c, const json_t *v);
 void mcg_pctx_err(mcg_pctx *c, const json_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A warning at v's line; an error when the context has no warning sink. */
+void mcg_pctx_warn(mcg_pctx *c, const json_t *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /*
@@ -68,10 +72,32 @@ json_t *mcg_get_arr(mcg_pctx *c, const json_t *obj, const char *key, const char 
  * "unknown field 'prefix.key'".
  */
 void mcg_check_keys(mcg_pctx *c, const json_t *obj, const char *prefix, const char *const *allowed);
+/* The same for Ignition's part, where an unknown key is a warning, as in Ignition. */
+void mcg_check_keys_warn(mcg_pctx *c, const json_t *obj, const char *prefix,
+                         const char *const *allowed);
 /* True when v is absent, null, false, "", 0, [] or {}. */
 bool mcg_json_is_empty(const json_t *v);
+/* The same, where an object or list holding only empty values is empty too
+ * (`security: {tls: {}}`). */
+bool mcg_json_is_deep_empty(const json_t *v);
 
+/*
+ * Validate an Ignition config (3.0-3.5, or 2.0-2.2 translated to 3.x as MCO
+ * translates it) into out. Returns 0 or MCG_EINVAL (problems in c).
+ */
 int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, mcg_ignition *out);
+/*
+ * The MachineConfig fields beside config (kernelArguments, extensions, fips,
+ * kernelType, osImageURL, baseOSExtensionsContainerImage) of spec into out.
+ */
+void mcg_osspec_from_json(mcg_pctx *c, const json_t *spec, mcg_osspec *out);
+void mcg_osspec_free(mcg_osspec *o);
+/*
+ * Translate an Ignition 2.x config into a 3.x one (a new tree sharing
+ * cfg's values, so their lines stay known). NULL, with problems in c, when
+ * it cannot be translated.
+ */
+json_t *mcg_ignition_translate_v2(mcg_pctx *c, const json_t *cfg);
 int mcg_policy_from_json(mcg_pctx *c, const json_t *spec, mcg_disruption_policy *out);
 
 #endif

@@ -72,6 +72,7 @@ void mcg_model_free(mcg_model *m)
     mcg_policy_free(&m->policy);
     free(m->settings.source_branch);
     free(m->settings.rendered_branch);
+    mcg_diags_free(&m->warnings);
     mcg_strv_free(&m->files);
     free(m);
 }
@@ -290,7 +291,7 @@ static void embedded_doc(json_t *root, mcg_linemap *lines, void *arg)
         e->rc = MCG_EINVAL;
         return;
     }
-    mcg_pctx c = {e->outer->file, lines, e->outer->base_line, e->outer->diags, 0};
+    mcg_pctx c = {e->outer->file, lines, e->outer->base_line, e->outer->diags, 0, e->outer->warns};
     e->rc = mcg_ignition_from_json(&c, root, "spec.config", e->out);
     e->outer->errors += c.errors;
 }
@@ -306,31 +307,15 @@ static void parse_mc(mcg_model *m, mcg_pctx *c, const json_t *root)
     if (json_is_object(md))
         parse_labels(c, md, "metadata.labels", &mc.labels);
     json_t *spec = mcg_get_obj(c, root, "spec", "spec");
-    if (!spec) {
-        if (json_is_null_or_absent(json_object_get(root, "spec")))
-            mcg_pctx_err(c, root, "MachineConfig has no spec");
-        goto done;
-    }
+    if (!spec)
+        goto done; /* MCO: a MachineConfig without a spec changes nothing */
     static const char *const keys[] = {"config", "kernelArguments", "extensions", "osImageURL",
                                        "kernelType", "fips", "baseOSExtensionsContainerImage",
                                        NULL};
     mcg_check_keys(c, spec, "spec", keys);
-    static const char *const unsupported[] = {"kernelArguments", "extensions", "osImageURL",
-                                              "fips", "baseOSExtensionsContainerImage", NULL};
-    for (const char *const *u = unsupported; *u; u++) {
-        json_t *v = json_object_get(spec, *u);
-        if (!mcg_json_is_empty(v))
-            mcg_pctx_err(c, v, "field 'spec.%s' is not supported: mcgit manages files, units "
-                               "and SSH keys", *u);
-    }
-    json_t *kt = json_object_get(spec, "kernelType");
-    if (!mcg_json_is_empty(kt) &&
-        !(json_is_string(kt) && !strcmp(json_string_value(kt), "default")))
-        mcg_pctx_err(c, kt, "field 'spec.kernelType' is not supported: mcgit manages files, "
-                            "units and SSH keys");
     json_t *cfg = json_object_get(spec, "config");
     if (!cfg || json_is_null(cfg)) {
-        mcg_pctx_err(c, spec, "MachineConfig '%s' has no spec.config", mc.name ? mc.name : "?");
+        /* valid: MCO skips the Ignition part of such an MC */
     } else if (json_is_string(cfg)) {
         /* An embedded JSON (or YAML) document, as `oc` users sometimes write. */
         const char *s = json_string_value(cfg);
@@ -341,9 +326,12 @@ static void parse_mc(mcg_model *m, mcg_pctx *c, const json_t *root)
         c->errors += synt;
         if (!e.docs && !synt)
             mcg_pctx_err(c, cfg, "spec.config is empty");
+        mc.has_config = true;
     } else {
         mcg_ignition_from_json(c, cfg, "spec.config", &mc.config);
+        mc.has_config = true;
     }
+    mcg_osspec_from_json(c, spec, &mc.config.os);
 done:
     if (c->errors != before) {
         free(mc.name);
@@ -521,7 +509,7 @@ int mcg_policy_parse_json(mcg_disruption_policy *out, const char *what, const ch
     if (!root)
         return mcg_err_set(err, MCG_EINVAL, "%s:%d: invalid JSON: %s", what, je.line, je.text);
     mcg_diags d = {0};
-    mcg_pctx c = {what, NULL, 0, &d, 0};
+    mcg_pctx c = {what, NULL, 0, &d, 0, NULL};
     json_t *spec = json_is_object(root) && json_is_object(json_object_get(root, "spec"))
                        ? json_object_get(root, "spec")
                        : root;
@@ -572,9 +560,15 @@ bool mcg_model_branch_name_ok(const char *s)
 static void parse_settings(mcg_model *m, mcg_pctx *c, const json_t *root)
 {
     static const char *const keys[] = {"sourceBranch", "renderedBranch", "apiGroup",
-                                       "signatures", NULL};
+                                       "signatures", "warnings", NULL};
     mcg_check_keys(c, root, "", keys);
-    char *src = NULL, *ren = NULL, *grp = NULL, *sig = NULL;
+    char *src = NULL, *ren = NULL, *grp = NULL, *sig = NULL, *warn = NULL;
+    mcg_get_str(c, root, "warnings", "warnings", &warn);
+    if (warn && strcmp(warn, "error") && strcmp(warn, "warn"))
+        mcg_pctx_err(c, json_object_get(root, "warnings"),
+                     "warnings must be 'warn' (the default) or 'error'");
+    m->settings.warnings_as_errors = warn && !strcmp(warn, "error");
+    free(warn);
     mcg_get_str(c, root, "sourceBranch", "sourceBranch", &src);
     mcg_get_str(c, root, "renderedBranch", "renderedBranch", &ren);
     mcg_get_str(c, root, "apiGroup", "apiGroup", &grp);
@@ -647,7 +641,7 @@ typedef struct addctx {
 static void add_doc(json_t *root, mcg_linemap *lines, void *arg)
 {
     addctx *a = arg;
-    mcg_pctx c = {a->file, lines, 1, a->diags, 0};
+    mcg_pctx c = {a->file, lines, 1, a->diags, 0, &a->m->warnings};
     if (json_is_null(root))
         return;
     if (!json_is_object(root)) {
@@ -748,6 +742,9 @@ void mcg_model_finish(mcg_model *m, mcg_diags *diags)
             mcg_diags_add(diags, "%s:%d: MachineConfig '%s' is already defined at %s:%d",
                           m->mcs[i].loc.file, m->mcs[i].loc.line, m->mcs[i].name,
                           m->mcs[i - 1].loc.file, m->mcs[i - 1].loc.line);
+    if (m->settings.warnings_as_errors)
+        for (size_t i = 0; i < m->warnings.count; i++)
+            mcg_diags_add(diags, "%s (mcgit.yaml: warnings: error)", m->warnings.msgs[i]);
     if (!mcg_model_pool(m, "worker") && m->npools)
         mcg_diags_add(diags, "pools/: there is no pool 'worker' (custom pools inherit from it)");
 }

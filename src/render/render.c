@@ -8,9 +8,21 @@
  * path replaces the earlier one whole. A file's contents (source and
  * compression) are one field: mixing one MC's source with another's
  * compression would decode neither. core's SSH keys are united in order of
- * first appearance. After the merge, unset fields take Ignition's defaults
- * (file mode 0644, directory 0755, overwrite true) so that configs that mean
- * the same thing hash the same.
+ * first appearance; core's passwordHash is a field like any other. The
+ * sections MCO calls unreconcilable (disks, raid, filesystems, luks, groups,
+ * other users) merge entry by entry under their key (device or name), a
+ * later entry's fields replacing the earlier's. After the merge, unset
+ * fields take Ignition's defaults (file mode 0644, directory 0755,
+ * overwrite true) so that configs that mean the same thing hash the same.
+ *
+ * The fields beside the config follow MCO's MergeMachineConfigs: kernel
+ * arguments concatenated in merge order (an argument already present is not
+ * repeated), extensions appended, fips true if any MC sets it, kernelType
+ * realtime over 64k-pages over default, osImageURL and
+ * baseOSExtensionsContainerImage the last non-empty value; kernel-devel is
+ * refused with a non-default kernel. They are part of the spec (omitted when
+ * they hold their defaults, so configs without them keep their names) and
+ * so of its hash.
  */
 #include "render/render.h"
 
@@ -104,44 +116,30 @@ static void storage_merge(mcg_storage *d, const mcg_storage *s)
         d->hard = s->hard;
 }
 
-static void unit_merge(mcg_unit *d, const mcg_unit *s)
-{
-    if (s->enabled)
-        d->enabled = s->enabled;
-    if (s->mask)
-        d->mask = s->mask;
-    if (s->contents) {
-        free(d->contents);
-        d->contents = mcg_strdup(s->contents);
-    }
-    for (size_t i = 0; i < s->ndropins; i++) {
-        const mcg_dropin *sd = &s->dropins[i];
-        size_t j = 0;
-        while (j < d->ndropins && strcmp(d->dropins[j].name, sd->name) != 0)
-            j++;
-        if (j == d->ndropins) {
-            d->dropins = mcg_realloc(d->dropins, (d->ndropins + 1) * sizeof(*d->dropins));
-            d->dropins[j] = (mcg_dropin){mcg_strdup(sd->name), NULL, sd->loc};
-            d->ndropins++;
-        }
-        if (sd->contents) {
-            free(d->dropins[j].contents);
-            d->dropins[j].contents = mcg_strdup(sd->contents);
-        }
-    }
-}
+/* Drop-in merges go through an index of the unit's drop-in names (see
+ * unit_merge), declared with the other keyed lookups below. */
+typedef struct keyidx keyidx;
+static void idx_put(keyidx *ix, char *key, size_t pos);
+static bool idx_get(const keyidx *ix, const char *key, size_t *pos);
+static void idx_free(keyidx *ix);
 
+/*
+ * Merge unit s into d. Drop-ins are matched by name through a hash index
+ * (built when either side has more than a few), so a unit with n drop-ins
+ * merges in O(n), and d's array grows geometrically.
+ */
+static void unit_merge(mcg_unit *d, const mcg_unit *s);
 /*
  * Keyed lookups use a linear scan per entry; configs hold tens of entries,
  * but 10,000 MCs x 10 files must still be fast, so callers merge through an
  * index (see merge_index below).
  */
-typedef struct keyidx {
+struct keyidx {
     char **keys;
     size_t *pos;
     size_t cap;
     size_t n;
-} keyidx;
+};
 
 static size_t str_hash(const char *s)
 {
@@ -202,9 +200,150 @@ static void idx_free(keyidx *ix)
     memset(ix, 0, sizeof(*ix));
 }
 
+/* The allocation size for n drop-ins: a power of two, at least 4. */
+static size_t dropin_cap(size_t n)
+{
+    size_t c = 4;
+    while (c < n)
+        c *= 2;
+    return c;
+}
+
+/* Merge drop-in s into d: contents when s sets them. */
+static void dropin_set(mcg_dropin *d, const mcg_dropin *s)
+{
+    if (s->contents) {
+        free(d->contents);
+        d->contents = mcg_strdup(s->contents);
+    }
+}
+
+static void unit_merge(mcg_unit *d, const mcg_unit *s)
+{
+    if (s->enabled)
+        d->enabled = s->enabled;
+    if (s->mask)
+        d->mask = s->mask;
+    if (s->contents) {
+        free(d->contents);
+        d->contents = mcg_strdup(s->contents);
+    }
+    if (!s->ndropins)
+        return;
+    /* Sized to a power of two: realloc to the size a block already has
+     * stays in place, so a unit that gains one drop-in per MC still costs
+     * O(n) copies in all. */
+    size_t need = d->ndropins + s->ndropins;
+    d->dropins = mcg_realloc(d->dropins, dropin_cap(need) * sizeof(*d->dropins));
+    keyidx ix = {0};
+    bool indexed = d->ndropins * s->ndropins > 64;
+    if (indexed)
+        for (size_t j = 0; j < d->ndropins; j++)
+            idx_put(&ix, d->dropins[j].name, j);
+    for (size_t i = 0; i < s->ndropins; i++) {
+        const mcg_dropin *sd = &s->dropins[i];
+        size_t j = d->ndropins;
+        if (indexed) {
+            if (!idx_get(&ix, sd->name, &j))
+                j = d->ndropins;
+        } else {
+            for (j = 0; j < d->ndropins && strcmp(d->dropins[j].name, sd->name) != 0; j++)
+                ;
+        }
+        if (j == d->ndropins) {
+            d->dropins[j] = (mcg_dropin){mcg_strdup(sd->name), NULL, sd->loc};
+            d->ndropins++;
+            if (indexed)
+                idx_put(&ix, d->dropins[j].name, j);
+        }
+        dropin_set(&d->dropins[j], sd);
+    }
+    idx_free(&ix);
+}
+
+/* The key naming an entry of an unreconcilable section. */
+static const char *extra_idkey(const char *section)
+{
+    return !strcmp(section, "disks") || !strcmp(section, "filesystems") ? "device" : "name";
+}
+
+/*
+ * Merge the unreconcilable sections src into d->extra: entries with equal
+ * keys merge field by field (the later's top-level fields win), new ones
+ * are appended; Ignition's kernelArguments lists are united.
+ */
+static void extra_merge(mcg_ignition *d, const json_t *src)
+{
+    if (!d->extra)
+        d->extra = json_object();
+    const char *sec;
+    json_t *list;
+    json_object_foreach((json_t *)src, sec, list)
+    {
+        json_t *have = json_object_get(d->extra, sec);
+        if (!strcmp(sec, "kernelArguments")) {
+            json_t *mine = have ? have : json_object();
+            const char *k;
+            json_t *vals;
+            json_object_foreach(list, k, vals)
+            {
+                json_t *dst = json_object_get(mine, k);
+                if (!dst)
+                    json_object_set_new(mine, k, dst = json_array());
+                size_t i;
+                json_t *v;
+                json_array_foreach(vals, i, v)
+                {
+                    bool dup = false;
+                    for (size_t j = 0; j < json_array_size(dst) && !dup; j++)
+                        dup = json_equal(json_array_get(dst, j), v);
+                    if (!dup)
+                        json_array_append(dst, v);
+                }
+            }
+            if (!have)
+                json_object_set_new(d->extra, sec, mine);
+            continue;
+        }
+        if (!have)
+            json_object_set_new(d->extra, sec, have = json_array());
+        const char *idk = extra_idkey(sec);
+        /* keys are strings (the model checked them): index them, so n MCs of
+         * m entries merge in O(n m), not O(n m^2) */
+        keyidx ix = {0};
+        size_t i, pos;
+        json_t *e;
+        json_array_foreach(have, i, e)
+        {
+            idx_put(&ix, (char *)json_string_value(json_object_get(e, idk)), i);
+        }
+        json_array_foreach(list, i, e)
+        {
+            const char *id = json_string_value(json_object_get(e, idk));
+            if (id && idx_get(&ix, id, &pos)) {
+                /* field by field; the key itself stays (the index points at it) */
+                json_t *dst = json_array_get(have, pos), *v;
+                const char *k;
+                json_object_foreach(e, k, v)
+                {
+                    if (strcmp(k, idk) != 0)
+                        json_object_set(dst, k, v);
+                }
+                continue;
+            }
+            json_array_append_new(have, json_deep_copy(e));
+            json_t *added = json_array_get(have, json_array_size(have) - 1);
+            if (id)
+                idx_put(&ix, (char *)json_string_value(json_object_get(added, idk)),
+                        json_array_size(have) - 1);
+        }
+        idx_free(&ix);
+    }
+}
+
 typedef struct merger {
     mcg_ignition *dst;
-    keyidx paths, units, keys;
+    keyidx paths, units, keys, kargs;
 } merger;
 
 static void merger_rebuild(merger *mg)
@@ -212,6 +351,9 @@ static void merger_rebuild(merger *mg)
     idx_free(&mg->paths);
     idx_free(&mg->units);
     idx_free(&mg->keys);
+    idx_free(&mg->kargs);
+    for (size_t i = 0; i < mg->dst->os.kargs.n; i++)
+        idx_put(&mg->kargs, mg->dst->os.kargs.v[i], i);
     for (size_t i = 0; i < mg->dst->nstorage; i++)
         idx_put(&mg->paths, mg->dst->storage[i].path, i);
     for (size_t i = 0; i < mg->dst->nunits; i++)
@@ -253,6 +395,35 @@ static void merger_add(merger *mg, const mcg_ignition *src)
         mcg_strv_push(&d->ssh_keys, src->ssh_keys.v[i]);
         idx_put(&mg->keys, d->ssh_keys.v[d->ssh_keys.n - 1], d->ssh_keys.n - 1);
     }
+    if (src->password_hash) {
+        free(d->password_hash);
+        d->password_hash = mcg_strdup(src->password_hash);
+    }
+    if (src->extra)
+        extra_merge(d, src->extra);
+    /* the MachineConfig fields beside the config (MergeMachineConfigs) */
+    for (size_t i = 0; i < src->os.kargs.n; i++) {
+        if (idx_get(&mg->kargs, src->os.kargs.v[i], &pos))
+            continue;
+        mcg_strv_push(&d->os.kargs, src->os.kargs.v[i]);
+        idx_put(&mg->kargs, d->os.kargs.v[d->os.kargs.n - 1], d->os.kargs.n - 1);
+    }
+    for (size_t i = 0; i < src->os.extensions.n; i++)
+        mcg_strv_push(&d->os.extensions, src->os.extensions.v[i]);
+    d->os.fips = d->os.fips || src->os.fips;
+    const char *kt = src->os.kernel_type;
+    if (kt && (!d->os.kernel_type || !strcmp(kt, "realtime"))) {
+        free(d->os.kernel_type);
+        d->os.kernel_type = mcg_strdup(kt);
+    }
+    if (src->os.os_image_url) {
+        free(d->os.os_image_url);
+        d->os.os_image_url = mcg_strdup(src->os.os_image_url);
+    }
+    if (src->os.ext_image) {
+        free(d->os.ext_image);
+        d->os.ext_image = mcg_strdup(src->os.ext_image);
+    }
 }
 
 static void merger_free(merger *mg)
@@ -260,11 +431,12 @@ static void merger_free(merger *mg)
     idx_free(&mg->paths);
     idx_free(&mg->units);
     idx_free(&mg->keys);
+    idx_free(&mg->kargs);
 }
 
 void mcg_ignition_merge(mcg_ignition *dst, const mcg_ignition *src)
 {
-    merger mg = {dst, {0}, {0}, {0}};
+    merger mg = {dst, {0}, {0}, {0}, {0}};
     merger_rebuild(&mg);
     merger_add(&mg, src);
     merger_free(&mg);
@@ -331,6 +503,49 @@ static int dropin_cmp(const void *a, const void *b)
     return strcmp(((const mcg_dropin *)a)->name, ((const mcg_dropin *)b)->name);
 }
 
+/* An unreconcilable section of ign, NULL when absent or empty. */
+static json_t *extra_get(const mcg_ignition *ign, const char *key)
+{
+    json_t *v = ign->extra ? json_object_get(ign->extra, key) : NULL;
+    return v && (json_is_array(v) ? json_array_size(v) : json_object_size(v)) ? v : NULL;
+}
+
+/* Whether the spec names user core (SSH keys or a password hash). */
+static bool has_core(const mcg_ignition *ign)
+{
+    return ign->ssh_keys.n || ign->password_hash;
+}
+
+typedef struct {
+    const char *key;
+    json_t *v;
+} keyed;
+
+/* By key, bytewise. */
+static int keyed_cmp(const void *a, const void *b)
+{
+    return strcmp(((const keyed *)a)->key, ((const keyed *)b)->key);
+}
+
+/* Sort a list of mappings by their string field key (unique in a merged list). */
+static void json_array_sort_by(json_t *arr, const char *key)
+{
+    size_t n = json_array_size(arr);
+    if (n < 2)
+        return;
+    keyed *v = mcg_calloc(n, sizeof(*v));
+    for (size_t i = 0; i < n; i++) {
+        v[i].v = json_incref(json_array_get(arr, i));
+        const char *k = json_string_value(json_object_get(v[i].v, key));
+        v[i].key = k ? k : "";
+    }
+    qsort(v, n, sizeof(*v), keyed_cmp);
+    json_array_clear(arr);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, v[i].v); /* the key strings live in v[i].v */
+    free(v);
+}
+
 /* Fill Ignition's defaults and sort keyed lists: the canonical form. */
 static void normalise(mcg_ignition *ign)
 {
@@ -358,6 +573,13 @@ static void normalise(mcg_ignition *ign)
     for (size_t i = 0; i < ign->nunits; i++)
         if (ign->units[i].ndropins > 1)
             qsort(ign->units[i].dropins, ign->units[i].ndropins, sizeof(mcg_dropin), dropin_cmp);
+    const char *sec;
+    json_t *list;
+    json_object_foreach(ign->extra, sec, list)
+    {
+        if (json_is_array(list))
+            json_array_sort_by(list, extra_idkey(sec));
+    }
 }
 
 static json_t *owner_json(const mcg_owner *o)
@@ -377,15 +599,43 @@ json_t *mcg_render_spec_json(const mcg_ignition *ign)
 {
     json_t *cfg = json_object();
     json_object_set_new(cfg, "ignition", json_pack("{s:s}", "version", "3.4.0"));
-    if (ign->ssh_keys.n) {
-        json_t *keys = json_array();
-        for (size_t i = 0; i < ign->ssh_keys.n; i++)
-            json_array_append_new(keys, json_string(ign->ssh_keys.v[i]));
-        json_object_set_new(
-            cfg, "passwd",
-            json_pack("{s:[{s:s,s:o}]}", "users", "name", "core", "sshAuthorizedKeys", keys));
+    json_t *ex_users = extra_get(ign, "users"), *ex_groups = extra_get(ign, "groups");
+    if (has_core(ign) || ex_users || ex_groups) {
+        json_t *users = json_array(), *passwd = json_object();
+        if (has_core(ign)) {
+            json_t *core = json_pack("{s:s}", "name", "core");
+            if (ign->password_hash)
+                json_object_set_new(core, "passwordHash", json_string(ign->password_hash));
+            if (ign->ssh_keys.n) {
+                json_t *keys = json_array();
+                for (size_t i = 0; i < ign->ssh_keys.n; i++)
+                    json_array_append_new(keys, json_string(ign->ssh_keys.v[i]));
+                json_object_set_new(core, "sshAuthorizedKeys", keys);
+            }
+            json_array_append_new(users, core);
+        }
+        size_t i;
+        json_t *u;
+        json_array_foreach(ex_users, i, u)
+        {
+            json_array_append(users, u);
+        }
+        if (json_array_size(users) > 1)
+            json_array_sort_by(users, "name");
+        if (json_array_size(users))
+            json_object_set(passwd, "users", users);
+        json_decref(users);
+        if (ex_groups)
+            json_object_set(passwd, "groups", ex_groups);
+        json_object_set_new(cfg, "passwd", passwd);
     }
-    if (ign->nstorage) {
+    if (extra_get(ign, "kernelArguments"))
+        json_object_set(cfg, "kernelArguments", extra_get(ign, "kernelArguments"));
+    static const char *const storage_extra[] = {"disks", "filesystems", "luks", "raid", NULL};
+    bool storage_ex = false;
+    for (const char *const *k = storage_extra; *k; k++)
+        storage_ex = storage_ex || extra_get(ign, *k);
+    if (ign->nstorage || storage_ex) {
         json_t *files = json_array(), *dirs = json_array(), *links = json_array();
         for (size_t i = 0; i < ign->nstorage; i++) {
             const mcg_storage *s = &ign->storage[i];
@@ -423,6 +673,9 @@ json_t *mcg_render_spec_json(const mcg_ignition *ign)
         json_decref(files);
         json_decref(dirs);
         json_decref(links);
+        for (const char *const *k = storage_extra; *k; k++)
+            if (extra_get(ign, *k))
+                json_object_set(st, *k, extra_get(ign, *k));
         json_object_set_new(cfg, "storage", st);
     }
     if (ign->nunits) {
@@ -448,7 +701,29 @@ json_t *mcg_render_spec_json(const mcg_ignition *ign)
         }
         json_object_set_new(cfg, "systemd", json_pack("{s:o}", "units", units));
     }
-    return json_pack("{s:o}", "config", cfg);
+    json_t *spec = json_pack("{s:o}", "config", cfg);
+    const mcg_osspec *os = &ign->os;
+    if (os->ext_image)
+        json_object_set_new(spec, "baseOSExtensionsContainerImage", json_string(os->ext_image));
+    if (os->extensions.n) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < os->extensions.n; i++)
+            json_array_append_new(a, json_string(os->extensions.v[i]));
+        json_object_set_new(spec, "extensions", a);
+    }
+    if (os->fips)
+        json_object_set_new(spec, "fips", json_true());
+    if (os->kargs.n) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < os->kargs.n; i++)
+            json_array_append_new(a, json_string(os->kargs.v[i]));
+        json_object_set_new(spec, "kernelArguments", a);
+    }
+    if (os->kernel_type)
+        json_object_set_new(spec, "kernelType", json_string(os->kernel_type));
+    if (os->os_image_url)
+        json_object_set_new(spec, "osImageURL", json_string(os->os_image_url));
+    return spec;
 }
 
 /*
@@ -644,10 +919,74 @@ static void w_unit(mcg_buf *b, int depth, const mcg_unit *u)
     w_close(b, depth, '}');
 }
 
+/*
+ * A jansson value whose member sits at depth, printed as mcg_json_canonical
+ * prints it (the same dump) with every line after the first indented to
+ * that depth. Used for the unreconcilable sections, kept verbatim.
+ */
+static int w_raw_cb(const char *buf, size_t size, void *data)
+{
+    mcg_buf_put(data, buf, size);
+    return 0;
+}
+
+static void w_raw(mcg_buf *b, int depth, const json_t *v)
+{
+    mcg_buf tmp = MCG_BUF_INIT;
+    json_dump_callback(v, w_raw_cb, &tmp, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_ENCODE_ANY);
+    const char *p = tmp.ptr, *end = tmp.ptr + tmp.len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) {
+            mcg_buf_put(b, p, (size_t)(end - p));
+            break;
+        }
+        mcg_buf_put(b, p, (size_t)(nl - p));
+        w_indent(b, depth);
+        p = nl + 1;
+    }
+    mcg_buf_free(&tmp);
+}
+
+/* A list of strings whose member sits at depth. */
+static void w_strv(mcg_buf *b, int depth, const mcg_strv *v)
+{
+    int k = 0;
+    mcg_buf_putc(b, '[');
+    for (size_t i = 0; i < v->n; i++) {
+        w_elem(b, depth + 1, &k);
+        w_str(b, v->v[i]);
+    }
+    w_close(b, depth, ']');
+}
+
+/* core's entry of passwd.users, as an element at depth 4. */
+static void w_core(mcg_buf *b, const mcg_ignition *ign)
+{
+    int u = 0;
+    mcg_buf_putc(b, '{');
+    w_key(b, 5, &u, "name");
+    w_str(b, "core");
+    if (ign->password_hash) {
+        w_key(b, 5, &u, "passwordHash");
+        w_str(b, ign->password_hash);
+    }
+    if (ign->ssh_keys.n) {
+        w_key(b, 5, &u, "sshAuthorizedKeys");
+        w_strv(b, 5, &ign->ssh_keys);
+    }
+    w_close(b, 4, '}');
+}
+
 static void spec_canonical(const mcg_ignition *ign, mcg_buf *b)
 {
     int top = 0, cfg = 0, n = 0, m = 0;
+    const mcg_osspec *os = &ign->os;
     mcg_buf_putc(b, '{');
+    if (os->ext_image) {
+        w_key(b, 1, &top, "baseOSExtensionsContainerImage");
+        w_str(b, os->ext_image);
+    }
     w_key(b, 1, &top, "config");
     mcg_buf_putc(b, '{');
     w_key(b, 2, &cfg, "ignition");
@@ -655,41 +994,73 @@ static void spec_canonical(const mcg_ignition *ign, mcg_buf *b)
     w_key(b, 3, &n, "version");
     w_str(b, "3.4.0");
     w_close(b, 2, '}');
-    if (ign->ssh_keys.n) {
-        int users = 0, u = 0, k = 0;
+    if (extra_get(ign, "kernelArguments")) {
+        w_key(b, 2, &cfg, "kernelArguments");
+        w_raw(b, 2, extra_get(ign, "kernelArguments"));
+    }
+    json_t *ex_users = extra_get(ign, "users"), *ex_groups = extra_get(ign, "groups");
+    if (has_core(ign) || ex_users || ex_groups) {
         n = 0;
         w_key(b, 2, &cfg, "passwd");
         mcg_buf_putc(b, '{');
-        w_key(b, 3, &n, "users");
-        mcg_buf_putc(b, '[');
-        w_elem(b, 4, &users);
-        mcg_buf_putc(b, '{');
-        w_key(b, 5, &u, "name");
-        w_str(b, "core");
-        w_key(b, 5, &u, "sshAuthorizedKeys");
-        mcg_buf_putc(b, '[');
-        for (size_t i = 0; i < ign->ssh_keys.n; i++) {
-            w_elem(b, 6, &k);
-            w_str(b, ign->ssh_keys.v[i]);
+        if (ex_groups) {
+            w_key(b, 3, &n, "groups");
+            w_raw(b, 3, ex_groups);
         }
-        w_close(b, 5, ']');
-        w_close(b, 4, '}');
-        w_close(b, 3, ']');
+        if (has_core(ign) || ex_users) {
+            int users = 0;
+            bool core_done = !has_core(ign);
+            w_key(b, 3, &n, "users");
+            mcg_buf_putc(b, '[');
+            /* sorted by name: core at its place among the others (sorted) */
+            for (size_t i = 0; i <= json_array_size(ex_users); i++) {
+                json_t *u = json_array_get(ex_users, i);
+                const char *un = u ? json_string_value(json_object_get(u, "name")) : NULL;
+                if (!core_done && (!u || strcmp(un ? un : "", "core") > 0)) {
+                    w_elem(b, 4, &users);
+                    w_core(b, ign);
+                    core_done = true;
+                }
+                if (u) {
+                    w_elem(b, 4, &users);
+                    w_raw(b, 4, u);
+                }
+            }
+            w_close(b, 3, ']');
+        }
         w_close(b, 2, '}');
     }
-    if (ign->nstorage) {
+    static const char *const storage_extra[] = {"disks", "filesystems", "luks", "raid", NULL};
+    bool storage_ex = false;
+    for (const char *const *k = storage_extra; *k; k++)
+        storage_ex = storage_ex || extra_get(ign, *k);
+    if (ign->nstorage || storage_ex) {
+        /* keys in sorted order, the kept sections among the managed lists */
         static const struct {
             const char *key;
-            mcg_node_kind kind;
-        } lists[] = {
-            {"directories", MCG_NODE_DIR}, {"files", MCG_NODE_FILE}, {"links", MCG_NODE_LINK}};
+            int kind; /* mcg_node_kind, or -1: a kept section */
+        } lists[] = {{"directories", MCG_NODE_DIR},
+                     {"disks", -1},
+                     {"files", MCG_NODE_FILE},
+                     {"filesystems", -1},
+                     {"links", MCG_NODE_LINK},
+                     {"luks", -1},
+                     {"raid", -1}};
         n = 0;
         w_key(b, 2, &cfg, "storage");
         mcg_buf_putc(b, '{');
-        for (size_t l = 0; l < 3; l++) {
+        for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+            if (lists[l].kind < 0) {
+                json_t *v = extra_get(ign, lists[l].key);
+                if (v) {
+                    w_key(b, 3, &n, lists[l].key);
+                    w_raw(b, 3, v);
+                }
+                continue;
+            }
             int k = 0;
             for (size_t i = 0; i < ign->nstorage; i++) {
-                if (ign->storage[i].kind != lists[l].kind)
+                if ((int)ign->storage[i].kind != lists[l].kind)
                     continue;
                 if (!k) {
                     w_key(b, 3, &n, lists[l].key);
@@ -717,6 +1088,26 @@ static void spec_canonical(const mcg_ignition *ign, mcg_buf *b)
         w_close(b, 2, '}');
     }
     w_close(b, 1, '}');
+    if (os->extensions.n) {
+        w_key(b, 1, &top, "extensions");
+        w_strv(b, 1, &os->extensions);
+    }
+    if (os->fips) {
+        w_key(b, 1, &top, "fips");
+        mcg_buf_puts(b, "true");
+    }
+    if (os->kargs.n) {
+        w_key(b, 1, &top, "kernelArguments");
+        w_strv(b, 1, &os->kargs);
+    }
+    if (os->kernel_type) {
+        w_key(b, 1, &top, "kernelType");
+        w_str(b, os->kernel_type);
+    }
+    if (os->os_image_url) {
+        w_key(b, 1, &top, "osImageURL");
+        w_str(b, os->os_image_url);
+    }
     w_close(b, 0, '}');
     mcg_buf_putc(b, '\n');
 }
@@ -814,13 +1205,18 @@ static int render_pool(mcg_rendered_pool *rp, const mcg_model *m, const mcg_pool
                            "machineConfigSelector)",
                            pool->loc.file, pool->loc.line, pool->name);
     }
-    merger mg = {&rp->merged, {0}, {0}, {0}};
+    merger mg = {&rp->merged, {0}, {0}, {0}, {0}};
     for (size_t i = 0; i < n; i++) {
         mcg_strv_push(&rp->mcs, m->mcs[idx[i]].name);
         merger_add(&mg, &m->mcs[idx[i]].config);
     }
     merger_free(&mg);
     free(idx);
+    if (rp->merged.os.kernel_type && mcg_strv_contains(&rp->merged.os.extensions, "kernel-devel"))
+        return mcg_err_set(err, MCG_EINVAL,
+                           "%s:%d: pool '%s': the kernel-devel extension is not supported with "
+                           "kernelType %s",
+                           pool->loc.file, pool->loc.line, pool->name, rp->merged.os.kernel_type);
     int rc = check_conflicts(&rp->merged, err);
     if (rc)
         return rc;

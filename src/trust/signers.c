@@ -2,15 +2,20 @@
  * signers.c — the allowed_signers file (ssh-keygen(1), ALLOWED SIGNERS).
  *
  * Each line names who (principals), under which conditions (namespaces=,
- * valid-after=, valid-before=) and which key. The parser follows OpenSSH's
- * sshsig.c line by line (quoted principals, quoted option values,
- * case-insensitive option names, a key comment after the key) but refuses
- * rather than skips: this file is a trust root, so a line mcgit cannot
- * fully understand — cert-authority, an unknown option, a key type or
- * length it does not accept — fails the whole file with "<name>:<line>:".
+ * valid-after=, valid-before=, cert-authority, and for FIDO keys
+ * no-touch-required and verify-required) and which key. The parser follows
+ * OpenSSH's sshsig.c line by line (quoted principals, quoted option values,
+ * case-insensitive option names, a key comment after the key) and reads
+ * every key type OpenSSH reads, but refuses rather than skips: this file is
+ * a trust root, so a line mcgit cannot fully understand — an unknown option,
+ * an unknown key type, a malformed key — fails the whole file with
+ * "<name>:<line>:". Keys OpenSSH reads that mcgit never trusts (ssh-dss,
+ * RSA under 2048 bits) are kept: their signatures are refused one by one.
  *
  * Times are read as UTC whether or not they end in Z (ssh-keygen would use
- * the local zone without it): the pure core has no time zone.
+ * the local zone without it): the pure core has no time zone. Out-of-range
+ * days and seconds are carried over as mktime(3) carries them
+ * (20230230 is 2023-03-02), so that every time ssh-keygen reads, mcgit reads.
  */
 #include "trust/trust_int.h"
 
@@ -134,15 +139,11 @@ static bool parse_time(const char *s, int64_t *out)
     for (size_t i = 0; i < n; i++)
         if (s[i] < '0' || s[i] > '9')
             return false;
-    static const unsigned mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     unsigned y = digits(s, 4), mo = digits(s + 4, 2), d = digits(s + 6, 2);
     unsigned h = n >= 12 ? digits(s + 8, 2) : 0, mi = n >= 12 ? digits(s + 10, 2) : 0;
     unsigned sec = n == 14 ? digits(s + 12, 2) : 0;
-    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 ||
-        sec > 59)
-        return false;
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (mo == 2 && d == 29 && !leap)
+    /* the ranges glibc's strptime accepts; mktime carries the rest over */
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 61)
         return false;
     *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
     return *out > 0;
@@ -171,21 +172,10 @@ static const char *skip_ws(const char *p)
     return p;
 }
 
-/* Key types OpenSSH knows but mcgit refuses, to name them as such. */
-static bool is_other_ssh_key_type(const char *s, size_t n)
+/* A key type OpenSSH names (plain or certificate), at s[0..n). */
+static bool is_key_type(const char *s, size_t n)
 {
-    static const char *const others[] = {
-        "ssh-dss",
-        "ecdsa-sha2-nistp384",
-        "ecdsa-sha2-nistp521",
-        "sk-ecdsa-sha2-nistp256@openssh.com",
-        "sk-ssh-ed25519@openssh.com",
-        "ssh-xmss@openssh.com",
-    };
-    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
-        if (strlen(others[i]) == n && memcmp(others[i], s, n) == 0)
-            return true;
-    return n > 21 && memcmp(s + n - 21, "-cert-v01@openssh.com", 21) == 0;
+    return mcg_sshkey_type((const unsigned char *)s, n, NULL) != NULL;
 }
 
 /*
@@ -224,9 +214,21 @@ static int parse_options(mcg_signer *e, const char **pp, const char *where, mcg_
     for (;;) {
         size_t n = strcspn(p, "=, \t");
         const char *opt = NULL;
-        if (ascii_ieq(p, n, "cert-authority")) {
-            mcg_err_set(err, MCG_EINVAL, "%s: cert-authority is not supported", where);
-            goto out;
+        if (ascii_ieq(p, n, "cert-authority") || ascii_ieq(p, n, "no-touch-required") ||
+            ascii_ieq(p, n, "verify-required")) {
+            /* flags: no value */
+            if (p[n] == '=') {
+                char name[32];
+                mcg_trust_printable((const unsigned char *)p, n, name, sizeof(name));
+                mcg_err_set(err, MCG_EINVAL, "%s: option %s takes no value", where, name);
+                goto out;
+            }
+            bool *flag = ascii_ieq(p, n, "cert-authority")      ? &e->ca
+                         : ascii_ieq(p, n, "no-touch-required") ? &e->no_touch
+                                                                : &e->verify_required;
+            *flag = true;
+            p += n;
+            goto next;
         } else if (ascii_ieq(p, n, "namespaces")) {
             opt = "namespaces";
         } else if (ascii_ieq(p, n, "valid-after")) {
@@ -275,12 +277,14 @@ static int parse_options(mcg_signer *e, const char **pp, const char *where, mcg_
             free(val);
             val = NULL;
         }
+    next:
         if (*p == '\0' || is_ws(*p))
             break;
         if (*p != ',') {
             char c[8];
             mcg_trust_printable((const unsigned char *)p, 1, c, sizeof(c));
-            mcg_err_set(err, MCG_EINVAL, "%s: unexpected '%s' after option %s", where, c, opt);
+            mcg_err_set(err, MCG_EINVAL, "%s: unexpected '%s' after option %s", where, c,
+                        opt ? opt : "flag");
             goto out;
         }
         p++;
@@ -309,7 +313,7 @@ static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_er
     const char *p = skip_ws(line), *start;
     mcg_buf key = MCG_BUF_INIT;
     mcg_err derr = {0, ""};
-    char why[128];
+    char why[160], *type = NULL;
     int rc = MCG_EINVAL;
     size_t n;
 
@@ -333,8 +337,7 @@ static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_er
         start = p;
         n = strcspn(p, " \t");
         p += n;
-        if (mcg_sshkey_type_name((const unsigned char *)start, n) ||
-            is_other_ssh_key_type(start, n)) {
+        if (is_key_type(start, n)) {
             mcg_err_set(err, MCG_EINVAL, "%s: missing principals before the key", where);
             goto out;
         }
@@ -356,10 +359,11 @@ static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_er
         mcg_err_set(err, MCG_EINVAL, "%s: missing key", where);
         goto out;
     }
-    if (!mcg_sshkey_type_name((const unsigned char *)p, n) && !is_other_ssh_key_type(p, n)) {
+    if (!is_key_type(p, n)) {
         const char *next = skip_ws(p + n);
-        if (!memchr(p, '=', n) && !memchr(p, '"', n) && !ascii_ieq(p, n, "cert-authority") &&
-            strncmp(next, "AAAA", 4) == 0) {
+        if (!memchr(p, '=', n) && !memchr(p, '"', n) && !memchr(p, ',', n) &&
+            !ascii_ieq(p, n, "cert-authority") && !ascii_ieq(p, n, "no-touch-required") &&
+            !ascii_ieq(p, n, "verify-required") && strncmp(next, "AAAA", 4) == 0) {
             char t[64];
             mcg_trust_printable((const unsigned char *)p, n, t, sizeof(t));
             mcg_err_set(err, MCG_EINVAL, "%s: unknown key type '%s'", where, t);
@@ -375,14 +379,13 @@ static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_er
             goto out;
         }
     }
-    const char *type = mcg_sshkey_type_name((const unsigned char *)p, n);
-    if (!type) {
+    if (!is_key_type(p, n)) {
         char t[64];
         mcg_trust_printable((const unsigned char *)p, n, t, sizeof(t));
-        mcg_err_set(err, MCG_EINVAL, "%s: %s key type '%s'", where,
-                    is_other_ssh_key_type(p, n) ? "unsupported" : "unknown", t);
+        mcg_err_set(err, MCG_EINVAL, "%s: unknown key type '%s'", where, t);
         goto out;
     }
+    type = mcg_strndup(p, n);
 
     /* base64 key; anything after it is a comment */
     p = skip_ws(p + n);
@@ -409,16 +412,25 @@ static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_er
                     type, t);
         goto out;
     }
-    mcg_sshkey k;
+    mcg_sshpub k;
     if (!mcg_sshkey_parse(&k, (const unsigned char *)key.ptr, key.len, why, sizeof(why))) {
         mcg_err_set(err, MCG_EINVAL, "%s: %s", where, why);
         goto out;
     }
-    e->blob_len = key.len;
-    e->blob = (unsigned char *)mcg_buf_detach(&key, NULL); /* transferred */
+    if (e->ca) {
+        /* OpenSSH compares a CA's public part only: keep the plain key */
+        mcg_buf plain = MCG_BUF_INIT;
+        mcg_sshkey_plain_blob(&k, &plain);
+        e->blob_len = plain.len;
+        e->blob = (unsigned char *)mcg_buf_detach(&plain, NULL);
+    } else {
+        e->blob_len = key.len;
+        e->blob = (unsigned char *)mcg_buf_detach(&key, NULL); /* transferred */
+    }
     e->where = mcg_strdup(where);
     rc = 0;
 out:
+    free(type);
     mcg_buf_free(&key);
     return rc;
 }
@@ -491,6 +503,7 @@ void mcg_signers_free(mcg_signers *s)
     for (size_t i = 0; i < s->n; i++)
         signer_clear(&s->v[i]);
     free(s->v);
+    mcg_revoked_free(s->revoked);
     free(s);
 }
 
@@ -505,6 +518,9 @@ static void append_copies(mcg_signers *to, const mcg_signers *from)
         const mcg_signer *f = &from->v[i];
         mcg_signer *t = &to->v[to->n++];
         t->principals = mcg_strdup(f->principals);
+        t->ca = f->ca;
+        t->no_touch = f->no_touch;
+        t->verify_required = f->verify_required;
         t->namespaces = f->namespaces ? mcg_strdup(f->namespaces) : NULL;
         t->valid_after = f->valid_after;
         t->valid_before = f->valid_before;
@@ -521,6 +537,7 @@ mcg_signers *mcg_signers_union(const mcg_signers *a, const mcg_signers *b)
     s->v = mcg_calloc(mcg_signers_count(a) + mcg_signers_count(b), sizeof(*s->v));
     append_copies(s, a);
     append_copies(s, b);
+    s->revoked = mcg_revoked_merge(a ? a->revoked : NULL, b ? b->revoked : NULL);
     return s;
 }
 
@@ -546,13 +563,14 @@ void mcg_signers_digest(const mcg_signers *s, unsigned char out[32])
     for (size_t i = 0; i < mcg_signers_count(s); i++) {
         const mcg_signer *e = &s->v[i];
         char times[64];
-        snprintf(times, sizeof(times), "%lld %lld", (long long)e->valid_after,
-                 (long long)e->valid_before);
+        snprintf(times, sizeof(times), "%lld %lld %d%d%d", (long long)e->valid_after,
+                 (long long)e->valid_before, e->ca, e->no_touch, e->verify_required);
         digest_field(md, e->principals, strlen(e->principals));
         digest_field(md, e->namespaces ? e->namespaces : "", e->namespaces ? strlen(e->namespaces) + 1 : 0);
         digest_field(md, times, strlen(times));
         digest_field(md, e->blob, e->blob_len);
     }
+    mcg_revoked_digest(s ? s->revoked : NULL, md);
     EVP_DigestFinal_ex(md, out, &olen);
     EVP_MD_CTX_free(md);
 }

@@ -9,21 +9,25 @@
  *
  * The signature covers "SSHSIG" string(namespace) string(reserved)
  * string(hash_algorithm) string(H(message)), and is itself string(sigtype)
- * string(bytes) as the key type defines. The reserved field is accepted
- * whatever it holds (PROTOCOL.sshsig: ignore it); the signature covers it.
+ * string(bytes) as the key type defines (sk- keys add the FIDO flags and
+ * counter). The reserved field is accepted whatever it holds
+ * (PROTOCOL.sshsig: ignore it); the signature covers it. The public key may
+ * be an OpenSSH certificate, trusted through a cert-authority line.
+ *
+ * Who may sign is decided as ssh-keygen -Y find-principals / -Y verify
+ * decide it (see find_signer and docs/trust.md for where mcgit departs from
+ * OpenSSH on purpose), after the revocation list attached to the signer set
+ * (krl.c) has had its say.
  *
  * The verifier fails closed, in the manner of OpenSSH's sshsig.c: the result
  * starts as a refusal, every parse step and policy check jumps to `out` on
  * failure, and success is set only after the last check. Everything is an
- * allow-list (one version, two hash algorithms, one namespace, three key
- * types with their signature types), nothing may trail any structure, and
- * digests are wiped before returning.
+ * allow-list (one version, two hash algorithms, one namespace, the key types
+ * of sshkey.c with their signature types), nothing may trail any structure,
+ * and digests are wiped before returning.
  */
 #include "trust/trust_int.h"
 
-#include <openssl/ecdsa.h>
-#include <openssl/err.h>
-#include <openssl/rsa.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,217 +136,157 @@ static int parse_blob(sshsig *s, const unsigned char *blob, size_t len, mcg_err 
     return 0;
 }
 
-/* Read a positive, minimally encoded mpint of at most max bytes of magnitude. */
-static bool wire_sig_int(mcg_wire *w, const unsigned char **m, size_t *n, size_t max)
+/* The cryptographic check of v by key k over data. Returns 0 or MCG_ETRUST. */
+static int verify_inner(const mcg_sshpub *k, const mcg_sigval *v, const char *fp,
+                        const unsigned char *data, size_t data_len, mcg_err *err)
 {
-    const unsigned char *s;
-    size_t l;
-    if (!mcg_wire_string(w, &s, &l) || l == 0 || (s[0] & 0x80))
-        return false;
-    if (s[0] == 0) {
-        if (l < 2 || !(s[1] & 0x80))
-            return false;
-        s++;
-        l--;
-    }
-    *m = s;
-    *n = l;
-    return l <= max;
-}
-
-/* ECDSA: (r, s) -> DER ECDSA-Sig-Value, then EVP over SHA-256 of data. */
-static bool verify_ecdsa(EVP_PKEY *pkey, const unsigned char *r, size_t rn, const unsigned char *s,
-                         size_t sn, const unsigned char *data, size_t data_len)
-{
-    ECDSA_SIG *es = NULL;
-    BIGNUM *br = NULL, *bs = NULL;
-    unsigned char *der = NULL;
-    EVP_MD_CTX *md = NULL;
-    int derlen;
-    bool ok = false;
-
-    if (!(es = ECDSA_SIG_new()) || !(br = BN_bin2bn(r, (int)rn, NULL)) ||
-        !(bs = BN_bin2bn(s, (int)sn, NULL)) || !ECDSA_SIG_set0(es, br, bs))
-        goto out;
-    br = bs = NULL; /* transferred */
-    if ((derlen = i2d_ECDSA_SIG(es, &der)) <= 0)
-        goto out;
-    if (!(md = EVP_MD_CTX_new()) || EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, pkey) != 1)
-        goto out;
-    ok = EVP_DigestVerify(md, der, (size_t)derlen, data, data_len) == 1;
-out:
-    EVP_MD_CTX_free(md);
-    OPENSSL_free(der);
-    ECDSA_SIG_free(es);
-    BN_free(br);
-    BN_free(bs);
-    return ok;
-}
-
-/* RSA PKCS#1 v1.5 with SHA-256 or SHA-512; a short signature is left-padded. */
-static bool verify_rsa(EVP_PKEY *pkey, const EVP_MD *hash, size_t modlen, const unsigned char *sig,
-                       size_t sig_len, const unsigned char *data, size_t data_len)
-{
-    EVP_MD_CTX *md = NULL;
-    EVP_PKEY_CTX *pctx = NULL;
-    unsigned char *padded = NULL;
-    bool ok = false;
-
-    if (sig_len == 0 || sig_len > modlen)
-        goto out;
-    padded = mcg_calloc(1, modlen);
-    memcpy(padded + (modlen - sig_len), sig, sig_len);
-    if (!(md = EVP_MD_CTX_new()) || EVP_DigestVerifyInit(md, &pctx, hash, NULL, pkey) != 1 ||
-        EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1)
-        goto out;
-    ok = EVP_DigestVerify(md, padded, modlen, data, data_len) == 1;
-out:
-    EVP_MD_CTX_free(md); /* frees pctx */
-    free(padded);
-    return ok;
-}
-
-/* The inner signature: its algorithm (checked against the key) and bytes. */
-typedef struct inner_sig {
-    const EVP_MD *rsa_hash; /* rsa-sha2-256 / rsa-sha2-512 */
-    const unsigned char *bytes;
-    size_t len;
-    const unsigned char *r, *s; /* ecdsa: magnitudes of r and s */
-    size_t r_len, s_len;
-} inner_sig;
-
-/*
- * Parse the inner signature (string sigtype, string bytes) for key k: the
- * type must be the one the key defines, the bytes of the right size.
- * Returns 0, or MCG_ETRUST with the reason set.
- */
-static int parse_inner(inner_sig *in, const mcg_sshkey *k, const unsigned char *sig, size_t sig_len,
-                       mcg_err *err)
-{
-    mcg_wire w = {sig, sig_len};
-    const unsigned char *st;
-    size_t stn;
-    char t[48];
-
-    memset(in, 0, sizeof(*in));
-    if (!mcg_wire_string(&w, &st, &stn) || !mcg_wire_string(&w, &in->bytes, &in->len) || w.len != 0)
-        return malformed(err, "bad encoding of the signature field");
-    mcg_trust_printable(st, stn, t, sizeof(t));
-    if (k->type == MCG_KEY_RSA) {
-        if (strcmp(t, "rsa-sha2-256") == 0)
-            in->rsa_hash = EVP_sha256();
-        else if (strcmp(t, "rsa-sha2-512") == 0)
-            in->rsa_hash = EVP_sha512();
-        else if (strcmp(t, "ssh-rsa") == 0)
-            return mcg_err_set(err, MCG_ETRUST,
-                               "signature uses unsupported algorithm ssh-rsa (SHA-1)");
-        else
-            return mcg_err_set(err, MCG_ETRUST,
-                               "signature is malformed: signature type '%s' for an ssh-rsa key", t);
-    } else if (stn != strlen(k->name) || memcmp(st, k->name, stn) != 0) {
-        return mcg_err_set(err, MCG_ETRUST,
-                           "signature is malformed: signature type '%s' for a %s key", t, k->name);
-    }
-    if (k->type == MCG_KEY_ED25519 && in->len != crypto_sign_BYTES)
-        return mcg_err_set(err, MCG_ETRUST,
-                           "signature is malformed: ssh-ed25519 signature is %zu bytes, not 64",
-                           in->len);
-    if (k->type == MCG_KEY_ECDSA_P256) {
-        mcg_wire rs = {in->bytes, in->len};
-        if (!wire_sig_int(&rs, &in->r, &in->r_len, 32) ||
-            !wire_sig_int(&rs, &in->s, &in->s_len, 32) || rs.len != 0)
-            return malformed(err, "bad ecdsa-sha2-nistp256 signature encoding");
-    }
-    if (k->type == MCG_KEY_RSA && (in->len == 0 || in->len > k->n_len))
-        return mcg_err_set(err, MCG_ETRUST,
-                           "signature is malformed: RSA signature is %zu bytes for a %zu-byte "
-                           "modulus",
-                           in->len, k->n_len);
+    if (!mcg_sigval_verify(k, v, data, data_len))
+        return mcg_err_set(err, MCG_ETRUST, "signature does not verify (key %s)", fp);
     return 0;
 }
 
-/* The cryptographic check of in by key k over data. Returns 0 or MCG_ETRUST. */
-static int verify_inner(const mcg_sshkey *k, const inner_sig *in, const char *fp,
-                        const unsigned char *data, size_t data_len, mcg_err *err)
+/*
+ * The principal a line's pattern list admits: the first of its own
+ * comma-separated entries that the list matches (git asks ssh-keygen about
+ * each principal find-principals prints, and a line of negations admits
+ * nobody). Writes it to out and returns true, or false.
+ */
+static bool line_principal(const char *list, char *out, size_t outlen)
 {
-    EVP_PKEY *pkey = NULL;
-    bool ok = false;
-    int rc = MCG_ETRUST;
-
-    if (k->type == MCG_KEY_ED25519) {
-        ok = crypto_sign_verify_detached(in->bytes, data, data_len, k->pk) == 0;
-    } else {
-        if (!(pkey = mcg_sshkey_to_evp(k))) {
-            mcg_err_set(err, MCG_ETRUST, "cannot load %s key %s", k->name, fp);
-            goto out;
-        }
-        if (k->type == MCG_KEY_RSA)
-            ok = verify_rsa(pkey, in->rsa_hash, k->n_len, in->bytes, in->len, data, data_len);
-        else
-            ok = verify_ecdsa(pkey, in->r, in->r_len, in->s, in->s_len, data, data_len);
+    for (const char *p = list;;) {
+        size_t n = strcspn(p, ",");
+        char *one = mcg_strndup(p, n);
+        bool ok = n && mcg_trust_match_list(one, list) == 1;
+        if (ok)
+            snprintf(out, outlen, "%s", one);
+        free(one);
+        if (ok)
+            return true;
+        if (p[n] == '\0')
+            return false;
+        p += n + 1;
     }
-    if (!ok) {
-        mcg_err_set(err, MCG_ETRUST, "signature does not verify (key %s)", fp);
-        goto out;
-    }
-    rc = 0;
-out:
-    EVP_PKEY_free(pkey);
-    ERR_clear_error();
-    return rc;
 }
 
-static void put_string(mcg_buf *b, const void *s, size_t n)
+/*
+ * For a cert-authority line: the certificate must be a user certificate,
+ * valid at `when` (valid_after <= when < valid_before, as OpenSSH's
+ * sshkey_cert_check_authority), and list a principal the line's pattern
+ * list matches; that principal goes to out. Otherwise a reason in why.
+ */
+static bool cert_admits(const mcg_sshpub *k, const mcg_signer *e, int64_t when, char *out,
+                        size_t outlen, char *why, size_t whylen)
 {
-    unsigned char l[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
-                          (unsigned char)(n >> 8), (unsigned char)n};
-    mcg_buf_put(b, l, 4);
-    mcg_buf_put(b, s, n);
+    const mcg_sshcert *c = &k->cert;
+    char kid[80];
+    mcg_trust_printable(c->key_id, c->key_id_len, kid, sizeof(kid));
+    if (c->type != 1) {
+        snprintf(why, whylen, "certificate '%s' is not a user certificate (%s)", kid, e->where);
+        return false;
+    }
+    uint64_t t = when < 0 ? 0 : (uint64_t)when;
+    if (when < 0 || t < c->valid_after || t >= c->valid_before) {
+        char at[32], a[32], b[32];
+        mcg_trust_fmt_time(when, at);
+        mcg_trust_fmt_time(c->valid_after > INT64_MAX ? INT64_MAX : (int64_t)c->valid_after, a);
+        if (c->valid_before > (uint64_t)253402300799) /* after 9999: "forever" */
+            snprintf(b, sizeof(b), "forever");
+        else
+            mcg_trust_fmt_time((int64_t)c->valid_before, b);
+        snprintf(why, whylen, "certificate '%s' is not valid at %s (valid from %s to %s)", kid, at,
+                 a, b);
+        return false;
+    }
+    mcg_wire w = {c->principals, c->principals_len};
+    const unsigned char *s;
+    size_t n;
+    while (mcg_wire_string(&w, &s, &n)) {
+        char *p = mcg_strndup((const char *)s, n);
+        bool ok = mcg_trust_match_list(p, e->principals) == 1;
+        if (ok)
+            snprintf(out, outlen, "%s", p);
+        free(p);
+        if (ok)
+            return true;
+    }
+    snprintf(why, whylen, "certificate '%s' names no principal allowed by %s", kid, e->where);
+    return false;
 }
 
 /*
  * Find the allowed_signers line that lets this key sign namespace git at
- * `when`. Returns it, or NULL with the reason from the first line holding
- * the key (or "not in allowed signers").
+ * `when`: a plain line holding the same key (a certificate only matches
+ * that very certificate, not its key), or a cert-authority line
+ * holding the CA key of a certificate it admits; its namespaces, validity
+ * window and, for sk keys, the flags the line requires must hold too.
+ * Returns it with the principal in principal[256], or NULL with the reason
+ * from the first line holding the key (or "not in allowed signers").
  */
 static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned char *blob,
-                                     size_t len, const char *fp, int64_t when, mcg_err *err)
+                                     size_t len, const mcg_sshpub *k, const mcg_sigval *v,
+                                     const char *fp, int64_t when, const char *ns,
+                                     char principal[256], mcg_err *err)
 {
-    const mcg_signer *refused = NULL;
-    const char *why = NULL;
-    int64_t bound = 0;
+    char first[512] = "", why[512];
+    bool sk = k->kt->type == MCG_KEY_SK_ED25519 || k->kt->type == MCG_KEY_SK_ECDSA;
+    const mcg_signer *found = NULL;
 
-    for (size_t i = 0; i < mcg_signers_count(signers); i++) {
+    for (size_t i = 0; i < mcg_signers_count(signers) && !found; i++) {
         const mcg_signer *e = &signers->v[i];
-        const char *no = NULL;
-        if (e->blob_len != len || !mcg_memeq_ct(e->blob, blob, len))
-            continue;
-        if (e->namespaces && mcg_trust_match_list(SIG_NAMESPACE, e->namespaces) != 1)
-            no = "namespaces";
-        else if (e->valid_after && when < e->valid_after)
-            no = "valid-after";
-        else if (e->valid_before && when > e->valid_before)
-            no = "valid-before";
-        if (!no)
-            return e;
-        if (!refused) {
-            refused = e;
-            why = no;
-            bound = strcmp(no, "valid-after") == 0 ? e->valid_after : e->valid_before;
+        why[0] = '\0';
+        if (!e->ca) {
+            /* OpenSSH's sshkey_equal: same type (a certificate is not its key), same key */
+            bool same = e->blob_len == len && mcg_memeq_ct(e->blob, blob, len);
+            if (!same)
+                continue;
+            if (!line_principal(e->principals, principal, 256))
+                snprintf(why, sizeof(why), "key %s has no principal in %s", fp, e->where);
+            else /* the whole field, as find-principals reports it */
+                snprintf(principal, 256, "%s", e->principals);
+        } else {
+            if (!k->is_cert || e->blob_len != k->cert.ca_len ||
+                !mcg_memeq_ct(e->blob, k->cert.ca, e->blob_len))
+                continue;
+            cert_admits(k, e, when, principal, 256, why, sizeof(why));
         }
+        if (why[0]) {
+            /* refused above */
+        } else if (e->namespaces && mcg_trust_match_list(ns, e->namespaces) != 1) {
+            snprintf(why, sizeof(why), "key %s is not allowed for namespace %s (%s)", fp,
+                     ns, e->where);
+        } else if ((e->valid_after && when < e->valid_after) ||
+                   (e->valid_before && when > e->valid_before)) {
+            bool after = e->valid_after && when < e->valid_after;
+            char at[32], lim[32];
+            mcg_trust_fmt_time(when, at);
+            mcg_trust_fmt_time(after ? e->valid_after : e->valid_before, lim);
+            snprintf(why, sizeof(why), "key %s is not valid at %s (%s %s, %s)", fp, at,
+                     after ? "valid-after" : "valid-before", lim, e->where);
+        } else if (sk && !e->no_touch && !(v->flags & MCG_SK_USER_PRESENT)) {
+            snprintf(why, sizeof(why),
+                     "key %s signed without user presence (flags 0x%02x; %s has no "
+                     "no-touch-required)",
+                     fp, v->flags, e->where);
+        } else if (sk && e->verify_required && !(v->flags & MCG_SK_USER_VERIFIED)) {
+            snprintf(why, sizeof(why),
+                     "key %s signed without user verification (flags 0x%02x; %s has "
+                     "verify-required)",
+                     fp, v->flags, e->where);
+        } else {
+            found = e;
+            break;
+        }
+        if (!first[0])
+            snprintf(first, sizeof(first), "%s", why);
+        principal[0] = '\0';
     }
-    if (!refused) {
+    if (found)
+        return found;
+    principal[0] = '\0';
+    if (!first[0])
         mcg_err_set(err, MCG_ETRUST, "key %s is not in allowed signers", fp);
-    } else if (strcmp(why, "namespaces") == 0) {
-        mcg_err_set(err, MCG_ETRUST, "key %s is not allowed for namespace %s (%s)", fp,
-                    SIG_NAMESPACE, refused->where);
-    } else {
-        char at[32], lim[32];
-        mcg_trust_fmt_time(when, at);
-        mcg_trust_fmt_time(bound, lim);
-        mcg_err_set(err, MCG_ETRUST, "key %s is not valid at %s (%s %s, %s)", fp, at, why, lim,
-                    refused->where);
-    }
+    else
+        mcg_err_set(err, MCG_ETRUST, "%s", first);
     return NULL;
 }
 
@@ -350,8 +294,8 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
 typedef struct prepared {
     mcg_buf blob, data;
     sshsig s;
-    mcg_sshkey k;
-    inner_sig in;
+    mcg_sshpub k;
+    mcg_sigval in;
 } prepared;
 
 static void prepared_free(prepared *p)
@@ -369,11 +313,12 @@ static void prepared_free(prepared *p)
  * and keytype once the key is parsed.
  */
 static int prepare(prepared *p, mcg_sig_result *res, const char *armored, size_t armored_len,
-                   const void *msg, size_t msg_len, mcg_err *err)
+                   const void *msg, size_t msg_len, const char *ns, mcg_err *err)
 {
     unsigned char h[crypto_hash_sha512_BYTES];
     size_t hlen = 0;
-    char why[128], t[48];
+    char why[160], t[48];
+    mcg_buf plain = MCG_BUF_INIT;
     int rc = MCG_ETRUST;
 
     if (sodium_init() < 0) {
@@ -392,14 +337,20 @@ static int prepare(prepared *p, mcg_sig_result *res, const char *armored, size_t
         mcg_err_set(err, MCG_ETRUST, "signature key is refused: %s", why);
         goto out;
     }
-    mcg_ssh_fingerprint(p->s.pub, p->s.pub_len, res->fingerprint);
-    snprintf(res->keytype, sizeof(res->keytype), "%s", p->k.name);
-    if (parse_inner(&p->in, &p->k, p->s.sig, p->s.sig_len, err) != 0)
+    mcg_sshkey_plain_blob(&p->k, &plain);
+    mcg_ssh_fingerprint((const unsigned char *)plain.ptr, plain.len, res->fingerprint);
+    snprintf(res->keytype, sizeof(res->keytype), "%s",
+             p->k.is_cert ? p->k.kt->cert : p->k.kt->name);
+    if (p->k.refused) {
+        mcg_err_set(err, MCG_ETRUST, "signature key is refused: %s", p->k.refused);
+        goto out;
+    }
+    if (mcg_sigval_parse(&p->in, &p->k, p->s.sig, p->s.sig_len, err) != 0)
         goto out;
 
-    if (p->s.ns_len != strlen(SIG_NAMESPACE) || memcmp(p->s.ns, SIG_NAMESPACE, p->s.ns_len) != 0) {
+    if (p->s.ns_len != strlen(ns) || memcmp(p->s.ns, ns, p->s.ns_len) != 0) {
         mcg_trust_printable(p->s.ns, p->s.ns_len, t, sizeof(t));
-        mcg_err_set(err, MCG_ETRUST, "signature namespace is '%s', not '%s'", t, SIG_NAMESPACE);
+        mcg_err_set(err, MCG_ETRUST, "signature namespace is '%s', not '%s'", t, ns);
         goto out;
     }
     if (p->s.halg_len == 6 && memcmp(p->s.halg, "sha256", 6) == 0) {
@@ -414,12 +365,13 @@ static int prepare(prepared *p, mcg_sig_result *res, const char *armored, size_t
         goto out;
     }
     mcg_buf_put(&p->data, SIG_MAGIC, SIG_MAGIC_LEN);
-    put_string(&p->data, p->s.ns, p->s.ns_len);
-    put_string(&p->data, p->s.reserved, p->s.reserved_len);
-    put_string(&p->data, p->s.halg, p->s.halg_len);
-    put_string(&p->data, h, hlen);
+    mcg_wire_put_string(&p->data, p->s.ns, p->s.ns_len);
+    mcg_wire_put_string(&p->data, p->s.reserved, p->s.reserved_len);
+    mcg_wire_put_string(&p->data, p->s.halg, p->s.halg_len);
+    mcg_wire_put_string(&p->data, h, hlen);
     rc = 0;
 out:
+    mcg_buf_free(&plain);
     sodium_memzero(h, sizeof(h));
     return rc;
 }
@@ -433,9 +385,9 @@ out:
 static void memo_digest(const prepared *p, unsigned char out[MCG_SIGMEMO_DIGEST])
 {
     mcg_buf b = MCG_BUF_INIT;
-    put_string(&b, p->s.pub, p->s.pub_len);
-    put_string(&b, p->data.ptr, p->data.len);
-    put_string(&b, p->s.sig, p->s.sig_len);
+    mcg_wire_put_string(&b, p->s.pub, p->s.pub_len);
+    mcg_wire_put_string(&b, p->data.ptr, p->data.len);
+    mcg_wire_put_string(&b, p->s.sig, p->s.sig_len);
     mcg_sha256(b.ptr, b.len, out);
     mcg_buf_free(&b);
 }
@@ -488,7 +440,7 @@ int mcg_sshsig_check(unsigned char digest[MCG_SIGMEMO_DIGEST], const char *armor
     mcg_sig_result res = {0};
     mcg_err err = {0};
     int rc = MCG_ETRUST;
-    if (prepare(&p, &res, armored, armored_len, msg, msg_len, &err) == 0 &&
+    if (prepare(&p, &res, armored, armored_len, msg, msg_len, SIG_NAMESPACE, &err) == 0 &&
         verify_inner(&p.k, &p.in, res.fingerprint, (const unsigned char *)p.data.ptr, p.data.len,
                      &err) == 0) {
         memo_digest(&p, digest);
@@ -498,19 +450,24 @@ int mcg_sshsig_check(unsigned char digest[MCG_SIGMEMO_DIGEST], const char *armor
     return rc;
 }
 
-int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers,
-                           const mcg_sigmemo *memo, const char *armored, size_t armored_len,
-                           const void *msg, size_t msg_len, int64_t when, mcg_err *err)
+/* mcg_sshsig_verify_memo for namespace ns. */
+static int verify_ns(mcg_sig_result *res, const mcg_signers *signers, const mcg_sigmemo *memo,
+                     const char *armored, size_t armored_len, const void *msg, size_t msg_len,
+                     int64_t when, const char *ns, mcg_err *err)
 {
     prepared p = {0};
     const mcg_signer *signer;
+    char principal[256];
     unsigned char d[MCG_SIGMEMO_DIGEST];
     int rc = MCG_ETRUST;
 
     memset(res, 0, sizeof(*res));
-    if (prepare(&p, res, armored, armored_len, msg, msg_len, err) != 0)
+    if (prepare(&p, res, armored, armored_len, msg, msg_len, ns, err) != 0)
         goto out;
-    if (!(signer = find_signer(signers, p.s.pub, p.s.pub_len, res->fingerprint, when, err)))
+    if (signers && mcg_revoked_check(signers->revoked, &p.k, err) != 0)
+        goto out;
+    if (!(signer = find_signer(signers, p.s.pub, p.s.pub_len, &p.k, &p.in, res->fingerprint, when,
+                               ns, principal, err)))
         goto out;
     if (memo)
         memo_digest(&p, d);
@@ -518,11 +475,26 @@ int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers,
         verify_inner(&p.k, &p.in, res->fingerprint, (const unsigned char *)p.data.ptr, p.data.len,
                      err) != 0)
         goto out;
-    snprintf(res->principal, sizeof(res->principal), "%s", signer->principals);
+    snprintf(res->principal, sizeof(res->principal), "%s", principal);
     rc = 0;
 out:
     prepared_free(&p);
     return rc;
+}
+
+int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers,
+                           const mcg_sigmemo *memo, const char *armored, size_t armored_len,
+                           const void *msg, size_t msg_len, int64_t when, mcg_err *err)
+{
+    return verify_ns(res, signers, memo, armored, armored_len, msg, msg_len, when, SIG_NAMESPACE,
+                     err);
+}
+
+int mcg_sshsig_verify_ns(mcg_sig_result *res, const mcg_signers *signers, const char *armored,
+                         size_t armored_len, const void *msg, size_t msg_len, int64_t when,
+                         const char *ns, mcg_err *err)
+{
+    return verify_ns(res, signers, NULL, armored, armored_len, msg, msg_len, when, ns, err);
 }
 
 int mcg_sshsig_verify(mcg_sig_result *res, const mcg_signers *signers, const char *armored,

@@ -1,17 +1,23 @@
 /*
  * trust — who may sign the config repo, and checking that they did.
  *
- * Two pieces, both pure (bytes and times in, verdicts out):
+ * Pure pieces (bytes and times in, verdicts out):
  *
  *   - an allowed_signers parser (ssh-keygen(1) "ALLOWED SIGNERS", the file
- *     git's gpg.ssh.allowedSignersFile names), and
+ *     git's gpg.ssh.allowedSignersFile names),
+ *   - revocation lists (OpenSSH KRLs or plain key lists, git's
+ *     gpg.ssh.revocationFile) attached to a signer set,
  *   - a verifier for OpenSSH "SSHSIG" signatures (openssh-portable
- *     PROTOCOL.sshsig) as git writes them into a commit's gpgsig header.
+ *     PROTOCOL.sshsig) as git writes them into a commit's gpgsig header, and
+ *   - an ed25519 signer that writes them (for commits mcgit makes itself).
  *
- * Key types: ssh-ed25519 (libsodium), ecdsa-sha2-nistp256 and ssh-rsa with
- * rsa-sha2-256/512 signatures, modulus >= 2048 bits (OpenSSL). Anything else
- * is refused. Every refusal is MCG_ETRUST or MCG_EINVAL with a one-line
- * reason in the mcg_err.
+ * Key types: ssh-ed25519 and sk-ssh-ed25519@openssh.com (libsodium),
+ * ecdsa-sha2-nistp256/384/521, sk-ecdsa-sha2-nistp256@openssh.com and
+ * ssh-rsa with rsa-sha2-256/512 signatures, modulus >= 2048 bits (OpenSSL),
+ * each also as an OpenSSH user certificate under a cert-authority line.
+ * ssh-dss and smaller RSA keys are read (OpenSSH reads them) but never
+ * trusted. Every refusal is MCG_ETRUST or MCG_EINVAL with a one-line reason
+ * in the mcg_err.
  */
 #ifndef MCG_TRUST_H
 #define MCG_TRUST_H
@@ -39,17 +45,23 @@ typedef struct mcg_signers mcg_signers;
  *     the signer's name (as git's find-principals does).
  *   - options, comma-separated, keywords case-insensitive, values in double
  *     quotes (as ssh-keygen requires; \" escapes a quote):
+ *       cert-authority             the key is a CA: it admits OpenSSH user
+ *                                  certificates it signed that list a
+ *                                  principal the line's patterns match
  *       namespaces="pattern-list"  the key may sign only these namespaces
  *       valid-after="TIME"         valid at or after TIME
  *       valid-before="TIME"        valid at or before TIME
+ *       no-touch-required          sk keys: signatures without the user-presence
+ *                                  flag are accepted (mcgit; ssh-keygen 9.2 does
+ *                                  not know this option in allowed_signers)
+ *       verify-required            sk keys: the user-verified flag is required
  *     TIME is YYYYMMDD, YYYYMMDDHHMM or YYYYMMDDHHMMSS, optionally followed
  *     by "Z" or "UTC". mcgit: TIME is always UTC, with or without the
  *     suffix (ssh-keygen reads an unsuffixed time in the local time zone;
- *     write the Z to mean the same thing in both).
- *     `cert-authority` is refused ("cert-authority is not supported"), as is
- *     any other option.
- *   - keytype: ssh-ed25519, ecdsa-sha2-nistp256 or ssh-rsa; it must equal
- *     the type inside the key blob. RSA moduli must be >= 2048 bits.
+ *     write the Z to mean the same thing in both). Any other option is
+ *     refused.
+ *   - keytype: any type OpenSSH reads (see the top of this file), plain or
+ *     certificate; it must equal the type inside the key blob.
  * Blank lines and lines whose first non-blank character is '#' are skipped;
  * CRLF line ends are accepted. Any malformed line fails the whole parse with
  * MCG_EINVAL and "<name>:<line>: <what is wrong>"; *out is then NULL.
@@ -78,11 +90,36 @@ mcg_signers *mcg_signers_union(const mcg_signers *a, const mcg_signers *b);
  */
 void mcg_signers_digest(const mcg_signers *s, unsigned char out[32]);
 
+/* Size limit of a revocation file (KRL or key list). */
+#define MCG_REVOKED_MAX_SIZE (16 * 1024 * 1024)
+
+/*
+ * Parse a revocation file (len bytes named `name` in messages) and add what
+ * it revokes to s (not NULL; may be called again to add another file): an
+ * OpenSSH KRL (binary, starts "SSHKRL\n\0"; sections of
+ * explicit keys, SHA-1 and SHA-256 fingerprints, certificate serials,
+ * serial ranges and bitmaps and key ids per CA or for any CA) or else a
+ * text list of public keys ("type base64 [comment]", '#' comments). From
+ * then on mcg_sshsig_verify refuses any signature by a revoked key, by a
+ * certificate of a revoked key, by a certificate whose CA key is revoked or
+ * whose serial (non-zero) or key id is revoked under its CA. The revocation
+ * travels with mcg_signers_union. A malformed file, an unknown KRL section
+ * or a signed KRL is refused with MCG_EINVAL ("<name>: ..." or
+ * "<name>:<line>: ...") and s is unchanged.
+ */
+int mcg_signers_revoke(mcg_signers *s, const char *name, const void *data, size_t len,
+                       mcg_err *err);
+
+/* Number of revocation entries (keys, fingerprints, serial ranges, key ids) in s. */
+size_t mcg_signers_revoked_count(const mcg_signers *s);
+
 /* Who signed, filled by mcg_sshsig_verify. */
 typedef struct mcg_sig_result {
-    char principal[256];  /* principals field of the allowed_signers line that accepted the key */
-    char fingerprint[64]; /* "SHA256:<unpadded base64>", as ssh-keygen -l prints it */
-    char keytype[32];     /* "ssh-ed25519", "ecdsa-sha2-nistp256" or "ssh-rsa" */
+    char principal[256];  /* principals field of the allowed_signers line that accepted the key;
+                             for a certificate, the certificate principal the line admitted */
+    char fingerprint[64]; /* "SHA256:<unpadded base64>" of the key (without certificate),
+                             as ssh-keygen -l prints it */
+    char keytype[64];     /* "ssh-ed25519", "ssh-ed25519-cert-v01@openssh.com", ... */
 } mcg_sig_result;
 
 /*
@@ -96,9 +133,15 @@ typedef struct mcg_sig_result {
  * public key, namespace, reserved, hash algorithm sha256 or sha512, and the
  * signature, with no trailing data anywhere.
  *
- * Returns 0 and fills *res when the signature's key equals (byte for byte)
- * a key in `signers` on a line that permits namespace git and whose validity
- * window contains `when`, and the signature verifies. Otherwise returns
+ * Returns 0 and fills *res when the signature's key is not revoked (see
+ * mcg_signers_revoke), a line of `signers` admits it — a plain line holding
+ * the same key (byte for byte) that names some principal, or a
+ * cert-authority line holding the CA key of a user certificate that is valid
+ * at `when` (valid_after <= when < valid_before) and lists a principal the
+ * line's patterns match — that line permits namespace git, its validity
+ * window contains `when`, for sk keys the signature's flags carry user
+ * presence (unless no-touch-required) and user verification (if
+ * verify-required), and the signature verifies. Otherwise returns
  * MCG_ETRUST with one of:
  *     signature is malformed: <what>
  *     signature namespace is '<ns>', not 'git'
@@ -107,6 +150,10 @@ typedef struct mcg_sig_result {
  *     key SHA256:... is not in allowed signers
  *     key SHA256:... is not allowed for namespace git (<name>:<line>)
  *     key SHA256:... is not valid at <time> (valid-before <time>, <name>:<line>)
+ *     key SHA256:... signed without user presence (flags 0x.., <name>:<line> ...)
+ *     certificate '<id>' is not valid at <time> (valid from <t> to <t>)
+ *     certificate '<id>' names no principal allowed by <name>:<line>
+ *     key SHA256:... is revoked (<file>) / certificate '<id>' ... is revoked
  *     signature does not verify (key SHA256:...)
  * On failure res->fingerprint and res->keytype are still filled once the
  * signature's public key has been parsed (else they are empty), and
@@ -116,6 +163,15 @@ typedef struct mcg_sig_result {
 int mcg_sshsig_verify(mcg_sig_result *res, const mcg_signers *signers, const char *armored,
                       size_t armored_len, const void *msg, size_t msg_len, int64_t when,
                       mcg_err *err);
+
+/*
+ * mcg_sshsig_verify for another namespace (e.g. "mcgit-approval"): the
+ * signature must name ns, and the allowed_signers line's namespaces= (if
+ * any) must admit it. Messages say ns where mcg_sshsig_verify says git.
+ */
+int mcg_sshsig_verify_ns(mcg_sig_result *res, const mcg_signers *signers, const char *armored,
+                         size_t armored_len, const void *msg, size_t msg_len, int64_t when,
+                         const char *ns, mcg_err *err);
 
 /*
  * Checking a signature's cryptography ahead of time.
@@ -165,5 +221,29 @@ int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers,
  * characters plus NUL. Any bytes are accepted.
  */
 void mcg_ssh_fingerprint(const unsigned char *blob, size_t len, char out[64]);
+
+/* ------------------------------------------------------------ signing */
+
+/*
+ * An ed25519 key pair (libsodium layout: sk holds the seed and the public
+ * key). Wipe it with mcg_sshkey_wipe.
+ */
+typedef struct mcg_sshkey {
+    unsigned char pk[32];
+    unsigned char sk[64];
+} mcg_sshkey;
+
+/* A new random key pair (the system's random source; aborts if libsodium cannot start). */
+void mcg_sshkey_generate(mcg_sshkey *key);
+/* Zero a key pair. */
+void mcg_sshkey_wipe(mcg_sshkey *key);
+/* "ssh-ed25519 AAAA... comment" (comment may be NULL; the caller frees). */
+char *mcg_sshkey_public_line(const mcg_sshkey *key, const char *comment);
+/*
+ * An armored SSH signature (namespace git, sha512) of msg[len], as
+ * ssh-keygen -Y sign -n git writes it without the final newline; the caller
+ * frees it. mcg_sshsig_verify accepts it for a line holding key's public key.
+ */
+char *mcg_sshsig_sign(const mcg_sshkey *key, const void *msg, size_t len);
 
 #endif

@@ -45,7 +45,7 @@ spec:
       - name: a.service
         dropins:
         - name: b.conf
-          contents: "Ä"
+          contents: "[Service]\nEnvironment=Ä\n"
         - name: B.conf
         - name: a.conf
 YAML

@@ -78,8 +78,7 @@ metadata:
   labels:
     machineconfiguration.openshift.io/role: worker
 spec:
-  kernelArguments:
-    - nosmt
+  kernelType: lowlatency
   config:
     ignition:
       version: 3.4.0
@@ -108,6 +107,31 @@ expect_rc 0 "push to another branch is not the source branch's business" -- push
 [ "$(git -C "$S" rev-parse rendered)" = "$before" ] && ok "a push to another branch renders nothing" ||
   bad "feature push rendered"
 git -C "$C" checkout -q main
+
+# A key Ignition only warns about: the push is accepted and the pusher sees
+# the warning with its file and line on a remote: line.
+cat >"$C/machineconfigs/40-chrony.yaml" <<'YAML'
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 40-chrony
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      files:
+      - path: /etc/chrony.conf
+        filesystem: root
+        mdoe: 420
+YAML
+scommit "$C" alice "chrony, with two keys Ignition ignores"
+expect_rc 0 "a push with warnings is accepted" -- push origin main
+n=$(grep -cE "^remote: mcgit: [0-9a-f]{12}: warning: machineconfigs/40-chrony.yaml:1[45]: unknown field 'storage.files\[0\].(filesystem|mdoe)'" "$T/push.out" || true)
+[ "$n" = 2 ] && ok "the pusher sees both warnings on remote: lines with file:line" ||
+  { bad "remote warnings: $n"; sed 's/^/    /' "$T/push.out"; }
 
 # ---------------------------------------------------------------- pre-commit
 W=$T/work

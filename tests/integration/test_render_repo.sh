@@ -151,8 +151,7 @@ metadata:
   labels:
     machineconfiguration.openshift.io/role: worker
 spec:
-  kernelArguments:
-    - nosmt
+  kernelType: lowlatency
   config:
     ignition:
       version: 3.4.0

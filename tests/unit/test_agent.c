@@ -1384,6 +1384,382 @@ static void test_offline(void **state)
     free(n2);
 }
 
+static void rm_file(const char *dir, const char *rel)
+{
+    char *p = mcg_sprintf("%s/%s", dir, rel);
+    unlink(p);
+    free(p);
+}
+
+static bool str_eq_or_null(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* ------------------------------------------- kernel arguments, OS image, FIPS */
+
+/* Publish a whole rendered spec ({"config": ..., "kernelArguments": ...}). */
+static char *deploy_spec(fx *f, const char *spec_json)
+{
+    mcg_ignition ign;
+    mcg_err e = {0};
+    if (mcg_ignition_parse_json(&ign, "test", spec_json, strlen(spec_json), &e) != 0)
+        fail_msg("parse: %s", e.msg);
+    char *spec, *name;
+    size_t len;
+    char hash[MCG_HASH_HEX + 1];
+    assert_int_equal(mcg_render_name(&ign, "worker", &spec, &len, hash, &name, &e), 0);
+    assert_int_equal(f->c->ops->put_config(f->c, name, spec, len, &e), 0);
+    mcg_ignition_free(&ign);
+    free(spec);
+    set_desired(f, name);
+    return name;
+}
+
+enum {
+    H_OSTREE = 1, /* run/ostree-booted + usr/bin/rpm-ostree */
+    H_KCMD = 2,   /* etc/kernel/cmdline */
+    H_GRUBBY = 4, /* usr/sbin/grubby */
+    H_GRUB = 8,   /* etc/default/grub + usr/sbin/update-grub */
+    H_GRUB2 = 16, /* etc/default/grub + usr/sbin/grub2-mkconfig */
+    H_BOOTC = 32, /* usr/bin/bootc */
+};
+
+static void make_host(fx *f, int h)
+{
+    if (h & H_OSTREE) {
+        put(f->root, "run/ostree-booted", "", 0644);
+        put(f->root, "usr/bin/rpm-ostree", "#!/bin/false\n", 0755);
+    }
+    if (h & H_KCMD)
+        put(f->root, "etc/kernel/cmdline", "root=UUID=1234 ro quiet\n", 0644);
+    if (h & H_GRUBBY)
+        put(f->root, "usr/sbin/grubby", "#!/bin/false\n", 0755);
+    if (h & (H_GRUB | H_GRUB2))
+        put(f->root, "etc/default/grub", "GRUB_CMDLINE_LINUX=\"quiet\"\n", 0644);
+    if (h & H_GRUB)
+        put(f->root, "usr/sbin/update-grub", "#!/bin/false\n", 0755);
+    if (h & H_GRUB2)
+        put(f->root, "usr/sbin/grub2-mkconfig", "#!/bin/false\n", 0755);
+    if (h & H_BOOTC)
+        put(f->root, "usr/bin/bootc", "#!/bin/false\n", 0755);
+}
+
+/*
+ * A --host-exec prefix that records each command line in DIR/cmds.log and
+ * exits with the status in DIR/status (0 when absent). Caller frees.
+ */
+static char *recorder(fx *f)
+{
+    char *script = mcg_sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >>'%s/cmds.log'\n"
+                               "[ -f '%s/status' ] && exit \"$(cat '%s/status')\"\nexit 0\n",
+                               f->dir, f->dir, f->dir);
+    put(f->dir, "rec", script, 0755);
+    free(script);
+    return mcg_sprintf("%s/rec", f->dir);
+}
+
+#define IGN "\"config\":{\"ignition\":{\"version\":\"3.4.0\"}"
+#define FILE_X                                                                                     \
+    ",\"storage\":{\"files\":[{\"path\":\"/etc/x\",\"contents\":{\"source\":\"data:,x\"}}]}"
+
+/*
+ * One update from nothing on a node of each kind: the exact commands issued
+ * (through the recorder), the exact file written under the root, the state.
+ */
+static void test_os_fields(void **state)
+{
+    fx *f = *state;
+    static const struct {
+        const char *name;
+        int host;
+        const char *spec;
+        const char *log;    /* exact cmds.log, NULL: no command ran */
+        const char *file;   /* a file the update writes under the root */
+        const char *data;   /* ... with these bytes */
+        const char *reason; /* NULL: Done; else Degraded with this */
+    } t[] = {
+        {"ostree: rpm-ostree kargs", H_OSTREE,
+         "{" IGN "},\"kernelArguments\":[\"nosmt\",\"a=\\\"b c\\\"\"]}",
+         "rpm-ostree kargs --delete-if-present=nosmt --delete-if-present=a=\"b c\" "
+         "--append=nosmt --append=a=\"b c\"\n",
+         NULL, NULL, NULL},
+        {"kernel-install: /etc/kernel/cmdline", H_KCMD | H_GRUBBY,
+         "{" IGN "},\"kernelArguments\":[\"nosmt\",\"quiet\"]}", "kernel-install add-all\n",
+         "etc/kernel/cmdline", "root=UUID=1234 ro nosmt quiet\n", NULL},
+        {"grubby", H_GRUBBY | H_GRUB, "{" IGN "},\"kernelArguments\":[\"nosmt\",\"a=1\"]}",
+         "grubby --update-kernel=ALL --remove-args=nosmt a=1\n"
+         "grubby --update-kernel=ALL --args=nosmt a=1\n",
+         NULL, NULL, NULL},
+        {"GRUB drop-in and update-grub", H_GRUB,
+         "{" IGN "},\"kernelArguments\":[\"nosmt\",\"a=$x\",\"b=\\\"c d\\\"\"]}", "update-grub\n",
+         "etc/default/grub.d/50-mcgit.cfg",
+         "# written by mcgit: the MachineConfig kernelArguments\n"
+         "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX nosmt a=\\$x b=\\\"c d\\\"\"\n",
+         NULL},
+        {"GRUB drop-in and grub2-mkconfig", H_GRUB2, "{" IGN "},\"kernelArguments\":[\"nosmt\"]}",
+         "grub2-mkconfig -o /boot/grub2/grub.cfg\n", "etc/default/grub.d/50-mcgit.cfg",
+         "# written by mcgit: the MachineConfig kernelArguments\n"
+         "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX nosmt\"\n",
+         NULL},
+        {"ostree: image, kernel, extensions, kargs in order", H_OSTREE,
+         "{\"baseOSExtensionsContainerImage\":\"\"," IGN "},\"extensions\":[\"usbguard\","
+         "\"kerberos\",\"usbguard\"],\"kernelArguments\":[\"nosmt\"],\"kernelType\":\"realtime\","
+         "\"osImageURL\":\"quay.io/x/os@sha256:00\"}",
+         "rpm-ostree rebase --experimental ostree-unverified-registry:quay.io/x/os@sha256:00\n"
+         "rpm-ostree override remove kernel kernel-core kernel-modules kernel-modules-core "
+         "kernel-modules-extra --install kernel-rt-core --install kernel-rt-modules --install "
+         "kernel-rt-modules-extra --install kernel-rt-kvm\n"
+         "rpm-ostree update --install usbguard --install krb5-workstation --install libkadm5\n"
+         "rpm-ostree kargs --delete-if-present=nosmt --append=nosmt\n",
+         NULL, NULL, NULL},
+        {"bootc: the OS image", H_BOOTC, "{" IGN "},\"osImageURL\":\"quay.io/x/os:1\"}",
+         "bootc switch quay.io/x/os:1\n", NULL, NULL, NULL},
+        {"no boot loader: Degraded, nothing written", 0,
+         "{" IGN FILE_X "},\"kernelArguments\":[\"nosmt\"]}", NULL, NULL, NULL,
+         "kernelArguments: node n1 has no boot loader configuration mcgit can change"},
+        {"bootc: no extensions", H_BOOTC, "{" IGN FILE_X "},\"extensions\":[\"usbguard\"]}", NULL,
+         NULL, NULL, "extensions: node n1 cannot install extensions (no rpm-ostree)"},
+        {"not image-based: no OS image", H_GRUB, "{" IGN FILE_X "},\"osImageURL\":\"quay.io/x\"}",
+         NULL, NULL, NULL, "osImageURL: node n1 is not image-based (no rpm-ostree or bootc)"},
+        {"not ostree: no kernel type", H_GRUB | H_BOOTC,
+         "{" IGN FILE_X "},\"kernelType\":\"64k-pages\"}", NULL, NULL, NULL,
+         "kernelType: node n1 cannot switch to the 64k-pages kernel (no rpm-ostree)"},
+        {"extensions container: Degraded", H_OSTREE,
+         "{\"baseOSExtensionsContainerImage\":\"quay.io/ext:1\"," IGN FILE_X "}}", NULL, NULL, NULL,
+         "baseOSExtensionsContainerImage: node n1 cannot use it"},
+        {"disks: unreconcilable", H_OSTREE,
+         "{" IGN ",\"storage\":{\"disks\":[{\"device\":\"/dev/sdb\"}],\"files\":[{\"path\":"
+         "\"/etc/x\"}]}}}",
+         NULL, NULL, NULL,
+         "unreconcilable: storage.disks cannot be applied on node n1 (mcgit does not repartition"},
+        {"another user: unreconcilable", H_OSTREE,
+         "{" IGN FILE_X ",\"passwd\":{\"users\":[{\"name\":\"admin\"}]}}}", NULL, NULL, NULL,
+         "unreconcilable: passwd.users cannot be applied on node n1"},
+    };
+    char *rec = recorder(f);
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        /* a fresh node root each time */
+        rm_rf(f->root);
+        put(f->root, "etc/passwd", "core:x:1000:1000::/home/core:/bin/sh\n", 0644);
+        put(f->root, "etc/group", "core:x:1000:\n", 0644);
+        rm_file(f->dir, "cmds.log");
+        make_host(f, t[i].host);
+        f->o.host_exec = rec;
+        char *name = deploy_spec(f, t[i].spec);
+        mcg_agent_result r = pass(f);
+        char *log = get(f->dir, "cmds.log");
+        if (!str_eq_or_null(log, t[i].log))
+            fail_msg("%s: commands\n%s\nwant\n%s", t[i].name, log ? log : "(none)",
+                     t[i].log ? t[i].log : "(none)");
+        free(log);
+        if (t[i].reason) {
+            if (r.state != MCG_AGENT_DEGRADED || !strstr(r.reason, t[i].reason))
+                fail_msg("%s: state %d reason '%s'", t[i].name, r.state, r.reason);
+            assert_false(exists(f->root, "etc/x")); /* nothing half-applied */
+            assert_node(f, "Degraded", NULL, t[i].reason);
+        } else {
+            if (r.state != MCG_AGENT_DONE)
+                fail_msg("%s: %s", t[i].name, r.reason);
+            assert_true(r.rebooted); /* every one of these needs a reboot */
+            assert_node(f, "Done", name, NULL);
+        }
+        if (t[i].file) {
+            char *got = get(f->root, t[i].file);
+            if (!got || strcmp(got, t[i].data))
+                fail_msg("%s: %s holds\n%s", t[i].name, t[i].file, got ? got : "(nothing)");
+            free(got);
+        }
+        free(name);
+    }
+    f->o.host_exec = NULL;
+    free(rec);
+}
+
+/* Changes: old arguments go, new ones come, each way; a re-run changes nothing. */
+static void test_os_kargs_update(void **state)
+{
+    fx *f = *state;
+    char *rec = recorder(f);
+    f->o.host_exec = rec;
+    make_host(f, H_KCMD);
+    char *n1 = deploy_spec(f, "{" IGN "},\"kernelArguments\":[\"nosmt\",\"a=1\"]}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    assert_file(f->root, "etc/kernel/cmdline", "root=UUID=1234 ro quiet nosmt a=1\n", 0644);
+    char *n2 = deploy_spec(f, "{" IGN "},\"kernelArguments\":[\"a=2\",\"quiet\"]}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    assert_file(f->root, "etc/kernel/cmdline", "root=UUID=1234 ro a=2 quiet\n", 0644);
+    char *n3 = deploy_spec(f, "{" IGN "}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    /* the arguments mcgit added are gone (quiet too: the config had it) */
+    assert_file(f->root, "etc/kernel/cmdline", "root=UUID=1234 ro\n", 0644);
+    char *log = get(f->dir, "cmds.log");
+    assert_string_equal(log, "kernel-install add-all\nkernel-install add-all\n"
+                             "kernel-install add-all\n");
+    free(log);
+    /* an unchanged argument list issues nothing */
+    char *n4 = deploy_spec(f, "{" IGN FILE_X "}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    log = get(f->dir, "cmds.log");
+    assert_string_equal(log, "kernel-install add-all\nkernel-install add-all\n"
+                             "kernel-install add-all\n");
+    free(log);
+    /* GRUB: the drop-in goes when the arguments do */
+    put(f->root, "etc/default/grub", "", 0644);
+    put(f->root, "usr/sbin/update-grub", "", 0755);
+    rm_file(f->root, "etc/kernel/cmdline");
+    char *n5 = deploy_spec(f, "{" IGN "},\"kernelArguments\":[\"nosmt\"]}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    assert_true(exists(f->root, "etc/default/grub.d/50-mcgit.cfg"));
+    char *n6 = deploy_spec(f, "{" IGN "}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    assert_false(exists(f->root, "etc/default/grub.d/50-mcgit.cfg"));
+    f->o.host_exec = NULL;
+    free(rec);
+    free(n1), free(n2), free(n3), free(n4), free(n5), free(n6);
+}
+
+/* A failing command: Degraded naming the field, command and node; the next pass retries it. */
+static void test_os_command_fails(void **state)
+{
+    fx *f = *state;
+    char *rec = recorder(f);
+    f->o.host_exec = rec;
+    f->o.reboot_command = "true";
+    make_host(f, H_OSTREE);
+    put(f->dir, "status", "1", 0644);
+    char *n1 = deploy_spec(f, "{" IGN FILE_X "},\"extensions\":[\"sysstat\"],"
+                              "\"kernelArguments\":[\"nosmt\"]}");
+    mcg_agent_result r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    char *want = mcg_sprintf("extensions: '%s rpm-ostree update --install sysstat' failed "
+                             "(exit 1) on node n1",
+                             rec);
+    assert_string_equal(r.reason, want);
+    free(want);
+    assert_false(r.rebooted);
+    assert_file(f->root, "etc/x", "x", 0644); /* files are in place */
+    rm_file(f->dir, "status");
+    r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_true(r.rebooted);
+    assert_node(f, "Done", n1, NULL);
+    char *log = get(f->dir, "cmds.log");
+    assert_string_equal(log, "rpm-ostree update --install sysstat\n"
+                             "rpm-ostree update --install sysstat\n"
+                             "rpm-ostree kargs --delete-if-present=nosmt --append=nosmt\n");
+    free(log);
+    f->o.host_exec = NULL;
+    f->o.reboot_command = NULL;
+    free(rec);
+    free(n1);
+}
+
+/* Not live and no --host-exec: nothing runs (logged as skipped); files still written. */
+static void test_os_not_live(void **state)
+{
+    fx *f = *state;
+    make_host(f, H_GRUB);
+    char *n1 = deploy_spec(f, "{" IGN "},\"kernelArguments\":[\"nosmt\"]}");
+    mcg_agent_result r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_false(exists(f->dir, "cmds.log"));
+    assert_true(exists(f->root, "etc/default/grub.d/50-mcgit.cfg"));
+    assert_node(f, "Done", n1, NULL);
+    free(n1);
+}
+
+/* FIPS: set at install; a change, or a node in the other mode, is Degraded. */
+static void test_os_fips(void **state)
+{
+    fx *f = *state;
+    char *n1 = deploy_spec(f, "{" IGN FILE_X "}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    char *n2 = deploy_spec(f, "{" IGN FILE_X "},\"fips\":true}");
+    mcg_agent_result r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    assert_non_null(strstr(r.reason, "unreconcilable: fips changed from false to true on node n1"));
+    assert_string_equal(r.config, n1);
+    /* a node whose kernel says FIPS is off cannot take fips: true */
+    rm_rf(f->root);
+    put(f->root, "etc/passwd", "core:x:1000:1000::/home/core:/bin/sh\n", 0644);
+    put(f->root, "proc/sys/crypto/fips_enabled", "0\n", 0444);
+    assert_int_equal(pass(f).state, MCG_AGENT_DEGRADED);
+    assert_node(f, "Degraded", NULL, "fips is true but node n1 runs with FIPS mode off");
+    /* ... and one that is on, can */
+    put(f->root, "proc/sys/crypto/fips_enabled", "1\n", 0444);
+    r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_node(f, "Done", n2, NULL);
+    free(n1);
+    free(n2);
+}
+
+/* core's password hash: set in etc/shadow (mode and the other lines kept), no reboot. */
+static void test_os_password_hash(void **state)
+{
+    fx *f = *state;
+    const char *shadow = "root:*:19000:0:99999:7:::\ncore:!!:19000:0:99999:7:::\n";
+    put(f->root, "etc/shadow", shadow, 0640);
+    char *n1 = deploy_spec(f, "{" IGN ",\"passwd\":{\"users\":[{\"name\":\"core\","
+                              "\"passwordHash\":\"$6$s$h\"}]}}}");
+    mcg_agent_result r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_false(r.rebooted);
+    assert_file(f->root, "etc/shadow",
+                "root:*:19000:0:99999:7:::\ncore:$6$s$h:19000:0:99999:7:::\n", 0640);
+    /* unset again: locked, as MCO leaves it */
+    char *n2 = deploy_spec(f, "{" IGN FILE_X "}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    assert_file(f->root, "etc/shadow", "root:*:19000:0:99999:7:::\ncore:*:19000:0:99999:7:::\n",
+                0640);
+    /* no core in etc/shadow: Degraded, nothing written */
+    put(f->root, "etc/shadow", "root:*:19000:0:99999:7:::\n", 0640);
+    char *n3 =
+        deploy_spec(f, "{" IGN ",\"storage\":{\"files\":[{\"path\":\"/etc/y\"}]},"
+                       "\"passwd\":{\"users\":[{\"name\":\"core\",\"passwordHash\":\"h\"}]}}}");
+    r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    assert_non_null(strstr(r.reason, "passwordHash: user core is not in /etc/shadow on node n1"));
+    assert_false(exists(f->root, "etc/y"));
+    free(n1);
+    free(n2);
+    free(n3);
+}
+
+/* A kill between two OS steps: the journal resumes at the step not yet done. */
+static void test_os_resume(void **state)
+{
+    fx *f = *state;
+    char *rec = recorder(f);
+    f->o.host_exec = rec;
+    make_host(f, H_OSTREE);
+    /* the first command succeeds, then the agent "dies" in the second (exit 9
+     * stands in for the kill: the journal still says step 1) */
+    char *script = mcg_sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >>'%s/cmds.log'\n"
+                               "case \"$*\" in *kargs*) exit 9;; esac\nexit 0\n",
+                               f->dir);
+    put(f->dir, "rec", script, 0755);
+    free(script);
+    char *n1 = deploy_spec(f, "{" IGN "},\"kernelArguments\":[\"nosmt\"],"
+                              "\"osImageURL\":\"quay.io/x:1\"}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DEGRADED);
+    free(rec);
+    rec = recorder(f); /* a working one */
+    f->o.host_exec = rec;
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    char *log = get(f->dir, "cmds.log");
+    assert_string_equal(log, "rpm-ostree rebase --experimental "
+                             "ostree-unverified-registry:quay.io/x:1\n"
+                             "rpm-ostree kargs --delete-if-present=nosmt --append=nosmt\n"
+                             "rpm-ostree kargs --delete-if-present=nosmt --append=nosmt\n");
+    free(log);
+    assert_node(f, "Done", n1, NULL);
+    f->o.host_exec = NULL;
+    free(rec);
+    free(n1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1410,6 +1786,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_actions_not_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_fallback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_os_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_os_kargs_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_os_command_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_os_not_live, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_os_fips, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_os_password_hash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_os_resume, setup, teardown),
     };
     return cmocka_run_group_tests_name("agent", tests, NULL, NULL);
 }

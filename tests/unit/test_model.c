@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <zlib.h>
@@ -582,10 +583,6 @@ static const parse_case cases[] = {
     {"refuse: integer out of range", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        mode: 99999999999999999999\n", MCF ":14:",
      "integer '99999999999999999999' is out of range"},
-    {"refuse: mode on a link", MCF,
-     MC_HEAD("x") "    storage:\n      links:\n      - path: /a\n        target: /b\n"
-     "        mode: 420\n",
-     MCF ":15:", "unknown field 'storage.links[0].mode'"},
 
     /* ---------------------------------------------------- contents */
     {"refuse: remote source (https)", MCF,
@@ -653,22 +650,12 @@ static const parse_case cases[] = {
      "path '/etc/a' is given twice"},
 
     /* ---------------------------------------------------- users */
-    {"refuse: user other than core", MCF,
-     MC_HEAD("x") "    passwd:\n      users:\n      - name: root\n", MCF ":13:",
-     "user 'root' is not supported: only user 'core' may be configured"},
     {"refuse: user without a name", MCF,
      MC_HEAD("x") "    passwd:\n      users:\n      - sshAuthorizedKeys: [k]\n", MCF ":13:",
-     "user '?' is not supported"},
-    {"refuse: core with passwordHash", MCF,
-     MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n"
-     "        passwordHash: $6$salt$hash\n",
-     MCF ":14:", "field 'passwd.users[0].passwordHash' is not supported"},
+     "field 'passwd.users[0].name' is required"},
     {"refuse: core with groups", MCF,
      MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n        groups: [wheel]\n",
      MCF ":14:", "field 'passwd.users[0].groups' is not supported"},
-    {"refuse: passwd.groups", MCF,
-     MC_HEAD("x") "    passwd:\n      groups:\n      - name: wheel\n", MCF ":13:",
-     "field 'passwd.groups' is not supported"},
     {"refuse: multi-line SSH key", MCF,
      MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n"
      "        - \"ssh-ed25519 AAAA\\nssh-rsa BBBB\"\n",
@@ -679,47 +666,13 @@ static const parse_case cases[] = {
      MCF ":15:", "sshAuthorizedKeys[0] must be a one-line string"},
 
     /* ---------------------------------------------------- storage kinds */
-    {"refuse: storage.disks", MCF,
-     MC_HEAD("x") "    storage:\n      disks:\n      - device: /dev/sdb\n", MCF ":13:",
-     "field 'storage.disks' is not supported"},
-    {"refuse: storage.raid", MCF,
-     MC_HEAD("x") "    storage:\n      raid:\n      - name: md0\n        level: raid1\n", MCF ":13:",
-     "field 'storage.raid' is not supported"},
-    {"refuse: storage.filesystems", MCF,
-     MC_HEAD("x") "    storage:\n      filesystems:\n      - device: /dev/sdb1\n"
-     "        format: xfs\n",
-     MCF ":13:", "field 'storage.filesystems' is not supported"},
-    {"refuse: storage.luks", MCF,
-     MC_HEAD("x") "    storage:\n      luks:\n      - name: data\n        device: /dev/sdc\n",
-     MCF ":13:", "field 'storage.luks' is not supported"},
     {"refuse: storage as a list", MCF, MC_HEAD("x") "    storage: []\n", MCF ":11:",
      "field 'storage' must be a mapping"},
 
     /* ---------------------------------------------------- MachineConfig spec */
-    {"refuse: spec.kernelArguments", MCF, MC_HEAD("x") "  kernelArguments:\n  - nosmt\n",
-     MCF ":12:", "field 'spec.kernelArguments' is not supported: mcgit manages files, units and "
-     "SSH keys"},
-    {"refuse: spec.extensions", MCF, MC_HEAD("x") "  extensions: [usbguard]\n", MCF ":11:",
-     "field 'spec.extensions' is not supported"},
-    {"refuse: spec.osImageURL", MCF, MC_HEAD("x") "  osImageURL: quay.io/example/os@sha256:00\n",
-     MCF ":11:", "field 'spec.osImageURL' is not supported"},
-    {"refuse: spec.kernelType realtime", MCF, MC_HEAD("x") "  kernelType: realtime\n",
-     MCF ":11:", "field 'spec.kernelType' is not supported"},
-    {"refuse: spec.fips true", MCF, MC_HEAD("x") "  fips: true\n", MCF ":11:",
-     "field 'spec.fips' is not supported"},
-    {"refuse: Ignition kernelArguments", MCF,
-     MC_HEAD("x") "    kernelArguments:\n      shouldExist: [nosmt]\n", MCF ":12:",
-     "field 'kernelArguments' is not supported"},
     {"refuse: ignition.config (remote merge)", MCF,
      MC_HEAD("x") "      config:\n        merge:\n        - source: https://x/c.ign\n",
      MCF ":12:", "field 'ignition.config' is not supported"},
-    {"refuse: no spec.config", MCF,
-     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  fips: false\n", MCF ":6:",
-     "MachineConfig 'x' has no spec.config"},
-    {"refuse: no spec", MCF, API "kind: MachineConfig\nmetadata:\n  name: x\n", MCF ":1:",
-     "MachineConfig has no spec"},
-    {"refuse: empty spec", MCF, API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n",
-     MCF ":1:", "MachineConfig has no spec"},
     {"refuse: spec not a mapping", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec: [config]\n", MCF ":5:",
      "field 'spec' must be a mapping"},
@@ -728,18 +681,10 @@ static const parse_case cases[] = {
      "spec.config is empty"},
 
     /* ---------------------------------------------------- Ignition version */
-    {"refuse: Ignition 2.2.0", MCF,
-     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
-     "      version: 2.2.0\n",
-     MCF ":8:", "Ignition 2.2.0 is not supported: convert the config to Ignition 3.x"},
-    {"refuse: Ignition 2.2.0 in embedded JSON", MCF,
-     API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
-     "  config: '{\"ignition\": {\"version\": \"2.2.0\"}}'\n",
-     MCF ":6:", "Ignition 2.2.0 is not supported"},
     {"refuse: unknown Ignition version", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
-     "      version: 3.5.0\n",
-     MCF ":8:", "Ignition version '3.5.0' is not supported (3.0.0 to 3.4.0)"},
+     "      version: 3.6.0\n",
+     MCF ":8:", "Ignition version '3.6.0' is not supported (2.0.0 to 2.2.0, 3.0.0 to 3.5.0)"},
     {"refuse: experimental Ignition version", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
      "      version: 3.5.0-experimental\n",
@@ -757,22 +702,10 @@ static const parse_case cases[] = {
      MCF ":8:", "field 'spec.config.ignition.version' is required"},
 
     /* ---------------------------------------------------- unknown fields */
-    {"refuse: unknown field in the config", MCF, MC_HEAD("x") "    networkd: {}\n", MCF ":11:",
-     "unknown field 'spec.config.networkd'"},
-    {"refuse: unknown field in a file", MCF,
-     MC_HEAD("x") FILE_AT("/etc/a") "        size: 3\n", MCF ":14:",
-     "unknown field 'storage.files[0].size'"},
     {"refuse: unknown field in spec", MCF, MC_HEAD("x") "  replicas: 3\n", MCF ":11:",
      "unknown field 'spec.replicas'"},
     {"refuse: unknown top-level field", MCF, MC_HEAD("x") "extra: 1\n", MCF ":11:",
      "unknown field 'extra'", -1},
-    {"refuse: unknown field in a unit", MCF,
-     MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        enable: true\n",
-     MCF ":14:", "unknown field 'systemd.units[0].enable'"},
-    {"refuse: directory with contents", MCF,
-     MC_HEAD("x") "    storage:\n      directories:\n      - path: /d\n"
-     "        contents: {source: \"data:,\"}\n",
-     MCF ":14:", "unknown field 'storage.directories[0].contents'"},
 
     /* ---------------------------------------------------- units */
     {"refuse: bad unit name", MCF,
@@ -1027,21 +960,23 @@ static void run_case(void **state)
 static void test_ignition_versions(void **state)
 {
     (void)state;
-    static const char *const ok[] = {"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"};
-    static const char *const bad[] = {"2.0.0", "2.3.0", "3.4.1",  "3.6.0",
+    static const char *const ok[] = {"3.0.0", "3.1.0", "3.2.0", "3.3.0",
+                                     "3.4.0", "3.5.0", "2.2.0", "2.1.0"};
+    static const char *const bad[] = {"1.0.0", "2.3.0", "3.4.1",  "3.6.0",
                                       "4.0.0", "3.4",   "v3.4.0", ""};
-    for (size_t i = 0; i < 5 + 8; i++) {
-        const char *v = i < 5 ? ok[i] : bad[i - 5];
+    for (size_t i = 0; i < 8 + 8; i++) {
+        const char *v = i < 8 ? ok[i] : bad[i - 8];
         char *y = mcg_sprintf(API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
                                   "  config:\n    ignition:\n      version: \"%s\"\n",
                               v);
         mcg_model *m = mcg_model_new();
         mcg_diags d = {0};
         mcg_model_add_file(m, MCF, y, strlen(y), &d);
-        if (i < 5) {
+        if (i < 8) {
             if (d.count)
                 fail_msg("version %s refused: %s", v, d.msgs[0]);
-            assert_string_equal(m->mcs[0].config.version, v);
+            /* 2.x is translated to 3.2.0, as MCO does */
+            assert_string_equal(m->mcs[0].config.version, v[0] == '2' ? "3.2.0" : v);
         } else {
             if (!d.count)
                 fail_msg("version '%s' accepted", v);
@@ -1117,16 +1052,16 @@ static void test_file_too_large(void **state)
 static void test_every_problem(void **state)
 {
     (void)state;
-    const char *y = MC_HEAD("x") "    storage:\n"                      /* 11 */
-                                 "      files:\n"                      /* 12 */
-                                 "      - path: /etc/../a\n"           /* 13 */
-                                 "      - path: /etc/b\n"              /* 14 */
-                                 "        mode: 07777\n"               /* 15 */
-                                 "      disks: [{device: /dev/sda}]\n" /* 16 */
-                                 "    passwd:\n"                       /* 17 */
-                                 "      users:\n"                      /* 18 */
-                                 "      - name: admin\n"               /* 19 */
-                                 "  fips: true\n";                     /* 20 */
+    const char *y = MC_HEAD("x") "    storage:\n"                         /* 11 */
+                                 "      files:\n"                         /* 12 */
+                                 "      - path: /etc/../a\n"              /* 13 */
+                                 "      - path: /etc/b\n"                 /* 14 */
+                                 "        mode: 07777\n"                  /* 15 */
+                                 "      disks: [{wipeTable: true}]\n"     /* 16 */
+                                 "    passwd:\n"                          /* 17 */
+                                 "      users:\n"                         /* 18 */
+                                 "      - {name: core, shell: /bin/sh}\n" /* 19 */
+                                 "  fips: maybe\n";                       /* 20 */
     mcg_model *m = mcg_model_new();
     mcg_diags d = {0};
     mcg_model_add_file(m, MCF, y, strlen(y), &d);
@@ -1215,6 +1150,575 @@ static void test_labels_arg(void **state)
     mcg_labels_free(&l);
 }
 
+/* ------------------------------------------------------------ MCO compatibility */
+
+/* Parse one file (and optionally mcgit.yaml) and finish the model. */
+static mcg_model *parse_one(const char *yaml, const char *settings, mcg_diags *d)
+{
+    mcg_model *m = mcg_model_new();
+    mcg_model_add_file(m, MCF, yaml, strlen(yaml), d);
+    if (settings)
+        mcg_model_add_file(m, "mcgit.yaml", settings, strlen(settings), d);
+    mcg_model_finish(m, d);
+    return m;
+}
+
+/*
+ * What Ignition only warns about is accepted with a warning at its line;
+ * the config keeps what it means. want: the first warning (or NULL: none).
+ */
+static void test_warnings(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *yaml, *want;
+    } t[] = {
+        {"networkd: {}", MC_HEAD("x") "    networkd: {}\n",
+         MCF ":11: unknown field 'spec.config.networkd' (Ignition ignores it)"},
+        {"a file's filesystem: root", MC_HEAD("x") FILE_AT("/etc/a") "        filesystem: root\n",
+         MCF ":14: unknown field 'storage.files[0].filesystem'"},
+        {"misspelt mode", MC_HEAD("x") FILE_AT("/etc/a") "        mdoe: 420\n",
+         MCF ":14: unknown field 'storage.files[0].mdoe'"},
+        {"3.x unit with enable",
+         MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n"
+                      "        enable: true\n",
+         MCF ":14: unknown field 'systemd.units[0].enable'"},
+        {"directory with contents",
+         MC_HEAD("x") "    storage:\n      directories:\n"
+                      "      - path: /d\n        contents: {}\n",
+         MCF ":14: unknown field 'storage.directories[0].contents'"},
+        {"link with a mode",
+         MC_HEAD("x") "    storage:\n      links:\n      - path: /a\n"
+                      "        target: /b\n        mode: 420\n",
+         MCF ":15: unknown field 'storage.links[0].mode'"},
+        {"unknown key in contents",
+         MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n"
+                                        "          sauce: x\n",
+         MCF ":15: unknown field 'storage.files[0].contents.sauce'"},
+        {"enabled unit without [Install]",
+         MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        enabled: true\n"
+                      "        contents: \"[Service]\\nExecStart=/bin/true\\n\"\n",
+         MCF ":15: unit 'a.service' is enabled but has no [Install] section"},
+        {"empty tls (MCO's 99-worker-ssh)",
+         API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
+             "      version: 3.2.0\n      config: {replace: {verification: {}}}\n"
+             "      proxy: {}\n      security: {tls: {}}\n      timeouts: {}\n",
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        mcg_diags d = {0};
+        mcg_model *m = parse_one(t[i].yaml, NULL, &d);
+        if (d.count)
+            fail_msg("%s: refused: %s", t[i].name, d.msgs[0]);
+        assert_int_equal(m->nmcs, 1);
+        if (!t[i].want && m->warnings.count)
+            fail_msg("%s: unexpected warning %s", t[i].name, m->warnings.msgs[0]);
+        if (t[i].want) {
+            if (m->warnings.count != 1)
+                fail_msg("%s: %zu warnings, want 1", t[i].name, m->warnings.count);
+            assert_contains(m->warnings.msgs[0], t[i].want);
+        }
+        mcg_diags_free(&d);
+        mcg_model_free(m);
+        /* a repo may make every warning an error */
+        if (t[i].want) {
+            m = parse_one(t[i].yaml, "warnings: error\n", &d);
+            if (d.count != 1)
+                fail_msg("%s: %zu problems with warnings: error", t[i].name, d.count);
+            assert_contains(d.msgs[0], t[i].want);
+            assert_contains(d.msgs[0], "(mcgit.yaml: warnings: error)");
+            mcg_diags_free(&d);
+            mcg_model_free(m);
+        }
+    }
+    mcg_diags d = {0};
+    mcg_model *m = parse_one(MC_HEAD("x"), "warnings: loud\n", &d);
+    assert_int_equal(d.count, 1);
+    assert_contains(d.msgs[0], "mcgit.yaml:1: warnings must be 'warn' (the default) or 'error'");
+    mcg_diags_free(&d);
+    mcg_model_free(m);
+}
+
+static void check_kargs(const mcg_model *m)
+{
+    const mcg_osspec *o = &m->mcs[0].config.os;
+    assert_int_equal(o->kargs.n, 4);
+    assert_string_equal(o->kargs.v[0], "nosmt");
+    assert_string_equal(o->kargs.v[1], "mitigations=auto,nosmt");
+    assert_string_equal(o->kargs.v[2], "systemd.unified_cgroup_hierarchy=1");
+    assert_string_equal(o->kargs.v[3], "dyndbg=\"file drivers/a.c +p\"");
+}
+
+static void check_fields(const mcg_model *m)
+{
+    const mcg_osspec *o = &m->mcs[0].config.os;
+    assert_false(m->mcs[0].has_config);
+    assert_int_equal(o->extensions.n, 2);
+    assert_string_equal(o->extensions.v[0], "usbguard");
+    assert_string_equal(o->extensions.v[1], "kerberos");
+    assert_string_equal(o->kernel_type, "realtime");
+    assert_true(o->fips);
+    assert_string_equal(o->os_image_url, "quay.io/example/os@sha256:0a1b");
+    assert_string_equal(o->ext_image, "quay.io/example/ext:4.16");
+}
+
+static void check_default_kernel(const mcg_model *m)
+{
+    assert_null(m->mcs[0].config.os.kernel_type);
+    assert_null(m->mcs[0].config.os.os_image_url); /* "" is unset */
+    assert_false(m->mcs[0].config.os.fips);
+}
+
+static void check_no_config(const mcg_model *m)
+{
+    assert_int_equal(m->nmcs, 1);
+    assert_false(m->mcs[0].has_config);
+}
+
+/* The fields beside spec.config, as MCO's ValidateMachineConfig checks them. */
+static void test_mc_fields(void **state)
+{
+    (void)state;
+#define NOCFG API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
+    static const struct {
+        const char *name, *yaml, *err; /* err NULL: accepted */
+        void (*check)(const mcg_model *m);
+    } t[] = {
+        {"kernelArguments split as the kernel does",
+         MC_HEAD("x") "  kernelArguments:\n  - nosmt\n  - mitigations=auto,nosmt\n"
+                      "  - ' systemd.unified_cgroup_hierarchy=1 dyndbg=\"file drivers/a.c +p\"'\n",
+         NULL, check_kargs},
+        {"every field, no spec.config",
+         NOCFG "  extensions: [usbguard, kerberos]\n  kernelType: realtime\n  fips: true\n"
+               "  osImageURL: quay.io/example/os@sha256:0a1b\n"
+               "  baseOSExtensionsContainerImage: quay.io/example/ext:4.16\n",
+         NULL, check_fields},
+        {"kernelType default, empty osImageURL",
+         MC_HEAD("x") "  kernelType: default\n  osImageURL: \"\"\n  fips: false\n", NULL,
+         check_default_kernel},
+        {"no spec.config (only kernelType)", NOCFG "  kernelType: 64k-pages\n", NULL,
+         check_no_config},
+        {"no spec", API "kind: MachineConfig\nmetadata:\n  name: x\n", NULL, check_no_config},
+        {"empty spec", NOCFG, NULL, check_no_config},
+        {"kernelType invalid", NOCFG "  kernelType: lowlatency\n",
+         MCF ":6: kernelType 'lowlatency' is invalid (default, realtime or 64k-pages)", NULL},
+        {"extension not on MCO's list", NOCFG "  extensions: [usbguard, vim]\n",
+         MCF ":6: extension 'vim' is not supported", NULL},
+        {"kernel argument with an open quote", NOCFG "  kernelArguments: ['a=\"b c']\n",
+         MCF ":6: kernel argument 'a=\"b c' has an unterminated quote", NULL},
+        {"kernelArguments not a list", NOCFG "  kernelArguments: nosmt\n",
+         MCF ":6: field 'spec.kernelArguments' must be a list", NULL},
+        {"fips not a boolean", NOCFG "  fips: yes please\n",
+         MCF ":6: field 'spec.fips' must be true or false", NULL},
+        {"osImageURL with a blank", NOCFG "  osImageURL: \"quay.io/a b\"\n",
+         MCF ":6: field 'spec.osImageURL' is not an image reference", NULL},
+        {"kernel argument on two lines", NOCFG "  kernelArguments: [\"a\\nb\"]\n",
+         MCF ":6: spec.kernelArguments[0] must be a one-line string", NULL},
+    };
+#undef NOCFG
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        mcg_diags d = {0};
+        mcg_model *m = parse_one(t[i].yaml, NULL, &d);
+        if (!t[i].err && d.count)
+            fail_msg("%s: refused: %s", t[i].name, d.msgs[0]);
+        if (t[i].err) {
+            if (!d.count)
+                fail_msg("%s: accepted", t[i].name);
+            if (strncmp(d.msgs[0], t[i].err, strlen(t[i].err)) != 0)
+                fail_msg("%s: got \"%s\", want \"%s\"", t[i].name, d.msgs[0], t[i].err);
+            assert_int_equal(m->nmcs, 0);
+        }
+        if (t[i].check)
+            t[i].check(m);
+        mcg_diags_free(&d);
+        mcg_model_free(m);
+    }
+}
+
+/*
+ * What MCO calls unreconcilable is accepted and kept verbatim (the agent
+ * reports a change to it); core's password hash is managed.
+ */
+static void test_unreconcilable_kept(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *body, *key, *err;
+    } t[] = {
+        {"disks", "    storage:\n      disks:\n      - device: /dev/sdb\n        wipeTable: true\n",
+         "disks", NULL},
+        {"raid", "    storage:\n      raid:\n      - name: md0\n        level: raid1\n", "raid",
+         NULL},
+        {"filesystems",
+         "    storage:\n      filesystems:\n      - device: /dev/sdb1\n"
+         "        format: xfs\n        path: /var\n",
+         "filesystems", NULL},
+        {"luks", "    storage:\n      luks:\n      - name: data\n        device: /dev/sdc\n",
+         "luks", NULL},
+        {"groups", "    passwd:\n      groups:\n      - name: wheel\n", "groups", NULL},
+        {"a user other than core",
+         "    passwd:\n      users:\n      - name: admin\n"
+         "        shell: /bin/bash\n",
+         "users", NULL},
+        {"Ignition kernelArguments", "    kernelArguments:\n      shouldExist: [nosmt]\n",
+         "kernelArguments", NULL},
+        {"a disk without a device", "    storage:\n      disks:\n      - wipeTable: true\n", NULL,
+         MCF ":13: field 'storage.disks[0].device' is required"},
+        {"the same disk twice",
+         "    storage:\n      disks:\n      - device: /dev/sdb\n"
+         "      - device: /dev/sdb\n",
+         NULL, MCF ":14: storage.disks '/dev/sdb' is given twice in this config"},
+        {"core with a shell",
+         "    passwd:\n      users:\n      - name: core\n        shell: /bin/sh\n", NULL,
+         MCF ":14: field 'passwd.users[0].shell' is not supported"},
+        {"a password hash with a colon",
+         "    passwd:\n      users:\n      - name: core\n        passwordHash: \"a:b\"\n", NULL,
+         MCF ":14: field 'passwd.users[0].passwordHash' must not contain ':'"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char *y = mcg_sprintf(MC_HEAD("x") "%s", t[i].body);
+        mcg_diags d = {0};
+        mcg_model *m = parse_one(y, NULL, &d);
+        if (t[i].err) {
+            if (!d.count)
+                fail_msg("%s: accepted", t[i].name);
+            if (strncmp(d.msgs[0], t[i].err, strlen(t[i].err)) != 0)
+                fail_msg("%s: got \"%s\", want \"%s\"", t[i].name, d.msgs[0], t[i].err);
+        } else {
+            if (d.count)
+                fail_msg("%s: refused: %s", t[i].name, d.msgs[0]);
+            json_t *extra = m->mcs[0].config.extra;
+            if (!extra || !json_object_get(extra, t[i].key))
+                fail_msg("%s: not kept", t[i].name);
+        }
+        mcg_diags_free(&d);
+        mcg_model_free(m);
+        free(y);
+    }
+    const char *y = MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n"
+                                 "        passwordHash: $6$salt$hash\n"
+                                 "        sshAuthorizedKeys: [ssh-ed25519 AAAA k]\n";
+    mcg_diags d = {0};
+    mcg_model *m = parse_one(y, NULL, &d);
+    assert_int_equal(d.count, 0);
+    assert_string_equal(m->mcs[0].config.password_hash, "$6$salt$hash");
+    assert_int_equal(m->mcs[0].config.ssh_keys.n, 1);
+    assert_null(m->mcs[0].config.extra);
+    mcg_diags_free(&d);
+    mcg_model_free(m);
+}
+
+/* Unit and drop-in contents as systemd reads them. */
+static void test_unit_contents(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *contents, *err; /* err: at line 15, contains this */
+    } t[] = {
+        {"a plain unit", "[Unit]\\nDescription=a\\n\\n[Service]\\nExecStart=/bin/true\\n", NULL},
+        {"comments and blanks", "# c\\n; d\\n\\n  [Unit]  \\n  Description = a  \\n", NULL},
+        {"a continued line", "[Service]\\nExecStart=/bin/echo \\\\\\n  two\\n", NULL},
+        {"empty contents", "", NULL},
+        {"CRLF line ends", "[Unit]\\r\\nDescription=a\\r\\n", NULL},
+        {"unclosed section header", "[Service\\nExecStart=/bin/true\\n",
+         "systemd.units[0].contents line 1: invalid section header '[Service'"},
+        {"garbage", "garbage",
+         "systemd.units[0].contents line 1: 'garbage' is not a Key=Value assignment"},
+        {"assignment before any section", "ExecStart=/bin/true\\n",
+         "systemd.units[0].contents line 1: assignment outside of any [Section]"},
+        {"assignment without a key", "[Unit]\\n=a\\n",
+         "systemd.units[0].contents line 2: assignment without a key"},
+        {"text after the header", "[Unit] x\\nDescription=a\\n",
+         "systemd.units[0].contents line 1: invalid section header"},
+        {"a continuation counted once", "[Unit]\\nA=b \\\\\\nc\\nbad\\n",
+         "systemd.units[0].contents line 4: 'bad' is not a Key=Value"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        for (int dropin = 0; dropin < 2; dropin++) {
+            char *y = dropin ? mcg_sprintf(MC_HEAD("x") "    systemd:\n      units:\n"
+                                                        "      - name: a.service\n"
+                                                        "        dropins:\n"
+                                                        "        - name: 10-a.conf\n"
+                                                        "          contents: \"%s\"\n",
+                                           t[i].contents)
+                             : mcg_sprintf(MC_HEAD("x") "    systemd:\n      units:\n"
+                                                        "      - name: a.service\n"
+                                                        "        mask: false\n"
+                                                        "        contents: \"%s\"\n",
+                                           t[i].contents);
+            mcg_diags d = {0};
+            mcg_model *m = parse_one(y, NULL, &d);
+            if (!t[i].err && d.count)
+                fail_msg("%s: refused: %s", t[i].name, d.msgs[0]);
+            if (t[i].err) {
+                if (!d.count)
+                    fail_msg("%s (%s): accepted", t[i].name, dropin ? "drop-in" : "unit");
+                assert_contains(d.msgs[0], dropin ? MCF ":16:" : MCF ":15:");
+                const char *w = strstr(t[i].err, " line ");
+                assert_contains(d.msgs[0], dropin ? w : t[i].err);
+                if (dropin)
+                    assert_contains(d.msgs[0], "systemd.units[0].dropins[0].contents");
+            }
+            mcg_diags_free(&d);
+            mcg_model_free(m);
+            free(y);
+        }
+    }
+}
+
+/* ---- Ignition 2.2 -> 3.x, one case per translated field */
+
+#define V22                                                                                        \
+    API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"             \
+        "      version: 2.2.0\n" /* lines 1-8; the body starts on line 9 */
+
+static void v22_file(const mcg_model *m)
+{
+    const mcg_ignition *g = &m->mcs[0].config;
+    assert_string_equal(g->version, "3.2.0");
+    assert_int_equal(g->nstorage, 1);
+    const mcg_storage *s = &g->storage[0];
+    assert_string_equal(s->path, "/etc/chrony.conf");
+    assert_int_equal(s->kind, MCG_NODE_FILE);
+    assert_int_equal(s->mode, 0644);
+    assert_int_equal(s->overwrite, MCG_TRUE); /* unset in 2.x: true */
+    assert_int_equal(s->data_len, 6);
+    assert_memory_equal(s->data, "server", 6);
+    assert_null(s->compression); /* "" is none */
+    assert_int_equal(s->user.has_id, true);
+    assert_string_equal(s->group.name, "chrony");
+    assert_null(g->extra);
+}
+
+static void v22_overwrite_false(const mcg_model *m)
+{
+    assert_int_equal(m->mcs[0].config.storage[0].overwrite, MCG_FALSE);
+    assert_null(m->mcs[0].config.storage[0].source); /* an empty source: no contents */
+}
+
+static void v22_dir_link(const mcg_model *m)
+{
+    const mcg_ignition *g = &m->mcs[0].config;
+    assert_int_equal(g->nstorage, 2);
+    assert_int_equal(g->storage[0].kind, MCG_NODE_DIR);
+    assert_int_equal(g->storage[0].mode, 0750);
+    assert_int_equal(g->storage[1].kind, MCG_NODE_LINK);
+    assert_string_equal(g->storage[1].target, "/etc/b");
+    assert_int_equal(g->storage[1].hard, MCG_UNSET); /* hard: false -> unset (BoolP) */
+}
+
+static void v22_units(const mcg_model *m)
+{
+    const mcg_ignition *g = &m->mcs[0].config;
+    assert_int_equal(g->nunits, 3);
+    assert_string_equal(g->units[0].name, "a.service");
+    assert_int_equal(g->units[0].enabled, MCG_TRUE); /* enable: true (deprecated) */
+    assert_int_equal(g->units[1].enabled, MCG_FALSE);
+    assert_int_equal(g->units[1].mask, MCG_UNSET); /* mask: false -> unset */
+    assert_int_equal(g->units[2].mask, MCG_TRUE);
+    assert_int_equal(g->units[1].ndropins, 1);
+    assert_string_equal(g->units[1].dropins[0].name, "10-x.conf");
+}
+
+static void v22_dup_files(const mcg_model *m)
+{
+    const mcg_ignition *g = &m->mcs[0].config;
+    assert_int_equal(g->nstorage, 2);
+    assert_string_equal(g->storage[0].path, "/etc/b");
+    assert_string_equal(g->storage[1].path, "/etc/a");
+    assert_memory_equal(g->storage[1].data, "second", 6); /* the last one wins */
+}
+
+static void v22_dup_units(const mcg_model *m)
+{
+    const mcg_ignition *g = &m->mcs[0].config;
+    assert_int_equal(g->nunits, 1);
+    assert_int_equal(g->units[0].mask, MCG_TRUE);
+    assert_int_equal(g->units[0].ndropins, 2); /* its own, then the earlier one's */
+    assert_string_equal(g->units[0].dropins[0].name, "20-b.conf");
+    assert_string_equal(g->units[0].dropins[1].name, "10-a.conf");
+}
+
+static void v22_users(const mcg_model *m)
+{
+    const mcg_ignition *g = &m->mcs[0].config;
+    assert_int_equal(g->ssh_keys.n, 2);
+    assert_string_equal(g->ssh_keys.v[0], "ssh-ed25519 B");
+    assert_string_equal(g->ssh_keys.v[1], "ssh-ed25519 A");
+    assert_string_equal(g->password_hash, "$6$x$y");
+}
+
+static void v22_disks(const mcg_model *m)
+{
+    assert_non_null(json_object_get(m->mcs[0].config.extra, "disks"));
+    assert_null(json_object_get(m->mcs[0].config.extra, "filesystems")); /* root: dropped */
+}
+
+static void v22_empty(const mcg_model *m)
+{
+    assert_int_equal(m->mcs[0].config.nstorage, 0);
+    assert_int_equal(m->warnings.count, 0);
+}
+
+static void test_ignition_v2(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *body, *err; /* err NULL: check */
+        void (*check)(const mcg_model *m);
+    } t[] = {
+        {"file: filesystem, mode, contents, owner",
+         "    storage:\n      files:\n      - filesystem: root\n        path: /etc/chrony.conf\n"
+         "        mode: 420\n        user: {id: 0}\n        group: {name: chrony}\n"
+         "        contents: {source: 'data:,server', compression: ''}\n",
+         NULL, v22_file},
+        {"file: overwrite false kept, empty source",
+         "    storage:\n      files:\n      - {filesystem: root, path: /etc/a, overwrite: false,"
+         " contents: {source: ''}}\n",
+         NULL, v22_overwrite_false},
+        {"directory and link",
+         "    storage:\n      directories:\n      - {filesystem: root, path: /etc/d, mode: 488}\n"
+         "      links:\n      - {filesystem: root, path: /etc/l, target: /etc/b}\n",
+         NULL, v22_dir_link},
+        {"units: enable, enabled false, mask, drop-ins",
+         "    systemd:\n      units:\n      - {name: a.service, enable: true}\n"
+         "      - name: b.service\n        enabled: false\n        mask: false\n"
+         "        dropins: [{name: 10-x.conf, contents: \"[Service]\\nNice=1\\n\"}]\n"
+         "      - {name: c.service, mask: true}\n",
+         NULL, v22_units},
+        {"duplicate files: the last wins",
+         "    storage:\n      files:\n      - {filesystem: root, path: /etc/a, contents: {source: "
+         "'data:,first'}}\n      - {filesystem: root, path: /etc/b}\n"
+         "      - {filesystem: root, path: /etc/a, contents: {source: 'data:,second'}}\n",
+         NULL, v22_dup_files},
+        {"duplicate units: the last wins, drop-ins joined",
+         "    systemd:\n      units:\n      - name: a.service\n        dropins: [{name: "
+         "10-a.conf}]\n"
+         "      - name: a.service\n        mask: true\n        dropins: [{name: 20-b.conf}]\n",
+         NULL, v22_dup_units},
+        {"users: core's keys united, password hash",
+         "    passwd:\n      users:\n      - {name: core, sshAuthorizedKeys: [ssh-ed25519 A]}\n"
+         "      - {name: core, passwordHash: $6$x$y, sshAuthorizedKeys: [ssh-ed25519 B]}\n",
+         NULL, v22_users},
+        {"disks carried over, the root filesystem dropped",
+         "    storage:\n      disks:\n      - device: /dev/sdb\n"
+         "      filesystems:\n      - name: root\n        path: /sysroot\n",
+         NULL, v22_disks},
+        {"networkd: {} is fine", "    networkd: {}\n", NULL, v22_empty},
+        {"networkd units", "    networkd:\n      units:\n      - {name: a.network}\n",
+         MCF ":10: networkd units cannot be translated to Ignition 3", NULL},
+        {"a filesystem other than root",
+         "    storage:\n      files:\n      - {filesystem: var, path: /lib/a}\n",
+         MCF ":11: field 'storage.files[0].filesystem': filesystem 'var' cannot be translated",
+         NULL},
+        {"a file without filesystem", "    storage:\n      files:\n      - {path: /etc/a}\n",
+         MCF ":11: field 'storage.files[0].filesystem' is required in Ignition 2.x", NULL},
+        {"a named filesystem", "    storage:\n      filesystems:\n      - name: data\n",
+         MCF ":11: storage.filesystems[0]: filesystem 'data' cannot be translated", NULL},
+        {"append",
+         "    storage:\n      files:\n      - {filesystem: root, path: /etc/a, append: true,"
+         " contents: {source: 'data:,x'}}\n",
+         MCF ":11: field 'append' is not supported: files are written whole", NULL},
+        {"a user other than core", "    passwd:\n      users:\n      - name: admin\n",
+         MCF ":11: user 'admin' in an Ignition 2.x config: only user 'core' is supported", NULL},
+        {"a bad path after translation",
+         "    storage:\n      files:\n      - {filesystem: root, path: etc/a}\n",
+         MCF ":11: field 'storage.files[0].path' must be an absolute clean path", NULL},
+        {"a misspelt key is still reported", "    storge: {}\n", NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char *y = mcg_sprintf(V22 "%s", t[i].body);
+        mcg_diags d = {0};
+        mcg_model *m = parse_one(y, NULL, &d);
+        if (t[i].err) {
+            if (!d.count)
+                fail_msg("%s: accepted", t[i].name);
+            if (strncmp(d.msgs[0], t[i].err, strlen(t[i].err)) != 0)
+                fail_msg("%s: got \"%s\", want \"%s\"", t[i].name, d.msgs[0], t[i].err);
+        } else {
+            if (d.count)
+                fail_msg("%s: refused: %s", t[i].name, d.msgs[0]);
+            if (t[i].check)
+                t[i].check(m);
+            else {
+                assert_int_equal(m->warnings.count, 1);
+                assert_contains(m->warnings.msgs[0], MCF ":9: unknown field 'spec.config.storge'");
+            }
+        }
+        mcg_diags_free(&d);
+        mcg_model_free(m);
+        free(y);
+    }
+    /* the same config as embedded JSON */
+    const char *j =
+        API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
+            "  config: '{\"ignition\": {\"version\": \"2.2.0\"}, \"storage\": {\"files\":"
+            " [{\"filesystem\": \"root\", \"path\": \"/etc/a\", \"mode\": 420}]}}'\n";
+    mcg_diags d = {0};
+    mcg_model *m = parse_one(j, NULL, &d);
+    assert_int_equal(d.count, 0);
+    assert_int_equal(m->mcs[0].config.nstorage, 1);
+    assert_int_equal(m->mcs[0].config.storage[0].overwrite, MCG_TRUE);
+    mcg_diags_free(&d);
+    mcg_model_free(m);
+}
+
+/* One MC whose unit has n drop-ins (plus a repeat of drop-in 17 when dup). */
+static void dropins_yaml(mcg_buf *y, size_t n, bool dup)
+{
+    mcg_buf_free(y);
+    mcg_buf_puts(y, MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n"
+                                 "        dropins:\n");
+    for (size_t i = 0; i < n; i++)
+        mcg_buf_printf(y, "        - {name: %zu.conf}\n", i);
+    if (dup)
+        mcg_buf_puts(y, "        - {name: 17.conf}\n");
+}
+
+/* Seconds to parse n drop-ins (all distinct, all kept). */
+static double parse_dropins(size_t n)
+{
+    mcg_buf y = MCG_BUF_INIT;
+    dropins_yaml(&y, n, false);
+    mcg_diags d = {0};
+    mcg_model *m = mcg_model_new();
+    clock_t t0 = clock();
+    mcg_model_add_file(m, MCF, y.ptr, y.len, &d);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    assert_int_equal(d.count, 0);
+    assert_int_equal(m->mcs[0].config.units[0].ndropins, n);
+    mcg_model_free(m);
+    mcg_diags_free(&d);
+    mcg_buf_free(&y);
+    return secs;
+}
+
+/*
+ * Issue 17: 80,000 drop-ins of one unit took 9.6 s (a duplicate check that
+ * compared each with all before it). Four times the input must cost about
+ * four times the time, not sixteen: a quadratic check fails here on any
+ * machine, a linear one passes under valgrind too (and anything under half
+ * a second passes outright).
+ */
+static void test_many_dropins(void **state)
+{
+    (void)state;
+    double small = parse_dropins(20000), big = parse_dropins(80000);
+    if (big > 0.5 && big > 10 * (small > 0.001 ? small : 0.001))
+        fail_msg("drop-in checks are not linear: 20,000 in %.3f s, 80,000 in %.3f s", small, big);
+    /* a duplicate among them is still found, at its line */
+    mcg_buf y = MCG_BUF_INIT;
+    dropins_yaml(&y, 80000, true);
+    mcg_diags d = {0};
+    mcg_model *m = mcg_model_new();
+    mcg_model_add_file(m, MCF, y.ptr, y.len, &d);
+    assert_int_equal(d.count, 1);
+    assert_contains(d.msgs[0], MCF ":80015: drop-in '17.conf' is given twice for unit 'a.service'");
+    mcg_model_free(m);
+    mcg_diags_free(&d);
+    mcg_buf_free(&y);
+}
+
 int main(void)
 {
     size_t ncases = sizeof(cases) / sizeof(cases[0]);
@@ -1222,7 +1726,10 @@ int main(void)
         cmocka_unit_test(test_ignition_versions), cmocka_unit_test(test_gzip_bomb),
         cmocka_unit_test(test_file_too_large),    cmocka_unit_test(test_every_problem),
         cmocka_unit_test(test_parse_json_spec),   cmocka_unit_test(test_names),
-        cmocka_unit_test(test_labels_arg),
+        cmocka_unit_test(test_labels_arg),        cmocka_unit_test(test_warnings),
+        cmocka_unit_test(test_mc_fields),         cmocka_unit_test(test_unreconcilable_kept),
+        cmocka_unit_test(test_unit_contents),     cmocka_unit_test(test_ignition_v2),
+        cmocka_unit_test(test_many_dropins),
     };
     size_t nextra = sizeof(extra) / sizeof(extra[0]);
     struct CMUnitTest *tests = mcg_calloc(ncases + nextra, sizeof(*tests));

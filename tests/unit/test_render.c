@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -351,33 +352,33 @@ static void test_dropins_per_unit(void **state)
            "      - name: a.service\n"
            "        contents: \"[Service]\\nExecStart=/bin/a\\n\"\n"
            "        dropins:\n"
-           "        - {name: 20-second.conf, contents: two}\n"
-           "        - {name: 10-first.conf, contents: one}\n"
+           "        - {name: 20-second.conf, contents: '# two'}\n"
+           "        - {name: 10-first.conf, contents: '# one'}\n"
            "      - name: b.service\n"
            "        dropins:\n"
-           "        - {name: 10-first.conf, contents: b-one}\n");
+           "        - {name: 10-first.conf, contents: '# b-one'}\n");
     add_mc(&rp, "20-b", "worker",
            "    systemd:\n      units:\n"
            "      - name: a.service\n"
            "        dropins:\n"
-           "        - {name: 20-second.conf, contents: two-b}\n"
-           "        - {name: 30-third.conf, contents: three}\n"
+           "        - {name: 20-second.conf, contents: '# two-b'}\n"
+           "        - {name: 30-third.conf, contents: '# three'}\n"
            "        - {name: 10-first.conf}\n");
     render_ok(&rp);
     const mcg_rendered_pool *w = pool(&rp, "worker");
     const mcg_unit *a = unit(w, "a.service");
     assert_string_equal(a->contents, "[Service]\nExecStart=/bin/a\n"); /* kept */
     assert_int_equal(a->ndropins, 3);
-    assert_string_equal(dropin(a, "10-first.conf")->contents, "one"); /* unset: kept */
-    assert_string_equal(dropin(a, "20-second.conf")->contents, "two-b");
-    assert_string_equal(dropin(a, "30-third.conf")->contents, "three");
+    assert_string_equal(dropin(a, "10-first.conf")->contents, "# one"); /* unset: kept */
+    assert_string_equal(dropin(a, "20-second.conf")->contents, "# two-b");
+    assert_string_equal(dropin(a, "30-third.conf")->contents, "# three");
     /* sorted by name in the canonical form */
     assert_string_equal(a->dropins[0].name, "10-first.conf");
     assert_string_equal(a->dropins[2].name, "30-third.conf");
     /* another unit's drop-in of the same name is its own */
     const mcg_unit *b = unit(w, "b.service");
     assert_int_equal(b->ndropins, 1);
-    assert_string_equal(b->dropins[0].contents, "b-one");
+    assert_string_equal(b->dropins[0].contents, "# b-one");
     assert_null(b->contents);
     repo_free(&rp);
 }
@@ -390,14 +391,14 @@ static void test_unit_enabled_mask_field_by_field(void **state)
     add_mc(&rp, "00-master", "master", NULL);
     add_mc(&rp, "10-a", "worker",
            "    systemd:\n      units:\n"
-           "      - {name: a.service, enabled: true, contents: a}\n"
+           "      - {name: a.service, enabled: true, contents: '# a'}\n"
            "      - {name: b.service, mask: true}\n"
            "      - {name: c.service, enabled: true}\n");
     add_mc(&rp, "20-b", "worker",
            "    systemd:\n      units:\n"
            "      - {name: a.service, mask: true}\n"
            "      - {name: b.service, enabled: false}\n"
-           "      - {name: c.service, contents: c}\n");
+           "      - {name: c.service, contents: '# c'}\n");
     add_mc(&rp, "30-c", "worker",
            "    systemd:\n      units:\n"
            "      - {name: a.service, enabled: false}\n"
@@ -407,14 +408,14 @@ static void test_unit_enabled_mask_field_by_field(void **state)
     const mcg_unit *a = unit(w, "a.service");
     assert_int_equal(a->enabled, MCG_FALSE);
     assert_int_equal(a->mask, MCG_TRUE);
-    assert_string_equal(a->contents, "a");
+    assert_string_equal(a->contents, "# a");
     const mcg_unit *b = unit(w, "b.service");
     assert_int_equal(b->enabled, MCG_FALSE);
     assert_int_equal(b->mask, MCG_FALSE);
     const mcg_unit *c = unit(w, "c.service");
     assert_int_equal(c->enabled, MCG_TRUE);
     assert_int_equal(c->mask, MCG_UNSET); /* never given: left out of the spec */
-    assert_string_equal(c->contents, "c");
+    assert_string_equal(c->contents, "# c");
 
     json_t *j = spec_of(w);
     json_t *units =
@@ -805,15 +806,15 @@ static void test_defaults_normalised(void **state)
            "      - {path: /etc/l, target: /etc/a, hard: false, overwrite: true}\n"
            "    systemd:\n"
            "      units:\n"
-           "      - {name: z.service, contents: z}\n"
+           "      - {name: z.service, contents: '# z'}\n"
            "      - name: a.service\n"
-           "        dropins: [{name: b.conf, contents: b}, {name: a.conf, contents: a}]\n");
+           "        dropins: [{name: b.conf, contents: '# b'}, {name: a.conf, contents: '# a'}]\n");
     add_mc(&rp, "00-master", "master",
            "    systemd:\n"
            "      units:\n"
            "      - name: a.service\n"
-           "        dropins: [{name: a.conf, contents: a}, {name: b.conf, contents: b}]\n"
-           "      - {name: z.service, contents: z}\n"
+           "        dropins: [{name: a.conf, contents: '# a'}, {name: b.conf, contents: '# b'}]\n"
+           "      - {name: z.service, contents: '# z'}\n"
            "    storage:\n"
            "      links:\n"
            "      - {path: /etc/l, target: /etc/a}\n"
@@ -980,16 +981,24 @@ static void test_spec_round_trip(void **state)
            "          compression: gzip\n"
            "          source: data:;base64,H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA==\n"
            "      links: [{path: /etc/l, target: /etc/gz, hard: true}]\n"
+           "      disks: [{device: /dev/sdb}]\n"
            "    systemd:\n"
            "      units:\n"
-           "      - {name: a.service, enabled: true, contents: \"x\\u00e9\","
+           "      - {name: a.service, enabled: true, contents: \"[X]\\nk=x\\u00e9\","
            " dropins: [{name: a.conf}]}\n"
-           "    passwd:\n      users: [{name: core, sshAuthorizedKeys: [k1]}]\n");
+           "    passwd:\n      users: [{name: core, passwordHash: h, sshAuthorizedKeys: [k1]},"
+           " {name: admin}]\n"
+           "      groups: [{name: wheel}]\n"
+           "    kernelArguments: {shouldExist: [quiet]}\n"
+           "  kernelArguments: [nosmt, 'a=\"b c\"']\n  extensions: [usbguard]\n  fips: true\n"
+           "  kernelType: realtime\n  osImageURL: quay.io/os:1\n"
+           "  baseOSExtensionsContainerImage: quay.io/ext:1\n");
     render_ok(&rp);
     const mcg_rendered_pool *w = pool(&rp, "worker");
     mcg_ignition back;
     mcg_err err = {0};
-    assert_int_equal(mcg_ignition_parse_json(&back, "spec.json", w->spec, w->spec_len, &err), 0);
+    if (mcg_ignition_parse_json(&back, "spec.json", w->spec, w->spec_len, &err) != 0)
+        fail_msg("%s\n%s", err.msg, w->spec);
     char *spec = NULL, *name = NULL;
     size_t len = 0;
     char hash[MCG_HASH_HEX + 1];
@@ -998,6 +1007,13 @@ static void test_spec_round_trip(void **state)
     assert_memory_equal(spec, w->spec, len);
     assert_string_equal(name, w->name);
     assert_int_equal(back.storage[0].data_len, 11);
+    assert_string_equal(back.password_hash, "h");
+    assert_int_equal(back.os.kargs.n, 2);
+    assert_string_equal(back.os.kargs.v[1], "a=\"b c\"");
+    assert_true(back.os.fips);
+    assert_string_equal(back.os.kernel_type, "realtime");
+    assert_non_null(json_object_get(back.extra, "disks"));
+    assert_non_null(json_object_get(back.extra, "users"));
     free(spec);
     free(name);
     mcg_ignition_free(&back);
@@ -1080,6 +1096,30 @@ static void test_canonical_matches_jansson(void **state)
     mcg_strv_push(&ign.ssh_keys, odd.ptr);
     mcg_strv_push(&ign.ssh_keys, "ssh-ed25519 AAAA");
     assert_same_as_jansson(&ign);
+    /* core among other users, each kept section, the fields beside config */
+    ign.password_hash = mcg_strdup(odd.ptr);
+    ign.extra = json_pack("{s:[{s:s,s:s},{s:s}],s:[{s:s}],s:[{s:s,s:[{s:i}]}],s:[{s:s}],"
+                          "s:[{s:s}],s:[{s:s}],s:{s:[s]}}",
+                          "users", "name", "admin", "shell", odd.ptr, "name", "zed", "groups",
+                          "name", "wheel", "disks", "device", "/dev/sdb", "partitions", "number", 1,
+                          "filesystems", "device", "/dev/sdb1", "luks", "name", "d", "raid", "name",
+                          "md0", "kernelArguments", "shouldExist", odd.ptr);
+    mcg_strv_push(&ign.os.kargs, odd.ptr);
+    mcg_strv_push(&ign.os.kargs, "nosmt");
+    mcg_strv_push(&ign.os.extensions, "usbguard");
+    ign.os.fips = true;
+    ign.os.kernel_type = mcg_strdup("64k-pages");
+    ign.os.os_image_url = mcg_strdup(odd.ptr);
+    ign.os.ext_image = mcg_strdup("quay.io/ext");
+    assert_same_as_jansson(&ign);
+    mcg_strv_free(&ign.ssh_keys); /* core by its password hash alone */
+    assert_same_as_jansson(&ign);
+    json_object_del(ign.extra, "users");
+    assert_same_as_jansson(&ign);
+    free(ign.password_hash);
+    ign.password_hash = NULL; /* no core, groups only */
+    assert_same_as_jansson(&ign);
+    mcg_strv_push(&ign.ssh_keys, odd.ptr);
 
     /* and every subset: no keys, no units, one kind of storage only, nothing */
     mcg_strv_free(&ign.ssh_keys);
@@ -1104,8 +1144,9 @@ static void test_canonical_matches_jansson(void **state)
     mcg_buf_free(&odd);
 
     /* and the fixtures' rendered pools */
-    static const char *const dirs[] = {MCG_FIXTURES "/large", MCG_SOURCE_DIR "/repo-template"};
-    for (size_t k = 0; k < 2; k++) {
+    static const char *const dirs[] = {MCG_FIXTURES "/large", MCG_SOURCE_DIR "/repo-template",
+                                       MCG_FIXTURES "/mco"};
+    for (size_t k = 0; k < 3; k++) {
         mcg_model *m = NULL;
         mcg_diags dg = {0};
         mcg_err err = {0};
@@ -1118,6 +1159,275 @@ static void test_canonical_matches_jansson(void **state)
         mcg_model_free(m);
         mcg_diags_free(&dg);
     }
+}
+
+/* ------------------------------------------------------------ MachineConfig fields */
+
+/*
+ * MCO's MergeMachineConfigs for the fields beside the config, one rule per
+ * case: the MCs (worker's, at spec level), then either the fields the
+ * rendered worker spec must hold (everything but "config", as JSON) or the
+ * refusal.
+ */
+static void test_mc_fields_merge(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        const char *mc[3][2]; /* name, spec-level YAML */
+        const char *want;     /* JSON of the spec without "config", or NULL */
+        const char *err;
+    } t[] = {
+        {"kernelArguments concatenated in name order, no repeats",
+         {{"20-b", "  kernelArguments: ['b=1 c', nosmt]\n"},
+          {"10-a", "  kernelArguments: [a, b=1]\n"},
+          {"30-c", "  kernelArguments: [a, d]\n"}},
+         "{\"kernelArguments\": [\"a\", \"b=1\", \"c\", \"nosmt\", \"d\"]}",
+         NULL},
+        {"extensions appended",
+         {{"10-a", "  extensions: [usbguard]\n"},
+          {"20-b", "  extensions: [kerberos, usbguard]\n"},
+          {NULL, NULL}},
+         "{\"extensions\": [\"usbguard\", \"kerberos\", \"usbguard\"]}",
+         NULL},
+        {"fips true if any MC sets it",
+         {{"10-a", "  fips: true\n"}, {"20-b", "  fips: false\n"}, {NULL, NULL}},
+         "{\"fips\": true}",
+         NULL},
+        {"kernelType realtime from any MC wins",
+         {{"10-a", "  kernelType: realtime\n"},
+          {"20-b", "  kernelType: 64k-pages\n"},
+          {"30-c", "  kernelType: default\n"}},
+         "{\"kernelType\": \"realtime\"}",
+         NULL},
+        {"kernelType 64k-pages over default",
+         {{"10-a", "  kernelType: 64k-pages\n"}, {"20-b", "  kernelType: default\n"}, {NULL, NULL}},
+         "{\"kernelType\": \"64k-pages\"}",
+         NULL},
+        {"osImageURL: the last non-empty value",
+         {{"10-a", "  osImageURL: quay.io/a/os:1\n"},
+          {"20-b", "  osImageURL: quay.io/b/os:2\n"},
+          {"30-c", "  osImageURL: \"\"\n"}},
+         "{\"osImageURL\": \"quay.io/b/os:2\"}",
+         NULL},
+        {"baseOSExtensionsContainerImage: the last non-empty value",
+         {{"10-a", "  baseOSExtensionsContainerImage: quay.io/a/ext:1\n"},
+          {"20-b", "  baseOSExtensionsContainerImage: quay.io/b/ext:2\n"},
+          {NULL, NULL}},
+         "{\"baseOSExtensionsContainerImage\": \"quay.io/b/ext:2\"}",
+         NULL},
+        {"defaults are left out of the spec",
+         {{"10-a", "  kernelType: default\n  fips: false\n  kernelArguments: []\n"},
+          {NULL, NULL},
+          {NULL, NULL}},
+         "{}",
+         NULL},
+        {"kernel-devel with the realtime kernel is refused",
+         {{"10-a", "  extensions: [kernel-devel]\n"},
+          {"20-b", "  kernelType: realtime\n"},
+          {NULL, NULL}},
+         NULL,
+         "pools/worker.yaml:1: pool 'worker': the kernel-devel extension is not supported with "
+         "kernelType realtime"},
+        {"kernel-devel with the default kernel is fine",
+         {{"10-a", "  extensions: [kernel-devel]\n"}, {NULL, NULL}, {NULL, NULL}},
+         "{\"extensions\": [\"kernel-devel\"]}",
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        repo rp = {0};
+        add_std_pools(&rp);
+        add_mc(&rp, "00-master", "master", NULL);
+        add_mc(&rp, "00-worker", "worker", NULL);
+        for (size_t k = 0; k < 3 && t[i].mc[k][0]; k++)
+            add_mc(&rp, t[i].mc[k][0], "worker", t[i].mc[k][1]);
+        render(&rp);
+        if (t[i].err) {
+            if (rp.rc == 0)
+                fail_msg("%s: rendered", t[i].name);
+            assert_contains(rp.diags.msgs[0], t[i].err);
+            repo_free(&rp);
+            continue;
+        }
+        if (rp.rc)
+            fail_msg("%s: %s", t[i].name, rp.diags.msgs[0]);
+        json_t *j = spec_of(pool(&rp, "worker"));
+        json_object_del(j, "config");
+        json_t *want = json_loads(t[i].want, 0, NULL);
+        if (!json_equal(j, want)) {
+            char *got = json_dumps(j, JSON_SORT_KEYS);
+            fail_msg("%s: got %s, want %s", t[i].name, got, t[i].want);
+        }
+        json_decref(want);
+        json_decref(j);
+        /* master has none of them, and its name is that of an empty config */
+        json_t *mj = spec_of(pool(&rp, "master"));
+        assert_int_equal(json_object_size(mj), 1);
+        json_decref(mj);
+        repo_free(&rp);
+    }
+}
+
+/* A custom pool: worker's kernel arguments first, then its own; its own image wins. */
+static void test_mc_fields_custom_pool(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_pool(&rp, "infra", NULL);
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(&rp, "99-worker-args", "worker",
+           "  kernelArguments: [w]\n  osImageURL: quay.io/w/os:1\n");
+    add_mc(&rp, "10-infra-args", "infra",
+           "  kernelArguments: [i, w]\n  osImageURL: quay.io/i/os:1\n");
+    render_ok(&rp);
+    json_t *j = spec_of(pool(&rp, "infra"));
+    json_t *want = json_loads("[\"w\", \"i\"]", 0, NULL);
+    assert_true(json_equal(json_object_get(j, "kernelArguments"), want));
+    assert_string_equal(json_string_value(json_object_get(j, "osImageURL")), "quay.io/i/os:1");
+    json_decref(want);
+    json_decref(j);
+    repo_free(&rp);
+}
+
+/* The fields are part of the hash: a kernel argument renames the config. */
+static void test_mc_fields_hashed(void **state)
+{
+    (void)state;
+    repo a = {0}, b = {0};
+    add_std_pools(&a);
+    add_mc(&a, "00-master", "master", NULL);
+    add_mc(&a, "00-worker", "worker", NULL);
+    add_std_pools(&b);
+    add_mc(&b, "00-master", "master", NULL);
+    add_mc(&b, "00-worker", "worker", "  kernelArguments: [nosmt]\n");
+    render_ok(&a);
+    render_ok(&b);
+    assert_string_not_equal(pool(&a, "worker")->name, pool(&b, "worker")->name);
+    /* without the fields, worker and master still share the empty config's hash */
+    assert_string_equal(pool(&a, "worker")->hash, pool(&a, "master")->hash);
+    repo_free(&a);
+    repo_free(&b);
+}
+
+/* Unreconcilable sections merge entry by entry; core's password hash: the later wins. */
+static void test_unreconcilable_merge(void **state)
+{
+    (void)state;
+    repo rp = {0};
+    add_std_pools(&rp);
+    add_mc(&rp, "00-master", "master", NULL);
+    add_mc(
+        &rp, "10-a", "worker",
+        "    storage:\n      disks:\n      - {device: /dev/sdb, wipeTable: true}\n"
+        "      - {device: /dev/sda}\n"
+        "    passwd:\n      users:\n      - {name: zed}\n      - {name: core, passwordHash: one}\n"
+        "      - {name: admin, shell: /bin/sh}\n");
+    add_mc(&rp, "20-b", "worker",
+           "    storage:\n      disks:\n      - {device: /dev/sdb, partitions: [{label: var}]}\n"
+           "    passwd:\n      users:\n      - {name: admin, uid: 1001}\n"
+           "      - {name: core, passwordHash: two}\n");
+    render_ok(&rp);
+    json_t *j = spec_of(pool(&rp, "worker"));
+    json_t *cfg = json_object_get(j, "config");
+    json_t *want = json_loads(
+        "{\"disks\": [{\"device\": \"/dev/sda\"}, {\"device\": \"/dev/sdb\", \"wipeTable\": true,"
+        " \"partitions\": [{\"label\": \"var\"}]}]}",
+        0, NULL);
+    if (!json_equal(json_object_get(cfg, "storage"), want))
+        fail_msg("storage: %s", json_dumps(json_object_get(cfg, "storage"), JSON_SORT_KEYS));
+    json_decref(want);
+    want = json_loads("{\"users\": [{\"name\": \"admin\", \"shell\": \"/bin/sh\", \"uid\": 1001},"
+                      " {\"name\": \"core\", \"passwordHash\": \"two\"}, {\"name\": \"zed\"}]}",
+                      0, NULL);
+    if (!json_equal(json_object_get(cfg, "passwd"), want))
+        fail_msg("passwd: %s", json_dumps(json_object_get(cfg, "passwd"), JSON_SORT_KEYS));
+    json_decref(want);
+    json_decref(j);
+    repo_free(&rp);
+}
+
+/*
+ * Merge b (n drop-ins: every other one of a's again, and as many new ones)
+ * into a (n drop-ins) of one unit; the seconds it took. Checks the result.
+ */
+static double merge_dropins(size_t n)
+{
+    mcg_ignition a = {0}, b = {0};
+    a.nunits = b.nunits = 1;
+    a.units = mcg_calloc(1, sizeof(mcg_unit));
+    b.units = mcg_calloc(1, sizeof(mcg_unit));
+    a.units[0].name = mcg_strdup("a.service");
+    b.units[0].name = mcg_strdup("a.service");
+    a.units[0].dropins = mcg_calloc(n, sizeof(mcg_dropin));
+    b.units[0].dropins = mcg_calloc(n, sizeof(mcg_dropin));
+    for (size_t i = 0; i < n; i++) {
+        a.units[0].dropins[i].name = mcg_sprintf("%zu.conf", i);
+        a.units[0].dropins[i].contents = mcg_strdup("# a");
+        b.units[0].dropins[i].name = mcg_sprintf("%zu.conf", i % 2 ? i : n + i);
+        b.units[0].dropins[i].contents = mcg_strdup("# b");
+    }
+    a.units[0].ndropins = b.units[0].ndropins = n;
+    clock_t t0 = clock();
+    mcg_ignition_merge(&a, &b);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    assert_int_equal(a.units[0].ndropins, n + n / 2);
+    assert_string_equal(a.units[0].dropins[0].contents, "# a"); /* field by field */
+    assert_string_equal(a.units[0].dropins[1].contents, "# b");
+    char *first_new = mcg_sprintf("%zu.conf", n);
+    assert_string_equal(a.units[0].dropins[n].name, first_new);
+    free(first_new);
+    mcg_ignition_free(&a);
+    mcg_ignition_free(&b);
+    return secs;
+}
+
+/* Issue 17: the drop-in merge was quadratic too; 4x the drop-ins, ~4x the time. */
+static void test_many_dropins_merge(void **state)
+{
+    (void)state;
+    double small = merge_dropins(20000), big = merge_dropins(80000);
+    if (big > 0.5 && big > 10 * (small > 0.001 ? small : 0.001))
+        fail_msg("drop-in merge is not linear: 20,000 in %.3f s, 80,000 in %.3f s", small, big);
+}
+
+/* Merge n kept users onto n (half of them the same names); seconds taken. */
+static double merge_users(size_t n)
+{
+    mcg_ignition a = {0}, b = {0};
+    json_t *ua = json_array(), *ub = json_array();
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "u%zu", i);
+        json_array_append_new(ua, json_pack("{s:s,s:i}", "name", name, "uid", (int)i));
+        snprintf(name, sizeof(name), "u%zu", i % 2 ? i : n + i);
+        json_array_append_new(ub, json_pack("{s:s,s:s}", "name", name, "shell", "/bin/sh"));
+    }
+    a.extra = json_pack("{s:o}", "users", ua);
+    b.extra = json_pack("{s:o}", "users", ub);
+    clock_t t0 = clock();
+    mcg_ignition_merge(&a, &b);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    json_t *u = json_object_get(a.extra, "users");
+    assert_int_equal(json_array_size(u), n + n / 2);
+    /* u1: field by field (uid kept, shell added); u0 untouched */
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(u, 1), "uid")), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(u, 1), "shell")),
+                        "/bin/sh");
+    assert_null(json_object_get(json_array_get(u, 0), "shell"));
+    mcg_ignition_free(&a);
+    mcg_ignition_free(&b);
+    return secs;
+}
+
+/* Kept sections merge through an index too: 4x the users, ~4x the time. */
+static void test_many_users_merge(void **state)
+{
+    (void)state;
+    double small = merge_users(20000), big = merge_users(80000);
+    if (big > 0.5 && big > 10 * (small > 0.001 ? small : 0.001))
+        fail_msg("kept sections merge is not linear: 20,000 in %.3f s, 80,000 in %.3f s", small,
+                 big);
 }
 
 int main(void)
@@ -1145,6 +1455,12 @@ int main(void)
         cmocka_unit_test(test_merge_api),
         cmocka_unit_test(test_spec_round_trip),
         cmocka_unit_test(test_canonical_matches_jansson),
+        cmocka_unit_test(test_mc_fields_merge),
+        cmocka_unit_test(test_mc_fields_custom_pool),
+        cmocka_unit_test(test_mc_fields_hashed),
+        cmocka_unit_test(test_unreconcilable_merge),
+        cmocka_unit_test(test_many_dropins_merge),
+        cmocka_unit_test(test_many_users_merge),
     };
     return cmocka_run_group_tests_name("render", tests, NULL, NULL);
 }

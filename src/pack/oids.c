@@ -1,25 +1,68 @@
 /*
- * oidmap.c — maps from object ids to 64-bit values, and sets of ids, for
- * ids that come from untrusted packs. Open addressing with linear probing;
- * the slot comes from the id's first 8 bytes mixed with a per-process
- * random key, so ids chosen to collide cannot make lookups slow.
+ * oids.c — collections of object ids: a list that sorts and searches, and
+ * maps (or sets) for ids that come from untrusted packs. The maps use open
+ * addressing with linear probing; the slot comes from the id's first 8
+ * bytes mixed with a per-process random key, so ids chosen to collide
+ * cannot make lookups slow.
  */
-#include "gitops/gitops_int.h"
+#include "pack/pack.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
+/* ------------------------------------------------------------ lists */
+
+void mcg_oidv_push(mcg_oidv *a, const git_oid *o)
+{
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 256;
+        a->v = mcg_realloc(a->v, a->cap * sizeof(*a->v));
+    }
+    a->v[a->n++] = *o;
+}
+
+static int oid_cmp(const void *a, const void *b)
+{
+    return git_oid_cmp(a, b);
+}
+
+void mcg_oidv_sort(mcg_oidv *a)
+{
+    if (!a->n)
+        return;
+    qsort(a->v, a->n, sizeof(*a->v), oid_cmp);
+    size_t j = 1;
+    for (size_t i = 1; i < a->n; i++)
+        if (!git_oid_equal(&a->v[i], &a->v[j - 1]))
+            a->v[j++] = a->v[i];
+    a->n = j;
+}
+
+bool mcg_oidv_has(const mcg_oidv *a, const git_oid *o)
+{
+    return a->n && bsearch(o, a->v, a->n, sizeof(*a->v), oid_cmp) != NULL;
+}
+
+void mcg_oidv_free(mcg_oidv *a)
+{
+    free(a->v);
+    memset(a, 0, sizeof(*a));
+}
+
+/* ------------------------------------------------------------ maps */
 static uint64_t key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* The per-process key (a fixed one only if the kernel gives no randomness). */
 static void seed(void)
 {
     if (getrandom(&key, sizeof(key), 0) != sizeof(key))
         key = 0x5bd1e9955bd1e995ull;
 }
 
+/* The first slot to probe for o. */
 static size_t slot(const mcg_oidmap *m, const git_oid *o)
 {
     uint64_t h;
@@ -73,6 +116,7 @@ bool mcg_oidmap_put(mcg_oidmap *m, const git_oid *o, uint64_t v)
     return insert(m, o, v);
 }
 
+/* Whether o is there; its value in *v (v may be NULL). */
 bool mcg_oidmap_get(const mcg_oidmap *m, const git_oid *o, uint64_t *v)
 {
     if (!m->cap)
@@ -89,6 +133,7 @@ bool mcg_oidmap_get(const mcg_oidmap *m, const git_oid *o, uint64_t *v)
     return false;
 }
 
+/* Free the table; m is left empty, ready for reuse. */
 void mcg_oidmap_free(mcg_oidmap *m)
 {
     free(m->keys);
@@ -96,4 +141,3 @@ void mcg_oidmap_free(mcg_oidmap *m)
     free(m->used);
     memset(m, 0, sizeof(*m));
 }
-

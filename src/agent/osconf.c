@@ -1,0 +1,596 @@
+/*
+ * osconf.c — the part of a rendered config that is not files: kernel
+ * arguments, the OS image, extensions, the kernel type, FIPS, core's
+ * password hash and the sections MCO calls unreconcilable.
+ *
+ * What a node can do is detected under its root, per node, every update:
+ *   run/ostree-booted + usr/bin/rpm-ostree   an ostree (image-based) host:
+ *       kernel arguments, OS image, extensions and kernel type all go
+ *       through rpm-ostree, as MCO's daemon does (`rpm-ostree kargs`,
+ *       `rpm-ostree rebase`, `rpm-ostree update --install/--uninstall`,
+ *       `rpm-ostree override remove/reset`);
+ *   usr/bin/bootc (without rpm-ostree)       a bootc host: the OS image
+ *       through `bootc switch`; no extensions or kernel type;
+ *   otherwise kernel arguments only, through the first boot-loader
+ *   configuration found: etc/kernel/cmdline (kernel-install: the file is
+ *   edited, then `kernel-install add-all`), grubby (`grubby
+ *   --update-kernel=ALL --remove-args/--args`), etc/default/grub (a drop-in
+ *   etc/default/grub.d/50-mcgit.cfg, then update-grub, grub2-mkconfig or
+ *   grub-mkconfig, whichever the root has).
+ * A field the node cannot apply makes the update Degraded, naming the field
+ * and the node, before anything is written. So does a change MCO refuses on
+ * an installed node: a different `fips` (or one that does not match the
+ * node's /proc/sys/crypto/fips_enabled), or any change to disks, RAID,
+ * filesystems, LUKS, groups or users other than core.
+ *
+ * The plan is a list of steps fixed in the journal before the first one
+ * runs — a command line, a file written or removed under the root, core's
+ * password hash set in etc/shadow — so a restarted agent carries on from
+ * the step it had reached. Every kernel-argument command deletes the old and
+ * the new arguments before appending the new ones, so running it twice
+ * leaves the same command line. Every change but the password hash needs a
+ * reboot (MCO: osUpdate, kargs, kernelType, extensions).
+ */
+#include "agent/agent_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define GRUB_DROPIN "etc/default/grub.d/50-mcgit.cfg"
+#define KERNEL_CMDLINE "etc/kernel/cmdline"
+#define SHADOW "etc/shadow"
+
+/* ------------------------------------------------------------ detection */
+
+/* Something (of any type) at rel under the root, without following links. */
+static bool exists(mcg_sroot *r, const char *rel)
+{
+    int dfd;
+    const char *base;
+    mcg_err e = {0};
+    struct stat st;
+    if (mcg_sroot_parent(r, rel, false, &dfd, &base, &e) != 0)
+        return false;
+    return fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* The first of rels that exists under the root (in *which); false when none. */
+static bool exists_any(mcg_sroot *r, const char *const *rels, const char **which)
+{
+    for (; *rels; rels++)
+        if (exists(r, *rels)) {
+            if (which)
+                *which = *rels;
+            return true;
+        }
+    return false;
+}
+
+/* What the node offers, from files under its root (agent_int.h). */
+void mcg_host_detect(mcg_host *h, mcg_sroot *r, bool live)
+{
+    static const char *const rpm_ostree[] = {"usr/bin/rpm-ostree", NULL};
+    static const char *const bootc[] = {"usr/bin/bootc", NULL};
+    static const char *const grubby[] = {"usr/sbin/grubby", "usr/bin/grubby", "sbin/grubby", NULL};
+    static const char *const update_grub[] = {"usr/sbin/update-grub", NULL};
+    static const char *const grub2[] = {"usr/sbin/grub2-mkconfig", "usr/bin/grub2-mkconfig", NULL};
+    memset(h, 0, sizeof(*h));
+    h->rpm_ostree = exists(r, "run/ostree-booted") && exists_any(r, rpm_ostree, NULL);
+    h->bootc = exists_any(r, bootc, NULL);
+    if (h->rpm_ostree)
+        h->boot = MCG_BOOT_RPM_OSTREE;
+    else if (exists(r, KERNEL_CMDLINE))
+        h->boot = MCG_BOOT_KERNEL_INSTALL;
+    else if (exists_any(r, grubby, NULL))
+        h->boot = MCG_BOOT_GRUBBY;
+    else if (exists(r, "etc/default/grub")) {
+        h->boot = MCG_BOOT_GRUB;
+        h->grub_update = exists_any(r, update_grub, NULL) ? "update-grub"
+                         : exists_any(r, grub2, NULL)     ? "grub2-mkconfig -o /boot/grub2/grub.cfg"
+                                                          : "grub-mkconfig -o /boot/grub/grub.cfg";
+    }
+    /* FIPS: the running kernel's (not namespaced, as the boot id) when live;
+     * a simulated node's root may carry proc/sys/crypto/fips_enabled */
+    h->fips = -1;
+    char buf[8] = {0};
+    int fd = -1;
+    if (live) {
+        fd = open("/proc/sys/crypto/fips_enabled", O_RDONLY | O_CLOEXEC);
+    } else {
+        int dfd;
+        const char *base;
+        mcg_err e = {0};
+        if (mcg_sroot_parent(r, "proc/sys/crypto/fips_enabled", false, &dfd, &base, &e) == 0)
+            fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd >= 0) {
+        if (read(fd, buf, sizeof(buf) - 1) > 0 && (buf[0] == '0' || buf[0] == '1'))
+            h->fips = buf[0] - '0';
+        close(fd);
+    }
+}
+
+/* The name of a boot-loader kind, for logs. */
+const char *mcg_boot_name(mcg_boot_kind k)
+{
+    switch (k) {
+    case MCG_BOOT_RPM_OSTREE:
+        return "rpm-ostree";
+    case MCG_BOOT_KERNEL_INSTALL:
+        return "kernel-install";
+    case MCG_BOOT_GRUBBY:
+        return "grubby";
+    case MCG_BOOT_GRUB:
+        return "grub";
+    case MCG_BOOT_NONE:
+        break;
+    }
+    return "none";
+}
+
+/* ------------------------------------------------------------ helpers */
+
+/* s quoted for sh: 'a'\''b' */
+static void sh_quote(mcg_buf *b, const char *s)
+{
+    mcg_buf_putc(b, '\'');
+    for (; *s; s++) {
+        if (*s == '\'')
+            mcg_buf_puts(b, "'\\''");
+        else
+            mcg_buf_putc(b, *s);
+    }
+    mcg_buf_putc(b, '\'');
+}
+
+/* Same strings in the same order. */
+static bool strv_equal(const mcg_strv *a, const mcg_strv *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->v[i], b->v[i]))
+            return false;
+    return true;
+}
+
+/* Equal strings, NULL equal only to NULL. */
+static bool str_equal(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Append a command step for field; cmd is consumed (freed). */
+static void step_run(json_t *steps, const char *field, mcg_buf *cmd)
+{
+    json_array_append_new(steps, json_pack("{s:s,s:s}", "field", field, "run", cmd->ptr));
+    mcg_buf_free(cmd);
+}
+
+/* Old and new arguments united (old first, no repeats): what is deleted
+ * before the new ones are appended, so a re-run changes nothing. */
+static void kargs_union(mcg_strv *out, const mcg_strv *old, const mcg_strv *new_args)
+{
+    for (size_t i = 0; i < old->n; i++)
+        if (!mcg_strv_contains(out, old->v[i]))
+            mcg_strv_push(out, old->v[i]);
+    for (size_t i = 0; i < new_args->n; i++)
+        if (!mcg_strv_contains(out, new_args->v[i]))
+            mcg_strv_push(out, new_args->v[i]);
+}
+
+/* The words of a command line without every argument in drop, then add. */
+static char *cmdline_edit(const char *text, const mcg_strv *drop, const mcg_strv *add)
+{
+    mcg_strv words = {0};
+    mcg_kargs_split(&words, text);
+    mcg_buf b = MCG_BUF_INIT;
+    for (size_t i = 0; i < words.n; i++)
+        if (!mcg_strv_contains(drop, words.v[i]))
+            mcg_buf_printf(&b, "%s%s", b.len ? " " : "", words.v[i]);
+    for (size_t i = 0; i < add->n; i++)
+        mcg_buf_printf(&b, "%s%s", b.len ? " " : "", add->v[i]);
+    mcg_buf_putc(&b, '\n');
+    mcg_strv_free(&words);
+    size_t len;
+    return mcg_buf_detach(&b, &len);
+}
+
+/* Read a small file under the root (NULL when missing). */
+static char *read_rel(mcg_sroot *r, const char *rel)
+{
+    int dfd;
+    const char *base;
+    mcg_err e = {0};
+    if (mcg_sroot_parent(r, rel, false, &dfd, &base, &e) != 0)
+        return NULL;
+    int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    mcg_buf b = MCG_BUF_INIT;
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read(fd, chunk, sizeof(chunk))) > 0 && b.len < (1u << 20))
+        mcg_buf_put(&b, chunk, (size_t)n);
+    close(fd);
+    size_t len;
+    return mcg_buf_detach(&b, &len);
+}
+
+static const char *const default_kernel[] = {
+    "kernel", "kernel-core", "kernel-modules", "kernel-modules-core", "kernel-modules-extra", NULL};
+static const char *const rt_kernel[] = {"kernel-rt-core", "kernel-rt-modules",
+                                        "kernel-rt-modules-extra", "kernel-rt-kvm", NULL};
+static const char *const k64_kernel[] = {"kernel-64k-core", "kernel-64k-modules",
+                                         "kernel-64k-modules-core", "kernel-64k-modules-extra",
+                                         NULL};
+
+/* The packages of a non-default kernel type. */
+static const char *const *kernel_pkgs(const char *type)
+{
+    return !strcmp(type, "realtime") ? rt_kernel : k64_kernel;
+}
+
+/* The packages of a list of extensions, without repeats, in order. */
+static void ext_pkgs(mcg_strv *out, const mcg_strv *exts)
+{
+    for (size_t i = 0; i < exts->n; i++) {
+        const char *const *p = mcg_extension_packages(exts->v[i]);
+        for (; p && *p; p++)
+            if (!mcg_strv_contains(out, *p))
+                mcg_strv_push(out, *p);
+    }
+}
+
+/* Whether the section key holds the same in a and b (absent and empty are equal). */
+static bool section_equal(const json_t *a, const json_t *b, const char *key)
+{
+    json_t *x = a ? json_object_get(a, key) : NULL, *y = b ? json_object_get(b, key) : NULL;
+    bool xe = !x || (json_is_array(x) ? !json_array_size(x) : !json_object_size(x));
+    bool ye = !y || (json_is_array(y) ? !json_array_size(y) : !json_object_size(y));
+    if (xe || ye)
+        return xe && ye;
+    return json_equal(x, y);
+}
+
+/* ------------------------------------------------------------ plan */
+
+int mcg_osplan_make(json_t **out, bool *reboot, mcg_sroot *r, const mcg_host *h,
+                    const mcg_acfg *old, const mcg_acfg *new_cfg, const char *node, mcg_err *err)
+{
+    static const mcg_ignition none = {0};
+    const mcg_ignition *oi = old ? &old->ign : &none, *ni = &new_cfg->ign;
+    const mcg_osspec *o = &oi->os, *n = &ni->os;
+    const char *nn = node && *node ? node : "this node";
+    json_t *steps = json_array();
+    int rc = 0;
+    *out = NULL;
+    *reboot = false;
+
+    /* what MCO refuses on an installed node: before anything is planned */
+    static const struct {
+        const char *key, *name, *why;
+    } secs[] = {
+        {"disks", "storage.disks", "mcgit does not repartition an installed node"},
+        {"raid", "storage.raid", "mcgit does not rebuild RAID on an installed node"},
+        {"filesystems", "storage.filesystems", "mcgit does not reformat an installed node"},
+        {"luks", "storage.luks", "mcgit does not re-encrypt an installed node"},
+        {"groups", "passwd.groups", "only core's SSH keys and password hash change in place"},
+        {"users", "passwd.users", "users other than core are made at install only"},
+        {"kernelArguments", "Ignition kernelArguments",
+         "use the MachineConfig's kernelArguments, which change in place"},
+    };
+    for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
+        if (!section_equal(oi->extra, ni->extra, secs[i].key)) {
+            rc = mcg_err_set(err, MCG_EINVAL, "unreconcilable: %s %s on node %s (%s)", secs[i].name,
+                             old ? "changed" : "cannot be applied", nn, secs[i].why);
+            goto out;
+        }
+    if (old && o->fips != n->fips) {
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "unreconcilable: fips changed from %s to %s on node %s (FIPS mode is set "
+                         "at install and cannot change)",
+                         o->fips ? "true" : "false", n->fips ? "true" : "false", nn);
+        goto out;
+    }
+    if (h->fips >= 0 && h->fips != (int)n->fips) {
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "unreconcilable: fips is %s but node %s runs with FIPS mode %s (it is set "
+                         "at install and cannot change)",
+                         n->fips ? "true" : "false", nn, h->fips ? "on" : "off");
+        goto out;
+    }
+    if (!str_equal(o->ext_image, n->ext_image) && n->ext_image) {
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "baseOSExtensionsContainerImage: node %s cannot use it (mcgit installs "
+                         "extensions from the host's rpm-ostree repositories; remove the field)",
+                         nn);
+        goto out;
+    }
+
+    /* the OS image */
+    if (!str_equal(o->os_image_url, n->os_image_url) && n->os_image_url) {
+        mcg_buf c = MCG_BUF_INIT;
+        if (h->rpm_ostree) {
+            mcg_buf_puts(&c, "rpm-ostree rebase --experimental ");
+            char *ref = mcg_sprintf("ostree-unverified-registry:%s", n->os_image_url);
+            sh_quote(&c, ref);
+            free(ref);
+        } else if (h->bootc) {
+            mcg_buf_puts(&c, "bootc switch ");
+            sh_quote(&c, n->os_image_url);
+        } else {
+            rc = mcg_err_set(err, MCG_EINVAL,
+                             "osImageURL: node %s is not image-based (no rpm-ostree or bootc)", nn);
+            goto out;
+        }
+        step_run(steps, "osImageURL", &c);
+    }
+    /* the kernel type */
+    const char *ok = o->kernel_type, *nk = n->kernel_type;
+    if (!str_equal(ok, nk)) {
+        if (!h->rpm_ostree) {
+            rc = mcg_err_set(err, MCG_EINVAL,
+                             "kernelType: node %s cannot switch to the %s kernel (no rpm-ostree)",
+                             nn, nk ? nk : "default");
+            goto out;
+        }
+        if (ok) { /* back to the default kernel first */
+            mcg_buf c = MCG_BUF_INIT;
+            mcg_buf_puts(&c, "rpm-ostree override reset");
+            for (const char *const *p = default_kernel; *p; p++)
+                mcg_buf_printf(&c, " %s", *p);
+            for (const char *const *p = kernel_pkgs(ok); *p; p++)
+                mcg_buf_printf(&c, " --uninstall %s", *p);
+            step_run(steps, "kernelType", &c);
+        }
+        if (nk) {
+            mcg_buf c = MCG_BUF_INIT;
+            mcg_buf_puts(&c, "rpm-ostree override remove");
+            for (const char *const *p = default_kernel; *p; p++)
+                mcg_buf_printf(&c, " %s", *p);
+            for (const char *const *p = kernel_pkgs(nk); *p; p++)
+                mcg_buf_printf(&c, " --install %s", *p);
+            step_run(steps, "kernelType", &c);
+        }
+    }
+    /* extensions */
+    if (!strv_equal(&o->extensions, &n->extensions)) {
+        mcg_strv op = {0}, np = {0};
+        ext_pkgs(&op, &o->extensions);
+        ext_pkgs(&np, &n->extensions);
+        mcg_buf c = MCG_BUF_INIT;
+        mcg_buf_puts(&c, "rpm-ostree update");
+        size_t before = c.len;
+        for (size_t i = 0; i < np.n; i++)
+            if (!mcg_strv_contains(&op, np.v[i]))
+                mcg_buf_printf(&c, " --install %s", np.v[i]);
+        for (size_t i = 0; i < op.n; i++)
+            if (!mcg_strv_contains(&np, op.v[i]))
+                mcg_buf_printf(&c, " --uninstall %s", op.v[i]);
+        mcg_strv_free(&op);
+        mcg_strv_free(&np);
+        if (c.len != before && !h->rpm_ostree) {
+            mcg_buf_free(&c);
+            rc = mcg_err_set(err, MCG_EINVAL,
+                             "extensions: node %s cannot install extensions (no rpm-ostree)", nn);
+            goto out;
+        }
+        if (c.len != before)
+            step_run(steps, "extensions", &c);
+        else
+            mcg_buf_free(&c);
+    }
+    /* kernel arguments */
+    if (!strv_equal(&o->kargs, &n->kargs)) {
+        mcg_strv all = {0};
+        kargs_union(&all, &o->kargs, &n->kargs);
+        mcg_buf c = MCG_BUF_INIT;
+        switch (h->boot) {
+        case MCG_BOOT_RPM_OSTREE:
+            mcg_buf_puts(&c, "rpm-ostree kargs");
+            for (size_t i = 0; i < all.n; i++) {
+                char *a = mcg_sprintf("--delete-if-present=%s", all.v[i]);
+                mcg_buf_putc(&c, ' ');
+                sh_quote(&c, a);
+                free(a);
+            }
+            for (size_t i = 0; i < n->kargs.n; i++) {
+                char *a = mcg_sprintf("--append=%s", n->kargs.v[i]);
+                mcg_buf_putc(&c, ' ');
+                sh_quote(&c, a);
+                free(a);
+            }
+            step_run(steps, "kernelArguments", &c);
+            break;
+        case MCG_BOOT_KERNEL_INSTALL: {
+            char *cur = read_rel(r, KERNEL_CMDLINE);
+            char *text = cmdline_edit(cur ? cur : "", &all, &n->kargs);
+            free(cur);
+            json_array_append_new(steps, json_pack("{s:s,s:s,s:s}", "field", "kernelArguments",
+                                                   "write", KERNEL_CMDLINE, "data", text));
+            free(text);
+            mcg_buf_puts(&c, "kernel-install add-all");
+            step_run(steps, "kernelArguments", &c);
+            break;
+        }
+        case MCG_BOOT_GRUBBY: {
+            mcg_buf_puts(&c, "grubby --update-kernel=ALL --remove-args=");
+            mcg_buf words = MCG_BUF_INIT;
+            for (size_t i = 0; i < all.n; i++)
+                mcg_buf_printf(&words, "%s%s", i ? " " : "", all.v[i]);
+            sh_quote(&c, words.ptr ? words.ptr : "");
+            mcg_buf_free(&words);
+            step_run(steps, "kernelArguments", &c);
+            if (n->kargs.n) {
+                mcg_buf_puts(&c, "grubby --update-kernel=ALL --args=");
+                for (size_t i = 0; i < n->kargs.n; i++)
+                    mcg_buf_printf(&words, "%s%s", i ? " " : "", n->kargs.v[i]);
+                sh_quote(&c, words.ptr);
+                mcg_buf_free(&words);
+                step_run(steps, "kernelArguments", &c);
+            }
+            break;
+        }
+        case MCG_BOOT_GRUB: {
+            if (n->kargs.n) {
+                /* GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX a b", for sh's "..." */
+                mcg_buf d = MCG_BUF_INIT;
+                mcg_buf_puts(&d, "# written by mcgit: the MachineConfig kernelArguments\n"
+                                 "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX");
+                for (size_t i = 0; i < n->kargs.n; i++) {
+                    mcg_buf_putc(&d, ' ');
+                    for (const char *p = n->kargs.v[i]; *p; p++) {
+                        if (strchr("\"\\$`", *p))
+                            mcg_buf_putc(&d, '\\');
+                        mcg_buf_putc(&d, *p);
+                    }
+                }
+                mcg_buf_puts(&d, "\"\n");
+                json_array_append_new(steps, json_pack("{s:s,s:s,s:s}", "field", "kernelArguments",
+                                                       "write", GRUB_DROPIN, "data", d.ptr));
+                mcg_buf_free(&d);
+            } else {
+                json_array_append_new(steps, json_pack("{s:s,s:s}", "field", "kernelArguments",
+                                                       "remove", GRUB_DROPIN));
+            }
+            mcg_buf_puts(&c, h->grub_update);
+            step_run(steps, "kernelArguments", &c);
+            break;
+        }
+        case MCG_BOOT_NONE:
+            mcg_strv_free(&all);
+            rc =
+                mcg_err_set(err, MCG_EINVAL,
+                            "kernelArguments: node %s has no boot loader configuration mcgit can "
+                            "change (rpm-ostree, /etc/kernel/cmdline, grubby or /etc/default/grub)",
+                            nn);
+            goto out;
+        }
+        mcg_strv_free(&all);
+    }
+    *reboot = json_array_size(steps) > 0;
+    /* core's password hash: no reboot (MCO: a passwd change needs none) */
+    if (!str_equal(oi->password_hash, ni->password_hash)) {
+        char *shadow = read_rel(r, SHADOW);
+        bool has_core = shadow && (!strncmp(shadow, "core:", 5) || strstr(shadow, "\ncore:"));
+        free(shadow);
+        if (!has_core) {
+            rc = mcg_err_set(err, MCG_EINVAL,
+                             "passwordHash: user core is not in /etc/shadow on node %s", nn);
+            goto out;
+        }
+        /* unset after being set: locked, as MCO leaves it ("*") */
+        json_array_append_new(steps, json_pack("{s:s,s:s}", "field", "passwordHash", "shadow",
+                                               ni->password_hash ? ni->password_hash : "*"));
+    }
+    *out = steps;
+    steps = NULL;
+out:
+    json_decref(steps);
+    return rc;
+}
+
+/* ------------------------------------------------------------ steps */
+
+/*
+ * Replace rel under the root with data atomically: a temp file in the same
+ * directory with the old file's mode and owner (mode for a new one), fsync,
+ * rename, directory fsync.
+ */
+static int write_rel(mcg_sroot *r, const char *rel, const char *data, size_t len, int mode,
+                     mcg_err *err)
+{
+    int dfd;
+    const char *base;
+    int rc = mcg_sroot_parent(r, rel, true, &dfd, &base, err);
+    if (rc)
+        return rc;
+    struct stat st;
+    bool had = fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (had && !S_ISREG(st.st_mode))
+        return mcg_err_set(err, MCG_ETRUST, "/%s is not a regular file", rel);
+    char tmp[64];
+    mcg_agent_tmpname(base, tmp);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
+    if (mcg_write_all(fd, data, len) != 0 ||
+        fchmod(fd, had ? (st.st_mode & 07777) : (mode_t)mode) ||
+        (had && geteuid() == 0 && fchown(fd, st.st_uid, st.st_gid) != 0) || fsync(fd) != 0) {
+        rc = mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
+        close(fd);
+        unlinkat(dfd, tmp, 0);
+        return rc;
+    }
+    close(fd);
+    if (renameat(dfd, tmp, dfd, base) != 0) {
+        rc = mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
+        unlinkat(dfd, tmp, 0);
+        return rc;
+    }
+    fsync(dfd);
+    return 0;
+}
+
+/* Set core's password field in the root's etc/shadow. */
+static int set_shadow(mcg_sroot *r, const char *hash, mcg_err *err)
+{
+    char *text = read_rel(r, SHADOW);
+    if (!text)
+        return mcg_err_set(err, MCG_ENOTFOUND, "/etc/shadow: cannot be read");
+    mcg_buf b = MCG_BUF_INIT;
+    bool found = false;
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) + 1 : strlen(line);
+        const char *c2 = n > 5 && !strncmp(line, "core:", 5) ? memchr(line + 5, ':', n - 5) : NULL;
+        if (c2 && !found) {
+            mcg_buf_printf(&b, "core:%s", hash);
+            mcg_buf_put(&b, c2, n - (size_t)(c2 - line));
+            found = true;
+        } else {
+            mcg_buf_put(&b, line, n);
+        }
+        line += n;
+    }
+    free(text);
+    int rc = found ? write_rel(r, SHADOW, b.ptr, b.len, 0600, err)
+                   : mcg_err_set(err, MCG_ENOTFOUND, "user core is not in /etc/shadow");
+    mcg_buf_free(&b);
+    return rc;
+}
+
+/* A write, remove or shadow step under the root (agent_int.h). */
+int mcg_osstep_file(mcg_sroot *r, const json_t *step, mcg_err *err)
+{
+    const char *w = json_string_value(json_object_get(step, "write"));
+    const char *rm = json_string_value(json_object_get(step, "remove"));
+    const char *sh = json_string_value(json_object_get(step, "shadow"));
+    int rc = 0;
+    if (w) {
+        const char *data = json_string_value(json_object_get(step, "data"));
+        if (!data)
+            return mcg_err_set(err, MCG_EINVAL, "journal: a write step without data");
+        rc = write_rel(r, w, data, strlen(data), 0644, err);
+    } else if (rm) {
+        int dfd;
+        const char *base;
+        rc = mcg_sroot_parent(r, rm, false, &dfd, &base, err);
+        if (rc == MCG_ENOTFOUND)
+            return 0;
+        if (!rc && unlinkat(dfd, base, 0) != 0 && errno != ENOENT)
+            rc = mcg_err_set(err, MCG_EIO, "/%s: %s", rm, strerror(errno));
+    } else if (sh) {
+        rc = set_shadow(r, sh, err);
+    } else {
+        rc = mcg_err_set(err, MCG_EINVAL, "journal: unknown OS step");
+    }
+    mcg_sroot_forget(r);
+    return rc;
+}

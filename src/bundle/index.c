@@ -1,0 +1,127 @@
+/*
+ * index.c — the bundle's pack indexed into the quarantine by libgit2's
+ * indexer, chunk by chunk as it is read, and the same bytes handed to a
+ * pack scan (pack/scan*.c) on a second thread, which reads every commit,
+ * tree and tag as it goes by and checks the commits' signatures meanwhile.
+ */
+#include "bundle/bundle_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A big-endian 32-bit number at p. */
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The indexer's progress: objects received, then deltas resolved. */
+static int indexer_progress_cb(const git_indexer_progress *s, void *payload)
+{
+    const mcg_bundle_progress *p = payload;
+    if (s->total_deltas && s->indexed_deltas)
+        mcg_bundle_tick(p, "resolving deltas", s->indexed_deltas, s->total_deltas);
+    else
+        mcg_bundle_tick(p, "receiving objects", s->received_objects, s->total_objects);
+    return 0;
+}
+
+int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *rd, const char *q,
+                          git_odb *odb, const mcg_bundle_progress *prog, mcg_bundle_report *rep,
+                          mcg_err *err)
+{
+    git_indexer *idx = NULL;
+    mcg_pack_scanner *pre = mcg_pack_scan_start();
+    git_indexer_options o = GIT_INDEXER_OPTIONS_INIT;
+    git_indexer_progress stats = {0};
+    char *packdir = mcg_sprintf("%s/pack", q);
+    int rc = 0;
+    *name = NULL;
+    /*
+     * No o.verify: libgit2 1.5's connectivity check leaks every object the
+     * repo already has. connect.c does the same check instead.
+     */
+    if (prog && prog->fn) {
+        o.progress_cb = indexer_progress_cb;
+        o.progress_cb_payload = (void *)prog;
+    }
+    if (git_indexer_new(&idx, packdir, 0444, odb, &o) != 0) {
+        rc = mcg_git_err(err, "indexer");
+        goto out;
+    }
+    for (;;) {
+        if ((rc = mcg_bundle_reader_fill(rd, err)) != 0)
+            goto out;
+        if (rd->eof)
+            break;
+        size_t n = rd->len - rd->pos;
+        mcg_pack_scan_feed(pre, rd->buf + rd->pos, n);
+        if (git_indexer_append(idx, rd->buf + rd->pos, n, &stats) != 0) {
+            const git_error *e = git_error_last();
+            rc = mcg_err_set(err, MCG_EINVAL, "damaged bundle: the pack does not index (%s)",
+                             e && e->message ? e->message : "indexer error");
+            goto out;
+        }
+        rd->pos = rd->len;
+        rep->pack_bytes += n;
+    }
+    if (rep->pack_bytes == 0) {
+        rc = mcg_err_set(err, MCG_EINVAL, "truncated bundle: no pack data");
+        goto out;
+    }
+    if (git_indexer_commit(idx, &stats) != 0) {
+        const git_error *e = git_error_last();
+        rc = mcg_err_set(err, MCG_EINVAL, "damaged or truncated bundle: %s",
+                         e && e->message ? e->message : "indexer error");
+        goto out;
+    }
+    rep->objects = stats.total_objects;
+    *name = mcg_strdup(git_indexer_name(idx));
+    *scan = mcg_pack_scan_finish(pre);
+    rep->prechecked = mcg_packscan_checked(*scan);
+    pre = NULL;
+out:
+    mcg_pack_scan_abort(pre);
+    mcg_bundle_tick(prog, NULL, 0, 0);
+    git_indexer_free(idx);
+    free(packdir);
+    return rc;
+}
+
+/*
+ * The object ids of a pack, read from its .idx (version 2: magic, version,
+ * 256 fan-out counts, then the sorted ids) — the index libgit2 just wrote.
+ */
+int mcg_bundle_read_idx_oids(mcg_oidmap *out, const char *idx, mcg_err *err)
+{
+    unsigned char head[8 + 256 * 4];
+    unsigned char raw[256 * GIT_OID_RAWSZ];
+    int rc = 0;
+    FILE *f = fopen(idx, "rbe");
+    if (!f)
+        return mcg_err_set(err, MCG_EIO, "%s: %s", idx, strerror(errno));
+    if (fread(head, 1, sizeof(head), f) != sizeof(head) || memcmp(head, "\377tOc", 4) ||
+        be32(head + 4) != 2) {
+        rc = mcg_err_set(err, MCG_EIO, "%s: not a version 2 pack index", idx);
+        goto out;
+    }
+    uint32_t n = be32(head + 8 + 255 * 4);
+    mcg_oidmap_reserve(out, n);
+    for (uint32_t i = 0; i < n;) {
+        size_t want = n - i < 256 ? n - i : 256;
+        if (fread(raw, GIT_OID_RAWSZ, want, f) != want) {
+            rc = mcg_err_set(err, MCG_EIO, "%s: truncated", idx);
+            goto out;
+        }
+        for (size_t j = 0; j < want; j++, i++) {
+            git_oid oid;
+            git_oid_fromraw(&oid, raw + j * GIT_OID_RAWSZ);
+            mcg_oidmap_put(out, &oid, 0);
+        }
+    }
+out:
+    fclose(f);
+    return rc;
+}

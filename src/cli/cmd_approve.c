@@ -1,0 +1,67 @@
+/*
+ * cmd_approve.c — `mcgit approve`: an approval for the two-person rule.
+ */
+#include "cli/cli.h"
+#include "gitops/gitops.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+static int run(int argc, char **argv);
+
+const mcg_cmd mcg_cmd_approve = {
+    "approve",
+    "approve a commit for the two-person rule of .mcgit/policy.yaml",
+    "usage: mcgit approve --repo R REV [--key FILE]\n"
+    "\n"
+    "Sign the commit REV names (an SSH signature over its id, namespace\n"
+    "mcgit-approval, made like git's own: `ssh-keygen -Y sign` with --key FILE,\n"
+    "else git config user.signingkey when gpg.format is ssh) and add it to the\n"
+    "commit's note in refs/notes/mcgit-approvals. A commit that changes a path\n"
+    "an `approvals` rule of .mcgit/policy.yaml names is accepted once its own\n"
+    "signature and its approvals come from `required` distinct trusted\n"
+    "principals. Push the approvals with the branch, or before it:\n"
+    "  git push origin main refs/notes/mcgit-approvals\n"
+    "Bundles carry them too. Prints the approved commit and the new notes\n"
+    "commit.\n",
+    run,
+};
+
+static int run(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"repo", required_argument, 0, 'r'},
+                                         {"key", required_argument, 0, 'k'},
+                                         {0, 0, 0, 0}};
+    const char *repo = NULL, *key = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return mcg_cli_help(&mcg_cmd_approve);
+        case 'r': repo = optarg; break;
+        case 'k': key = optarg; break;
+        default: return mcg_cli_usage_error(&mcg_cmd_approve, NULL);
+        }
+    }
+    if (!repo || argc - optind != 1)
+        return mcg_cli_usage_error(&mcg_cmd_approve, "expected --repo and one REV");
+    mcg_err err = {0};
+    mcg_repo *r = NULL;
+    mcg_ssh_signer signer = {0};
+    char approved[MCG_SHA_HEX + 1], notes[MCG_SHA_HEX + 1];
+    int rc = mcg_repo_open(&r, repo, &err);
+    if (!rc)
+        rc = mcg_ssh_signer_init(&signer, r, key, &err);
+    signer.ns = "mcgit-approval";
+    if (!rc)
+        rc = mcg_gitops_approve(notes, approved, r, argv[optind], mcg_ssh_signer_sign, &signer,
+                                &err);
+    if (rc)
+        mcg_cli_error("approve", "%s", err.msg);
+    else
+        printf("approved %s (refs/notes/mcgit-approvals %.12s)\n", approved, notes);
+    mcg_ssh_signer_free(&signer);
+    mcg_repo_free(r);
+    return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
+}

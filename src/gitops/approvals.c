@@ -1,0 +1,227 @@
+/*
+ * approvals.c — the two-person rule of .mcgit/policy.yaml.
+ *
+ * A commit that changes a path an `approvals` rule names needs signatures
+ * from `required` distinct trusted principals: its own commit signature
+ * counts as one, the others are approvals — SSH signatures in namespace
+ * mcgit-approval over "<commit id>\n", made by `mcgit approve` and kept as
+ * the commit's note in refs/notes/mcgit-approvals (so they travel with
+ * `git push` and in bundles). The policy and the signers are those a parent
+ * puts in force, exactly as for the commit signature: the rule is checked
+ * once per parent, against the paths the commit changes relative to that
+ * parent, so a change to the policy obeys the policy before it.
+ */
+#include "gitops/gitops_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BEGIN_SIG "-----BEGIN SSH SIGNATURE-----"
+#define END_SIG "-----END SSH SIGNATURE-----"
+
+void mcg_policy_cache_free(mcg_policy_cache *pc)
+{
+    mcg_signpolicy_free(pc->policy);
+    memset(pc, 0, sizeof(*pc));
+}
+
+/*
+ * The policy the parent tree puts in force (NULL: none), cached by blob.
+ * A policy that does not parse is an error: its commit should not have been
+ * accepted, and a commit on top of it cannot be judged.
+ */
+static int policy_of(const mcg_signpolicy **out, mcg_policy_cache *pc, git_repository *repo,
+                     const git_tree *tree, char *why, size_t whylen)
+{
+    git_tree_entry *ent = NULL;
+    git_blob *blob = NULL;
+    int rc = 0;
+    *out = NULL;
+    if (git_tree_entry_bypath(&ent, tree, ".mcgit/policy.yaml") != 0)
+        return 0;
+    if (git_tree_entry_type(ent) != GIT_OBJECT_BLOB) {
+        snprintf(why, whylen, "the parent's .mcgit/policy.yaml is not a file");
+        rc = MCG_ETRUST;
+        goto out;
+    }
+    const git_oid *id = git_tree_entry_id(ent);
+    if (!(pc->valid && git_oid_equal(&pc->blob, id))) {
+        mcg_signpolicy_free(pc->policy);
+        memset(pc, 0, sizeof(*pc));
+        pc->valid = true;
+        pc->blob = *id;
+        mcg_diags d = {0};
+        if (git_blob_lookup(&blob, repo, id) != 0)
+            snprintf(pc->error, sizeof(pc->error), "the parent's .mcgit/policy.yaml cannot be read");
+        else if (mcg_signpolicy_parse(&pc->policy, ".mcgit/policy.yaml", git_blob_rawcontent(blob),
+                                      (size_t)git_blob_rawsize(blob), &d) != 0)
+            snprintf(pc->error, sizeof(pc->error), "the parent's %s",
+                     d.count ? d.msgs[0] : ".mcgit/policy.yaml does not parse");
+        mcg_diags_free(&d);
+    }
+    if (pc->error[0]) {
+        snprintf(why, whylen, "%s", pc->error);
+        rc = MCG_ETRUST;
+    } else {
+        *out = pc->policy;
+    }
+out:
+    git_blob_free(blob);
+    git_tree_entry_free(ent);
+    return rc;
+}
+
+typedef struct strictest {
+    const mcg_signpolicy *p;
+    const mcg_signpolicy_rule *rule;
+    char path[256];
+} strictest;
+
+static int on_delta(const git_diff_delta *d, float progress, void *arg)
+{
+    strictest *s = arg;
+    (void)progress;
+    const char *paths[2] = {d->old_file.path, d->new_file.path};
+    for (int i = 0; i < 2; i++) {
+        if (!paths[i])
+            continue;
+        const mcg_signpolicy_rule *r = mcg_signpolicy_rule_for(s->p, paths[i]);
+        if (r && (!s->rule || r->required > s->rule->required)) {
+            s->rule = r;
+            snprintf(s->path, sizeof(s->path), "%s", paths[i]);
+        }
+    }
+    return 0;
+}
+
+/* Count distinct principals among the note's approvals that verify. */
+static void count_approvals(mcg_strv *principals, const char *note, const mcg_signers *set,
+                            const char *sha, int64_t when, int64_t now)
+{
+    char msg[MCG_SHA_HEX + 2];
+    snprintf(msg, sizeof(msg), "%s\n", sha);
+    for (const char *p = note; (p = strstr(p, BEGIN_SIG)) != NULL;) {
+        const char *end = strstr(p, END_SIG);
+        if (!end)
+            break;
+        size_t len = (size_t)(end - p) + strlen(END_SIG);
+        mcg_sig_result res = {0};
+        mcg_err e = {0};
+        if (mcg_sshsig_verify_ns(&res, set, p, len, msg, MCG_SHA_HEX + 1, when,
+                                 MCG_APPROVAL_NAMESPACE, &e) == 0 &&
+            (!now || mcg_sshsig_verify_ns(&res, set, p, len, msg, MCG_SHA_HEX + 1, now,
+                                          MCG_APPROVAL_NAMESPACE, &e) == 0) &&
+            !mcg_strv_contains(principals, res.principal))
+            mcg_strv_push(principals, res.principal);
+        p += len;
+    }
+}
+
+int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const git_commit *c,
+                        const git_commit *parent, const mcg_signers *set,
+                        const char *commit_principal, const git_oid *notes, int64_t now,
+                        mcg_policy_cache *pc)
+{
+    git_tree *ptree = NULL, *ctree = NULL;
+    git_diff *diff = NULL;
+    git_note *note = NULL;
+    mcg_strv principals = {0};
+    const mcg_signpolicy *policy = NULL;
+    int rc = MCG_ETRUST;
+    char sha[MCG_SHA_HEX + 1];
+    git_oid_tostr(sha, sizeof(sha), git_commit_id(c));
+    if (git_commit_tree(&ptree, parent) != 0 || git_commit_tree(&ctree, c) != 0) {
+        snprintf(why, whylen, "cannot read the trees for the approvals policy");
+        goto out;
+    }
+    if (policy_of(&policy, pc, repo, ptree, why, whylen) != 0)
+        goto out;
+    rc = 0;
+    if (!policy || !policy->nrules)
+        goto out;
+    strictest s = {policy, NULL, ""};
+    if (git_diff_tree_to_tree(&diff, repo, ptree, ctree, NULL) != 0 ||
+        git_diff_foreach(diff, on_delta, NULL, NULL, NULL, &s) != 0) {
+        snprintf(why, whylen, "cannot compare the commit with its parent");
+        rc = MCG_ETRUST;
+        goto out;
+    }
+    if (!s.rule || s.rule->required <= 1)
+        goto out;
+    mcg_strv_push(&principals, commit_principal);
+    if (notes) {
+        git_commit *nc = NULL;
+        if (git_commit_lookup(&nc, repo, notes) == 0) {
+            if (git_note_commit_read(&note, repo, nc, git_commit_id(c)) != 0)
+                note = NULL;
+            git_commit_free(nc);
+        }
+    }
+    if (note && git_note_message(note))
+        count_approvals(&principals, git_note_message(note), set, sha,
+                        (int64_t)git_commit_committer(c)->when.time, now);
+    if ((int)principals.n < s.rule->required) {
+        size_t missing = (size_t)s.rule->required - principals.n;
+        snprintf(why, whylen,
+                 "approvals rule %zu (%s) needs %d distinct trusted signers, has %zu: %zu "
+                 "approval%s missing (mcgit approve --repo R %.12s)",
+                 s.rule->index, s.path, s.rule->required, principals.n, missing,
+                 missing == 1 ? "" : "s", sha);
+        rc = MCG_ETRUST;
+    }
+out:
+    mcg_strv_free(&principals);
+    git_note_free(note);
+    git_diff_free(diff);
+    git_tree_free(ctree);
+    git_tree_free(ptree);
+    return rc;
+}
+
+int mcg_gitops_approve(char note_commit[MCG_SHA_HEX + 1], char approved[MCG_SHA_HEX + 1],
+                       mcg_repo *r, const char *rev, mcg_commit_sign_fn sign, void *sign_ctx,
+                       mcg_err *err)
+{
+    git_oid oid, notes_tip, out;
+    git_note *old = NULL;
+    git_signature *who = NULL;
+    char *armored = NULL, *text = NULL;
+    char msg[MCG_SHA_HEX + 2];
+    int rc;
+    note_commit[0] = '\0';
+    if ((rc = mcg_repo_resolve(r, rev, approved, err)) != 0)
+        return rc;
+    git_oid_fromstr(&oid, approved);
+    snprintf(msg, sizeof(msg), "%s\n", approved);
+    if ((rc = sign(&armored, msg, MCG_SHA_HEX + 1, sign_ctx, err)) != 0)
+        goto out;
+    if (git_signature_default(&who, r->git) != 0 &&
+        git_signature_now(&who, "mcgit", "mcgit@localhost") != 0) {
+        rc = mcg_git_err(err, "signature");
+        goto out;
+    }
+    /* Add to what the note holds already: one approval per signature. */
+    bool had = git_reference_name_to_id(&notes_tip, r->git, MCG_APPROVALS_REF) == 0;
+    if (had && git_note_read(&old, r->git, MCG_APPROVALS_REF, &oid) != 0)
+        old = NULL;
+    const char *prev = old ? git_note_message(old) : "";
+    if (strstr(prev, armored)) {
+        rc = mcg_err_set(err, MCG_EINVAL, "commit %.12s already carries this approval", approved);
+        goto out;
+    }
+    size_t pl = strlen(prev);
+    text = mcg_sprintf("%s%s%s", prev, pl && prev[pl - 1] != '\n' ? "\n" : "", armored);
+    if (git_note_create(&out, r->git, MCG_APPROVALS_REF, who, who, &oid, text, 1) != 0) {
+        rc = mcg_git_err(err, MCG_APPROVALS_REF);
+        goto out;
+    }
+    if (git_reference_name_to_id(&notes_tip, r->git, MCG_APPROVALS_REF) == 0)
+        git_oid_tostr(note_commit, MCG_SHA_HEX + 1, &notes_tip);
+out:
+    free(text);
+    free(armored);
+    git_note_free(old);
+    git_signature_free(who);
+    return rc;
+}

@@ -1,0 +1,199 @@
+/*
+ * signpolicy.c — .mcgit/policy.yaml: who must sign what, and how old the
+ * newest signed source may grow.
+ *
+ *     approvals:
+ *     - paths: ["pools/master.yaml", ".mcgit/"]   # git pathspec globs
+ *       required: 2                                # distinct trusted principals
+ *     maxSourceAge: 720h
+ *
+ * The file is trusted the way .mcgit/allowed_signers is: as it stands in a
+ * commit's (verified) parents, so a change to it obeys the policy in force
+ * before it. This file only parses and matches; gitops/ applies it.
+ */
+#include "model/model_int.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RULES 64
+#define MAX_PATHS 64
+#define MAX_REQUIRED 16
+
+void mcg_signpolicy_free(mcg_signpolicy *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nrules; i++)
+        mcg_strv_free(&p->rules[i].paths);
+    free(p->rules);
+    free(p);
+}
+
+/*
+ * A Go-style duration of whole units: "720h", "90m", "1h30m", "45s".
+ * Returns seconds, or -1 when malformed or above ten years.
+ */
+static int64_t parse_duration(const char *s)
+{
+    int64_t total = 0;
+    if (!*s)
+        return -1;
+    while (*s) {
+        int64_t n = 0;
+        if (*s < '0' || *s > '9')
+            return -1;
+        while (*s >= '0' && *s <= '9') {
+            n = n * 10 + (*s++ - '0');
+            if (n > 100000000)
+                return -1;
+        }
+        switch (*s++) {
+        case 'h': total += n * 3600; break;
+        case 'm': total += n * 60; break;
+        case 's': total += n; break;
+        default: return -1;
+        }
+        if (total > 10LL * 366 * 86400)
+            return -1;
+    }
+    return total;
+}
+
+static void parse_rule(mcg_pctx *c, const json_t *r, size_t i, mcg_signpolicy *p)
+{
+    static const char *const keys[] = {"paths", "required", NULL};
+    char name[64];
+    snprintf(name, sizeof(name), "approvals[%zu]", i);
+    if (!json_is_object(r)) {
+        mcg_pctx_err(c, r, "%s must be a mapping", name);
+        return;
+    }
+    mcg_check_keys(c, r, name, keys);
+    mcg_signpolicy_rule rule = {0};
+    const json_t *paths = mcg_get_arr(c, r, "paths", name);
+    size_t k;
+    const json_t *v;
+    if (!paths || json_array_size(paths) == 0)
+        mcg_pctx_err(c, r, "%s.paths must list at least one path", name);
+    else if (json_array_size(paths) > MAX_PATHS)
+        mcg_pctx_err(c, paths, "%s.paths: more than %d paths", name, MAX_PATHS);
+    else
+        json_array_foreach(paths, k, v)
+        {
+            const char *s = json_string_value(v);
+            if (!s || !*s || s[0] == '/' || strlen(s) > 1024)
+                mcg_pctx_err(c, v, "%s.paths[%zu] must be a non-empty relative path", name, k);
+            else
+                mcg_strv_push(&rule.paths, s);
+        }
+    bool has = false;
+    int64_t req = 0;
+    mcg_get_int(c, r, "required", "required", &has, &req);
+    if (!has)
+        mcg_pctx_err(c, r, "%s.required is missing", name);
+    else if (req < 1 || req > MAX_REQUIRED)
+        mcg_pctx_err(c, json_object_get(r, "required"), "%s.required must be 1 to %d", name,
+                     MAX_REQUIRED);
+    rule.required = (int)req;
+    rule.index = i + 1;
+    if (c->errors) {
+        mcg_strv_free(&rule.paths);
+        return;
+    }
+    p->rules = mcg_realloc(p->rules, (p->nrules + 1) * sizeof(*p->rules));
+    p->rules[p->nrules++] = rule;
+}
+
+typedef struct doc_ctx {
+    const char *file;
+    mcg_diags *diags;
+    mcg_signpolicy *p;
+    int docs;
+} doc_ctx;
+
+static void on_doc(json_t *root, mcg_linemap *lines, void *arg)
+{
+    doc_ctx *d = arg;
+    mcg_pctx c = {d->file, lines, 1, d->diags, 0};
+    static const char *const keys[] = {"approvals", "maxSourceAge", NULL};
+    if (d->docs++) {
+        mcg_pctx_err(&c, root, "more than one YAML document");
+        return;
+    }
+    if (json_is_null(root))
+        return;
+    if (!json_is_object(root)) {
+        mcg_pctx_err(&c, root, "must be a mapping");
+        return;
+    }
+    mcg_check_keys(&c, root, "", keys);
+    const json_t *rules = mcg_get_arr(&c, root, "approvals", "approvals");
+    if (rules && json_array_size(rules) > MAX_RULES)
+        mcg_pctx_err(&c, rules, "approvals: more than %d rules", MAX_RULES);
+    else if (rules) {
+        size_t i;
+        const json_t *r;
+        json_array_foreach(rules, i, r)
+        {
+            mcg_pctx rc = {d->file, lines, 1, d->diags, 0};
+            parse_rule(&rc, r, i, d->p);
+        }
+    }
+    char *age = NULL;
+    if (mcg_get_str(&c, root, "maxSourceAge", "maxSourceAge", &age) && age) {
+        int64_t s = parse_duration(age);
+        if (s <= 0)
+            mcg_pctx_err(&c, json_object_get(root, "maxSourceAge"),
+                         "maxSourceAge '%s' is not a duration like 720h, 90m or 1h30m", age);
+        else
+            d->p->max_source_age = s;
+    }
+    free(age);
+}
+
+int mcg_signpolicy_parse(mcg_signpolicy **out, const char *file, const char *data, size_t len,
+                         mcg_diags *diags)
+{
+    mcg_signpolicy *p = mcg_calloc(1, sizeof(*p));
+    size_t before = diags->count;
+    doc_ctx d = {file, diags, p, 0};
+    mcg_yaml_each_doc(file, data, len, 0, diags, on_doc, &d);
+    *out = NULL;
+    if (diags->count != before) {
+        mcg_signpolicy_free(p);
+        return MCG_EINVAL;
+    }
+    *out = p;
+    return 0;
+}
+
+/* Whether pathspec pattern matches path the way git's default pathspec does. */
+static bool pathspec_match(const char *pattern, const char *path)
+{
+    size_t n = strlen(pattern);
+    if (!strcmp(pattern, path))
+        return true;
+    /* a leading directory: "pools" or "pools/" covers pools/master.yaml */
+    if (!strpbrk(pattern, "*?[") && !strncmp(pattern, path, n) &&
+        (path[n] == '/' || (n && pattern[n - 1] == '/')))
+        return true;
+    return fnmatch(pattern, path, 0) == 0;
+}
+
+const mcg_signpolicy_rule *mcg_signpolicy_rule_for(const mcg_signpolicy *p, const char *path)
+{
+    const mcg_signpolicy_rule *best = NULL;
+    for (size_t i = 0; p && i < p->nrules; i++) {
+        const mcg_signpolicy_rule *r = &p->rules[i];
+        if (best && r->required <= best->required)
+            continue;
+        for (size_t k = 0; k < r->paths.n; k++)
+            if (pathspec_match(r->paths.v[k], path)) {
+                best = r;
+                break;
+            }
+    }
+    return best;
+}

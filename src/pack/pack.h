@@ -1,0 +1,237 @@
+/*
+ * pack — what libgit2 1.5 lacks for reading and writing git packs of
+ * untrusted origin, used by bundle/ (and, for the scan's hints, by
+ * gitops/repo.c):
+ *
+ *   oids.c       lists, maps and sets of object ids
+ *   rawobj.c     the links of raw commits, tags and trees
+ *   delta.c      applying a git delta
+ *   writer.c     a pack stream written to a file, REF_DELTA -> OFS_DELTA
+ *   reuse.c      a repository's stored pack entries copied into a pack
+ *   scan*.c      reading a pack as it is indexed (a thread, its result, an
+ *                object database backend serving its commits)
+ *
+ * Everything that parses takes its input as untrusted: lengths and offsets
+ * are checked before use, and every function returns "malformed" rather
+ * than reading out of bounds. Ownership of what a function hands out is
+ * stated beside it.
+ */
+#ifndef MCG_PACK_H
+#define MCG_PACK_H
+
+#include "trust/trust.h"
+#include "util/util.h"
+
+#include <git2.h>
+#include <git2/sys/odb_backend.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------ object ids */
+
+/* A growable list of ids. Zero-initialise; free with mcg_oidv_free. */
+typedef struct mcg_oidv {
+    git_oid *v;
+    size_t n, cap;
+} mcg_oidv;
+
+void mcg_oidv_push(mcg_oidv *a, const git_oid *o);
+/* Sort and drop duplicates, so that mcg_oidv_has can search. */
+void mcg_oidv_sort(mcg_oidv *a);
+/* Whether o is in a (which must be sorted). */
+bool mcg_oidv_has(const mcg_oidv *a, const git_oid *o);
+void mcg_oidv_free(mcg_oidv *a);
+
+/*
+ * A map from object ids to 64-bit values, or a set of ids (values unused),
+ * safe against ids chosen to collide: the slot comes from the id mixed with
+ * a per-process random key. Zero-initialise; free with mcg_oidmap_free.
+ * Callers may walk the table: slot i holds keys[i] -> vals[i] when used[i].
+ */
+typedef struct mcg_oidmap {
+    git_oid *keys;
+    uint64_t *vals;
+    unsigned char *used;
+    size_t cap, n;
+} mcg_oidmap;
+
+/* Make room for n more ids. */
+void mcg_oidmap_reserve(mcg_oidmap *m, size_t n);
+/* Add o -> v; true when o was not there yet (an existing value is kept). */
+bool mcg_oidmap_put(mcg_oidmap *m, const git_oid *o, uint64_t v);
+/* Whether o is there; its value in *v (v may be NULL). */
+bool mcg_oidmap_get(const mcg_oidmap *m, const git_oid *o, uint64_t *v);
+void mcg_oidmap_free(mcg_oidmap *m);
+
+/* ------------------------------------------------------------ raw objects */
+
+/*
+ * Exactly 40 hex digits at s, NUL-terminated or not (what follows is the
+ * caller's to check; a NUL among the 40 is refused).
+ */
+bool mcg_pack_parse_oid(git_oid *out, const char *s);
+
+/*
+ * The tree and parents of a raw commit of len bytes at p: "tree <hex>\n",
+ * then "parent <hex>\n" lines, as git writes a commit's first header
+ * lines. Each parent is passed to parent(id, ctx) (parent may be NULL).
+ * False when malformed (parents already passed stay passed).
+ */
+bool mcg_pack_commit_links(git_oid *tree, void (*parent)(const git_oid *, void *), void *ctx,
+                           const char *p, size_t len);
+/* The target of a raw tag: "object <hex>\n" first. False when malformed. */
+bool mcg_pack_tag_target(git_oid *out, const char *p, size_t len);
+
+/* One entry of a raw tree. */
+typedef struct mcg_pack_tree_entry {
+    unsigned mode;             /* octal digits as written, at most 7 */
+    const unsigned char *name; /* inside the tree, not NUL-terminated, never empty */
+    size_t namelen;
+    git_oid id;
+} mcg_pack_tree_entry;
+
+/*
+ * The entry of a raw tree at *p ("<octal mode> <name>\0<20-byte id>"), *p
+ * advanced past it; end is the tree's end. False when malformed (an empty
+ * mode or name, no NUL, a short id).
+ */
+bool mcg_pack_tree_entry_next(mcg_pack_tree_entry *e, const unsigned char **p,
+                              const unsigned char *end);
+
+/*
+ * Apply a git delta (pack format: base size, result size, then copy and
+ * insert instructions) of dlen bytes to base: the result in a new buffer
+ * (caller frees) of *outlen bytes, or NULL when the delta is malformed,
+ * names another base size, copies from outside base, or would make more
+ * than max bytes.
+ */
+unsigned char *mcg_pack_delta_apply(size_t *outlen, const unsigned char *base, size_t blen,
+                                    const unsigned char *d, size_t dlen, size_t max);
+
+/* ------------------------------------------------------------ writing */
+
+/*
+ * A pack written to a file descriptor: git_packbuilder_foreach's stream
+ * passed through with every REF_DELTA whose base it has already written
+ * turned into an OFS_DELTA (as git writes packs), its trailing SHA-1
+ * computed again. Memory is bounded (see writer.c). Failures are either a
+ * write(2) error (mcg_pack_writer_errno) or a stream it could not parse
+ * (mcg_pack_writer_failure: a bug in the producer, not bad input).
+ */
+typedef struct mcg_pack_writer mcg_pack_writer;
+
+/* A writer onto fd (not closed by it). MCG_EIO when no SHA-1 digest is available. */
+int mcg_pack_writer_new(mcg_pack_writer **out, int fd, mcg_err *err);
+void mcg_pack_writer_free(mcg_pack_writer *w);
+/*
+ * The next n bytes of a pack stream (git_packbuilder_foreach's callback
+ * data): parsed, rewritten, written. 0, or -1 on failure.
+ */
+int mcg_pack_writer_stream(mcg_pack_writer *w, const void *p, size_t n);
+/*
+ * Begin a pack of nobj objects here: the header is written now, entries
+ * are copied in (mcg_pack_reuse_copy), and a stream that follows
+ * contributes only its objects — its header and trailer are dropped, and
+ * mcg_pack_writer_end writes the trailer. 0, or -1 on a write error.
+ */
+int mcg_pack_writer_begin(mcg_pack_writer *w, uint32_t nobj);
+/* End a pack begun with mcg_pack_writer_begin: the SHA-1 trailer, flushed. */
+int mcg_pack_writer_end(mcg_pack_writer *w);
+/* Whether a stream has ended (its trailer was seen). */
+bool mcg_pack_writer_done(const mcg_pack_writer *w);
+/* Bytes written so far. */
+uint64_t mcg_pack_writer_written(const mcg_pack_writer *w);
+/* The errno of a failed write, 0 none. */
+int mcg_pack_writer_errno(const mcg_pack_writer *w);
+/* Why a stream could not be parsed (static text), NULL none. */
+const char *mcg_pack_writer_failure(const mcg_pack_writer *w);
+
+/* ------------------------------------------------------------ reuse */
+
+/*
+ * A repository's own packs (version 2 .idx with their .pack), mapped
+ * read-only, so that their stored entries can be copied into a new pack
+ * instead of compressed and deltified again. Every offset and length read
+ * from them is checked before it is used; a damaged entry is caught by the
+ * CRC-32 its index records.
+ */
+typedef struct mcg_pack_reuse mcg_pack_reuse;
+
+/* Where an object is stored: packs[pack] at off (index position pos); pack -1: not in a pack. */
+typedef struct mcg_pack_place {
+    git_oid id;
+    int pack;
+    uint32_t pos;
+    uint64_t off;
+} mcg_pack_place;
+
+/* Map every pack-*.idx/.pack pair in packdir; NULL when there is none usable. */
+mcg_pack_reuse *mcg_pack_reuse_open(const char *packdir);
+void mcg_pack_reuse_free(mcg_pack_reuse *r);
+/* Find o->id in the packs: sets o->pack, o->pos and o->off; false when in none. */
+bool mcg_pack_reuse_find(const mcg_pack_reuse *r, mcg_pack_place *o);
+/* Sort places by pack and offset, the order in which a delta's base comes first. */
+void mcg_pack_reuse_order(mcg_pack_place *v, size_t n);
+/*
+ * Copy o's stored entry into w (after mcg_pack_writer_begin, in
+ * mcg_pack_reuse_order): a whole object as it is, a delta whose base w has
+ * written as an OFS_DELTA to it, any other delta read through odb and
+ * written whole.
+ */
+int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_pack_place *o,
+                        git_odb *odb, mcg_err *err);
+
+/* ------------------------------------------------------------ scan */
+
+/*
+ * Reading a pack while it is indexed (scan.c; see there). start begins a
+ * thread; feed hands it a copy of the next pack bytes (waiting while
+ * 4 MiB are queued); finish says the pack has ended, checks signatures
+ * left on the calling thread too, joins, and returns what the scan learnt
+ * (free with mcg_packscan_free); abort stops without it. finish and abort
+ * free the scanner; both accept NULL.
+ */
+typedef struct mcg_pack_scanner mcg_pack_scanner;
+typedef struct mcg_packscan mcg_packscan;
+
+mcg_pack_scanner *mcg_pack_scan_start(void);
+void mcg_pack_scan_feed(mcg_pack_scanner *p, const void *buf, size_t n);
+mcg_packscan *mcg_pack_scan_finish(mcg_pack_scanner *p);
+void mcg_pack_scan_abort(mcg_pack_scanner *p);
+
+void mcg_packscan_free(mcg_packscan *s);
+/* The memo of commit signatures that verified (owned by s), and how many. */
+const mcg_sigmemo *mcg_packscan_memo(const mcg_packscan *s);
+size_t mcg_packscan_checked(const mcg_packscan *s);
+/*
+ * Check the scan against the indexer's ids (in_pack) and the types of
+ * REF_DELTA bases it could not follow (read through odb); afterwards
+ * mcg_packscan_complete says whether its links, commits and hints stand.
+ */
+void mcg_packscan_confirm(mcg_packscan *s, bool (*in_pack)(const git_oid *, void *), void *ctx,
+                          git_odb *odb);
+bool mcg_packscan_complete(const mcg_packscan *s);
+/*
+ * Connectivity from a complete scan: every id an object of the pack names
+ * is in the pack or in odb. 0 when so; 1 with *missing and the object that
+ * names it (*by, NULL if unknown) when not (both point into s).
+ */
+int mcg_packscan_connected(const mcg_packscan *s, bool (*in_pack)(const git_oid *, void *),
+                           void *ctx, git_odb *odb, const git_oid **by, const git_oid **missing);
+/*
+ * The signer file of a root tree, as git_tree_entry_bypath(root,
+ * ".mcgit/allowed_signers") would find it: true with *present (and *blob,
+ * the entry's id when it is a blob entry) when the scan knows; false when
+ * the trees must be read.
+ */
+bool mcg_packscan_signers(const mcg_packscan *s, const git_oid *root, bool *present, git_oid *blob);
+/*
+ * A read-only object database backend serving the scan's commits (*out
+ * NULL: none to serve). s must outlive the backend. 0, or -1 when libgit2
+ * refuses the backend.
+ */
+int mcg_packscan_backend(git_odb_backend **out, const mcg_packscan *s);
+
+#endif

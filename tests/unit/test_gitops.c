@@ -1,0 +1,314 @@
+/*
+ * test_gitops.c — gitops/ verification without a shell: histories built
+ * with libgit2 and signed in process, checked by mcg_gitops_verify.
+ *
+ *   - the signer rule: a commit must be allowed by EVERY parent (a removed
+ *     signer's merge is refused whatever its parent order), committer times
+ *     may not go back more than MCG_CLOCK_SKEW, and arriving history is
+ *     checked against the receiver's clock;
+ *   - verification hints (a pack scan's signature memo and signer-file
+ *     hints) change no verdict: every case is verified with and without
+ *     them and the reports must be identical, field by field.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gitops/gitops.h"
+#include "pack/pack.h"
+
+#include <git2.h>
+
+#define T0 1767225600 /* 2026-01-01T00:00:00Z */
+
+typedef struct fx {
+    char dir[256];
+    git_repository *repo;
+    mcg_sshkey alice, bob;
+    mcg_signers *root;   /* alice */
+    char *bob_line;      /* bob's allowed_signers line */
+} fx;
+
+static git_oid blob(git_repository *repo, const char *text)
+{
+    git_oid id;
+    assert_int_equal(git_blob_create_from_buffer(&id, repo, text, strlen(text)), 0);
+    return id;
+}
+
+/* A root tree with README = readme and, when signers, .mcgit/allowed_signers. */
+static git_oid tree_of(fx *f, const char *readme, const char *signers)
+{
+    git_treebuilder *tb = NULL;
+    git_oid id, r = blob(f->repo, readme);
+    assert_int_equal(git_treebuilder_new(&tb, f->repo, NULL), 0);
+    if (signers) {
+        git_treebuilder *sub = NULL;
+        git_oid sid, b = blob(f->repo, signers);
+        assert_int_equal(git_treebuilder_new(&sub, f->repo, NULL), 0);
+        assert_int_equal(git_treebuilder_insert(NULL, sub, "allowed_signers", &b, GIT_FILEMODE_BLOB), 0);
+        assert_int_equal(git_treebuilder_write(&sid, sub), 0);
+        git_treebuilder_free(sub);
+        assert_int_equal(git_treebuilder_insert(NULL, tb, ".mcgit", &sid, GIT_FILEMODE_TREE), 0);
+    }
+    assert_int_equal(git_treebuilder_insert(NULL, tb, "README", &r, GIT_FILEMODE_BLOB), 0);
+    assert_int_equal(git_treebuilder_write(&id, tb), 0);
+    git_treebuilder_free(tb);
+    return id;
+}
+
+/* A commit of tree with parents, at time when, signed by key (NULL: unsigned). */
+static git_oid commit(fx *f, git_oid tree_id, const git_oid *parents, size_t np, int64_t when,
+                      const mcg_sshkey *key)
+{
+    git_signature *sig = NULL;
+    git_tree *tree = NULL;
+    const git_commit *ps[4] = {0};
+    git_buf buf = GIT_BUF_INIT;
+    git_oid id;
+    assert_int_equal(git_signature_new(&sig, "T", "t@example.com", (git_time_t)when, 0), 0);
+    assert_int_equal(git_tree_lookup(&tree, f->repo, &tree_id), 0);
+    for (size_t i = 0; i < np; i++)
+        assert_int_equal(git_commit_lookup((git_commit **)&ps[i], f->repo, &parents[i]), 0);
+    assert_int_equal(
+        git_commit_create_buffer(&buf, f->repo, sig, sig, NULL, "c\n", tree, np, ps), 0);
+    if (key) {
+        char *armored = mcg_sshsig_sign(key, buf.ptr, buf.size);
+        assert_int_equal(git_commit_create_with_signature(&id, f->repo, buf.ptr, armored, "gpgsig"), 0);
+        free(armored);
+    } else {
+        assert_int_equal(git_commit_create_with_signature(&id, f->repo, buf.ptr, NULL, NULL), 0);
+    }
+    git_buf_dispose(&buf);
+    for (size_t i = 0; i < np; i++)
+        git_commit_free((git_commit *)ps[i]);
+    git_tree_free(tree);
+    git_signature_free(sig);
+    return id;
+}
+
+static int setup(void **state)
+{
+    fx *f = mcg_calloc(1, sizeof(*f));
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(f->dir, sizeof(f->dir), "%s/mcgit-test-gitops-XXXXXX", tmp);
+    assert_non_null(mkdtemp(f->dir));
+    git_libgit2_init();
+    assert_int_equal(git_repository_init(&f->repo, f->dir, 1), 0);
+    mcg_sshkey_generate(&f->alice);
+    mcg_sshkey_generate(&f->bob);
+    char *a = mcg_sshkey_public_line(&f->alice, "alice");
+    char *line = mcg_sprintf("alice@example.com %s\n", a);
+    mcg_err err = {0};
+    assert_int_equal(mcg_signers_parse(&f->root, "trust", line, strlen(line), &err), 0);
+    free(line);
+    free(a);
+    char *b = mcg_sshkey_public_line(&f->bob, "bob");
+    f->bob_line = mcg_sprintf("bob@example.com %s\n", b);
+    free(b);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    char cmd[512];
+    git_repository_free(f->repo);
+    git_libgit2_shutdown();
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+    assert_int_equal(system(cmd), 0);
+    mcg_signers_free(f->root);
+    mcg_sshkey_wipe(&f->alice);
+    mcg_sshkey_wipe(&f->bob);
+    free(f->bob_line);
+    free(f);
+    return 0;
+}
+
+static int collect(void *buf, size_t size, void *payload)
+{
+    mcg_buf_put(payload, buf, size);
+    return 0;
+}
+
+static bool in_odb(const git_oid *id, void *odb)
+{
+    return git_odb_exists(odb, id) == 1;
+}
+
+/* The hints a bundle import would have for commits: a scan of a pack of them. */
+static mcg_packscan *scan_of(fx *f, const git_oid *tips, size_t n)
+{
+    git_packbuilder *pb = NULL;
+    mcg_buf pack = MCG_BUF_INIT;
+    assert_int_equal(git_packbuilder_new(&pb, f->repo), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(git_packbuilder_insert_commit(pb, &tips[i]), 0);
+    assert_int_equal(git_packbuilder_foreach(pb, collect, &pack), 0);
+    git_packbuilder_free(pb);
+    mcg_pack_scanner *p = mcg_pack_scan_start();
+    mcg_pack_scan_feed(p, pack.ptr, pack.len);
+    mcg_packscan *s = mcg_pack_scan_finish(p);
+    mcg_buf_free(&pack);
+    git_odb *odb = NULL;
+    assert_int_equal(git_repository_odb(&odb, f->repo), 0);
+    mcg_packscan_confirm(s, in_odb, odb, odb);
+    git_odb_free(odb);
+    assert_true(mcg_packscan_complete(s));
+    return s;
+}
+
+/*
+ * Verify tip with opts, and again with the scan's hints added: both reports
+ * must be equal in every field. Returns the verdict of tip ("good" when
+ * every commit is good) in the first report, which the caller frees.
+ */
+static void verify_both(fx *f, mcg_verify_report *rep, const git_oid *tip, mcg_verify_opts o)
+{
+    char sha[MCG_SHA_HEX + 1];
+    mcg_repo *r = NULL;
+    mcg_err err = {0};
+    git_oid_tostr(sha, sizeof(sha), tip);
+    assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
+    assert_int_equal(mcg_gitops_verify(rep, r, sha, &o, f->root, &err), 0);
+    mcg_packscan *s = scan_of(f, tip, 1);
+    mcg_verify_opts h = o;
+    h.memo = mcg_packscan_memo(s);
+    h.scan = s;
+    mcg_verify_report with = {0};
+    assert_int_equal(mcg_gitops_verify(&with, r, sha, &h, f->root, &err), 0);
+    assert_int_equal(with.n, rep->n);
+    assert_int_equal(with.nbad, rep->nbad);
+    for (size_t i = 0; i < rep->n; i++)
+        assert_memory_equal(&with.v[i], &rep->v[i], sizeof(rep->v[i]));
+    mcg_verify_report_free(&with);
+    mcg_packscan_free(s);
+    mcg_repo_free(r);
+}
+
+/* The verdict of commit id in rep. */
+static const mcg_verdict *verdict(const mcg_verify_report *rep, const git_oid *id)
+{
+    char sha[MCG_SHA_HEX + 1];
+    git_oid_tostr(sha, sizeof(sha), id);
+    for (size_t i = 0; i < rep->n; i++)
+        if (!strcmp(rep->v[i].sha, sha))
+            return &rep->v[i];
+    fail_msg("commit %s not in the report", sha);
+    return NULL;
+}
+
+static void test_removed_signer(void **state)
+{
+    fx *f = *state;
+    git_oid base = commit(f, tree_of(f, "base", NULL), NULL, 0, T0, &f->alice);
+    git_oid c1 = commit(f, tree_of(f, "c1", f->bob_line), &base, 1, T0 + 10, &f->alice);
+    git_oid bob_ok = commit(f, tree_of(f, "bob ok", f->bob_line), &c1, 1, T0 + 20, &f->bob);
+    git_oid c2 = commit(f, tree_of(f, "c2", ""), &c1, 1, T0 + 30, &f->alice);
+    git_oid t2 = tree_of(f, "merge", "");
+    git_oid p12[] = {c1, c2}, p21[] = {c2, c1}, p3[] = {bob_ok, c1, c2};
+    git_oid m12 = commit(f, t2, p12, 2, T0 + 40, &f->bob);
+    git_oid m21 = commit(f, t2, p21, 2, T0 + 40, &f->bob);
+    git_oid oct = commit(f, t2, p3, 3, T0 + 40, &f->bob);
+    git_oid alice_merge = commit(f, t2, p21, 2, T0 + 40, &f->alice);
+    const git_oid *bad[] = {&m12, &m21, &oct};
+    for (size_t i = 0; i < 3; i++) {
+        mcg_verify_report rep = {0};
+        verify_both(f, &rep, bad[i], (mcg_verify_opts){0});
+        if (bad[i] == &oct) /* bob's commit while he was listed stays good */
+            assert_true(verdict(&rep, &bob_ok)->good);
+        assert_true(verdict(&rep, &c2)->good);
+        const mcg_verdict *v = verdict(&rep, bad[i]);
+        assert_false(v->good);
+        assert_non_null(strstr(v->reason, "is not in allowed signers"));
+        mcg_verify_report_free(&rep);
+    }
+    mcg_verify_report rep = {0};
+    verify_both(f, &rep, &alice_merge, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 0);
+    mcg_verify_report_free(&rep);
+}
+
+static void test_clock(void **state)
+{
+    fx *f = *state;
+    char *line = mcg_sprintf("carol@example.com valid-before=\"20260601Z\" %s", strchr(f->bob_line, ' ') + 1);
+    mcg_signers *old = f->root, *carol = NULL;
+    mcg_err err = {0};
+    assert_int_equal(mcg_signers_parse(&carol, "trust2", line, strlen(line), &err), 0);
+    f->root = mcg_signers_union(old, carol);
+    git_oid base = commit(f, tree_of(f, "b", NULL), NULL, 0, T0, &f->alice);
+    git_oid in_window = commit(f, tree_of(f, "w", NULL), &base, 1, T0 + 86400 * 100, &f->bob);
+    git_oid back = commit(f, tree_of(f, "back", NULL), &in_window, 1, T0 + 86400 * 100 - MCG_CLOCK_SKEW - 1,
+                          &f->alice);
+    git_oid skew_ok = commit(f, tree_of(f, "ok", NULL), &in_window, 1, T0 + 86400 * 100 - MCG_CLOCK_SKEW,
+                             &f->alice);
+    mcg_verify_report rep = {0};
+    /* history held already, or a first fetch: judged by committer times */
+    verify_both(f, &rep, &skew_ok, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 0);
+    mcg_verify_report_free(&rep);
+    verify_both(f, &rep, &back, (mcg_verify_opts){0});
+    assert_false(verdict(&rep, &back)->good);
+    assert_non_null(strstr(verdict(&rep, &back)->reason, "before its parent's"));
+    mcg_verify_report_free(&rep);
+    /* arriving after carol's window closed: refused, whatever its date */
+    char since[MCG_SHA_HEX + 1];
+    git_oid_tostr(since, sizeof(since), &base);
+    verify_both(f, &rep, &in_window, (mcg_verify_opts){.since = since, .now = T0 + 86400 * 200});
+    assert_int_equal(rep.n, 1);
+    assert_false(rep.v[0].good);
+    assert_non_null(strstr(rep.v[0].reason, "on arrival: "));
+    mcg_verify_report_free(&rep);
+    /* arriving inside it: good; dated more than the skew ahead of the clock: refused */
+    verify_both(f, &rep, &in_window, (mcg_verify_opts){.since = since, .now = T0 + 86400 * 100});
+    assert_int_equal(rep.nbad, 0);
+    mcg_verify_report_free(&rep);
+    verify_both(f, &rep, &in_window,
+                (mcg_verify_opts){.since = since, .now = T0 + 86400 * 100 - MCG_CLOCK_SKEW - 1});
+    assert_int_equal(rep.nbad, 1);
+    assert_non_null(strstr(rep.v[0].reason, "ahead of this host's clock"));
+    mcg_verify_report_free(&rep);
+    mcg_signers_free(f->root);
+    mcg_signers_free(carol);
+    f->root = old;
+    free(line);
+}
+
+static void test_mark_bound_to_root(void **state)
+{
+    fx *f = *state;
+    git_oid base = commit(f, tree_of(f, "m", NULL), NULL, 0, T0, &f->alice);
+    char sha[MCG_SHA_HEX + 1], got[MCG_SHA_HEX + 1];
+    git_oid_tostr(sha, sizeof(sha), &base);
+    mcg_repo *r = NULL;
+    mcg_err err = {0};
+    assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
+    assert_false(mcg_gitops_verified_mark(r, f->root, got));
+    assert_int_equal(mcg_gitops_mark_verified(r, sha, f->root, &err), 0);
+    assert_true(mcg_gitops_verified_mark(r, f->root, got));
+    assert_string_equal(got, sha);
+    /* another trust root: the mark does not count */
+    mcg_signers *other = NULL;
+    assert_int_equal(mcg_signers_parse(&other, "o", f->bob_line, strlen(f->bob_line), &err), 0);
+    assert_false(mcg_gitops_verified_mark(r, other, got));
+    mcg_signers_free(other);
+    mcg_repo_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_removed_signer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mark_bound_to_root, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

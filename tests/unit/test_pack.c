@@ -1,0 +1,733 @@
+/*
+ * test_pack.c — pack/: the raw object parser (tables of commits, tags and
+ * trees that must parse and that must be refused), delta application
+ * (valid, truncated, out-of-range copies, oversize), the object id
+ * collections, and on a small real pack made with libgit2's packbuilder in
+ * a throwaway repository: the pack scan (whole, byte by byte, damaged,
+ * truncated), the pack writer (REF_DELTA -> OFS_DELTA, re-indexed by
+ * libgit2) and stored-entry reuse.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gitops/gitops.h"
+#include "pack/pack_int.h"
+
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#define H40 "0123456789abcdef0123456789abcdef01234567"
+#define H40B "89abcdef0123456789ABCDEF0123456789abcdef"
+
+/* ------------------------------------------------------------ raw objects */
+
+typedef struct {
+    const char *name;
+    const char *in; /* NUL-terminated; len is strlen unless given */
+    size_t len;
+    bool ok;
+    int parents; /* commits: how many parents are passed */
+} raw_case;
+
+static const raw_case commit_cases[] = {
+    {"root commit", "tree " H40 "\nauthor a <a> 0 +0000\n\nmsg\n", 0, true, 0},
+    {"tree line only", "tree " H40 "\n", 0, true, 0},
+    {"one parent", "tree " H40 "\nparent " H40B "\nauthor x\n", 0, true, 1},
+    {"merge", "tree " H40 "\nparent " H40 "\nparent " H40B "\n", 0, true, 2},
+    {"upper-case hex", "tree " H40B "\n", 0, true, 0},
+    {"a short parent line ends the list", "tree " H40 "\nparent 0123\n", 0, true, 0},
+    {"empty", "", 0, false, 0},
+    {"no tree line", "author a <a> 0 +0000\n", 0, false, 0},
+    {"tree line without LF", "tree " H40, 0, false, 0},
+    {"short tree id", "tree 0123456789abcdef0123456789abcdef0123456\n", 0, false, 0},
+    {"long tree id", "tree " H40 "8\n", 0, false, 0},
+    {"non-hex tree id", "tree 0123456789abcdef0123456789abcdef0123456g\n", 0, false, 0},
+    {"two spaces", "tree  " H40 "\n", 0, false, 0},
+    {"parent without LF", "tree " H40 "\nparent " H40 "x\n", 0, false, 0},
+    {"non-hex parent", "tree " H40 "\nparent 0123456789abcdef0123456789abcdef0123456z\n", 0, false,
+     0},
+    {"NUL in the tree id", "tree 0123456789\0bcdef0123456789abcdef01234567\n", 46, false, 0},
+};
+
+static void count_parent(const git_oid *id, void *ctx)
+{
+    (void)id;
+    (*(int *)ctx)++;
+}
+
+static void test_commit_links(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(commit_cases) / sizeof(commit_cases[0]); i++) {
+        const raw_case *c = &commit_cases[i];
+        size_t len = c->len ? c->len : strlen(c->in);
+        /* an exact-size copy, so that ASan sees any read past the object */
+        char *copy = mcg_malloc(len ? len : 1);
+        memcpy(copy, c->in, len);
+        git_oid tree;
+        int parents = 0;
+        bool ok = mcg_pack_commit_links(&tree, count_parent, &parents, copy, len);
+        if (ok != c->ok)
+            fail_msg("commit case '%s': got %s", c->name, ok ? "ok" : "refused");
+        if (ok) {
+            assert_int_equal(parents, c->parents);
+            char hex[GIT_OID_HEXSZ + 1];
+            git_oid_tostr(hex, sizeof(hex), &tree);
+            assert_true(!strncasecmp(hex, c->in + 5, GIT_OID_HEXSZ));
+        }
+        /* without a callback too */
+        assert_int_equal(mcg_pack_commit_links(&tree, NULL, NULL, copy, len), c->ok);
+        free(copy);
+    }
+}
+
+static const raw_case tag_cases[] = {
+    {"tag", "object " H40 "\ntype commit\ntag v1\n", 0, true, 0},
+    {"object line only", "object " H40 "\n", 0, true, 0},
+    {"empty", "", 0, false, 0},
+    {"no LF", "object " H40, 0, false, 0},
+    {"misspelt", "objekt " H40 "\n", 0, false, 0},
+    {"short id", "object 0123\n", 0, false, 0},
+    {"type first", "type commit\nobject " H40 "\n", 0, false, 0},
+};
+
+static void test_tag_target(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(tag_cases) / sizeof(tag_cases[0]); i++) {
+        const raw_case *c = &tag_cases[i];
+        size_t len = strlen(c->in);
+        char *copy = mcg_malloc(len ? len : 1);
+        memcpy(copy, c->in, len);
+        git_oid id;
+        bool ok = mcg_pack_tag_target(&id, copy, len);
+        if (ok != c->ok)
+            fail_msg("tag case '%s': got %s", c->name, ok ? "ok" : "refused");
+        if (ok) {
+            git_oid want;
+            git_oid_fromstr(&want, H40);
+            assert_true(git_oid_equal(&id, &want));
+        }
+        free(copy);
+    }
+}
+
+/* A tree entry's bytes: mode, space, name, NUL, 20 id bytes (id = byte fill). */
+static size_t tree_entry(unsigned char *out, const char *mode, const char *name, unsigned char fill)
+{
+    size_t n = (size_t)sprintf((char *)out, "%s %s", mode, name);
+    out[n++] = '\0';
+    memset(out + n, fill, GIT_OID_RAWSZ);
+    return n + GIT_OID_RAWSZ;
+}
+
+typedef struct {
+    const char *name;
+    const char *mode, *entry; /* one entry; entry NULL: use raw */
+    int cut;                  /* bytes cut off the end */
+    bool ok;
+    unsigned want_mode;
+} tree_case;
+
+static const tree_case tree_cases[] = {
+    {"file", "100644", "README", 0, true, 0100644},
+    {"directory", "40000", ".mcgit", 0, true, 040000},
+    {"submodule", "160000", "vendor", 0, true, 0160000},
+    {"seven digits", "1234567", "x", 0, true, 01234567},
+    {"eight digits", "10064444", "x", 0, false, 0},
+    {"non-octal mode", "100648", "x", 0, false, 0},
+    {"empty mode", "", "x", 0, false, 0},
+    {"empty name", "100644", "", 0, false, 0},
+    {"short id", "100644", "x", 1, false, 0},
+    {"no id", "100644", "x", 20, false, 0},
+    {"no NUL", "100644", "x", 21, false, 0},
+};
+
+static void test_tree_entries(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(tree_cases) / sizeof(tree_cases[0]); i++) {
+        const tree_case *c = &tree_cases[i];
+        unsigned char buf[128];
+        size_t n = tree_entry(buf, c->mode, c->entry, 0xab) - (size_t)c->cut;
+        unsigned char *copy = mcg_malloc(n);
+        memcpy(copy, buf, n);
+        const unsigned char *p = copy;
+        mcg_pack_tree_entry e;
+        bool ok = mcg_pack_tree_entry_next(&e, &p, copy + n);
+        if (ok != c->ok)
+            fail_msg("tree case '%s': got %s", c->name, ok ? "ok" : "refused");
+        if (ok) {
+            assert_int_equal(e.mode, c->want_mode);
+            assert_int_equal(e.namelen, strlen(c->entry));
+            assert_memory_equal(e.name, c->entry, e.namelen);
+            assert_int_equal(e.id.id[0], 0xab);
+            assert_ptr_equal(p, copy + n);
+        }
+        free(copy);
+    }
+    /* Several entries in a row. */
+    unsigned char buf[256];
+    size_t n = tree_entry(buf, "40000", "a", 1);
+    n += tree_entry(buf + n, "100644", "b", 2);
+    n += tree_entry(buf + n, "120000", "c", 3);
+    const unsigned char *p = buf;
+    mcg_pack_tree_entry e;
+    for (int k = 1; k <= 3; k++) {
+        assert_true(mcg_pack_tree_entry_next(&e, &p, buf + n));
+        assert_int_equal(e.id.id[19], k);
+    }
+    assert_ptr_equal(p, buf + n);
+}
+
+static void test_parse_oid(void **state)
+{
+    (void)state;
+    git_oid id;
+    assert_true(mcg_pack_parse_oid(&id, H40));
+    assert_true(mcg_pack_parse_oid(&id, H40 " trailing"));
+    assert_false(mcg_pack_parse_oid(&id, "0123"));
+    assert_false(mcg_pack_parse_oid(&id, ""));
+    assert_false(mcg_pack_parse_oid(&id, "0123456789abcdef0123456789abcdef0123456 "));
+    assert_false(mcg_pack_parse_oid(&id, "x123456789abcdef0123456789abcdef01234567"));
+}
+
+/* ------------------------------------------------------------ delta */
+
+typedef struct {
+    const char *name;
+    unsigned char d[32];
+    size_t dlen;
+    size_t max;
+    const char *want; /* NULL: refused */
+} delta_case;
+
+/* Base "hello world" (11 bytes). */
+static const delta_case delta_cases[] = {
+    {"copy and insert", {11, 11, 0x90, 5, 6, ' ', 't', 'h', 'e', 'r', 'e'}, 11, 100, "hello there"},
+    {"copy with offset", {11, 5, 0x91, 6, 5}, 5, 100, "world"},
+    {"insert only", {11, 3, 3, 'a', 'b', 'c'}, 6, 100, "abc"},
+    {"empty result", {11, 0}, 2, 100, ""},
+    {"result exactly max", {11, 3, 3, 'a', 'b', 'c'}, 6, 3, "abc"},
+    {"oversize", {11, 3, 3, 'a', 'b', 'c'}, 6, 2, NULL},
+    {"wrong base size", {10, 3, 3, 'a', 'b', 'c'}, 6, 100, NULL},
+    {"truncated insert", {11, 3, 3, 'a', 'b'}, 5, 100, NULL},
+    {"truncated copy operands", {11, 5, 0x91, 6}, 4, 100, NULL},
+    {"truncated header", {11}, 1, 100, NULL},
+    {"unterminated size", {0x8b}, 1, 100, NULL},
+    {"copy past the base", {11, 5, 0x91, 8, 5}, 5, 100, NULL},
+    {"copy offset past the base", {11, 1, 0x91, 12, 1}, 5, 100, NULL},
+    {"copy length 0 is 0x10000", {11, 5, 0x80}, 3, 100, NULL},
+    {"copy longer than the result", {11, 2, 0x90, 5}, 4, 100, NULL},
+    {"insert longer than the result", {11, 2, 3, 'a', 'b', 'c'}, 6, 100, NULL},
+    {"result shorter than announced", {11, 6, 0x90, 5}, 4, 100, NULL},
+    {"opcode 0", {11, 1, 0, 1, 'a'}, 5, 100, NULL},
+    {"huge offset bytes", {11, 1, 0x8f, 0xff, 0xff, 0xff, 0xff, 0x10, 1}, 8, 100, NULL},
+};
+
+static void test_delta_apply(void **state)
+{
+    (void)state;
+    const unsigned char base[] = "hello world";
+    for (size_t i = 0; i < sizeof(delta_cases) / sizeof(delta_cases[0]); i++) {
+        const delta_case *c = &delta_cases[i];
+        unsigned char *d = mcg_malloc(c->dlen ? c->dlen : 1);
+        memcpy(d, c->d, c->dlen);
+        unsigned char *b = mcg_malloc(11);
+        memcpy(b, base, 11);
+        size_t len = 12345;
+        unsigned char *out = mcg_pack_delta_apply(&len, b, 11, d, c->dlen, c->max);
+        if (!c->want && out)
+            fail_msg("delta case '%s' was applied", c->name);
+        if (c->want && !out)
+            fail_msg("delta case '%s' was refused", c->name);
+        if (out) {
+            assert_int_equal(len, strlen(c->want));
+            assert_memory_equal(out, c->want, len);
+        }
+        free(out);
+        free(b);
+        free(d);
+    }
+}
+
+/* ------------------------------------------------------------ ids */
+
+static void test_oidmap(void **state)
+{
+    (void)state;
+    mcg_oidmap m = {0};
+    git_oid id;
+    uint64_t v = 0;
+    memset(&id, 0, sizeof(id));
+    assert_false(mcg_oidmap_get(&m, &id, &v)); /* empty: no table yet */
+    for (uint32_t i = 0; i < 20000; i++) {
+        memset(&id, 0, sizeof(id));
+        memcpy(id.id + 16, &i, sizeof(i)); /* equal first 8 bytes: all hash alike */
+        assert_true(mcg_oidmap_put(&m, &id, i * 3u));
+    }
+    assert_int_equal(m.n, 20000);
+    for (uint32_t i = 0; i < 20000; i++) {
+        memset(&id, 0, sizeof(id));
+        memcpy(id.id + 16, &i, sizeof(i));
+        assert_true(mcg_oidmap_get(&m, &id, &v));
+        assert_int_equal(v, i * 3u);
+        assert_false(mcg_oidmap_put(&m, &id, 7)); /* there already: value kept */
+        assert_true(mcg_oidmap_get(&m, &id, NULL));
+    }
+    assert_true(mcg_oidmap_get(&m, &id, &v));
+    assert_int_equal(v, 19999u * 3u);
+    memset(&id, 0xff, sizeof(id));
+    assert_false(mcg_oidmap_get(&m, &id, NULL));
+    mcg_oidmap_reserve(&m, 100000); /* growing keeps every entry */
+    assert_int_equal(m.n, 20000);
+    assert_true(m.cap >= 2 * 120000);
+    mcg_oidmap_free(&m);
+    assert_int_equal(m.n, 0);
+    assert_false(mcg_oidmap_get(&m, &id, NULL));
+}
+
+static void test_oidv(void **state)
+{
+    (void)state;
+    mcg_oidv a = {0};
+    git_oid id;
+    for (int round = 0; round < 3; round++)
+        for (int i = 999; i >= 0; i--) {
+            memset(&id, 0, sizeof(id));
+            id.id[0] = (unsigned char)(i >> 8);
+            id.id[1] = (unsigned char)i;
+            mcg_oidv_push(&a, &id);
+        }
+    assert_int_equal(a.n, 3000);
+    mcg_oidv_sort(&a);
+    assert_int_equal(a.n, 1000);
+    for (size_t i = 1; i < a.n; i++)
+        assert_true(git_oid_cmp(&a.v[i - 1], &a.v[i]) < 0);
+    assert_true(mcg_oidv_has(&a, &a.v[500]));
+    memset(&id, 0xee, sizeof(id));
+    assert_false(mcg_oidv_has(&a, &id));
+    mcg_oidv_free(&a);
+    assert_false(mcg_oidv_has(&a, &id));
+    mcg_oidv_sort(&a); /* empty: nothing to do */
+}
+
+/* ------------------------------------------------------------ a real pack */
+
+typedef struct fixture {
+    char dir[256];
+    git_repository *repo;
+    git_oid commits[8];
+    size_t ncommits;
+    git_oid signers_blob; /* .mcgit/allowed_signers of the last commit */
+    git_oid signed_root;  /* its root tree */
+    git_oid plain_root;   /* the first commit's root tree: no .mcgit */
+    git_oid readme_last;  /* README's blob in the last commit */
+    mcg_buf pack;         /* the packbuilder's stream of every object */
+    size_t nobjects;
+} fixture;
+
+static void rm_rf(const char *path)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+    assert_int_equal(system(cmd), 0);
+}
+
+static git_oid blob(git_repository *repo, const char *text, size_t len)
+{
+    git_oid id;
+    assert_int_equal(git_blob_create_from_buffer(&id, repo, text, len), 0);
+    return id;
+}
+
+/* A root tree: README (text), and when signers: .mcgit/allowed_signers. */
+static git_oid root_tree(fixture *f, const char *readme, size_t len, const char *signers)
+{
+    git_treebuilder *tb = NULL;
+    git_oid id, readme_id = blob(f->repo, readme, len);
+    assert_int_equal(git_treebuilder_new(&tb, f->repo, NULL), 0);
+    if (signers) {
+        git_treebuilder *sub = NULL;
+        git_oid sub_id;
+        f->signers_blob = blob(f->repo, signers, strlen(signers));
+        assert_int_equal(git_treebuilder_new(&sub, f->repo, NULL), 0);
+        assert_int_equal(git_treebuilder_insert(NULL, sub, "allowed_signers", &f->signers_blob,
+                                                GIT_FILEMODE_BLOB),
+                         0);
+        assert_int_equal(git_treebuilder_write(&sub_id, sub), 0);
+        git_treebuilder_free(sub);
+        assert_int_equal(git_treebuilder_insert(NULL, tb, ".mcgit", &sub_id, GIT_FILEMODE_TREE), 0);
+    }
+    assert_int_equal(git_treebuilder_insert(NULL, tb, "README", &readme_id, GIT_FILEMODE_BLOB), 0);
+    assert_int_equal(git_treebuilder_write(&id, tb), 0);
+    git_treebuilder_free(tb);
+    f->readme_last = readme_id;
+    return id;
+}
+
+static int collect_stream(void *buf, size_t size, void *payload)
+{
+    mcg_buf_put(payload, buf, size);
+    return 0;
+}
+
+/*
+ * A bare repository with 6 signed commits, each changing a few lines of an
+ * 8 KB README (so the packbuilder makes deltas); the last three carry
+ * .mcgit/allowed_signers. Its objects are streamed into f->pack.
+ */
+static int setup_repo(void **state)
+{
+    fixture *f = mcg_calloc(1, sizeof(*f));
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(f->dir, sizeof(f->dir), "%s/mcgit-test-pack-XXXXXX", tmp);
+    assert_non_null(mkdtemp(f->dir));
+    git_libgit2_init();
+    assert_int_equal(git_repository_init(&f->repo, f->dir, 1), 0);
+    mcg_sshkey key;
+    mcg_sshkey_generate(&key);
+    char text[8192];
+    for (size_t i = 0; i < sizeof(text); i++)
+        text[i] = (char)('a' + (i * 7 + i / 64) % 26);
+    for (size_t i = 63; i < sizeof(text); i += 64)
+        text[i] = '\n';
+    git_signature *sig = NULL;
+    assert_int_equal(git_signature_new(&sig, "T", "t@example.com", 1700000000, 0), 0);
+    for (size_t c = 0; c < 6; c++) {
+        memset(text + 640 * c, 'A' + (int)c, 40);
+        git_oid tree_id =
+            root_tree(f, text, sizeof(text), c >= 3 ? "t@example.com ssh-ed25519 AAAA\n" : NULL);
+        if (c == 0)
+            f->plain_root = tree_id;
+        f->signed_root = tree_id;
+        git_tree *tree = NULL;
+        git_commit *parent = NULL;
+        git_buf buf = GIT_BUF_INIT;
+        assert_int_equal(git_tree_lookup(&tree, f->repo, &tree_id), 0);
+        if (c)
+            assert_int_equal(git_commit_lookup(&parent, f->repo, &f->commits[c - 1]), 0);
+        char msg[32];
+        snprintf(msg, sizeof(msg), "commit %zu\n", c);
+        assert_int_equal(git_commit_create_buffer(&buf, f->repo, sig, sig, NULL, msg, tree,
+                                                  c ? 1 : 0, (const git_commit **)&parent),
+                         0);
+        char *armored = mcg_sshsig_sign(&key, buf.ptr, buf.size);
+        assert_int_equal(
+            git_commit_create_with_signature(&f->commits[c], f->repo, buf.ptr, armored, "gpgsig"),
+            0);
+        free(armored);
+        git_buf_dispose(&buf);
+        git_commit_free(parent);
+        git_tree_free(tree);
+        f->ncommits++;
+    }
+    git_signature_free(sig);
+    mcg_sshkey_wipe(&key);
+    git_packbuilder *pb = NULL;
+    assert_int_equal(git_packbuilder_new(&pb, f->repo), 0);
+    for (size_t c = 0; c < f->ncommits; c++)
+        assert_int_equal(git_packbuilder_insert_commit(pb, &f->commits[c]), 0);
+    assert_int_equal(git_packbuilder_foreach(pb, collect_stream, &f->pack), 0);
+    f->nobjects = git_packbuilder_object_count(pb);
+    git_packbuilder_free(pb);
+    *state = f;
+    return 0;
+}
+
+static int teardown_repo(void **state)
+{
+    fixture *f = *state;
+    git_repository_free(f->repo);
+    git_libgit2_shutdown();
+    rm_rf(f->dir);
+    mcg_buf_free(&f->pack);
+    free(f);
+    return 0;
+}
+
+/* in_pack for the scan: ids in the repo, except one left out (may be NULL). */
+typedef struct in_repo {
+    git_odb *odb;
+    const git_oid *except;
+} in_repo;
+
+static bool in_repo_cb(const git_oid *id, void *ctx)
+{
+    in_repo *r = ctx;
+    return !(r->except && git_oid_equal(id, r->except)) && git_odb_exists(r->odb, id);
+}
+
+/* Scan data in chunks of at most step bytes. */
+static mcg_packscan *scan(const unsigned char *data, size_t len, size_t step)
+{
+    mcg_pack_scanner *p = mcg_pack_scan_start();
+    for (size_t off = 0; off < len; off += step)
+        mcg_pack_scan_feed(p, data + off, len - off < step ? len - off : step);
+    return mcg_pack_scan_finish(p);
+}
+
+static void test_scan_whole(void **state)
+{
+    fixture *f = *state;
+    const size_t steps[] = {f->pack.len, 4096, 7, 1};
+    git_odb *odb = NULL, *empty = NULL;
+    assert_int_equal(git_repository_odb(&odb, f->repo), 0);
+    assert_int_equal(git_odb_new(&empty), 0);
+    for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+        mcg_packscan *s = scan((unsigned char *)f->pack.ptr, f->pack.len, steps[k]);
+        in_repo all = {odb, NULL};
+        assert_non_null(s);
+        /* every commit signature is checked (crypto only: the memo) */
+        assert_int_equal(mcg_packscan_checked(s), f->ncommits);
+        assert_int_equal(mcg_sigmemo_count(mcg_packscan_memo(s)), f->ncommits);
+        mcg_packscan_confirm(s, in_repo_cb, &all, odb);
+        assert_true(mcg_packscan_complete(s));
+        /* connected: every link in the pack */
+        const git_oid *by = NULL, *missing = NULL;
+        assert_int_equal(mcg_packscan_connected(s, in_repo_cb, &all, empty, &by, &missing), 0);
+        /* ... and not when a blob is said to be missing: named with the tree that needs it */
+        in_repo but = {odb, &f->readme_last};
+        assert_int_equal(mcg_packscan_connected(s, in_repo_cb, &but, empty, &by, &missing), 1);
+        assert_true(git_oid_equal(missing, &f->readme_last));
+        assert_non_null(by);
+        assert_true(git_oid_equal(by, &f->signed_root));
+        /* the signer file hints */
+        bool present = true;
+        git_oid blob_id;
+        assert_true(mcg_packscan_signers(s, &f->signed_root, &present, &blob_id));
+        assert_true(present);
+        assert_true(git_oid_equal(&blob_id, &f->signers_blob));
+        assert_true(mcg_packscan_signers(s, &f->plain_root, &present, &blob_id));
+        assert_false(present);
+        git_oid unknown;
+        memset(&unknown, 0x42, sizeof(unknown));
+        assert_false(mcg_packscan_signers(s, &unknown, &present, &blob_id));
+        /* the backend serves the commits, byte for byte */
+        git_odb_backend *be = NULL;
+        assert_int_equal(mcg_packscan_backend(&be, s), 0);
+        assert_non_null(be);
+        for (size_t c = 0; c < f->ncommits; c++) {
+            void *data = NULL;
+            size_t len = 0;
+            git_object_t type;
+            git_odb_object *obj = NULL;
+            assert_int_equal(be->read(&data, &len, &type, be, &f->commits[c]), 0);
+            assert_int_equal(git_odb_read(&obj, odb, &f->commits[c]), 0);
+            assert_int_equal(type, GIT_OBJECT_COMMIT);
+            assert_int_equal(len, git_odb_object_size(obj));
+            assert_memory_equal(data, git_odb_object_data(obj), len);
+            assert_int_equal(be->exists(be, &f->commits[c]), 1);
+            git_odb_object_free(obj);
+            git_odb_backend_data_free(be, data);
+        }
+        assert_int_equal(be->exists(be, &unknown), 0);
+        be->free(be);
+        mcg_packscan_free(s);
+    }
+    git_odb_free(empty);
+    git_odb_free(odb);
+}
+
+/* An id the indexer did not write leaves the scan incomplete: nothing it knows is used. */
+static void test_scan_unconfirmed(void **state)
+{
+    fixture *f = *state;
+    git_odb *odb = NULL;
+    assert_int_equal(git_repository_odb(&odb, f->repo), 0);
+    mcg_packscan *s = scan((unsigned char *)f->pack.ptr, f->pack.len, 65536);
+    in_repo but = {odb, &f->signed_root};
+    mcg_packscan_confirm(s, in_repo_cb, &but, odb);
+    assert_false(mcg_packscan_complete(s));
+    bool present;
+    git_oid blob_id;
+    assert_false(mcg_packscan_signers(s, &f->signed_root, &present, &blob_id));
+    git_odb_backend *be = (git_odb_backend *)1;
+    assert_int_equal(mcg_packscan_backend(&be, s), 0);
+    assert_null(be);
+    mcg_packscan_free(s);
+    git_odb_free(odb);
+}
+
+/* Damaged and truncated packs: never complete, never a crash. */
+static void test_scan_damaged(void **state)
+{
+    fixture *f = *state;
+    git_odb *odb = NULL;
+    assert_int_equal(git_repository_odb(&odb, f->repo), 0);
+    in_repo all = {odb, NULL};
+    unsigned char *copy = mcg_malloc(f->pack.len);
+    /* every truncation at a stride, and a few flipped bytes */
+    for (size_t len = 0; len < f->pack.len - GIT_OID_RAWSZ; len += 97) {
+        memcpy(copy, f->pack.ptr, len);
+        mcg_packscan *s = scan(copy, len, 1000);
+        mcg_packscan_confirm(s, in_repo_cb, &all, odb);
+        assert_false(mcg_packscan_complete(s));
+        mcg_packscan_free(s);
+    }
+    for (size_t at = 12; at < f->pack.len - GIT_OID_RAWSZ; at += f->pack.len / 23) {
+        memcpy(copy, f->pack.ptr, f->pack.len);
+        copy[at] ^= 0x5a;
+        mcg_packscan *s = scan(copy, f->pack.len, 333);
+        mcg_packscan_confirm(s, in_repo_cb, &all, odb); /* complete or not; no crash */
+        mcg_packscan_free(s);
+    }
+    /* not a pack at all */
+    mcg_packscan *s = scan((const unsigned char *)"PACK\0\0\0\x09garbage", 15, 15);
+    assert_false(mcg_packscan_complete(s));
+    assert_int_equal(mcg_packscan_checked(s), 0);
+    mcg_packscan_free(s);
+    /* abort without finishing, and NULL everywhere */
+    mcg_pack_scanner *p = mcg_pack_scan_start();
+    mcg_pack_scan_feed(p, f->pack.ptr, f->pack.len / 2);
+    mcg_pack_scan_abort(p);
+    mcg_pack_scan_abort(NULL);
+    assert_null(mcg_pack_scan_finish(NULL));
+    mcg_packscan_free(NULL);
+    assert_int_equal(mcg_packscan_checked(NULL), 0);
+    assert_false(mcg_packscan_complete(NULL));
+    free(copy);
+    git_odb_free(odb);
+}
+
+/* Index the pack file at path into dir with libgit2; its object count. */
+static size_t index_file(const char *path, const char *dir)
+{
+    git_indexer *idx = NULL;
+    git_indexer_options o = GIT_INDEXER_OPTIONS_INIT;
+    git_indexer_progress st = {0};
+    FILE *fp = fopen(path, "rb");
+    unsigned char buf[4096];
+    size_t n;
+    assert_non_null(fp);
+    assert_int_equal(git_indexer_new(&idx, dir, 0644, NULL, &o), 0);
+    while ((n = fread(buf, 1, sizeof(buf), fp)) > 0)
+        assert_int_equal(git_indexer_append(idx, buf, n, &st), 0);
+    fclose(fp);
+    assert_int_equal(git_indexer_commit(idx, &st), 0);
+    git_indexer_free(idx);
+    return st.total_objects;
+}
+
+static void test_writer(void **state)
+{
+    fixture *f = *state;
+    char path[512], dir[512];
+    snprintf(path, sizeof(path), "%s/out.pack", f->dir);
+    snprintf(dir, sizeof(dir), "%s/idx1", f->dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    mcg_pack_writer *w = NULL;
+    mcg_err err = {0};
+    assert_int_equal(mcg_pack_writer_new(&w, fd, &err), 0);
+    /* in uneven pieces, as libgit2 hands them over */
+    for (size_t off = 0, step = 1; off < f->pack.len; off += step, step = step * 3 % 1000 + 1)
+        assert_int_equal(
+            mcg_pack_writer_stream(w, f->pack.ptr + off,
+                                   f->pack.len - off < step ? f->pack.len - off : step),
+            0);
+    assert_true(mcg_pack_writer_done(w));
+    assert_null(mcg_pack_writer_failure(w));
+    assert_int_equal(mcg_pack_writer_errno(w), 0);
+    assert_true(w->ofs > 0); /* libgit2's REF_DELTAs became OFS_DELTAs */
+    assert_int_equal(w->refs, 0);
+    assert_true(mcg_pack_writer_written(w) < f->pack.len);
+    close(fd);
+    /* data after the end is refused */
+    assert_int_not_equal(mcg_pack_writer_stream(w, "x", 1), 0);
+    assert_non_null(mcg_pack_writer_failure(w));
+    mcg_pack_writer_free(w);
+    mcg_pack_writer_free(NULL);
+    assert_int_equal(index_file(path, dir), f->nobjects);
+
+    /* a stream that is not a pack */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(mcg_pack_writer_new(&w, fd, &err), 0);
+    assert_int_not_equal(mcg_pack_writer_stream(w, "PACK\0\0\0\3\0\0\0\1", 12), 0);
+    assert_non_null(mcg_pack_writer_failure(w));
+    mcg_pack_writer_free(w);
+    close(fd);
+}
+
+static void test_reuse(void **state)
+{
+    fixture *f = *state;
+    char packdir[512], path[512], dir[512];
+    snprintf(packdir, sizeof(packdir), "%s/objects/pack", f->dir);
+    snprintf(path, sizeof(path), "%s/reused.pack", f->dir);
+    snprintf(dir, sizeof(dir), "%s/idx2", f->dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_null(mcg_pack_reuse_open(packdir)); /* no pack yet */
+    git_packbuilder *pb = NULL;
+    assert_int_equal(git_packbuilder_new(&pb, f->repo), 0);
+    for (size_t c = 0; c < f->ncommits; c++)
+        assert_int_equal(git_packbuilder_insert_commit(pb, &f->commits[c]), 0);
+    assert_int_equal(git_packbuilder_write(pb, packdir, 0644, NULL, NULL), 0);
+    git_packbuilder_free(pb);
+
+    mcg_pack_reuse *r = mcg_pack_reuse_open(packdir);
+    assert_non_null(r);
+    git_odb *odb = NULL;
+    assert_int_equal(git_repository_odb(&odb, f->repo), 0);
+    mcg_pack_place *v = mcg_calloc(f->nobjects, sizeof(*v));
+    size_t n = 0;
+    /* every object of the fixture, found in the pack */
+    mcg_packscan *s = scan((unsigned char *)f->pack.ptr, f->pack.len, 65536);
+    for (size_t i = 0; i < s->ids.cap; i++)
+        if (s->ids.used[i])
+            v[n++].id = s->ids.keys[i];
+    git_oid blobs[2] = {f->readme_last, f->signers_blob};
+    for (size_t i = 0; i < 2; i++)
+        v[n++].id = blobs[i];
+    mcg_packscan_free(s);
+    for (size_t i = 0; i < n; i++)
+        assert_true(mcg_pack_reuse_find(r, &v[i]));
+    mcg_pack_place nowhere;
+    memset(&nowhere, 0x17, sizeof(nowhere));
+    assert_false(mcg_pack_reuse_find(r, &nowhere));
+    assert_int_equal(nowhere.pack, -1);
+    mcg_pack_reuse_order(v, n);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    mcg_pack_writer *w = NULL;
+    mcg_err err = {0};
+    assert_int_equal(mcg_pack_writer_new(&w, fd, &err), 0);
+    assert_int_equal(mcg_pack_writer_begin(w, (uint32_t)n), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(mcg_pack_reuse_copy(w, r, &v[i], odb, &err), 0);
+    assert_int_equal(mcg_pack_writer_end(w), 0);
+    mcg_pack_writer_free(w);
+    close(fd);
+    assert_int_equal(index_file(path, dir), n);
+    free(v);
+    git_odb_free(odb);
+    mcg_pack_reuse_free(r);
+    mcg_pack_reuse_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_commit_links),
+        cmocka_unit_test(test_tag_target),
+        cmocka_unit_test(test_tree_entries),
+        cmocka_unit_test(test_parse_oid),
+        cmocka_unit_test(test_delta_apply),
+        cmocka_unit_test(test_oidmap),
+        cmocka_unit_test(test_oidv),
+        cmocka_unit_test_setup_teardown(test_scan_whole, setup_repo, teardown_repo),
+        cmocka_unit_test_setup_teardown(test_scan_unconfirmed, setup_repo, teardown_repo),
+        cmocka_unit_test_setup_teardown(test_scan_damaged, setup_repo, teardown_repo),
+        cmocka_unit_test_setup_teardown(test_writer, setup_repo, teardown_repo),
+        cmocka_unit_test_setup_teardown(test_reuse, setup_repo, teardown_repo),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
