@@ -63,19 +63,19 @@ static int run(int argc, char **argv)
     mcg_repo *r = NULL;
     mcg_ssh_signer signer = {0};
     mcg_rollback_result res = {0};
+    char target[MCG_SHA_HEX + 1] = "";
     int rc = mcg_repo_open(&r, repo, &err);
-    if (!rc) {
-        /* an unknown REV is refused before asking for a key */
-        char target[MCG_SHA_HEX + 1];
+    /* an unknown REV is refused before asking for a key; then the source
+     * commit it names is the REV (found once, however it was named) */
+    if (!rc)
         rc = mcg_gitops_rollback_target(target, r, argv[optind], &err);
-    }
     if (!rc)
         rc = mcg_ssh_signer_init(&signer, r, key, &err);
     if (!rc) {
         mcg_rollback_opts o = {0};
         o.sign = mcg_ssh_signer_sign;
         o.sign_ctx = &signer;
-        rc = mcg_gitops_rollback(&res, r, argv[optind], &o, &err);
+        rc = mcg_gitops_rollback(&res, r, target, &o, &err);
     }
     if (rc) {
         mcg_cli_error("rollback", "%s", err.msg);
@@ -87,8 +87,9 @@ static int run(int argc, char **argv)
                 printf("    %s: %s -> %s%s\n", pool, from, to,
                        strcmp(from, to) ? "" : " (unchanged)");
         }
-        fprintf(stderr, "mcgit rollback: committed on %s%s; push it (git push) to the repository "
-                        "the controller reads, or bundle it to an air-gapped site\n",
+        fprintf(stderr, "mcgit rollback: committed on %s%s; push it to the repository the "
+                        "controller reads (unless this is it), or bundle it for an air-gapped "
+                        "site\n",
                 mcg_repo_source_branch(r), res.checked_out ? " (work tree updated)" : "");
     }
     mcg_rollback_result_free(&res);
