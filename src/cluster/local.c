@@ -17,6 +17,10 @@
  *
  * DIR and its subdirectories are created by the first write; reading a DIR
  * that does not exist is an error, so a mistyped --cluster creates nothing.
+ *
+ * Names reach these ops already checked by the wrappers (cluster.c), so they
+ * are safe in paths; only names read back from DIR (a listing) are checked
+ * here. The backend has no leader election: one controller per DIR.
  */
 #include "cluster/cluster_int.h"
 #include "fsio/fsio.h"
