@@ -74,7 +74,7 @@ static json_t *pool_object(const mcg_pool *p, const mcg_pool_status *st, const j
                            int64_t now)
 {
     char ts[32];
-    mcg_time_format(now, ts);
+    mcg_time_iso(ts, now);
     json_t *md = json_object();
     json_object_set_new(md, "name", json_string(p->name));
     json_t *pc = json_object_get(json_object_get(prev, "metadata"), "creationTimestamp");

@@ -259,10 +259,24 @@ bool mcg_parse_u64(const char *s, uint64_t *out)
 
 char *mcg_time_iso(char out[32], int64_t t)
 {
-    struct tm tm;
-    time_t tt = (time_t)t;
-    if (!gmtime_r(&tt, &tm) || strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(out, 32, "@%lld", (long long)t);
+    /* civil_from_days (H. Hinnant): any int64 instant, no libc time zone */
+    int64_t days = t / 86400, secs = t % 86400;
+    if (secs < 0) {
+        secs += 86400;
+        days--;
+    }
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = (int64_t)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    unsigned d = doy - (153 * mp + 2) / 5 + 1;
+    unsigned m = mp < 10 ? mp + 3 : mp - 9;
+    y += m <= 2;
+    snprintf(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)y, m, d,
+             (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60), (unsigned)(secs % 60));
     return out;
 }
 
