@@ -147,11 +147,10 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
             const char *type = json_string_value(json_object_get(c, "type"));
             const char *st = json_string_value(json_object_get(c, "status"));
             const char *msg = json_string_value(json_object_get(c, "message"));
+            const char *pool =
+                json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
             if (type && st && !strcmp(type, "SourceStale") && !strcmp(st, "True"))
-                mcg_buf_printf(out, "%s: SourceStale: %s\n",
-                               json_string_value(json_object_get(json_object_get(p, "metadata"),
-                                                                 "name")),
-                               msg ? msg : "");
+                mcg_buf_printf(out, "%s: SourceStale: %s\n", pool ? pool : "?", msg ? msg : "");
         }
     }
     mcg_strv_free(&t.cells);
