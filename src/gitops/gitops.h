@@ -83,6 +83,11 @@ const char *mcg_repo_rendered_branch(const mcg_repo *r);
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err);
 /* The committer time of commit sha in *t; 0, or MCG_ENOTFOUND. */
 int mcg_gitops_commit_time(int64_t *t, mcg_repo *r, const char *sha);
+/*
+ * `git reset --hard REV` in the work tree at path (the demo drops a commit
+ * it was shown refused). Refs, index and work tree move together.
+ */
+int mcg_gitops_reset_hard(const char *path, const char *rev, mcg_err *err);
 /* Is a a descendant of (or equal to) b? */
 bool mcg_repo_descends(const mcg_repo *r, const char *a, const char *b);
 

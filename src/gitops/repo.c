@@ -137,6 +137,22 @@ int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 
     return rc;
 }
 
+int mcg_gitops_reset_hard(const char *path, const char *rev, mcg_err *err)
+{
+    git_repository *g = NULL;
+    git_object *target = NULL;
+    int rc = 0;
+    git_libgit2_init();
+    if (git_repository_open_ext(&g, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0 ||
+        git_revparse_single(&target, g, rev) != 0 ||
+        git_reset(g, target, GIT_RESET_HARD, NULL) != 0)
+        rc = mcg_git_err(err, path);
+    git_object_free(target);
+    git_repository_free(g);
+    git_libgit2_shutdown();
+    return rc;
+}
+
 int mcg_gitops_commit_time(int64_t *t, mcg_repo *r, const char *sha)
 {
     git_oid oid;
