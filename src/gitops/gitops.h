@@ -88,6 +88,12 @@ int mcg_gitops_commit_time(int64_t *t, mcg_repo *r, const char *sha);
  * it was shown refused). Refs, index and work tree move together.
  */
 int mcg_gitops_reset_hard(const char *path, const char *rev, mcg_err *err);
+/*
+ * The tip of the source branch of the repository at path, when it has one
+ * and no remote (a repo operators push to directly); false otherwise, or
+ * when it cannot be opened. Cheap enough to call every second.
+ */
+bool mcg_gitops_source_tip(const char *path, char sha[MCG_SHA_HEX + 1]);
 /* Is a a descendant of (or equal to) b? */
 bool mcg_repo_descends(const mcg_repo *r, const char *a, const char *b);
 

@@ -137,6 +137,21 @@ int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 
     return rc;
 }
 
+bool mcg_gitops_source_tip(const char *path, char sha[MCG_SHA_HEX + 1])
+{
+    mcg_repo *r = NULL;
+    git_strarray remotes = {0};
+    bool ok = false;
+    sha[0] = '\0';
+    if (!path || mcg_repo_open(&r, path, NULL) != 0)
+        return false;
+    if (git_remote_list(&remotes, r->git) == 0 && remotes.count == 0)
+        ok = mcg_repo_resolve(r, r->source_branch, sha, NULL) == 0;
+    git_strarray_dispose(&remotes);
+    mcg_repo_free(r);
+    return ok;
+}
+
 int mcg_gitops_reset_hard(const char *path, const char *rev, mcg_err *err)
 {
     git_repository *g = NULL;
