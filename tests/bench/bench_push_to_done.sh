@@ -18,7 +18,7 @@ cmake --build "$B" -j"$(nproc)" --target mcgit >/dev/null
 M=$B/mcgit
 T=$(mktemp -d "${TMPDIR:-/tmp}/mcgit-bench.XXXXXX")
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$T"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$T"' EXIT
 export HOME="$T/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C TZ=UTC
 mkdir -p "$HOME"
 git config --global user.name Bench; git config --global user.email b@example.com

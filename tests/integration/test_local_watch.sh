@@ -33,7 +33,7 @@ done
 sleep 2 # its first pass finds nothing new
 write_mc "$R" 10-worker worker /etc/demo.conf v2
 scommit "$R" op "v2" # the push: the controller looks at the branch every second
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$T"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$T"' EXIT
 V2=""
 for _ in $(seq 300); do
   V2=$("$MCGIT" status --cluster "$CL" -o json | jq -r '.items[] | select(.metadata.name=="worker") | .spec.configuration.name // empty')
