@@ -95,6 +95,8 @@ typedef struct mcg_bundle_report {
     bool imported;     /* refs were moved (import only) */
     bool rendered;     /* the source branch's new tip was rendered */
     mcg_render_result render;
+    mcg_plan *plan; /* what the new source tip does (gitops/plan.c), NULL when the bundle
+                       brings none or was refused first; owned, freed with the report */
 } mcg_bundle_report;
 
 void mcg_bundle_report_free(mcg_bundle_report *rep);

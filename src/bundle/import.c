@@ -76,6 +76,7 @@ void mcg_bundle_report_free(mcg_bundle_report *rep)
     }
     free(rep->refs);
     mcg_strv_free(&rep->prerequisites);
+    mcg_plan_free(rep->plan);
     memset(rep, 0, sizeof(*rep));
 }
 
@@ -267,8 +268,11 @@ static int refuse_verdicts(const mcg_bundle_report *rep, mcg_err *err)
     return 0;
 }
 
-/* Step: the new source tip must render, as `mcgit render --repo` will. */
-static int check_render(session *s, mcg_err *err)
+/*
+ * Step: the new source tip must render, as `mcgit render --repo` will; its
+ * plan (against the rendered branch as it is now) goes to rep->plan.
+ */
+static int check_render(session *s, mcg_bundle_report *rep, mcg_err *err)
 {
     mcg_model *m = NULL;
     mcg_render *out = NULL;
@@ -280,6 +284,8 @@ static int check_render(session *s, mcg_err *err)
         mcg_render_model(&out, m, &diags) != 0)
         rc = mcg_err_set(err, MCG_EINVAL, "commit %s does not render: %s", s->source_tip,
                          diags.count ? diags.msgs[0] : err->msg);
+    else if ((rc = mcg_gitops_plan_make(&rep->plan, &s->q, s->source_tip, m, out, err)) == 0)
+        m = NULL, out = NULL; /* transferred */
     mcg_render_free(out);
     mcg_model_free(m);
     mcg_diags_free(&diags);
@@ -321,7 +327,7 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
         (rc = plan_refs(s, rep, r, want, tips, root, err)) != 0 ||
         (rc = mcg_bundle_verify_all(&s->q, &s->q2, rep, want, tips, rep->nrefs, &pack, root,
                                     &s->hints, prog, err)) != 0 ||
-        (rc = refuse_verdicts(rep, err)) != 0 || (rc = check_render(s, err)) != 0)
+        (rc = refuse_verdicts(rep, err)) != 0 || (rc = check_render(s, rep, err)) != 0)
         goto out;
     rep->accepted = true;
 out:

@@ -30,7 +30,8 @@ extern int mcg_verbosity;
 /* "mcgit CMD: message" on stderr. */
 void mcg_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mcg_cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Print usage for cmd to stderr (after a bad option) and return 2. */
+/* After a bad option or argument: the reason (fmt, when given) and a hint
+ * "see 'mcgit help CMD'" on stderr, one line each; returns 2. */
 int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Print cmd's help to stdout and return 0. */
@@ -42,6 +43,12 @@ void mcg_cli_diags(const char *cmd, const mcg_diags *d);
 
 
 /*
+ * The cluster to use: opt (--cluster C) when given, else $MCGIT_CLUSTER when
+ * set and non-empty, else NULL.
+ */
+const char *mcg_cli_cluster(const char *opt);
+
+/*
  * Load the trust root from --trust FILE and, when revoked is non-NULL and
  * non-empty, attach the revocation list --revoked FILE (a KRL or a plain key
  * list) to it. *out is NULL on failure.
@@ -49,6 +56,10 @@ void mcg_cli_diags(const char *cmd, const mcg_diags *d);
 struct mcg_signers;
 int mcg_cli_load_trust(struct mcg_signers **out, const char *path, const char *revoked,
                        mcg_err *err);
+/* A plan as `mcgit plan` prints it (text) to stdout: a header line, then
+ * mcg_plan_lines (cmd_plan.c). */
+struct mcg_plan;
+void mcg_cli_print_plan(const struct mcg_plan *p);
 /* The tables (or -o json) of `mcgit status pools|nodes`, into out. */
 struct mcg_cluster;
 int mcg_cli_status_pools(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);

@@ -21,7 +21,8 @@ const mcg_cmd mcg_cmd_agent = {
     "                   [--once] [--interval SECONDS] [--force]\n"
     "                   [--reboot-command CMD] [--systemctl CMD] [--host-exec PREFIX]\n"
     "\n"
-    "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG): when its\n"
+    "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG; without\n"
+    "--cluster, $MCGIT_CLUSTER): when its\n"
     "desiredConfig differs from the config on disk, fetch the rendered config\n"
     "(refused unless its bytes match the hash in its name), cordon and drain when\n"
     "the disruption policy needs it, write files, units and core's SSH keys\n"
@@ -132,6 +133,7 @@ static int run(int argc, char **argv)
             return mcg_cli_usage_error(&mcg_cmd_agent, NULL);
         }
     }
+    cluster = mcg_cli_cluster(cluster);
     if (!o.node || !cluster || optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_agent, "--node and --cluster are required");
     if (o.root && !*o.root)

@@ -34,8 +34,10 @@ const mcg_cmd mcg_cmd_bundle = {
     "\n"
     "verify   report what `import` would do, changing nothing: each ref's old\n"
     "         and new value, every new commit with its signer (principal and key\n"
-    "         fingerprint), and whether the bundle would be accepted (exit 0) or\n"
-    "         refused (exit 1, with the reason).\n"
+    "         fingerprint), the plan of the new source tip (as `mcgit plan`\n"
+    "         prints it: per pool old -> new, the changes and their disruption\n"
+    "         actions), and whether the bundle would be accepted (exit 0) or\n"
+    "         refused (exit 1, with the reason). import prints the same plan.\n"
     "\n"
     "import   check the header and that every prerequisite is present; index\n"
     "         the pack into a quarantine object directory; verify every new\n"
@@ -311,6 +313,8 @@ static int do_check(int argc, char **argv, bool import)
     }
     if (!import) {
         print_report(&rep, file);
+        if (rep.plan)
+            mcg_cli_print_plan(rep.plan);
         if (rep.version)
             printf("%s\n", rc ? "refused" : "accepted");
     } else if (rep.imported) {
@@ -324,6 +328,8 @@ static int do_check(int argc, char **argv, bool import)
             else
                 printf("%zu commit%s verified)\n", br->verify.n, br->verify.n == 1 ? "" : "s");
         }
+        if (rep.plan)
+            mcg_cli_print_plan(rep.plan);
         if (rep.rendered && rep.render.created)
             mcg_cli_info("rendered %.12s as %s %.12s", rep.render.source,
                          mcg_repo_rendered_branch(r), rep.render.rendered);
