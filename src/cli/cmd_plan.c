@@ -56,7 +56,11 @@ const mcg_cmd mcg_cmd_plan = {
     run,
 };
 
-/* Fill each pool's node counts from the cluster's nodes. */
+/*
+ * Fill each pool's node counts from the cluster's nodes: its members (by the
+ * plan's pools' nodeSelectors, mcg_rollout_pool_of), those not yet at the
+ * new config, maxUnavailable and waves (rollout's arithmetic).
+ */
 static int count_nodes(mcg_plan *p, const char *cluster, mcg_err *err)
 {
     mcg_cluster *cl = NULL;
@@ -97,6 +101,7 @@ void mcg_cli_print_plan(const mcg_plan *p)
     mcg_strv_free(&lines);
 }
 
+/* Parse, verify (as render --repo), plan, count nodes if a cluster is known, print. */
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Contracts of the public functions: gitops.h. */
 void mcg_plan_free(mcg_plan *p)
 {
     if (!p)
@@ -28,7 +29,11 @@ void mcg_plan_free(mcg_plan *p)
     free(p);
 }
 
-/* The old side of one pool: its rendered tip's name and parsed spec. */
+/*
+ * The old side of one pool: its rendered tip's name into pp->old_name and its
+ * parsed spec into *old (*has_old true); neither when the rendered branch or
+ * the pool's directory in it does not exist. Errors reading or parsing them.
+ */
 static int load_old(mcg_plan_pool *pp, mcg_ignition *old, bool *has_old, mcg_repo *r,
                     const char *pool, mcg_err *err)
 {
@@ -130,6 +135,7 @@ int mcg_gitops_plan(mcg_plan **out, mcg_repo *r, const char *sha, mcg_diags *dia
 
 /* ------------------------------------------------------------ output */
 
+/* One change as "  <op> <kind> <key> (<what>): <actions>" into b. */
 static void item_line(mcg_buf *b, const mcg_diff_item *it)
 {
     mcg_buf_printf(b, "  %s %s %s", mcg_diff_op_name(it->op), mcg_diff_kind_name(it->kind),

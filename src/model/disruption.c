@@ -24,6 +24,7 @@ void mcg_disruption_free(mcg_disruption *a)
     memset(a, 0, sizeof(*a));
 }
 
+/* Add a rule's n actions to out (None adds nothing; services kept unique). */
 static void add_actions(mcg_disruption *out, const mcg_action *acts, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -71,6 +72,7 @@ static const mcg_policy_rule *file_rule(const mcg_disruption_policy *p, const ch
     return best;
 }
 
+/* The policy rule for a unit, by exact name; NULL when none (or no policy). */
 static const mcg_policy_rule *unit_rule(const mcg_disruption_policy *p, const char *unit)
 {
     for (size_t i = 0; p && i < p->nunits; i++)

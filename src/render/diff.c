@@ -32,6 +32,7 @@ static const char *const kind_names[] = {
     [MCG_DIFF_UNRECONCILABLE] = "unreconcilable",
 };
 
+/* Contracts of the public functions: render.h. */
 const char *mcg_diff_kind_name(mcg_diff_kind k)
 {
     return k <= MCG_DIFF_UNRECONCILABLE ? kind_names[k] : "?";
@@ -76,16 +77,19 @@ static mcg_diff_item *add_item(mcg_diff *d, mcg_diff_kind kind, mcg_diff_op op, 
     return it;
 }
 
+/* Equal strings, NULL equal only to NULL. */
 static bool str_eq(const char *a, const char *b)
 {
     return a == b || (a && b && !strcmp(a, b));
 }
 
+/* Same owner: the same name (or none) and the same id (or none). */
 static bool owner_eq(const mcg_owner *a, const mcg_owner *b)
 {
     return str_eq(a->name, b->name) && a->has_id == b->has_id && (!a->has_id || a->id == b->id);
 }
 
+/* qsort comparators for pointers to entries: by path, by unit name. */
 static int storage_ptr_cmp(const void *a, const void *b)
 {
     return strcmp((*(const mcg_storage *const *)a)->path, (*(const mcg_storage *const *)b)->path);
@@ -108,6 +112,7 @@ static const void **sorted_ptrs(const void *arr, size_t n, size_t sz,
     return v;
 }
 
+/* The diff kind of a storage entry. */
 static mcg_diff_kind storage_kind(const mcg_storage *s)
 {
     return s->kind == MCG_NODE_DIR ? MCG_DIFF_DIR
@@ -135,6 +140,7 @@ static void storage_what(mcg_strv *what, const mcg_storage *a, const mcg_storage
         mcg_strv_push(what, "overwrite");
 }
 
+/* Storage entries added, changed and removed, by path (a merge of two sorted lists). */
 static void diff_storage(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n,
                          const mcg_disruption_policy *policy)
 {
@@ -168,6 +174,7 @@ static void diff_storage(mcg_diff *d, const mcg_ignition *o, const mcg_ignition 
     free(b);
 }
 
+/* u's drop-in called name, NULL when none. */
 static const mcg_dropin *dropin_find(const mcg_unit *u, const char *name)
 {
     for (size_t i = 0; i < u->ndropins; i++)
@@ -203,6 +210,7 @@ static void unit_what(mcg_strv *what, const mcg_unit *a, const mcg_unit *b)
     mcg_strv_free(&names);
 }
 
+/* Units added, changed and removed, by name; a drop-in change is its unit's. */
 static void diff_units(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n,
                        const mcg_disruption_policy *policy)
 {
@@ -253,11 +261,13 @@ static void strv_delta(mcg_strv *what, const mcg_strv *a, const mcg_strv *b)
         }
 }
 
+/* added when old had none, removed when new has none, else changed. */
 static mcg_diff_op op_of(bool had, bool has)
 {
     return !had ? MCG_DIFF_ADDED : !has ? MCG_DIFF_REMOVED : MCG_DIFF_CHANGED;
 }
 
+/* core's SSH keys (as one item, counted) and password hash. */
 static void diff_ssh(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n,
                      const mcg_disruption_policy *policy)
 {
@@ -281,6 +291,7 @@ static void diff_ssh(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n,
     /* a password hash changes in place (MCO: no disruption) */
 }
 
+/* One OS string field (NULL: unset); a change needs a Reboot. */
 static void os_field(mcg_diff *d, const char *key, const char *a, const char *b)
 {
     if (str_eq(a, b))
@@ -291,11 +302,13 @@ static void os_field(mcg_diff *d, const char *key, const char *a, const char *b)
     mcg_disruption_add(&it->actions, NULL, MCG_DISRUPT_REBOOT, key);
 }
 
+/* An unreconcilable section that is absent or empty. */
 static bool section_empty(const json_t *v)
 {
     return !v || (json_is_array(v) ? !json_array_size(v) : !json_object_size(v));
 }
 
+/* Kernel arguments, extensions, OS fields (Reboot) and unreconcilable sections. */
 static void diff_os(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n)
 {
     const mcg_osspec *a = &o->os, *b = &n->os;
