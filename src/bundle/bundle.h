@@ -97,6 +97,7 @@ typedef struct mcg_bundle_report {
     mcg_render_result render;
     mcg_plan *plan; /* what the new source tip does (gitops/plan.c), NULL when the bundle
                        brings none or was refused first; owned, freed with the report */
+    char *plan_error; /* why there is no plan although the tip renders, or NULL (owned) */
 } mcg_bundle_report;
 
 void mcg_bundle_report_free(mcg_bundle_report *rep);

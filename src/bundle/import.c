@@ -77,6 +77,7 @@ void mcg_bundle_report_free(mcg_bundle_report *rep)
     free(rep->refs);
     mcg_strv_free(&rep->prerequisites);
     mcg_plan_free(rep->plan);
+    free(rep->plan_error);
     memset(rep, 0, sizeof(*rep));
 }
 
@@ -274,6 +275,7 @@ static int refuse_verdicts(const mcg_bundle_report *rep, mcg_err *err)
  */
 static int check_render(session *s, mcg_bundle_report *rep, mcg_err *err)
 {
+    mcg_err perr = {0};
     mcg_model *m = NULL;
     mcg_render *out = NULL;
     mcg_diags diags = {0};
@@ -284,8 +286,10 @@ static int check_render(session *s, mcg_bundle_report *rep, mcg_err *err)
         mcg_render_model(&out, m, &diags) != 0)
         rc = mcg_err_set(err, MCG_EINVAL, "commit %s does not render: %s", s->source_tip,
                          diags.count ? diags.msgs[0] : err->msg);
-    else if ((rc = mcg_gitops_plan_make(&rep->plan, &s->q, s->source_tip, m, out, err)) == 0)
+    else if (mcg_gitops_plan_make(&rep->plan, &s->q, s->source_tip, m, out, &perr) == 0)
         m = NULL, out = NULL; /* transferred */
+    else /* the plan only informs: the bundle is judged without it */
+        rep->plan_error = mcg_strdup(perr.msg);
     mcg_render_free(out);
     mcg_model_free(m);
     mcg_diags_free(&diags);

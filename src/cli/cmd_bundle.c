@@ -315,6 +315,8 @@ static int do_check(int argc, char **argv, bool import)
         print_report(&rep, file);
         if (rep.plan)
             mcg_cli_print_plan(rep.plan);
+        else if (rep.plan_error)
+            printf("plan: not available: %s\n", rep.plan_error);
         if (rep.version)
             printf("%s\n", rc ? "refused" : "accepted");
     } else if (rep.imported) {
@@ -330,6 +332,8 @@ static int do_check(int argc, char **argv, bool import)
         }
         if (rep.plan)
             mcg_cli_print_plan(rep.plan);
+        else if (rep.plan_error)
+            printf("plan: not available: %s\n", rep.plan_error);
         if (rep.rendered && rep.render.created)
             mcg_cli_info("rendered %.12s as %s %.12s", rep.render.source,
                          mcg_repo_rendered_branch(r), rep.render.rendered);
