@@ -258,7 +258,8 @@ void mcg_plan_free(mcg_plan *p);
 /*
  * The plan as text lines (docs/operations.md, "Before you push"), pushed to
  * out: per pool "pool P: OLD -> NEW" (or "(unchanged)"), one line per change
- * "  <op> <kind> <key> (<what>): <actions>", "  actions: ..." and
+ * "  <op> <kind> <key> (<what>): <actions>" (no key for kernelArguments),
+ * "  actions: ..." and
  * "  nodes: ...". Warnings are not included.
  */
 void mcg_plan_lines(const mcg_plan *p, mcg_strv *out);

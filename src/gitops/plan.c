@@ -135,11 +135,14 @@ int mcg_gitops_plan(mcg_plan **out, mcg_repo *r, const char *sha, mcg_diags *dia
 
 /* ------------------------------------------------------------ output */
 
-/* One change as "  <op> <kind> <key> (<what>): <actions>" into b. */
+/* One change as "  <op> <kind> <key> (<what>): <actions>" into b (the key
+ * left out when it is the kind's name: kernelArguments). */
 static void item_line(mcg_buf *b, const mcg_diff_item *it)
 {
-    mcg_buf_printf(b, "  %s %s %s", mcg_diff_op_name(it->op), mcg_diff_kind_name(it->kind),
-                   it->key);
+    const char *kind = mcg_diff_kind_name(it->kind);
+    mcg_buf_printf(b, "  %s %s", mcg_diff_op_name(it->op), kind);
+    if (strcmp(it->key, kind)) /* "kernelArguments kernelArguments" says it once */
+        mcg_buf_printf(b, " %s", it->key);
     if (it->what.n) {
         mcg_buf_puts(b, " (");
         for (size_t i = 0; i < it->what.n; i++)

@@ -74,7 +74,7 @@ expect_grep "^pool master: $M0 \(unchanged\)$" "$T/plan.txt" "plan: master uncha
 expect_grep "^  added file /etc/chrony.conf: Restart chronyd.service$" "$T/plan.txt" \
   "plan: a file under the policy's Restart rule"
 expect_grep "^  added unit extra.service: Reboot$" "$T/plan.txt" "plan: a unit with no rule needs a Reboot"
-expect_grep "^  added kernelArguments kernelArguments \(\+nosmt\): Reboot$" "$T/plan.txt" \
+expect_grep "^  added kernelArguments \(\+nosmt\): Reboot$" "$T/plan.txt" \
   "plan: kernel arguments need a Reboot"
 expect_grep "^  actions: Reboot$" "$T/plan.txt" "plan: the pool's actions collapse into one Reboot"
 expect_grep "^  nodes: unknown \(no --cluster\), maxUnavailable 2$" "$T/plan.txt" \
