@@ -95,8 +95,9 @@ typedef struct mcg_bundle_report {
     bool imported;     /* refs were moved (import only) */
     bool rendered;     /* the source branch's new tip was rendered */
     mcg_render_result render;
-    mcg_plan *plan; /* what the new source tip does (gitops/plan.c), NULL when the bundle
-                       brings none or was refused first; owned, freed with the report */
+    mcg_strv plan; /* what the new source tip does, as text: "plan for <tip> (rendered tip:
+                      <sha>)" then mcg_plan_lines; empty when the bundle brings no new tip
+                      or was refused first */
     char *plan_error; /* why there is no plan although the tip renders, or NULL (owned) */
 } mcg_bundle_report;
 

@@ -56,10 +56,6 @@ const char *mcg_cli_cluster(const char *opt);
 struct mcg_signers;
 int mcg_cli_load_trust(struct mcg_signers **out, const char *path, const char *revoked,
                        mcg_err *err);
-/* A plan as `mcgit plan` prints it (text) to stdout: a header line, then
- * mcg_plan_lines (cmd_plan.c). */
-struct mcg_plan;
-void mcg_cli_print_plan(const struct mcg_plan *p);
 /* The tables (or -o json) of `mcgit status pools|nodes`, into out. */
 struct mcg_cluster;
 int mcg_cli_status_pools(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);

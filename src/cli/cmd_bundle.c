@@ -313,9 +313,9 @@ static int do_check(int argc, char **argv, bool import)
     }
     if (!import) {
         print_report(&rep, file);
-        if (rep.plan)
-            mcg_cli_print_plan(rep.plan);
-        else if (rep.plan_error)
+        for (size_t i = 0; i < rep.plan.n; i++)
+            printf("%s\n", rep.plan.v[i]);
+        if (rep.plan_error)
             printf("plan: not available: %s\n", rep.plan_error);
         if (rep.version)
             printf("%s\n", rc ? "refused" : "accepted");
@@ -330,9 +330,9 @@ static int do_check(int argc, char **argv, bool import)
             else
                 printf("%zu commit%s verified)\n", br->verify.n, br->verify.n == 1 ? "" : "s");
         }
-        if (rep.plan)
-            mcg_cli_print_plan(rep.plan);
-        else if (rep.plan_error)
+        for (size_t i = 0; i < rep.plan.n; i++)
+            printf("%s\n", rep.plan.v[i]);
+        if (rep.plan_error)
             printf("plan: not available: %s\n", rep.plan_error);
         if (rep.rendered && rep.render.created)
             mcg_cli_info("rendered %.12s as %s %.12s", rep.render.source,

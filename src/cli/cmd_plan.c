@@ -90,11 +90,13 @@ static int count_nodes(mcg_plan *p, const char *cluster, mcg_err *err)
     return rc;
 }
 
-void mcg_cli_print_plan(const mcg_plan *p)
+/* The plan as text on stdout: its title, then mcg_plan_lines. */
+static void print_plan(const mcg_plan *p)
 {
     mcg_strv lines = {0};
-    printf("plan for %.12s (rendered tip: %.12s)\n", p->source,
-           p->rendered[0] ? p->rendered : "none");
+    char *title = mcg_plan_title(p);
+    printf("%s\n", title);
+    free(title);
     mcg_plan_lines(p, &lines);
     for (size_t i = 0; i < lines.n; i++)
         printf("%s\n", lines.v[i]);
@@ -177,7 +179,7 @@ static int run(int argc, char **argv)
         mcg_buf_free(&b);
         json_decref(doc);
     } else {
-        mcg_cli_print_plan(p);
+        print_plan(p);
     }
 out:
     free(src);

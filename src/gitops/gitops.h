@@ -263,6 +263,8 @@ void mcg_plan_free(mcg_plan *p);
  * "  nodes: ...". Warnings are not included.
  */
 void mcg_plan_lines(const mcg_plan *p, mcg_strv *out);
+/* "plan for <source, 12 digits> (rendered tip: <12 digits>|none)"; caller frees. */
+char *mcg_plan_title(const mcg_plan *p);
 /* The plan as the `mcgit plan -o json` document (docs/commands.md); new reference. */
 json_t *mcg_plan_json(const mcg_plan *p);
 

@@ -158,6 +158,12 @@ static void item_line(mcg_buf *b, const mcg_diff_item *it)
     }
 }
 
+char *mcg_plan_title(const mcg_plan *p)
+{
+    return mcg_sprintf("plan for %.12s (rendered tip: %.12s)", p->source,
+                       p->rendered[0] ? p->rendered : "none");
+}
+
 void mcg_plan_lines(const mcg_plan *p, mcg_strv *out)
 {
     mcg_buf b = MCG_BUF_INIT;
