@@ -95,6 +95,8 @@ typedef struct mcg_bundle_report {
     bool imported;     /* refs were moved (import only) */
     bool rendered;     /* the source branch's new tip was rendered */
     mcg_render_result render;
+    char newest[MCG_SHA_HEX + 1]; /* the new source tip the bundle brings, "" none */
+    int64_t newest_time;          /* its committer time (freeze protection: how old) */
     mcg_strv plan; /* what the new source tip does, as text: "plan for <tip> (rendered tip:
                       <sha>)" then mcg_plan_lines; empty when the bundle brings no new tip
                       or was refused first */
