@@ -809,7 +809,7 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
     mcg_disruption_policy pol;
     memset(&pol, 0, sizeof(pol));
     mcg_plan_disk disk = {0};
-    mcg_plan_actions act;
+    mcg_disruption act;
     memset(&act, 0, sizeof(act));
     json_t *j = NULL;
     int rc = 0;
@@ -871,7 +871,7 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
     mcg_plan_decide(&act, old, new_cfg, c ? &pol : NULL);
     if (os_reboot) /* MCO: kernel arguments, OS image, extensions, kernel type need one */
         act.reboot = true;
-    char *acts = mcg_plan_actions_str(&act);
+    char *acts = mcg_disruption_str(&act);
     logf_(a, 1, "update %s -> %s: actions %s", from ? from : "nothing", name, acts);
     free(acts);
 
@@ -926,7 +926,7 @@ out:
     state_write_abort(a, &copy); /* only when the update stopped before it was finished */
     json_decref(os_steps);
     json_decref(j);
-    mcg_plan_actions_free(&act);
+    mcg_disruption_free(&act);
     mcg_plan_disk_free(&disk);
     mcg_policy_free(&pol);
     mcg_acfg_free(old);

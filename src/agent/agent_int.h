@@ -121,18 +121,13 @@ bool mcg_ent_equal(const mcg_ent *a, const mcg_ent *b);
 
 /* ------------------------------------------------------------ apply */
 
-/* Disruption actions decided for one update. */
-typedef struct mcg_plan_actions {
-    bool reboot, drain, daemon_reload;
-    mcg_strv reload, restart; /* unit names, in first-seen order */
-} mcg_plan_actions;
-
-void mcg_plan_actions_free(mcg_plan_actions *a);
-/* Decide actions for the change old -> new under policy (may be NULL: defaults). */
-void mcg_plan_decide(mcg_plan_actions *out, const mcg_acfg *old, const mcg_acfg *new_cfg,
+/*
+ * Decide the disruption actions for the change old -> new under policy
+ * (may be NULL: defaults), entry by entry with mcg_disruption_add; *out is
+ * overwritten (free with mcg_disruption_free).
+ */
+void mcg_plan_decide(mcg_disruption *out, const mcg_acfg *old, const mcg_acfg *new_cfg,
                      const mcg_disruption_policy *policy);
-/* "Reboot", "Drain, Restart crio.service", "None", ... (caller frees). */
-char *mcg_plan_actions_str(const mcg_plan_actions *a);
 
 /*
  * The disk-dependent part of a plan, fixed in the journal before any

@@ -45,90 +45,18 @@
 
 /* ------------------------------------------------------------ actions */
 
-void mcg_plan_actions_free(mcg_plan_actions *a)
+/* The policy's rules live in model/disruption.c, shared with `mcgit plan`. */
+static void decide_one(mcg_disruption *out, const mcg_ent *e, const mcg_disruption_policy *policy)
 {
-    mcg_strv_free(&a->reload);
-    mcg_strv_free(&a->restart);
-    memset(a, 0, sizeof(*a));
+    static const mcg_disrupt_kind kinds[] = {
+        [MCG_ORIG_STORAGE] = MCG_DISRUPT_FILE,
+        [MCG_ORIG_UNIT] = MCG_DISRUPT_UNIT,
+        [MCG_ORIG_SSH] = MCG_DISRUPT_SSHKEY,
+    };
+    mcg_disruption_add(out, policy, kinds[e->origin], e->key);
 }
 
-static void add_actions(mcg_plan_actions *out, const mcg_action *acts, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        switch (acts[i].type) {
-        case MCG_ACT_NONE:
-            break;
-        case MCG_ACT_REBOOT:
-            out->reboot = true;
-            break;
-        case MCG_ACT_DRAIN:
-            out->drain = true;
-            break;
-        case MCG_ACT_DAEMON_RELOAD:
-            out->daemon_reload = true;
-            break;
-        case MCG_ACT_RELOAD:
-            if (acts[i].service && !mcg_strv_contains(&out->reload, acts[i].service))
-                mcg_strv_push(&out->reload, acts[i].service);
-            break;
-        case MCG_ACT_RESTART:
-            if (acts[i].service && !mcg_strv_contains(&out->restart, acts[i].service))
-                mcg_strv_push(&out->restart, acts[i].service);
-            break;
-        }
-    }
-}
-
-/* The policy rule for a file path: exact, else the longest directory prefix. */
-static const mcg_policy_rule *file_rule(const mcg_disruption_policy *p, const char *path)
-{
-    const mcg_policy_rule *best = NULL;
-    size_t best_len = 0, pl = strlen(path);
-    for (size_t i = 0; p && i < p->nfiles; i++) {
-        const char *k = p->files[i].key;
-        size_t kl = strlen(k);
-        while (kl > 1 && k[kl - 1] == '/')
-            kl--;
-        bool match = (kl == pl && !memcmp(k, path, pl)) ||
-                     (kl < pl && !memcmp(k, path, kl) && (path[kl] == '/' || kl == 1));
-        if (match && (!best || kl > best_len)) {
-            best = &p->files[i];
-            best_len = kl;
-        }
-    }
-    return best;
-}
-
-static const mcg_policy_rule *unit_rule(const mcg_disruption_policy *p, const char *unit)
-{
-    for (size_t i = 0; p && i < p->nunits; i++)
-        if (!strcmp(p->units[i].key, unit))
-            return &p->units[i];
-    return NULL;
-}
-
-static void decide_one(mcg_plan_actions *out, const mcg_ent *e, const mcg_disruption_policy *policy)
-{
-    const mcg_policy_rule *r = NULL;
-    switch (e->origin) {
-    case MCG_ORIG_STORAGE:
-        r = file_rule(policy, e->key);
-        break;
-    case MCG_ORIG_UNIT:
-        r = unit_rule(policy, e->key);
-        break;
-    case MCG_ORIG_SSH:
-        if (policy && policy->has_sshkey)
-            add_actions(out, policy->sshkey, policy->nsshkey);
-        return; /* default for SSH keys: None */
-    }
-    if (r)
-        add_actions(out, r->actions, r->nactions);
-    else
-        out->reboot = true;
-}
-
-void mcg_plan_decide(mcg_plan_actions *out, const mcg_acfg *old, const mcg_acfg *new_cfg,
+void mcg_plan_decide(mcg_disruption *out, const mcg_acfg *old, const mcg_acfg *new_cfg,
                      const mcg_disruption_policy *policy)
 {
     memset(out, 0, sizeof(*out));
@@ -140,29 +68,7 @@ void mcg_plan_decide(mcg_plan_actions *out, const mcg_acfg *old, const mcg_acfg 
     for (size_t i = 0; old && i < old->n; i++)
         if (!mcg_acfg_find(new_cfg, old->ents[i].path))
             decide_one(out, &old->ents[i], policy);
-    if (out->reboot) { /* any Reboot makes the whole result one Reboot */
-        bool r = true;
-        mcg_plan_actions_free(out);
-        out->reboot = r;
-    }
-}
-
-char *mcg_plan_actions_str(const mcg_plan_actions *a)
-{
-    mcg_buf b = MCG_BUF_INIT;
-    if (a->reboot)
-        mcg_buf_puts(&b, "Reboot");
-    if (a->drain)
-        mcg_buf_printf(&b, "%sDrain", b.len ? ", " : "");
-    if (a->daemon_reload)
-        mcg_buf_printf(&b, "%sDaemonReload", b.len ? ", " : "");
-    for (size_t i = 0; i < a->reload.n; i++)
-        mcg_buf_printf(&b, "%sReload %s", b.len ? ", " : "", a->reload.v[i]);
-    for (size_t i = 0; i < a->restart.n; i++)
-        mcg_buf_printf(&b, "%sRestart %s", b.len ? ", " : "", a->restart.v[i]);
-    if (!b.len)
-        mcg_buf_puts(&b, "None");
-    return mcg_buf_detach(&b, NULL);
+    mcg_disruption_finish(out);
 }
 
 /* ------------------------------------------------------------ backups */

@@ -78,6 +78,8 @@ void mcg_bundle_report_free(mcg_bundle_report *rep)
     }
     free(rep->refs);
     mcg_strv_free(&rep->prerequisites);
+    mcg_strv_free(&rep->plan);
+    free(rep->plan_error);
     memset(rep, 0, sizeof(*rep));
 }
 
@@ -269,9 +271,14 @@ static int refuse_verdicts(const mcg_bundle_report *rep, mcg_err *err)
     return 0;
 }
 
-/* Step: the new source tip must render, as `mcgit render --repo` will. */
-static int check_render(session *s, mcg_err *err)
+/*
+ * Step: the new source tip must render, as `mcgit render --repo` will; its
+ * plan (against the rendered branch as it is now) goes to rep->plan.
+ */
+static int check_render(session *s, mcg_bundle_report *rep, mcg_err *err)
 {
+    mcg_err perr = {0};
+    mcg_plan *plan = NULL;
     mcg_model *m = NULL;
     mcg_render *out = NULL;
     mcg_diags diags = {0};
@@ -284,6 +291,17 @@ static int check_render(session *s, mcg_err *err)
         mcg_render_model(&out, m, &diags) != 0)
         rc = mcg_err_set(err, MCG_EINVAL, "commit %s does not render: %s", s->source_tip,
                          diags.count ? diags.msgs[0] : err->msg);
+    else if (mcg_gitops_plan_make(&plan, &s->q, s->source_tip, m, out, &perr) == 0) {
+        m = NULL, out = NULL; /* transferred */
+        /* kept as text: the model and render are not held through the import */
+        char *head = mcg_plan_title(plan);
+        mcg_strv_push(&rep->plan, head);
+        free(head);
+        mcg_plan_lines(plan, &rep->plan);
+    } else { /* the plan only informs: the bundle is judged without it */
+        rep->plan_error = mcg_strdup(perr.msg);
+    }
+    mcg_plan_free(plan);
     mcg_render_free(out);
     mcg_model_free(m);
     mcg_diags_free(&diags);
@@ -325,7 +343,7 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
         (rc = plan_refs(s, rep, r, want, tips, root, err)) != 0 ||
         (rc = mcg_bundle_verify_all(&s->q, &s->q2, rep, want, tips, rep->nrefs, &pack, root,
                                     &s->hints, prog, err)) != 0 ||
-        (rc = refuse_verdicts(rep, err)) != 0 || (rc = check_render(s, err)) != 0)
+        (rc = refuse_verdicts(rep, err)) != 0 || (rc = check_render(s, rep, err)) != 0)
         goto out;
     rep->accepted = true;
     memcpy(rep->newest, s->rep_newest, sizeof(rep->newest));

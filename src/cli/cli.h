@@ -30,7 +30,8 @@ extern int mcg_verbosity;
 /* "mcgit CMD: message" on stderr. */
 void mcg_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mcg_cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Print usage for cmd to stderr (after a bad option) and return 2. */
+/* After a bad option or argument: the reason (fmt, when given) and a hint
+ * "see 'mcgit help CMD'" on stderr, one line each; returns 2. */
 int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Print cmd's help to stdout and return 0. */
@@ -40,6 +41,12 @@ void mcg_cli_diags(const char *cmd, const mcg_diags *d);
 
 
 
+
+/*
+ * The cluster to use: opt (--cluster C) when given, else $MCGIT_CLUSTER when
+ * set and non-empty, else NULL.
+ */
+const char *mcg_cli_cluster(const char *opt);
 
 /*
  * Load the trust root from --trust FILE and, when revoked is non-NULL and

@@ -21,12 +21,13 @@ const mcg_cmd mcg_cmd_agent = {
     "                   [--once] [--interval SECONDS] [--force]\n"
     "                   [--reboot-command CMD] [--systemctl CMD] [--host-exec PREFIX]\n"
     "\n"
-    "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG): when its\n"
-    "desiredConfig differs from the config on disk, fetch the rendered config\n"
-    "(refused unless its bytes match the hash in its name), cordon and drain when\n"
-    "the disruption policy needs it, write files, units and core's SSH keys\n"
-    "atomically under the root, apply kernel arguments, OS image, extensions and\n"
-    "kernel type through the node's rpm-ostree, bootc or boot loader (a reboot),\n"
+    "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG; without\n"
+    "--cluster, $MCGIT_CLUSTER): when its desiredConfig differs from the config on\n"
+    "disk, fetch the rendered config (refused unless its bytes match the hash in\n"
+    "its name), cordon and drain when the disruption policy needs it, write files,\n"
+    "units and core's SSH keys atomically under the root, apply kernel arguments,\n"
+    "OS image, extensions and kernel type through the node's rpm-ostree, bootc or\n"
+    "boot loader (a reboot),\n"
     "run the actions, uncordon and report Done.\n"
     "Otherwise compare every managed path with the config and report Degraded on\n"
     "drift, overwriting nothing.\n"
@@ -132,6 +133,7 @@ static int run(int argc, char **argv)
             return mcg_cli_usage_error(&mcg_cmd_agent, NULL);
         }
     }
+    cluster = mcg_cli_cluster(cluster);
     if (!o.node || !cluster || optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_agent, "--node and --cluster are required");
     if (o.root && !*o.root)

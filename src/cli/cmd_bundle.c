@@ -35,8 +35,10 @@ const mcg_cmd mcg_cmd_bundle = {
     "\n"
     "verify   report what `import` would do, changing nothing: each ref's old\n"
     "         and new value, every new commit with its signer (principal and key\n"
-    "         fingerprint), and whether the bundle would be accepted (exit 0) or\n"
-    "         refused (exit 1, with the reason).\n"
+    "         fingerprint), the plan of the new source tip (as `mcgit plan`\n"
+    "         prints it: per pool old -> new, the changes and their disruption\n"
+    "         actions), and whether the bundle would be accepted (exit 0) or\n"
+    "         refused (exit 1, with the reason). import prints the same plan.\n"
     "\n"
     "import   check the header and that every prerequisite is present; index\n"
     "         the pack into a quarantine object directory; verify every new\n"
@@ -319,6 +321,10 @@ static int do_check(int argc, char **argv, bool import)
     }
     if (!import) {
         print_report(&rep, file);
+        for (size_t i = 0; i < rep.plan.n; i++)
+            printf("%s\n", rep.plan.v[i]);
+        if (rep.plan_error)
+            printf("plan: not available: %s\n", rep.plan_error);
         if (rep.version)
             printf("%s\n", rc ? "refused" : "accepted");
     } else if (rep.imported) {
@@ -332,6 +338,10 @@ static int do_check(int argc, char **argv, bool import)
             else
                 printf("%zu commit%s verified)\n", br->verify.n, br->verify.n == 1 ? "" : "s");
         }
+        for (size_t i = 0; i < rep.plan.n; i++)
+            printf("%s\n", rep.plan.v[i]);
+        if (rep.plan_error)
+            printf("plan: not available: %s\n", rep.plan_error);
         if (rep.rendered && rep.render.created)
             mcg_cli_info("rendered %.12s as %s %.12s", rep.render.source,
                          mcg_repo_rendered_branch(r), rep.render.rendered);

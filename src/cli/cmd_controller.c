@@ -30,9 +30,10 @@ const mcg_cmd mcg_cmd_controller = {
     "Each pass: fetch the source branch when R has a remote (origin, or --remote);\n"
     "verify every new source commit against the trust root F; render it onto the\n"
     "rendered branch; publish the rendered configs the pools use to the cluster C\n"
-    "(local:DIR or kube); plan each pool's rollout (by zone, then oldest nodes\n"
-    "first, at most maxUnavailable at a time; new nodes at once; paused pools\n"
-    "wait) and write the nodes' desiredConfig and the pools' status.\n"
+    "(local:DIR or kube; without --cluster, $MCGIT_CLUSTER); plan each pool's\n"
+    "rollout (by zone, then oldest nodes first, at most maxUnavailable at a time;\n"
+    "new nodes at once; paused pools wait) and write the nodes' desiredConfig and\n"
+    "the pools' status.\n"
     "\n"
     "A refused commit (bad signature, invalid tree) rolls out nowhere, and an\n"
     "unreachable remote stops nothing: the pools keep their last good target and\n"
@@ -105,6 +106,7 @@ static int run(int argc, char **argv)
         default: return mcg_cli_usage_error(&mcg_cmd_controller, NULL);
         }
     }
+    cluster = mcg_cli_cluster(cluster);
     if (!o.repo || !o.trust || !cluster || optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_controller, "--repo, --trust and --cluster are required");
     o.keep_configs = (unsigned)keep;

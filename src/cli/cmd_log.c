@@ -23,7 +23,8 @@ const mcg_cmd mcg_cmd_log = {
     "over the source commit holds; with --trust F also the principal the trust\n"
     "root F, with the repo's .mcgit/allowed_signers as of the commit's parent,\n"
     "names for it), and each pool's rendered config name. A rollback (a source\n"
-    "commit with a Rollback-To trailer) is marked `rollback to <sha>`.\n"
+    "commit with a Rollback-To trailer) is marked `rollback to <sha>`. With no\n"
+    "rendered commit yet it prints one line saying so (-o json: []).\n"
     "\n"
     "  -o json   a JSON list of {\"rendered\", \"source\", \"time\", \"subject\",\n"
     "            \"author\", \"signer\": {\"fingerprint\", \"principal\"} or null,\n"
@@ -90,6 +91,10 @@ static int run(int argc, char **argv)
         mcg_cli_error("log", "%s", err.msg);
         goto out;
     }
+    if (!log.n && !strcmp(format, "text"))
+        printf("no rendered commits yet (branch '%s' is empty or missing; see `mcgit render "
+               "--repo`)\n",
+               mcg_repo_rendered_branch(r));
     json_t *arr = json_array();
     for (size_t i = 0; i < log.n; i++) {
         mcg_log_entry *e = &log.e[i];

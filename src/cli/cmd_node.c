@@ -22,7 +22,8 @@ const mcg_cmd mcg_cmd_node = {
     "A node is a Kubernetes-style Node object (name, labels, creation time, Ready,\n"
     "unschedulable, mcgit's annotations). Its root filesystem defaults to\n"
     "DIR/roots/NAME. Labels decide its pool: node-role.kubernetes.io/worker=\"\"\n"
-    "puts it in pool worker (see the pools' nodeSelector). `k-` removes label k.\n",
+    "puts it in pool worker (see the pools' nodeSelector). `k-` removes label k.\n"
+    "Without --cluster, C is $MCGIT_CLUSTER.\n",
     run,
 };
 
@@ -43,6 +44,7 @@ static int run(int argc, char **argv)
         default: return mcg_cli_usage_error(&mcg_cmd_node, NULL);
         }
     }
+    cluster = mcg_cli_cluster(cluster);
     if (!cluster || optind >= argc)
         return mcg_cli_usage_error(&mcg_cmd_node, "expected a subcommand and --cluster");
     const char *sub = argv[optind];

@@ -12,6 +12,7 @@
 
 static int run(int argc, char **argv);
 static void print_render(const mcg_render *r, const char *format);
+static void print_warnings(const mcg_model *m);
 static int render_repo(const char *repo, const char *rev, const char *trust, const char *revoked,
                        const char *format);
 
@@ -34,6 +35,8 @@ const mcg_cmd mcg_cmd_render = {
     "             baseOSExtensionsContainerImage when not their defaults}}}}\n"
     "\n"
     "Invalid input: every problem as `file:line: message` on stderr, exit 1.\n"
+    "Warnings (a key Ignition ignores, a MachineConfig no pool selects) go to\n"
+    "stderr as `warning: file:line: message` and leave the exit status alone.\n"
     "\n"
     "With --repo, render a commit of the git repository R instead (REV, default\n"
     "the source branch): first verify the signature of every commit since the\n"
@@ -97,6 +100,7 @@ static int run(int argc, char **argv)
     int rc = mcg_source_load_dir(&m, dir, &diags, &err);
     if (rc == 0)
         rc = mcg_render_model(&r, m, &diags);
+    print_warnings(m);
     if (rc) {
         if (rc == MCG_EIO)
             mcg_cli_error("render", "%s", err.msg);
@@ -109,6 +113,14 @@ out:
     mcg_model_free(m);
     mcg_diags_free(&diags);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
+}
+
+/* What Ignition only warns about, and MachineConfigs no pool selects. */
+static void print_warnings(const mcg_model *m)
+{
+    if (m && !m->settings.warnings_as_errors)
+        for (size_t i = 0; i < m->warnings.count; i++)
+            mcg_cli_error("render", "warning: %s", m->warnings.msgs[i]);
 }
 
 static void print_render(const mcg_render *r, const char *format)
@@ -163,6 +175,12 @@ static int render_repo(const char *repo, const char *rev, const char *trust, con
         mcg_cli_info("source %.12s is already rendered as %.12s; nothing to do", res.source,
                      res.rendered);
     } else {
+        mcg_model *m = NULL;
+        mcg_diags wd = {0};
+        if (mcg_gitops_load_commit(&m, r, res.source, &wd, NULL) == 0)
+            print_warnings(m);
+        mcg_model_free(m);
+        mcg_diags_free(&wd);
         mcg_cli_info("rendered %.12s as %s %.12s", res.source, mcg_repo_rendered_branch(r),
                      res.rendered);
         print_render(rd, format);

@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,11 +29,14 @@ const mcg_cmd mcg_cmd_status = {
     "            \"items\": [...]}) of MachineConfigPool or Node objects, the shapes\n"
     "            `kubectl get -o json` prints\n"
     "  -o wide   more columns\n"
-    "  --watch   print again whenever the output changes (until interrupted)\n"
+    "  --watch   after the table, print each row again when it changes (the\n"
+    "            header once, as `kubectl get --watch`); -o json: the whole\n"
+    "            document again (until interrupted)\n"
     "\n"
     "C is local:DIR (the embedded store), kube (in-cluster service account) or\n"
     "kube:KUBECONFIG; on kube the pools are MachineConfigPool objects, so\n"
-    "`kubectl get mcp` prints the same table.\n",
+    "`kubectl get mcp` prints the same table. Without --cluster, C is\n"
+    "$MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR` once per shell).\n",
     run,
 };
 
@@ -259,6 +263,55 @@ int mcg_cli_status_nodes(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
     return 0;
 }
 
+/* line with runs of blanks made one space: a row whose padding changed is the same row */
+static char *squeeze(const char *line, size_t len)
+{
+    char *o = mcg_malloc(len + 1);
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        if (line[i] != ' ' || (n && o[n - 1] != ' '))
+            o[n++] = line[i];
+    while (n && o[n - 1] == ' ')
+        n--;
+    o[n] = '\0';
+    return o;
+}
+
+/* Split text into its lines, squeezed (squeeze()). */
+static void squeezed_lines(mcg_strv *out, const char *text)
+{
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char *l = squeeze(p, len);
+        mcg_strv_push(out, l);
+        free(l);
+        p += len + (nl != NULL);
+    }
+}
+
+/*
+ * --watch, after the first table: print only the rows of now that were not
+ * in before (as `kubectl get --watch`), without the header.
+ */
+static void print_changed_rows(const char *now, const char *before)
+{
+    mcg_strv old = {0};
+    squeezed_lines(&old, before);
+    bool header = true;
+    for (const char *p = now; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char *l = squeeze(p, len);
+        if (!header && !mcg_strv_contains(&old, l))
+            printf("%.*s\n", (int)len, p);
+        header = false;
+        free(l);
+        p += len + (nl != NULL);
+    }
+    mcg_strv_free(&old);
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
@@ -281,6 +334,7 @@ static int run(int argc, char **argv)
     }
     if (optind < argc)
         what = argv[optind++];
+    cluster = mcg_cli_cluster(cluster);
     if (!cluster || optind != argc || (strcmp(what, "pools") && strcmp(what, "nodes")))
         return mcg_cli_usage_error(&mcg_cmd_status, "expected --cluster C [pools|nodes]");
     if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "wide"))
@@ -294,11 +348,13 @@ static int run(int argc, char **argv)
         rc = !strcmp(what, "pools") ? mcg_cli_status_pools(cl, format, &out, &err)
                                     : mcg_cli_status_nodes(cl, format, &out, &err);
         if (!rc && (!last.ptr || strcmp(out.ptr ? out.ptr : "", last.ptr) != 0)) {
-            if (out.len)
+            if (watch && last.len && strcmp(format, "json"))
+                print_changed_rows(out.ptr ? out.ptr : "", last.ptr);
+            else if (out.len)
                 fwrite(out.ptr, 1, out.len, stdout);
             else
                 fprintf(stderr, "No resources found\n");
-            if (watch)
+            if (watch && !strcmp(format, "json"))
                 putchar('\n');
             fflush(stdout);
         }

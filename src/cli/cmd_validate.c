@@ -19,8 +19,9 @@ const mcg_cmd mcg_cmd_validate = {
     "renders. Valid: exit 0, nothing printed. Otherwise every problem found is\n"
     "printed to stderr as `file:line: message` and the exit status is 1.\n"
     "What Ignition only warns about (a key it does not know, such as `networkd: {}`\n"
-    "or a misspelt `mdoe`) is printed as `warning: file:line: message` and leaves\n"
-    "the exit status alone, unless mcgit.yaml says `warnings: error`.\n",
+    "or a misspelt `mdoe`), and a MachineConfig that no pool's\n"
+    "machineConfigSelector selects, are printed as `warning: file:line: message`\n"
+    "and leave the exit status alone, unless mcgit.yaml says `warnings: error`.\n",
     run,
 };
 

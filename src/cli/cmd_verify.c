@@ -31,6 +31,7 @@ const mcg_cmd mcg_cmd_verify = {
     "Prints one line per commit, parents first:\n"
     "  good <sha> <principal> <fingerprint>\n"
     "  bad <sha> <reason>\n"
+    "When there is no new commit: one line, `nothing to verify: ...`.\n"
     "Exit status 1 if any commit is bad.\n"
     "\n"
     "  -o json   a JSON list of {\"commit\", \"status\", \"principal\", \"fingerprint\",\n"
@@ -105,6 +106,10 @@ static int run(int argc, char **argv)
         mcg_buf_free(&b);
         json_decref(arr);
     } else {
+        if (!rep.n)
+            printf("nothing to verify: no commit of %s is newer than %s\n",
+                   rev ? rev : mcg_repo_source_branch(r),
+                   since ? since : "the last verified one");
         for (size_t i = 0; i < rep.n; i++) {
             mcg_verdict *v = &rep.v[i];
             if (v->good)

@@ -54,8 +54,17 @@ int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
         fputc('\n', stderr);
         va_end(ap);
     }
-    fputs(cmd->usage, stderr);
+    /* getopt has already named a bad option on its own line */
+    fprintf(stderr, "see 'mcgit help %s'\n", cmd->name);
     return MCG_EXIT_USAGE;
+}
+
+const char *mcg_cli_cluster(const char *opt)
+{
+    if (opt)
+        return opt;
+    const char *env = getenv("MCGIT_CLUSTER");
+    return env && *env ? env : NULL;
 }
 
 int mcg_cli_help(const mcg_cmd *cmd)

@@ -181,7 +181,8 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
  *   - refs under refs/mcgit/ and the rendered branch: never by a push;
  *   - the source branch: not deleted, fast-forward only, every new commit
  *     verified (arrival checks at now unless the branch is new), and the
- *     new tree loads and renders;
+ *     new tree loads and renders; when accepted, its plan (mcg_plan_lines)
+ *     follows as "plan: ..." lines;
  *   - tags (under refs/tags/): created only, their history verified likewise;
  *   - anything else: accepted and read by nothing.
  * approvals: the value the same push gives refs/notes/mcgit-approvals
@@ -243,6 +244,59 @@ typedef struct mcg_render_result {
 int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verify_report *rep,
                       mcg_repo *r, const char *rev, const mcg_signers *root, mcg_diags *diags,
                       mcg_err *err);
+
+/* ------------------------------------------------------------ plan */
+
+/* One pool of a plan (gitops/plan.c). */
+typedef struct mcg_plan_pool {
+    const char *name;     /* the pool's name (in the plan's render) */
+    const mcg_pool *pool; /* the pool in the plan's model */
+    char *old_name;       /* the rendered branch tip's name for the pool; NULL: none */
+    const char *new_name; /* rendered-<pool>-<hash> of the planned commit */
+    const char *error;    /* non-NULL: the pool does not render (diff empty) */
+    mcg_diff diff;        /* old -> new, with the disruption actions */
+    /* the caller's, from a cluster (nodes_known false: unknown) */
+    bool nodes_known;
+    size_t machines;         /* the pool's nodes */
+    size_t nodes;            /* of them, those not at new_name yet */
+    int64_t max_unavailable; /* effective (mcg_rollout_max_unavailable) */
+    int64_t waves;           /* mcg_rollout_waves */
+} mcg_plan_pool;
+
+typedef struct mcg_plan {
+    char source[MCG_SHA_HEX + 1];   /* the planned source commit */
+    char rendered[MCG_SHA_HEX + 1]; /* the rendered branch tip compared with, "" when none */
+    mcg_model *model;               /* the commit's model (warnings, pools, policy) */
+    mcg_render *render;
+    mcg_plan_pool *pools; /* sorted by pool name */
+    size_t n;
+} mcg_plan;
+
+/*
+ * The plan of source commit sha (already verified by the caller): load and
+ * render it, then compare each pool with the rendered branch tip's
+ * <pool>/spec.json under the commit's node disruption policy. Writes
+ * nothing. A commit that does not load or render: MCG_EINVAL with every
+ * problem in diags. Free *out with mcg_plan_free.
+ */
+int mcg_gitops_plan(mcg_plan **out, mcg_repo *r, const char *sha, mcg_diags *diags, mcg_err *err);
+/* The same for a model and render the caller made of sha; both transferred
+ * to *out on success (the caller keeps them on failure). */
+int mcg_gitops_plan_make(mcg_plan **out, mcg_repo *r, const char *sha, mcg_model *m,
+                         mcg_render *rd, mcg_err *err);
+void mcg_plan_free(mcg_plan *p);
+/*
+ * The plan as text lines (docs/operations.md, "Before you push"), pushed to
+ * out: per pool "pool P: OLD -> NEW" (or "(unchanged)"), one line per change
+ * "  <op> <kind> <key> (<what>): <actions>" (no key for kernelArguments),
+ * "  actions: ..." and
+ * "  nodes: ...". Warnings are not included.
+ */
+void mcg_plan_lines(const mcg_plan *p, mcg_strv *out);
+/* "plan for <source, 12 digits> (rendered tip: <12 digits>|none)"; caller frees. */
+char *mcg_plan_title(const mcg_plan *p);
+/* The plan as the `mcgit plan -o json` document (docs/commands.md); new reference. */
+json_t *mcg_plan_json(const mcg_plan *p);
 
 /* ------------------------------------------------------------ rollback */
 

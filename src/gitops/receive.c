@@ -6,7 +6,8 @@
  * and whose new tree renders. Refs mcgit owns — everything under refs/mcgit/ and the
  * rendered branch — cannot be created, moved or deleted by a push. A tag
  * reaches history that bundles carry, so its history is verified the same
- * way and it never moves. Any other ref (a feature branch) is accepted and
+ * way and it never moves. An accepted source push is answered with its plan
+ * (gitops/plan.c), one "plan: ..." line each. Any other ref (a feature branch) is accepted and
  * read by nothing: not by rendering, not by the controller, not by
  * `bundle create` unless named.
  */
@@ -73,6 +74,20 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
         mcg_diags_add(out, "refusing %s: %s", ref, d.msgs[i]);
     if (d.count)
         rc = MCG_EINVAL;
+    /* accepted: what it will do, as `mcgit plan` prints it (no cluster here) */
+    mcg_plan *p = NULL;
+    if (rc == 0 && mcg_gitops_plan_make(&p, r, new, m, rd, &err) == 0) {
+        m = NULL; /* transferred */
+        rd = NULL;
+        mcg_strv lines = {0};
+        mcg_plan_lines(p, &lines);
+        for (size_t i = 0; i < lines.n; i++)
+            mcg_diags_add(out, "plan: %s", lines.v[i]);
+        mcg_strv_free(&lines);
+    } else if (rc == 0) {
+        mcg_diags_add(out, "plan: not available: %s", err.msg);
+    }
+    mcg_plan_free(p);
     mcg_diags_free(&d);
     mcg_render_free(rd);
     mcg_model_free(m);

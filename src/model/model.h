@@ -235,6 +235,42 @@ typedef struct mcg_disruption_policy {
     size_t nsshkey;
 } mcg_disruption_policy;
 
+/* Disruption actions decided for one change (model/disruption.c). */
+typedef struct mcg_disruption {
+    bool reboot, drain, daemon_reload;
+    mcg_strv reload, restart; /* unit names, in first-seen order */
+} mcg_disruption;
+
+/* What changed, for the policy: a storage path, a unit, core's SSH keys, or
+ * a change that always needs a Reboot (kernel arguments, OS image, ...). */
+typedef enum {
+    MCG_DISRUPT_FILE,
+    MCG_DISRUPT_UNIT,
+    MCG_DISRUPT_SSHKEY,
+    MCG_DISRUPT_REBOOT,
+} mcg_disrupt_kind;
+
+/*
+ * Add the actions a change to key (a file path "/etc/x", a unit name) needs
+ * under policy (NULL: the defaults) to out: the policy's rule for a file
+ * (exact path, else the longest directory prefix) or unit, else Reboot;
+ * core's SSH keys: the sshkey rule, else nothing. The rules the agent
+ * applies (agent/apply.c) and `mcgit plan` previews.
+ */
+void mcg_disruption_add(mcg_disruption *out, const mcg_disruption_policy *policy,
+                        mcg_disrupt_kind kind, const char *key);
+/* Add src's actions to dst (services kept unique, in first-seen order). */
+void mcg_disruption_merge(mcg_disruption *dst, const mcg_disruption *src);
+/* Any Reboot makes the whole result one Reboot (MCO): call once, at the end. */
+void mcg_disruption_finish(mcg_disruption *a);
+bool mcg_disruption_is_none(const mcg_disruption *a);
+/* "Reboot", "Drain, Restart crio.service", "None", ... (caller frees). */
+char *mcg_disruption_str(const mcg_disruption *a);
+/* [{"type": "Restart", "service": "crio.service"}, ...] ([{"type": "None"}]
+ * when empty), MCO's action names; a new reference. */
+json_t *mcg_disruption_json(const mcg_disruption *a);
+void mcg_disruption_free(mcg_disruption *a);
+
 /*
  * Whether s is a branch name mcgit accepts (a subset of git's
  * check-ref-format: no "..", no control characters or ~^:?*[\\, no leading
@@ -265,6 +301,8 @@ typedef struct mcg_model {
      * problems when mcgit.yaml says `warnings: error`.
      */
     mcg_diags warnings;
+    /* a pools/ file had problems (so a missing pool is not reported as such) */
+    bool pools_refused;
 } mcg_model;
 
 mcg_model *mcg_model_new(void);

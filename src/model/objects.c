@@ -251,9 +251,12 @@ static void parse_pool(mcg_model *m, mcg_pctx *c, const json_t *root)
             size_t n = strlen(s);
             uint64_t v = 0;
             char *num = n ? mcg_strndup(s, n - 1) : mcg_strdup("");
-            if (n < 2 || s[n - 1] != '%' || !mcg_parse_u64(num, &v) || v > 100)
+            if (n < 2 || s[n - 1] != '%' || !mcg_parse_u64(num, &v))
                 mcg_pctx_err(c, mu, "maxUnavailable '%s' must be an integer or a percentage "
                                     "like \"10%%\"", s);
+            else if (v > 100)
+                mcg_pctx_err(c, mu, "maxUnavailable '%s' is over 100%% (a percentage of the "
+                                    "pool's nodes: 1%% to 100%%)", s);
             free(num);
             p.max_unavailable_set = true;
             p.max_unavailable_is_percent = true;
@@ -703,7 +706,10 @@ void mcg_model_add_file(mcg_model *m, const char *relpath, const char *data, siz
         mcg_diags_add(diags, "%s: file contains a NUL byte", relpath);
         return;
     }
+    size_t before = diags->count;
     mcg_yaml_each_doc(a.file, data, len, 0, diags, add_doc, &a);
+    if (k == FILE_POOLS && diags->count != before)
+        m->pools_refused = true; /* a pool may be missing because of it */
 }
 
 /* Equal names (an error reported below) fall back to file and line, so the
@@ -744,10 +750,22 @@ void mcg_model_finish(mcg_model *m, mcg_diags *diags)
             mcg_diags_add(diags, "%s:%d: MachineConfig '%s' is already defined at %s:%d",
                           m->mcs[i].loc.file, m->mcs[i].loc.line, m->mcs[i].name,
                           m->mcs[i - 1].loc.file, m->mcs[i - 1].loc.line);
+    /* An MC no pool selects reaches no node: legal (MCO), but rarely meant. */
+    for (size_t i = 0; m->npools && !m->pools_refused && i < m->nmcs; i++) {
+        bool selected = false;
+        for (size_t j = 0; j < m->npools && !selected; j++)
+            selected = !mcg_selector_is_empty(&m->pools[j].mc_selector) &&
+                       mcg_selector_matches(&m->pools[j].mc_selector, &m->mcs[i].labels);
+        if (!selected)
+            mcg_diags_add(&m->warnings,
+                          "%s:%d: MachineConfig '%s' is selected by no pool's "
+                          "machineConfigSelector (no node gets it)",
+                          m->mcs[i].loc.file, m->mcs[i].loc.line, m->mcs[i].name);
+    }
     if (m->settings.warnings_as_errors)
         for (size_t i = 0; i < m->warnings.count; i++)
             mcg_diags_add(diags, "%s (mcgit.yaml: warnings: error)", m->warnings.msgs[i]);
-    if (!mcg_model_pool(m, "worker") && m->npools)
+    if (!mcg_model_pool(m, "worker") && m->npools && !m->pools_refused)
         mcg_diags_add(diags, "pools/: there is no pool 'worker' (custom pools inherit from it)");
 }
 

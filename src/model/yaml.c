@@ -143,8 +143,10 @@ typedef struct conv {
     mcg_linemap *lines;
     int errors;
     int depth;
-    bool syntax;  /* the parser failed: the stream ends here */
-    bool strings; /* plain scalars stay text, but for null/true/false (kubeconfig) */
+    bool syntax;      /* the parser failed: the stream ends here */
+    bool strings;     /* plain scalars stay text, but for null/true/false (kubeconfig) */
+    const char *data; /* the input, to name a tab as the cause of an error */
+    size_t len;
 } conv;
 
 static int mark_line(const conv *cv, const yaml_mark_t *m)
@@ -167,17 +169,54 @@ static void conv_err(conv *cv, const yaml_mark_t *m, const char *fmt, ...)
     cv->errors++;
 }
 
+/*
+ * The 1-based line (of the input) of a tab in the indentation that explains
+ * a syntax error at m: on m's line or, as libyaml often reports the line
+ * after, the one before. 0 when neither starts with blanks holding a tab,
+ * and m itself is not at a tab.
+ */
+static int tab_indent_line(const conv *cv, const yaml_mark_t *m)
+{
+    if (!cv->data || m->index > cv->len)
+        return 0;
+    size_t at = m->index;
+    if (at < cv->len && cv->data[at] == '\t')
+        return (int)m->line + 1;
+    size_t start = at;
+    while (start > 0 && cv->data[start - 1] != '\n')
+        start--;
+    for (int back = 0; back < 2; back++) {
+        bool tab = false;
+        for (size_t i = start; i < cv->len && (cv->data[i] == ' ' || cv->data[i] == '\t'); i++)
+            tab |= cv->data[i] == '\t';
+        if (tab)
+            return (int)m->line + 1 - back;
+        if (start == 0 || m->line == 0)
+            break;
+        start--; /* the previous line */
+        while (start > 0 && cv->data[start - 1] != '\n')
+            start--;
+    }
+    return 0;
+}
+
 /* Next event; a syntax error is reported once and ends the stream. */
 static bool next_event(conv *cv, yaml_event_t *ev)
 {
     if (yaml_parser_parse(cv->parser, ev))
         return true;
     yaml_parser_t *p = cv->parser;
+    cv->errors++;
+    cv->syntax = true;
+    int tab_line = tab_indent_line(cv, &p->problem_mark);
+    if (tab_line) {
+        mcg_diags_add(cv->diags, "%s:%d: tab character used for indentation (YAML indents with "
+                      "spaces only)", cv->file, tab_line + cv->line_offset);
+        return false;
+    }
     mcg_diags_add(cv->diags, "%s:%d: invalid YAML: %s%s%s", cv->file,
                   mark_line(cv, &p->problem_mark), p->problem ? p->problem : "syntax error",
                   p->context ? " " : "", p->context ? p->context : "");
-    cv->errors++;
-    cv->syntax = true;
     return false;
 }
 
@@ -335,7 +374,7 @@ int mcg_yaml_each_doc(const char *file, const char *data, size_t len, int line_o
         return 1;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
-    conv cv = {&parser, file, line_offset, diags, NULL, 0, 0, false, false};
+    conv cv = {&parser, file, line_offset, diags, NULL, 0, 0, false, false, data, len};
     yaml_event_t ev;
     while (next_event(&cv, &ev)) {
         yaml_event_type_t t = ev.type;

@@ -63,4 +63,57 @@ int mcg_render_name(const mcg_ignition *ign, const char *pool, char **spec, size
  */
 bool mcg_render_name_matches(const char *name, const char *spec, size_t spec_len);
 
+/* ------------------------------------------------------------ diff */
+
+typedef enum { MCG_DIFF_ADDED, MCG_DIFF_CHANGED, MCG_DIFF_REMOVED } mcg_diff_op;
+
+typedef enum {
+    MCG_DIFF_FILE,
+    MCG_DIFF_DIR,
+    MCG_DIFF_LINK,
+    MCG_DIFF_UNIT,
+    MCG_DIFF_SSHKEYS,        /* core's SSH keys (key "core") */
+    MCG_DIFF_PASSWORD,       /* core's password hash (key "core"): no disruption */
+    MCG_DIFF_KARGS,          /* the MachineConfig kernelArguments */
+    MCG_DIFF_OS,             /* extensions, kernelType, osImageURL, baseOSExtensionsContainerImage */
+    MCG_DIFF_UNRECONCILABLE, /* fips, disks, raid, filesystems, luks, users, groups, Ignition
+                                kernelArguments: nodes refuse the config (Unreconcilable) */
+} mcg_diff_kind;
+
+/* One change. */
+typedef struct mcg_diff_item {
+    mcg_diff_kind kind;
+    mcg_diff_op op;
+    char *key;      /* path, unit name, field name, or "core" */
+    mcg_strv what;  /* CHANGED storage: "contents", "mode", "owner", "target", "type",
+                       "overwrite"; units: "contents", "enabled", "mask", "dropin NAME";
+                       kernel arguments and extensions: "+arg" / "-arg"; SSH keys: "N added,
+                       M removed"; OS fields: the new value. Empty otherwise. */
+    mcg_disruption actions; /* this change alone, under the policy (finished) */
+} mcg_diff_item;
+
+typedef struct mcg_diff {
+    mcg_diff_item *items; /* files/dirs/links by path, units, SSH keys, password, kernel
+                             arguments, OS fields, unreconcilable sections */
+    size_t n;
+    mcg_disruption actions; /* every item's, finished: what a node does for the whole change */
+    bool unreconcilable;    /* an item nodes refuse */
+} mcg_diff;
+
+/*
+ * The change from old (NULL: a node with no config) to new, with the
+ * disruption actions of the node disruption policy (NULL: the defaults),
+ * decided by the agent's rules (mcg_disruption_add). Compare configs parsed
+ * the same way (mcg_ignition_parse_json of each spec.json) so defaults
+ * agree. *out is overwritten; free with mcg_diff_free. n == 0: no change.
+ */
+void mcg_render_diff(mcg_diff *out, const mcg_ignition *old, const mcg_ignition *new_cfg,
+                     const mcg_disruption_policy *policy);
+void mcg_diff_free(mcg_diff *d);
+/* "file", "directory", "link", "unit", "sshAuthorizedKeys", "passwordHash",
+ * "kernelArguments", "os", "unreconcilable" (the -o json "kind" values). */
+const char *mcg_diff_kind_name(mcg_diff_kind k);
+/* "added", "changed", "removed". */
+const char *mcg_diff_op_name(mcg_diff_op op);
+
 #endif

@@ -241,6 +241,13 @@ int64_t mcg_rollout_max_unavailable(const mcg_pool *p, size_t count)
     return v < 1 ? 1 : v;
 }
 
+int64_t mcg_rollout_waves(const mcg_pool *p, size_t count, size_t todo)
+{
+    int64_t mu = mcg_rollout_max_unavailable(p, count);
+    uint64_t t = todo;
+    return (int64_t)(t / (uint64_t)mu + (t % (uint64_t)mu != 0));
+}
+
 /* ------------------------------------------------------------ ordering */
 
 /* A node to order: its view, its zone (NULL when none) and its index. */

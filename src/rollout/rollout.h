@@ -186,6 +186,14 @@ const mcg_pool *mcg_rollout_pool_of(const mcg_labels *labels, const mcg_pool *po
  */
 int64_t mcg_rollout_max_unavailable(const mcg_pool *p, size_t count);
 
+/*
+ * How many waves a rollout of todo of a pool's count nodes takes when every
+ * node is settled and stays so: ceil(todo / mcg_rollout_max_unavailable(p,
+ * count)), the planner moving at most maxUnavailable settled nodes at a
+ * time. 0 when todo is 0.
+ */
+int64_t mcg_rollout_waves(const mcg_pool *p, size_t count, size_t todo);
+
 /* True when p is one of the two built-in pools, "master" or "worker". */
 bool mcg_rollout_pool_is_builtin(const char *name);
 

@@ -857,23 +857,23 @@ static void test_policy(void **state)
         assert_int_equal(mcg_acfg_load(&n, &root, "new", ns, strlen(ns), false, &e), 0);
         free(os);
         free(ns);
-        mcg_plan_actions act;
+        mcg_disruption act;
         mcg_plan_decide(&act, o, n, &pol);
-        char *got = mcg_plan_actions_str(&act);
+        char *got = mcg_disruption_str(&act);
         if (strcmp(got, cases[i].want))
             fail_msg("case %zu: got '%s', want '%s'", i, got, cases[i].want);
         free(got);
-        mcg_plan_actions_free(&act);
+        mcg_disruption_free(&act);
         /* with no policy: Reboot for files and units, None for SSH keys */
         mcg_plan_decide(&act, o, n, NULL);
-        got = mcg_plan_actions_str(&act);
+        got = mcg_disruption_str(&act);
         bool ssh = strstr(cases[i].new_json, "sshAuthorized") != NULL;
         bool nochange = !strcmp(cases[i].old_json, cases[i].new_json);
         if (!*cases[i].new_json)
             ssh = false;
         assert_string_equal(got, ssh || nochange ? "None" : "Reboot");
         free(got);
-        mcg_plan_actions_free(&act);
+        mcg_disruption_free(&act);
         mcg_acfg_free(o);
         mcg_acfg_free(n);
     }

@@ -834,7 +834,7 @@ static const parse_case cases[] = {
     {"refuse: maxUnavailable not a number", POOLF, WORKER_POOL "  maxUnavailable: lots\n",
      POOLF ":9:", "maxUnavailable 'lots' must be an integer or a percentage like \"10%\""},
     {"refuse: maxUnavailable over 100%", POOLF, WORKER_POOL "  maxUnavailable: 150%\n",
-     POOLF ":9:", "maxUnavailable '150%' must be an integer or a percentage"},
+     POOLF ":9:", "maxUnavailable '150%' is over 100% (a percentage of the pool's nodes"},
     {"refuse: maxUnavailable a bare %", POOLF, WORKER_POOL "  maxUnavailable: \"%\"\n",
      POOLF ":9:", "maxUnavailable '%' must be"},
     {"refuse: maxUnavailable a number in a string", POOLF, WORKER_POOL "  maxUnavailable: \"5\"\n",
@@ -850,6 +850,14 @@ static const parse_case cases[] = {
      "there is no pool 'worker' (custom pools inherit from it)", 1},
 
     /* ---------------------------------------------------- YAML */
+    {"refuse: YAML tab indenting a key", MCF,
+     API "kind: MachineConfig\nmetadata:\n\tname: x\n", MCF ":4:",
+     "tab character used for indentation"},
+    {"refuse: YAML tab after spaces", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: x\n  labels:\n  \tfoo: bar\n", MCF ":6:",
+     "tab character used for indentation"},
+    {"refuse: YAML tab inside a value is no indentation", MCF,
+     API "kind: MachineConfig\nmetadata:\n  name: [x\tspec: {}\n", MCF ":", "invalid YAML"},
     {"refuse: YAML syntax error", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: [x\nspec: {}\n", MCF ":5:", "invalid YAML"},
     {"refuse: YAML bad indentation", MCF,
@@ -955,6 +963,105 @@ static void run_case(void **state)
 }
 
 /* ------------------------------------------------------------ other tests */
+
+/*
+ * One problem per mistake: a pools/ file with an error does not also report
+ * its pool as missing, nor the MCs it would select as selected by no pool;
+ * an MC that no pool selects is a warning, one per MC, naming file and line.
+ */
+static void test_one_problem_per_mistake(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pool;
+        size_t problems, warnings;
+        const char *first;
+    } tcases[] = {
+        {WORKER_POOL "  maxUnavailable: 150%\n", 1, 0, "is over 100%"},
+        {"apiVersion: x\n\tkind: y\n", 1, 0, "tab character used for indentation"},
+        {WORKER_POOL, 0, 1, NULL},
+    };
+    for (size_t i = 0; i < sizeof(tcases) / sizeof(tcases[0]); i++) {
+        mcg_model *m = mcg_model_new();
+        mcg_diags d = {0};
+        mcg_model_add_file(m, POOLF, tcases[i].pool, strlen(tcases[i].pool), &d);
+        const char *mc = MC_HEAD("10-sel") "---\n" API "kind: MachineConfig\n"
+                                           "metadata:\n  name: 20-nobody\n"
+                                           "  labels:\n    role: none\nspec: {}\n";
+        mcg_model_add_file(m, MCF, mc, strlen(mc), &d);
+        mcg_model_finish(m, &d);
+        if (d.count != tcases[i].problems)
+            fail_msg("case %zu: %zu problems (first: %s), want %zu", i, d.count,
+                     d.count ? d.msgs[0] : "-", tcases[i].problems);
+        if (tcases[i].first)
+            assert_contains(d.msgs[0], tcases[i].first);
+        if (m->warnings.count != tcases[i].warnings)
+            fail_msg("case %zu: %zu warnings, want %zu", i, m->warnings.count, tcases[i].warnings);
+        if (tcases[i].warnings)
+            assert_string_equal(m->warnings.msgs[0],
+                                MCF ":12: MachineConfig '20-nobody' is selected by no pool's "
+                                    "machineConfigSelector (no node gets it)");
+        mcg_diags_free(&d);
+        mcg_model_free(m);
+    }
+}
+
+/* The node disruption policy's rules (model/disruption.c), as the agent and plan apply them. */
+static void test_disruption_rules(void **state)
+{
+    (void)state;
+    mcg_action restart = {MCG_ACT_RESTART, "crio.service"}, none = {MCG_ACT_NONE, NULL};
+    mcg_action reload = {MCG_ACT_RELOAD, "sshd.service"}, drain = {MCG_ACT_DRAIN, NULL};
+    mcg_policy_rule files[] = {{"/etc/containers/", &restart, 1}, {"/etc/containers/x", &none, 1}};
+    mcg_policy_rule units[] = {{"chronyd.service", &drain, 1}};
+    mcg_disruption_policy pol = {true, files, 2, units, 1, true, &reload, 1};
+    static const struct {
+        mcg_disrupt_kind kind;
+        const char *key;
+        bool with_policy;
+        const char *want;
+    } tcases[] = {
+        {MCG_DISRUPT_FILE, "/etc/containers/registries.conf", true, "Restart crio.service"},
+        {MCG_DISRUPT_FILE, "/etc/containers/x", true, "None"},  /* exact beats prefix */
+        {MCG_DISRUPT_FILE, "/etc/containersx", true, "Reboot"}, /* not below the directory */
+        {MCG_DISRUPT_FILE, "/etc/containers/registries.conf", false, "Reboot"},
+        {MCG_DISRUPT_UNIT, "chronyd.service", true, "Drain"},
+        {MCG_DISRUPT_UNIT, "other.service", true, "Reboot"},
+        {MCG_DISRUPT_SSHKEY, "sshkey", true, "Reload sshd.service"},
+        {MCG_DISRUPT_SSHKEY, "sshkey", false, "None"},
+        {MCG_DISRUPT_REBOOT, "kernelArguments", true, "Reboot"},
+    };
+    for (size_t i = 0; i < sizeof(tcases) / sizeof(tcases[0]); i++) {
+        mcg_disruption a = {0};
+        mcg_disruption_add(&a, tcases[i].with_policy ? &pol : NULL, tcases[i].kind, tcases[i].key);
+        mcg_disruption_finish(&a);
+        char *got = mcg_disruption_str(&a);
+        if (strcmp(got, tcases[i].want))
+            fail_msg("case %zu (%s): %s, want %s", i, tcases[i].key, got, tcases[i].want);
+        free(got);
+        mcg_disruption_free(&a);
+    }
+    /* merged and finished: a Reboot swallows everything else */
+    mcg_disruption a = {0}, b = {0};
+    mcg_disruption_add(&a, &pol, MCG_DISRUPT_UNIT, "chronyd.service");
+    mcg_disruption_add(&a, &pol, MCG_DISRUPT_SSHKEY, "sshkey");
+    char *got = mcg_disruption_str(&a);
+    assert_string_equal(got, "Drain, Reload sshd.service");
+    free(got);
+    json_t *j = mcg_disruption_json(&a);
+    assert_int_equal(json_array_size(j), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(j, 1), "service")),
+                        "sshd.service");
+    json_decref(j);
+    mcg_disruption_add(&b, &pol, MCG_DISRUPT_FILE, "/etc/other");
+    mcg_disruption_merge(&b, &a);
+    mcg_disruption_finish(&b);
+    got = mcg_disruption_str(&b);
+    assert_string_equal(got, "Reboot");
+    free(got);
+    mcg_disruption_free(&a);
+    mcg_disruption_free(&b);
+}
 
 /* Every supported Ignition version parses, each unsupported one is named. */
 static void test_ignition_versions(void **state)
@@ -1815,6 +1922,7 @@ int main(void)
         cmocka_unit_test(test_mc_fields),         cmocka_unit_test(test_unreconcilable_kept),
         cmocka_unit_test(test_unit_contents),     cmocka_unit_test(test_ignition_v2),
         cmocka_unit_test(test_many_dropins),      cmocka_unit_test(test_labels_build),
+        cmocka_unit_test(test_one_problem_per_mistake), cmocka_unit_test(test_disruption_rules),
     };
     size_t nextra = sizeof(extra) / sizeof(extra[0]);
     struct CMUnitTest *tests = mcg_calloc(ncases + nextra, sizeof(*tests));

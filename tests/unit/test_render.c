@@ -1426,6 +1426,146 @@ static void test_many_users_merge(void **state)
                  big);
 }
 
+/* ------------------------------------------------------------ diff */
+
+#define POLICY                                                                                     \
+    API "kind: MachineConfiguration\nmetadata:\n  name: cluster\nspec:\n"                          \
+        "  nodeDisruptionPolicy:\n"                                                                \
+        "    files:\n"                                                                             \
+        "    - path: /etc/chrony.conf\n"                                                           \
+        "      actions:\n"                                                                         \
+        "      - type: Restart\n"                                                                  \
+        "        restart:\n"                                                                       \
+        "          serviceName: chronyd.service\n"                                                 \
+        "    units:\n"                                                                             \
+        "    - name: crio.service\n"                                                               \
+        "      actions:\n"                                                                         \
+        "      - type: Drain\n"                                                                    \
+        "    sshkey:\n"                                                                            \
+        "      actions:\n"                                                                         \
+        "      - type: None\n"
+
+#define CHRONY(V)                                                                                  \
+    "    storage:\n      files:\n      - path: /etc/chrony.conf\n"                                 \
+    "        mode: 420\n        contents:\n          source: data:," V "\n"
+
+/* One diff case: worker's 10-x MC body before (NULL: no rendered config) and after. */
+typedef struct diff_case {
+    const char *name;
+    const char *old_body, *new_body;
+    bool policy;
+    const char *want;    /* the items, "op kind key (what): actions" joined by "; " */
+    const char *actions; /* the whole change's actions */
+} diff_case;
+
+static const diff_case diff_cases[] = {
+    {"nothing changed", CHRONY("a"), CHRONY("a"), true, "", "None"},
+    {"file contents under a Restart rule", CHRONY("a"), CHRONY("b"), true,
+     "changed file /etc/chrony.conf (contents): Restart chronyd.service",
+     "Restart chronyd.service"},
+    {"same change without a policy: Reboot", CHRONY("a"), CHRONY("b"), false,
+     "changed file /etc/chrony.conf (contents): Reboot", "Reboot"},
+    {"mode only", CHRONY("a"),
+     "    storage:\n      files:\n      - path: /etc/chrony.conf\n"
+     "        mode: 384\n        contents:\n          source: data:,a\n",
+     true, "changed file /etc/chrony.conf (mode): Restart chronyd.service",
+     "Restart chronyd.service"},
+    {"file added and removed, a directory added", CHRONY("a"),
+     "    storage:\n      files:\n      - path: /etc/new.conf\n"
+     "        contents:\n          source: data:,x\n"
+     "      directories:\n      - path: /etc/d\n",
+     true,
+     "removed file /etc/chrony.conf: Restart chronyd.service; added directory /etc/d: Reboot; "
+     "added file /etc/new.conf: Reboot",
+     "Reboot"},
+    {"unit drop-ins and enabled, under a Drain rule",
+     "    systemd:\n      units:\n      - name: crio.service\n        dropins:\n"
+     "        - name: 10-a.conf\n          contents: \"[Service]\\nA=1\\n\"\n",
+     "    systemd:\n      units:\n      - name: crio.service\n        enabled: true\n"
+     "        dropins:\n        - name: 10-a.conf\n          contents: \"[Service]\\nA=2\\n\"\n"
+     "        - name: 20-b.conf\n          contents: \"[Service]\\nB=1\\n\"\n",
+     true, "changed unit crio.service (enabled, dropin 10-a.conf, dropin 20-b.conf): Drain",
+     "Drain"},
+    {"a unit added without a rule, to a node with no config", NULL,
+     "    systemd:\n      units:\n      - name: x.service\n        contents: \"[Unit]\\n\"\n", true,
+     "added unit x.service: Reboot", "Reboot"},
+    {"SSH keys under the sshkey rule, password in place", CHRONY("a"),
+     CHRONY("a") "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n"
+                 "        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE3m8S3Ey4tJ2Ykq6vQW2nC0m5J0Kc7q op\n"
+                 "        passwordHash: $6$x$y\n",
+     true,
+     "added sshAuthorizedKeys core (1 added, 0 removed): None; added passwordHash core: None",
+     "None"},
+    {"kernel arguments and kernel type: Reboot", CHRONY("a") "  kernelArguments: [quiet]\n",
+     CHRONY("a") "  kernelArguments: [nosmt]\n  kernelType: realtime\n", true,
+     "changed kernelArguments kernelArguments (+nosmt, -quiet): Reboot; "
+     "added os kernelType (realtime): Reboot",
+     "Reboot"},
+    {"fips is unreconcilable", CHRONY("a"), CHRONY("a") "  fips: true\n", true,
+     "changed unreconcilable fips (true): None", "None"},
+};
+
+/* The worker pool's parsed spec with 10-x's body (and the policy when asked). */
+static void diff_side(repo *rp, mcg_ignition *out, const char *body, bool policy)
+{
+    add_std_pools(rp);
+    add_mc(rp, "00-master", "master", NULL);
+    add_mc(rp, "00-worker", "worker", NULL);
+    if (body)
+        add_mc(rp, "10-x", "worker", body);
+    if (policy)
+        add(rp, "machineconfigs/policy.yaml", mcg_strdup(POLICY));
+    render_ok(rp);
+    const mcg_rendered_pool *p = pool(rp, "worker");
+    mcg_err err = {0};
+    if (mcg_ignition_parse_json(out, p->name, p->spec, p->spec_len, &err) != 0)
+        fail_msg("spec does not parse: %s", err.msg);
+}
+
+/* mcg_render_diff: each change, its what, and its actions under the policy. */
+static void test_diff(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(diff_cases) / sizeof(diff_cases[0]); i++) {
+        const diff_case *dc = &diff_cases[i];
+        repo a = {0}, b = {0};
+        mcg_ignition oi, ni;
+        memset(&oi, 0, sizeof(oi));
+        memset(&ni, 0, sizeof(ni));
+        if (dc->old_body)
+            diff_side(&a, &oi, dc->old_body, dc->policy);
+        diff_side(&b, &ni, dc->new_body, dc->policy);
+        mcg_diff d;
+        mcg_render_diff(&d, dc->old_body ? &oi : NULL, &ni, &b.m->policy);
+        mcg_buf got = MCG_BUF_INIT;
+        mcg_buf_puts(&got, "");
+        for (size_t j = 0; j < d.n; j++) {
+            const mcg_diff_item *it = &d.items[j];
+            mcg_buf_printf(&got, "%s%s %s %s", j ? "; " : "", mcg_diff_op_name(it->op),
+                           mcg_diff_kind_name(it->kind), it->key);
+            for (size_t k = 0; k < it->what.n; k++)
+                mcg_buf_printf(&got, "%s%s%s", k ? ", " : " (", it->what.v[k],
+                               k + 1 == it->what.n ? ")" : "");
+            char *acts = mcg_disruption_str(&it->actions);
+            mcg_buf_printf(&got, ": %s", acts);
+            free(acts);
+        }
+        if (strcmp(got.ptr, dc->want))
+            fail_msg("%s:\n got  %s\n want %s", dc->name, got.ptr, dc->want);
+        char *all = mcg_disruption_str(&d.actions);
+        if (strcmp(all, dc->actions))
+            fail_msg("%s: actions %s, want %s", dc->name, all, dc->actions);
+        assert_int_equal(d.unreconcilable, strstr(dc->want, "unreconcilable") != NULL);
+        free(all);
+        mcg_buf_free(&got);
+        mcg_diff_free(&d);
+        mcg_ignition_free(&oi);
+        mcg_ignition_free(&ni);
+        repo_free(&a);
+        repo_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1457,6 +1597,7 @@ int main(void)
         cmocka_unit_test(test_unreconcilable_merge),
         cmocka_unit_test(test_many_dropins_merge),
         cmocka_unit_test(test_many_users_merge),
+        cmocka_unit_test(test_diff),
     };
     return cmocka_run_group_tests_name("render", tests, NULL, NULL);
 }

@@ -305,6 +305,37 @@ static void test_max_unavailable(void **state)
     assert_true(mcg_rollout_max_unavailable(&big, SIZE_MAX) > 0);
 }
 
+/* mcg_rollout_waves: ceil(todo / effective maxUnavailable of the pool's count). */
+static void test_waves(void **state)
+{
+    (void)state;
+    static const struct {
+        bool set, pct;
+        int64_t v;
+        size_t count, todo;
+        int64_t want;
+    } t[] = {
+        {false, false, 0, 3, 3, 3},  /* default 1: one node at a time */
+        {false, false, 0, 3, 0, 0},  /* nothing to do */
+        {true, false, 2, 5, 5, 3},   /* 2 + 2 + 1 */
+        {true, false, 2, 5, 4, 2},   /* exact */
+        {true, false, 10, 5, 5, 1},  /* above the count */
+        {true, true, 50, 10, 10, 2}, /* 5 at a time */
+        {true, true, 50, 10, 3, 1},  /* only 3 need it */
+        {true, true, 10, 5, 5, 5},   /* 0.5 -> 1 at a time */
+        {true, true, 100, 7, 7, 1},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        mcg_pool p = {.max_unavailable_set = t[i].set,
+                      .max_unavailable_is_percent = t[i].pct,
+                      .max_unavailable = t[i].v};
+        int64_t got = mcg_rollout_waves(&p, t[i].count, t[i].todo);
+        if (got != t[i].want)
+            fail_msg("case %zu: got %lld want %lld", i, (long long)got, (long long)t[i].want);
+    }
+    assert_int_equal(mcg_rollout_waves(NULL, 4, 4), 4);
+}
+
 /* ------------------------------------------------------------- capacity */
 
 static void test_capacity_basic(void **state)
@@ -1109,6 +1140,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_property_rollout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_property_chaos, setup, teardown),
         cmocka_unit_test(test_scale),
+        cmocka_unit_test(test_waves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

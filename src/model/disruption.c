@@ -1,0 +1,171 @@
+/*
+ * disruption.c — which disruption actions a change needs under the node
+ * disruption policy (MachineConfiguration "cluster", MCO's
+ * nodeDisruptionPolicy).
+ *
+ * One rule set, used both by the agent when it applies a config and by
+ * `mcgit plan` when it previews one, so the preview cannot disagree with
+ * what a node does. A changed file takes the actions of the policy's rule
+ * for its path (exact, else the longest directory prefix), a changed unit
+ * those of its rule by name, a change to core's SSH keys those of the
+ * sshkey rule; a file or unit without a rule needs a Reboot, SSH keys
+ * without a rule need nothing. Any Reboot makes the whole result one
+ * Reboot (MCO). Pure: no I/O.
+ */
+#include "model/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void mcg_disruption_free(mcg_disruption *a)
+{
+    mcg_strv_free(&a->reload);
+    mcg_strv_free(&a->restart);
+    memset(a, 0, sizeof(*a));
+}
+
+/* Add a rule's n actions to out (None adds nothing; services kept unique). */
+static void add_actions(mcg_disruption *out, const mcg_action *acts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (acts[i].type) {
+        case MCG_ACT_NONE:
+            break;
+        case MCG_ACT_REBOOT:
+            out->reboot = true;
+            break;
+        case MCG_ACT_DRAIN:
+            out->drain = true;
+            break;
+        case MCG_ACT_DAEMON_RELOAD:
+            out->daemon_reload = true;
+            break;
+        case MCG_ACT_RELOAD:
+            if (acts[i].service && !mcg_strv_contains(&out->reload, acts[i].service))
+                mcg_strv_push(&out->reload, acts[i].service);
+            break;
+        case MCG_ACT_RESTART:
+            if (acts[i].service && !mcg_strv_contains(&out->restart, acts[i].service))
+                mcg_strv_push(&out->restart, acts[i].service);
+            break;
+        }
+    }
+}
+
+/* The policy rule for a file path: exact, else the longest directory prefix. */
+static const mcg_policy_rule *file_rule(const mcg_disruption_policy *p, const char *path)
+{
+    const mcg_policy_rule *best = NULL;
+    size_t best_len = 0, pl = strlen(path);
+    for (size_t i = 0; p && i < p->nfiles; i++) {
+        const char *k = p->files[i].key;
+        size_t kl = strlen(k);
+        while (kl > 1 && k[kl - 1] == '/')
+            kl--;
+        bool match = (kl == pl && !memcmp(k, path, pl)) ||
+                     (kl < pl && !memcmp(k, path, kl) && (path[kl] == '/' || kl == 1));
+        if (match && (!best || kl > best_len)) {
+            best = &p->files[i];
+            best_len = kl;
+        }
+    }
+    return best;
+}
+
+/* The policy rule for a unit, by exact name; NULL when none (or no policy). */
+static const mcg_policy_rule *unit_rule(const mcg_disruption_policy *p, const char *unit)
+{
+    for (size_t i = 0; p && i < p->nunits; i++)
+        if (!strcmp(p->units[i].key, unit))
+            return &p->units[i];
+    return NULL;
+}
+
+void mcg_disruption_add(mcg_disruption *out, const mcg_disruption_policy *policy,
+                        mcg_disrupt_kind kind, const char *key)
+{
+    const mcg_policy_rule *r = NULL;
+    switch (kind) {
+    case MCG_DISRUPT_FILE:
+        r = file_rule(policy, key);
+        break;
+    case MCG_DISRUPT_UNIT:
+        r = unit_rule(policy, key);
+        break;
+    case MCG_DISRUPT_SSHKEY:
+        if (policy && policy->has_sshkey)
+            add_actions(out, policy->sshkey, policy->nsshkey);
+        return; /* default for SSH keys: None */
+    case MCG_DISRUPT_REBOOT:
+        out->reboot = true;
+        return;
+    }
+    if (r)
+        add_actions(out, r->actions, r->nactions);
+    else
+        out->reboot = true;
+}
+
+void mcg_disruption_merge(mcg_disruption *dst, const mcg_disruption *src)
+{
+    dst->reboot |= src->reboot;
+    dst->drain |= src->drain;
+    dst->daemon_reload |= src->daemon_reload;
+    for (size_t i = 0; i < src->reload.n; i++)
+        if (!mcg_strv_contains(&dst->reload, src->reload.v[i]))
+            mcg_strv_push(&dst->reload, src->reload.v[i]);
+    for (size_t i = 0; i < src->restart.n; i++)
+        if (!mcg_strv_contains(&dst->restart, src->restart.v[i]))
+            mcg_strv_push(&dst->restart, src->restart.v[i]);
+}
+
+void mcg_disruption_finish(mcg_disruption *a)
+{
+    if (a->reboot) {
+        mcg_disruption_free(a);
+        a->reboot = true;
+    }
+}
+
+bool mcg_disruption_is_none(const mcg_disruption *a)
+{
+    return !a->reboot && !a->drain && !a->daemon_reload && !a->reload.n && !a->restart.n;
+}
+
+char *mcg_disruption_str(const mcg_disruption *a)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    if (a->reboot)
+        mcg_buf_puts(&b, "Reboot");
+    if (a->drain)
+        mcg_buf_printf(&b, "%sDrain", b.len ? ", " : "");
+    if (a->daemon_reload)
+        mcg_buf_printf(&b, "%sDaemonReload", b.len ? ", " : "");
+    for (size_t i = 0; i < a->reload.n; i++)
+        mcg_buf_printf(&b, "%sReload %s", b.len ? ", " : "", a->reload.v[i]);
+    for (size_t i = 0; i < a->restart.n; i++)
+        mcg_buf_printf(&b, "%sRestart %s", b.len ? ", " : "", a->restart.v[i]);
+    if (!b.len)
+        mcg_buf_puts(&b, "None");
+    return mcg_buf_detach(&b, NULL);
+}
+
+json_t *mcg_disruption_json(const mcg_disruption *a)
+{
+    json_t *arr = json_array();
+    if (a->reboot)
+        json_array_append_new(arr, json_pack("{s:s}", "type", "Reboot"));
+    if (a->drain)
+        json_array_append_new(arr, json_pack("{s:s}", "type", "Drain"));
+    if (a->daemon_reload)
+        json_array_append_new(arr, json_pack("{s:s}", "type", "DaemonReload"));
+    for (size_t i = 0; i < a->reload.n; i++)
+        json_array_append_new(arr, json_pack("{s:s,s:s}", "type", "Reload", "service",
+                                             a->reload.v[i]));
+    for (size_t i = 0; i < a->restart.n; i++)
+        json_array_append_new(arr, json_pack("{s:s,s:s}", "type", "Restart", "service",
+                                             a->restart.v[i]));
+    if (!json_array_size(arr))
+        json_array_append_new(arr, json_pack("{s:s}", "type", "None"));
+    return arr;
+}
