@@ -416,7 +416,7 @@ static void set_reason(mcg_agent_result *res, mcg_agent_state st, const char *fm
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(res->reason, sizeof(res->reason), fmt, ap);
+    mcg_vbfmt(res->reason, sizeof(res->reason), fmt, ap);
     va_end(ap);
     for (char *p = res->reason; *p; p++) /* one line */
         if (*p == '\n' || *p == '\r' || *p == '\t')

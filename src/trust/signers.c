@@ -99,8 +99,9 @@ void mcg_trust_fmt_time(int64_t t, char out[32])
     unsigned d = doy - (153 * mp + 2) / 5 + 1;
     unsigned m = mp < 10 ? mp + 3 : mp - 9;
     y += m <= 2;
-    snprintf(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)y, m, d,
-             (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60), (unsigned)(secs % 60));
+    if (!mcg_bfmt(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)y, m, d,
+                  (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60), (unsigned)(secs % 60)))
+        mcg_bfmt(out, 32, "(year %lld)", (long long)y); /* cannot happen for 64-bit times */
 }
 
 static unsigned digits(const char *s, size_t n)

@@ -7,6 +7,7 @@
 # (real kube-apiserver): the Node's status.nodeInfo (machineID, bootID) as a
 # kubelet reports it. The boot id is always the real kernel's.
 . "$(dirname "$0")/lib.sh"
+need python3
 
 BOOT=$(cat /proc/sys/kernel/random/boot_id)
 MID=0123456789abcdef0123456789abcdef   # the fake host's machine-id
@@ -121,7 +122,7 @@ untouched "nodeInfo mismatch"
 # --------------------------------------------------------------------- kube
 [ "$FAIL" = 0 ] || { finish; exit 1; } # a kube skip must not hide these
 . "$SRC/tests/kube/lib.sh"
-command -v kubectl >/dev/null || { echo "skipped: kubectl not found"; finish; exit 77; }
+need kubectl
 kube_up
 kube_deploy
 KCL=kube:$KUBECONFIG
