@@ -64,6 +64,8 @@ static bool machine_id_ok(const char *s)
 int mcg_agent_machine_id(const char *root, char out[MCG_MACHINE_ID_SIZE], mcg_err *err)
 {
     out[0] = '\0';
+    if (!root || !*root)
+        root = "/";
     int rc = 0;
     int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int efd = rfd < 0 ? -1 : openat(rfd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -135,6 +135,29 @@ KHOST=$T/khost
 mkdir -p "$KHOST/etc"
 echo "$MID" >"$KHOST/etc/machine-id"
 cp "$HOST/etc/passwd" "$HOST/etc/group" "$KHOST/etc/"
+# a desiredConfig that needs a drain and a reboot, and a pod a drain would evict
+: "${KUBETOOL:=$(dirname "$MCGIT")/tests/mcgit-kubetool}"
+KNAME=$(python3 - "$T/kspec" <<'EOF'
+import hashlib, json, sys
+cfg = {"ignition": {"version": "3.4.0"}, "storage": {"files": [
+    {"path": "/etc/hello", "contents": {"source": "data:,hi"}}]}}
+b = (json.dumps({"config": cfg}, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+open(sys.argv[1], "wb").write(b)
+print("rendered-worker-" + hashlib.sha256(b).hexdigest()[:32])
+EOF
+)
+"$KUBETOOL" "$KCL" put-config "$KNAME" "$T/kspec" >/dev/null
+"$KUBETOOL" "$KCL" patch w1 desired="$KNAME" >/dev/null
+kubectl create namespace apps >/dev/null
+kubectl apply -f - >/dev/null <<'POD'
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: apps}
+spec:
+  nodeName: w1
+  terminationGracePeriodSeconds: 0
+  containers: [{name: c, image: busybox}]
+POD
 kagent() {
   "$MCGIT" agent --node w1 --cluster "$KCL" --root "$KHOST" --live --once -q \
     --systemctl "echo >>$T/systemctl.log" --reboot-command "touch $T/rebooted" "$@"
@@ -145,6 +168,9 @@ kuntouched() {
   [ ! -e "$T/rebooted" ] || what+=("reboot run")
   [ "$(kubectl get node w1 -o jsonpath='{.spec.unschedulable}')" = "" ] || what+=("cordoned")
   [ -z "$(kubectl get node w1 -o jsonpath='{.metadata.annotations.machineconfiguration\.mcgit\.io/state}')" ] || what+=("state reported")
+  [ ! -e "$KHOST/etc/hello" ] || what+=("file written")
+  [ -n "$(kubectl -n apps get pod web-1 -o name 2>/dev/null)" ] || what+=("pod evicted (drain)")
+  [ -z "$(kubectl -n apps get pod web-1 -o jsonpath='{.metadata.deletionTimestamp}' 2>/dev/null)" ] || what+=("pod being deleted (drain)")
   if [ ${#what[@]} = 0 ]; then ok "$1: nothing touched"; else bad "$1: ${what[*]}"; fi
 }
 expect_rc 1 "kube: node without nodeInfo refused" -- kagent
@@ -162,7 +188,10 @@ kuntouched "kube: boot id mismatch"
 # kernel's boot id, identity from the kubelet's nodeInfo
 kinfo "$MID" "$BOOT"
 expect_rc 0 "kube: matching nodeInfo: agent runs" -- kagent
-expect_grep "Done" "$T/out" "kube: node reported Done"
+expect_grep "^w1 Working " "$T/out" "kube: update applied, waiting for its reboot"
+[ "$(cat "$KHOST/etc/hello" 2>/dev/null)" = hi ] && ok "kube: file written on the proven host" || bad "kube: file not written"
+[ -e "$T/rebooted" ] && ok "kube: reboot command run on the proven host" || bad "kube: no reboot"
+[ -z "$(kubectl -n apps get pod web-1 -o name 2>/dev/null)" ] && ok "kube: the proven node was drained" || bad "kube: pod not evicted"
 # a kubelet-reported node cannot be bound to another machine
 expect_rc 1 "kube: bind to another machine refused" -- "$MCGIT" node bind --cluster "$KCL" w1 --machine-id "$OTHER"
 expect_grep "reported by its kubelet" "$T/err" "kube: bind conflict named"
