@@ -54,9 +54,10 @@ if command -v clang >/dev/null; then
   CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build-clang -j"$jobs" >/dev/null
   ctest --test-dir build-clang -L unit --output-on-failure -j"$jobs"
-  echo "== fuzz targets, 10 s each (tests/fuzz/run.sh)"
+  fuzz_secs=${MCGIT_FUZZ_SECONDS:-10}
+  echo "== fuzz targets, ${fuzz_secs} s each (tests/fuzz/run.sh)"
   rc=0
-  tests/fuzz/run.sh 10 || rc=$?
+  tests/fuzz/run.sh "$fuzz_secs" || rc=$?
   if [ "$rc" = 77 ] && [ "$require_all" != 1 ]; then
     echo "fuzzing skipped: clang cannot build libFuzzer targets here"
   elif [ "$rc" != 0 ]; then

@@ -95,6 +95,8 @@ typedef struct mcg_bundle_report {
     bool imported;     /* refs were moved (import only) */
     bool rendered;     /* the source branch's new tip was rendered */
     mcg_render_result render;
+    char newest[MCG_SHA_HEX + 1]; /* the new source tip the bundle brings, "" none */
+    int64_t newest_time;          /* its committer time (freeze protection: how old) */
 } mcg_bundle_report;
 
 void mcg_bundle_report_free(mcg_bundle_report *rep);

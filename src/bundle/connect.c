@@ -4,7 +4,9 @@
  * complete only in its header is refused before anything moves. The walk
  * reads each commit, tag and tree of the pack that the refs reach, once;
  * an object the repo already has ends the walk there (the repo is taken to
- * be complete), and blobs are only looked up, never read.
+ * be complete), and blobs are only looked up, never read. When the pack
+ * scan read the whole pack (view->scan set), its links answer instead:
+ * every id an object of the pack names must be in the pack or the repo.
  */
 #include "bundle/bundle_int.h"
 

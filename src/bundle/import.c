@@ -47,6 +47,8 @@ typedef struct session {
     int lockfd;         /* the objects directory, flock()ed shared; -1 none */
     mcg_packscan *scan; /* what was learnt reading the pack as it was indexed */
     char source_tip[MCG_SHA_HEX + 1]; /* new source tip to render, "" none */
+    char rep_newest[MCG_SHA_HEX + 1]; /* for the report: the source tip and its time */
+    int64_t rep_newest_time;
 } session;
 
 /* Close the views, remove the quarantine, then drop the lock. */
@@ -276,6 +278,8 @@ static int check_render(session *s, mcg_err *err)
     int rc = 0;
     if (!s->source_tip[0])
         return 0;
+    if (mcg_gitops_commit_time(&s->rep_newest_time, &s->q, s->source_tip) == 0)
+        memcpy(s->rep_newest, s->source_tip, sizeof(s->rep_newest));
     if (mcg_gitops_load_commit(&m, &s->q, s->source_tip, &diags, err) != 0 ||
         mcg_render_model(&out, m, &diags) != 0)
         rc = mcg_err_set(err, MCG_EINVAL, "commit %s does not render: %s", s->source_tip,
@@ -324,6 +328,8 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
         (rc = refuse_verdicts(rep, err)) != 0 || (rc = check_render(s, err)) != 0)
         goto out;
     rep->accepted = true;
+    memcpy(rep->newest, s->rep_newest, sizeof(rep->newest));
+    rep->newest_time = s->rep_newest_time;
 out:
     if (strict_off)
         git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1);
@@ -349,6 +355,7 @@ int mcg_bundle_verify(mcg_bundle_report *rep, mcg_repo *r, const char *path,
     return rc;
 }
 
+/* fsync a file by path. */
 static int fsync_path(const char *p)
 {
     int fd = open(p, O_RDONLY | O_CLOEXEC);

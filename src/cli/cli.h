@@ -54,4 +54,13 @@ struct mcg_cluster;
 int mcg_cli_status_pools(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);
 int mcg_cli_status_nodes(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);
 
+/*
+ * Options of the commands that sign for the operator (rollback, approve,
+ * heartbeat): --repo R (required), --key FILE and exactly npos positional
+ * arguments (then argv[optind]...). Returns -1 when parsed, else the exit
+ * status to return (help printed, or a usage error).
+ */
+int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, const char **repo,
+                        const char **key);
+
 #endif

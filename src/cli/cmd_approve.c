@@ -29,23 +29,10 @@ const mcg_cmd mcg_cmd_approve = {
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"key", required_argument, 0, 'k'},
-                                         {0, 0, 0, 0}};
-    const char *repo = NULL, *key = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_approve);
-        case 'r': repo = optarg; break;
-        case 'k': key = optarg; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_approve, NULL);
-        }
-    }
-    if (!repo || argc - optind != 1)
-        return mcg_cli_usage_error(&mcg_cmd_approve, "expected --repo and one REV");
+    const char *repo, *key;
+    int ex = mcg_cli_signer_args(&mcg_cmd_approve, argc, argv, 1, &repo, &key);
+    if (ex >= 0)
+        return ex;
     mcg_err err = {0};
     mcg_repo *r = NULL;
     mcg_ssh_signer signer = {0};

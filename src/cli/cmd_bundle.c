@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -308,6 +309,13 @@ static int do_check(int argc, char **argv, bool import)
             rc = mcg_bundle_import(&rep, r, file, root, &prog, &diags, &err);
         else
             rc = mcg_bundle_verify(&rep, r, file, root, &prog, &err);
+    }
+    if (rep.newest[0]) {
+        /* freeze protection: how old is what this bundle brings? */
+        char when[32], age[32];
+        mcg_human_duration((int64_t)time(NULL) - rep.newest_time, age);
+        mcg_cli_info("newest source commit %.12s, %s (%s old)", rep.newest,
+                     mcg_time_iso(when, rep.newest_time), age);
     }
     if (!import) {
         print_report(&rep, file);

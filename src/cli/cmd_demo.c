@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <git2.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -559,14 +558,11 @@ static int story(demo *d)
     printf("    the operator drops the unsigned commit (git reset --hard HEAD~1)\n");
     unlink(p);
     free(p);
-    git_libgit2_init();
-    git_repository *g2 = NULL;
-    git_object *parent = NULL;
-    if (git_repository_open(&g2, d->repo) == 0 && git_revparse_single(&parent, g2, "HEAD~1") == 0)
-        git_reset(g2, parent, GIT_RESET_HARD, NULL);
-    git_object_free(parent);
-    git_repository_free(g2);
-    git_libgit2_shutdown();
+    mcg_err rerr = {0};
+    if (mcg_gitops_reset_hard(d->repo, "HEAD~1", &rerr) != 0) {
+        fprintf(stderr, "mcgit demo: %s\n", rerr.msg);
+        return -1;
+    }
 
     say("mcgit rollback %.12s: a signed commit on main restoring the first render's "
         "configs; the workers return to %s",

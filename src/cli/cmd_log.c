@@ -32,13 +32,6 @@ const mcg_cmd mcg_cmd_log = {
     run,
 };
 
-static void fmt_time(int64_t t, char out[32])
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static json_t *str_or_null(const char *s)
 {
@@ -101,7 +94,7 @@ static int run(int argc, char **argv)
     for (size_t i = 0; i < log.n; i++) {
         mcg_log_entry *e = &log.e[i];
         char ts[32];
-        fmt_time(e->time, ts);
+        mcg_time_iso(ts, e->time);
         if (!strcmp(format, "text")) {
             print_text(e, ts);
             continue;

@@ -42,40 +42,27 @@ const mcg_cmd mcg_cmd_rollback = {
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"key", required_argument, 0, 'k'},
-                                         {0, 0, 0, 0}};
-    const char *repo = NULL, *key = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_rollback);
-        case 'r': repo = optarg; break;
-        case 'k': key = optarg; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_rollback, NULL);
-        }
-    }
-    if (!repo || argc - optind != 1)
-        return mcg_cli_usage_error(&mcg_cmd_rollback, "expected --repo R and one REV");
+    const char *repo, *key;
+    int ex = mcg_cli_signer_args(&mcg_cmd_rollback, argc, argv, 1, &repo, &key);
+    if (ex >= 0)
+        return ex;
     mcg_err err = {0};
     mcg_repo *r = NULL;
     mcg_ssh_signer signer = {0};
     mcg_rollback_result res = {0};
+    char target[MCG_SHA_HEX + 1] = "";
     int rc = mcg_repo_open(&r, repo, &err);
-    if (!rc) {
-        /* an unknown REV is refused before asking for a key */
-        char target[MCG_SHA_HEX + 1];
+    /* an unknown REV is refused before asking for a key; then the source
+     * commit it names is the REV (found once, however it was named) */
+    if (!rc)
         rc = mcg_gitops_rollback_target(target, r, argv[optind], &err);
-    }
     if (!rc)
         rc = mcg_ssh_signer_init(&signer, r, key, &err);
     if (!rc) {
         mcg_rollback_opts o = {0};
         o.sign = mcg_ssh_signer_sign;
         o.sign_ctx = &signer;
-        rc = mcg_gitops_rollback(&res, r, argv[optind], &o, &err);
+        rc = mcg_gitops_rollback(&res, r, target, &o, &err);
     }
     if (rc) {
         mcg_cli_error("rollback", "%s", err.msg);
@@ -87,8 +74,9 @@ static int run(int argc, char **argv)
                 printf("    %s: %s -> %s%s\n", pool, from, to,
                        strcmp(from, to) ? "" : " (unchanged)");
         }
-        fprintf(stderr, "mcgit rollback: committed on %s%s; push it (git push) to the repository "
-                        "the controller reads, or bundle it to an air-gapped site\n",
+        fprintf(stderr, "mcgit rollback: committed on %s%s; push it to the repository the "
+                        "controller reads (unless this is it), or bundle it for an air-gapped "
+                        "site\n",
                 mcg_repo_source_branch(r), res.checked_out ? " (work tree updated)" : "");
     }
     mcg_rollback_result_free(&res);

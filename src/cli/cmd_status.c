@@ -137,6 +137,22 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
         mcg_strv_push(&t.cells, age);
     }
     print_table(&t, out);
+    /* freeze protection: say so under the table (the columns stay kubectl's) */
+    json_array_foreach(items, i, p)
+    {
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), k, c)
+        {
+            const char *type = json_string_value(json_object_get(c, "type"));
+            const char *st = json_string_value(json_object_get(c, "status"));
+            const char *msg = json_string_value(json_object_get(c, "message"));
+            const char *pool =
+                json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+            if (type && st && !strcmp(type, "SourceStale") && !strcmp(st, "True"))
+                mcg_buf_printf(out, "%s: SourceStale: %s\n", pool ? pool : "?", msg ? msg : "");
+        }
+    }
     mcg_strv_free(&t.cells);
     json_decref(items);
     return 0;

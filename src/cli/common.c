@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,4 +95,28 @@ int mcg_cli_load_trust(mcg_signers **out, const char *path, const char *revoked,
     }
     mcg_signers_free(s);
     return rc;
+}
+
+int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, const char **repo,
+                        const char **key)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"repo", required_argument, 0, 'r'},
+                                         {"key", required_argument, 0, 'k'},
+                                         {0, 0, 0, 0}};
+    int c;
+    *repo = *key = NULL;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return mcg_cli_help(cmd);
+        case 'r': *repo = optarg; break;
+        case 'k': *key = optarg; break;
+        default: return mcg_cli_usage_error(cmd, NULL);
+        }
+    }
+    if (!*repo || argc - optind != npos)
+        return mcg_cli_usage_error(cmd, npos ? "expected --repo R and one REV"
+                                             : "--repo is required");
+    return -1;
 }

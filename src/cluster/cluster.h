@@ -183,8 +183,6 @@ int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, m
 
 /* Node as a Kubernetes Node object (for -o json). */
 json_t *mcg_node_to_json(const mcg_node *n);
-/* RFC 3339 UTC ("2026-01-01T00:00:00Z"); parse returns false on junk. */
-void mcg_time_format(int64_t t, char out[32]);
 bool mcg_time_parse(const char *s, int64_t *out);
 
 #endif

@@ -15,6 +15,7 @@
  * silently ignored.
  */
 #include "cluster/kube_int.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +24,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml.h>
 
 void mcg_kube_buf_wipe(mcg_buf *b)
 {
@@ -112,157 +112,16 @@ out:
 /* ------------------------------------------------------------- YAML */
 
 /*
- * A kubeconfig is small and simple: convert libyaml's events to jansson
- * values. Scalars stay strings, except plain null/true/false; anchors and
- * aliases, which kubeconfigs never use, are refused.
+ * The first document of a kubeconfig, as JSON, through the model's one YAML
+ * converter: scalars stay strings except plain null/true/false.
  */
-typedef struct yconv {
-    yaml_parser_t p;
-    const char *file;
-    mcg_err *err;
-    int depth;
-} yconv;
-
-static bool ynext(yconv *y, yaml_event_t *ev)
-{
-    if (yaml_parser_parse(&y->p, ev))
-        return true;
-    mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: invalid YAML: %s", y->file,
-                (int)y->p.problem_mark.line + 1, y->p.problem ? y->p.problem : "syntax error");
-    return false;
-}
-
-static json_t *yscalar(yconv *y, const yaml_event_t *ev)
-{
-    const char *s = (const char *)ev->data.scalar.value;
-    size_t len = ev->data.scalar.length;
-    if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
-        if (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
-            !strcmp(s, "NULL"))
-            return json_null();
-        if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE"))
-            return json_true();
-        if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE"))
-            return json_false();
-    }
-    json_t *v = strlen(s) == len ? json_stringn(s, len) : NULL;
-    if (!v)
-        mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: value is not valid UTF-8 text", y->file,
-                    (int)ev->start_mark.line + 1);
-    return v;
-}
-
-/* Convert the node starting with *ev (consumed). NULL after an error. */
-static json_t *ynode(yconv *y, yaml_event_t *ev)
-{
-    json_t *out = NULL;
-    int line = (int)ev->start_mark.line + 1;
-    if (ev->type == YAML_ALIAS_EVENT || ++y->depth > 32) {
-        mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: %s", y->file, line,
-                    ev->type == YAML_ALIAS_EVENT ? "YAML aliases are not supported"
-                                                 : "nesting too deep");
-        yaml_event_delete(ev);
-        return NULL;
-    }
-    yaml_event_type_t type = ev->type;
-    if (type == YAML_SCALAR_EVENT)
-        out = yscalar(y, ev);
-    yaml_event_delete(ev);
-    yaml_event_t e, ve;
-    if (type == YAML_SEQUENCE_START_EVENT) {
-        out = json_array();
-        for (;;) {
-            if (!ynext(y, &e))
-                goto fail;
-            if (e.type == YAML_SEQUENCE_END_EVENT) {
-                yaml_event_delete(&e);
-                break;
-            }
-            json_t *v = ynode(y, &e);
-            if (!v)
-                goto fail;
-            json_array_append_new(out, v);
-        }
-    } else if (type == YAML_MAPPING_START_EVENT) {
-        out = json_object();
-        for (;;) {
-            if (!ynext(y, &e))
-                goto fail;
-            if (e.type == YAML_MAPPING_END_EVENT) {
-                yaml_event_delete(&e);
-                break;
-            }
-            int kline = (int)e.start_mark.line + 1;
-            if (e.type != YAML_SCALAR_EVENT ||
-                strlen((const char *)e.data.scalar.value) != e.data.scalar.length) {
-                yaml_event_delete(&e);
-                mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: mapping keys must be text",
-                            y->file, kline);
-                goto fail;
-            }
-            char *key = mcg_strdup((const char *)e.data.scalar.value);
-            yaml_event_delete(&e);
-            json_t *v = NULL;
-            if (ynext(y, &ve))
-                v = ynode(y, &ve);
-            int bad = !v ? 1 : json_object_get(out, key) ? 2 : 0;
-            if (bad == 2)
-                mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: duplicate key '%s'", y->file,
-                            kline, key);
-            if (!bad && json_object_set_new(out, key, v) != 0) {
-                v = NULL;
-                bad = 3;
-                mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: key is not valid UTF-8", y->file,
-                            kline);
-            }
-            free(key);
-            if (bad) {
-                json_decref(bad == 2 ? v : NULL);
-                goto fail;
-            }
-        }
-    } else if (type != YAML_SCALAR_EVENT) {
-        mcg_err_set(y->err, MCG_EINVAL, "kubeconfig %s:%d: unexpected YAML event", y->file, line);
-        return NULL;
-    }
-    y->depth--;
-    return out;
-fail:
-    json_decref(out);
-    return NULL;
-}
-
-/* The first (and only) document of a kubeconfig, as JSON. */
 static int yaml_to_json(json_t **out, const char *file, const char *data, size_t len, mcg_err *err)
 {
-    *out = NULL;
-    yconv y;
-    memset(&y, 0, sizeof(y));
-    y.file = file;
-    y.err = err;
-    if (!yaml_parser_initialize(&y.p))
-        return mcg_err_set(err, MCG_ENOMEM, "kubeconfig %s: cannot start the YAML parser", file);
-    yaml_parser_set_input_string(&y.p, (const unsigned char *)data, len);
-    int rc = MCG_EINVAL;
-    yaml_event_t ev;
-    bool done = false;
-    while (!done && ynext(&y, &ev)) {
-        yaml_event_type_t t = ev.type;
-        if (t == YAML_STREAM_END_EVENT || t == YAML_DOCUMENT_START_EVENT ||
-            t == YAML_STREAM_START_EVENT) {
-            yaml_event_delete(&ev);
-            if (t == YAML_STREAM_END_EVENT) {
-                mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: empty file", file);
-                break;
-            }
-            continue;
-        }
-        *out = ynode(&y, &ev);
-        done = true;
-        if (*out)
-            rc = 0;
-    }
-    yaml_parser_delete(&y.p);
+    mcg_diags d = {0};
+    int rc = mcg_yaml_to_json(out, file, data, len, MCG_YAML_STRINGS, &d);
+    if (rc)
+        mcg_err_set(err, rc, "kubeconfig %s", d.count ? d.msgs[0] : file);
+    mcg_diags_free(&d);
     return rc;
 }
 

@@ -379,7 +379,7 @@ int mcg_kube_op_patch_node(mcg_cluster *c, const char *name, const mcg_node_patc
         return rc;
     if (p->ready >= 0) {
         char ts[32];
-        mcg_time_format(mcg_kube_wall_ms() / 1000, ts);
+        mcg_time_iso(ts, mcg_kube_wall_ms() / 1000);
         json_t *body =
             json_pack("{s:{s:[{s:s,s:s,s:s,s:s,s:s,s:s}]}}", "status", "conditions", "type",
                       "Ready", "status", p->ready ? "True" : "False", "reason", "MachineConfigSet",

@@ -17,6 +17,10 @@
  *
  * DIR and its subdirectories are created by the first write; reading a DIR
  * that does not exist is an error, so a mistyped --cluster creates nothing.
+ *
+ * Names reach these ops already checked by the wrappers (cluster.c), so they
+ * are safe in paths; only names read back from DIR (a listing) are checked
+ * here. The backend has no leader election: one controller per DIR.
  */
 #include "cluster/cluster_int.h"
 #include "fsio/fsio.h"
@@ -26,15 +30,37 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_OBJECT (4u * 1024u * 1024u)
+
+/* What a reader last saw of one node file: changed by every (atomic) write. */
+typedef struct seen_node {
+    char *name;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} seen_node;
+
+/* The node files as a reader last saw them (sorted by name). */
+typedef struct seen_set {
+    seen_node *v;
+    size_t n;
+    bool valid;
+} seen_set;
 
 typedef struct local {
     mcg_cluster base;
     char *dir;
     bool made; /* the subdirectories exist (made on the first write) */
+    int ifd;   /* inotify on DIR/nodes for wait_change, -1 until first needed */
+    seen_set one;  /* the node get_node read last (one entry) */
+    seen_set all;  /* every node, as list_nodes read them */
 } local;
 
 /*
@@ -155,11 +181,179 @@ static int read_node(local *l, const char *name, mcg_node *out, mcg_err *err)
     return rc;
 }
 
+/* ------------------------------------------------------------ change tracking */
+
+/*
+ * wait_change wakes a caller as soon as a node file it read changes, not at
+ * the end of its interval: inotify on DIR/nodes, compared with what the
+ * caller last saw (each file's inode, size and mtime; every write renames a
+ * new file into place, so any write changes them). The process's own node
+ * writes update what it saw, so an agent is not woken by its own report.
+ */
+static void seen_clear(seen_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i].name);
+    free(s->v);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Stat DIR/nodes/NAME.json into e (a missing file: ino 0). */
+static void stat_node(local *l, const char *name, seen_node *e)
+{
+    char *path = node_path(l, name);
+    struct stat st;
+    memset(e, 0, sizeof(*e));
+    if (lstat(path, &st) == 0) {
+        e->ino = st.st_ino;
+        e->size = st.st_size;
+        e->mtime = st.st_mtim;
+    }
+    free(path);
+}
+
+static bool same_node(const seen_node *a, const seen_node *b)
+{
+    return a->ino == b->ino && a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+           a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+/* Record names (sorted) as seen now into s. */
+static void seen_record(local *l, seen_set *s, const mcg_strv *names)
+{
+    seen_clear(s);
+    s->v = mcg_calloc(names->n ? names->n : 1, sizeof(*s->v));
+    for (size_t i = 0; i < names->n; i++) {
+        stat_node(l, names->v[i], &s->v[s->n]);
+        s->v[s->n++].name = mcg_strdup(names->v[i]);
+    }
+    s->valid = true;
+}
+
+/* The node names in DIR/nodes, sorted. */
+static void node_names(local *l, mcg_strv *out)
+{
+    char *d = mcg_sprintf("%s/nodes", l->dir);
+    DIR *dh = opendir(d);
+    free(d);
+    if (!dh)
+        return;
+    struct dirent *de;
+    while ((de = readdir(dh))) {
+        size_t len = strlen(de->d_name);
+        if (de->d_name[0] != '.' && len > 5 && !strcmp(de->d_name + len - 5, ".json")) {
+            char *nm = mcg_strndup(de->d_name, len - 5);
+            if (mcg_name_is_dns_subdomain(nm))
+                mcg_strv_push(out, nm);
+            free(nm);
+        }
+    }
+    closedir(dh);
+    mcg_strv_sort(out);
+}
+
+/* Whether the files of s differ from what s recorded (or the set of names does). */
+static bool seen_changed(local *l, const seen_set *s, bool whole_dir)
+{
+    mcg_strv names = {0};
+    bool changed = false;
+    if (whole_dir) {
+        node_names(l, &names);
+        changed = names.n != s->n;
+        for (size_t i = 0; !changed && i < names.n; i++)
+            changed = strcmp(names.v[i], s->v[i].name) != 0;
+    }
+    for (size_t i = 0; !changed && i < s->n; i++) {
+        seen_node now;
+        stat_node(l, s->v[i].name, &now);
+        changed = !same_node(&now, &s->v[i]);
+    }
+    mcg_strv_free(&names);
+    return changed;
+}
+
+/* After this process wrote node name: what it wrote counts as seen. */
+static void seen_own_write(local *l, const char *name)
+{
+    seen_set *sets[] = {&l->one, &l->all};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < sets[k]->n; i++)
+            if (!strcmp(sets[k]->v[i].name, name)) {
+                seen_node now;
+                stat_node(l, name, &now);
+                now.name = sets[k]->v[i].name; /* kept */
+                sets[k]->v[i] = now;
+            }
+}
+
+/*
+ * Block until a node the caller read changes (1), the timeout passes (0),
+ * or the stop flag is set (0). Without inotify (or DIR/nodes), a sleep.
+ */
+static int l_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err)
+{
+    local *l = (local *)c;
+    (void)err;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    if (l->ifd < 0) {
+        char *d = mcg_sprintf("%s/nodes", l->dir);
+        l->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (l->ifd >= 0 && inotify_add_watch(l->ifd, d, IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE |
+                                                            IN_DELETE | IN_ATTRIB) < 0) {
+            close(l->ifd);
+            l->ifd = -1;
+        }
+        free(d);
+    }
+    seen_set *s = node ? &l->one : &l->all;
+    if (node && !(s->valid && s->n == 1 && !strcmp(s->v[0].name, node))) {
+        mcg_strv one = {0};
+        mcg_strv_push(&one, node);
+        seen_record(l, s, &one); /* nothing read yet: from now on */
+        mcg_strv_free(&one);
+    } else if (!node && !s->valid) {
+        mcg_strv names = {0};
+        node_names(l, &names);
+        seen_record(l, s, &names);
+        mcg_strv_free(&names);
+    }
+    for (;;) {
+        char buf[4096];
+        if (l->ifd >= 0)
+            while (read(l->ifd, buf, sizeof(buf)) > 0)
+                ; /* drained: what counts is the comparison below */
+        if (seen_changed(l, s, node == NULL))
+            return 1;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long gone = (long)((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
+        long left = timeout_ms - gone;
+        if (left <= 0 || (c->stop && *c->stop))
+            return 0;
+        struct pollfd pfd = {l->ifd, POLLIN, 0};
+        int slice = (int)(left < 200 ? left : 200); /* the stop flag is looked at 5 times a second */
+        if (l->ifd >= 0)
+            (void)poll(&pfd, 1, slice);
+        else {
+            struct timespec ts = {0, (long)slice * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
 static int l_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err)
 {
     local *l = (local *)c;
     int rc = check_dir(l, err);
-    return rc ? rc : read_node(l, name, out, err);
+    if (rc)
+        return rc;
+    /* seen before read: a write in between shows as a change, never as none */
+    mcg_strv one = {0};
+    mcg_strv_push(&one, name);
+    seen_record(l, &l->one, &one);
+    mcg_strv_free(&one);
+    return read_node(l, name, out, err);
 }
 
 /*
@@ -193,6 +387,15 @@ static int l_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err)
     }
     closedir(dh);
     mcg_strv_sort(&names);
+    {
+        /* under the shared lock: exactly what is read (no writer meanwhile) */
+        mcg_strv valid = {0};
+        for (size_t i = 0; i < names.n; i++)
+            if (mcg_name_is_dns_subdomain(names.v[i]))
+                mcg_strv_push(&valid, names.v[i]);
+        seen_record(l, &l->all, &valid);
+        mcg_strv_free(&valid);
+    }
     mcg_node *nodes = mcg_calloc(names.n ? names.n : 1, sizeof(*nodes));
     size_t k = 0;
     for (size_t i = 0; i < names.n; i++) {
@@ -249,6 +452,8 @@ static int modify_node(local *l, const char *name, node_edit_fn edit, const void
         rc = edit(o, name, arg, err);
     if (!rc)
         rc = write_json(path, o, err);
+    if (!rc)
+        seen_own_write(l, name);
     json_decref(o);
     free(path);
     unlock_dir(lk);
@@ -537,6 +742,10 @@ static char *l_node_root(mcg_cluster *c, const char *name)
 static void l_free(mcg_cluster *c)
 {
     local *l = (local *)c;
+    if (l->ifd >= 0)
+        close(l->ifd);
+    seen_clear(&l->one);
+    seen_clear(&l->all);
     free(l->dir);
     free(l->base.spec);
     free(l);
@@ -600,6 +809,8 @@ static int l_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_nod
             char *path = node_path(l, names[i]);
             if (rename(tmps[i], path) != 0)
                 rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+            else
+                seen_own_write(l, names[i]);
             free(path);
         }
         if (rc)
@@ -633,6 +844,7 @@ static const mcg_cluster_ops local_ops = {
     .node_root = l_node_root,
     .free = l_free,
     .patch_nodes = l_patch_nodes,
+    .wait_change = l_wait_change,
 };
 
 int mcg_cluster_local_open(mcg_cluster **out, const char *spec, const char *dir, mcg_err *err)
@@ -640,6 +852,7 @@ int mcg_cluster_local_open(mcg_cluster **out, const char *spec, const char *dir,
     (void)err;
     local *l = mcg_calloc(1, sizeof(*l));
     l->base.ops = &local_ops;
+    l->ifd = -1;
     l->base.spec = mcg_strdup(spec);
     l->dir = mcg_strdup(dir);
     *out = &l->base;

@@ -37,13 +37,6 @@ void mcg_nodes_free(mcg_node *nodes, size_t n)
     free(nodes);
 }
 
-void mcg_time_format(int64_t t, char out[32])
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 bool mcg_time_parse(const char *s, int64_t *out)
 {
@@ -72,7 +65,7 @@ json_t *mcg_node_to_json(const mcg_node *n)
     if (n->bound_machine_id)
         json_object_set_new(ann, MCG_ANN_MACHINE_ID, json_string(n->bound_machine_id));
     char ts[32];
-    mcg_time_format(n->created, ts);
+    mcg_time_iso(ts, n->created);
     json_t *o = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o},s:{s:b},s:{s:[{s:s,s:s}]}}", "apiVersion", "v1",
                      "kind", "Node", "metadata", "name", n->name, "creationTimestamp", ts, "labels",
                      labels, "annotations", ann, "spec", "unschedulable", n->unschedulable,

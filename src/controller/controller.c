@@ -24,38 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void mcg_human_duration(int64_t s, char out[32])
-{
-    if (s < -1) {
-        snprintf(out, 32, "<invalid>");
-        return;
-    }
-    if (s < 0)
-        s = 0; /* a second of clock skew reads as now, as kubectl has it */
-    int64_t m = s / 60, h = s / 3600, d = h / 24;
-    if (s < 120)
-        snprintf(out, 32, "%llds", (long long)s);
-    else if (m < 10)
-        s % 60 ? snprintf(out, 32, "%lldm%llds", (long long)m, (long long)(s % 60))
-               : snprintf(out, 32, "%lldm", (long long)m);
-    else if (m < 180)
-        snprintf(out, 32, "%lldm", (long long)m);
-    else if (h < 8)
-        m % 60 ? snprintf(out, 32, "%lldh%lldm", (long long)h, (long long)(m % 60))
-               : snprintf(out, 32, "%lldh", (long long)h);
-    else if (h < 48)
-        snprintf(out, 32, "%lldh", (long long)h);
-    else if (h < 24 * 8)
-        h % 24 ? snprintf(out, 32, "%lldd%lldh", (long long)d, (long long)(h % 24))
-               : snprintf(out, 32, "%lldd", (long long)d);
-    else if (h < 24 * 365 * 2)
-        snprintf(out, 32, "%lldd", (long long)d);
-    else if (h < 24 * 365 * 8)
-        d % 365 ? snprintf(out, 32, "%lldy%lldd", (long long)(d / 365), (long long)(d % 365))
-                : snprintf(out, 32, "%lldy", (long long)(d / 365));
-    else
-        snprintf(out, 32, "%lldy", (long long)(d / 365));
-}
 
 static json_t *selector_json(const mcg_selector *s)
 {
@@ -106,7 +74,7 @@ static json_t *pool_object(const mcg_pool *p, const mcg_pool_status *st, const j
                            int64_t now)
 {
     char ts[32];
-    mcg_time_format(now, ts);
+    mcg_time_iso(ts, now);
     json_t *md = json_object();
     json_object_set_new(md, "name", json_string(p->name));
     json_t *pc = json_object_get(json_object_get(prev, "metadata"), "creationTimestamp");
@@ -441,6 +409,14 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     if ((rc = mcg_gitops_load_commit(&m, r, src, &diags, err)) != 0 ||
         (rc = read_tip(&tips, &ntips, r, m, err)) != 0)
         goto out;
+    /* freeze protection: the newest verified source against maxSourceAge */
+    mcg_source_freshness fresh;
+    if ((rc = mcg_gitops_source_freshness(&fresh, r, root, err)) != 0)
+        goto out;
+    char *stale = mcg_source_stale_message(&fresh, now);
+    if (stale)
+        snprintf(res->stale, sizeof(res->stale), "%s", stale);
+    free(stale);
     if (res->fetch_failed || res->refused)
         render_error = mcg_sprintf("%s%s%s (pools stay on source commit %.12s)", res->fetch_error,
                                    res->fetch_failed && res->refused ? "; " : "", res->refusal,
@@ -484,7 +460,8 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         const char *configuration = json_string_value(json_object_get(
             json_object_get(json_object_get(pp, "status"), "configuration"), "name"));
         pviews[i] = (mcg_pool_view){&m->pools[i], target, render_error, configuration,
-                                    res->refused ? "RenderFailed" : "FetchFailed"};
+                                    res->refused ? "RenderFailed" : "FetchFailed",
+                                    res->stale[0] ? res->stale : NULL};
     }
     if ((rc = mcg_rollout_plan_make(&plan, views, nnodes, pviews, m->npools, err)) != 0)
         goto out;

@@ -35,6 +35,8 @@ typedef struct mcg_pass_result {
     size_t nodes;
     size_t writes;          /* pool, config and policy objects written */
     mcg_strv unmanaged;     /* "node: reason" for nodes no pool manages because of a conflict */
+    char stale[1024];       /* SourceStale: the newest verified source is older than
+                               maxSourceAge (every pool carries the condition); "" fresh */
 } mcg_pass_result;
 
 /*
@@ -75,12 +77,6 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
  * (two replicas on one host never share one). */
 void mcg_controller_default_identity(char *out, size_t n);
 
-/*
- * Kubernetes-style duration as kubectl prints AGE (apimachinery's
- * duration.HumanDuration): 42s, 5m3s, 4h42m, 3d4h, 2y10d; "0s" for -1 s
- * (clock skew), "<invalid>" below that.
- */
-void mcg_human_duration(int64_t seconds, char out[32]);
 
 /*
  * Copy src to out (size n), replacing the user-information part of any URL

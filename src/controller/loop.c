@@ -32,6 +32,7 @@
 
 /* The longest wait on the cluster between two lease renewals. */
 #define LEASE_SLICE_MS 4000
+#define REPO_SLICE_MS 250 /* how often a local repo's source branch is looked at */
 
 static volatile sig_atomic_t stop;
 
@@ -98,6 +99,7 @@ void mcg_controller_default_identity(char *out, size_t n)
 typedef struct loop_state {
     char last[2200];         /* the problem last reported ("" none) */
     mcg_strv last_unmanaged; /* nodes last reported as unmanaged */
+    bool stale;              /* SourceStale was reported (logged once, and once when over) */
 } loop_state;
 
 /*
@@ -137,6 +139,11 @@ static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, boo
     snprintf(st->last, sizeof(st->last), "%s", msg);
     if (rc)
         return;
+    if (res->stale[0] && !st->stale)
+        say("SourceStale: %s", res->stale);
+    else if (!res->stale[0] && st->stale)
+        say("SourceStale over: the verified source is within maxSourceAge again");
+    st->stale = res->stale[0] != '\0';
     for (size_t i = 0; i < res->unmanaged.n; i++)
         if (!mcg_strv_contains(&st->last_unmanaged, res->unmanaged.v[i]))
             say("node unmanaged: %s", res->unmanaged.v[i]);
@@ -162,8 +169,13 @@ static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, con
                           const loop_signals *sg)
 {
     long left = (long)(o->interval * 1000);
+    /* a push to the repo itself (no remote to fetch) is seen within a
+     * slice: its source branch is looked at between slices of a quarter second */
+    char tip0[MCG_SHA_HEX + 1] = "", tip[MCG_SHA_HEX + 1];
+    bool watch_repo = mcg_gitops_source_tip(o->pass.repo, tip0);
     while (left > 0 && !stop) {
-        long slice = left < LEASE_SLICE_MS ? left : LEASE_SLICE_MS;
+        long cap = watch_repo ? REPO_SLICE_MS : LEASE_SLICE_MS;
+        long slice = left < cap ? left : cap;
         mcg_err werr = {0};
         mcg_cluster_set_stop(cl, &stop);
         sigprocmask(SIG_SETMASK, &sg->wait_mask, NULL);
@@ -174,6 +186,8 @@ static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, con
             say("watch: %s", werr.msg);
         if (wrc == 1)
             return; /* a node changed: pass now */
+        if (watch_repo && mcg_gitops_source_tip(o->pass.repo, tip) && strcmp(tip, tip0) != 0)
+            return; /* a push: pass now */
         left -= slice;
         bool still = false;
         if (left > 0 && (mcg_cluster_lead(cl, identity, &still, NULL) != 0 || !still))

@@ -81,6 +81,19 @@ const char *mcg_repo_source_branch(const mcg_repo *r);
 const char *mcg_repo_rendered_branch(const mcg_repo *r);
 /* Resolve a revision (sha, branch, tag, HEAD~2 ...) to a commit sha. */
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err);
+/* The committer time of commit sha in *t; 0, or MCG_ENOTFOUND. */
+int mcg_gitops_commit_time(int64_t *t, mcg_repo *r, const char *sha);
+/*
+ * `git reset --hard REV` in the work tree at path (the demo drops a commit
+ * it was shown refused). Refs, index and work tree move together.
+ */
+int mcg_gitops_reset_hard(const char *path, const char *rev, mcg_err *err);
+/*
+ * The tip of the source branch of the repository at path, when it has one
+ * and no remote (a repo operators push to directly); false otherwise, or
+ * when it cannot be opened. Cheap enough to call every second.
+ */
+bool mcg_gitops_source_tip(const char *path, char sha[MCG_SHA_HEX + 1]);
 /* Is a a descendant of (or equal to) b? */
 bool mcg_repo_descends(const mcg_repo *r, const char *a, const char *b);
 
@@ -179,6 +192,23 @@ int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *o
                              const char *new, const char *ref, int64_t now,
                              const char *approvals, mcg_diags *out);
 
+/* How fresh the verified source is (freeze protection, docs/trust.md). */
+typedef struct mcg_source_freshness {
+    char commit[MCG_SHA_HEX + 1]; /* the newest verified source commit, "" none */
+    int64_t time;                 /* its committer time */
+    int64_t max_age;              /* maxSourceAge of its .mcgit/policy.yaml, 0: none */
+} mcg_source_freshness;
+
+/*
+ * Fill out for the repository's newest verified source commit (the mark
+ * made under root): its time and the maxSourceAge its own policy sets. A
+ * repo with nothing verified gives an empty result and 0.
+ */
+int mcg_gitops_source_freshness(mcg_source_freshness *out, mcg_repo *r, const mcg_signers *root,
+                                mcg_err *err);
+/* The SourceStale message at time now (caller frees), or NULL when fresh or no limit. */
+char *mcg_source_stale_message(const mcg_source_freshness *f, int64_t now);
+
 /* Load the config files of a commit's tree into a finished model. */
 int mcg_gitops_load_commit(mcg_model **out, mcg_repo *r, const char *sha, mcg_diags *diags,
                            mcg_err *err);
@@ -270,6 +300,15 @@ typedef struct mcg_rollback_result {
 } mcg_rollback_result;
 
 void mcg_rollback_result_free(mcg_rollback_result *res);
+
+/*
+ * Freeze protection: a signed commit on the source branch with the tip's
+ * tree (nothing changes on any node), so a quiet site proves its source is
+ * current (maxSourceAge). Signed and authored as a rollback is (o). The new
+ * commit id goes to out; the branch moves by compare-and-swap.
+ */
+int mcg_gitops_heartbeat(char out[MCG_SHA_HEX + 1], mcg_repo *r, const mcg_rollback_opts *o,
+                         mcg_err *err);
 
 /*
  * The source commit REV names: a commit of the source branch; a rendered

@@ -91,4 +91,14 @@ int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const gi
                         const char *commit_principal, const git_oid *notes, int64_t now,
                         mcg_policy_cache *pc);
 
+/* ------------------------------------------------------------ heartbeat.c */
+
+/* Author/committer for a commit mcgit makes for the operator (o->name, else git config). */
+int mcg_git_signature_for(git_signature **out, mcg_repo *r, const mcg_rollback_opts *o,
+                          const char *who, mcg_err *err);
+/* A commit of tree on parent (may be NULL), signed with o->sign; its id in out. */
+int mcg_git_commit_signed(git_oid *out, mcg_repo *r, const git_tree *tree, const git_commit *parent,
+                          const char *msg, const git_signature *sig, const mcg_rollback_opts *o,
+                          mcg_err *err);
+
 #endif

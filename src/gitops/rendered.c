@@ -755,7 +755,9 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
     }
     if ((rc = mcg_chain_render(&rid, ch, &src_oid, diags, out_render ? &rd : NULL, err)) != 0)
         goto out;
-    if (scratch && (rc = mcg_repo_scratch_persist(r, scratch, mem, err)) != 0)
+    size_t made = 0, renders = 0;
+    mcg_chain_stats(ch, &made, &renders);
+    if (scratch && made && (rc = mcg_repo_scratch_persist(r, scratch, mem, err)) != 0)
         goto out;
     if (old_tip && !rule2) {
         /* made by an older mcgit: keep it reachable, then replace it */

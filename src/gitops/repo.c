@@ -137,6 +137,49 @@ int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 
     return rc;
 }
 
+bool mcg_gitops_source_tip(const char *path, char sha[MCG_SHA_HEX + 1])
+{
+    mcg_repo *r = NULL;
+    git_strarray remotes = {0};
+    bool ok = false;
+    sha[0] = '\0';
+    if (!path || mcg_repo_open(&r, path, NULL) != 0)
+        return false;
+    if (git_remote_list(&remotes, r->git) == 0 && remotes.count == 0)
+        ok = mcg_repo_resolve(r, r->source_branch, sha, NULL) == 0;
+    git_strarray_dispose(&remotes);
+    mcg_repo_free(r);
+    return ok;
+}
+
+int mcg_gitops_reset_hard(const char *path, const char *rev, mcg_err *err)
+{
+    git_repository *g = NULL;
+    git_object *target = NULL;
+    int rc = 0;
+    git_libgit2_init();
+    if (git_repository_open_ext(&g, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0 ||
+        git_revparse_single(&target, g, rev) != 0 ||
+        git_reset(g, target, GIT_RESET_HARD, NULL) != 0)
+        rc = mcg_git_err(err, path);
+    git_object_free(target);
+    git_repository_free(g);
+    git_libgit2_shutdown();
+    return rc;
+}
+
+int mcg_gitops_commit_time(int64_t *t, mcg_repo *r, const char *sha)
+{
+    git_oid oid;
+    git_commit *c = NULL;
+    *t = 0;
+    if (git_oid_fromstr(&oid, sha) != 0 || git_commit_lookup(&c, r->git, &oid) != 0)
+        return MCG_ENOTFOUND;
+    *t = (int64_t)git_commit_committer(c)->when.time;
+    git_commit_free(c);
+    return 0;
+}
+
 bool mcg_repo_descends(const mcg_repo *r, const char *a, const char *b)
 {
     git_oid oa, ob;

@@ -425,11 +425,9 @@ int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
     git_treebuilder *tb = NULL;
     git_signature *sig = NULL;
     git_reference *head = NULL, *moved = NULL;
-    git_buf buf = GIT_BUF_INIT_CONST(NULL, 0);
-    memset(&buf, 0, sizeof(buf));
     mcg_render *oldr = NULL, *newr = NULL;
     mcg_diags diags = {0};
-    char *msg = NULL, *armored = NULL, *branch_ref = NULL;
+    char *msg = NULL, *branch_ref = NULL;
     bool worktree = false;
     int rc;
     memset(res, 0, sizeof(*res));
@@ -495,40 +493,13 @@ int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
         if ((rc = checkout(r->git, newtree, true, err)) != 0)
             goto out;
     }
-    if (o->name) {
-        int64_t when = o->when ? o->when : (int64_t)time(NULL);
-        if (git_signature_new(&sig, o->name, o->email ? o->email : "", (git_time_t)when,
-                              o->offset) != 0) {
-            rc = mcg_git_err(err, "signature");
-            goto out;
-        }
-    } else if (git_signature_default(&sig, r->git) != 0) {
-        rc = mcg_err_set(err, MCG_EINVAL,
-                         "who is rolling back? set git config user.name and user.email");
+    if ((rc = mcg_git_signature_for(&sig, r, o, "rolling back", err)) != 0)
         goto out;
-    } else if (o->when) {
-        git_signature *t = NULL;
-        if (git_signature_new(&t, sig->name, sig->email, (git_time_t)o->when, o->offset) != 0) {
-            rc = mcg_git_err(err, "signature");
-            goto out;
-        }
-        git_signature_free(sig);
-        sig = t;
-    }
     const char *summary = git_commit_summary(tc);
     msg = mcg_sprintf("Rollback to %.12s (%s)\n\nRollback-To: %s\n", res->target,
                       summary ? summary : "", res->target);
-    const git_commit *parents[1] = {tip};
-    if (git_commit_create_buffer(&buf, r->git, sig, sig, NULL, msg, newtree, 1, parents) != 0) {
-        rc = mcg_git_err(err, "commit");
+    if ((rc = mcg_git_commit_signed(&commit_oid, r, newtree, tip, msg, sig, o, err)) != 0)
         goto out;
-    }
-    if ((rc = o->sign(&armored, buf.ptr, buf.size, o->sign_ctx, err)) != 0)
-        goto out;
-    if (git_commit_create_with_signature(&commit_oid, r->git, buf.ptr, armored, "gpgsig") != 0) {
-        rc = mcg_git_err(err, "commit");
-        goto out;
-    }
     if (worktree) {
         if ((rc = checkout(r->git, newtree, false, err)) != 0)
             goto out;
@@ -549,9 +520,7 @@ out:
         res->commit[0] = '\0';
     }
     free(branch_ref);
-    free(armored);
     free(msg);
-    git_buf_dispose(&buf);
     mcg_render_free(oldr);
     mcg_render_free(newr);
     mcg_diags_free(&diags);

@@ -356,4 +356,17 @@ void mcg_signpolicy_free(mcg_signpolicy *p);
  */
 const mcg_signpolicy_rule *mcg_signpolicy_rule_for(const mcg_signpolicy *p, const char *path);
 
+/* ------------------------------------------------------------ YAML */
+
+#define MCG_YAML_STRINGS 1u /* plain scalars stay text, but for null/true/false */
+
+/*
+ * The first YAML document of data as JSON, with the converter every YAML
+ * input of mcgit goes through (no aliases, at most MCG_YAML_MAX_DEPTH levels,
+ * duplicate keys refused, UTF-8 only). 0 with *out (the caller decrefs it),
+ * or MCG_EINVAL with "file:line: ..." (or "file: empty file") in diags.
+ */
+int mcg_yaml_to_json(json_t **out, const char *file, const char *data, size_t len, unsigned flags,
+                     mcg_diags *diags);
+
 #endif

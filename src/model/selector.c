@@ -53,7 +53,7 @@ static void labels_grow(mcg_labels *l)
 {
     if (l->n < l->cap)
         return;
-    l->cap = l->cap ? l->cap * 2 : 8;
+    l->cap = l->cap ? l->cap * 2 : 4;
     l->items = mcg_realloc(l->items, l->cap * sizeof(*l->items));
 }
 

@@ -143,7 +143,8 @@ typedef struct conv {
     mcg_linemap *lines;
     int errors;
     int depth;
-    bool syntax; /* the parser failed: the stream ends here */
+    bool syntax;  /* the parser failed: the stream ends here */
+    bool strings; /* plain scalars stay text, but for null/true/false (kubeconfig) */
 } conv;
 
 static int mark_line(const conv *cv, const yaml_mark_t *m)
@@ -196,7 +197,9 @@ static json_t *conv_scalar(conv *cv, const yaml_event_t *ev)
         return json_true();
     if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE"))
         return json_false();
-    if ((s[0] >= '0' && s[0] <= '9') ||
+    if (cv->strings)
+        ; /* numbers stay text */
+    else if ((s[0] >= '0' && s[0] <= '9') ||
         ((s[0] == '-' || s[0] == '+') && s[1] >= '0' && s[1] <= '9')) {
         json_int_t v;
         int r = parse_int_scalar(s, &v);
@@ -332,7 +335,7 @@ int mcg_yaml_each_doc(const char *file, const char *data, size_t len, int line_o
         return 1;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
-    conv cv = {&parser, file, line_offset, diags, NULL, 0, 0, false};
+    conv cv = {&parser, file, line_offset, diags, NULL, 0, 0, false, false};
     yaml_event_t ev;
     while (next_event(&cv, &ev)) {
         yaml_event_type_t t = ev.type;
@@ -515,4 +518,61 @@ bool mcg_json_is_empty(const json_t *v)
     if (json_is_object(v))
         return json_object_size(v) == 0;
     return false;
+}
+
+typedef struct first_doc {
+    json_t *root;
+    int docs;
+} first_doc;
+
+static void keep_first(json_t *root, mcg_linemap *lines, void *arg)
+{
+    first_doc *f = arg;
+    (void)lines;
+    if (!f->docs++)
+        f->root = json_incref(root);
+}
+
+int mcg_yaml_to_json(json_t **out, const char *file, const char *data, size_t len, unsigned flags,
+                     mcg_diags *diags)
+{
+    yaml_parser_t parser;
+    first_doc f = {NULL, 0};
+    size_t before = diags->count;
+    *out = NULL;
+    if (!yaml_parser_initialize(&parser)) {
+        mcg_diags_add(diags, "%s: cannot start the YAML parser", file);
+        return MCG_ENOMEM;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+    conv cv = {&parser, file, 0, diags, NULL, 0, 0, false, (flags & MCG_YAML_STRINGS) != 0};
+    yaml_event_t ev;
+    while (!cv.syntax && next_event(&cv, &ev)) {
+        yaml_event_type_t t = ev.type;
+        yaml_event_delete(&ev);
+        if (t == YAML_STREAM_END_EVENT)
+            break;
+        if (t != YAML_DOCUMENT_START_EVENT)
+            continue;
+        if (!next_event(&cv, &ev))
+            break;
+        mcg_linemap lines = {0};
+        cv.lines = &lines;
+        cv.depth = 0;
+        json_t *j = conv_node(&cv, &ev);
+        if (j)
+            keep_first(j, &lines, &f);
+        json_decref(j);
+        mcg_linemap_free(&lines);
+        break; /* the first document only */
+    }
+    yaml_parser_delete(&parser);
+    if (diags->count != before || !f.root) {
+        if (diags->count == before)
+            mcg_diags_add(diags, "%s: empty file", file);
+        json_decref(f.root);
+        return MCG_EINVAL;
+    }
+    *out = f.root;
+    return 0;
 }

@@ -23,6 +23,7 @@ void mcg_oidv_push(mcg_oidv *a, const git_oid *o)
     a->v[a->n++] = *o;
 }
 
+/* qsort/bsearch order of ids. */
 static int oid_cmp(const void *a, const void *b)
 {
     return git_oid_cmp(a, b);

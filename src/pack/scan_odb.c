@@ -13,6 +13,7 @@ typedef struct kbackend {
     const mcg_packscan *scan;
 } kbackend;
 
+/* The kept commit with id, or NULL. */
 static const mcg_scan_commit *find_commit(const mcg_packscan *s, const git_oid *id)
 {
     mcg_scan_commit key;
@@ -22,6 +23,7 @@ static const mcg_scan_commit *find_commit(const mcg_packscan *s, const git_oid *
     return bsearch(&key, s->commits, s->ncommits, sizeof(*s->commits), mcg_scan_commit_cmp);
 }
 
+/* read: a kept commit's bytes in a libgit2-owned buffer; GIT_ENOTFOUND for anything else. */
 static int kb_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
                    const git_oid *id)
 {
@@ -42,6 +44,7 @@ static int kb_read(void **data, size_t *len, git_object_t *type, git_odb_backend
     return 0;
 }
 
+/* read_header: a kept commit's size and type. */
 static int kb_read_header(size_t *len, git_object_t *type, git_odb_backend *b, const git_oid *id)
 {
     const kbackend *kb = (const kbackend *)b;
@@ -53,11 +56,13 @@ static int kb_read_header(size_t *len, git_object_t *type, git_odb_backend *b, c
     return 0;
 }
 
+/* exists: whether id is a kept commit. */
 static int kb_exists(git_odb_backend *b, const git_oid *id)
 {
     return find_commit(((const kbackend *)b)->scan, id) != NULL;
 }
 
+/* free: the backend only; the scan stays its owner's. */
 static void kb_free(git_odb_backend *b)
 {
     free(b);

@@ -74,6 +74,7 @@ static const char *const cond_names[MCG_COND_COUNT] = {
     [MCG_COND_DEGRADED] = "Degraded",
     [MCG_COND_NODE_DEGRADED] = "NodeDegraded",
     [MCG_COND_RENDER_DEGRADED] = "RenderDegraded",
+    [MCG_COND_SOURCE_STALE] = "SourceStale",
 };
 
 /* ----------------------------------------------------------- predicates */
@@ -488,6 +489,10 @@ static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_
     }
     st->configuration =
         all ? mcg_strdup(target) : (nz(pv->configuration) ? mcg_strdup(pv->configuration) : NULL);
+
+    /* SourceStale: an attacker may be withholding updates (freeze) */
+    cond_set(&st->conds[MCG_COND_SOURCE_STALE], MCG_COND_SOURCE_STALE, pv->stale != NULL,
+             pv->stale ? "SourceStale" : "", pv->stale ? mcg_strdup(pv->stale) : NULL);
 
     /* NodeDegraded, RenderDegraded, and Degraded = either */
     bool nodedeg = st->degraded_count > 0, renderdeg = pv->render_error != NULL;

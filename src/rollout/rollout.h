@@ -58,6 +58,8 @@ typedef struct mcg_pool_view {
     const char *render_error;  /* non-NULL: the last render failed with this message */
     const char *configuration; /* status.configuration as last published, NULL if none */
     const char *render_reason; /* CamelCase reason for render_error; NULL/"": "RenderFailed" */
+    const char *stale;         /* non-NULL: the newest verified source is older than
+                                  maxSourceAge (.mcgit/policy.yaml); this message says so */
 } mcg_pool_view;
 
 /* ------------------------------------------------------------ outputs */
@@ -95,6 +97,7 @@ typedef enum {
     MCG_COND_DEGRADED, /* NodeDegraded or RenderDegraded */
     MCG_COND_NODE_DEGRADED,
     MCG_COND_RENDER_DEGRADED,
+    MCG_COND_SOURCE_STALE, /* the newest verified source commit is older than maxSourceAge */
     MCG_COND_COUNT,
 } mcg_cond_type;
 

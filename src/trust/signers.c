@@ -81,28 +81,6 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
-void mcg_trust_fmt_time(int64_t t, char out[32])
-{
-    int64_t days = t / 86400, secs = t % 86400;
-    if (secs < 0) {
-        secs += 86400;
-        days--;
-    }
-    /* civil_from_days (H. Hinnant) */
-    int64_t z = days + 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t y = (int64_t)yoe + era * 400;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    unsigned d = doy - (153 * mp + 2) / 5 + 1;
-    unsigned m = mp < 10 ? mp + 3 : mp - 9;
-    y += m <= 2;
-    if (!mcg_bfmt(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)y, m, d,
-                  (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60), (unsigned)(secs % 60)))
-        mcg_bfmt(out, 32, "(year %lld)", (long long)y); /* cannot happen for 64-bit times */
-}
 
 static unsigned digits(const char *s, size_t n)
 {

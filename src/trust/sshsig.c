@@ -187,12 +187,12 @@ static bool cert_admits(const mcg_sshpub *k, const mcg_signer *e, int64_t when, 
     uint64_t t = when < 0 ? 0 : (uint64_t)when;
     if (when < 0 || t < c->valid_after || t >= c->valid_before) {
         char at[32], a[32], b[32];
-        mcg_trust_fmt_time(when, at);
-        mcg_trust_fmt_time(c->valid_after > INT64_MAX ? INT64_MAX : (int64_t)c->valid_after, a);
+        mcg_time_iso(at, when);
+        mcg_time_iso(a, c->valid_after > INT64_MAX ? INT64_MAX : (int64_t)c->valid_after);
         if (c->valid_before > (uint64_t)253402300799) /* after 9999: "forever" */
             snprintf(b, sizeof(b), "forever");
         else
-            mcg_trust_fmt_time((int64_t)c->valid_before, b);
+            mcg_time_iso(b, (int64_t)c->valid_before);
         snprintf(why, whylen, "certificate '%s' is not valid at %s (valid from %s to %s)", kid, at,
                  a, b);
         return false;
@@ -229,9 +229,8 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
 {
     char first[512] = "", why[512];
     bool sk = k->kt->type == MCG_KEY_SK_ED25519 || k->kt->type == MCG_KEY_SK_ECDSA;
-    const mcg_signer *found = NULL;
 
-    for (size_t i = 0; i < mcg_signers_count(signers) && !found; i++) {
+    for (size_t i = 0; i < mcg_signers_count(signers); i++) {
         const mcg_signer *e = &signers->v[i];
         why[0] = '\0';
         if (!e->ca) {
@@ -258,8 +257,8 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
                    (e->valid_before && when > e->valid_before)) {
             bool after = e->valid_after && when < e->valid_after;
             char at[32], lim[32];
-            mcg_trust_fmt_time(when, at);
-            mcg_trust_fmt_time(after ? e->valid_after : e->valid_before, lim);
+            mcg_time_iso(at, when);
+            mcg_time_iso(lim, after ? e->valid_after : e->valid_before);
             snprintf(why, sizeof(why), "key %s is not valid at %s (%s %s, %s)", fp, at,
                      after ? "valid-after" : "valid-before", lim, e->where);
         } else if (sk && !e->no_touch && !(v->flags & MCG_SK_USER_PRESENT)) {
@@ -273,15 +272,12 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
                      "verify-required)",
                      fp, v->flags, e->where);
         } else {
-            found = e;
-            break;
+            return e;
         }
         if (!first[0])
             snprintf(first, sizeof(first), "%s", why);
         principal[0] = '\0';
     }
-    if (found)
-        return found;
     principal[0] = '\0';
     if (!first[0])
         mcg_err_set(err, MCG_ETRUST, "key %s is not in allowed signers", fp);

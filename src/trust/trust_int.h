@@ -196,7 +196,5 @@ int mcg_trust_match_list(const char *s, const char *list);
  */
 void mcg_trust_printable(const unsigned char *s, size_t n, char *out, size_t outlen);
 
-/* Format unix time t as "YYYY-MM-DDTHH:MM:SSZ" into out[32]. */
-void mcg_trust_fmt_time(int64_t t, char out[32]);
 
 #endif

@@ -279,9 +279,58 @@ bool mcg_parse_u64(const char *s, uint64_t *out)
 
 char *mcg_time_iso(char out[32], int64_t t)
 {
-    struct tm tm;
-    time_t tt = (time_t)t;
-    if (!gmtime_r(&tt, &tm) || strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(out, 32, "@%lld", (long long)t);
+    /* civil_from_days (H. Hinnant): any int64 instant, no libc time zone */
+    int64_t days = t / 86400, secs = t % 86400;
+    if (secs < 0) {
+        secs += 86400;
+        days--;
+    }
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = (int64_t)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    unsigned d = doy - (153 * mp + 2) / 5 + 1;
+    unsigned m = mp < 10 ? mp + 3 : mp - 9;
+    y += m <= 2;
+    /* at most 12 year digits and a sign for any int64 t: 28 bytes, it fits */
+    if (!mcg_bfmt(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)y, m, d,
+                  (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60), (unsigned)(secs % 60)))
+        mcg_bfmt(out, 32, "(year %lld)", (long long)y);
     return out;
+}
+
+void mcg_human_duration(int64_t s, char out[32])
+{
+    if (s < -1) {
+        snprintf(out, 32, "<invalid>");
+        return;
+    }
+    if (s < 0)
+        s = 0; /* a second of clock skew reads as now, as kubectl has it */
+    int64_t m = s / 60, h = s / 3600, d = h / 24;
+    if (s < 120)
+        snprintf(out, 32, "%llds", (long long)s);
+    else if (m < 10)
+        s % 60 ? snprintf(out, 32, "%lldm%llds", (long long)m, (long long)(s % 60))
+               : snprintf(out, 32, "%lldm", (long long)m);
+    else if (m < 180)
+        snprintf(out, 32, "%lldm", (long long)m);
+    else if (h < 8)
+        m % 60 ? snprintf(out, 32, "%lldh%lldm", (long long)h, (long long)(m % 60))
+               : snprintf(out, 32, "%lldh", (long long)h);
+    else if (h < 48)
+        snprintf(out, 32, "%lldh", (long long)h);
+    else if (h < 24 * 8)
+        h % 24 ? snprintf(out, 32, "%lldd%lldh", (long long)d, (long long)(h % 24))
+               : snprintf(out, 32, "%lldd", (long long)d);
+    else if (h < 24 * 365 * 2)
+        snprintf(out, 32, "%lldd", (long long)d);
+    else if (h < 24 * 365 * 8)
+        d % 365 ? snprintf(out, 32, "%lldy%lldd", (long long)(d / 365), (long long)(d % 365))
+                : snprintf(out, 32, "%lldy", (long long)(d / 365));
+    else
+        snprintf(out, 32, "%lldy", (long long)(d / 365));
 }

@@ -121,6 +121,12 @@ int mcg_strcmp_ptr(const void *a, const void *b); /* qsort over char* */
 
 /* t (unix seconds) as "YYYY-MM-DDTHH:MM:SSZ" in out; returns out. */
 char *mcg_time_iso(char out[32], int64_t t);
+/*
+ * Kubernetes-style duration as kubectl prints AGE (apimachinery's
+ * duration.HumanDuration): 42s, 5m3s, 4h42m, 3d4h, 2y10d; "0s" for -1 s
+ * (clock skew), "<invalid>" below that.
+ */
+void mcg_human_duration(int64_t seconds, char out[32]);
 
 /* ------------------------------------------------------------- hashing */
 

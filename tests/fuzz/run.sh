@@ -23,7 +23,7 @@
 # corpus size. Exit status: 0 all clean, 1 a target failed, 2 usage,
 # 77 when clang cannot build fuzzers here (a skip, not a pass).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
 
 secs=${1:-}
@@ -50,6 +50,7 @@ if ! "$CC" -fsanitize=fuzzer,address,undefined "$probe" -o "$B/probe" 2>"$B/prob
 fi
 
 # The flags of CMakeLists.txt that clang knows, plus the fuzzer's.
+# shellcheck disable=SC2054 # the sanitizer list is one flag
 CFLAGS=(-std=c11 -D_GNU_SOURCE '-DMCGIT_VERSION="fuzz"' -g -O1 -fno-omit-frame-pointer
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
   -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes -Wvla
@@ -87,7 +88,7 @@ for src in "${targets[@]}"; do
   fi
   pkgflags=()
   if [ -n "${pkgs// /}" ]; then
-    # shellcheck disable=SC2207
+    # shellcheck disable=SC2207,SC2086 # one word per flag, one argument per package
     pkgflags=($(pkg-config --cflags --libs $pkgs)) || { fail=1; continue; }
   fi
   echo "== $name: building from ${#sources[@]} source(s)"

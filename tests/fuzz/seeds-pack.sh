@@ -25,7 +25,7 @@ git config --global commit.gpgsign true
 # put DIR BYTES-FILE: store under its content hash
 put() { cp "$2" "$1/$(sha1sum <"$2" | cut -c1-16)"; }
 # sel BYTE FILE: the file with a selector byte in front (fuzz_rawobj)
-sel() { { printf "\\x$1"; cat "$2"; } >"$T/sel"; put "$OUT/fuzz_rawobj" "$T/sel"; }
+sel() { { printf '%b' "\\x$1"; cat "$2"; } >"$T/sel"; put "$OUT/fuzz_rawobj" "$T/sel"; }
 
 R=$T/repo
 git init -q "$R"
@@ -74,4 +74,4 @@ printf '# v3 git bundle\n@object-format=sha1\n-%s parent\n%s refs/heads/main\n%s
   "$H" "$H" "$H" >"$T/b" && put "$OUT/fuzz_bundle_header" "$T/b"
 printf '# v2 git bundle\n%s refs/tags/v1\n%s refs/tags/v1\n\n' "$H" "$H" >"$T/b" &&
   put "$OUT/fuzz_bundle_header" "$T/b"
-ls "$OUT"/fuzz_rawobj "$OUT"/fuzz_packscan "$OUT"/fuzz_bundle_header | wc -l
+find "$OUT"/fuzz_rawobj "$OUT"/fuzz_packscan "$OUT"/fuzz_bundle_header -type f | wc -l

@@ -219,6 +219,12 @@ before=$(refs)
 expect_rc 1 "rollback to an unknown revision" -- "$MCGIT" rollback --repo "$R" no-such-rev --key "$T/keys/alice"
 [ "$(wc -l <"$T/err")" = 1 ] && expect_grep "unknown revision 'no-such-rev'" "$T/err" "one line naming it" || bad "unknown REV: not one line"
 [ "$(refs)" = "$before" ] && ok "unknown rollback target writes nothing" || bad "unknown rollback moved refs"
+objs=$(g count-objects -v | grep -v size)
+expect_rc 1 "rollback to a rendered id no clone of this history makes (the history is recomputed in memory)" -- \
+  "$MCGIT" rollback --repo "$R" abcdef123456 --key "$T/keys/alice"
+expect_grep "unknown revision 'abcdef123456'" "$T/err" "refused with one line"
+[ "$(refs)" = "$before" ] && [ "$(g count-objects -v | grep -v size)" = "$objs" ] &&
+  ok "and not one object or ref is written" || bad "recomputing wrote objects"
 expect_rc 1 "rollback to a commit that is not on the source branch" -- "$MCGIT" rollback --repo "$R" "$U" --key "$T/keys/alice"
 [ "$(refs)" = "$before" ] && ok "an off-branch rollback target writes nothing" || bad "off-branch rollback moved refs"
 expect_rc 1 "rollback to a rendered config name nothing renders to" -- "$MCGIT" rollback --repo "$R" "rendered-worker-0123456789abcdef0123456789abcdef" --key "$T/keys/alice"

@@ -104,6 +104,10 @@ git -C "$C" rev-parse -q --verify rendered >/dev/null && bad "ops clone has a re
 RV2=$(jq -r --arg s "$SV2" '.[] | select(.source == $s) | .rendered' "$T/slog.json")
 WV2=$(jq -r --arg s "$SV2" '.[] | select(.source == $s) | .pools.worker' "$T/slog.json")
 WV4=$(name "$S" worker)
+objs=$(git -C "$C" count-objects -v | grep -v size)
+expect_rc 1 "an id that is no rendered commit of this history is refused" -- "$MCGIT" rollback --repo "$C" abcdef0123
+[ "$(git -C "$C" count-objects -v | grep -v size)" = "$objs" ] &&
+  ok "recomputing the whole rendered history in memory wrote no object" || bad "the lookup wrote objects"
 expect_rc 0 "rollback by the server's rendered commit id (prefix) on the ops clone" -- \
   "$MCGIT" rollback --repo "$C" "${RV2:0:12}"
 expect_grep "^    worker: $WV4 -> $WV2$" "$T/out" "prints worker: old -> new"

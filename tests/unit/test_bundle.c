@@ -18,17 +18,13 @@
 
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #include "bundle/bundle_int.h"
 
 #define H40 "0123456789abcdef0123456789abcdef01234567"
 #define H40B "89abcdef0123456789abcdef0123456789abcdef"
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        const char *h_ = (hay), *n_ = (needle);                                                    \
-        if (!h_ || !strstr(h_, n_))                                                                \
-            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);                 \
-    } while (0)
 
 /* Parse len bytes at text; rc, with the header in *h (caller frees) and the bytes left in *rest. */
 static int parse(mcg_bundle_hdr *h, const char *text, size_t len, size_t *rest, mcg_err *err)

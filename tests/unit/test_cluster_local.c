@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #include "cluster/cluster.h"
 #include "fsio/fsio.h"
 
@@ -35,9 +37,7 @@ typedef struct {
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "%s/mcgit-cl-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    assert_non_null(mkdtemp(f->dir));
+    mcg_test_tmpdir(f->dir, "cl");
     snprintf(f->cdir, sizeof(f->cdir), "%s/c", f->dir);
     char *spec = mcg_sprintf("local:%s", f->cdir);
     mcg_err e = {0};
@@ -51,9 +51,7 @@ static int teardown(void **state)
 {
     fx *f = *state;
     mcg_cluster_free(f->c);
-    char *cmd = mcg_sprintf("rm -rf '%s'", f->dir);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
+    mcg_test_rm_rf(f->dir);
     free(f);
     return 0;
 }

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #include "controller/controller.h"
 #include "fsio/fsio.h"
 
@@ -82,9 +84,7 @@ static void change_motd(fx *f, const char *text)
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(f->dir, sizeof(f->dir), "%s/mcgit-ctl-XXXXXX", tmp);
-    assert_non_null(mkdtemp(f->dir));
+    mcg_test_tmpdir(f->dir, "ctl");
     snprintf(f->repo, sizeof(f->repo), "%s/repo", f->dir);
     snprintf(f->trust, sizeof(f->trust), "%s/allowed_signers", f->dir);
     snprintf(f->cluster, sizeof(f->cluster), "local:%s/cluster", f->dir);
@@ -132,9 +132,7 @@ static int teardown(void **state)
     fx *f = *state;
     mcg_cluster_free(f->c);
     mcg_sshkey_wipe(&f->key);
-    char *cmd = mcg_sprintf("rm -rf '%s'", f->dir);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
+    mcg_test_rm_rf(f->dir);
     free(f);
     return 0;
 }

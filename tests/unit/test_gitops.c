@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #include "gitops/gitops.h"
 #include "pack/pack.h"
 
@@ -96,9 +98,7 @@ static git_oid commit(fx *f, git_oid tree_id, const git_oid *parents, size_t np,
 static int setup(void **state)
 {
     fx *f = mcg_calloc(1, sizeof(*f));
-    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(f->dir, sizeof(f->dir), "%s/mcgit-test-gitops-XXXXXX", tmp);
-    assert_non_null(mkdtemp(f->dir));
+    mcg_test_tmpdir(f->dir, "gitops");
     git_libgit2_init();
     assert_int_equal(git_repository_init(&f->repo, f->dir, 1), 0);
     mcg_sshkey_generate(&f->alice);
@@ -119,11 +119,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    char cmd[512];
     git_repository_free(f->repo);
     git_libgit2_shutdown();
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-    assert_int_equal(system(cmd), 0);
+    mcg_test_rm_rf(f->dir);
     mcg_signers_free(f->root);
     mcg_sshkey_wipe(&f->alice);
     mcg_sshkey_wipe(&f->bob);

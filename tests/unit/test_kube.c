@@ -18,16 +18,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "testlib.h"
 #include <curl/curl.h>
 
 #include "cluster/kube_int.h"
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        const char *h_ = (hay), *n_ = (needle);                                                    \
-        if (!h_ || !strstr(h_, n_))                                                                \
-            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);                 \
-    } while (0)
 
 /* A scratch directory for file-based cases. */
 static char tmpdir[256];
@@ -44,9 +40,7 @@ static int setup_dir(void **state)
 static int teardown_dir(void **state)
 {
     (void)state;
-    char *cmd = mcg_sprintf("rm -rf '%s'", tmpdir);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
+    mcg_test_rm_rf(tmpdir);
     return 0;
 }
 

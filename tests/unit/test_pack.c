@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #include "gitops/gitops.h"
 #include "pack/pack_int.h"
 
@@ -335,12 +337,6 @@ typedef struct fixture {
     size_t nobjects;
 } fixture;
 
-static void rm_rf(const char *path)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-    assert_int_equal(system(cmd), 0);
-}
 
 static git_oid blob(git_repository *repo, const char *text, size_t len)
 {
@@ -388,9 +384,7 @@ static int collect_stream(void *buf, size_t size, void *payload)
 static int setup_repo(void **state)
 {
     fixture *f = mcg_calloc(1, sizeof(*f));
-    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(f->dir, sizeof(f->dir), "%s/mcgit-test-pack-XXXXXX", tmp);
-    assert_non_null(mkdtemp(f->dir));
+    mcg_test_tmpdir(f->dir, "pack");
     git_libgit2_init();
     assert_int_equal(git_repository_init(&f->repo, f->dir, 1), 0);
     mcg_sshkey key;
@@ -448,7 +442,7 @@ static int teardown_repo(void **state)
     fixture *f = *state;
     git_repository_free(f->repo);
     git_libgit2_shutdown();
-    rm_rf(f->dir);
+    mcg_test_rm_rf(f->dir);
     mcg_buf_free(&f->pack);
     free(f);
     return 0;

@@ -19,15 +19,11 @@
 
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #include "gitops/gitops.h" /* mcg_source_load_dir, for the fixtures */
 #include "render/render.h"
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        const char *h_ = (hay), *n_ = (needle);                                                    \
-        if (!h_ || !strstr(h_, n_))                                                                \
-            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);                 \
-    } while (0)
 
 #define API "apiVersion: machineconfiguration.openshift.io/v1\n"
 #define ROLE "machineconfiguration.openshift.io/role"

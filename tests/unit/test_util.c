@@ -14,16 +14,12 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "testlib.h"
 #include <zlib.h>
 
 #include "util/util.h"
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        const char *h_ = (hay), *n_ = (needle);                                                    \
-        if (!h_ || !strstr(h_, n_))                                                                \
-            fail_msg("expected \"%s\" to contain \"%s\"", h_ ? h_ : "(null)", n_);                 \
-    } while (0)
 
 /* gzip (with header) of n bytes, for decoder tests. */
 static mcg_buf gzip_bytes(const void *in, size_t n)
