@@ -341,7 +341,7 @@ static void clean_state_temps(mcg_agent *a)
 
 /* ------------------------------------------------------------- open */
 
-int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_err *err)
+int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_cluster *c, mcg_err *err)
 {
     *out = NULL;
     mcg_agent *a = mcg_calloc(1, sizeof(*a));
@@ -351,12 +351,14 @@ int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_err *err)
     a->root.fd = -1;
     a->root.cache_fd = -1;
     a->force = o->force;
-    int rc = mcg_sroot_open(&a->root, o->root ? o->root : "/", err);
+    const char *root = o->root ? o->root : "/";
+    int rc = mcg_sroot_open(&a->root, root, err);
     if (rc)
         goto out;
-    char *real = realpath(o->root ? o->root : "/", NULL);
-    a->live = o->live || (real && !strcmp(real, "/"));
-    free(real);
+    a->live = mcg_agent_root_is_live(root, o->live);
+    /* before the state directory, the journal or any node write */
+    if (a->live && (rc = mcg_agent_verify_host(root, o->node, c, err)) != 0)
+        goto out;
     if (o->state_dir) {
         if ((rc = mcg_mkdirs(o->state_dir, 0700, err)) != 0)
             goto out;
@@ -414,7 +416,7 @@ static void set_reason(mcg_agent_result *res, mcg_agent_state st, const char *fm
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(res->reason, sizeof(res->reason), fmt, ap);
+    mcg_vbfmt(res->reason, sizeof(res->reason), fmt, ap);
     va_end(ap);
     for (char *p = res->reason; *p; p++) /* one line */
         if (*p == '\n' || *p == '\r' || *p == '\t')

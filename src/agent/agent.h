@@ -74,9 +74,54 @@ typedef struct mcg_agent mcg_agent;
  * Open the root (which must exist) and the state directory (created 0700
  * when missing). Fails with a message when either cannot be opened or the
  * default state directory's path inside the root holds a symlink.
+ *
+ * A live root (o->live, or the root is "/") is first proven to be node
+ * o->node of cluster c (mcg_agent_verify_host); c may be NULL only for a
+ * root that is not live. A refusal (MCG_ETRUST, one line naming the node and
+ * this host) comes before anything is created or written.
  * *out is NULL on failure.
  */
-int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_err *err);
+int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_cluster *c, mcg_err *err);
+
+/* --------------------------------------------------------- node identity */
+
+#define MCG_MACHINE_ID_SIZE 33 /* 32 hex digits and a NUL */
+
+/* Who this host is. */
+typedef struct mcg_host_identity {
+    char machine_id[MCG_MACHINE_ID_SIZE]; /* ROOT/etc/machine-id */
+    char boot_id[64];                     /* the running kernel's */
+    char system_uuid[64];                 /* DMI product UUID; "" when unreadable */
+    char hostname[256];                   /* for messages only */
+} mcg_host_identity;
+
+/*
+ * Read ROOT/etc/machine-id (no symlink followed at etc/ or machine-id) into
+ * out: 32 lowercase hex digits, else an error naming the file.
+ */
+int mcg_agent_machine_id(const char *root, char out[MCG_MACHINE_ID_SIZE], mcg_err *err);
+
+/* This host's identity: the machine-id under root, the kernel's boot id,
+ * the DMI system UUID when readable, the host name. */
+int mcg_agent_host_identity(mcg_host_identity *out, const char *root, mcg_err *err);
+
+/*
+ * Pure: does host h match node n? Every identity n carries must equal h's
+ * (nodeInfo machineID, bound machine-id, nodeInfo bootID, and systemUUID
+ * when h's is known); n must carry a machine-id (reported or bound). 0, or
+ * MCG_ETRUST with one line naming the node, this host and what differs.
+ */
+int mcg_agent_identity_match(const mcg_host_identity *h, const mcg_node *n, mcg_err *err);
+
+/* Whether an agent on root manages the live host: live was asked for, or
+ * root is the directory "/" is. */
+bool mcg_agent_root_is_live(const char *root, bool live);
+
+/*
+ * Prove this host is node `node` of cluster c: read this host's identity
+ * (machine-id under root) and the node, and match them. Reads only.
+ */
+int mcg_agent_verify_host(const char *root, const char *node, mcg_cluster *c, mcg_err *err);
 
 /* Close the agent's descriptors and free its cached configs. NULL is a no-op. */
 void mcg_agent_free(mcg_agent *a);

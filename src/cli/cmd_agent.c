@@ -31,6 +31,10 @@ const mcg_cmd mcg_cmd_agent = {
     "run the actions, uncordon and report Done.\n"
     "Otherwise compare every managed path with the config and report Degraded on\n"
     "drift, overwriting nothing.\n"
+    "A live host (--root /, --live) is managed only once this host is proven to be\n"
+    "node N: its machine-id (ROOT/etc/machine-id) and boot id must match the Node's\n"
+    "status.nodeInfo from its kubelet, or the machine-id bound with `mcgit node bind`;\n"
+    "otherwise the agent refuses before writing or cordoning anything.\n"
     "\n"
     "  --root DIR            filesystem to manage (default: the cluster's root for\n"
     "                        the node, DIR/roots/N for local:DIR; `--root /` is the host)\n"
@@ -158,7 +162,7 @@ static int run(int argc, char **argv)
         root = mcg_cluster_node_root(c, o.node);
         o.root = root ? root : "/";
     }
-    if (mcg_agent_open(&a, &o, &err) != 0) {
+    if (mcg_agent_open(&a, &o, c, &err) != 0) {
         mcg_cli_error("agent", "%s", err.msg);
         goto out;
     }

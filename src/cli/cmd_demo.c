@@ -357,9 +357,14 @@ static int setup(demo *d)
 {
     mcg_err err = {0};
     char *p;
-    snprintf(d->repo, sizeof(d->repo), "%s/repo", d->dir);
-    snprintf(d->trust, sizeof(d->trust), "%s/trust/allowed_signers", d->dir);
-    snprintf(d->cluster, sizeof(d->cluster), "local:%s/cluster", d->dir);
+    int a = snprintf(d->repo, sizeof(d->repo), "%s/repo", d->dir);
+    int b = snprintf(d->trust, sizeof(d->trust), "%s/trust/allowed_signers", d->dir);
+    int c = snprintf(d->cluster, sizeof(d->cluster), "local:%s/cluster", d->dir);
+    if (a < 0 || (size_t)a >= sizeof(d->repo) || b < 0 || (size_t)b >= sizeof(d->trust) || c < 0 ||
+        (size_t)c >= sizeof(d->cluster)) {
+        fprintf(stderr, "mcgit demo: %s: path too long\n", d->dir);
+        return -1;
+    }
     p = mcg_sprintf("%s/logs", d->dir);
     mcg_mkdirs(p, 0755, &err);
     free(p);

@@ -1,6 +1,9 @@
 /*
- * cmd_node.c — `mcgit node add|label|remove|list` on a local cluster.
+ * cmd_node.c — `mcgit node add|label|remove|list` on a local cluster, and
+ * `mcgit node bind|unbind`: record which host (machine-id) a node is, for
+ * hosts without a kubelet to report it (see docs/agent.md, "Node identity").
  */
+#include "agent/agent.h"
 #include "cli/cli.h"
 #include "cluster/cluster.h"
 
@@ -13,27 +16,76 @@ static int run(int argc, char **argv);
 
 const mcg_cmd mcg_cmd_node = {
     "node",
-    "add, label, remove or list nodes of a local cluster",
-    "usage: mcgit node add --cluster local:DIR NAME [--labels k=v,...]\n"
+    "add, label, remove, list or bind nodes to their hosts",
+    "usage: mcgit node add --cluster local:DIR NAME [--labels k=v,...] [--machine-id ID]\n"
     "       mcgit node label --cluster local:DIR NAME k=v,... | k-\n"
     "       mcgit node remove --cluster local:DIR NAME\n"
     "       mcgit node list --cluster local:DIR\n"
+    "       mcgit node bind --cluster C NAME [--root DIR | --machine-id ID]\n"
+    "       mcgit node unbind --cluster C NAME\n"
     "\n"
     "A node is a Kubernetes-style Node object (name, labels, creation time, Ready,\n"
     "unschedulable, mcgit's annotations). Its root filesystem defaults to\n"
     "DIR/roots/NAME. Labels decide its pool: node-role.kubernetes.io/worker=\"\"\n"
     "puts it in pool worker (see the pools' nodeSelector). `k-` removes label k.\n"
-    "Without --cluster, C is $MCGIT_CLUSTER.\n",
+    "Without --cluster, C is $MCGIT_CLUSTER.\n"
+    "\n"
+    "bind records which host the node is: this host's machine-id (read from\n"
+    "ROOT/etc/machine-id, default /etc/machine-id) or ID, in the annotation\n"
+    "machineconfiguration.mcgit.io/machineID. An agent managing a live host\n"
+    "refuses unless the host's machine-id matches the node's (the kubelet's\n"
+    "status.nodeInfo, or this binding). bind refuses a node bound to, or reported\n"
+    "by its kubelet as, another machine; unbind removes the binding.\n"
+    "add --machine-id ID binds the new node at once.\n",
     run,
 };
+
+/* Whether s is a machine-id: 32 lowercase hex digits. */
+static bool machine_id_ok(const char *s)
+{
+    size_t i = 0;
+    for (; s[i]; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return i == 32;
+}
+
+/*
+ * Bind node `name` to machine-id id, refusing (MCG_ECONFLICT) when its
+ * kubelet reports another machine-id or another one is already bound (the
+ * local backend checks again under its lock).
+ */
+static int bind_node(mcg_cluster *cl, const char *name, const char *id, mcg_err *err)
+{
+    mcg_node n;
+    int rc = mcg_cluster_get_node(cl, name, &n, err);
+    if (rc)
+        return rc;
+    if (n.machine_id && strcmp(n.machine_id, id) != 0)
+        rc = mcg_err_set(err, MCG_ECONFLICT,
+                         "node '%s' is machine-id %s (reported by its kubelet), not %s", name,
+                         n.machine_id, id);
+    else if (n.bound_machine_id && *n.bound_machine_id && strcmp(n.bound_machine_id, id) != 0)
+        rc = mcg_err_set(err, MCG_ECONFLICT,
+                         "node '%s' is bound to machine-id %s, not %s (`mcgit node unbind` first)",
+                         name, n.bound_machine_id, id);
+    mcg_node_clear(&n);
+    if (rc)
+        return rc;
+    mcg_node_patch p = MCG_NODE_PATCH_INIT;
+    p.bound_machine_id = id;
+    return mcg_cluster_patch_node(cl, name, &p, err);
+}
 
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"cluster", required_argument, 0, 'c'},
                                          {"labels", required_argument, 0, 'l'},
+                                         {"machine-id", required_argument, 0, 'm'},
+                                         {"root", required_argument, 0, 'r'},
                                          {0, 0, 0, 0}};
-    const char *cluster = NULL, *labels = NULL;
+    const char *cluster = NULL, *labels = NULL, *machine_id = NULL, *root = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -41,6 +93,8 @@ static int run(int argc, char **argv)
         case 'h': return mcg_cli_help(&mcg_cmd_node);
         case 'c': cluster = optarg; break;
         case 'l': labels = optarg; break;
+        case 'm': machine_id = optarg; break;
+        case 'r': root = optarg; break;
         default: return mcg_cli_usage_error(&mcg_cmd_node, NULL);
         }
     }
@@ -51,11 +105,20 @@ static int run(int argc, char **argv)
     int nargs = argc - optind - 1;
     char **args = argv + optind + 1;
     bool ok = (!strcmp(sub, "add") && nargs == 1) || (!strcmp(sub, "label") && nargs == 2) ||
-              (!strcmp(sub, "remove") && nargs == 1) || (!strcmp(sub, "list") && nargs == 0);
+              (!strcmp(sub, "remove") && nargs == 1) || (!strcmp(sub, "list") && nargs == 0) ||
+              (!strcmp(sub, "bind") && nargs == 1) || (!strcmp(sub, "unbind") && nargs == 1);
     if (!ok)
         return mcg_cli_usage_error(&mcg_cmd_node, "bad arguments for '%s'", sub);
     if (labels && strcmp(sub, "add"))
         return mcg_cli_usage_error(&mcg_cmd_node, "--labels goes with add");
+    if (machine_id && strcmp(sub, "add") && strcmp(sub, "bind"))
+        return mcg_cli_usage_error(&mcg_cmd_node, "--machine-id goes with add or bind");
+    if (root && strcmp(sub, "bind"))
+        return mcg_cli_usage_error(&mcg_cmd_node, "--root goes with bind");
+    if (root && machine_id)
+        return mcg_cli_usage_error(&mcg_cmd_node, "--root and --machine-id exclude each other");
+    if (machine_id && !machine_id_ok(machine_id))
+        return mcg_cli_usage_error(&mcg_cmd_node, "--machine-id: expected 32 lowercase hex digits");
     mcg_err err = {0};
     mcg_cluster *cl = NULL;
     mcg_labels lab = {0};
@@ -66,6 +129,18 @@ static int run(int argc, char **argv)
         if (labels && (rc = mcg_labels_parse_arg(&lab, labels, &err)) != 0)
             goto out;
         rc = mcg_cluster_add_node(cl, args[0], &lab, (int64_t)time(NULL), &err);
+        if (!rc && machine_id)
+            rc = bind_node(cl, args[0], machine_id, &err);
+    } else if (!strcmp(sub, "bind")) {
+        char id[MCG_MACHINE_ID_SIZE];
+        if (!machine_id && (rc = mcg_agent_machine_id(root ? root : "/", id, &err)) == 0)
+            machine_id = id;
+        if (!rc && (rc = bind_node(cl, args[0], machine_id, &err)) == 0)
+            printf("node %s bound to machine-id %s\n", args[0], machine_id);
+    } else if (!strcmp(sub, "unbind")) {
+        mcg_node_patch p = MCG_NODE_PATCH_INIT;
+        p.bound_machine_id = "";
+        rc = mcg_cluster_patch_node(cl, args[0], &p, &err);
     } else if (!strcmp(sub, "label")) {
         rc = mcg_cluster_label_node(cl, args[0], args[1], &err);
     } else if (!strcmp(sub, "remove")) {

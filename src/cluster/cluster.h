@@ -23,6 +23,10 @@
 #define MCG_ANN_CURRENT MCG_ANN_PREFIX "currentConfig"
 #define MCG_ANN_STATE MCG_ANN_PREFIX "state"
 #define MCG_ANN_REASON MCG_ANN_PREFIX "reason"
+/* The machine-id of the host bound to this node by `mcgit node bind` (or
+ * `node add --machine-id`): the identity an agent proves on a host without a
+ * kubelet (see docs/agent.md, "Node identity"). */
+#define MCG_ANN_MACHINE_ID MCG_ANN_PREFIX "machineID"
 
 typedef struct mcg_node {
     char *name;
@@ -34,6 +38,12 @@ typedef struct mcg_node {
     char *current;
     char *state;
     char *reason;
+    /* Who the node is (NULL when unknown): status.nodeInfo as the kubelet
+     * reports it, and the machine-id bound by mcgit (MCG_ANN_MACHINE_ID). */
+    char *machine_id;
+    char *boot_id;
+    char *system_uuid;
+    char *bound_machine_id;
 } mcg_node;
 
 void mcg_node_clear(mcg_node *n);
@@ -51,11 +61,13 @@ typedef struct mcg_node_patch {
     int ready;         /* -1 leave, 0 or 1 set */
     /* Only apply when the node's desiredConfig equals this (NULL: always). */
     const char *if_desired;
+    /* The bound machine-id (MCG_ANN_MACHINE_ID); NULL leave, "" clear. */
+    const char *bound_machine_id;
 } mcg_node_patch;
 
 #define MCG_NODE_PATCH_INIT                                                                        \
     {                                                                                              \
-        NULL, NULL, NULL, NULL, -1, -1, NULL                                                       \
+        NULL, NULL, NULL, NULL, -1, -1, NULL, NULL                                                 \
     }
 
 /*

@@ -155,7 +155,7 @@ int mcg_kube_op_drain(mcg_cluster *c, const char *name, mcg_err *err)
                 /* a PodDisruptionBudget says not now: the message says which pod */
                 if (!blocked[0] || strstr(blocked, "terminating")) {
                     const char *m = strstr(e.msg, "429 Too Many Requests: ");
-                    snprintf(blocked, sizeof(blocked), "pod %s/%s: %s", p->ns, p->name,
+                    mcg_bfmt(blocked, sizeof(blocked), "pod %s/%s: %s", p->ns, p->name,
                              m ? m + 23 : e.msg);
                 }
                 continue;

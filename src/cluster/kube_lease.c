@@ -34,7 +34,7 @@ void mcg_kube_time_micro(int64_t unix_ms, char out[40])
     gmtime_r(&t, &tm);
     char base[32];
     strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, 40, "%s.%06dZ", base, (int)(unix_ms % 1000) * 1000);
+    mcg_bfmt(out, 40, "%s.%06dZ", base, (int)(unix_ms % 1000) * 1000);
 }
 
 bool mcg_kube_time_parse_ms(const char *s, int64_t *unix_ms)

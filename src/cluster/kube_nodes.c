@@ -30,6 +30,10 @@ static void node_copy(mcg_node *d, const mcg_node *s)
     d->current = s->current ? mcg_strdup(s->current) : NULL;
     d->state = s->state ? mcg_strdup(s->state) : NULL;
     d->reason = s->reason ? mcg_strdup(s->reason) : NULL;
+    d->machine_id = s->machine_id ? mcg_strdup(s->machine_id) : NULL;
+    d->boot_id = s->boot_id ? mcg_strdup(s->boot_id) : NULL;
+    d->system_uuid = s->system_uuid ? mcg_strdup(s->system_uuid) : NULL;
+    d->bound_machine_id = s->bound_machine_id ? mcg_strdup(s->bound_machine_id) : NULL;
 }
 
 /* Whether two views of a node differ in anything mcgit reads. */
@@ -38,7 +42,10 @@ bool mcg_kube_node_differs(const mcg_node *a, const mcg_node *b)
     if (a->ready != b->ready || a->unschedulable != b->unschedulable ||
         !mcg_kube_str_eq(a->desired, b->desired) || !mcg_kube_str_eq(a->current, b->current) ||
         !mcg_kube_str_eq(a->state, b->state) || !mcg_kube_str_eq(a->reason, b->reason) ||
-        a->labels.n != b->labels.n)
+        !mcg_kube_str_eq(a->machine_id, b->machine_id) ||
+        !mcg_kube_str_eq(a->boot_id, b->boot_id) ||
+        !mcg_kube_str_eq(a->system_uuid, b->system_uuid) ||
+        !mcg_kube_str_eq(a->bound_machine_id, b->bound_machine_id) || a->labels.n != b->labels.n)
         return true;
     for (size_t i = 0; i < a->labels.n; i++)
         if (!mcg_kube_str_eq(mcg_labels_get(&b->labels, a->labels.items[i].key),
@@ -303,6 +310,7 @@ int mcg_kube_op_patch_node(mcg_cluster *c, const char *name, const mcg_node_patc
     ann_set(ann, MCG_ANN_CURRENT, p->current);
     ann_set(ann, MCG_ANN_STATE, p->state);
     ann_set(ann, MCG_ANN_REASON, p->reason);
+    ann_set(ann, MCG_ANN_MACHINE_ID, p->bound_machine_id);
     bool main_patch = json_object_size(ann) || p->unschedulable >= 0 || p->if_desired;
     int rc = 0;
     bool moved = false; /* the last try lost a race */

@@ -469,6 +469,14 @@ static int edit_patch(json_t *o, const char *name, const void *arg, mcg_err *err
         ann = json_object();
         json_object_set_new(md, "annotations", ann);
     }
+    if (p->bound_machine_id && *p->bound_machine_id) {
+        /* under the lock: a node bound to another host stays bound to it */
+        json_t *b = json_object_get(ann, MCG_ANN_MACHINE_ID);
+        if (json_is_string(b) && *json_string_value(b) &&
+            strcmp(json_string_value(b), p->bound_machine_id) != 0)
+            return mcg_err_set(err, MCG_ECONFLICT, "node '%s' is bound to machine-id %s", name,
+                               json_string_value(b));
+    }
     if (p->if_desired) {
         json_t *d = json_object_get(ann, MCG_ANN_DESIRED);
         const char *cur = json_is_string(d) ? json_string_value(d) : "";
@@ -479,13 +487,21 @@ static int edit_patch(json_t *o, const char *name, const void *arg, mcg_err *err
     set_ann(ann, MCG_ANN_CURRENT, p->current);
     set_ann(ann, MCG_ANN_STATE, p->state);
     set_ann(ann, MCG_ANN_REASON, p->reason);
+    set_ann(ann, MCG_ANN_MACHINE_ID, p->bound_machine_id);
     if (p->unschedulable >= 0)
         json_object_set_new(json_object_get(o, "spec"), "unschedulable",
                             json_boolean(p->unschedulable));
-    if (p->ready >= 0)
-        json_object_set_new(o, "status",
-                            json_pack("{s:[{s:s,s:s}]}", "conditions", "type", "Ready", "status",
+    if (p->ready >= 0) {
+        /* the conditions only: status.nodeInfo (the node's identity) stays */
+        json_t *st = json_object_get(o, "status");
+        if (!json_is_object(st)) {
+            st = json_object();
+            json_object_set_new(o, "status", st);
+        }
+        json_object_set_new(st, "conditions",
+                            json_pack("[{s:s,s:s}]", "type", "Ready", "status",
                                       p->ready ? "True" : "False"));
+    }
     return 0;
 }
 

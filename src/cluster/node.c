@@ -23,6 +23,10 @@ void mcg_node_clear(mcg_node *n)
     free(n->current);
     free(n->state);
     free(n->reason);
+    free(n->machine_id);
+    free(n->boot_id);
+    free(n->system_uuid);
+    free(n->bound_machine_id);
     memset(n, 0, sizeof(*n));
 }
 
@@ -58,13 +62,27 @@ json_t *mcg_node_to_json(const mcg_node *n)
         json_object_set_new(ann, MCG_ANN_STATE, json_string(n->state));
     if (n->reason)
         json_object_set_new(ann, MCG_ANN_REASON, json_string(n->reason));
+    if (n->bound_machine_id)
+        json_object_set_new(ann, MCG_ANN_MACHINE_ID, json_string(n->bound_machine_id));
     char ts[32];
     mcg_time_iso(ts, n->created);
-    return json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o},s:{s:b},s:{s:[{s:s,s:s}]}}", "apiVersion", "v1",
+    json_t *o = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o},s:{s:b},s:{s:[{s:s,s:s}]}}", "apiVersion", "v1",
                      "kind", "Node", "metadata", "name", n->name, "creationTimestamp", ts, "labels",
                      labels, "annotations", ann, "spec", "unschedulable", n->unschedulable,
                      "status", "conditions", "type", "Ready", "status",
                      n->ready ? "True" : "False");
+    json_t *info = json_object();
+    if (n->machine_id)
+        json_object_set_new(info, "machineID", json_string(n->machine_id));
+    if (n->boot_id)
+        json_object_set_new(info, "bootID", json_string(n->boot_id));
+    if (n->system_uuid)
+        json_object_set_new(info, "systemUUID", json_string(n->system_uuid));
+    if (json_object_size(info))
+        json_object_set_new(json_object_get(o, "status"), "nodeInfo", info);
+    else
+        json_decref(info);
+    return o;
 }
 
 int mcg_node_from_json(mcg_node *n, const json_t *o, mcg_err *err)
@@ -94,7 +112,19 @@ int mcg_node_from_json(mcg_node *n, const json_t *o, mcg_err *err)
     ANN(current, MCG_ANN_CURRENT);
     ANN(state, MCG_ANN_STATE);
     ANN(reason, MCG_ANN_REASON);
+    ANN(bound_machine_id, MCG_ANN_MACHINE_ID);
 #undef ANN
+    json_t *info = json_object_get(json_object_get(o, "status"), "nodeInfo");
+#define INFO(field, key)                                                                           \
+    do {                                                                                           \
+        json_t *a = json_object_get(info, key);                                                    \
+        if (json_is_string(a) && *json_string_value(a))                                            \
+            n->field = mcg_strdup(json_string_value(a));                                           \
+    } while (0)
+    INFO(machine_id, "machineID");
+    INFO(boot_id, "bootID");
+    INFO(system_uuid, "systemUUID");
+#undef INFO
     json_t *ts = json_object_get(md, "creationTimestamp");
     if (json_is_string(ts))
         mcg_time_parse(json_string_value(ts), &n->created);

@@ -289,7 +289,7 @@ static void fetch(mcg_pass_result *res, const mcg_controller_opts *o, mcg_repo *
         return;
     }
     res->fetch_failed = true;
-    snprintf(res->fetch_error, sizeof(res->fetch_error), "fetch from %s failed: %s", remote, msg);
+    mcg_bfmt(res->fetch_error, sizeof(res->fetch_error), "fetch from %s failed: %s", remote, msg);
 }
 
 /* 2. Verify every new source commit and render the tip onto the rendered branch. */
@@ -310,7 +310,7 @@ static void render(mcg_pass_result *res, mcg_repo *r, const mcg_signers *root)
                 break;
             }
         if (why)
-            snprintf(res->refusal, sizeof(res->refusal), "%s%s%s", why, diags.count ? ": " : "",
+            mcg_bfmt(res->refusal, sizeof(res->refusal), "%s%s%s", why, diags.count ? ": " : "",
                      diags.count ? diags.msgs[0] : "");
     }
     mcg_verify_report_free(&rep);

@@ -413,7 +413,7 @@ static const mcg_signers *signers_for(signer_cache *cache, mcg_repo *r,
                 cache->set = mcg_signers_union(root, repo_set);
                 mcg_signers_free(repo_set);
             } else {
-                snprintf(cache->error, sizeof(cache->error), "%s", e.msg);
+                mcg_bfmt(cache->error, sizeof(cache->error), "%s", e.msg);
             }
             git_blob_free(blob);
         }
@@ -499,10 +499,10 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, git_commit *c)
                                        data.size, t, &e) != 0) {
                 const char *prefix = pass ? "on arrival: " : "";
                 if (np > 1)
-                    snprintf(v->reason, sizeof(v->reason), "%sparent %u of %u: %s%s", prefix,
+                    mcg_bfmt(v->reason, sizeof(v->reason), "%sparent %u of %u: %s%s", prefix,
                              i + 1, np, e.msg, why);
                 else
-                    snprintf(v->reason, sizeof(v->reason), "%s%s%s", prefix, e.msg, why);
+                    mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", prefix, e.msg, why);
                 snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
                 v->principal[0] = '\0';
                 goto out;
@@ -520,10 +520,10 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, git_commit *c)
                 git_commit_free(parent);
                 if (arc != 0) {
                     if (np > 1)
-                        snprintf(v->reason, sizeof(v->reason), "parent %u of %u: %s", i + 1, np,
+                        mcg_bfmt(v->reason, sizeof(v->reason), "parent %u of %u: %s", i + 1, np,
                                  awhy);
                     else
-                        snprintf(v->reason, sizeof(v->reason), "%s", awhy);
+                        mcg_bfmt(v->reason, sizeof(v->reason), "%s", awhy);
                     goto out;
                 }
             }

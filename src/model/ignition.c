@@ -141,7 +141,7 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
     if (!ct)
         return;
     char cname[300];
-    snprintf(cname, sizeof(cname), "%s.contents", name);
+    mcg_bfmt(cname, sizeof(cname), "%s.contents", name);
     static const char *const keys[] = {"source", "compression", "verification", "httpHeaders",
                                        NULL};
     mcg_check_keys_warn(c, ct, cname, keys);

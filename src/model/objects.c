@@ -135,7 +135,7 @@ static void parse_selector(mcg_pctx *c, const json_t *spec, const char *key, mcg
     json_array_foreach(me, i, e)
     {
         char ename[160];
-        snprintf(ename, sizeof(ename), "%s.matchExpressions[%zu]", name, i);
+        mcg_bfmt(ename, sizeof(ename), "%s.matchExpressions[%zu]", name, i);
         if (!json_is_object(e)) {
             mcg_pctx_err(c, e, "field '%s' must be a mapping", ename);
             continue;

@@ -11,12 +11,32 @@
 #include <string.h>
 #include <time.h>
 
+bool mcg_vbfmt(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+    int n = vsnprintf(buf, cap, fmt, ap);
+    if (n >= 0 && (size_t)n < cap)
+        return true;
+    if (n < 0)
+        buf[0] = '\0';
+    memcpy(buf + (n < 0 ? 0 : cap - 4), "...", 4);
+    return false;
+}
+
+bool mcg_bfmt(char *buf, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    bool ok = mcg_vbfmt(buf, cap, fmt, ap);
+    va_end(ap);
+    return ok;
+}
+
 int mcg_err_set(mcg_err *err, int code, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        mcg_vbfmt(err->msg, sizeof(err->msg), fmt, ap);
         va_end(ap);
         err->code = code;
     }
@@ -30,10 +50,10 @@ int mcg_err_prefix(mcg_err *err, const char *fmt, ...)
     char pre[MCG_ERR_MSG], old[MCG_ERR_MSG];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(pre, sizeof(pre), fmt, ap);
+    mcg_vbfmt(pre, sizeof(pre), fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof(old));
-    snprintf(err->msg, sizeof(err->msg), "%s: %s", pre, old);
+    mcg_bfmt(err->msg, sizeof(err->msg), "%s: %s", pre, old);
     if (err->code == 0)
         err->code = MCG_EIO;
     return err->code;
@@ -275,8 +295,10 @@ char *mcg_time_iso(char out[32], int64_t t)
     unsigned d = doy - (153 * mp + 2) / 5 + 1;
     unsigned m = mp < 10 ? mp + 3 : mp - 9;
     y += m <= 2;
-    snprintf(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)y, m, d,
-             (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60), (unsigned)(secs % 60));
+    /* at most 12 year digits and a sign for any int64 t: 28 bytes, it fits */
+    if (!mcg_bfmt(out, 32, "%04lld-%02u-%02uT%02u:%02u:%02uZ", (long long)y, m, d,
+                  (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60), (unsigned)(secs % 60)))
+        mcg_bfmt(out, 32, "(year %lld)", (long long)y);
     return out;
 }
 

@@ -51,6 +51,16 @@ int mcg_err_set(mcg_err *err, int code, const char *fmt, ...)
 int mcg_err_prefix(mcg_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mcg_err_clear(mcg_err *err);
 
+/*
+ * snprintf into a fixed buffer that never hides a cut: when the output does
+ * not fit (or formatting fails) the buffer ends in "..." and false is
+ * returned; true when all of it fits. cap must be at least 4. Error
+ * messages (mcg_err_set, mcg_err_prefix) are formatted this way.
+ */
+bool mcg_bfmt(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool mcg_vbfmt(char *buf, size_t cap, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
 /* --------------------------------------------------------------- memory */
 
 /* Allocation that aborts on failure: out of memory is not recoverable here. */

@@ -131,7 +131,7 @@ static int cmd_apply(const char *root, size_t n, size_t size)
     o.root = root;
     mcg_agent *a = NULL;
     mcg_agent_result res;
-    if (mcg_agent_open(&a, &o, &e) != 0) {
+    if (mcg_agent_open(&a, &o, NULL, &e) != 0) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
@@ -169,7 +169,7 @@ static int cmd_drift(const char *root, int warm_runs)
     mcg_agent *a = NULL;
     mcg_agent_result res;
     mcg_err e = {0};
-    if (mcg_agent_open(&a, &o, &e) != 0) {
+    if (mcg_agent_open(&a, &o, NULL, &e) != 0) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }

@@ -6,7 +6,7 @@
 # name refused, a symlink escape refused with nothing written outside the
 # root, one agent per root, and the loop stopping cleanly on SIGTERM.
 . "$(dirname "$0")/lib.sh"
-command -v python3 >/dev/null || { echo "ok - skipped (no python3)"; exit 0; }
+need python3
 
 CL=$T/cl
 "$MCGIT" node add --cluster "local:$CL" n1 >/dev/null

@@ -7,7 +7,7 @@
 # with no temporary files left anywhere in the root; and going back to the
 # first config afterwards removes exactly the directories the update made.
 . "$(dirname "$0")/lib.sh"
-command -v python3 >/dev/null || { echo "ok - skipped (no python3)"; exit 0; }
+need python3
 
 CL=$T/cl
 ITER=${AGENT_CRASH_ITER:-20}

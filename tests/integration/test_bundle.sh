@@ -155,7 +155,7 @@ if command -v script >/dev/null; then
   script -qec "'$MCGIT' bundle create -q --repo '$T/src' '$T/tty2.bundle'" /dev/null >"$T/tty" 2>&1 </dev/null || true
   [ -s "$T/tty2.bundle" ] && ! grep -q '%' "$T/tty" && ok "-q: no progress bar" || bad "-q: no progress bar"
 else
-  echo "# skip: no script(1) to give the command a terminal"
+  skip_part "no script(1) to give the command a terminal"
 fi
 
 # ---------------------------------------------------------------- refusals
@@ -449,9 +449,9 @@ peak_import() {
   wait $pid
 }
 if [ ! -x "$GEN" ]; then
-  echo "# skip: $GEN not built"
+  skip_part "$GEN not built"
 elif [ ! -r /proc/self/status ]; then
-  echo "# skip: no /proc to measure memory with"
+  skip_part "no /proc to measure memory with"
 else
   # A config repo whose first commit op signs; the generator's key extends the
   # root. Commits carry 24 KiB of random text each, so bundle size and the

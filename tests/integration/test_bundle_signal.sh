@@ -139,6 +139,6 @@ if [ -x "$GEN" ]; then
     fi
   done
 else
-  echo "# skip: $GEN not built"
+  skip_part "$GEN not built"
 fi
 finish

@@ -6,7 +6,7 @@
 # never again, so any read-modify-write that was not atomic would lose one
 # for good; annotations must end with every node Done at the last target.
 . "$(dirname "$0")/lib.sh"
-command -v jq >/dev/null || { echo "ok - skipped (no jq)"; exit 0; }
+need jq
 
 PIDS=()
 stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }

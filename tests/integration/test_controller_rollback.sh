@@ -3,7 +3,7 @@
 # configs kept to a bound, and the status views (-o wide, AGE) — with a
 # real controller and agents on a local cluster.
 . "$(dirname "$0")/lib.sh"
-command -v jq >/dev/null || { echo "ok - skipped (no jq)"; exit 0; }
+need jq
 
 PIDS=()
 stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }

@@ -6,7 +6,7 @@
 # more than maxUnavailable nodes updating (state not Done, or desiredConfig
 # != currentConfig), and every pool must converge on its new target.
 . "$(dirname "$0")/lib.sh"
-command -v jq >/dev/null || { echo "ok - skipped (no jq)"; exit 0; }
+need jq
 
 PIDS=()
 stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }

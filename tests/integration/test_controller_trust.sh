@@ -5,8 +5,8 @@
 # keeps the last good state, says so in every pool's conditions, and never
 # stops the loop; SIGTERM lets the pass in progress finish and exits 0.
 . "$(dirname "$0")/lib.sh"
-command -v jq >/dev/null || { echo "ok - skipped (no jq)"; exit 0; }
-command -v python3 >/dev/null || { echo "ok - skipped (no python3)"; exit 0; }
+need jq
+need python3
 
 PIDS=()
 stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }

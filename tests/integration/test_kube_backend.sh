@@ -20,8 +20,8 @@
 . "$SRC/tests/kube/lib.sh"
 : "${KUBETOOL:=$(dirname "$MCGIT")/tests/mcgit-kubetool}"
 [ -x "$KUBETOOL" ] || { echo "mcgit-kubetool not built ($KUBETOOL)"; exit 1; }
-command -v kubectl >/dev/null || { echo "skipped: kubectl not found"; exit 77; }
-command -v jq >/dev/null || { echo "skipped: jq not found"; exit 77; }
+need kubectl
+need jq
 kube_up
 kube_deploy
 PIDS=()

@@ -4,7 +4,7 @@
 # include libgit2 or libcurl). The real tree must pass; copies with one
 # planted violation each must be refused, naming the file and line.
 . "$(dirname "$0")/lib.sh"
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+need python3
 check="$SRC/tests/layering.py"
 
 expect_rc 0 "src/ follows the module graph" -- python3 "$check" "$SRC/src"

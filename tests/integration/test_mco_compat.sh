@@ -9,7 +9,7 @@
 # and a master whose partition and FIPS mode cannot change on a running
 # node (Degraded, nothing written).
 . "$(dirname "$0")/lib.sh"
-command -v python3 >/dev/null || { echo "skipped: no python3"; exit 77; }
+need python3
 
 CL=$T/cl
 for n in w1 w2 m1; do "$MCGIT" node add --cluster "local:$CL" "$n" >/dev/null; done

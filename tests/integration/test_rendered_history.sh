@@ -12,7 +12,7 @@
 # signed on the controller's own clone, the controller's fetch refuses the
 # divergence (nothing lost, nothing overwritten) until it is pushed.
 . "$(dirname "$0")/lib.sh"
-command -v jq >/dev/null || { echo "ok - skipped (no jq)"; exit 77; }
+need jq
 # Rollbacks are made now; the history before them must not lie in the future
 # of "now" nor go back in time after them (MCG_CLOCK_SKEW): real clock time.
 unset GIT_AUTHOR_DATE GIT_COMMITTER_DATE

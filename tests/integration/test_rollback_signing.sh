@@ -5,7 +5,7 @@
 # fails writes nothing. And a rendered branch made by an older mcgit (no
 # Render-Rule trailer) is replaced by the pure one, its tip kept.
 . "$(dirname "$0")/lib.sh"
-command -v jq >/dev/null || { echo "ok - skipped (no jq)"; exit 77; }
+need jq
 unset GIT_AUTHOR_DATE GIT_COMMITTER_DATE # rollbacks are made now
 
 mkkey alice ed25519

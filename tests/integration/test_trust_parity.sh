@@ -26,7 +26,7 @@
 # (flags, counter, certificates of sk keys) is tested in tests/unit/test_trust.c
 # with signatures built to PROTOCOL.u2f's layout.
 . "$(dirname "$0")/lib.sh"
-command -v python3 >/dev/null || { echo "skip: python3 needed"; exit 77; }
+need python3
 
 R=$T/repo
 git init -q "$R"
@@ -293,7 +293,7 @@ if [ -e /usr/share/zoneinfo/Europe/Berlin ]; then
       env TZ=$tz "$MCGIT" verify --repo "$D" --trust "$T/dst-signers"
   done
 else
-  echo "# no tzdata: DST case skipped"
+  skip_part "no tzdata: DST case"
 fi
 
 finish

@@ -4,13 +4,14 @@
 # kube_up: start etcd + kube-apiserver on 127.0.0.1 in $T/kube (exports
 # KUBECONFIG, KUBE_DIR, KUBE_SERVER, KUBE_CA) and stop them when the test
 # exits. When the server cannot be built or started the test is skipped
-# (exit 77, ctest's SKIP) — unless MCGIT_REQUIRE_KUBE=1 (CI), where it fails.
+# (exit 77, ctest's SKIP) — unless MCGIT_REQUIRE_KUBE=1 or MCGIT_REQUIRE_ALL=1
+# (CI), where it fails.
 kube_up() {
   local out
   if ! out=$("$SRC/tests/kube/start.sh" "$T/kube" 2>"$T/kube-start.err"); then
     echo "kube-apiserver unavailable: $(tail -3 "$T/kube-start.err" | tr '\n' ' ')"
     "$SRC/tests/kube/stop.sh" "$T/kube" >/dev/null 2>&1 || true
-    if [ "${MCGIT_REQUIRE_KUBE:-}" = 1 ]; then exit 1; fi
+    if [ "${MCGIT_REQUIRE_KUBE:-}" = 1 ] || [ "${MCGIT_REQUIRE_ALL:-}" = 1 ]; then exit 1; fi
     exit 77
   fi
   eval "$out"

@@ -209,7 +209,7 @@ static mcg_agent_result pass(fx *f)
 {
     mcg_agent *a = NULL;
     mcg_err e = {0};
-    if (mcg_agent_open(&a, &f->o, &e) != 0)
+    if (mcg_agent_open(&a, &f->o, f->c, &e) != 0)
         fail_msg("open: %s", e.msg);
     mcg_agent_result res;
     if (mcg_agent_run_once(&res, a, f->c, &e) != 0)
@@ -297,7 +297,7 @@ static mcg_agent_result pass_c(fx *f, mcg_cluster *c)
 {
     mcg_agent *a = NULL;
     mcg_err e = {0};
-    if (mcg_agent_open(&a, &f->o, &e) != 0)
+    if (mcg_agent_open(&a, &f->o, c, &e) != 0)
         fail_msg("open: %s", e.msg);
     mcg_agent_result res;
     if (mcg_agent_run_once(&res, a, c, &e) != 0)
@@ -617,7 +617,7 @@ static void test_drift(void **state)
     put(f->root, "etc/a", "zzz", 0644);
     mcg_agent *a = NULL;
     mcg_err e = {0};
-    assert_int_equal(mcg_agent_open(&a, &f->o, &e), 0);
+    assert_int_equal(mcg_agent_open(&a, &f->o, NULL, &e), 0);
     assert_int_equal(mcg_agent_check_drift(&r, a, &e), 0);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
     assert_non_null(strstr(r.reason, "/etc/a: content differs"));
@@ -898,6 +898,11 @@ static void test_actions_live(void **state)
     char *bootf = mcg_sprintf("%s/boot_id", f->dir);
     put(f->dir, "boot_id", "boot-1\n", 0644);
     setenv("MCGIT_BOOT_ID_FILE", bootf, 1);
+    /* live: the fake root is proven to be node n1 by its bound machine-id */
+    put(f->root, "etc/machine-id", "0123456789abcdef0123456789abcdef\n", 0644);
+    mcg_node_patch bp = MCG_NODE_PATCH_INIT;
+    bp.bound_machine_id = "0123456789abcdef0123456789abcdef";
+    assert_int_equal(mcg_cluster_patch_node(f->c, "n1", &bp, &e), 0);
     f->o.live = true;
     f->o.systemctl = sc;
     char *reb = mcg_sprintf("echo reboot >>'%s'", log);

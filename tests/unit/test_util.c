@@ -389,8 +389,8 @@ static void test_json_parse_vs_jansson(void **state)
 {
     (void)state;
     static const char *const seeds[] = {
-        "{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":[{\"path\":"
-        "\"/etc/a\",\"mode\":420,\"contents\":{\"source\":\"data:;base64,aGk=\"}}]}}}",
+        ("{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":[{\"path\":"
+         "\"/etc/a\",\"mode\":420,\"contents\":{\"source\":\"data:;base64,aGk=\"}}]}}}"),
         "[1,-2.5e3,\"a\\u00e9\\n\",true,false,null,{},[],{\"x\":[0]}]",
         "{\"k\":\"\\ud83d\\ude00 \xc3\xa9\",\"l\":[\"\\\\\",\"\\/\"]}",
     };
@@ -747,9 +747,47 @@ static void test_buf_strv_diags(void **state)
     assert_string_equal(err.msg, "");
 }
 
+/* mcg_bfmt: a cut is visible ("..." at the end) and reported; the error
+ * record's messages are formatted the same way. */
+static void test_bfmt_truncation(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t cap;
+        const char *arg;
+        bool ok;
+        const char *want;
+    } cases[] = {
+        {16, "short", true, "x=short"},
+        {8, "short", true, "x=short"},      /* 7 chars + NUL: fits exactly */
+        {7, "short", false, "x=s..."},      /* one too many */
+        {4, "abcdef", false, "..."},        /* the smallest buffer */
+        {12, "", true, "x="},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char buf[32];
+        memset(buf, 'Z', sizeof(buf));
+        bool ok = mcg_bfmt(buf, cases[i].cap, "x=%s", cases[i].arg);
+        assert_int_equal(ok, cases[i].ok);
+        assert_string_equal(buf, cases[i].want);
+        assert_true(strlen(buf) < cases[i].cap);
+    }
+    char big[2 * MCG_ERR_MSG];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    mcg_err e = {0};
+    assert_int_equal(mcg_err_set(&e, MCG_EINVAL, "%s", big), MCG_EINVAL);
+    assert_int_equal(strlen(e.msg), MCG_ERR_MSG - 1);
+    assert_string_equal(e.msg + MCG_ERR_MSG - 4, "...");
+    mcg_err_set(&e, MCG_EIO, "inner");
+    assert_int_equal(mcg_err_prefix(&e, "%s", big), MCG_EIO);
+    assert_string_equal(e.msg + MCG_ERR_MSG - 4, "...");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bfmt_truncation),
         cmocka_unit_test(test_base64_table),
         cmocka_unit_test(test_base64_roundtrip),
         cmocka_unit_test(test_dataurl_table),
