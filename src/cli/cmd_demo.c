@@ -467,8 +467,12 @@ static int story(demo *d)
         nap(100);
     if (wait_updated(d, target, 60, &max_updating))
         return -1;
-    printf("    at most %zu worker node%s updating at any sample (maxUnavailable: 1)\n",
-           max_updating, max_updating == 1 ? " was" : "s were");
+    if (max_updating)
+        printf("    at most %zu worker node%s updating at any sample (maxUnavailable: 1)\n",
+               max_updating, max_updating == 1 ? " was" : "s were");
+    else
+        printf("    the waves went by between samples 100 ms apart: agents and controller wake "
+               "on each change (maxUnavailable: 1 held; see `mcgit status`)\n");
 
     say("Someone edits /etc/chrony.conf on worker-1 by hand: drift");
     char *path = mcg_sprintf("%s/cluster/roots/worker-1/etc/chrony.conf", d->dir);

@@ -4,7 +4,11 @@
 . "$(dirname "$0")/lib.sh"
 expect_rc 0 "mcgit demo completes" -- timeout 120 "$MCGIT" demo --dir "$T/demo"
 cp "$T/out" "$T/demo.out"
-expect_grep "at most 1 worker node was updating" "$T/demo.out" "workers updated one at a time"
+# The demo samples every 100 ms; an event-driven rollout may finish between
+# samples. Never more than one at a time (the invariant itself is tested
+# by test_controller_rollout.sh and test_controller_concurrency.sh).
+if grep -qE "at most [2-9][0-9]* worker nodes were updating" "$T/demo.out"; then bad "more than one worker updating at once"
+else expect_grep "at most 1 worker node was updating|the waves went by between samples" "$T/demo.out" "workers never updated more than one at a time"; fi
 expect_grep "RenderDegraded: commit [0-9a-f]+ refused: commit is not signed" "$T/demo.out" "unsigned commit refused"
 expect_grep "Degraded +worker +.*chrony.conf" "$T/demo.out" "drift reported with the path"
 expect_grep "Rollback-To" "$T/demo.out" "rollback narrated"
