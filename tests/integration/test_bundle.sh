@@ -479,9 +479,12 @@ else
   # Memory is bounded by constants (libgit2's 16 MiB delta-base cache, a 2 MiB
   # object cache, mapped windows) plus ~1 KiB per commit, whatever the blob
   # bytes. Under ASan (redzones, shadow, allocator caches) the same heap costs
-  # about twice as much: there only "below the bundle's size" is asserted.
+  # about twice as much, and the first render now makes the rendered history
+  # of all 5,000 commits in memory before writing it as one pack (issue 15):
+  # there only "below 1.25x the bundle's size" is asserted; the Release/Debug
+  # bound below (half the bundle) is the real one.
   if grep -q __asan_init "$MCGIT"; then
-    [ "$m5" -gt 0 ] && [ "$m5" -lt "$s5" ] && ok "5,000 commits: peak memory below the bundle's size (ASan build)" ||
+    [ "$m5" -gt 0 ] && [ "$m5" -lt $((s5 * 5 / 4)) ] && ok "5,000 commits: peak memory below 1.25x the bundle's size (ASan build)" ||
       bad "5,000 commits: peak memory $((m5 >> 20)) MiB, bundle $((s5 >> 20)) MiB"
   else
     [ "$m5" -gt 0 ] && [ "$m5" -lt $((s5 / 2)) ] && ok "5,000 commits: peak memory below half the bundle's size" ||
