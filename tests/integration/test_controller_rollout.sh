@@ -70,7 +70,7 @@ mkdir -p "$T/logs"
 "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --interval 0.2 2>"$T/logs/controller" &
 PIDS+=($!)
 for n in "${NODES[@]}"; do
-  "$MCGIT" agent --node "$n" --cluster "$CL" --interval 1 -q 2>"$T/logs/$n" &
+  "$MCGIT" agent --node "$n" --cluster "$CL" --interval 1 --reboot-command "sleep 0.5" -q 2>"$T/logs/$n" &
   PIDS+=($!)
 done
 
@@ -79,6 +79,8 @@ OLD=$(jq -r '[.items[].spec.configuration.name] | join(" ")' "$T/pools.json")
 [ "$(grep -c v1 "$T"/cl/roots/worker-3/etc/test/10-worker)" = 1 ] && ok "worker file written" || bad "worker file missing"
 
 # Sample the second rollout. Pool of a node: master, else infra, else worker.
+# (Agents and controller wake on each change, so each node's update is
+# stretched by a half-second "reboot" to leave the sampler something to see.)
 cat >"$T/sample.jq" <<'EOF'
 [.items[] | {pool: (if .metadata.labels["node-role.kubernetes.io/master"] != null then "master"
                     elif .metadata.labels["node-role.kubernetes.io/infra"] != null then "infra"
