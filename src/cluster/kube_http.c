@@ -601,6 +601,8 @@ int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, jso
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, kc->timeout_ms);
+        /* A Content-Length over the limit is refused before any body arrives. */
+        curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
         curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
         struct curl_slist *ct = NULL;
         if (kc->connect_to) {
@@ -616,11 +618,20 @@ int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, jso
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
         curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+        curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0);
         curl_slist_free_all(ct);
         slist_wipe(hd.list);
         headers_free(&hd);
-        if (r.too_big) {
+        if (r.too_big || cc == CURLE_FILESIZE_EXCEEDED) {
             rc = mcg_err_set(err, MCG_ENOMEM, "%s: response larger than %zu bytes", what, max);
+            break;
+        }
+        if (cc == CURLE_OUT_OF_MEMORY) {
+            /* What curl says of a header line over its 100 KiB limit. */
+            rc = mcg_err_set(err, MCG_ENOMEM,
+                             "%s: response refused (curl: out of memory; a header over 100 KiB "
+                             "does this)",
+                             what);
             break;
         }
         if (cc != CURLE_OK) {
@@ -746,10 +757,16 @@ int mcg_kube_list(mcg_kube_client *kc, const char *path, const char *accept, mcg
             break;
         json_t *md = json_object_get(o, "metadata");
         json_t *items = json_object_get(o, "items");
-        if (!o || (items && !json_is_array(items) && !json_is_null(items))) {
+        /* A list is a kind "...List" with items (the API server writes []
+         * when empty, or null): anything else, a Status that says 200 among
+         * them, must not read as "there are none". */
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        size_t klen = kind ? strlen(kind) : 0;
+        if (!o || !items || (!json_is_array(items) && !json_is_null(items)) || klen < 4 ||
+            strcmp(kind + klen - 4, "List") != 0) {
             json_decref(o);
-            rc = mcg_err_set(err, MCG_EINVAL, "GET %.*s: response is not a list",
-                             (int)strcspn(path, "?"), path);
+            rc = mcg_err_set(err, MCG_EINVAL, "GET %.*s: response is not a list (kind %.40s)",
+                             (int)strcspn(path, "?"), path, kind ? kind : "missing");
             break;
         }
         if (rv && !*rv && json_is_string(json_object_get(md, "resourceVersion")))
