@@ -79,6 +79,15 @@ int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err);
 void mcg_repo_free(mcg_repo *r);
 const char *mcg_repo_source_branch(const mcg_repo *r);
 const char *mcg_repo_rendered_branch(const mcg_repo *r);
+/*
+ * libgit2's handle on r's repository (owned by r), for the modules that may
+ * use libgit2 themselves (bundle; see tests/layering.py). Its type is only
+ * declared here, so including this header does not pull in libgit2.
+ */
+struct git_repository;
+struct git_repository *mcg_repo_git(const mcg_repo *r);
+/* Convert libgit2's last error into err, prefixed with what was being done. */
+int mcg_git_err(mcg_err *err, const char *what);
 /* Resolve a revision (sha, branch, tag, HEAD~2 ...) to a commit sha. */
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err);
 /* The committer time of commit sha in *t; 0, or MCG_ENOTFOUND. */

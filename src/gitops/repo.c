@@ -123,6 +123,11 @@ const char *mcg_repo_rendered_branch(const mcg_repo *r)
     return r->rendered_branch;
 }
 
+struct git_repository *mcg_repo_git(const mcg_repo *r)
+{
+    return r->git;
+}
+
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err)
 {
     git_object *obj = NULL;
