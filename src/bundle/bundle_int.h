@@ -115,12 +115,15 @@ typedef struct mcg_bundle_objset {
     mcg_pack_place *v;
     size_t n, cap;
     mcg_oidmap seen; /* every id collected, and the prerequisites' objects */
+    mcg_oidmap have; /* the prerequisites and their trees' objects: the receiver's */
 } mcg_bundle_objset;
 
 /*
  * What git_packbuilder_insert_walk and the tag objects would give the
  * packbuilder: the new commits, their trees and blobs minus those the
- * prerequisites' trees have, and the tag objects the refs name.
+ * prerequisites' trees have, and the tag objects the refs name. With
+ * since (a thin pack): oldest commit first, each object with a candidate
+ * delta base, and s->have filled.
  */
 int mcg_bundle_collect(mcg_bundle_objset *s, mcg_repo *r, const mcg_bundle_reflist *refs,
                        const git_oid *since, const mcg_oidv *prereqs, mcg_err *err);
