@@ -170,11 +170,14 @@ void mcg_bundle_quarantine_drop(const char *qdir);
  * Stream the rest of rd into an indexer writing into qdir/pack; *name =
  * the pack's hash (caller frees). The same bytes go to a pack scan, which
  * checks the commits' signatures and reads the objects meanwhile: *scan
- * (caller frees). Fills rep->pack_bytes, objects and prechecked.
+ * (caller frees); it resolves a thin pack's deltas on the repository's
+ * objects (objects: its objects directory) as the indexer does, and a base
+ * missing from both is refused naming it. Fills rep->pack_bytes, objects
+ * and prechecked.
  */
 int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *rd, const char *qdir,
-                          git_odb *odb, const mcg_bundle_progress *prog, mcg_bundle_report *rep,
-                          mcg_err *err);
+                          const char *objects, git_odb *odb, const mcg_bundle_progress *prog,
+                          mcg_bundle_report *rep, mcg_err *err);
 /* The object ids a version 2 pack index lists, into the set out. */
 int mcg_bundle_read_idx_oids(mcg_oidmap *out, const char *idx, mcg_err *err);
 

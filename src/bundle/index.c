@@ -29,8 +29,8 @@ static int indexer_progress_cb(const git_indexer_progress *s, void *payload)
 }
 
 int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *rd, const char *q,
-                          git_odb *odb, const mcg_bundle_progress *prog, mcg_bundle_report *rep,
-                          mcg_err *err)
+                          const char *objects, git_odb *odb, const mcg_bundle_progress *prog,
+                          mcg_bundle_report *rep, mcg_err *err)
 {
     git_indexer *idx = NULL;
     mcg_pack_scanner *pre = mcg_pack_scan_start();
@@ -39,6 +39,8 @@ int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *r
     char *packdir = mcg_sprintf("%s/pack", q);
     int rc = 0;
     *name = NULL;
+    /* a thin pack's deltas on the repository's objects: the scan reads those bases too */
+    mcg_pack_scan_bases(pre, objects);
     /*
      * No o.verify: libgit2 1.5's connectivity check leaks every object the
      * repo already has. connect.c does the same check instead.
@@ -75,6 +77,20 @@ int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *r
         const git_error *e = git_error_last();
         rc = mcg_err_set(err, MCG_EINVAL, "damaged or truncated bundle: %s",
                          e && e->message ? e->message : "indexer error");
+        /* a thin pack whose delta base this repository lacks: say which */
+        mcg_packscan *s = mcg_pack_scan_finish(pre);
+        git_oid base;
+        pre = NULL;
+        if (mcg_packscan_missing_base(s, odb, &base)) {
+            char sha[GIT_OID_HEXSZ + 1];
+            git_oid_tostr(sha, sizeof(sha), &base);
+            rc = mcg_err_set(err, MCG_ENOTFOUND,
+                             "missing delta base %s: the bundle's pack is thin and this "
+                             "repository lacks an object it builds on (import the bundles "
+                             "before it first)",
+                             sha);
+        }
+        mcg_packscan_free(s);
         goto out;
     }
     rep->objects = stats.total_objects;

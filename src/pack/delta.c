@@ -93,6 +93,7 @@ bad:
 #define DELTA_MULT 0x01000193u   /* the rolling hash's multiplier */
 #define DELTA_CHAIN 64           /* candidate blocks looked at per position */
 #define DELTA_COPY_MAX 0x10000u  /* bytes per copy instruction, as git writes them */
+#define DELTA_LAZY 1024          /* matches shorter than this look a block ahead for a longer one */
 
 /* The hash of DELTA_BLOCK bytes at p. */
 static uint32_t block_hash(const unsigned char *p)
@@ -178,6 +179,35 @@ static void dout_copy(delta_out *o, uint64_t off, uint64_t len)
     }
 }
 
+/* The base's blocks, hashed: chains of block index + 1 per slot, 0 ending a chain. */
+typedef struct delta_index {
+    const unsigned char *base;
+    size_t blen;
+    const uint32_t *head, *next;
+    size_t bits;
+} delta_index;
+
+/*
+ * The longest match of the target at pos (whose block hash is h) among the
+ * base's blocks in h's chain: its length (0: none), its offset in *off.
+ */
+static size_t delta_match(const delta_index *ix, const unsigned char *t, size_t tlen, size_t pos,
+                          uint32_t h, size_t *off)
+{
+    size_t slot = ((uint32_t)(h * 0x9e3779b1u)) >> (32 - ix->bits), best = 0;
+    int looked = 0;
+    for (uint32_t c = ix->head[slot]; c && looked < DELTA_CHAIN; c = ix->next[c - 1], looked++) {
+        size_t b = (size_t)(c - 1) * DELTA_BLOCK, n = 0;
+        while (b + n < ix->blen && pos + n < tlen && ix->base[b + n] == t[pos + n])
+            n++;
+        if (n > best) {
+            best = n;
+            *off = b;
+        }
+    }
+    return best;
+}
+
 unsigned char *mcg_pack_delta_create(size_t *outlen, const unsigned char *base, size_t blen,
                                      const unsigned char *t, size_t tlen, size_t max)
 {
@@ -204,6 +234,7 @@ unsigned char *mcg_pack_delta_create(size_t *outlen, const unsigned char *base, 
             head[slot] = (uint32_t)k + 1;
         }
     }
+    delta_index ix = {base, blen, head, next, bits};
     size_t pos = 0, lit = 0; /* where the target is read; where unwritten literals begin */
     uint32_t h = 0;
     bool have_h = false;
@@ -212,32 +243,36 @@ unsigned char *mcg_pack_delta_create(size_t *outlen, const unsigned char *base, 
             h = block_hash(t + pos);
             have_h = true;
         }
-        size_t slot = ((uint32_t)(h * 0x9e3779b1u)) >> (32 - bits);
-        size_t best = 0, best_off = 0;
-        int looked = 0;
-        for (uint32_t c = head[slot]; c && looked < DELTA_CHAIN; c = next[c - 1], looked++) {
-            size_t off = (size_t)(c - 1) * DELTA_BLOCK, n = 0;
-            while (off + n < blen && pos + n < tlen && base[off + n] == t[pos + n])
-                n++;
-            if (n > best) {
-                best = n;
-                best_off = off;
-            }
-        }
+        size_t off = 0, best = delta_match(&ix, t, tlen, pos, h, &off);
         if (best < DELTA_BLOCK) {
             if (pos + DELTA_BLOCK < tlen)
                 h = (h - t[pos] * top) * DELTA_MULT + t[pos + DELTA_BLOCK];
             pos++;
             continue;
         }
+        /*
+         * A short match may be the tail of a better one that starts a few
+         * bytes on at a block boundary of the base: look ahead a block.
+         */
+        for (size_t k = 1; best < DELTA_LAZY && k < DELTA_BLOCK && pos + k + DELTA_BLOCK <= tlen;
+             k++) {
+            size_t off2 = 0,
+                   len2 = delta_match(&ix, t, tlen, pos + k, block_hash(t + pos + k), &off2);
+            if (len2 >= DELTA_BLOCK && pos + k + len2 > pos + best) {
+                pos += k;
+                best = len2;
+                off = off2;
+                k = 0;
+            }
+        }
         /* extend backwards over literals not yet written */
-        while (pos > lit && best_off > 0 && base[best_off - 1] == t[pos - 1]) {
+        while (pos > lit && off > 0 && base[off - 1] == t[pos - 1]) {
             pos--;
-            best_off--;
+            off--;
             best++;
         }
         dout_insert(&o, t + lit, pos - lit);
-        dout_copy(&o, best_off, best);
+        dout_copy(&o, off, best);
         pos += best;
         lit = pos;
         have_h = false;

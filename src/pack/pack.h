@@ -231,6 +231,13 @@ typedef struct mcg_pack_scanner mcg_pack_scanner;
 typedef struct mcg_packscan mcg_packscan;
 
 mcg_pack_scanner *mcg_pack_scan_start(void);
+/*
+ * Before the first feed: a REF_DELTA whose base is not in the pack (a
+ * thin pack) is resolved against the repository whose objects directory
+ * is objects, opened read-only for the scanner's own use. 0, or -1 when
+ * it cannot be opened (the scan then works without).
+ */
+int mcg_pack_scan_bases(mcg_pack_scanner *p, const char *objects);
 void mcg_pack_scan_feed(mcg_pack_scanner *p, const void *buf, size_t n);
 mcg_packscan *mcg_pack_scan_finish(mcg_pack_scanner *p);
 void mcg_pack_scan_abort(mcg_pack_scanner *p);
@@ -247,6 +254,12 @@ size_t mcg_packscan_checked(const mcg_packscan *s);
 void mcg_packscan_confirm(mcg_packscan *s, bool (*in_pack)(const git_oid *, void *), void *ctx,
                           git_odb *odb);
 bool mcg_packscan_complete(const mcg_packscan *s);
+/*
+ * The first REF_DELTA base the scan could not find, in the pack as far as
+ * it read it or in the repository, that odb does not have either: true
+ * with *out (a thin pack whose base the receiver lacks).
+ */
+bool mcg_packscan_missing_base(const mcg_packscan *s, git_odb *odb, git_oid *out);
 /*
  * Connectivity from a complete scan: every id an object of the pack names
  * is in the pack or in odb. 0 when so; 1 with *missing and the object that

@@ -174,6 +174,8 @@ typedef struct mcg_scan_state {
     size_t base; /* index of the base (OFS, or REF found) */
     bool base_known;
     git_oid ref_base; /* MCG_PACK_REF */
+    unsigned char *ext; /* a REF_DELTA's base read from the repository (thin packs), or NULL */
+    size_t ext_len;
     bool keep;        /* inflate into out */
     unsigned char *out;
     z_stream z;
@@ -206,6 +208,7 @@ struct mcg_pack_scanner {
     mcg_scan_hint *hints;
     size_t nhints, caphints;
     EVP_MD_CTX *md;
+    git_odb *bases;  /* the repository's objects: a thin pack's REF_DELTA bases, or NULL */
     bool incomplete; /* an object could not be typed or read */
     bool odd_tree;   /* a tree out of git's order, or with odd modes or names */
 };
