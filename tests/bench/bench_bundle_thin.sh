@@ -69,6 +69,14 @@ files=$(git -C "$T/repo" ls-tree -r main | wc -l)
 load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo ?)
 echo "repository: $(git -C "$T/repo" rev-list --count main) commits, $files files, $(nproc) CPUs, load $load"
 echo "best of $ROUNDS alternating rounds"
+# The floor of every run: starting the process (mcgit loads libgit2, OpenSSL,
+# libcurl, libyaml, jansson, libsodium; git nothing of the kind).
+ta=() tb=()
+for i in $(seq "$ROUNDS"); do
+  t0=$(now); "$MCGIT" version >/dev/null; ta+=("$(echo "$(now) - $t0" | bc -l)")
+  t0=$(now); git version >/dev/null; tb+=("$(echo "$(now) - $t0" | bc -l)")
+done
+printf 'process start (`mcgit version` / `git version`): %.3f s / %.3f s\n' "$(min "${ta[@]}")" "$(min "${tb[@]}")"
 
 measure() { # measure LABEL
   echo
