@@ -115,12 +115,15 @@ typedef struct mcg_bundle_objset {
     mcg_pack_place *v;
     size_t n, cap;
     mcg_oidmap seen; /* every id collected, and the prerequisites' objects */
+    mcg_oidmap have; /* the prerequisites and their trees' objects: the receiver's */
 } mcg_bundle_objset;
 
 /*
  * What git_packbuilder_insert_walk and the tag objects would give the
  * packbuilder: the new commits, their trees and blobs minus those the
- * prerequisites' trees have, and the tag objects the refs name.
+ * prerequisites' trees have, and the tag objects the refs name. With
+ * since (a thin pack): oldest commit first, each object with a candidate
+ * delta base, and s->have filled.
  */
 int mcg_bundle_collect(mcg_bundle_objset *s, mcg_repo *r, const mcg_bundle_reflist *refs,
                        const git_oid *since, const mcg_oidv *prereqs, mcg_err *err);
@@ -167,11 +170,14 @@ void mcg_bundle_quarantine_drop(const char *qdir);
  * Stream the rest of rd into an indexer writing into qdir/pack; *name =
  * the pack's hash (caller frees). The same bytes go to a pack scan, which
  * checks the commits' signatures and reads the objects meanwhile: *scan
- * (caller frees). Fills rep->pack_bytes, objects and prechecked.
+ * (caller frees); it resolves a thin pack's deltas on the repository's
+ * objects (objects: its objects directory) as the indexer does, and a base
+ * missing from both is refused naming it. Fills rep->pack_bytes, objects
+ * and prechecked.
  */
 int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *rd, const char *qdir,
-                          git_odb *odb, const mcg_bundle_progress *prog, mcg_bundle_report *rep,
-                          mcg_err *err);
+                          const char *objects, git_odb *odb, const mcg_bundle_progress *prog,
+                          mcg_bundle_report *rep, mcg_err *err);
 /* The object ids a version 2 pack index lists, into the set out. */
 int mcg_bundle_read_idx_oids(mcg_oidmap *out, const char *idx, mcg_err *err);
 

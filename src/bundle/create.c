@@ -8,6 +8,12 @@
  * OFS_DELTAs on the way (pack/writer.c); either way about the size of git's
  * bundle. Objects that are in no pack go through the packbuilder in both
  * cases, its stream spliced in after the copied entries.
+ *
+ * An incremental bundle (--since) carries a thin pack, as git's do: no
+ * packbuilder, every object written here (write_thin) in collect.c's
+ * order, a stored entry copied or an object deltified on the same path's
+ * object of its parent commit, which may be one the receiver has
+ * (REF_DELTA on a prerequisite's tree or blob; pack/thin.c).
  */
 #include "bundle/bundle_int.h"
 #include "fsio/fsio.h"
@@ -118,6 +124,54 @@ static int write_reused(write_ctx *w, mcg_bundle_objset *set, const mcg_pack_reu
         rc = writer_err(err, w->pw, "write");
 out:
     git_odb_free(odb);
+    return rc;
+}
+
+/*
+ * The thin pack of an incremental bundle: the objects collect.c listed,
+ * in its order (every candidate base before the object, or the
+ * receiver's), each stored entry copied when it will do, else written by
+ * pack/thin.c.
+ */
+static int write_thin(write_ctx *w, mcg_bundle_objset *set, const mcg_pack_reuse *packs,
+                      mcg_repo *r, mcg_err *err)
+{
+    git_odb *odb = NULL;
+    int rc = 0;
+    if (set->n > UINT32_MAX)
+        return mcg_err_set(err, MCG_EINVAL, "too many objects for one pack");
+    w->nobj = set->n;
+    if (git_repository_odb(&odb, r->git) != 0)
+        return mcg_git_err(err, "odb");
+    mcg_pack_writer_thin(w->pw, &set->have);
+    if (mcg_pack_writer_begin(w->pw, (uint32_t)set->n) != 0) {
+        rc = writer_err(err, w->pw, "write");
+        goto out;
+    }
+    for (size_t i = 0; i < set->n && !rc; i++) {
+        if (packs && mcg_pack_reuse_find(packs, &set->v[i]))
+            rc = mcg_pack_reuse_copy(w->pw, packs, &set->v[i], odb, err);
+        else
+            rc = mcg_pack_write_object(w->pw, odb, &set->v[i], err);
+        mcg_bundle_tick(w->prog, "writing objects", i + 1, w->nobj);
+    }
+    if (!rc && mcg_pack_writer_end(w->pw) != 0)
+        rc = writer_err(err, w->pw, "write");
+out:
+    git_odb_free(odb);
+    return rc;
+}
+
+/* The objects of an incremental bundle, with their bases (collect.c), read without caching. */
+static int collect_thin(mcg_bundle_objset *set, mcg_repo *r, const mcg_bundle_reflist *refs,
+                        const git_oid *since, const mcg_oidv *prereqs, mcg_err *err)
+{
+    /* as in plan_reuse: the repo's own objects, listed, each read once */
+    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
+    git_libgit2_opts(GIT_OPT_ENABLE_CACHING, 0);
+    int rc = mcg_bundle_collect(set, r, refs, since, prereqs, err);
+    git_libgit2_opts(GIT_OPT_ENABLE_CACHING, 1);
+    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1);
     return rc;
 }
 
@@ -241,9 +295,14 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
         packs = mcg_pack_reuse_open(dir);
         free(dir);
     }
-    if (packs && (rc = plan_reuse(&reuse, &set, packs, pb, r, &refs, since, &prereqs, err)) != 0)
+    if (since) {
+        if ((rc = collect_thin(&set, r, &refs, since, &prereqs, err)) != 0)
+            goto out;
+    } else if (packs &&
+               (rc = plan_reuse(&reuse, &set, packs, pb, r, &refs, since, &prereqs, err)) != 0) {
         goto out;
-    if (!reuse) {
+    }
+    if (!reuse && !since) {
         if ((rc = mcg_bundle_walk_new(&walk, r, &refs, since, err)) != 0)
             goto out;
         if (git_packbuilder_insert_walk(pb, walk) != 0) {
@@ -265,7 +324,10 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
         rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
         goto out;
     }
-    if (reuse) {
+    if (since) {
+        if ((rc = write_thin(&w, &set, packs, r, err)) != 0)
+            goto out;
+    } else if (reuse) {
         if ((rc = write_reused(&w, &set, packs, r, err)) != 0)
             goto out;
     } else if (git_packbuilder_foreach(pb, pack_write_cb, &w) != 0 || !mcg_pack_writer_done(w.pw)) {

@@ -167,7 +167,8 @@ static int index_into_quarantine(session *s, mcg_repo *r, mcg_bundle_reader *rd,
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, (size_t)(8 * 1024 * 1024));
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)(32 * 1024 * 1024));
     git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)(2 * 1024 * 1024));
-    rc = mcg_bundle_index_pack(&s->pack_name, &s->scan, rd, s->qdir, odb, prog, rep, err);
+    rc = mcg_bundle_index_pack(&s->pack_name, &s->scan, rd, s->qdir, s->objects, odb, prog, rep,
+                               err);
 out:
     git_buf_dispose(&objdir);
     git_odb_free(odb);

@@ -7,6 +7,7 @@
 #include "bundle/bundle_int.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,48 @@
 static uint32_t be32(const unsigned char *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * The pack's own checksum, computed as it streams by: SHA-1 of everything
+ * but the last 20 bytes, which are held back until the next chunk shows
+ * they were not the end.
+ */
+typedef struct pack_sum {
+    EVP_MD_CTX *md;
+    unsigned char tail[GIT_OID_RAWSZ];
+    size_t ntail;
+} pack_sum;
+
+/* Feed n more pack bytes. */
+static void pack_sum_feed(pack_sum *c, const unsigned char *p, size_t n)
+{
+    if (!c->md)
+        return;
+    if (n >= GIT_OID_RAWSZ) {
+        EVP_DigestUpdate(c->md, c->tail, c->ntail);
+        EVP_DigestUpdate(c->md, p, n - GIT_OID_RAWSZ);
+        memcpy(c->tail, p + n - GIT_OID_RAWSZ, GIT_OID_RAWSZ);
+        c->ntail = GIT_OID_RAWSZ;
+        return;
+    }
+    if (c->ntail + n > GIT_OID_RAWSZ) {
+        size_t out = c->ntail + n - GIT_OID_RAWSZ; /* at most ntail, as n < 20 */
+        EVP_DigestUpdate(c->md, c->tail, out);
+        memmove(c->tail, c->tail + out, c->ntail - out);
+        c->ntail -= out;
+    }
+    memcpy(c->tail + c->ntail, p, n);
+    c->ntail += n;
+}
+
+/* Whether the pack ended in the checksum of what came before. */
+static bool pack_sum_ok(pack_sum *c)
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    return c->md && c->ntail == GIT_OID_RAWSZ && EVP_DigestFinal_ex(c->md, d, &len) == 1 &&
+           len == GIT_OID_RAWSZ && memcmp(d, c->tail, GIT_OID_RAWSZ) == 0;
 }
 
 /* The indexer's progress: objects received, then deltas resolved. */
@@ -29,16 +72,23 @@ static int indexer_progress_cb(const git_indexer_progress *s, void *payload)
 }
 
 int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *rd, const char *q,
-                          git_odb *odb, const mcg_bundle_progress *prog, mcg_bundle_report *rep,
-                          mcg_err *err)
+                          const char *objects, git_odb *odb, const mcg_bundle_progress *prog,
+                          mcg_bundle_report *rep, mcg_err *err)
 {
     git_indexer *idx = NULL;
     mcg_pack_scanner *pre = mcg_pack_scan_start();
     git_indexer_options o = GIT_INDEXER_OPTIONS_INIT;
     git_indexer_progress stats = {0};
     char *packdir = mcg_sprintf("%s/pack", q);
+    pack_sum sum = {.md = EVP_MD_CTX_new()};
     int rc = 0;
     *name = NULL;
+    if (sum.md && EVP_DigestInit_ex(sum.md, EVP_sha1(), NULL) != 1) {
+        EVP_MD_CTX_free(sum.md);
+        sum.md = NULL;
+    }
+    /* a thin pack's deltas on the repository's objects: the scan reads those bases too */
+    mcg_pack_scan_bases(pre, objects);
     /*
      * No o.verify: libgit2 1.5's connectivity check leaks every object the
      * repo already has. connect.c does the same check instead.
@@ -58,6 +108,7 @@ int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *r
             break;
         size_t n = rd->len - rd->pos;
         mcg_pack_scan_feed(pre, rd->buf + rd->pos, n);
+        pack_sum_feed(&sum, (const unsigned char *)rd->buf + rd->pos, n);
         if (git_indexer_append(idx, rd->buf + rd->pos, n, &stats) != 0) {
             const git_error *e = git_error_last();
             rc = mcg_err_set(err, MCG_EINVAL, "damaged bundle: the pack does not index (%s)",
@@ -75,6 +126,21 @@ int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *r
         const git_error *e = git_error_last();
         rc = mcg_err_set(err, MCG_EINVAL, "damaged or truncated bundle: %s",
                          e && e->message ? e->message : "indexer error");
+        /* an intact thin pack whose delta base this repository lacks: say which */
+        mcg_packscan *s = pack_sum_ok(&sum) ? mcg_pack_scan_finish(pre) : NULL;
+        git_oid base;
+        if (s)
+            pre = NULL;
+        if (mcg_packscan_missing_base(s, odb, &base)) {
+            char sha[GIT_OID_HEXSZ + 1];
+            git_oid_tostr(sha, sizeof(sha), &base);
+            rc = mcg_err_set(err, MCG_ENOTFOUND,
+                             "missing delta base %s: the bundle's pack is thin and this "
+                             "repository lacks an object it builds on (import the bundles "
+                             "before it first)",
+                             sha);
+        }
+        mcg_packscan_free(s);
         goto out;
     }
     rep->objects = stats.total_objects;
@@ -86,6 +152,7 @@ out:
     mcg_pack_scan_abort(pre);
     mcg_bundle_tick(prog, NULL, 0, 0);
     git_indexer_free(idx);
+    EVP_MD_CTX_free(sum.md);
     free(packdir);
     return rc;
 }

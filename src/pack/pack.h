@@ -109,8 +109,31 @@ bool mcg_pack_tree_entry_next(mcg_pack_tree_entry *e, const unsigned char **p,
  */
 unsigned char *mcg_pack_delta_apply(size_t *outlen, const unsigned char *base, size_t blen,
                                     const unsigned char *d, size_t dlen, size_t max);
+/*
+ * Make a git delta that turns base (blen bytes) into target (tlen bytes),
+ * as mcg_pack_delta_apply reads it: a new buffer (caller frees) of *outlen
+ * bytes, or NULL when it would be longer than max bytes (or an input is
+ * over 4 GiB). The same inputs always give the same delta.
+ */
+unsigned char *mcg_pack_delta_create(size_t *outlen, const unsigned char *base, size_t blen,
+                                     const unsigned char *target, size_t tlen, size_t max);
 
 /* ------------------------------------------------------------ writing */
+
+/*
+ * Where an object is stored: packs[pack] at off (index position pos); pack
+ * -1: not in a pack. For a thin pack, base (when has_base) is the object to
+ * try as its delta base when the stored entry will not do: the same path's
+ * object in the parent commit.
+ */
+typedef struct mcg_pack_place {
+    git_oid id;
+    int pack;
+    uint32_t pos;
+    uint64_t off;
+    bool has_base;
+    git_oid base;
+} mcg_pack_place;
 
 /*
  * A pack written to a file descriptor: git_packbuilder_foreach's stream
@@ -148,6 +171,21 @@ int mcg_pack_writer_errno(const mcg_pack_writer *w);
 /* Why a stream could not be parsed (static text), NULL none. */
 const char *mcg_pack_writer_failure(const mcg_pack_writer *w);
 
+/*
+ * Make the pack thin: have holds the objects its reader already has (an
+ * incremental bundle's prerequisites and their trees), which entries may
+ * then name as REF_DELTA bases. have must outlive the writer. Without
+ * this, a pack is self-contained.
+ */
+void mcg_pack_writer_thin(mcg_pack_writer *w, const mcg_oidmap *have);
+/*
+ * Write the object o->id (read through odb; after mcg_pack_writer_begin):
+ * as a delta on o->base when it has one that the pack may use (written
+ * before, or one the reader has) and that makes it smaller, else whole.
+ */
+int mcg_pack_write_object(mcg_pack_writer *w, git_odb *odb, const mcg_pack_place *o,
+                          mcg_err *err);
+
 /* ------------------------------------------------------------ reuse */
 
 /*
@@ -159,13 +197,6 @@ const char *mcg_pack_writer_failure(const mcg_pack_writer *w);
  */
 typedef struct mcg_pack_reuse mcg_pack_reuse;
 
-/* Where an object is stored: packs[pack] at off (index position pos); pack -1: not in a pack. */
-typedef struct mcg_pack_place {
-    git_oid id;
-    int pack;
-    uint32_t pos;
-    uint64_t off;
-} mcg_pack_place;
 
 /* Map every pack-*.idx/.pack pair in packdir; NULL when there is none usable. */
 mcg_pack_reuse *mcg_pack_reuse_open(const char *packdir);
@@ -175,10 +206,13 @@ bool mcg_pack_reuse_find(const mcg_pack_reuse *r, mcg_pack_place *o);
 /* Sort places by pack and offset, the order in which a delta's base comes first. */
 void mcg_pack_reuse_order(mcg_pack_place *v, size_t n);
 /*
- * Copy o's stored entry into w (after mcg_pack_writer_begin, in
- * mcg_pack_reuse_order): a whole object as it is, a delta whose base w has
- * written as an OFS_DELTA to it, any other delta read through odb and
- * written whole.
+ * Copy o's stored entry into w (after mcg_pack_writer_begin, in an order
+ * where a delta's base comes first, as mcg_pack_reuse_order's): a whole
+ * object as it is, a delta whose base w has written as an OFS_DELTA to it,
+ * any other delta read through odb and written whole. In a thin pack
+ * (mcg_pack_writer_thin) a delta on a base the reader has stays a delta
+ * (REF_DELTA), and an object written whole or stored whole becomes a delta
+ * on o->base instead when that is smaller (see mcg_pack_write_object).
  */
 int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_pack_place *o,
                         git_odb *odb, mcg_err *err);
@@ -197,6 +231,13 @@ typedef struct mcg_pack_scanner mcg_pack_scanner;
 typedef struct mcg_packscan mcg_packscan;
 
 mcg_pack_scanner *mcg_pack_scan_start(void);
+/*
+ * Before the first feed: a REF_DELTA whose base is not in the pack (a
+ * thin pack) is resolved against the repository whose objects directory
+ * is objects, opened read-only for the scanner's own use. 0, or -1 when
+ * it cannot be opened (the scan then works without).
+ */
+int mcg_pack_scan_bases(mcg_pack_scanner *p, const char *objects);
 void mcg_pack_scan_feed(mcg_pack_scanner *p, const void *buf, size_t n);
 mcg_packscan *mcg_pack_scan_finish(mcg_pack_scanner *p);
 void mcg_pack_scan_abort(mcg_pack_scanner *p);
@@ -213,6 +254,12 @@ size_t mcg_packscan_checked(const mcg_packscan *s);
 void mcg_packscan_confirm(mcg_packscan *s, bool (*in_pack)(const git_oid *, void *), void *ctx,
                           git_odb *odb);
 bool mcg_packscan_complete(const mcg_packscan *s);
+/*
+ * The first REF_DELTA base the scan could not find, in the pack as far as
+ * it read it or in the repository, that odb does not have either: true
+ * with *out (a thin pack whose base the receiver lacks).
+ */
+bool mcg_packscan_missing_base(const mcg_packscan *s, git_odb *odb, git_oid *out);
 /*
  * Connectivity from a complete scan: every id an object of the pack names
  * is in the pack or in odb. 0 when so; 1 with *missing and the object that

@@ -79,6 +79,9 @@ struct mcg_pack_writer {
     mcg_pack_cached cache[MCG_PACK_CACHE_OBJECTS]; /* a ring, ordered by offset */
     size_t chead, ccount, cbytes;
     size_t refs, ofs; /* deltas written as REF_DELTA, as OFS_DELTA */
+
+    const mcg_oidmap *thin; /* objects the reader has (a thin pack's REF_DELTA bases), or NULL */
+    mcg_oidmap depth;       /* thin packs: delta chain depth of each delta written */
 };
 
 /* Emit bytes: into the SHA-1 (unless hash is false: the trailer) and the output. */
@@ -89,6 +92,27 @@ int mcg_pack_writer_emit(mcg_pack_writer *w, const void *p, size_t n, bool hash)
  * takes its base id from w->hold + w->hlen.
  */
 int mcg_pack_writer_header(mcg_pack_writer *w);
+
+/* ------------------------------------------------------------ thin.c */
+
+#define MCG_PACK_MAX_DEPTH 50 /* delta chains made for thin packs, as git's default */
+
+/* Write the object id whole: read through odb, deflated. */
+int mcg_pack_write_whole(mcg_pack_writer *w, git_odb *odb, const git_oid *id, mcg_err *err);
+/*
+ * Thin packs: write o as a delta on o->base when that is allowed (written
+ * here, chain not too deep, or one the reader has) and smaller than the
+ * alternative — the caller's entry of beat bytes, or, beat 0, the object
+ * written whole, which is then written instead. *wrote says whether
+ * anything was written. The caller records o->id in w->ids.
+ */
+int mcg_pack_thin_entry(mcg_pack_writer *w, git_odb *odb, const mcg_pack_place *o, size_t beat,
+                        bool *wrote, mcg_err *err);
+/* The depth of the chain ending at written object id (0: not a delta). */
+uint64_t mcg_pack_thin_depth(const mcg_pack_writer *w, const git_oid *id);
+/* An entry header: type and size, then an OFS_DELTA's distance or a REF_DELTA's base id. */
+size_t mcg_pack_entry_header(unsigned char *h, int type, uint64_t size, uint64_t ofs,
+                             const git_oid *ref);
 
 /* ------------------------------------------------------------ scan*.c */
 
@@ -150,6 +174,8 @@ typedef struct mcg_scan_state {
     size_t base; /* index of the base (OFS, or REF found) */
     bool base_known;
     git_oid ref_base; /* MCG_PACK_REF */
+    unsigned char *ext; /* a REF_DELTA's base read from the repository (thin packs), or NULL */
+    size_t ext_len;
     bool keep;        /* inflate into out */
     unsigned char *out;
     z_stream z;
@@ -182,6 +208,7 @@ struct mcg_pack_scanner {
     mcg_scan_hint *hints;
     size_t nhints, caphints;
     EVP_MD_CTX *md;
+    git_odb *bases;  /* the repository's objects: a thin pack's REF_DELTA bases, or NULL */
     bool incomplete; /* an object could not be typed or read */
     bool odd_tree;   /* a tree out of git's order, or with odd modes or names */
 };

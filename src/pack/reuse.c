@@ -9,7 +9,10 @@
  * unchanged (checked against the CRC-32 the pack index records), a delta's
  * header rewritten to point at its base's new position (OFS_DELTA). A delta
  * whose base is not in the bundle (an incremental bundle's prerequisite
- * side, or an unreachable object) is written whole. Objects not in a pack
+ * side, or an unreachable object) is written whole — or, in a thin pack
+ * (thin.c), kept as it is when the receiver has its base (REF_DELTA), else
+ * made a delta on the object's candidate base when that is smaller. In a
+ * thin pack an object stored whole also becomes such a delta when smaller. Objects not in a pack
  * (loose, or in an alternate) go through the packbuilder as usual, and its
  * stream is spliced in.
  *
@@ -185,49 +188,6 @@ struct mcg_pack_reuse {
     size_t n;
 };
 
-/* libgit2's last error in err, prefixed with what was being done. */
-static int reuse_git_err(mcg_err *err, const char *what)
-{
-    const git_error *e = git_error_last();
-    return mcg_err_set(err, MCG_EIO, "%s: %s", what, e && e->message ? e->message : "git error");
-}
-
-/* Write the object id as a whole object: read it, deflate it. */
-static int reuse_whole(mcg_pack_writer *w, git_odb *odb, const git_oid *id, mcg_err *err)
-{
-    git_odb_object *obj = NULL;
-    int rc = 0;
-    if (git_odb_read(&obj, odb, id) != 0)
-        return reuse_git_err(err, "object");
-    static const int types[] = {[GIT_OBJECT_COMMIT] = MCG_PACK_COMMIT,
-                                [GIT_OBJECT_TREE] = MCG_PACK_TREE,
-                                [GIT_OBJECT_BLOB] = MCG_PACK_BLOB,
-                                [GIT_OBJECT_TAG] = MCG_PACK_TAG};
-    git_object_t t = git_odb_object_type(obj);
-    size_t len = git_odb_object_size(obj);
-    uLongf zlen = compressBound((uLong)len);
-    unsigned char *z = mcg_malloc(zlen);
-    if (t < GIT_OBJECT_COMMIT || t > GIT_OBJECT_TAG ||
-        compress2(z, &zlen, git_odb_object_data(obj), (uLong)len, Z_DEFAULT_COMPRESSION) != Z_OK) {
-        rc = mcg_err_set(err, MCG_EIO, "pack: cannot compress an object");
-    } else {
-        unsigned char h[16];
-        size_t n = 0;
-        uint64_t size = len;
-        unsigned char c = (unsigned char)(types[t] << 4 | (size & 15));
-        for (size >>= 4; size; size >>= 7) {
-            h[n++] = c | 0x80;
-            c = size & 0x7f;
-        }
-        h[n++] = c;
-        if (mcg_pack_writer_emit(w, h, n, true) != 0 || mcg_pack_writer_emit(w, z, zlen, true) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
-    }
-    free(z);
-    git_odb_object_free(obj);
-    return rc;
-}
-
 /*
  * Copy one stored entry: a whole object as it is, a delta whose base has
  * been written as an OFS_DELTA to it, any other delta written whole.
@@ -286,12 +246,17 @@ int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_p
         return mcg_err_set(err, MCG_EIO, "pack: unknown entry type");
     }
     int rc = 0;
+    bool wrote = false;
+    /* a thin pack: a stored delta on a base written too deep in a chain is not copied */
+    if (have_base && w->thin && mcg_pack_thin_depth(w, &base) >= MCG_PACK_MAX_DEPTH)
+        have_base = false;
     if (!delta) {
-        if (mcg_pack_writer_emit(w, e, len, true) != 0)
+        /* a thin pack may hold it as a smaller delta on the receiver's version */
+        if (o->has_base && (rc = mcg_pack_thin_entry(w, odb, o, len, &wrote, err)) != 0)
+            return rc;
+        if (!wrote && mcg_pack_writer_emit(w, e, len, true) != 0)
             rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
-    } else if (!have_base) {
-        rc = reuse_whole(w, odb, &o->id, err);
-    } else {
+    } else if (have_base) {
         w->out_start = at;
         w->base_out = base_out;
         w->has_base = true;
@@ -299,6 +264,20 @@ int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_p
         w->size = size;
         if (mcg_pack_writer_header(w) != 0 || mcg_pack_writer_emit(w, e + h, len - h, true) != 0)
             rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+        else if (w->thin)
+            mcg_oidmap_put(&w->depth, &o->id, mcg_pack_thin_depth(w, &base) + 1);
+    } else if (w->thin && mcg_oidmap_get(w->thin, &base, NULL)) {
+        /* its base is the receiver's: the stored delta, naming the base (REF_DELTA) */
+        unsigned char hd[48];
+        size_t nd = mcg_pack_entry_header(hd, MCG_PACK_REF, size, 0, &base);
+        if (mcg_pack_writer_emit(w, hd, nd, true) != 0 ||
+            mcg_pack_writer_emit(w, e + h, len - h, true) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+        mcg_oidmap_put(&w->depth, &o->id, 1);
+        w->refs++;
+    } else {
+        /* no base here: a delta on the thin pack's candidate, or whole */
+        rc = mcg_pack_thin_entry(w, odb, o, 0, &wrote, err);
     }
     if (!rc)
         mcg_oidmap_put(&w->ids, &o->id, at);

@@ -301,6 +301,39 @@ static bool obj_at(const mcg_pack_scanner *p, uint64_t off, size_t *idx)
     return lo < p->nobjs && p->objs[lo].off == off;
 }
 
+/*
+ * A thin pack's REF_DELTA on an object of the repository: type o from it,
+ * and keep its content in s->ext when the delta's result is to be read.
+ * False when the repository does not have it (or it is too big to read).
+ */
+static bool repo_base(mcg_pack_scanner *p, mcg_scan_obj *o)
+{
+    static const unsigned char types[] = {[GIT_OBJECT_COMMIT] = MCG_PACK_COMMIT,
+                                          [GIT_OBJECT_TREE] = MCG_PACK_TREE,
+                                          [GIT_OBJECT_BLOB] = MCG_PACK_BLOB,
+                                          [GIT_OBJECT_TAG] = MCG_PACK_TAG};
+    mcg_scan_state *s = &p->sc;
+    git_odb_object *b = NULL;
+    size_t len;
+    git_object_t t;
+    if (!p->bases || git_odb_read_header(&len, &t, p->bases, &s->ref_base) != 0 ||
+        t < GIT_OBJECT_COMMIT || t > GIT_OBJECT_TAG)
+        return false;
+    if (t == GIT_OBJECT_BLOB) {
+        o->type = MCG_PACK_BLOB; /* only inflated, as every blob */
+        return true;
+    }
+    if (len > MCG_SCAN_MAX_OBJECT || git_odb_read(&b, p->bases, &s->ref_base) != 0)
+        return false;
+    free(s->ext);
+    s->ext_len = git_odb_object_size(b);
+    s->ext = mcg_malloc(s->ext_len ? s->ext_len : 1);
+    memcpy(s->ext, git_odb_object_data(b), s->ext_len);
+    git_odb_object_free(b);
+    o->type = types[t];
+    return true;
+}
+
 /* An object header is complete: record the object, find its base, start inflating. */
 static void objhdr_start(mcg_pack_scanner *p)
 {
@@ -361,6 +394,8 @@ static void objhdr_start(mcg_pack_scanner *p)
         const mcg_scan_obj *b = &p->objs[s->base];
         o->type = b->type;
         o->ref = b->ref;
+    } else if (s->type == MCG_PACK_REF && repo_base(p, o)) {
+        /* typed (and its base kept) from the repository */
     } else if (s->type == MCG_PACK_REF) {
         if (p->nrefs == p->caprefs) {
             p->caprefs = p->caprefs ? p->caprefs * 2 : 64;
@@ -394,7 +429,12 @@ static void object_done(mcg_pack_scanner *p)
         unsigned char *content = s->out;
         size_t len = (size_t)s->size;
         s->out = NULL;
-        if (s->type == MCG_PACK_OFS || s->type == MCG_PACK_REF) {
+        if (s->ext) {
+            unsigned char *r =
+                mcg_pack_delta_apply(&len, s->ext, s->ext_len, content, len, MCG_SCAN_MAX_OBJECT);
+            free(content);
+            content = r;
+        } else if (s->type == MCG_PACK_OFS || s->type == MCG_PACK_REF) {
             const mcg_scan_obj *b = &p->objs[s->base];
             if (b->cached)
                 cache_push(p, s->base); /* used: its delta family may want it again */
@@ -408,6 +448,8 @@ static void object_done(mcg_pack_scanner *p)
         else
             p->incomplete = true;
     }
+    free(s->ext);
+    s->ext = NULL;
     s->i++;
     s->hlen = 0;
     s->state = s->i == s->nobj ? S_TRAILER : S_OBJHDR;

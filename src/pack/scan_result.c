@@ -59,6 +59,16 @@ void mcg_packscan_confirm(mcg_packscan *s, bool (*in_pack)(const git_oid *, void
         s->hints_ok = false;
 }
 
+bool mcg_packscan_missing_base(const mcg_packscan *s, git_odb *odb, git_oid *out)
+{
+    for (size_t i = 0; s && i < s->nrefs; i++)
+        if (!mcg_oidmap_get(&s->ids, &s->refs[i], NULL) && !git_odb_exists(odb, &s->refs[i])) {
+            *out = s->refs[i];
+            return true;
+        }
+    return false;
+}
+
 bool mcg_packscan_complete(const mcg_packscan *s)
 {
     return s && s->complete;

@@ -128,6 +128,13 @@ mcg_pack_scanner *mcg_pack_scan_start(void)
     return p;
 }
 
+int mcg_pack_scan_bases(mcg_pack_scanner *p, const char *objects)
+{
+    if (!p || p->bases)
+        return -1;
+    return git_odb_open(&p->bases, objects) == 0 ? 0 : -1;
+}
+
 void mcg_pack_scan_feed(mcg_pack_scanner *p, const void *buf, size_t n)
 {
     if (!p || !p->threaded || !n)
@@ -171,6 +178,8 @@ static void scanner_free(mcg_pack_scanner *p)
     mcg_oidmap_free(&p->ids);
     mcg_oidmap_free(&p->links);
     free(p->sc.out);
+    free(p->sc.ext);
+    git_odb_free(p->bases);
     free(p->sc.scratch);
     if (p->sc.zinit)
         inflateEnd(&p->sc.z);

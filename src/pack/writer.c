@@ -410,6 +410,7 @@ void mcg_pack_writer_free(mcg_pack_writer *w)
     free(w->in_offs);
     free(w->out_offs);
     mcg_oidmap_free(&w->ids);
+    mcg_oidmap_free(&w->depth);
     free(w);
 }
 

@@ -261,6 +261,77 @@ static void test_delta_apply(void **state)
     }
 }
 
+/* A deterministic text of n bytes: lines of letters. */
+static unsigned char *sample_text(size_t n, unsigned seed)
+{
+    unsigned char *t = mcg_malloc(n ? n : 1);
+    for (size_t i = 0; i < n; i++)
+        t[i] = (i % 50 == 49) ? '\n' : (unsigned char)('a' + (i * 7 + i / 50 * seed) % 26);
+    return t;
+}
+
+typedef struct {
+    const char *name;
+    size_t blen, tlen;
+    size_t edit_at, edit_len; /* bytes of the target changed (target = base resized, edited) */
+    size_t max;               /* limit given to create */
+    size_t want_max;          /* the delta must be at most this long (0: no bound) */
+    bool refused;             /* create must return NULL */
+} create_case;
+
+static const create_case create_cases[] = {
+    {"identical", 8192, 8192, 0, 0, 8192, 16, false},
+    {"one line changed", 8192, 8192, 4000, 40, 8192, 80, false},
+    {"appended", 4000, 4100, 4000, 0, 8192, 140, false},
+    {"truncated", 4000, 3000, 0, 0, 8192, 16, false},
+    {"edit at the start", 4000, 4000, 0, 30, 8192, 60, false},
+    {"edit at the end", 4000, 4000, 3990, 10, 8192, 40, false},
+    {"empty base", 0, 300, 0, 0, 8192, 0, false},
+    {"empty target", 300, 0, 0, 0, 8192, 8, false},
+    {"base shorter than a block", 10, 200, 0, 0, 8192, 0, false},
+    {"large copy over 64 KiB", 200000, 200000, 100000, 5, 1 << 20, 60, false},
+    {"over the limit", 4000, 4000, 0, 4000, 100, 0, true},
+};
+
+static void test_delta_create(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(create_cases) / sizeof(create_cases[0]); i++) {
+        const create_case *c = &create_cases[i];
+        unsigned char *base = sample_text(c->blen, 3);
+        unsigned char *target = sample_text(c->tlen, 3);
+        size_t common = c->blen < c->tlen ? c->blen : c->tlen;
+        memcpy(target, base, common);
+        for (size_t k = 0; k < c->edit_len && c->edit_at + k < c->tlen; k++)
+            target[c->edit_at + k] = (unsigned char)('A' + k % 26);
+        size_t dlen = 0, dlen2 = 0, outlen = 0;
+        unsigned char *d = mcg_pack_delta_create(&dlen, base, c->blen, target, c->tlen, c->max);
+        if (c->refused) {
+            if (d)
+                fail_msg("create case '%s' made a delta", c->name);
+        } else {
+            if (!d)
+                fail_msg("create case '%s' made no delta", c->name);
+            if (c->want_max && dlen > c->want_max)
+                fail_msg("create case '%s': %zu bytes, want <= %zu", c->name, dlen, c->want_max);
+            unsigned char *out = mcg_pack_delta_apply(&outlen, base, c->blen, d, dlen, c->tlen);
+            if (!out || outlen != c->tlen || (c->tlen && memcmp(out, target, c->tlen)))
+                fail_msg("create case '%s' does not apply back", c->name);
+            free(out);
+            /* the same input, the same delta */
+            unsigned char *d2 =
+                mcg_pack_delta_create(&dlen2, base, c->blen, target, c->tlen, c->max);
+            assert_non_null(d2);
+            assert_int_equal(dlen, dlen2);
+            assert_memory_equal(d, d2, dlen);
+            free(d2);
+        }
+        free(d);
+        free(base);
+        free(target);
+    }
+}
+
 /* ------------------------------------------------------------ ids */
 
 static void test_oidmap(void **state)
@@ -707,6 +778,151 @@ static void test_reuse(void **state)
     mcg_pack_reuse_free(NULL);
 }
 
+/* Index the pack file at path into dir with libgit2, completing a thin pack from odb: the rc. */
+static int index_thin(const char *path, const char *dir, git_odb *odb)
+{
+    git_indexer *idx = NULL;
+    git_indexer_options o = GIT_INDEXER_OPTIONS_INIT;
+    git_indexer_progress st = {0};
+    FILE *fp = fopen(path, "rb");
+    unsigned char buf[4096];
+    size_t n;
+    int rc = 0;
+    assert_non_null(fp);
+    assert_int_equal(git_indexer_new(&idx, dir, 0644, odb, &o), 0);
+    while ((n = fread(buf, 1, sizeof(buf), fp)) > 0 && !rc)
+        rc = git_indexer_append(idx, buf, n, &st);
+    fclose(fp);
+    if (!rc)
+        rc = git_indexer_commit(idx, &st);
+    git_indexer_free(idx);
+    return rc;
+}
+
+/* The id of name in tree id. */
+static git_oid entry_id(git_repository *repo, const git_oid *tree_id, const char *name)
+{
+    git_tree *t = NULL;
+    assert_int_equal(git_tree_lookup(&t, repo, tree_id), 0);
+    const git_tree_entry *e = git_tree_entry_byname(t, name);
+    assert_non_null(e);
+    git_oid id = *git_tree_entry_id(e);
+    git_tree_free(t);
+    return id;
+}
+
+/*
+ * A thin pack of the last commit against the one before: every object a
+ * delta on its parent's version, named by id (REF_DELTA); libgit2's indexer
+ * completes it from the repository and refuses it without; the scan follows
+ * it given the repository's objects, and names the missing base without.
+ */
+static void test_thin(void **state)
+{
+    fixture *f = *state;
+    char path[512], dir[512], dir2[512], objects[512];
+    snprintf(path, sizeof(path), "%s/thin.pack", f->dir);
+    snprintf(dir, sizeof(dir), "%s/idx3", f->dir);
+    snprintf(dir2, sizeof(dir2), "%s/idx4", f->dir);
+    snprintf(objects, sizeof(objects), "%s/objects", f->dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(mkdir(dir2, 0755), 0);
+    size_t last = f->ncommits - 1;
+    git_commit *c = NULL, *parent = NULL;
+    assert_int_equal(git_commit_lookup(&c, f->repo, &f->commits[last]), 0);
+    assert_int_equal(git_commit_lookup(&parent, f->repo, &f->commits[last - 1]), 0);
+    git_oid ptree = *git_commit_tree_id(parent);
+    git_oid preadme = entry_id(f->repo, &ptree, "README");
+    mcg_pack_place v[3];
+    memset(v, 0, sizeof(v));
+    v[0] = (mcg_pack_place){.id = f->commits[last], .pack = -1, .has_base = true,
+                            .base = f->commits[last - 1]};
+    v[1] = (mcg_pack_place){.id = f->signed_root, .pack = -1, .has_base = true, .base = ptree};
+    v[2] = (mcg_pack_place){.id = f->readme_last, .pack = -1, .has_base = true, .base = preadme};
+    mcg_oidmap have = {0};
+    mcg_oidmap_put(&have, &f->commits[last - 1], 0);
+    mcg_oidmap_put(&have, &ptree, 0);
+    mcg_oidmap_put(&have, &preadme, 0);
+    git_odb *odb = NULL, *empty = NULL;
+    assert_int_equal(git_repository_odb(&odb, f->repo), 0);
+    assert_int_equal(git_odb_new(&empty), 0);
+
+    /* self-contained first (no have set), then thin: smaller, with REF_DELTAs */
+    uint64_t sizes[2];
+    for (int thin = 0; thin < 2; thin++) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        mcg_pack_writer *w = NULL;
+        mcg_err err = {0};
+        assert_int_equal(mcg_pack_writer_new(&w, fd, &err), 0);
+        if (thin)
+            mcg_pack_writer_thin(w, &have);
+        assert_int_equal(mcg_pack_writer_begin(w, 3), 0);
+        for (size_t i = 0; i < 3; i++)
+            assert_int_equal(mcg_pack_write_object(w, odb, &v[i], &err), 0);
+        assert_int_equal(mcg_pack_writer_end(w), 0);
+        sizes[thin] = mcg_pack_writer_written(w);
+        if (thin) {
+            assert_int_equal(w->refs, 3); /* the README: 8 KB as a delta of a few bytes */
+            assert_int_equal(mcg_pack_thin_depth(w, &f->readme_last), 1);
+        } else {
+            assert_int_equal(w->refs, 0);
+        }
+        mcg_pack_writer_free(w);
+        close(fd);
+    }
+    assert_true(sizes[1] * 3 < sizes[0] * 2); /* the commit's signature does not shrink */
+    /* libgit2 completes the thin pack from the repository, and cannot without it */
+    assert_int_equal(index_thin(path, dir, odb), 0);
+    assert_int_not_equal(index_thin(path, dir2, NULL), 0);
+
+    /* the scan follows it with the repository's objects ... */
+    unsigned char *data = NULL;
+    size_t len = 0;
+    {
+        FILE *fp = fopen(path, "rb");
+        assert_non_null(fp);
+        fseek(fp, 0, SEEK_END);
+        len = (size_t)ftell(fp);
+        rewind(fp);
+        data = mcg_malloc(len);
+        assert_int_equal(fread(data, 1, len, fp), len);
+        fclose(fp);
+    }
+    in_repo all = {odb, NULL};
+    mcg_pack_scanner *p = mcg_pack_scan_start();
+    assert_int_equal(mcg_pack_scan_bases(p, objects), 0);
+    mcg_pack_scan_feed(p, data, len);
+    mcg_packscan *s = mcg_pack_scan_finish(p);
+    mcg_packscan_confirm(s, in_repo_cb, &all, odb);
+    assert_true(mcg_packscan_complete(s));
+    assert_int_equal(mcg_packscan_checked(s), 1);
+    bool present = false;
+    git_oid blob_id;
+    /* the root tree was read from a delta on the repository's; .mcgit is the repository's */
+    assert_false(mcg_packscan_signers(s, &f->signed_root, &present, &blob_id));
+    git_oid missing;
+    assert_false(mcg_packscan_missing_base(s, empty, &missing));
+    mcg_packscan_free(s);
+    /* ... and without them is incomplete, naming a base an empty repository lacks */
+    s = scan(data, len, 100);
+    mcg_packscan_confirm(s, in_repo_cb, &all, odb);
+    assert_false(mcg_packscan_complete(s));
+    assert_true(mcg_packscan_missing_base(s, empty, &missing));
+    assert_true(git_oid_equal(&missing, &f->commits[last - 1]));
+    assert_false(mcg_packscan_missing_base(s, odb, &missing));
+    mcg_packscan_free(s);
+    p = mcg_pack_scan_start();
+    assert_int_not_equal(mcg_pack_scan_bases(p, "/nonexistent/objects"), 0);
+    mcg_pack_scan_abort(p);
+
+    free(data);
+    mcg_oidmap_free(&have);
+    git_odb_free(empty);
+    git_odb_free(odb);
+    git_commit_free(parent);
+    git_commit_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -715,12 +931,14 @@ int main(void)
         cmocka_unit_test(test_tree_entries),
         cmocka_unit_test(test_parse_oid),
         cmocka_unit_test(test_delta_apply),
+        cmocka_unit_test(test_delta_create),
         cmocka_unit_test(test_oidmap),
         cmocka_unit_test(test_oidv),
         cmocka_unit_test_setup_teardown(test_scan_whole, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_scan_unconfirmed, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_scan_damaged, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_writer, setup_repo, teardown_repo),
+        cmocka_unit_test_setup_teardown(test_thin, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_reuse, setup_repo, teardown_repo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
