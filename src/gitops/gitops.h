@@ -88,6 +88,14 @@ struct git_repository;
 struct git_repository *mcg_repo_git(const mcg_repo *r);
 /* Convert libgit2's last error into err, prefixed with what was being done. */
 int mcg_git_err(mcg_err *err, const char *what);
+/*
+ * A second handle on r's repository, with r's branch names, whose object
+ * database is odb (a reference is taken; the caller keeps its own): how
+ * bundle import looks at quarantined objects before they are admitted.
+ * Free it with mcg_repo_free.
+ */
+struct git_odb;
+int mcg_repo_open_view(mcg_repo **out, const mcg_repo *r, struct git_odb *odb, mcg_err *err);
 /* Resolve a revision (sha, branch, tag, HEAD~2 ...) to a commit sha. */
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err);
 /* The committer time of commit sha in *t; 0, or MCG_ENOTFOUND. */
