@@ -35,8 +35,13 @@ zcat "$X/usr/share/man/man1/mcgit-render.1.gz" | mandoc -T lint -W warning >"$T/
   ok "bash and zsh completions packaged" || bad "completions missing"
 grep -qx /etc/default/mcgit "$T/control/conffiles" && ok "/etc/default/mcgit is a conffile" ||
   bad "/etc/default/mcgit is not a conffile"
-if grep -q 'systemctl.*enable\|deb-systemd-invoke start' "$T/control/postinst" 2>/dev/null; then
-  bad "postinst enables or starts a unit"
+# dh_installsystemd --no-enable --no-start: no start, and an enable only
+# when an earlier install of the unit was enabled (the debian-installed guard)
+pi=$T/control/postinst
+n_enable=$(grep -c 'deb-systemd-helper enable' "$pi" || true)
+n_guard=$(grep -c 'deb-systemd-helper debian-installed' "$pi" || true)
+if grep -q 'deb-systemd-invoke' "$pi" || [ "$n_enable" != "$n_guard" ]; then
+  bad "postinst enables or starts a unit on a first install"
 else ok "units installed, not enabled or started"; fi
 
 # the units, verified against the extracted package plus this host's units
