@@ -7,13 +7,16 @@
 #                           source, cached, about 3 minutes the first time)
 #   tests/setup.sh --demo   only what building mcgit and `mcgit demo` need
 #                           (the README's first command)
+#   tests/setup.sh --package  that, and what deploy/debian/build-deb.sh needs
+#                           (debhelper, lintian)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 demo=0
 case ${1:-} in
   --demo) demo=1 ;;
+  --package) demo=2 ;;
   "") ;;
-  *) echo "usage: tests/setup.sh [--demo]" >&2; exit 2 ;;
+  *) echo "usage: tests/setup.sh [--demo | --package]" >&2; exit 2 ;;
 esac
 
 # install PKG...: apt-get install those not installed yet (one apt-get
@@ -35,14 +38,18 @@ install build-essential cmake pkg-config git \
         libgit2-dev libyaml-dev libjansson-dev libcurl4-openssl-dev libssl-dev \
         libsodium-dev zlib1g-dev
 [ "$demo" = 1 ] && exit 0
+# deploy/debian/build-deb.sh: debhelper, lintian, and systemd's pkg-config
+# file (the unit directory)
+install debhelper lintian systemd
+[ "$demo" = 2 ] && exit 0
 
 # The tests: unit tests, Valgrind, the integration tests' tools, clang
 # (tests/fuzz/run.sh: libFuzzer, ASan, UBSan), and the install checks
-# (test_install: mandoc, zsh; test_systemd_units: systemd-analyze;
-# package/test_deb: debhelper, lintian).
+# (test_install: mandoc, man-db, zsh; test_systemd_units: systemd-analyze,
+# installed above with the packaging tools that package/test_deb uses).
 install openssh-client valgrind python3 jq procps gzip coreutils libcmocka-dev \
         clang libclang-rt-14-dev \
-        mandoc man-db groff-base zsh systemd debhelper lintian
+        mandoc man-db groff-base zsh
 
 # The Kubernetes tests run a real kube-apiserver and etcd on 127.0.0.1:
 # etcd from Debian's etcd-server, kube-apiserver built from Debian's own
