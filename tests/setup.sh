@@ -33,21 +33,23 @@ install() {
   apt-get install -y -qq "${norec[@]}" "${missing[@]}" >/dev/null
 }
 
-# Building mcgit, and `mcgit demo` (which needs nothing else at run time).
-install build-essential cmake pkg-config git \
+# Building mcgit (C only: gcc, not build-essential's g++), and `mcgit demo`,
+# which needs nothing else at run time (not even git: it signs and commits
+# through libgit2 and libsodium).
+install gcc libc6-dev make cmake pkg-config \
         libgit2-dev libyaml-dev libjansson-dev libcurl4-openssl-dev libssl-dev \
         libsodium-dev zlib1g-dev
 [ "$demo" = 1 ] && exit 0
 # deploy/debian/build-deb.sh: debhelper, lintian, and systemd's pkg-config
 # file (the unit directory)
-install debhelper lintian systemd
+install build-essential debhelper lintian systemd
 [ "$demo" = 2 ] && exit 0
 
 # The tests: unit tests, Valgrind, the integration tests' tools, clang
 # (tests/fuzz/run.sh: libFuzzer, ASan, UBSan), and the install checks
 # (test_install: mandoc, man-db, zsh; test_systemd_units: systemd-analyze,
 # installed above with the packaging tools that package/test_deb uses).
-install openssh-client valgrind python3 jq procps gzip coreutils libcmocka-dev \
+install git openssh-client valgrind python3 jq procps gzip coreutils libcmocka-dev \
         clang libclang-rt-14-dev \
         mandoc man-db groff-base zsh
 
