@@ -5,7 +5,7 @@
 # options the commands accept (their getopt tables in src/cli/), nothing
 # else. The systemd units are checked by test_systemd_units.sh.
 . "$(dirname "$0")/lib.sh"
-need cmake mandoc python3 bash
+need cmake mandoc man python3 bash
 BUILD=$(dirname "$MCGIT")
 [ -f "$BUILD/CMakeCache.txt" ] || skip "$BUILD is not a CMake build directory"
 prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$BUILD/CMakeCache.txt")
