@@ -24,7 +24,7 @@ mv "$out/spec.tsv.tmp" "$out/spec.tsv"
 cmds=$(cut -f1 "$out/commands.tsv" | tr '\n' ' ')
 cmds=${cmds% }
 
-# field CMD SUB KIND: the options of CMD SUB ("-" without subcommand), with
+# opts_of CMD SUB KIND: the options of CMD SUB ("-" without subcommand), with
 # the command-wide ones ("*"); KIND all, or arg (those taking a value).
 opts_of() {
   awk -F'\t' -v c="$1" -v s="$2" -v kind="$3" '
@@ -39,8 +39,9 @@ vals_of() {
   awk -F'\t' -v c="$1" -v s="$2" '$1 == "opt" && $2 == c && ($3 == s || $3 == "*") && $6 != "" { print $4 "\t" $6 }' "$out/spec.tsv"
 }
 
-# cases SHELL: the case arms setting subs/opts/argopts/kws/cmdarg and the
-# value arms, for both shells (the syntax is shared).
+# spec_cases, subs_cases, vals_cases: the case arms setting opts, argopts,
+# kws, cmdarg; subs; and vals (an option's fixed values), for both shells
+# (the syntax is shared).
 spec_cases() {
   local c s subs list
   while IFS=$'\t' read -r c _; do
