@@ -6,9 +6,11 @@
 #      the controller and the server;
 #   2. rollout: the time to roll a pool of 1,000 nodes with
 #      maxUnavailable: 10% when agents finish instantly (tests/kube/fleet.py
-#      plays the agents: desired -> current, Done).
+#      plays the agents: desired -> current, Done), in interleaved pairs:
+#      node writes one at a time (MCGIT_KUBE_INFLIGHT=1) against concurrent
+#      (the default); the median of the per-pair ratios, and the load average.
 #   tests/bench/bench_kube.sh [BUILD]       (BUILD: a Release build dir)
-#   BENCH_NODES=5000 BENCH_POOL=1000 BENCH_STEADY_SECS=60
+#   BENCH_NODES=5000 BENCH_POOL=1000 BENCH_STEADY_SECS=60 BENCH_PAIRS=3
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRC/build-release}
@@ -137,24 +139,57 @@ PY
 
 # ------------------------------------------------------------ rollout of the pool
 # Timed with the controller talking to the server directly (the counting
-# proxy is Python and adds its own latency); it takes over the Lease at once
-# because the first one releases it on a clean exit.
+# proxy is Python and adds its own latency); each controller takes over the
+# Lease at once because the one before releases it on a clean exit.
+# Pairs, interleaved: the wave's node writes one at a time
+# (MCGIT_KUBE_INFLIGHT=1, as before concurrent writes) and concurrent (the
+# default, 16 in flight); the ratio is the median of the per-pair ratios.
 kill -TERM "$CTL"; wait "$CTL" 2>/dev/null || true
-"$MCGIT" controller -v --repo "$R" --trust "$T/trust" --cluster "kube:$KUBE_DIR/controller.kubeconfig" \
-  --interval 30 >"$T/ctl2.log" 2>&1 &
-CTL=$!
-PIDS="$PIDS $CTL"
-sleep 3
-mc 2; commit "bench v2"
-t0=$EPOCHREALTIME
-target=""
-until [ -n "$target" ] && [ "$target" != "$(kubectl get mcp bench -o jsonpath='{.status.configuration.name}')" ] || false; do
-  target=$(kubectl get mcp bench -o jsonpath='{.spec.configuration.name}')
-  old=$(kubectl get mcp bench -o jsonpath='{.status.configuration.name}')
-  [ -n "$target" ] && [ "$target" != "$old" ] && break
-  sleep 0.2
+ticks=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+version=1
+rollout() { # INFLIGHT: "SECONDS PASSES CPU-SECONDS" into $T/r
+  version=$((version + 1))
+  local log="$T/ctl-r$version.log"
+  MCGIT_KUBE_INFLIGHT=$1 "$MCGIT" controller -v --repo "$R" --trust "$T/trust" \
+    --cluster "kube:$KUBE_DIR/controller.kubeconfig" --interval 30 >"$log" 2>&1 &
+  CTL=$!
+  PIDS="$PIDS $CTL"
+  sleep 3
+  local c0; c0=$(cpu_ticks "$CTL")
+  mc "$version"; commit "bench v$version"
+  local t0=$EPOCHREALTIME target="" old
+  until [ -n "$target" ] && [ "$target" != "$old" ]; do
+    target=$(kubectl get mcp bench -o jsonpath='{.spec.configuration.name}')
+    old=$(kubectl get mcp bench -o jsonpath='{.status.configuration.name}')
+    sleep 0.1
+  done
+  until pool_done bench "$POOL" "$target"; do sleep 0.1; done
+  local dt; dt=$(echo "$EPOCHREALTIME - $t0" | bc)
+  local c1; c1=$(cpu_ticks "$CTL")
+  kill -TERM "$CTL"; wait "$CTL" 2>/dev/null || true
+  echo "$dt $(grep -c 'pass over' "$log" || true) $(echo "scale=2; ($c1 - $c0) / $ticks" | bc)" >"$T/r"
+}
+PAIRS=${BENCH_PAIRS:-3}
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+: >"$T/pairs"
+for p in $(seq "$PAIRS"); do
+  rollout 1; s=$(cat "$T/r"); rollout 16; c=$(cat "$T/r")
+  echo "pair $p: one at a time $s; concurrent $c   (seconds, controller passes, controller CPU s)" >&2
+  echo "$s $c" >>"$T/pairs"
 done
-until pool_done bench "$POOL" "$target"; do sleep 0.2; done
-dt=$(echo "$EPOCHREALTIME - $t0" | bc)
-echo "rollout of pool bench ($POOL nodes, maxUnavailable 10%, agents instant): $dt s," \
-  "$(grep -c 'pass over' "$T/ctl2.log" || true) controller passes"
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 - "$T/pairs" "$POOL" "$load0" "$load1" <<'PY'
+import sys, statistics as st
+rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+ser = [r[0] for r in rows]; con = [r[3] for r in rows]
+ratio = [r[3] / r[0] for r in rows]
+print("rollout of pool bench (%s nodes, maxUnavailable 10%%, agents instant), %d interleaved pairs:"
+      % (sys.argv[2], len(rows)))
+print("  node writes one at a time: median %.1f s (%.1f-%.1f), %d passes, controller CPU %.1f s"
+      % (st.median(ser), min(ser), max(ser), st.median(r[1] for r in rows), st.median(r[2] for r in rows)))
+print("  concurrent (16 in flight): median %.1f s (%.1f-%.1f), %d passes, controller CPU %.1f s"
+      % (st.median(con), min(con), max(con), st.median(r[4] for r in rows), st.median(r[5] for r in rows)))
+print("  ratio concurrent/serial: median %.2f (%.2f-%.2f)" % (st.median(ratio), min(ratio), max(ratio)))
+print("  load average before: %s, after: %s" % (sys.argv[3], sys.argv[4]))
+PY
