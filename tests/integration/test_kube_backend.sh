@@ -80,9 +80,9 @@ conflicts=$(cat "$T"/incr.* | awk '/^conflicts/ {s += $2} END {print s + 0}')
 # A wave of node writes (mcg_cluster_patch_nodes: concurrent, bounded in
 # flight, compare-and-swap each): every node gets its own result.
 wave=()
-for i in $(seq -w 1 30); do
-  printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"v%s","labels":{"wave":"yes"}}}\n' "$i"
-  wave+=("v$i")
+for i in $(seq -w 1 30); do wave+=("v$i"); done
+for n in "${wave[@]}"; do
+  printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":{"wave":"yes"}}}\n' "$n"
 done | kubectl apply -f - >/dev/null
 MCGIT_KUBE_INFLIGHT=8 expect_rc 0 "a wave of 30 node writes and one missing node" -- \
   kt "$CTL" patch-many rendered-worker-5 "${wave[@]}" nosuch
