@@ -153,8 +153,8 @@ int mcg_kube_op_drain(mcg_cluster *c, const char *name, mcg_err *err)
             paths[m] = mcg_sprintf("/api/v1/namespaces/%s/pods/%s/eviction", p->ns, p->name);
             bodies[m] = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", k->eviction_gv, "kind",
                                   "Eviction", "metadata", "name", p->name, "namespace", p->ns);
-            rqs[m] = (mcg_kube_req){"POST", paths[m], NULL, bodies[m], NULL, 0,
-                                    MCG_KUBE_NO_RETRY_429};
+            rqs[m] =
+                (mcg_kube_req){"POST", paths[m], NULL, bodies[m], NULL, 0, MCG_KUBE_NO_RETRY_429};
             at[m++] = i;
         }
         mcg_kube_result *res = mcg_calloc(m ? m : 1, sizeof(*res));

@@ -4,6 +4,11 @@
  * One curl easy handle is kept for every request/response call, so the TLS
  * connection to the API server is reused; a watch, which holds its
  * connection open, gets a handle of its own driven through a multi handle.
+ * A batch (mcg_kube_call_many: a rollout wave's node writes, a drain's
+ * evictions) runs its requests concurrently through one more multi handle,
+ * kept with its easy handles for the client's life so its connection pool
+ * (one HTTP/2 connection, or keep-alive HTTP/1.1 ones) serves every wave;
+ * never more than MCGIT_KUBE_INFLIGHT of them are in flight.
  * Every call has a timeout. Calls that fail in a way that says nothing
  * about the request (429, 500, 502, 503, 504, connect/timeout/reset) are
  * retried a bounded number of times with exponential backoff and jitter,
@@ -567,14 +572,13 @@ static int fail_transport(mcg_err *err, const char *what, const char *errbuf, CU
 }
 
 /* A request answered with a failure: "METHOD PATH: CODE Reason: message". */
-static int fail_status(mcg_err *err, const char *what, long st, const resp_buf *r,
-                       unsigned attempt)
+static int fail_status(mcg_err *err, const char *what, long st, const resp_buf *r, unsigned attempt)
 {
     char msg[600];
     mcg_kube_error_text(msg, sizeof(msg), st, r->body.ptr, r->body.len);
     if (attempt > 1)
-        return mcg_err_set(err, code_for_status(st), "%s: %ld %s: %s (after %u attempts)", what,
-                           st, reason_phrase(st), msg, attempt);
+        return mcg_err_set(err, code_for_status(st), "%s: %ld %s: %s (after %u attempts)", what, st,
+                           reason_phrase(st), msg, attempt);
     return mcg_err_set(err, code_for_status(st), "%s: %ld %s: %s", what, st, reason_phrase(st),
                        msg);
 }
@@ -1070,7 +1074,8 @@ static int slot_start(mcg_kube_client *kc, batch_slot *sl, const mcg_kube_req *r
     }
     sl->i = i;
     sl->url = mcg_sprintf("%s%s", kc->base, rq->path);
-    sl->r = (resp_buf){MCG_BUF_INIT, rq->max_bytes ? rq->max_bytes : MCG_KUBE_MAX_OBJECT, false, -1};
+    sl->r =
+        (resp_buf){MCG_BUF_INIT, rq->max_bytes ? rq->max_bytes : MCG_KUBE_MAX_OBJECT, false, -1};
     sl->errbuf[0] = '\0';
     CURL *h = sl->h;
     curl_easy_setopt(h, CURLOPT_URL, sl->url);
@@ -1119,8 +1124,8 @@ static void slot_done(mcg_kube_client *kc, batch_slot *sl, const mcg_kube_req *r
     bool may_retry = kc->backoff.attempts > 1 && !mcg_kube_client_stopped(kc);
     size_t max = sl->r.max;
     if (sl->r.too_big) {
-        res->rc = mcg_err_set(&res->err, MCG_ENOMEM, "%s: response larger than %zu bytes", what,
-                              max);
+        res->rc =
+            mcg_err_set(&res->err, MCG_ENOMEM, "%s: response larger than %zu bytes", what, max);
     } else if (cc != CURLE_OK) {
         if (may_retry && mcg_kube_retryable(0, (int)cc, rq->flags))
             *again = true;

@@ -6,7 +6,8 @@
  *                   or the in-cluster service account (parsing + file loading)
  *   kube_http.c     the HTTP client: one reused curl handle, timeouts, bounded
  *                   retries with backoff and jitter, response validation,
- *                   paged lists and the watch connection
+ *                   paged lists, the watch connection, and batches of
+ *                   concurrent requests (bounded in flight, one pool)
  *   kube_backend.c  the handle, the private ops table, open and free
  *   kube_nodes.c    Node objects and the node cache
  *   kube_watch.c    the watch line framer; the node cache kept current by a

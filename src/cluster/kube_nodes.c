@@ -4,7 +4,8 @@
  * Writes that must not lose an update are compare-and-swap on the object's
  * resourceVersion: a merge patch carrying metadata.resourceVersion is
  * refused with 409 when the object moved, and is then re-read and retried
- * (at most MCG_KUBE_CAS_TRIES times).
+ * (at most MCG_KUBE_CAS_TRIES times). A rollout wave's writes
+ * (patch_nodes) go out concurrently, each write fenced on its own.
  *
  * Reads of nodes are served from a cache kept current by a watch once a
  * caller waits for changes (kube_watch.c): a controller pass at steady state
@@ -632,11 +633,10 @@ int mcg_kube_op_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_
         }
     }
     if (nrefused)
-        rc = mcg_err_set(err, g.rc, "%s (%zu of %zu node writes not sent)", g.why.msg, nrefused,
-                         n);
+        rc = mcg_err_set(err, g.rc, "%s (%zu of %zu node writes not sent)", g.why.msg, nrefused, n);
     else if (rc && others)
-        mcg_err_set(err, rc, "node '%s': %s; %zu more failed: %s%s", names[first],
-                    errs[first].msg, others, more.ptr, others > 5 ? ", ..." : "");
+        mcg_err_set(err, rc, "node '%s': %s; %zu more failed: %s%s", names[first], errs[first].msg,
+                    others, more.ptr, others > 5 ? ", ..." : "");
     else if (rc)
         mcg_err_set(err, rc, "node '%s': %s", names[first], errs[first].msg);
     free(refused);

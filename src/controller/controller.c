@@ -533,8 +533,7 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         keep_set(&keep, nodes, nnodes, plan, &log, o->keep_configs);
         if (mcg_cluster_list_configs(c, &published, NULL) == 0)
             for (size_t i = 0; i < published.n; i++)
-                if (!keep.n ||
-                    !bsearch(&published.v[i], keep.v, keep.n, sizeof(*keep.v), str_cmp))
+                if (!keep.n || !bsearch(&published.v[i], keep.v, keep.n, sizeof(*keep.v), str_cmp))
                     mcg_cluster_delete_config(c, published.v[i], NULL);
     }
     rc = 0;

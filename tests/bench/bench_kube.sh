@@ -11,6 +11,8 @@
 #      (the default); the median of the per-pair ratios, and the load average.
 #   tests/bench/bench_kube.sh [BUILD]       (BUILD: a Release build dir)
 #   BENCH_NODES=5000 BENCH_POOL=1000 BENCH_STEADY_SECS=60 BENCH_PAIRS=3
+#   BENCH_INFLIGHT=16 (the concurrent side's MCGIT_KUBE_INFLIGHT)
+#   BENCH_BASE=PATH: an older mcgit binary, timed as a third arm of each round
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRC/build-release}
@@ -141,17 +143,18 @@ PY
 # Timed with the controller talking to the server directly (the counting
 # proxy is Python and adds its own latency); each controller takes over the
 # Lease at once because the one before releases it on a clean exit.
-# Pairs, interleaved: the wave's node writes one at a time
-# (MCGIT_KUBE_INFLIGHT=1, as before concurrent writes) and concurrent (the
-# default, 16 in flight); the ratio is the median of the per-pair ratios.
+# Rounds, interleaved: the wave's node writes one at a time
+# (MCGIT_KUBE_INFLIGHT=1) and concurrent (the default, 16 in flight), and
+# with BENCH_BASE an older binary too (e.g. one built before concurrent
+# writes); each ratio is the median of the per-round ratios.
 kill -TERM "$CTL"; wait "$CTL" 2>/dev/null || true
 ticks=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 version=1
-rollout() { # INFLIGHT: "SECONDS PASSES CPU-SECONDS" into $T/r
+rollout() { # BINARY INFLIGHT: "SECONDS PASSES CPU-SECONDS" into $T/r
   version=$((version + 1))
   local log="$T/ctl-r$version.log"
-  MCGIT_KUBE_INFLIGHT=$1 "$MCGIT" controller -v --repo "$R" --trust "$T/trust" \
+  MCGIT_KUBE_INFLIGHT=$2 "$1" controller -v --repo "$R" --trust "$T/trust" \
     --cluster "kube:$KUBE_DIR/controller.kubeconfig" --interval 30 >"$log" 2>&1 &
   CTL=$!
   PIDS="$PIDS $CTL"
@@ -171,25 +174,39 @@ rollout() { # INFLIGHT: "SECONDS PASSES CPU-SECONDS" into $T/r
   echo "$dt $(grep -c 'pass over' "$log" || true) $(echo "scale=2; ($c1 - $c0) / $ticks" | bc)" >"$T/r"
 }
 PAIRS=${BENCH_PAIRS:-3}
+INFLIGHT=${BENCH_INFLIGHT:-16}
+BASE=${BENCH_BASE:-}
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 : >"$T/pairs"
 for p in $(seq "$PAIRS"); do
-  rollout 1; s=$(cat "$T/r"); rollout 16; c=$(cat "$T/r")
-  echo "pair $p: one at a time $s; concurrent $c   (seconds, controller passes, controller CPU s)" >&2
-  echo "$s $c" >>"$T/pairs"
+  b="- - -"
+  if [ -n "$BASE" ]; then rollout "$BASE" ""; b=$(cat "$T/r"); fi
+  rollout "$MCGIT" 1; s=$(cat "$T/r")
+  rollout "$MCGIT" "$INFLIGHT"; c=$(cat "$T/r")
+  echo "round $p: ${BASE:+before $b; }one at a time $s; concurrent $c   (seconds, controller passes, controller CPU s)" >&2
+  echo "$s $c $b" >>"$T/pairs"
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$T/pairs" "$POOL" "$load0" "$load1" <<'PY'
+python3 - "$T/pairs" "$POOL" "$load0" "$load1" "$INFLIGHT" <<'PY'
 import sys, statistics as st
-rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
-ser = [r[0] for r in rows]; con = [r[3] for r in rows]
-ratio = [r[3] / r[0] for r in rows]
-print("rollout of pool bench (%s nodes, maxUnavailable 10%%, agents instant), %d interleaved pairs:"
+rows = [l.split() for l in open(sys.argv[1])]
+def col(i): return [float(r[i]) for r in rows]
+def line(name, i):
+    t = col(i)
+    print("  %-28s median %5.1f s (%.1f-%.1f), %d passes, controller CPU %.1f s"
+          % (name, st.median(t), min(t), max(t), st.median(col(i + 1)), st.median(col(i + 2))))
+def ratio(name, a, b):
+    r = [x / y for x, y in zip(col(a), col(b))]
+    print("  %-28s median %.2f (%.2f-%.2f)" % (name, st.median(r), min(r), max(r)))
+print("rollout of pool bench (%s nodes, maxUnavailable 10%%, agents instant), %d interleaved rounds:"
       % (sys.argv[2], len(rows)))
-print("  node writes one at a time: median %.1f s (%.1f-%.1f), %d passes, controller CPU %.1f s"
-      % (st.median(ser), min(ser), max(ser), st.median(r[1] for r in rows), st.median(r[2] for r in rows)))
-print("  concurrent (16 in flight): median %.1f s (%.1f-%.1f), %d passes, controller CPU %.1f s"
-      % (st.median(con), min(con), max(con), st.median(r[4] for r in rows), st.median(r[5] for r in rows)))
-print("  ratio concurrent/serial: median %.2f (%.2f-%.2f)" % (st.median(ratio), min(ratio), max(ratio)))
+base = rows[0][6] != "-"
+if base:
+    line("before (BENCH_BASE):", 6)
+line("node writes one at a time:", 0)
+line("concurrent (%s in flight):" % sys.argv[5], 3)
+ratio("concurrent / one at a time:", 3, 0)
+if base:
+    ratio("concurrent / before:", 3, 6)
 print("  load average before: %s, after: %s" % (sys.argv[3], sys.argv[4]))
 PY

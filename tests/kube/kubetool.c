@@ -23,11 +23,10 @@
  *                                                   one wave, as the controller writes it: list
  *                                                   (the watch fills the cache), then every NODE's
  *                                                   desiredConfig := DESIRED, compare-and-swap on
- *                                                   the listed value, in one mcg_cluster_patch_nodes;
- *                                                   print "NODE ok|conflict|notfound|error" each, and
- *                                                   the wave's wall time in ms on stderr
- *   mcgit-kubetool CLUSTER steady N MS              N rounds of list_nodes + wait_change(MS),
- *                                                   print the requests of the last round
+ *                                                   the listed value, in one
+ * mcg_cluster_patch_nodes; print "NODE ok|conflict|notfound|error" each, and the wave's wall time
+ * in ms on stderr mcgit-kubetool CLUSTER steady N MS              N rounds of list_nodes +
+ * wait_change(MS), print the requests of the last round
  *
  * Errors go to stderr as one line; exit 1 (2 for ECONFLICT, 3 ENOTFOUND).
  */
@@ -129,10 +128,10 @@ static int cmd_patch_many(mcg_cluster *c, const char *desired, char **names, int
     clock_gettime(CLOCK_MONOTONIC, &t1);
     for (int i = 0; i < n; i++)
         printf("%s %s\n", names[i],
-               !rcs[i]                     ? "ok"
-               : rcs[i] == MCG_ECONFLICT   ? "conflict"
-               : rcs[i] == MCG_ENOTFOUND   ? "notfound"
-                                           : "error");
+               !rcs[i]                   ? "ok"
+               : rcs[i] == MCG_ECONFLICT ? "conflict"
+               : rcs[i] == MCG_ENOTFOUND ? "notfound"
+                                         : "error");
     fprintf(stderr, "wave of %d: %.1f ms\n", n,
             (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
     free(ps);

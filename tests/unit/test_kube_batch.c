@@ -40,15 +40,15 @@ typedef struct fake {
     int port;
     pthread_t th;
     pthread_mutex_t mu;
-    long delay_ms;   /* before answering a PATCH or an eviction */
-    int inflight;    /* PATCH/POST requests being answered now */
+    long delay_ms; /* before answering a PATCH or an eviction */
+    int inflight;  /* PATCH/POST requests being answered now */
     int max_inflight;
-    int patches;     /* PATCH requests received */
-    int evictions;   /* eviction POSTs received */
-    int pod_lists;   /* pod lists served */
-    int flaky_seen;  /* flaky-* PATCHes so far */
-    int pdb_seen;    /* evictions of pod pdb-* so far */
-    bool bad_body;   /* a PATCH without the desiredConfig annotation */
+    int patches;    /* PATCH requests received */
+    int evictions;  /* eviction POSTs received */
+    int pod_lists;  /* pod lists served */
+    int flaky_seen; /* flaky-* PATCHes so far */
+    int pdb_seen;   /* evictions of pod pdb-* so far */
+    bool bad_body;  /* a PATCH without the desiredConfig annotation */
 } fake;
 
 static fake F;
@@ -81,10 +81,11 @@ static void status_reply(int fd, int code, const char *reason, const char *msg)
 
 static void node_reply(int fd, const char *name, const char *desired)
 {
-    char *b = mcg_sprintf("{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
-                          "\"resourceVersion\":\"7\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\","
-                          "\"annotations\":{\"" MCG_ANN_DESIRED "\":\"%s\"}}}",
-                          name, desired);
+    char *b =
+        mcg_sprintf("{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
+                    "\"resourceVersion\":\"7\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\","
+                    "\"annotations\":{\"" MCG_ANN_DESIRED "\":\"%s\"}}}",
+                    name, desired);
     reply(fd, 200, "OK", b);
     free(b);
 }
@@ -296,8 +297,8 @@ static void test_wave_results(void **state)
     (void)state;
     F.delay_ms = 100;
     mcg_cluster *c = open_fake();
-    static const char *const names[] = {"ok-1", "ok-2",  "gone-1", "ok-3",    "bad-1", "ok-4",
-                                        "ok-5", "ok-6",  "flaky-1", "moved-1", "Bad_Name"};
+    static const char *const names[] = {"ok-1", "ok-2", "gone-1",  "ok-3",    "bad-1",   "ok-4",
+                                        "ok-5", "ok-6", "flaky-1", "moved-1", "Bad_Name"};
     enum { N = sizeof(names) / sizeof(names[0]) };
     mcg_node_patch ps[N];
     for (size_t i = 0; i < N; i++) {
@@ -313,8 +314,8 @@ static void test_wave_results(void **state)
     assert_int_equal(rc, MCG_EINVAL);
     assert_contains(e.msg, "node 'bad-1': PATCH /api/v1/nodes/bad-1: 422 Unprocessable Entity: "
                            "Node is invalid");
-    static const int want[N] = {0, 0, MCG_ENOTFOUND, 0, MCG_EINVAL, 0,
-                                0, 0, 0,             MCG_ECONFLICT, MCG_EINVAL};
+    static const int want[N] = {0, 0, MCG_ENOTFOUND, 0,         MCG_EINVAL, 0, 0,
+                                0, 0, MCG_ECONFLICT, MCG_EINVAL};
     for (size_t i = 0; i < N; i++)
         if (rcs[i] != want[i])
             fail_msg("%s: rc %d, want %d", names[i], rcs[i], want[i]);
