@@ -123,17 +123,21 @@ static int cmd_patch_many(mcg_cluster *c, const char *desired, char **names, int
         ps[i] = p;
     }
     struct timespec t0, t1;
+    uint64_t r0 = 0, r1 = 0, b0 = 0, b1 = 0;
+    mcg_cluster_kube_stats(c, &r0, &b0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rc = mcg_cluster_patch_nodes(c, (const char *const *)names, ps, (size_t)n, rcs, &e);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    mcg_cluster_kube_stats(c, &r1, &b1);
     for (int i = 0; i < n; i++)
         printf("%s %s\n", names[i],
                !rcs[i]                   ? "ok"
                : rcs[i] == MCG_ECONFLICT ? "conflict"
                : rcs[i] == MCG_ENOTFOUND ? "notfound"
                                          : "error");
-    fprintf(stderr, "wave of %d: %.1f ms\n", n,
-            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    fprintf(stderr, "wave of %d: %.1f ms, %llu requests\n", n,
+            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+            (unsigned long long)(r1 - r0));
     free(ps);
     free(rcs);
     mcg_nodes_free(v, k);
