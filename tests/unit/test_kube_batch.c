@@ -360,12 +360,12 @@ static void test_wave_all_failures_named(void **state)
 static void test_wave_fenced_mid_batch(void **state)
 {
     (void)state;
-    F.delay_ms = 1300;
+    F.delay_ms = 2300;
     mcg_cluster *c = open_fake();
     mcg_kube *k = (mcg_kube *)c;
     k->identity = mcg_strdup("me");
     k->leader = true;
-    k->lease_duration_s = 3; /* renew after 1 s; valid for 2 s */
+    k->lease_duration_s = 6; /* renew after 2 s; valid for 4 s */
     k->lead_ok_ms = mcg_kube_mono_ms();
     enum { N = 10 };
     const char *names[N];
