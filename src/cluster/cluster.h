@@ -110,10 +110,15 @@ int mcg_cluster_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *e
 int mcg_cluster_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err);
 /* Apply a patch atomically; MCG_ECONFLICT when p->if_desired no longer holds. */
 int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err);
-/* Several node patches in one go: rcs[i] gets each node's own result (0,
- * MCG_ECONFLICT when its if_desired no longer holds, MCG_ENOTFOUND,
- * MCG_EINVAL for a bad name); the return value is an error that stopped the
- * whole batch. */
+/* Several node patches in one go (a rollout wave): rcs[i] gets each node's
+ * own result (0, MCG_ECONFLICT when its if_desired no longer holds,
+ * MCG_ENOTFOUND, MCG_EINVAL for a bad name, or why its write failed); a
+ * node whose patch failed is left as it was. The return value is an error
+ * that fails the batch: a write the fence refused (nothing more is sent
+ * once it refuses), or a node's failure other than ECONFLICT/ENOTFOUND
+ * (the message names the node, and the others that failed). The kube
+ * backend sends the patches concurrently (MCGIT_KUBE_INFLIGHT at most,
+ * default 16), fencing each write; local applies them under one lock. */
 int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
                             size_t n, int *rcs, mcg_err *err);
 /* A new node, Ready, created at now (kube: the API server's clock).

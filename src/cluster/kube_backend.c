@@ -115,6 +115,7 @@ static const mcg_cluster_ops kube_ops = {
     .free = mcg_kube_op_free,
     .lead = mcg_kube_op_lead,
     .fence = mcg_kube_op_fence,
+    .patch_nodes = mcg_kube_op_patch_nodes,
     .wait_change = mcg_kube_op_wait_change,
 };
 

@@ -524,12 +524,18 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     }
 
     /* 8. unpublish what nothing uses, beyond a few older configs per pool:
-     * git keeps every rendered config, and a rollback publishes it again */
-    keep_set(&keep, nodes, nnodes, plan, &log, o->keep_configs);
-    if (mcg_cluster_list_configs(c, &published, NULL) == 0)
-        for (size_t i = 0; i < published.n; i++)
-            if (!keep.n || !bsearch(&published.v[i], keep.v, keep.n, sizeof(*keep.v), str_cmp))
-                mcg_cluster_delete_config(c, published.v[i], NULL);
+     * git keeps every rendered config, and a rollback publishes it again.
+     * Only on a pass that moved no node: while a wave is out nothing new
+     * becomes unused (the nodes not yet moved still run the old config),
+     * and a rollout then costs no list of configs per wave. The pass after
+     * the last wave, or any quiet pass, collects. */
+    if (!res->updates) {
+        keep_set(&keep, nodes, nnodes, plan, &log, o->keep_configs);
+        if (mcg_cluster_list_configs(c, &published, NULL) == 0)
+            for (size_t i = 0; i < published.n; i++)
+                if (!keep.n || !bsearch(&published.v[i], keep.v, keep.n, sizeof(*keep.v), str_cmp))
+                    mcg_cluster_delete_config(c, published.v[i], NULL);
+    }
     rc = 0;
 out:
     mcg_strv_free(&published);

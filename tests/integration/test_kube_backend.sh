@@ -77,6 +77,37 @@ conflicts=$(cat "$T"/incr.* | awk '/^conflicts/ {s += $2} END {print s + 0}')
   || { bad "CAS lost updates: $final (want 80)"; cat "$T"/incr.*; }
 [ "$conflicts" -gt 0 ] && ok "the writers did collide (409 → re-read → retry)" || bad "no collision seen"
 
+# A wave of node writes (mcg_cluster_patch_nodes: concurrent, bounded in
+# flight, compare-and-swap each): every node gets its own result.
+wave=()
+for i in $(seq -w 1 30); do wave+=("v$i"); done
+for n in "${wave[@]}"; do
+  printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":{"wave":"yes"}}}\n' "$n"
+done | kubectl apply -f - >/dev/null
+MCGIT_KUBE_INFLIGHT=8 expect_rc 0 "a wave of 30 node writes and one missing node" -- \
+  kt "$CTL" patch-many rendered-worker-5 "${wave[@]}" nosuch
+[ "$(grep -c ' ok$' "$T/out")" = 30 ] && ok "each node written" || bad "wave: $(sort "$T/out" | uniq -c -f1)"
+expect_grep '^nosuch notfound$' "$T/out" "(the missing node reported by name, the others unaffected)"
+[ "$(kubectl get nodes -l wave=yes -o json | jq '[.items[] | select(.metadata.annotations["machineconfiguration.mcgit.io/desiredConfig"] == "rendered-worker-5")] | length')" = 30 ] \
+  && ok "kubectl sees the 30 writes" || bad "wave not written"
+# Two waves racing over the same nodes: per node, a write that lost its
+# compare-and-swap race says so (conflict) and never overwrites the winner.
+kt "$CTL" patch-many rendered-worker-6 "${wave[@]}" >"$T/wa" 2>&1 & pa=$!
+kt "$CTL" patch-many rendered-worker-7 "${wave[@]}" >"$T/wb" 2>&1 & pb=$!
+wait $pa $pb
+lost=0
+for n in "${wave[@]}"; do
+  a=$(awk -v n="$n" '$1 == n {print $2}' "$T/wa"); b=$(awk -v n="$n" '$1 == n {print $2}' "$T/wb")
+  got=$(kubectl get node "$n" -o jsonpath='{.metadata.annotations.machineconfiguration\.mcgit\.io/desiredConfig}')
+  case "$a/$b/$got" in
+    ok/conflict/rendered-worker-6|conflict/ok/rendered-worker-7|ok/ok/rendered-worker-[67]) ;;
+    *) lost=$((lost + 1)); echo "  $n: $a $b -> $got" ;;
+  esac
+done
+[ "$lost" = 0 ] && ok "racing waves: every node holds the write of a wave that said ok ($(grep -c conflict "$T/wa" "$T/wb" | paste -sd' '))" \
+  || bad "racing waves: $lost nodes wrong"
+kubectl delete nodes -l wave=yes >/dev/null
+
 # ---------------------------------------------------------------- configs
 python3 - "$T" <<'PY'
 import hashlib, json, sys
