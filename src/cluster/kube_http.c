@@ -1110,6 +1110,7 @@ static int slot_start(mcg_kube_client *kc, batch_slot *sl, const mcg_kube_req *r
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &sl->r);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, kc->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)sl->r.max);
     if (kc->connect_to) {
         sl->ct = curl_slist_append(NULL, kc->connect_to);
         curl_easy_setopt(h, CURLOPT_CONNECT_TO, sl->ct);
@@ -1140,9 +1141,14 @@ static void slot_done(mcg_kube_client *kc, batch_slot *sl, const mcg_kube_req *r
     res->status = st;
     bool may_retry = kc->backoff.attempts > 1 && !mcg_kube_client_stopped(kc);
     size_t max = sl->r.max;
-    if (sl->r.too_big) {
+    if (sl->r.too_big || cc == CURLE_FILESIZE_EXCEEDED) {
         res->rc =
             mcg_err_set(&res->err, MCG_ENOMEM, "%s: response larger than %zu bytes", what, max);
+    } else if (cc == CURLE_OUT_OF_MEMORY) {
+        res->rc = mcg_err_set(&res->err, MCG_ENOMEM,
+                              "%s: response refused (curl: out of memory; a header over 100 KiB "
+                              "does this)",
+                              what);
     } else if (cc != CURLE_OK) {
         if (may_retry && mcg_kube_retryable(0, (int)cc, rq->flags))
             *again = true;
