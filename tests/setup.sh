@@ -4,8 +4,9 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(build-essential cmake pkg-config git openssh-client valgrind python3 jq procps gzip coreutils
       libgit2-dev libyaml-dev libjansson-dev libcurl4-openssl-dev libssl-dev
-      libsodium-dev libcmocka-dev zlib1g-dev
-      clang libclang-rt-14-dev)  # clang: tests/fuzz/run.sh (libFuzzer, ASan, UBSan)
+      libsodium-dev libcmocka-dev zlib1g-dev libmicrohttpd-dev
+      clang libclang-rt-14-dev  # clang: tests/fuzz/run.sh (libFuzzer, ASan, UBSan)
+      prometheus)  # promtool and a real Prometheus server: tests/integration/test_metrics.sh
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -75,12 +75,16 @@ static void logf_(mcg_agent *a, int level, const char *fmt, ...)
 {
     if (a->o.verbosity < level)
         return;
+    char line[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("mcgit agent: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    mcg_vbfmt(line, sizeof(line), fmt, ap);
     va_end(ap);
+    /* every line names the node, as node=NAME (one write per line) */
+    if (a->o.node)
+        fprintf(stderr, "mcgit agent: node=%s: %s\n", a->o.node, line);
+    else
+        fprintf(stderr, "mcgit agent: %s\n", line);
 }
 
 /* ------------------------------------------------------- state files */
@@ -1083,22 +1087,85 @@ out:
     return rc;
 }
 
+int mcg_agent_metrics_declare(mcg_metrics *m, mcg_err *err)
+{
+    static const double buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                     0.5,   1,      2.5,   5,    10,    30,   60,  300};
+    int rc;
+    if ((rc = mcg_metrics_declare(m, "mcgit_agent_passes_total", MCG_METRIC_COUNTER,
+                                  "Agent passes, by result (ok, failed, offline: the cluster "
+                                  "could not be reached and drift was checked locally).",
+                                  "node,result", NULL, 0, err)) != 0 ||
+        (rc = mcg_metrics_declare(m, "mcgit_agent_pass_duration_seconds", MCG_METRIC_HISTOGRAM,
+                                  "Agent passes: an update (apply, actions) or a drift check.",
+                                  "node", buckets, sizeof(buckets) / sizeof(*buckets), err)) != 0 ||
+        (rc = mcg_metrics_declare(m, "mcgit_agent_node_state", MCG_METRIC_GAUGE,
+                                  "1 for the node's state after the last pass (Done, Working, "
+                                  "Degraded), 0 for the others.",
+                                  "node,state", NULL, 0, err)) != 0 ||
+        (rc = mcg_metrics_declare(m, "mcgit_agent_drift_detections_total", MCG_METRIC_COUNTER,
+                                  "Times drift was found (a managed path differs from the "
+                                  "config on disk; counted once until it changes).",
+                                  "node", NULL, 0, err)) != 0 ||
+        (rc = mcg_metrics_declare(m, "mcgit_agent_applies_total", MCG_METRIC_COUNTER,
+                                  "Passes that changed files (an update applied).", "node", NULL,
+                                  0, err)) != 0 ||
+        (rc = mcg_metrics_declare(m, "mcgit_agent_reboots_total", MCG_METRIC_COUNTER,
+                                  "Reboot actions carried out (or recorded, not live).", "node",
+                                  NULL, 0, err)) != 0)
+        return rc;
+    return 0;
+}
+
+/* Record one pass of the loop; last_drift: the drift reason last counted. */
+static void record_pass(mcg_agent *a, int rc, const mcg_agent_result *res, double seconds,
+                        char *last_drift, size_t n)
+{
+    mcg_metrics *m = a->o.metrics;
+    const char *node = a->o.node ? a->o.node : "";
+    if (!m)
+        return;
+    const char *result = rc ? "failed" : res->offline ? "offline" : "ok";
+    mcg_metrics_add(m, "mcgit_agent_passes_total", MCG_LV(node, result), 1);
+    mcg_metrics_observe(m, "mcgit_agent_pass_duration_seconds", MCG_LV(node), seconds);
+    if (rc)
+        return;
+    for (int s = MCG_AGENT_DONE; s <= MCG_AGENT_DEGRADED; s++)
+        mcg_metrics_set(m, "mcgit_agent_node_state",
+                        MCG_LV(node, mcg_agent_state_name((mcg_agent_state)s)),
+                        res->state == (mcg_agent_state)s ? 1 : 0);
+    bool drift = res->state == MCG_AGENT_DEGRADED && !strncmp(res->reason, "drift: ", 7);
+    if (drift && strcmp(last_drift, res->reason) != 0)
+        mcg_metrics_add(m, "mcgit_agent_drift_detections_total", MCG_LV(node), 1);
+    snprintf(last_drift, n, "%s", drift ? res->reason : "");
+    if (res->applied)
+        mcg_metrics_add(m, "mcgit_agent_applies_total", MCG_LV(node), 1);
+    if (res->rebooted)
+        mcg_metrics_add(m, "mcgit_agent_reboots_total", MCG_LV(node), 1);
+}
+
 int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig_atomic_t *stop,
                    mcg_err *err)
 {
     mcg_agent_state last = MCG_AGENT_DONE;
     bool first = true;
+    char last_drift[MCG_AGENT_REASON] = "";
     while (!*stop) {
         mcg_agent_result res;
         mcg_err e = {0};
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         int rc = mcg_agent_run_once(&res, a, c, &e);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        record_pass(a, rc, &res, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+                    last_drift, sizeof(last_drift));
         if (rc) {
             logf_(a, 1, "pass failed: %s", e.msg);
             if (rc == MCG_ENOTFOUND && first)
                 return mcg_err_set(err, rc, "%s", e.msg);
         } else if (first || res.state != last) {
-            logf_(a, 1, "node %s: %s%s%s", a->o.node, mcg_agent_state_name(res.state),
-                  res.reason[0] ? ": " : "", res.reason);
+            logf_(a, 1, "%s%s%s", mcg_agent_state_name(res.state), res.reason[0] ? ": " : "",
+                  res.reason);
             last = res.state;
         }
         first = false;

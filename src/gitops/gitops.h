@@ -111,6 +111,7 @@ typedef struct mcg_verify_report {
     mcg_verdict *v; /* parents before children */
     size_t n;
     size_t nbad;
+    double seconds; /* mcg_gitops_render: the wall time its verification took */
 } mcg_verify_report;
 
 void mcg_verify_report_free(mcg_verify_report *rep);
