@@ -440,9 +440,30 @@ static int patch(mcg_agent *a, mcg_cluster *c, const mcg_node_patch *p)
     return rc;
 }
 
+/* A Kubernetes Event about this node (best effort; nothing without a cluster). */
+static void event(mcg_agent *a, mcg_cluster *c, bool warning, const char *reason, const char *fmt,
+                  ...) __attribute__((format(printf, 5, 6)));
+static void event(mcg_agent *a, mcg_cluster *c, bool warning, const char *reason, const char *fmt,
+                  ...)
+{
+    if (!c || !a->o.node)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    mcg_vbfmt(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    mcg_event ev = {"mcgit-agent", false, a->o.node, warning, reason, msg};
+    mcg_err e = {0};
+    if (mcg_cluster_event(c, &ev, &e) != 0) /* best effort */
+        logf_(a, 2, "event %s not recorded: %s", reason, e.msg);
+}
+
 static void report_degraded(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res)
 {
     logf_(a, 1, "Degraded: %s", res->reason);
+    event(a, c, true, strncmp(res->reason, "drift: ", 7) ? "NodeDegraded" : "ConfigDriftDetected",
+          "%s", res->reason);
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
     p.state = "Degraded";
     p.reason = res->reason;
@@ -727,6 +748,7 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
             if (!was || !strcmp(was, bid)) {
                 if (!a->reboot_issued) {
                     a->reboot_issued = true;
+                    event(a, c, false, "Reboot", "Node will reboot into config %s", target);
                     const char *cmd =
                         a->o.reboot_command ? a->o.reboot_command : "systemctl reboot";
                     int st = run_cmd(a, cmd);
@@ -744,6 +766,7 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
             }
             logf_(a, 1, "reboot done (boot id %s)", bid);
         } else if (a->o.reboot_command) {
+            event(a, c, false, "Reboot", "Node will reboot into config %s", target);
             int st = run_cmd(a, a->o.reboot_command);
             if (st != 0) {
                 set_reason(res, MCG_AGENT_DEGRADED, "reboot command '%s' failed (exit %d)",
@@ -752,6 +775,8 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
                 goto out;
             }
         } else {
+            event(a, c, false, "Reboot", "Node will reboot into config %s (recorded: not live)",
+                  target);
             logf_(a, 1, "reboot recorded (not live: nothing run)");
         }
         json_object_set_new(j, "phase", json_string("finish"));
@@ -780,6 +805,11 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
             res->offline = true; /* keep the journal: report once the cluster is back */
             goto out;
         }
+        if (cordoned)
+            event(a, c, false, "Uncordon",
+                  "Update completed for config %s and node has been uncordoned", target);
+        event(a, c, false, "NodeDone", "Setting node %s, currentConfig %s to Done", a->o.node,
+              target);
         unlinkat(a->statefd, "journal.json", 0);
         fsync(a->statefd);
         mcg_acfg_free(a->cur);
@@ -888,8 +918,11 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
     if (c && (act.reboot || act.drain)) {
         mcg_node_patch q = MCG_NODE_PATCH_INIT;
         q.unschedulable = 1;
-        if (patch(a, c, &q) == 0)
+        if (patch(a, c, &q) == 0) {
             cordoned = true;
+            event(a, c, false, "Cordon", "Cordoned node to apply update");
+        }
+        event(a, c, false, "Drain", "Draining node to update config.");
         if (mcg_cluster_drain(c, a->o.node, &e) != 0) {
             set_reason(res, MCG_AGENT_DEGRADED, "drain: %s", e.msg);
             if (cordoned)

@@ -529,6 +529,8 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
             goto out;
     }
     mcg_ctl_record_status(o->metrics, plan, nodes, nnodes, now);
+    mcg_ctl_emit_events(c, plan, prev_pools, &res->targeted, src, res->event_error,
+                        sizeof(res->event_error));
     /* pools removed from the repo lose their objects */
     size_t k;
     json_t *pp;

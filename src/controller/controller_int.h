@@ -32,4 +32,14 @@ void mcg_ctl_record_render(mcg_metrics *m, const mcg_verify_report *rep, double 
 void mcg_ctl_record_status(mcg_metrics *m, const mcg_rollout_plan *plan, const mcg_node *nodes,
                            size_t nnodes, int64_t now);
 
+/*
+ * Kubernetes Events about pools after a pass (events.c): a new target,
+ * the nodes given it (targeted: "node rendered-config" lines written),
+ * Updated and Degraded transitions against prev_pools (the pool objects
+ * before the pass). source: the source commit of the target. Best effort:
+ * the first refusal's message goes to failed (n bytes; "" when none).
+ */
+void mcg_ctl_emit_events(mcg_cluster *c, const mcg_rollout_plan *plan, const json_t *prev_pools,
+                         const mcg_strv *targeted, const char *source, char *failed, size_t n);
+
 #endif

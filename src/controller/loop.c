@@ -137,6 +137,7 @@ void mcg_controller_default_identity(char *out, size_t n)
 /* What the loop remembers between turns, to log each thing once. */
 typedef struct loop_state {
     char last[2200];         /* the problem last reported ("" none) */
+    char last_event[512];    /* the first event refusal, reported once ("" none yet) */
     mcg_strv last_unmanaged; /* nodes last reported as unmanaged */
     bool stale;              /* SourceStale was reported (logged once, and once when over) */
 } loop_state;
@@ -183,6 +184,10 @@ static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, boo
     else if (!res->stale[0] && st->stale)
         say("SourceStale over: the verified source is within maxSourceAge again");
     st->stale = res->stale[0] != '\0';
+    if (res->event_error[0] && !st->last_event[0]) { /* once: events are best effort */
+        say("events not recorded: %s", res->event_error);
+        snprintf(st->last_event, sizeof(st->last_event), "%s", res->event_error);
+    }
     for (size_t i = 0; i < res->unmanaged.n; i++)
         if (!mcg_strv_contains(&st->last_unmanaged, res->unmanaged.v[i])) {
             const char *line = res->unmanaged.v[i], *colon = strstr(line, ": ");
@@ -327,7 +332,7 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
     stop = 0;
     atomic_store(&wake_requested, 0);
     signals_start(&sg);
-    loop_state st = {"", {0}};
+    loop_state st = {"", "", {0}};
     while (!stop) {
         mcg_pass_result res;
         memset(&res, 0, sizeof(res));
