@@ -60,6 +60,8 @@ struct mcg_agent {
     bool force;
     bool reboot_issued; /* this process already ran the reboot command */
     mcg_acfg *cur;      /* parsed current config, cached for drift checks */
+    char drain_evented[256]; /* the target whose Cordon/Drain events were recorded */
+    char degraded_evented[MCG_AGENT_REASON]; /* the reason last recorded as an event */
 };
 
 static const mcg_acfg empty_cfg = {0};
@@ -462,8 +464,12 @@ static void event(mcg_agent *a, mcg_cluster *c, bool warning, const char *reason
 static void report_degraded(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res)
 {
     logf_(a, 1, "Degraded: %s", res->reason);
-    event(a, c, true, strncmp(res->reason, "drift: ", 7) ? "NodeDegraded" : "ConfigDriftDetected",
-          "%s", res->reason);
+    if (c && strcmp(a->degraded_evented, res->reason) != 0) { /* once per reason */
+        event(a, c, true,
+              strncmp(res->reason, "drift: ", 7) ? "NodeDegraded" : "ConfigDriftDetected", "%s",
+              res->reason);
+        snprintf(a->degraded_evented, sizeof(a->degraded_evented), "%s", res->reason);
+    }
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
     p.state = "Degraded";
     p.reason = res->reason;
@@ -810,6 +816,7 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
                   "Update completed for config %s and node has been uncordoned", target);
         event(a, c, false, "NodeDone", "Setting node %s, currentConfig %s to Done", a->o.node,
               target);
+        a->degraded_evented[0] = '\0';
         unlinkat(a->statefd, "journal.json", 0);
         fsync(a->statefd);
         mcg_acfg_free(a->cur);
@@ -918,11 +925,16 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
     if (c && (act.reboot || act.drain)) {
         mcg_node_patch q = MCG_NODE_PATCH_INIT;
         q.unschedulable = 1;
+        /* once per target: a drain that keeps failing is retried every pass */
+        bool tell = strcmp(a->drain_evented, name) != 0;
         if (patch(a, c, &q) == 0) {
             cordoned = true;
-            event(a, c, false, "Cordon", "Cordoned node to apply update");
+            if (tell)
+                event(a, c, false, "Cordon", "Cordoned node to apply update");
         }
-        event(a, c, false, "Drain", "Draining node to update config.");
+        if (tell)
+            event(a, c, false, "Drain", "Draining node to update config.");
+        snprintf(a->drain_evented, sizeof(a->drain_evented), "%s", name);
         if (mcg_cluster_drain(c, a->o.node, &e) != 0) {
             set_reason(res, MCG_AGENT_DEGRADED, "drain: %s", e.msg);
             if (cordoned)
@@ -1013,6 +1025,7 @@ static void drift_pass(mcg_agent *a, mcg_cluster *c, const mcg_node *n, mcg_agen
             p.reason = "";
             patch(a, c, &p);
             logf_(a, 1, "Done: %s", cur->name);
+            a->degraded_evented[0] = '\0'; /* a new problem is a new event */
         }
     }
     mcg_strv_free(&diffs);

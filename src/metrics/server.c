@@ -239,8 +239,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         uint64_t want;
-        if (cl && mcg_parse_u64(cl, &want) && want > MCG_WEBHOOK_MAX_BODY)
+        if (cl && mcg_parse_u64(cl, &want) && want > MCG_WEBHOOK_MAX_BODY) {
+            /* answered before the body is read (no 100 Continue is sent) */
             rq->too_large = true;
+            return hook_done(s, conn, rq);
+        }
         return MHD_YES;
     }
     if (*upload_size) {
