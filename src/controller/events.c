@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The pool object `name` among prev_pools, or NULL. */
 static const json_t *prev_of(const json_t *prev_pools, const char *name)
 {
     size_t k;

@@ -56,6 +56,7 @@ static atomic_int wake_requested;
 static atomic_bool loop_running;
 static pthread_t loop_thread;
 
+/* SIGTERM, SIGINT: stop; WAKE_SIGNAL: only end the wait. */
 static void on_signal(int sig)
 {
     if (sig != WAKE_SIGNAL)
@@ -70,6 +71,7 @@ void mcg_controller_wake(void)
         pthread_kill(loop_thread, WAKE_SIGNAL);
 }
 
+/* Was a pass asked for since the last one started? */
 static bool woken(void)
 {
     return atomic_load(&wake_requested) != 0;
@@ -109,15 +111,17 @@ static void signals_end(const loop_signals *s)
     sigprocmask(SIG_SETMASK, &s->old, NULL);
 }
 
+/* One log line on stderr: "mcgit controller: ...". */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
+    char line[4096];
     va_list ap;
     va_start(ap, fmt);
-    fputs("mcgit controller: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    mcg_vbfmt(line, sizeof(line), fmt, ap);
     va_end(ap);
+    /* one write per line: the metrics listener's thread logs too */
+    fprintf(stderr, "mcgit controller: %s\n", line);
 }
 
 void mcg_controller_default_identity(char *out, size_t n)
@@ -279,6 +283,7 @@ static void wait_sleeping(double interval, const loop_signals *sg)
     }
 }
 
+/* The webhook's wake function. */
 static void wake_cb(void *ctx)
 {
     (void)ctx;

@@ -29,6 +29,7 @@ static void redact(char *out, size_t n, const char *url)
         snprintf(out, n, "%s", url);
 }
 
+/* libcurl's write callback: the answer's body is not needed. */
 static size_t discard(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     (void)ptr;

@@ -44,6 +44,8 @@ struct mcg_metrics {
     size_t n, cap;
 };
 
+/* A metric name ([a-zA-Z_:][a-zA-Z0-9_:]*) or, with label, a label name
+ * (no colon, not starting with "__"). */
 static bool name_ok(const char *s, bool label)
 {
     if (!s || !*s)
@@ -78,6 +80,7 @@ static size_t family_find(const mcg_metrics *m, const char *name, bool *found)
     return lo;
 }
 
+/* Drop every series of f (its declaration stays). */
 static void family_clear(family *f)
 {
     for (size_t i = 0; i < f->n; i++) {
@@ -91,6 +94,8 @@ static void family_clear(family *f)
     f->n = f->cap = 0;
 }
 
+/* mcg_metrics_declare with the lock held (or before the registry is shared);
+ * err may be NULL. */
 static int declare_locked(mcg_metrics *m, const char *name, mcg_metric_type type, const char *help,
                           const char *labels, const double *buckets, size_t nbuckets, mcg_err *err)
 {
@@ -185,6 +190,7 @@ int mcg_metrics_declare(mcg_metrics *m, const char *name, mcg_metric_type type, 
     return rc;
 }
 
+/* Order of two series' label values, label by label. */
 static int lv_cmp(const family *f, char *const *a, const char *const *b)
 {
     for (size_t i = 0; i < f->nlabels; i++) {
@@ -239,6 +245,7 @@ static void misuse(mcg_metrics *m)
 
 typedef enum { OP_ADD, OP_SET, OP_OBSERVE } op_kind;
 
+/* One update of the series name{lv} by v; a misuse is counted instead. */
 static void update(mcg_metrics *m, const char *name, const char *const *lv, double v, op_kind op)
 {
     if (!m)

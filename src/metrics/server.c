@@ -56,6 +56,7 @@ typedef struct request {
     bool too_large;
 } request;
 
+/* One log line on stderr, "mcgit WHO: ...". */
 static void logf_(const mcg_metrics_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void logf_(const mcg_metrics_server *s, const char *fmt, ...)
@@ -68,6 +69,7 @@ static void logf_(const mcg_metrics_server *s, const char *fmt, ...)
     fprintf(stderr, "mcgit %s: %s\n", s->who, line); /* one write per line */
 }
 
+/* Queue a response of status with body (copied) and content type. */
 static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *type,
                               const char *body, size_t len)
 {
@@ -85,6 +87,7 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
     return ret;
 }
 
+/* Queue a plain-text response. */
 static enum MHD_Result answer_text(struct MHD_Connection *conn, unsigned status, const char *text)
 {
     return answer(conn, status, "text/plain; charset=utf-8", text, strlen(text));
@@ -212,6 +215,12 @@ static enum MHD_Result hook_done(mcg_metrics_server *s, struct MHD_Connection *c
     return answer_text(conn, MHD_HTTP_ACCEPTED, "accepted: a pass starts now\n");
 }
 
+/*
+ * libmicrohttpd's handler, called once when a request's headers are in
+ * (*con_cls NULL), then for each piece of its body, then once more with
+ * none (*upload_size 0): GET /metrics answers at once; POST /hooks/git
+ * collects the body (bounded) and is judged at the end.
+ */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls)
@@ -257,6 +266,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return hook_done(s, conn, rq);
 }
 
+/* A request is over (answered or cut): free its state. */
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
