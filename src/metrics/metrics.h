@@ -109,7 +109,7 @@ typedef struct mcg_metrics_server_opts {
  * start with every signal blocked, so the caller's signal handling is
  * unchanged. The token file is read again on every webhook call (a rotated
  * secret takes effect at once); its content, trailing newline removed, is
- * the token.
+ * the token. o->metrics is required; err may be NULL.
  *
  * A webhook call is authenticated when one of these matches the token:
  *   Authorization: Bearer TOKEN       (curl, the post-receive hook, Gitea)

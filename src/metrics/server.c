@@ -348,6 +348,9 @@ static int listen_on(const char *addr, bool *v6, mcg_err *err)
 
 int mcg_metrics_serve(mcg_metrics_server **out, const mcg_metrics_server_opts *o, mcg_err *err)
 {
+    mcg_err scratch = {0};
+    if (!err)
+        err = &scratch;
     *out = NULL;
     mcg_metrics_server *s = mcg_calloc(1, sizeof(*s));
     s->fd = -1;
@@ -373,7 +376,7 @@ int mcg_metrics_serve(mcg_metrics_server **out, const mcg_metrics_server_opts *o
     snprintf(s->who, sizeof(s->who), "%s", o->who ? o->who : "mcgit");
     bool v6 = false;
     if ((s->fd = listen_on(o->bind, &v6, err)) < 0) {
-        rc = err ? err->code : MCG_EIO;
+        rc = err->code ? err->code : MCG_EIO;
         goto out;
     }
     struct sockaddr_storage ss;
