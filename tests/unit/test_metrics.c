@@ -192,6 +192,11 @@ static void test_serve_refusals(void **state)
         assert_null(s);
         assert_contains(err.msg, cases[i].msg);
     }
+    /* a NULL err is allowed */
+    mcg_metrics_server *sn = NULL;
+    mcg_metrics_server_opts on = {"127.0.0.1", m, NULL, NULL, NULL, "test"};
+    assert_int_equal(mcg_metrics_serve(&sn, &on, NULL), MCG_EINVAL);
+    assert_null(sn);
     /* an unreadable token file: nothing listens */
     mcg_metrics_server *s = NULL;
     mcg_err err = {0};
