@@ -8,7 +8,7 @@
 # no local watch can help) render a push within a second; the post-receive
 # hook installed with --webhook-url makes a real `git push` wake it too.
 . "$(dirname "$0")/lib.sh"
-need curl jq python3
+need curl jq python3 openssl
 command -v promtool >/dev/null || skip "promtool not found (Debian package prometheus)"
 command -v prometheus >/dev/null || skip "prometheus not found (Debian package prometheus)"
 
