@@ -38,7 +38,7 @@ install() {
 # through libgit2 and libsodium).
 install gcc libc6-dev make cmake pkg-config \
         libgit2-dev libyaml-dev libjansson-dev libcurl4-openssl-dev libssl-dev \
-        libsodium-dev zlib1g-dev
+        libsodium-dev zlib1g-dev libmicrohttpd-dev
 [ "$demo" = 1 ] && exit 0
 # deploy/debian/build-deb.sh: debhelper, lintian, and systemd's pkg-config
 # file (the unit directory)
@@ -51,7 +51,8 @@ install build-essential debhelper lintian systemd
 # installed above with the packaging tools that package/test_deb uses).
 install git openssh-client valgrind python3 jq procps gzip coreutils libcmocka-dev \
         clang libclang-rt-14-dev \
-        mandoc man-db groff-base zsh
+        mandoc man-db groff-base zsh \
+        prometheus  # promtool and a real Prometheus server: test_metrics.sh
 
 # The Kubernetes tests run a real kube-apiserver and etcd on 127.0.0.1:
 # etcd from Debian's etcd-server, kube-apiserver built from Debian's own

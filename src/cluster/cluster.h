@@ -186,6 +186,31 @@ bool mcg_cluster_watches(const mcg_cluster *c);
  */
 int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
 
+/* ------------------------------------------------------------- events */
+
+/* What happened to a node or a pool, for people watching the cluster
+ * (kubectl describe, kubectl get events). Reasons are MCO's where MCO has
+ * one ("SetDesiredConfig", "Drain", "Reboot", ...). */
+typedef struct mcg_event {
+    const char *component; /* who reports: "mcgit-controller", "mcgit-agent" */
+    bool pool;             /* the object is the MachineConfigPool `name`, else the Node */
+    const char *name;
+    bool warning;          /* type Warning, else Normal */
+    const char *reason;    /* UpperCamelCase */
+    const char *message;   /* one line */
+} mcg_event;
+
+/*
+ * Record an event (kube: a core/v1 Event in namespace default, where the
+ * API server keeps events about cluster-scoped objects, its involvedObject
+ * the Node or MachineConfigPool with its uid, so `kubectl describe` lists
+ * it; local: nothing is recorded). Best effort: a refusal
+ * (no RBAC, the object gone) is returned and changes nothing else; one try,
+ * no retries. Fenced like every write (a replica that lost the lease
+ * reports nothing). MCG_EINVAL for a bad name or a missing reason.
+ */
+int mcg_cluster_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
+
 /* Node as a Kubernetes Node object (for -o json). */
 json_t *mcg_node_to_json(const mcg_node *n);
 bool mcg_time_parse(const char *s, int64_t *out);

@@ -58,6 +58,8 @@ typedef struct mcg_cluster_ops {
      * Default: fence and patch_node for each. */
     int (*patch_nodes)(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
                        size_t n, int *rcs, mcg_err *err);
+    /* mcg_cluster_event, fenced, name and reason checked; default: nothing recorded. */
+    int (*event)(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
 } mcg_cluster_ops;
 
 /* The part of every backend's handle that the wrappers use. */

@@ -16,6 +16,7 @@
  *                   (compare-and-swap merge patches)
  *   kube_lease.c    leader election on a Lease and the write fence
  *   kube_drain.c    evicting a node's pods
+ *   kube_events.c   core/v1 Events about nodes and pools
  *
  * Everything the API server sends is untrusted: sizes are bounded, bodies
  * must be JSON objects, and text shown to the user is cut to one printable
@@ -395,6 +396,7 @@ typedef struct mcg_kube {
     int64_t lead_ok_ms; /* when (monotonic) the last successful take/renew was sent */
 
     char *eviction_gv; /* "policy/v1" or "policy/v1beta1", once discovered (kube_drain.c) */
+    mcg_strv event_uids; /* "node uid" of nodes events were recorded about (kube_events.c) */
 } mcg_kube;
 
 /* kube_backend.c: the handle of c, its client told where to look for a stop. */
@@ -474,5 +476,12 @@ void mcg_kube_op_free(mcg_cluster *c);
 int mcg_kube_op_fence(mcg_cluster *c, mcg_err *err);
 int mcg_kube_op_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
 int mcg_kube_op_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
+int mcg_kube_op_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
+
+/* kube_events.c, pure: the core/v1 Event object for ev about the object
+ * whose uid is uid (NULL: unknown), in namespace ns, named name, at
+ * unix time now, reported from host. */
+json_t *mcg_kube_event_object(const mcg_event *ev, const char *uid, const char *ns,
+                              const char *name, const char *host, int64_t now);
 
 #endif

@@ -34,6 +34,8 @@ typedef struct mcg_hook_install_opts {
     const char *revoked;       /* absolute path of a revocation list, for mcgit.revoked; NULL: keep */
     const char *binary;        /* absolute path of mcgit, for mcgit.binary */
     const char *source_branch; /* NULL: keep mcgit.sourceBranch (default main) */
+    const char *webhook_url;   /* NULL: keep mcgit.webhookURL ("" removes it) */
+    const char *webhook_token; /* absolute path, for mcgit.webhookTokenFile; NULL: keep */
 } mcg_hook_install_opts;
 
 /*
@@ -128,6 +130,7 @@ typedef struct mcg_verify_report {
     mcg_verdict *v; /* parents before children */
     size_t n;
     size_t nbad;
+    double seconds; /* mcg_gitops_render: the wall time its verification took */
 } mcg_verify_report;
 
 void mcg_verify_report_free(mcg_verify_report *rep);
