@@ -62,6 +62,15 @@ int mcg_cli_status_pools(struct mcg_cluster *cl, const char *format, mcg_buf *ou
 int mcg_cli_status_nodes(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);
 
 /*
+ * Wait up to timeout seconds for a controller to answer sync request gen
+ * (cluster.h): print the answer on stdout and return 0, or say on stderr
+ * (as "mcgit CMD: ...") that the pass failed or nobody answered, and return 1.
+ */
+int mcg_cli_sync_wait(const char *cmd, struct mcg_cluster *cl, uint64_t gen, double timeout);
+/* Parse --timeout SECONDS (0..86400); -1 when arg is not one. */
+int mcg_cli_parse_timeout(const char *arg, double *out);
+
+/*
  * Options of the commands that sign for the operator (rollback, approve,
  * heartbeat): --repo R (required), --key FILE and exactly npos positional
  * arguments (then argv[optind]...). Returns -1 when parsed, else the exit

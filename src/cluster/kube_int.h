@@ -15,6 +15,7 @@
  *                   (compare-and-swap merge patches)
  *   kube_lease.c    leader election on a Lease and the write fence
  *   kube_drain.c    evicting a node's pods
+ *   kube_requests.c an operator's pool pause and sync requests (annotations)
  *
  * Everything the API server sends is untrusted: sizes are bounded, bodies
  * must be JSON objects, and text shown to the user is cut to one printable
@@ -434,5 +435,12 @@ void mcg_kube_op_free(mcg_cluster *c);
 int mcg_kube_op_fence(mcg_cluster *c, mcg_err *err);
 int mcg_kube_op_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
 int mcg_kube_op_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
+/* kube_requests.c: an operator's pause of a pool and sync requests. */
+int mcg_kube_op_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *changed,
+                           bool *git_paused, mcg_err *err);
+int mcg_kube_op_get_sync(mcg_cluster *c, mcg_sync_state *out, mcg_err *err);
+int mcg_kube_op_request_sync(mcg_cluster *c, uint64_t *gen, mcg_err *err);
+int mcg_kube_op_answer_sync(mcg_cluster *c, uint64_t gen, bool failed, const char *result,
+                            mcg_err *err);
 
 #endif

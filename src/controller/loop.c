@@ -14,11 +14,15 @@
  * libgit2 or the cluster store) and a signal that arrives during a pass ends
  * the loop as soon as the pass is done.
  *
+ * An operator's `mcgit sync` (sync.c) is read before each pass and answered
+ * after it; while waiting, a new request ends the wait (local: at once, as
+ * the cluster's wait sees it; kube: at the end of a slice of the wait).
+ *
  * Logging goes to stderr as "mcgit controller: ...": each problem once when
  * it appears and "recovered" when it is over, newly unmanaged nodes, and
  * (verbosity >= 1) how many nodes got a new target.
  */
-#include "controller/controller.h"
+#include "controller/controller_int.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -166,7 +170,7 @@ static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, boo
  * waiting, and the stop flag is lent to the backend only here.
  */
 static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, const char *identity,
-                          const loop_signals *sg)
+                          const loop_signals *sg, uint64_t answered)
 {
     long left = (long)(o->interval * 1000);
     /* a push to the repo itself (no remote to fetch) is seen within a
@@ -189,6 +193,8 @@ static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, con
         if (watch_repo && mcg_gitops_source_tip(o->pass.repo, tip) && strcmp(tip, tip0) != 0)
             return; /* a push: pass now */
         left -= slice;
+        if (left > 0 && mcg_controller_sync_wanted(cl, answered))
+            return; /* `mcgit sync`: pass now */
         bool still = false;
         if (left > 0 && (mcg_cluster_lead(cl, identity, &still, NULL) != 0 || !still))
             return; /* lost it: the next turn says so */
@@ -239,13 +245,17 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
     stop = 0;
     signals_start(&sg);
     loop_state st = {"", {0}};
+    uint64_t answered = 0; /* the newest `mcgit sync` this loop answered */
     while (!stop) {
         mcg_pass_result res;
         memset(&res, 0, sizeof(res));
         mcg_err perr = {0};
         bool leader = false;
+        uint64_t sync = mcg_controller_sync_begin(cl, answered);
         int prc = lead_and_pass(&res, o, cl, identity, &leader, &perr);
         report(&st, o, prc, leader, &res, &perr);
+        if (sync && leader && mcg_controller_sync_answer(cl, sync, prc, &res, &perr))
+            answered = sync;
         bool failed = prc || res.refused || res.fetch_failed;
         mcg_pass_result_clear(&res);
         if (o->once) {
@@ -253,7 +263,7 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
             break;
         }
         if (leader && !prc && mcg_cluster_watches(cl))
-            wait_watching(o, cl, identity, &sg);
+            wait_watching(o, cl, identity, &sg, answered);
         else
             wait_sleeping(o->interval, &sg);
     }
