@@ -84,11 +84,14 @@ static int install(const char *repo, const char *trust, const char *revoked,
     self[n] = '\0';
     mcg_hook_install_opts o = {repo, trust_abs, revoked ? revoked_abs : NULL, self,
                                source_branch};
-    int rc = mcg_gitops_hook_install(&o, &installed, &err);
+    bool changed = false;
+    int rc = mcg_gitops_hook_install(&o, &installed, &changed, &err);
     for (size_t i = 0; i < installed.n; i++)
         mcg_cli_info("installed %s", installed.v[i]);
     if (rc)
         mcg_cli_error("hook", "%s", err.msg);
+    else if (!changed)
+        printf("hooks of %s already installed with these settings; nothing changed\n", repo);
     mcg_strv_free(&installed);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
 }
