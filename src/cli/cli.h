@@ -36,7 +36,7 @@ int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Print cmd's help to stdout and return 0. */
 int mcg_cli_help(const mcg_cmd *cmd);
-/* Print every diagnostic to stderr, one per line. */
+/* Print every diagnostic to stderr, one per line, sorted (mcg_diags_sort). */
 void mcg_cli_diags(const char *cmd, const mcg_diags *d);
 
 

@@ -151,6 +151,7 @@ static int receive(const char *which, const char *repo, const char *trust, const
         mcg_render_result res;
         mcg_diags d = {0};
         rc = mcg_gitops_render(&res, NULL, NULL, r, NULL, root, &d, &err);
+        mcg_diags_sort(&d);
         for (size_t i = 0; i < d.count; i++)
             fprintf(stderr, "mcgit: %s\n", d.msgs[i]);
         if (rc)
