@@ -37,6 +37,7 @@
 /* The longest wait on the cluster between two lease renewals. */
 #define LEASE_SLICE_MS 4000
 #define REPO_SLICE_MS 250 /* how often a local repo's source branch is looked at */
+#define SYNC_POLL_MS 2000 /* how often, at most, a wait reads the sync requests (kube: a GET) */
 
 static volatile sig_atomic_t stop;
 
@@ -177,6 +178,7 @@ static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, con
      * slice: its source branch is looked at between slices of a quarter second */
     char tip0[MCG_SHA_HEX + 1] = "", tip[MCG_SHA_HEX + 1];
     bool watch_repo = mcg_gitops_source_tip(o->pass.repo, tip0);
+    long since_sync = 0;
     while (left > 0 && !stop) {
         long cap = watch_repo ? REPO_SLICE_MS : LEASE_SLICE_MS;
         long slice = left < cap ? left : cap;
@@ -193,8 +195,12 @@ static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, con
         if (watch_repo && mcg_gitops_source_tip(o->pass.repo, tip) && strcmp(tip, tip0) != 0)
             return; /* a push: pass now */
         left -= slice;
-        if (left > 0 && mcg_controller_sync_wanted(cl, answered))
-            return; /* `mcgit sync`: pass now */
+        since_sync += slice;
+        if (left > 0 && since_sync >= SYNC_POLL_MS) {
+            since_sync = 0;
+            if (mcg_controller_sync_wanted(cl, answered))
+                return; /* `mcgit sync`: pass now */
+        }
         bool still = false;
         if (left > 0 && (mcg_cluster_lead(cl, identity, &still, NULL) != 0 || !still))
             return; /* lost it: the next turn says so */
