@@ -32,7 +32,8 @@
 static int patch_annotations(mcg_kube *k, const char *path, const char *rv, json_t *ann,
                              mcg_err *err)
 {
-    json_t *body = json_pack("{s:{s:s?,s:O}}", "metadata", "resourceVersion", rv, "annotations", ann);
+    json_t *body =
+        json_pack("{s:{s:s?,s:O}}", "metadata", "resourceVersion", rv, "annotations", ann);
     mcg_kube_req rq = {"PATCH", path, MCG_KUBE_MERGE_PATCH, body, NULL, 0, 0};
     long st = 0;
     int rc = mcg_kube_call(k->kc, &rq, &st, NULL, err);
@@ -136,11 +137,11 @@ static int modify_sync(mcg_kube *k, uint64_t *gen, uint64_t ans_gen, bool failed
             *gen = 1;
             json_object_set_new(ann, ANN_SYNC_REQUESTED, json_string("1"));
             json_object_set_new(ann, ANN_SYNC_REQUESTED_AT, json_string(ts));
-            json_t *obj = json_pack("{s:s,s:s,s:{s:s,s:O},s:{}}", "apiVersion", MCG_KUBE_GV,
-                                    "kind", "MachineConfiguration", "metadata", "name", "cluster",
+            json_t *obj = json_pack("{s:s,s:s,s:{s:s,s:O},s:{}}", "apiVersion", MCG_KUBE_GV, "kind",
+                                    "MachineConfiguration", "metadata", "name", "cluster",
                                     "annotations", ann, "spec");
-            mcg_kube_req rq = {"POST", MCG_KUBE_CRD_PATH "/machineconfigurations", NULL, obj,
-                               NULL, 0, 0};
+            mcg_kube_req rq = {
+                "POST", MCG_KUBE_CRD_PATH "/machineconfigurations", NULL, obj, NULL, 0, 0};
             rc = mcg_kube_call(k->kc, &rq, &st, NULL, err);
             json_decref(obj);
         } else if (!rc) {
