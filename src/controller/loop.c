@@ -268,6 +268,11 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
             *pass_failed = failed;
             break;
         }
+        sigset_t pending;
+        if (sync && answered == sync && sigpending(&pending) == 0 &&
+            !sigismember(&pending, SIGTERM) && !sigismember(&pending, SIGINT) &&
+            mcg_controller_sync_wanted(cl, answered))
+            continue; /* asked again during the pass (and no stop waiting): pass again now */
         if (leader && !prc && mcg_cluster_watches(cl))
             wait_watching(o, cl, identity, &sg, answered);
         else

@@ -123,6 +123,14 @@ s=$(date +%s%N)
 MCGIT_CLUSTER=$CL expect_rc 0 "sync --wait with \$MCGIT_CLUSTER" -- "$MCGIT" sync --wait --timeout 15
 ms=$(( ($(date +%s%N) - s) / 1000000 ))
 [ "$ms" -lt 5000 ] && ok "answered in ${ms} ms (interval 300 s)" || bad "sync took ${ms} ms"
+# many at once, some arriving while a pass runs: every one answered, by a pass
+# that started after it (the counter counts each; the loop passes again at once)
+s=$(date +%s%N); wp=()
+for i in 1 2 3 4 5 6; do timeout 20 "$MCGIT" sync --cluster "$CL" --wait --timeout 15 >"$T/many.$i" 2>&1 & wp+=($!); sleep 0.03; done
+n=0; for p in "${wp[@]}"; do wait "$p" && n=$((n+1)); done
+ms=$(( ($(date +%s%N) - s) / 1000000 ))
+[ "$n" = 6 ] && ok "six concurrent syncs all answered in ${ms} ms" || { bad "$n of 6 syncs answered"; cat "$T"/many.*; }
+[ "$(jq -r '.requested == .handled' "$T/cl/sync.json")" = true ] && ok "(requested = handled: $(jq -r .handled "$T/cl/sync.json"))" || bad "sync.json: $(cat "$T/cl/sync.json")"
 expect_rc 0 "sync without --wait" -- "$MCGIT" sync --cluster "$CL"
 expect_grep "^sync #[0-9]+ requested: the controller passes at once" "$T/out" "(says what it did)"
 # a pause wakes the controller too: pause, commit, resume --wait rolls out at once
