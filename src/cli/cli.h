@@ -36,7 +36,7 @@ int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Print cmd's help to stdout and return 0. */
 int mcg_cli_help(const mcg_cmd *cmd);
-/* Print every diagnostic to stderr, one per line. */
+/* Print every diagnostic to stderr, one per line, sorted (mcg_diags_sort). */
 void mcg_cli_diags(const char *cmd, const mcg_diags *d);
 
 
@@ -60,6 +60,15 @@ int mcg_cli_load_trust(struct mcg_signers **out, const char *path, const char *r
 struct mcg_cluster;
 int mcg_cli_status_pools(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);
 int mcg_cli_status_nodes(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);
+
+/*
+ * Wait up to timeout seconds for a controller to answer sync request gen
+ * (cluster.h): print the answer on stdout and return 0, or say on stderr
+ * (as "mcgit CMD: ...") that the pass failed or nobody answered, and return 1.
+ */
+int mcg_cli_sync_wait(const char *cmd, struct mcg_cluster *cl, uint64_t gen, double timeout);
+/* Parse --timeout SECONDS (0..86400); -1 when arg is not one. */
+int mcg_cli_parse_timeout(const char *arg, double *out);
 
 /*
  * Options of the commands that sign for the operator (rollback, approve,

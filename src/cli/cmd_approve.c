@@ -23,7 +23,7 @@ const mcg_cmd mcg_cmd_approve = {
     "principals. Push the approvals with the branch, or before it:\n"
     "  git push origin main refs/notes/mcgit-approvals\n"
     "Bundles carry them too. Prints the approved commit and the new notes\n"
-    "commit.\n",
+    "commit; an approval the note already holds changes nothing and says so.\n",
     run,
 };
 
@@ -46,6 +46,8 @@ static int run(int argc, char **argv)
                                 &err);
     if (rc)
         mcg_cli_error("approve", "%s", err.msg);
+    else if (!notes[0])
+        printf("commit %s already carries this approval; nothing changed\n", approved);
     else
         printf("approved %s (refs/notes/mcgit-approvals %.12s)\n", approved, notes);
     mcg_ssh_signer_free(&signer);

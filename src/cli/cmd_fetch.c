@@ -7,6 +7,8 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static int run(int argc, char **argv);
@@ -22,8 +24,8 @@ const mcg_cmd mcg_cmd_fetch = {
     "`mcgit verify`, and against this host's clock when the branch is extended).\n"
     "A rewritten or rewound remote branch, or an unsigned or untrusted commit, is\n"
     "refused (exit 1) and the local branch stays where it was. Prints the new\n"
-    "tip. --revoked K (a KRL or a list of public keys) refuses commits by those\n"
-    "keys.\n",
+    "tip, or one line saying the branch was already up to date. --revoked K (a\n"
+    "KRL or a list of public keys) refuses commits by those keys.\n",
     run,
 };
 
@@ -53,14 +55,21 @@ static int run(int argc, char **argv)
     mcg_err err = {0};
     mcg_repo *r = NULL;
     mcg_signers *root = NULL;
-    char sha[MCG_SHA_HEX + 1];
+    char sha[MCG_SHA_HEX + 1], before[MCG_SHA_HEX + 1] = "";
     int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
-    if (!rc)
+    if (!rc) {
+        char *ref = mcg_sprintf("refs/heads/%s", mcg_repo_source_branch(r));
+        if (mcg_repo_resolve(r, ref, before, NULL) != 0)
+            before[0] = '\0'; /* no source branch yet */
+        free(ref);
         rc = mcg_gitops_fetch(r, remote, root, (int64_t)time(NULL), sha, &err);
+    }
     if (rc)
         mcg_cli_error("fetch", "%s", err.msg);
+    else if (!strcmp(before, sha))
+        printf("%s already up to date at %s; nothing fetched\n", mcg_repo_source_branch(r), sha);
     else
         printf("%s\n", sha);
     mcg_repo_free(r);

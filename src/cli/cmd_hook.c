@@ -98,11 +98,14 @@ static int install(const char *repo, const char *trust, const char *revoked,
     self[n] = '\0';
     mcg_hook_install_opts o = {repo,          trust_abs, revoked ? revoked_abs : NULL, self,
                                source_branch, url,       token ? token_abs : NULL};
-    int rc = mcg_gitops_hook_install(&o, &installed, &err);
+    bool changed = false;
+    int rc = mcg_gitops_hook_install(&o, &installed, &changed, &err);
     for (size_t i = 0; i < installed.n; i++)
         mcg_cli_info("installed %s", installed.v[i]);
     if (rc)
         mcg_cli_error("hook", "%s", err.msg);
+    else if (!changed)
+        printf("hooks of %s already installed with these settings; nothing changed\n", repo);
     mcg_strv_free(&installed);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
 }
@@ -174,6 +177,7 @@ static int receive(const char *which, const char *repo, const char *trust, const
         mcg_render_result res;
         mcg_diags d = {0};
         rc = mcg_gitops_render(&res, NULL, NULL, r, NULL, root, &d, &err);
+        mcg_diags_sort(&d);
         for (size_t i = 0; i < d.count; i++)
             fprintf(stderr, "mcgit: %s\n", d.msgs[i]);
         if (rc)

@@ -36,7 +36,10 @@ const mcg_cmd mcg_cmd_node = {
     "refuses unless the host's machine-id matches the node's (the kubelet's\n"
     "status.nodeInfo, or this binding). bind refuses a node bound to, or reported\n"
     "by its kubelet as, another machine; unbind removes the binding.\n"
-    "add --machine-id ID binds the new node at once.\n",
+    "add --machine-id ID binds the new node at once.\n"
+    "\n"
+    "A label edit that leaves the labels as they are, bind to the machine-id\n"
+    "already bound and unbind of an unbound node change nothing and say so.\n",
     run,
 };
 
@@ -55,9 +58,11 @@ static bool machine_id_ok(const char *s)
  * kubelet reports another machine-id or another one is already bound (the
  * local backend checks again under its lock).
  */
-static int bind_node(mcg_cluster *cl, const char *name, const char *id, mcg_err *err)
+static int bind_node(mcg_cluster *cl, const char *name, const char *id, bool *already,
+                     mcg_err *err)
 {
     mcg_node n;
+    *already = false;
     int rc = mcg_cluster_get_node(cl, name, &n, err);
     if (rc)
         return rc;
@@ -69,12 +74,37 @@ static int bind_node(mcg_cluster *cl, const char *name, const char *id, mcg_err 
         rc = mcg_err_set(err, MCG_ECONFLICT,
                          "node '%s' is bound to machine-id %s, not %s (`mcgit node unbind` first)",
                          name, n.bound_machine_id, id);
+    else if (n.bound_machine_id && !strcmp(n.bound_machine_id, id))
+        *already = true; /* nothing to write */
     mcg_node_clear(&n);
-    if (rc)
+    if (rc || *already)
         return rc;
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
     p.bound_machine_id = id;
     return mcg_cluster_patch_node(cl, name, &p, err);
+}
+
+/* Whether the label edits would leave node name's labels as they are
+ * (then nothing is written); a bad edit is left for the write to refuse. */
+static bool labels_unchanged(mcg_cluster *cl, const char *name, const char *edits)
+{
+    mcg_node n;
+    mcg_labels after = {0};
+    bool same = false;
+    if (mcg_cluster_get_node(cl, name, &n, NULL) != 0)
+        return false;
+    for (size_t i = 0; i < n.labels.n; i++)
+        mcg_labels_add(&after, n.labels.items[i].key, n.labels.items[i].value);
+    mcg_labels_finish(&after);
+    if (mcg_labels_parse_arg(&after, edits, NULL) == 0 && after.n == n.labels.n) {
+        same = true;
+        for (size_t i = 0; same && i < after.n; i++)
+            same = !strcmp(after.items[i].key, n.labels.items[i].key) &&
+                   !strcmp(after.items[i].value, n.labels.items[i].value);
+    }
+    mcg_labels_free(&after);
+    mcg_node_clear(&n);
+    return same;
 }
 
 static int run(int argc, char **argv)
@@ -129,20 +159,34 @@ static int run(int argc, char **argv)
         if (labels && (rc = mcg_labels_parse_arg(&lab, labels, &err)) != 0)
             goto out;
         rc = mcg_cluster_add_node(cl, args[0], &lab, (int64_t)time(NULL), &err);
+        bool already;
         if (!rc && machine_id)
-            rc = bind_node(cl, args[0], machine_id, &err);
+            rc = bind_node(cl, args[0], machine_id, &already, &err);
     } else if (!strcmp(sub, "bind")) {
         char id[MCG_MACHINE_ID_SIZE];
         if (!machine_id && (rc = mcg_agent_machine_id(root ? root : "/", id, &err)) == 0)
             machine_id = id;
-        if (!rc && (rc = bind_node(cl, args[0], machine_id, &err)) == 0)
-            printf("node %s bound to machine-id %s\n", args[0], machine_id);
+        bool already = false;
+        if (!rc && (rc = bind_node(cl, args[0], machine_id, &already, &err)) == 0)
+            printf(already ? "node %s is already bound to machine-id %s; nothing changed\n"
+                           : "node %s bound to machine-id %s\n",
+                   args[0], machine_id);
     } else if (!strcmp(sub, "unbind")) {
-        mcg_node_patch p = MCG_NODE_PATCH_INIT;
-        p.bound_machine_id = "";
-        rc = mcg_cluster_patch_node(cl, args[0], &p, &err);
+        mcg_node n;
+        if ((rc = mcg_cluster_get_node(cl, args[0], &n, &err)) == 0 &&
+            !(n.bound_machine_id && *n.bound_machine_id)) {
+            printf("node %s is not bound to a machine-id; nothing changed\n", args[0]);
+        } else if (!rc) {
+            mcg_node_patch p = MCG_NODE_PATCH_INIT;
+            p.bound_machine_id = "";
+            rc = mcg_cluster_patch_node(cl, args[0], &p, &err);
+        }
+        mcg_node_clear(&n);
     } else if (!strcmp(sub, "label")) {
-        rc = mcg_cluster_label_node(cl, args[0], args[1], &err);
+        if (labels_unchanged(cl, args[0], args[1]))
+            printf("node %s already has these labels; nothing changed\n", args[0]);
+        else
+            rc = mcg_cluster_label_node(cl, args[0], args[1], &err);
     } else if (!strcmp(sub, "remove")) {
         rc = mcg_cluster_remove_node(cl, args[0], &err);
     } else {

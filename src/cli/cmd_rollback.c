@@ -35,8 +35,9 @@ const mcg_cmd mcg_cmd_rollback = {
     "user.email.\n"
     "\n"
     "Prints the new commit, then per pool `<pool> <old name> -> <new name>`.\n"
-    "An unknown REV, a REV whose configs the branch already holds, or no key is\n"
-    "refused (exit 1) and nothing is written.\n",
+    "A REV whose configs the branch already holds changes nothing and says so\n"
+    "(exit 0). An unknown REV or no key is refused (exit 1) and nothing is\n"
+    "written.\n",
     run,
 };
 
@@ -66,6 +67,9 @@ static int run(int argc, char **argv)
     }
     if (rc) {
         mcg_cli_error("rollback", "%s", err.msg);
+    } else if (res.unchanged) {
+        printf("source branch '%s' already holds the configs of %.12s; nothing changed\n",
+               mcg_repo_source_branch(r), res.target);
     } else {
         printf("%s\n", res.commit);
         for (size_t i = 0; i < res.pools.n; i++) {

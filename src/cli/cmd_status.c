@@ -35,8 +35,10 @@ const mcg_cmd mcg_cmd_status = {
     "\n"
     "C is local:DIR (the embedded store), kube (in-cluster service account) or\n"
     "kube:KUBECONFIG; on kube the pools are MachineConfigPool objects, so\n"
-    "`kubectl get mcp` prints the same table. Without --cluster, C is\n"
-    "$MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR` once per shell).\n",
+    "`kubectl get mcp` prints the same table. Under the table: each paused pool\n"
+    "and why (in git, or by an operator: `mcgit pool pause`), and SourceStale.\n"
+    "Without --cluster, C is $MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR`\n"
+    "once per shell).\n",
     run,
 };
 
@@ -156,6 +158,18 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
             if (type && st && !strcmp(type, "SourceStale") && !strcmp(st, "True"))
                 mcg_buf_printf(out, "%s: SourceStale: %s\n", pool ? pool : "?", msg ? msg : "");
         }
+    }
+    /* paused pools, and why: git's spec.paused, an operator's pause, or both */
+    json_array_foreach(items, i, p)
+    {
+        const char *pool = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+        bool git = json_is_true(json_object_get(json_object_get(p, "spec"), "paused"));
+        bool op = mcg_pool_object_operator_paused(p);
+        if (git || op)
+            mcg_buf_printf(out, "%s: paused %s\n", pool ? pool : "?",
+                           git && op ? "in git (spec.paused) and by an operator (`mcgit pool resume`)"
+                           : git     ? "in git (spec.paused; resumed by a signed commit)"
+                                     : "by an operator (`mcgit pool resume` resumes it)");
     }
     mcg_strv_free(&t.cells);
     json_decref(items);

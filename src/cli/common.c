@@ -75,8 +75,14 @@ int mcg_cli_help(const mcg_cmd *cmd)
 
 void mcg_cli_diags(const char *cmd, const mcg_diags *d)
 {
+    /* by file, then line, then message, whatever order the checks ran in */
+    mcg_diags sorted = {0};
     for (size_t i = 0; i < d->count; i++)
-        fprintf(stderr, "mcgit %s: %s\n", cmd, d->msgs[i]);
+        mcg_diags_add(&sorted, "%s", d->msgs[i]);
+    mcg_diags_sort(&sorted);
+    for (size_t i = 0; i < sorted.count; i++)
+        fprintf(stderr, "mcgit %s: %s\n", cmd, sorted.msgs[i]);
+    mcg_diags_free(&sorted);
 }
 
 #include "trust/trust.h"

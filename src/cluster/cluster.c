@@ -12,6 +12,7 @@
  */
 #include "cluster/cluster_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -398,4 +399,82 @@ int mcg_cluster_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err)
     if ((rc = fence(c, err)) != 0)
         return rc;
     return c->ops->event(c, ev, err);
+}
+
+/* ------------------------------------------------- operator requests */
+
+/* MCG_EINVAL for a backend without operator requests. */
+static int unsupported(mcg_cluster *c, const char *what, mcg_err *err)
+{
+    return mcg_err_set(err, MCG_EINVAL, "cluster %s: %s is not supported by this backend", c->spec,
+                       what);
+}
+
+int mcg_cluster_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *changed,
+                           bool *git_paused, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    bool gp = false;
+    *changed = false;
+    if (git_paused)
+        *git_paused = false;
+    int rc;
+    if ((rc = fence(c, err)) != 0 || (rc = check_pool(pool, err)) != 0)
+        return rc;
+    if (!c->ops->pause_pool)
+        return unsupported(c, "pausing a pool", err);
+    rc = c->ops->pause_pool(c, pool, pause, changed, &gp, err);
+    if (git_paused)
+        *git_paused = gp;
+    return rc;
+}
+
+bool mcg_pool_object_operator_paused(const json_t *pool)
+{
+    json_t *ann = json_object_get(json_object_get(pool, "metadata"), "annotations");
+    json_t *v = json_object_get(ann, MCG_ANN_PAUSED);
+    return json_is_string(v) && !strcmp(json_string_value(v), "true");
+}
+
+int mcg_cluster_get_sync(mcg_cluster *c, mcg_sync_state *out, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    memset(out, 0, sizeof(*out));
+    if (!c->ops->get_sync)
+        return unsupported(c, "sync", err);
+    return c->ops->get_sync(c, out, err);
+}
+
+int mcg_cluster_request_sync(mcg_cluster *c, uint64_t *gen, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    *gen = 0;
+    int rc = fence(c, err);
+    if (rc)
+        return rc;
+    if (!c->ops->request_sync)
+        return unsupported(c, "sync", err);
+    return c->ops->request_sync(c, gen, err);
+}
+
+int mcg_cluster_answer_sync(mcg_cluster *c, uint64_t gen, bool failed, const char *result,
+                            mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc = fence(c, err);
+    if (rc)
+        return rc;
+    if (!c->ops->answer_sync)
+        return unsupported(c, "sync", err);
+    /* one printable line, bounded like every result */
+    char line[sizeof(((mcg_sync_state *)0)->result)];
+    mcg_bfmt(line, sizeof(line), "%s", result ? result : "");
+    for (char *p = line; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    return c->ops->answer_sync(c, gen, failed, line, err);
 }

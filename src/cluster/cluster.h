@@ -211,6 +211,54 @@ typedef struct mcg_event {
  */
 int mcg_cluster_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
 
+/* ------------------------------------------------------ operator requests */
+
+/*
+ * What an operator asks of the controller on the cluster side, outside git:
+ *
+ * A pause (`mcgit pool pause`): the annotation MCG_ANN_PAUSED = "true" on the
+ * pool's MachineConfigPool object. It can only stop a rollout: the pool is
+ * paused when git's spec.paused or this annotation says so, and removing the
+ * annotation never unpauses a pool git pauses. The controller keeps the
+ * annotation when it writes the object.
+ *
+ * A sync (`mcgit sync`): a counter of requests, and the newest request a
+ * controller pass answered with that pass's result. local:DIR keeps them in
+ * DIR/sync.json, kube in annotations of the MachineConfiguration "cluster".
+ */
+#define MCG_ANN_PAUSED MCG_ANN_PREFIX "paused"
+
+/*
+ * Set (pause) or remove (!pause) the operator's pause of pool, atomically.
+ * *changed says whether the annotation changed (false: it already was so).
+ * *git_paused (may be NULL) gets the object's spec.paused (git's pause as
+ * the controller last wrote it). MCG_ENOTFOUND when the cluster has no
+ * MachineConfigPool of that name (the controller makes them at its first pass).
+ */
+int mcg_cluster_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *changed,
+                           bool *git_paused, mcg_err *err);
+
+/* Whether a MachineConfigPool object carries the operator's pause. */
+bool mcg_pool_object_operator_paused(const json_t *pool);
+
+typedef struct mcg_sync_state {
+    uint64_t requested; /* requests made so far (0: none ever) */
+    uint64_t handled;   /* the newest request a pass answered (0: none) */
+    bool failed;        /* that pass failed, was refused or could not fetch */
+    char handled_at[32]; /* when, RFC 3339 ("" none) */
+    char result[512];   /* that pass's result, one printable line */
+} mcg_sync_state;
+
+/* The sync requests and answers; all zero when none was ever made. */
+int mcg_cluster_get_sync(mcg_cluster *c, mcg_sync_state *out, mcg_err *err);
+/* Ask for a controller pass now: the counter goes up by one, atomically
+ * (concurrent requests each count); *gen gets the new value. */
+int mcg_cluster_request_sync(mcg_cluster *c, uint64_t *gen, mcg_err *err);
+/* Record that a pass answered every request up to gen (never moves
+ * backwards); result is one line (control characters become spaces). */
+int mcg_cluster_answer_sync(mcg_cluster *c, uint64_t gen, bool failed, const char *result,
+                            mcg_err *err);
+
 /* Node as a Kubernetes Node object (for -o json). */
 json_t *mcg_node_to_json(const mcg_node *n);
 bool mcg_time_parse(const char *s, int64_t *out);

@@ -13,6 +13,7 @@
  *   leader election  the coordination.k8s.io/v1 Lease "mcgit-controller"
  *                                                             (kube_lease.c)
  *   drain            the Eviction API                         (kube_drain.c)
+ *   pause, sync      annotations an operator sets             (kube_requests.c)
  *   change waits     a watch on Nodes                         (kube_watch.c)
  *   events           core/v1 Events in the namespace          (kube_events.c)
  *
@@ -120,6 +121,10 @@ static const mcg_cluster_ops kube_ops = {
     .patch_nodes = mcg_kube_op_patch_nodes,
     .wait_change = mcg_kube_op_wait_change,
     .event = mcg_kube_op_event,
+    .pause_pool = mcg_kube_op_pause_pool,
+    .get_sync = mcg_kube_op_get_sync,
+    .request_sync = mcg_kube_op_request_sync,
+    .answer_sync = mcg_kube_op_answer_sync,
 };
 
 bool mcg_cluster_kube_stats(mcg_cluster *c, uint64_t *requests, uint64_t *bytes)

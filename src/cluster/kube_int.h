@@ -17,6 +17,7 @@
  *   kube_lease.c    leader election on a Lease and the write fence
  *   kube_drain.c    evicting a node's pods
  *   kube_events.c   core/v1 Events about nodes and pools
+ *   kube_requests.c an operator's pool pause and sync requests (annotations)
  *
  * Everything the API server sends is untrusted: sizes are bounded, bodies
  * must be JSON objects, and text shown to the user is cut to one printable
@@ -483,5 +484,13 @@ int mcg_kube_op_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
  * unix time now, reported from host. */
 json_t *mcg_kube_event_object(const mcg_event *ev, const char *uid, const char *ns,
                               const char *name, const char *host, int64_t now);
+
+/* kube_requests.c: an operator's pause of a pool and sync requests. */
+int mcg_kube_op_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *changed,
+                           bool *git_paused, mcg_err *err);
+int mcg_kube_op_get_sync(mcg_cluster *c, mcg_sync_state *out, mcg_err *err);
+int mcg_kube_op_request_sync(mcg_cluster *c, uint64_t *gen, mcg_err *err);
+int mcg_kube_op_answer_sync(mcg_cluster *c, uint64_t gen, bool failed, const char *result,
+                            mcg_err *err);
 
 #endif

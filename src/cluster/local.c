@@ -6,14 +6,18 @@
  *   configs/<rendered-name>.json published rendered configs (canonical spec bytes)
  *   pools/<pool>.json            MachineConfigPool with status
  *   machineconfiguration.json    the MachineConfiguration "cluster" spec
+ *   sync.json                    operator sync requests and the controller's answer
  *   roots/<name>/                simulated nodes' root filesystems
  * Every write is atomic (temp file, fsync, rename) and every
  * read-modify-write of a node holds an exclusive flock on DIR/.lock, so a
  * controller, many agents and `mcgit node` can share DIR without lost
  * updates. Reading one object needs no lock (a rename is atomic: the old
  * object or the new one); listing the nodes holds the lock shared, so the
- * list is one consistent snapshot. Pool, config and policy objects have one
- * writer, the controller, and are written whole.
+ * list is one consistent snapshot. Config and policy objects have one
+ * writer, the controller, and are written whole; a pool object is written
+ * by the controller under the lock keeping its annotations, which an
+ * operator's `mcgit pool pause` sets (read-modify-write under the lock),
+ * and sync.json is read-modify-written under the lock by both.
  *
  * DIR and its subdirectories are created by the first write; reading a DIR
  * that does not exist is an error, so a mistyped --cluster creates nothing.
@@ -61,6 +65,8 @@ typedef struct local {
     int ifd;   /* inotify on DIR/nodes for wait_change, -1 until first needed */
     seen_set one;  /* the node get_node read last (one entry) */
     seen_set all;  /* every node, as list_nodes read them */
+    seen_node sync; /* DIR/sync.json as get_sync read it (or this process wrote it) */
+    bool sync_valid;
 } local;
 
 /*
@@ -212,6 +218,20 @@ static void stat_node(local *l, const char *name, seen_node *e)
     free(path);
 }
 
+/* Stat DIR/sync.json into e (missing: ino 0). */
+static void stat_sync(local *l, seen_node *e)
+{
+    char *path = mcg_sprintf("%s/sync.json", l->dir);
+    struct stat st;
+    memset(e, 0, sizeof(*e));
+    if (lstat(path, &st) == 0) {
+        e->ino = st.st_ino;
+        e->size = st.st_size;
+        e->mtime = st.st_mtim;
+    }
+    free(path);
+}
+
 static bool same_node(const seen_node *a, const seen_node *b)
 {
     return a->ino == b->ino && a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
@@ -305,8 +325,15 @@ static int l_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_
             l->ifd = -1;
         }
         free(d);
+        /* the controller (node NULL) also wakes on an operator's sync.json */
+        if (l->ifd >= 0 && !node)
+            (void)inotify_add_watch(l->ifd, l->dir, IN_MOVED_TO);
     }
     seen_set *s = node ? &l->one : &l->all;
+    if (!node && !l->sync_valid) {
+        stat_sync(l, &l->sync);
+        l->sync_valid = true;
+    }
     if (node && !(s->valid && s->n == 1 && !strcmp(s->v[0].name, node))) {
         mcg_strv one = {0};
         mcg_strv_push(&one, node);
@@ -325,6 +352,12 @@ static int l_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_
                 ; /* drained: what counts is the comparison below */
         if (seen_changed(l, s, node == NULL))
             return 1;
+        if (!node) {
+            seen_node now;
+            stat_sync(l, &now);
+            if (!same_node(&now, &l->sync))
+                return 1;
+        }
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         long gone = (long)((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
@@ -654,16 +687,188 @@ static int l_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
     return remove_object((local *)c, "configs", name, err);
 }
 
+/*
+ * Write a pool object whole, under the lock, keeping the annotations of the
+ * object it replaces (an operator's pause is one): the controller's object
+ * carries none of its own, as on kube, where it patches spec and status.
+ */
 static int l_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_err *err)
 {
     local *l = (local *)c;
-    int rc = ensure_dirs(l, err);
-    if (rc)
+    int lk, rc;
+    if ((rc = lock_dir(l, LOCK_EX, &lk, err)) != 0)
         return rc;
     char *path = mcg_sprintf("%s/pools/%s.json", l->dir, name);
-    rc = write_json(path, obj, err);
+    json_t *old = NULL, *o = json_deep_copy(obj);
+    mcg_err rerr = {0};
+    if (read_json(&old, path, &rerr) == 0) {
+        json_t *ann = json_object_get(json_object_get(old, "metadata"), "annotations");
+        json_t *md = json_object_get(o, "metadata");
+        if (json_is_object(ann) && json_object_size(ann) && json_is_object(md))
+            json_object_set(md, "annotations", ann);
+    }
+    rc = write_json(path, o, err);
+    json_decref(old);
+    json_decref(o);
     free(path);
+    unlock_dir(lk);
     return rc;
+}
+
+/* Set or remove the operator's pause annotation of an existing pool object. */
+static int l_pause_pool(mcg_cluster *c, const char *name, bool pause, bool *changed,
+                        bool *git_paused, mcg_err *err)
+{
+    local *l = (local *)c;
+    int lk, rc;
+    if ((rc = check_dir(l, err)) != 0 || (rc = lock_dir(l, LOCK_EX, &lk, err)) != 0)
+        return rc;
+    char *path = mcg_sprintf("%s/pools/%s.json", l->dir, name);
+    json_t *o = NULL;
+    rc = read_json(&o, path, err);
+    if (rc == MCG_ENOTFOUND)
+        rc = mcg_err_set(err, MCG_ENOTFOUND,
+                         "cluster %s has no pool '%s' (the controller makes the pools of the "
+                         "config repo at its first pass)",
+                         l->base.spec, name);
+    if (rc)
+        goto out;
+    json_t *md = json_object_get(o, "metadata");
+    if (!json_is_object(md)) {
+        rc = mcg_err_set(err, MCG_EINVAL, "%s: no metadata", path);
+        goto out;
+    }
+    *git_paused = json_is_true(json_object_get(json_object_get(o, "spec"), "paused"));
+    if (mcg_pool_object_operator_paused(o) == pause)
+        goto out; /* already so: nothing written */
+    json_t *ann = json_object_get(md, "annotations");
+    if (!json_is_object(ann)) {
+        ann = json_object();
+        json_object_set_new(md, "annotations", ann);
+    }
+    if (pause)
+        json_object_set_new(ann, MCG_ANN_PAUSED, json_string("true"));
+    else
+        json_object_del(ann, MCG_ANN_PAUSED);
+    if (!json_object_size(ann))
+        json_object_del(md, "annotations");
+    if ((rc = write_json(path, o, err)) == 0)
+        *changed = true;
+out:
+    json_decref(o);
+    free(path);
+    unlock_dir(lk);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ sync */
+
+static uint64_t json_u64(const json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+/* DIR/sync.json into st (missing: all zero; the object in *obj when obj). */
+static int read_sync(local *l, mcg_sync_state *st, json_t **obj, mcg_err *err)
+{
+    char *path = mcg_sprintf("%s/sync.json", l->dir);
+    json_t *o = NULL;
+    memset(st, 0, sizeof(*st));
+    int rc = read_json(&o, path, err);
+    free(path);
+    if (rc == MCG_ENOTFOUND) {
+        o = json_object();
+        rc = 0;
+    }
+    if (rc)
+        return rc;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return mcg_err_set(err, MCG_EINVAL, "%s/sync.json: not a JSON object", l->dir);
+    }
+    st->requested = json_u64(o, "requested");
+    st->handled = json_u64(o, "handled");
+    st->failed = json_is_true(json_object_get(o, "failed"));
+    const char *at = json_string_value(json_object_get(o, "handledAt"));
+    const char *res = json_string_value(json_object_get(o, "result"));
+    mcg_bfmt(st->handled_at, sizeof(st->handled_at), "%s", at ? at : "");
+    mcg_bfmt(st->result, sizeof(st->result), "%s", res ? res : "");
+    if (obj)
+        *obj = o;
+    else
+        json_decref(o);
+    return 0;
+}
+
+static int l_get_sync(mcg_cluster *c, mcg_sync_state *out, mcg_err *err)
+{
+    local *l = (local *)c;
+    int rc = check_dir(l, err);
+    if (rc)
+        return rc;
+    stat_sync(l, &l->sync); /* seen before read, as for nodes */
+    l->sync_valid = true;
+    return read_sync(l, out, NULL, err);
+}
+
+/* Read-modify-write of DIR/sync.json under the lock: the request counter
+ * (gen NULL: the answer fields from ans) or the answer. */
+typedef struct sync_answer {
+    uint64_t gen;
+    bool failed;
+    const char *result;
+} sync_answer;
+
+static int modify_sync(local *l, uint64_t *gen, const sync_answer *ans, mcg_err *err)
+{
+    int lk, rc;
+    if ((rc = lock_dir(l, LOCK_EX, &lk, err)) != 0)
+        return rc;
+    mcg_sync_state st;
+    json_t *o = NULL;
+    char ts[32];
+    mcg_time_iso(ts, (int64_t)time(NULL));
+    if ((rc = read_sync(l, &st, &o, err)) != 0)
+        goto out;
+    if (gen) {
+        *gen = st.requested + 1;
+        json_object_set_new(o, "requested", json_integer((json_int_t)*gen));
+        json_object_set_new(o, "requestedAt", json_string(ts));
+    } else {
+        if (ans->gen <= st.handled)
+            goto out; /* a newer answer is there already */
+        json_object_set_new(o, "handled", json_integer((json_int_t)ans->gen));
+        json_object_set_new(o, "handledAt", json_string(ts));
+        json_object_set_new(o, "failed", json_boolean(ans->failed));
+        json_t *r = json_string(ans->result); /* NULL: not UTF-8 */
+        json_object_set_new(o, "result", r ? r : json_string("(result not UTF-8)"));
+    }
+    char *path = mcg_sprintf("%s/sync.json", l->dir);
+    rc = write_json(path, o, err);
+    free(path);
+    if (!rc && !gen && l->sync_valid)
+        stat_sync(l, &l->sync); /* our own answer does not wake us */
+out:
+    json_decref(o);
+    unlock_dir(lk);
+    return rc;
+}
+
+static int l_request_sync(mcg_cluster *c, uint64_t *gen, mcg_err *err)
+{
+    local *l = (local *)c;
+    int rc = check_dir(l, err);
+    return rc ? rc : modify_sync(l, gen, NULL, err);
+}
+
+static int l_answer_sync(mcg_cluster *c, uint64_t gen, bool failed, const char *result,
+                         mcg_err *err)
+{
+    local *l = (local *)c;
+    sync_answer a = {gen, failed, result};
+    int rc = check_dir(l, err);
+    return rc ? rc : modify_sync(l, NULL, &a, err);
 }
 
 static int l_list_pools(mcg_cluster *c, json_t **items, mcg_err *err)
@@ -845,6 +1050,10 @@ static const mcg_cluster_ops local_ops = {
     .free = l_free,
     .patch_nodes = l_patch_nodes,
     .wait_change = l_wait_change,
+    .pause_pool = l_pause_pool,
+    .get_sync = l_get_sync,
+    .request_sync = l_request_sync,
+    .answer_sync = l_answer_sync,
 };
 
 int mcg_cluster_local_open(mcg_cluster **out, const char *spec, const char *dir, mcg_err *err)

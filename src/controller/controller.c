@@ -9,7 +9,9 @@
  * come from the source commit of that tip, so they too change only through
  * verified commits. An unreachable remote is the same: the pass goes on with
  * what the repo already holds, and RenderDegraded (reason FetchFailed) says
- * so in every pool.
+ * so in every pool. The one thing an operator adds on the cluster side is a
+ * pause (`mcgit pool pause`, an annotation on the pool object): it can only
+ * hold a rollout, never start one.
  *
  * Cost: one pass reads every node once (one snapshot), plans in
  * O(n log n), and writes only what changed — the desiredConfig of the nodes
@@ -472,7 +474,8 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
             json_object_get(json_object_get(pp, "status"), "configuration"), "name"));
         pviews[i] = (mcg_pool_view){&m->pools[i], target, render_error, configuration,
                                     res->refused ? "RenderFailed" : "FetchFailed",
-                                    res->stale[0] ? res->stale : NULL};
+                                    res->stale[0] ? res->stale : NULL,
+                                    mcg_pool_object_operator_paused(pp)};
     }
     if ((rc = mcg_rollout_plan_make(&plan, views, nnodes, pviews, m->npools, err)) != 0)
         goto out;

@@ -14,6 +14,10 @@
  * libgit2 or the cluster store) and a signal that arrives during a pass ends
  * the loop as soon as the pass is done.
  *
+ * An operator's `mcgit sync` (sync.c) is read before each pass and answered
+ * after it; while waiting, a new request ends the wait (local: at once, as
+ * the cluster's wait sees it; kube: at the end of a slice of the wait).
+ *
  * Logging goes to stderr as "mcgit controller: ...": each problem once when
  * it appears and "recovered" when it is over, newly unmanaged nodes, and
  * (verbosity >= 1) how many nodes got a new target.
@@ -26,7 +30,7 @@
  * wait ends at once; a wake during a pass leaves the flag set and the next
  * wait returns before it starts.
  */
-#include "controller/controller.h"
+#include "controller/controller_int.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -43,6 +47,7 @@
 /* The longest wait on the cluster between two lease renewals. */
 #define LEASE_SLICE_MS 4000
 #define REPO_SLICE_MS 250 /* how often a local repo's source branch is looked at */
+#define SYNC_POLL_MS 2000 /* how often, at most, a wait reads the sync requests (kube: a GET) */
 
 #define WAKE_SIGNAL SIGUSR2
 
@@ -225,13 +230,14 @@ static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, boo
  * waiting, and the stop flag is lent to the backend only here.
  */
 static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, const char *identity,
-                          const loop_signals *sg)
+                          const loop_signals *sg, uint64_t answered)
 {
     long left = (long)(o->interval * 1000);
     /* a push to the repo itself (no remote to fetch) is seen within a
      * slice: its source branch is looked at between slices of a quarter second */
     char tip0[MCG_SHA_HEX + 1] = "", tip[MCG_SHA_HEX + 1];
     bool watch_repo = mcg_gitops_source_tip(o->pass.repo, tip0);
+    long since_sync = 0;
     while (left > 0 && !stop && !woken()) {
         long cap = watch_repo ? REPO_SLICE_MS : LEASE_SLICE_MS;
         long slice = left < cap ? left : cap;
@@ -249,6 +255,12 @@ static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, con
         if (watch_repo && mcg_gitops_source_tip(o->pass.repo, tip) && strcmp(tip, tip0) != 0)
             return; /* a push: pass now */
         left -= slice;
+        since_sync += slice;
+        if (left > 0 && since_sync >= SYNC_POLL_MS) {
+            since_sync = 0;
+            if (mcg_controller_sync_wanted(cl, answered))
+                return; /* `mcgit sync`: pass now */
+        }
         bool still = false;
         if (left > 0 && (mcg_cluster_lead(cl, identity, &still, NULL) != 0 || !still))
             return; /* lost it: the next turn says so */
@@ -338,17 +350,21 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
     atomic_store(&wake_requested, 0);
     signals_start(&sg);
     loop_state st = {"", "", {0}};
+    uint64_t answered = 0; /* the newest `mcgit sync` this loop answered */
     while (!stop) {
         mcg_pass_result res;
         memset(&res, 0, sizeof(res));
         mcg_err perr = {0};
         bool leader = false;
         atomic_store(&wake_requested, 0); /* a wake from now on asks for another pass */
+        uint64_t sync = mcg_controller_sync_begin(cl, answered);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         int prc = lead_and_pass(&res, &po, cl, identity, &leader, &perr);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         report(&st, o, prc, leader, &res, &perr);
+        if (sync && leader && mcg_controller_sync_answer(cl, sync, prc, &res, &perr))
+            answered = sync;
         bool failed = prc || res.refused || res.fetch_failed;
         if (mx) {
             const char *result = !leader ? "not_leader" : failed ? "failed" : "ok";
@@ -363,8 +379,13 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
             *pass_failed = failed;
             break;
         }
+        sigset_t pending;
+        if (sync && answered == sync && sigpending(&pending) == 0 &&
+            !sigismember(&pending, SIGTERM) && !sigismember(&pending, SIGINT) &&
+            mcg_controller_sync_wanted(cl, answered))
+            continue; /* asked again during the pass (and no stop waiting): pass again now */
         if (leader && !prc && mcg_cluster_watches(cl))
-            wait_watching(o, cl, identity, &sg);
+            wait_watching(o, cl, identity, &sg, answered);
         else
             wait_sleeping(o->interval, &sg);
     }

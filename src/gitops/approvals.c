@@ -207,7 +207,7 @@ int mcg_gitops_approve(char note_commit[MCG_SHA_HEX + 1], char approved[MCG_SHA_
         old = NULL;
     const char *prev = old ? git_note_message(old) : "";
     if (strstr(prev, armored)) {
-        rc = mcg_err_set(err, MCG_EINVAL, "commit %.12s already carries this approval", approved);
+        rc = 0; /* already there: nothing written, note_commit stays "" */
         goto out;
     }
     size_t pl = strlen(prev);

@@ -40,11 +40,14 @@ typedef struct mcg_hook_install_opts {
 
 /*
  * Install pre-receive, post-receive and pre-commit into the repository's
- * hooks directory (atomically each; their paths are pushed to installed,
- * which may be NULL), record trust, binary and (when given) the source
- * branch in its git config, and point HEAD at the source branch.
+ * hooks directory (atomically each; the paths of those written are pushed
+ * to installed, which may be NULL: a hook already holding these bytes with
+ * mode 0755 is left alone), record trust, binary and (when given) the source
+ * branch in its git config, and point HEAD at the source branch. *changed
+ * (may be NULL) says whether anything changed: a hook, a setting or HEAD.
  */
-int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed, mcg_err *err);
+int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed, bool *changed,
+                            mcg_err *err);
 
 /* ------------------------------------------------------------ sources */
 
@@ -351,7 +354,8 @@ int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, 
  * be mcgit-approval) and add the signature to that commit's note in
  * refs/notes/mcgit-approvals (a new notes commit; earlier approvals kept).
  * The commit approved and the new notes commit go to approved and
- * note_commit. The same signature twice is refused.
+ * note_commit. When the note already holds the same signature nothing is
+ * written: 0 is returned with note_commit "".
  */
 int mcg_gitops_approve(char note_commit[MCG_SHA_HEX + 1], char approved[MCG_SHA_HEX + 1],
                        mcg_repo *r, const char *rev, mcg_commit_sign_fn sign, void *sign_ctx,
@@ -371,6 +375,8 @@ typedef struct mcg_rollback_result {
     char target[MCG_SHA_HEX + 1]; /* the source commit whose configs it restores */
     mcg_strv pools;               /* "pool old new" per pool, "-" where it has none */
     bool checked_out;             /* the work tree was updated */
+    bool unchanged;               /* the tip already holds REV's configs: nothing written,
+                                     commit is "" (mcg_gitops_rollback returned 0) */
 } mcg_rollback_result;
 
 void mcg_rollback_result_free(mcg_rollback_result *res);
@@ -403,9 +409,10 @@ int mcg_gitops_rollback_target(char target[MCG_SHA_HEX + 1], mcg_repo *r, const 
  * (<subject>)" with trailer Rollback-To: <target>, signed by o->sign. In a
  * repository with a work tree whose HEAD is the source branch, the work
  * tree is updated first (a safe checkout: local changes in the way refuse
- * the rollback, changing nothing). Refused, writing nothing, when REV is
- * unknown, the tip already holds those configs, the result does not
- * render, or signing fails. The branch moves by compare-and-swap.
+ * the rollback, changing nothing). When the tip already holds those configs
+ * nothing is written and res->unchanged says so (returns 0). Refused,
+ * writing nothing, when REV is unknown, the result does not render, or
+ * signing fails. The branch moves by compare-and-swap.
  */
 int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
                         const mcg_rollback_opts *o, mcg_err *err);

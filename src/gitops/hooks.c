@@ -9,11 +9,40 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed, mcg_err *err)
+/* Whether path already holds exactly data with mode 0755. */
+static bool hook_same(const char *path, const char *data, size_t len)
+{
+    struct stat st;
+    char *have = NULL;
+    size_t hlen = 0;
+    bool same = lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0755 &&
+                mcg_read_file(path, len + 1, &have, &hlen, NULL) == 0 && hlen == len &&
+                !memcmp(have, data, len);
+    free(have);
+    return same;
+}
+
+/* Set key to value unless it already is; *changed when it was set. */
+static int config_set(git_config *cfg, const char *key, const char *value, bool *changed)
+{
+    git_buf b = GIT_BUF_INIT_CONST(NULL, 0);
+    memset(&b, 0, sizeof(b));
+    bool same = git_config_get_string_buf(&b, cfg, key) == 0 && !strcmp(b.ptr, value);
+    git_buf_dispose(&b);
+    if (same)
+        return 0;
+    *changed = true;
+    return git_config_set_string(cfg, key, value);
+}
+
+int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed, bool *changed,
+                            mcg_err *err)
 {
     git_repository *g = NULL;
     git_config *cfg = NULL;
+    git_reference *cur = NULL;
     char *hooks = NULL, *head = NULL;
+    bool ch = false;
     int rc = 0;
     git_libgit2_init();
     if (o->source_branch && !mcg_model_branch_name_ok(o->source_branch)) {
@@ -31,25 +60,25 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
     }
     for (const mcg_template_file *f = mcg_hook_files; f->path && !rc; f++) {
         char *path = mcg_sprintf("%s/%s", hooks, f->path);
-        rc = mcg_write_file_atomic(path, f->data, f->len, 0755, err);
-        if (!rc && chmod(path, 0755) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
-        if (!rc && installed)
-            mcg_strv_push(installed, path);
+        if (!hook_same(path, (const char *)f->data, f->len)) {
+            rc = mcg_write_file_atomic(path, f->data, f->len, 0755, err);
+            if (!rc && chmod(path, 0755) != 0)
+                rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+            if (!rc && installed)
+                mcg_strv_push(installed, path);
+            ch = true;
+        }
         free(path);
     }
     if (rc)
         goto out;
-    if (git_repository_config(&cfg, g) != 0 ||
-        git_config_set_string(cfg, "mcgit.trust", o->trust) != 0 ||
-        git_config_set_string(cfg, "mcgit.binary", o->binary) != 0 ||
-        (o->revoked && git_config_set_string(cfg, "mcgit.revoked", o->revoked) != 0) ||
-        (o->source_branch &&
-         git_config_set_string(cfg, "mcgit.sourceBranch", o->source_branch) != 0) ||
+    if (git_repository_config(&cfg, g) != 0 || config_set(cfg, "mcgit.trust", o->trust, &ch) != 0 ||
+        config_set(cfg, "mcgit.binary", o->binary, &ch) != 0 ||
+        (o->revoked && config_set(cfg, "mcgit.revoked", o->revoked, &ch) != 0) ||
+        (o->source_branch && config_set(cfg, "mcgit.sourceBranch", o->source_branch, &ch) != 0) ||
         (o->webhook_url && *o->webhook_url &&
-         git_config_set_string(cfg, "mcgit.webhookURL", o->webhook_url) != 0) ||
-        (o->webhook_token &&
-         git_config_set_string(cfg, "mcgit.webhookTokenFile", o->webhook_token) != 0)) {
+         config_set(cfg, "mcgit.webhookURL", o->webhook_url, &ch) != 0) ||
+        (o->webhook_token && config_set(cfg, "mcgit.webhookTokenFile", o->webhook_token, &ch) != 0)) {
         rc = mcg_git_err(err, "git config");
         goto out;
     }
@@ -65,9 +94,17 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
         branch = b.ptr;
     head = mcg_sprintf("refs/heads/%s", branch);
     git_buf_dispose(&b);
+    if (git_reference_lookup(&cur, g, "HEAD") == 0 &&
+        git_reference_type(cur) == GIT_REFERENCE_SYMBOLIC &&
+        !strcmp(git_reference_symbolic_target(cur), head))
+        goto out; /* already there */
+    ch = true;
     if (git_repository_set_head(g, head) != 0)
         rc = mcg_git_err(err, "HEAD");
 out:
+    if (changed)
+        *changed = ch;
+    git_reference_free(cur);
     free(head);
     free(hooks);
     git_config_free(cfg);

@@ -70,6 +70,7 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
     if (m && !m->settings.warnings_as_errors)
         for (size_t i = 0; i < m->warnings.count; i++)
             mcg_diags_add(out, "%.12s: warning: %s", new, m->warnings.msgs[i]);
+    mcg_diags_sort(&d); /* by file, then line: as `mcgit validate` prints them */
     for (size_t i = 0; i < d.count; i++)
         mcg_diags_add(out, "refusing %s: %s", ref, d.msgs[i]);
     if (d.count)

@@ -464,10 +464,8 @@ int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
         goto out;
     }
     if (git_oid_equal(&tree_oid, git_tree_id(tiptree))) {
-        rc = mcg_err_set(err, MCG_EINVAL,
-                         "source branch '%s' already holds the configs of %.12s: nothing to roll "
-                         "back",
-                         r->source_branch, res->target);
+        res->unchanged = true; /* nothing to roll back: nothing written */
+        rc = 0;
         goto out;
     }
     /* what the nodes get, old -> new (pure: renders of the two trees) */

@@ -165,6 +165,9 @@ static void parse_selector(mcg_pctx *c, const json_t *spec, const char *key, mcg
             ok = false;
         }
         json_t *vals = mcg_get_arr(c, e, "values", ename);
+        json_t *given = json_object_get(e, "values");
+        if (!vals && given && !json_is_null(given))
+            ok = false; /* "must be a list" said it: not also "needs values" */
         size_t j;
         json_t *vv;
         json_array_foreach(vals, j, vv)
@@ -767,6 +770,8 @@ void mcg_model_finish(mcg_model *m, mcg_diags *diags)
             mcg_diags_add(diags, "%s (mcgit.yaml: warnings: error)", m->warnings.msgs[i]);
     if (!mcg_model_pool(m, "worker") && m->npools && !m->pools_refused)
         mcg_diags_add(diags, "pools/: there is no pool 'worker' (custom pools inherit from it)");
+    mcg_diags_sort(&m->warnings);
+    mcg_diags_sort(diags);
 }
 
 const mcg_pool *mcg_model_pool(const mcg_model *m, const char *name)

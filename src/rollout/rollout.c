@@ -333,7 +333,7 @@ static void plan_pool(const mcg_pool_view *pv, const mcg_node_view *nodes, const
 {
     const mcg_pool *p = pv->pool;
     const char *target = nz(pv->target) ? pv->target : NULL;
-    bool rolling = target && !p->paused;
+    bool rolling = target && !p->paused && !pv->operator_paused;
     const char *newcfg = rolling ? target : (nz(pv->configuration) ? pv->configuration : NULL);
     size_t k = 0;
 
@@ -486,9 +486,13 @@ static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_
     } else {
         cond_set(&st->conds[MCG_COND_UPDATED], MCG_COND_UPDATED, false, "NotAllNodesUpdated",
                  mcg_sprintf("%zu of %zu nodes updated to %s", st->updated_count, nm, target));
-        if (p->paused)
+        if (p->paused || pv->operator_paused)
             cond_set(&st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, false, "Paused",
-                     mcg_sprintf("Pool is paused; will not update to %s", target));
+                     mcg_sprintf("Pool is paused (%s); will not update to %s",
+                                 p->paused && pv->operator_paused ? "in git and by an operator"
+                                 : p->paused                      ? "in git"
+                                                                  : "by an operator",
+                                 target));
         else
             cond_set(
                 &st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, true, "Updating",

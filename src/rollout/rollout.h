@@ -60,6 +60,8 @@ typedef struct mcg_pool_view {
     const char *render_reason; /* CamelCase reason for render_error; NULL/"": "RenderFailed" */
     const char *stale;         /* non-NULL: the newest verified source is older than
                                   maxSourceAge (.mcgit/policy.yaml); this message says so */
+    bool operator_paused;      /* paused by an operator on the cluster side (`mcgit pool
+                                  pause`); the pool is paused when this or pool->paused */
 } mcg_pool_view;
 
 /* ------------------------------------------------------------ outputs */

@@ -221,6 +221,75 @@ void mcg_diags_free(mcg_diags *d)
     d->count = d->cap = 0;
 }
 
+/* Where a report is: FILE (its length) and LINE, COL (0 when absent). */
+typedef struct diag_loc {
+    size_t flen; /* 0: no location */
+    unsigned long line, col;
+} diag_loc;
+
+static unsigned long diag_num(const char **p)
+{
+    unsigned long v = 0;
+    while (**p >= '0' && **p <= '9') {
+        if (v < 100000000UL)
+            v = v * 10 + (unsigned long)(**p - '0');
+        (*p)++;
+    }
+    return v;
+}
+
+static diag_loc diag_where(const char *m)
+{
+    diag_loc l = {0, 0, 0};
+    size_t f = strcspn(m, ": \t");
+    if (f == 0 || m[f] != ':')
+        return l; /* "word word: ..." is no location */
+    l.flen = f;
+    const char *p = m + f + 1;
+    if (*p >= '0' && *p <= '9') {
+        const char *q = p;
+        unsigned long line = diag_num(&q);
+        if (*q == ':') {
+            l.line = line;
+            p = q + 1;
+            if (*p >= '0' && *p <= '9') {
+                q = p;
+                unsigned long col = diag_num(&q);
+                if (*q == ':')
+                    l.col = col;
+            }
+        }
+    }
+    return l;
+}
+
+static int diag_cmp(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    diag_loc lx = diag_where(x), ly = diag_where(y);
+    if (!lx.flen != !ly.flen)
+        return lx.flen ? 1 : -1; /* without a location first */
+    if (lx.flen) {
+        size_t n = lx.flen < ly.flen ? lx.flen : ly.flen;
+        int c = memcmp(x, y, n);
+        if (c)
+            return c;
+        if (lx.flen != ly.flen)
+            return lx.flen < ly.flen ? -1 : 1;
+        if (lx.line != ly.line)
+            return lx.line < ly.line ? -1 : 1;
+        if (lx.col != ly.col)
+            return lx.col < ly.col ? -1 : 1;
+    }
+    return strcmp(x, y);
+}
+
+void mcg_diags_sort(mcg_diags *d)
+{
+    if (d && d->count > 1)
+        qsort(d->msgs, d->count, sizeof(*d->msgs), diag_cmp);
+}
+
 void mcg_strv_push(mcg_strv *s, const char *str)
 {
     if (s->n == s->cap) {

@@ -102,6 +102,14 @@ typedef struct mcg_diags {
 
 void mcg_diags_add(mcg_diags *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mcg_diags_free(mcg_diags *d);
+/*
+ * Sort the reports by file, then line (then column), then message, so every
+ * multi-problem report reads in one deterministic order whatever order the
+ * checks ran in. A report's location is its "FILE:LINE[:COL]:" or "FILE:"
+ * prefix (FILE without blanks; numbers compared as numbers); reports without
+ * one come first, by message. Identical reports stay (nothing is dropped).
+ */
+void mcg_diags_sort(mcg_diags *d);
 
 /* ------------------------------------------------------------- strings */
 

@@ -55,7 +55,10 @@ expect_rc 1 "an untrusted approval does not count" -- git -C "$W" push origin ma
 git -C "$W" config user.signingkey "$T/keys/bob"
 expect_rc 0 "mcgit approve by bob (git's signing configuration)" -- "$MCGIT" approve --repo "$W" "$M"
 expect_grep "^approved $M" "$T/out" "approve prints the approved commit"
-expect_rc 1 "the same approval twice is refused" -- "$MCGIT" approve --repo "$W" "$M"
+N0=$(git -C "$W" rev-parse refs/notes/mcgit-approvals)
+expect_rc 0 "the same approval twice changes nothing" -- "$MCGIT" approve --repo "$W" "$M"
+expect_grep "^commit $M already carries this approval; nothing changed$" "$T/out" "(and says so)"
+[ "$(git -C "$W" rev-parse refs/notes/mcgit-approvals)" = "$N0" ] && ok "(no notes commit written)" || bad "a notes commit was written"
 git -C "$W" config --unset user.signingkey
 expect_rc 0 "the branch and its approvals in one push are accepted" -- git -C "$W" push -q origin main refs/notes/mcgit-approvals
 [ "$(git -C "$S" rev-parse main)" = "$M" ] && ok "server main is the approved commit" || bad "server main"

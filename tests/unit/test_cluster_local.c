@@ -5,7 +5,8 @@
  * patches; configs, pools and the policy object; the lock that keeps
  * concurrent writers from losing updates; names refused before the backend
  * sees them; a DIR that does not exist is read as an error and created by
- * nothing but a write; and every wrapper called with err == NULL.
+ * nothing but a write; every wrapper called with err == NULL; an operator's
+ * pause and sync requests.
  *
  * Each test gets a fresh temp directory; the cluster lives in DIR/c.
  */
@@ -454,6 +455,110 @@ static void test_lock_no_lost_update(void **state)
 }
 
 /* The spec is kept as given, for messages. */
+/*
+ * An operator's requests: a pause is an annotation the controller's pool
+ * writes keep; a pause of a pool the cluster lacks is refused, writing
+ * nothing; the sync counter counts every request (also from other
+ * processes), an answer never moves backwards, and the controller's wait
+ * wakes on another process's request but not on its own answer.
+ */
+static void test_requests(void **state)
+{
+    fx *f = *state;
+    mcg_err e = {0};
+    bool changed = true, git = true;
+    add(f, "n1", NULL, 1);
+    assert_int_equal(mcg_cluster_pause_pool(f->c, "worker", true, &changed, &git, &e),
+                     MCG_ENOTFOUND);
+    assert_false(changed);
+    assert_non_null(strstr(e.msg, "has no pool 'worker'"));
+    assert_false(exists(f->cdir, "pools/worker.json"));
+    assert_int_equal(mcg_cluster_pause_pool(f->c, "Bad_Name", true, &changed, NULL, NULL),
+                     MCG_EINVAL);
+
+    json_t *pool = json_pack("{s:{s:s},s:{s:b},s:{}}", "metadata", "name", "worker", "spec",
+                             "paused", 1, "status");
+    assert_int_equal(mcg_cluster_put_pool(f->c, "worker", pool, &e), 0);
+    assert_int_equal(mcg_cluster_pause_pool(f->c, "worker", true, &changed, &git, &e), 0);
+    assert_true(changed);
+    assert_true(git); /* spec.paused as the controller wrote it */
+    assert_int_equal(mcg_cluster_pause_pool(f->c, "worker", true, &changed, &git, &e), 0);
+    assert_false(changed);
+    /* the controller writes the object again: the pause stays */
+    assert_int_equal(mcg_cluster_put_pool(f->c, "worker", pool, &e), 0);
+    json_t *items = NULL;
+    assert_int_equal(mcg_cluster_list_pools(f->c, &items, &e), 0);
+    assert_true(mcg_pool_object_operator_paused(json_array_get(items, 0)));
+    json_decref(items);
+    assert_int_equal(mcg_cluster_pause_pool(f->c, "worker", false, &changed, NULL, &e), 0);
+    assert_true(changed);
+    assert_int_equal(mcg_cluster_list_pools(f->c, &items, &e), 0);
+    assert_false(mcg_pool_object_operator_paused(json_array_get(items, 0)));
+    assert_null(json_object_get(json_object_get(json_array_get(items, 0), "metadata"),
+                                "annotations"));
+    json_decref(items);
+    assert_int_equal(mcg_cluster_pause_pool(f->c, "worker", false, &changed, NULL, &e), 0);
+    assert_false(changed);
+    json_decref(pool);
+
+    mcg_sync_state st;
+    assert_int_equal(mcg_cluster_get_sync(f->c, &st, &e), 0);
+    assert_int_equal(st.requested, 0);
+    assert_int_equal(st.handled, 0);
+    uint64_t gen = 0;
+    assert_int_equal(mcg_cluster_request_sync(f->c, &gen, &e), 0);
+    assert_int_equal(gen, 1);
+    /* requests from other processes at once: each counts */
+    for (int i = 0; i < 4; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            mcg_cluster *c = NULL;
+            uint64_t g;
+            char *spec = mcg_sprintf("local:%s", f->cdir);
+            int bad = mcg_cluster_open(&c, spec, NULL) != 0 ||
+                      mcg_cluster_request_sync(c, &g, NULL) != 0;
+            mcg_cluster_free(c);
+            free(spec);
+            _exit(bad);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        int ws = 0;
+        wait(&ws);
+        assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    }
+    assert_int_equal(mcg_cluster_get_sync(f->c, &st, &e), 0); /* seen now */
+    assert_int_equal(st.requested, 5);
+    assert_int_equal(mcg_cluster_answer_sync(f->c, 5, false, "pass done\nover 1 node", &e), 0);
+    assert_int_equal(mcg_cluster_answer_sync(f->c, 3, true, "older", &e), 0); /* ignored */
+    assert_int_equal(mcg_cluster_get_sync(f->c, &st, &e), 0);
+    assert_int_equal(st.handled, 5);
+    assert_false(st.failed);
+    assert_string_equal(st.result, "pass done over 1 node");
+    assert_true(st.handled_at[0] != '\0');
+    /* our own answer does not wake the controller's wait; a request does */
+    assert_int_equal(mcg_cluster_wait_change(f->c, NULL, 300, &e), 0);
+    assert_int_equal(mcg_cluster_answer_sync(f->c, 5, false, "again", &e), 0);
+    assert_int_equal(mcg_cluster_wait_change(f->c, NULL, 300, &e), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        usleep(100000);
+        mcg_cluster *c = NULL;
+        uint64_t g;
+        char *spec = mcg_sprintf("local:%s", f->cdir);
+        int bad = mcg_cluster_open(&c, spec, NULL) != 0 || mcg_cluster_request_sync(c, &g, NULL) != 0;
+        mcg_cluster_free(c);
+        free(spec);
+        _exit(bad);
+    }
+    assert_int_equal(mcg_cluster_wait_change(f->c, NULL, 5000, &e), 1);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    assert_int_equal(mcg_cluster_get_sync(f->c, &st, NULL), 0);
+    assert_int_equal(st.requested, 6);
+}
+
 static void test_spec(void **state)
 {
     fx *f = *state;
@@ -479,6 +584,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_null_err, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_no_lost_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spec, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_requests, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

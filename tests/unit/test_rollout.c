@@ -576,8 +576,31 @@ static void test_paused(void **state)
     assert_false(st->conds[MCG_COND_UPDATING].status);
     assert_string_equal(st->conds[MCG_COND_UPDATING].reason, "Paused");
     assert_string_equal(st->conds[MCG_COND_UPDATING].message,
-                        "Pool is paused; will not update to new");
+                        "Pool is paused (in git); will not update to new");
     assert_string_equal(st->configuration, "old");
+
+    /* an operator's pause holds the rollout the same way and is named */
+    ((mcg_pool *)v->pool)->paused = false;
+    v->operator_paused = true;
+    p = plan(w);
+    assert_int_equal(p->nupdates, 0);
+    assert_false(p->pools[0].conds[MCG_COND_UPDATING].status);
+    assert_string_equal(p->pools[0].conds[MCG_COND_UPDATING].message,
+                        "Pool is paused (by an operator); will not update to new");
+    ((mcg_pool *)v->pool)->paused = true;
+    p = plan(w);
+    assert_string_equal(p->pools[0].conds[MCG_COND_UPDATING].message,
+                        "Pool is paused (in git and by an operator); will not update to new");
+    assert_int_equal(p->nupdates, 0);
+    /* resumed by the operator, still paused in git: nothing moves */
+    v->operator_paused = false;
+    p = plan(w);
+    assert_int_equal(p->nupdates, 0);
+    /* neither: the rollout goes on */
+    ((mcg_pool *)v->pool)->paused = false;
+    p = plan(w);
+    assert_true(p->nupdates > 0);
+    ((mcg_pool *)v->pool)->paused = true;
 
     /* a node joining a paused pool gets what the pool runs, not the target */
     add_node(w, "joiner", "worker", NULL, NULL, NULL);

@@ -784,6 +784,46 @@ static void test_bfmt_truncation(void **state)
     assert_string_equal(e.msg + MCG_ERR_MSG - 4, "...");
 }
 
+/* mcg_diags_sort: by file, then line and column as numbers, then message;
+ * reports without a location first; nothing dropped. */
+static void test_diags_sort(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in[8];
+        const char *want[8];
+    } cases[] = {
+        {{"b.yaml:2: x", "a.yaml:10: y", "a.yaml:9: z", NULL},
+         {"a.yaml:9: z", "a.yaml:10: y", "b.yaml:2: x", NULL}},
+        {{"a.yaml:3: b", "a.yaml:3: a", "a.yaml:3: a", NULL},
+         {"a.yaml:3: a", "a.yaml:3: a", "a.yaml:3: b", NULL}},
+        {{"pools/x.yaml:4:12: col", "pools/x.yaml:4:3: col", "pools/: no worker", NULL},
+         {"pools/: no worker", "pools/x.yaml:4:3: col", "pools/x.yaml:4:12: col", NULL}},
+        {{"z.yaml:1: located", "commit abc refused: why", "another: text", NULL},
+         {"commit abc refused: why", "another: text", "z.yaml:1: located", NULL}},
+        {{"machineconfigs/a.yaml:1: m", "machineconfigs/a.yaml.bak:1: m", "machineconfigs/:1: m",
+          NULL},
+         {"machineconfigs/:1: m", "machineconfigs/a.yaml:1: m", "machineconfigs/a.yaml.bak:1: m",
+          NULL}},
+        {{"only", NULL}, {"only", NULL}},
+        {{NULL}, {NULL}},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        mcg_diags d = {0};
+        for (size_t i = 0; cases[c].in[i]; i++)
+            mcg_diags_add(&d, "%s", cases[c].in[i]);
+        mcg_diags_sort(&d);
+        size_t n = 0;
+        for (; cases[c].want[n]; n++) {
+            assert_true(n < d.count);
+            assert_string_equal(d.msgs[n], cases[c].want[n]);
+        }
+        assert_int_equal(d.count, n);
+        mcg_diags_free(&d);
+    }
+    mcg_diags_sort(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -801,6 +841,7 @@ int main(void)
         cmocka_unit_test(test_sha256_hex),
         cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_buf_strv_diags),
+        cmocka_unit_test(test_diags_sort),
         cmocka_unit_test(test_base64_append),
         cmocka_unit_test(test_json_parse_table),
         cmocka_unit_test(test_json_parse_depth),

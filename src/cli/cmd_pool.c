@@ -1,0 +1,115 @@
+/*
+ * cmd_pool.c — `mcgit pool pause|resume POOL`: an operator's pause of a
+ * pool, kept on the cluster side (cluster.h, "operator requests"). It can
+ * only hold a rollout: resume removes the operator's pause, never git's
+ * spec.paused.
+ */
+#include "cli/cli.h"
+#include "cluster/cluster.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static int run(int argc, char **argv);
+
+const mcg_cmd mcg_cmd_pool = {
+    "pool",
+    "pause or resume a pool's rollout from the cluster side",
+    "usage: mcgit pool pause POOL [--cluster C] [--wait [--timeout SECONDS]]\n"
+    "       mcgit pool resume POOL [--cluster C] [--wait [--timeout SECONDS]]\n"
+    "\n"
+    "pause holds POOL's rollout at once, without a commit: the controller gives\n"
+    "its nodes no new desiredConfig (a node that joins gets what the pool runs)\n"
+    "until the pause is removed. It is kept on the cluster side, as the annotation\n"
+    "machineconfiguration.mcgit.io/paused=\"true\" on the pool's MachineConfigPool\n"
+    "object (local:DIR: DIR/pools/POOL.json; kube: `kubectl annotate mcp` does the\n"
+    "same). A node already updating finishes its update.\n"
+    "\n"
+    "resume removes that pause only. A pool paused in git (spec.paused: true in\n"
+    "pools/POOL.yaml) stays paused, and resume says so: only a signed commit\n"
+    "resumes it. `mcgit status` lists paused pools and why (git or operator).\n"
+    "\n"
+    "Either one asks the controller for a pass at once (as `mcgit sync`); with\n"
+    "--wait it waits for that pass (up to --timeout, default 60 s). A pause or\n"
+    "resume that changes nothing says so and exits 0. Without --cluster, C is\n"
+    "$MCGIT_CLUSTER.\n",
+    run,
+};
+
+/* What happened, in one line on stdout. */
+static void say(const char *pool, bool pause, bool changed, bool git_paused)
+{
+    if (pause && changed)
+        printf("pool %s paused by an operator: its nodes get no new config until `mcgit pool "
+               "resume %s`%s\n",
+               pool, pool, git_paused ? " (it is paused in git too)" : "");
+    else if (pause)
+        printf("pool %s is already paused by an operator; nothing changed\n", pool);
+    else if (changed && git_paused)
+        printf("pool %s: operator pause removed, but the pool stays paused: spec.paused is true "
+               "in git (resume it with a signed commit)\n",
+               pool);
+    else if (changed)
+        printf("pool %s resumed: the controller rolls it out again\n", pool);
+    else if (git_paused)
+        printf("pool %s has no operator pause; nothing changed (it stays paused: spec.paused is "
+               "true in git)\n",
+               pool);
+    else
+        printf("pool %s is not paused; nothing changed\n", pool);
+}
+
+static int run(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"cluster", required_argument, 0, 'c'},
+                                         {"wait", no_argument, 0, 'w'},
+                                         {"timeout", required_argument, 0, 't'},
+                                         {0, 0, 0, 0}};
+    const char *cluster = NULL;
+    bool wait = false;
+    double timeout = 60;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return mcg_cli_help(&mcg_cmd_pool);
+        case 'c': cluster = optarg; break;
+        case 'w': wait = true; break;
+        case 't':
+            if (mcg_cli_parse_timeout(optarg, &timeout) != 0)
+                return mcg_cli_usage_error(&mcg_cmd_pool, "bad --timeout '%s'", optarg);
+            break;
+        default: return mcg_cli_usage_error(&mcg_cmd_pool, NULL);
+        }
+    }
+    if (argc - optind != 2 || (strcmp(argv[optind], "pause") && strcmp(argv[optind], "resume")))
+        return mcg_cli_usage_error(&mcg_cmd_pool, "expected pause POOL or resume POOL");
+    bool pause = !strcmp(argv[optind], "pause");
+    const char *pool = argv[optind + 1];
+    cluster = mcg_cli_cluster(cluster);
+    if (!cluster)
+        return mcg_cli_usage_error(&mcg_cmd_pool, "--cluster is required (or $MCGIT_CLUSTER)");
+    mcg_err err = {0};
+    mcg_cluster *cl = NULL;
+    bool changed = false, git_paused = false;
+    uint64_t gen = 0;
+    int rc = mcg_cluster_open(&cl, cluster, &err);
+    if (!rc)
+        rc = mcg_cluster_pause_pool(cl, pool, pause, &changed, &git_paused, &err);
+    if (!rc && changed)
+        rc = mcg_cluster_request_sync(cl, &gen, &err);
+    int ex = MCG_EXIT_OK;
+    if (rc) {
+        mcg_cli_error("pool", "%s", err.msg);
+        ex = MCG_EXIT_FAIL;
+    } else {
+        say(pool, pause, changed, git_paused);
+        fflush(stdout);
+        if (wait && changed)
+            ex = mcg_cli_sync_wait("pool", cl, gen, timeout);
+    }
+    mcg_cluster_free(cl);
+    return ex;
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# test_pool_sync.sh — an operator's requests on the cluster side, local:DIR:
+#   - mcgit pool pause|resume: the pause holds a rollout (the target moves, no
+#     node gets it), survives the controller's writes, shows in status with
+#     its reason; resume removes only the operator's pause (a pool paused in
+#     git stays paused and resume says so); what changes nothing says so
+#   - mcgit sync: a running controller with a 300 s interval passes at once
+#     and answers; --wait prints the answer, exit 1 for a refused pass or
+#     when no controller answers; a pause wakes the controller too
+. "$(dirname "$0")/lib.sh"
+need jq
+
+mkkey op ed25519
+signer_line op@example.com op >"$T/trust"
+R=$T/cfg
+"$MCGIT" init "$R" >/dev/null 2>&1
+sign_setup "$R" "$T/trust"
+write_mc "$R" 10-worker worker /etc/demo.conf v1
+scommit "$R" op "v1"
+CL=local:$T/cl
+for n in w0 w1; do "$MCGIT" node add --cluster "$CL" "$n" --labels node-role.kubernetes.io/worker= >/dev/null; done
+ctl_once() { "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --once >/dev/null 2>&1; }
+desired() { "$MCGIT" status --cluster "$CL" nodes -o json | jq -r --arg n "$1" '.items[] | select(.metadata.name == $n) | .metadata.annotations["machineconfiguration.mcgit.io/desiredConfig"] // ""'; }
+target() { "$MCGIT" status --cluster "$CL" -o json | jq -r '.items[] | select(.metadata.name == "worker") | .spec.configuration.name // ""'; }
+updating_msg() { "$MCGIT" status --cluster "$CL" -o json | jq -r '.items[] | select(.metadata.name == "worker") | .status.conditions[] | select(.type == "Updating") | .message'; }
+
+# ------------------------------------------------------------ usage, errors
+expect_rc 2 "pool without a verb is a usage error" -- "$MCGIT" pool --cluster "$CL"
+expect_grep "expected pause POOL or resume POOL" "$T/err" "(it says what it expects)"
+[ "$(wc -l <"$T/err")" = 2 ] && ok "(one line and the hint)" || bad "usage error: $(cat "$T/err")"
+expect_rc 2 "pool frobnicate is a usage error" -- "$MCGIT" pool frobnicate worker --cluster "$CL"
+expect_rc 2 "pool pause without --cluster nor \$MCGIT_CLUSTER" -- env -u MCGIT_CLUSTER "$MCGIT" pool pause worker
+expect_rc 1 "pause before the controller made the pool objects" -- "$MCGIT" pool pause worker --cluster "$CL"
+expect_grep "^mcgit pool: cluster local:.* has no pool 'worker' \(the controller makes the pools" "$T/err" "(the reason names the pool and why)"
+[ ! -e "$T/cl/pools/worker.json" ] && ok "(nothing written)" || bad "a pool object appeared"
+expect_rc 1 "an invalid pool name is refused" -- "$MCGIT" pool pause Bad_Name --cluster "$CL"
+expect_grep "invalid pool name 'Bad_Name'" "$T/err" "(named)"
+expect_rc 1 "sync on a cluster directory that does not exist" -- "$MCGIT" sync --cluster "local:$T/nope"
+expect_grep "no such directory" "$T/err" "(one line)"
+[ ! -e "$T/nope" ] && ok "(nothing created)" || bad "$T/nope created"
+expect_rc 2 "sync --timeout junk" -- "$MCGIT" sync --cluster "$CL" --timeout soon
+
+ctl_once
+for n in w0 w1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null 2>&1; done
+V1=$(target)
+[ -n "$V1" ] && [ "$(desired w0)" = "$V1" ] && ok "set-up: worker on $V1" || bad "set-up: target '$V1'"
+expect_rc 1 "pause of a pool the repo does not have" -- "$MCGIT" pool pause infra --cluster "$CL"
+expect_grep "has no pool 'infra'" "$T/err" "(named)"
+
+# ------------------------------------------------------------ operator pause
+expect_rc 0 "pool pause worker" -- "$MCGIT" pool pause worker --cluster "$CL"
+expect_grep "^pool worker paused by an operator: its nodes get no new config until \`mcgit pool resume worker\`$" "$T/out" "pause says what it does"
+[ "$(jq -r '.metadata.annotations["machineconfiguration.mcgit.io/paused"]' "$T/cl/pools/worker.json")" = true ] \
+  && ok "the pause is the annotation on the pool object" || bad "no annotation: $(cat "$T/cl/pools/worker.json")"
+expect_rc 0 "pausing again changes nothing" -- "$MCGIT" pool pause worker --cluster "$CL"
+expect_grep "^pool worker is already paused by an operator; nothing changed$" "$T/out" "(and says so)"
+MCGIT_CLUSTER=$CL expect_rc 0 "status with \$MCGIT_CLUSTER" -- "$MCGIT" status
+expect_grep "^worker: paused by an operator \(\`mcgit pool resume\` resumes it\)$" "$T/out" "status names the paused pool and why"
+if grep -q "^master: paused" "$T/out"; then bad "master listed as paused"; else ok "(master is not listed)"; fi
+
+write_mc "$R" 10-worker worker /etc/demo.conf v2
+scommit "$R" op "v2"
+ctl_once
+V2=$(target)
+[ -n "$V2" ] && [ "$V2" != "$V1" ] && ok "the paused pool still renders: target $V2" || bad "target did not move: $V2"
+[ "$(desired w0)" = "$V1" ] && [ "$(desired w1)" = "$V1" ] && ok "no node gets the new config while paused" \
+  || bad "rolled out while paused: $(desired w0) $(desired w1)"
+[ "$(updating_msg)" = "Pool is paused (by an operator); will not update to $V2" ] \
+  && ok "Updating condition says who paused it" || bad "Updating: $(updating_msg)"
+[ "$(jq -r '.metadata.annotations["machineconfiguration.mcgit.io/paused"]' "$T/cl/pools/worker.json")" = true ] \
+  && ok "the controller's pool write keeps the pause" || bad "annotation lost"
+
+expect_rc 0 "pool resume worker" -- "$MCGIT" pool resume worker --cluster "$CL"
+expect_grep "^pool worker resumed: the controller rolls it out again$" "$T/out" "resume says so"
+expect_rc 0 "resuming again changes nothing" -- "$MCGIT" pool resume worker --cluster "$CL"
+expect_grep "^pool worker is not paused; nothing changed$" "$T/out" "(and says so)"
+ctl_once
+n=0; for x in w0 w1; do [ "$(desired $x)" = "$V2" ] && n=$((n+1)); done
+[ "$n" = 1 ] && ok "resumed: the rollout goes on (one node at maxUnavailable 1)" || bad "$n nodes on $V2"
+for x in w0 w1; do "$MCGIT" agent --node "$x" --cluster "$CL" --once -q >/dev/null 2>&1; done
+ctl_once
+for x in w0 w1; do "$MCGIT" agent --node "$x" --cluster "$CL" --once -q >/dev/null 2>&1; done
+
+# ------------------------------------------------------------ paused in git
+sed -i 's/paused: false/paused: true/' "$R/pools/worker.yaml"
+scommit "$R" op "pause worker in git"
+ctl_once
+expect_rc 0 "status" -- "$MCGIT" status --cluster "$CL"
+expect_grep "^worker: paused in git \(spec.paused; resumed by a signed commit\)$" "$T/out" "status: paused in git"
+expect_rc 0 "resume of a pool paused only in git" -- "$MCGIT" pool resume worker --cluster "$CL"
+expect_grep "^pool worker has no operator pause; nothing changed \(it stays paused: spec.paused is true in git\)$" "$T/out" "resume says the pool stays paused"
+expect_rc 0 "pause on top of git's" -- "$MCGIT" pool pause worker --cluster "$CL"
+expect_grep "\(it is paused in git too\)$" "$T/out" "(says it is paused in git too)"
+expect_rc 0 "status" -- "$MCGIT" status --cluster "$CL"
+expect_grep "^worker: paused in git \(spec.paused\) and by an operator" "$T/out" "status: both reasons"
+expect_rc 0 "resume removes the operator's pause only" -- "$MCGIT" pool resume worker --cluster "$CL"
+expect_grep "^pool worker: operator pause removed, but the pool stays paused: spec.paused is true in git" "$T/out" "resume says git still pauses it"
+write_mc "$R" 10-worker worker /etc/demo.conf v3
+scommit "$R" op "v3"
+ctl_once
+V3=$(target)
+[ "$V3" != "$V2" ] && [ "$(desired w0)" = "$V2" ] && [ "$(desired w1)" = "$V2" ] \
+  && ok "still paused by git after the operator's resume: nothing rolls out" || bad "rolled out: $(desired w0) $(desired w1)"
+sed -i 's/paused: true/paused: false/' "$R/pools/worker.yaml"
+scommit "$R" op "resume worker in git"
+for _ in 1 2; do # two waves at maxUnavailable 1: both nodes Done on v3
+  ctl_once
+  for x in w0 w1; do "$MCGIT" agent --node "$x" --cluster "$CL" --once -q >/dev/null 2>&1; done
+done
+[ "$(desired w0)" = "$V3" ] && [ "$(desired w1)" = "$V3" ] && ok "resumed in git: rolled out" \
+  || bad "after the git resume: $(desired w0) $(desired w1)"
+
+# ------------------------------------------------------------ sync
+expect_rc 1 "sync --wait with no controller running times out" -- "$MCGIT" sync --cluster "$CL" --wait --timeout 0.5
+expect_grep "^mcgit sync: no controller answered sync #[0-9]+ within 0.5 s" "$T/err" "(and says so)"
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$T"' EXIT
+"$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --interval 300 >"$T/ctl.log" 2>&1 & pids+=($!)
+sleep 1.5 # its first pass (answering the request above) is over
+expect_rc 0 "sync --wait against a controller with a 300 s interval" -- timeout 20 "$MCGIT" sync --cluster "$CL" --wait --timeout 15
+expect_grep "^sync #[0-9]+ answered at 20[0-9-]+T[0-9:]+Z: pass done over 2 nodes: [0-9]+ given a new desiredConfig$" "$T/out" "the answer is the pass's result"
+s=$(date +%s%N)
+MCGIT_CLUSTER=$CL expect_rc 0 "sync --wait with \$MCGIT_CLUSTER" -- "$MCGIT" sync --wait --timeout 15
+ms=$(( ($(date +%s%N) - s) / 1000000 ))
+[ "$ms" -lt 5000 ] && ok "answered in ${ms} ms (interval 300 s)" || bad "sync took ${ms} ms"
+# many at once, some arriving while a pass runs: every one answered, by a pass
+# that started after it (the counter counts each; the loop passes again at once)
+s=$(date +%s%N); wp=()
+for i in 1 2 3 4 5 6; do timeout 20 "$MCGIT" sync --cluster "$CL" --wait --timeout 15 >"$T/many.$i" 2>&1 & wp+=($!); sleep 0.03; done
+n=0; for p in "${wp[@]}"; do wait "$p" && n=$((n+1)); done
+ms=$(( ($(date +%s%N) - s) / 1000000 ))
+[ "$n" = 6 ] && ok "six concurrent syncs all answered in ${ms} ms" || { bad "$n of 6 syncs answered"; cat "$T"/many.*; }
+[ "$(jq -r '.requested == .handled' "$T/cl/sync.json")" = true ] && ok "(requested = handled: $(jq -r .handled "$T/cl/sync.json"))" || bad "sync.json: $(cat "$T/cl/sync.json")"
+expect_rc 0 "sync without --wait" -- "$MCGIT" sync --cluster "$CL"
+expect_grep "^sync #[0-9]+ requested: the controller passes at once" "$T/out" "(says what it did)"
+# a pause wakes the controller too: pause, commit, resume --wait rolls out at once
+"$MCGIT" pool pause worker --cluster "$CL" --wait --timeout 15 >"$T/out" 2>"$T/err" \
+  && ok "pause --wait: the controller applied it" || bad "pause --wait: $(cat "$T/err")"
+B0=$(desired w0) B1=$(desired w1)
+write_mc "$R" 10-worker worker /etc/demo.conf v4
+scommit "$R" op "v4"
+sleep 1.5 # the controller sees the commit within a second: new target, held
+[ "$(desired w0)" = "$B0" ] && [ "$(desired w1)" = "$B1" ] && ok "a commit to a paused pool rolls out nowhere" \
+  || bad "moved while paused: $(desired w0) $(desired w1)"
+expect_rc 0 "resume --wait" -- timeout 20 "$MCGIT" pool resume worker --cluster "$CL" --wait --timeout 15
+expect_grep "^sync #[0-9]+ answered at .*: pass done over 2 nodes: 1 given a new desiredConfig$" "$T/out" "the pass after resume gave one node the new config"
+# a refused commit: the answer says so, exit 1
+echo "# unsigned" >>"$R/machineconfigs/10-worker.yaml"
+scommit "$R" - "unsigned"
+expect_rc 1 "sync --wait when the pass refuses a commit" -- timeout 20 "$MCGIT" sync --cluster "$CL" --wait --timeout 15
+expect_grep "^mcgit sync: sync #[0-9]+ answered at .*: commit [0-9a-f]{12} refused" "$T/err" "(the refusal, one line)"
+kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null || true
+if grep -qE "Sanitizer|runtime error" "$T/ctl.log"; then bad "sanitizer report in the controller's log"; fi
+finish
