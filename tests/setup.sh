@@ -1,17 +1,58 @@
 #!/usr/bin/env bash
-# Installs what mcgit needs to build and test, from Debian's packages. Run as root.
+# Installs, from Debian's packages, what mcgit needs. Run as root.
+#   tests/setup.sh          everything to build and test: the demo's build
+#                           dependencies, the test tools (cmocka, valgrind,
+#                           clang, mandoc, lintian, ...) and the Kubernetes
+#                           test bed (a kube-apiserver built from Debian's
+#                           source, cached, about 3 minutes the first time)
+#   tests/setup.sh --demo   only what building mcgit and `mcgit demo` need
+#                           (the README's first command)
+#   tests/setup.sh --package  that, and what deploy/debian/build-deb.sh needs
+#                           (debhelper, lintian)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-pkgs=(build-essential cmake pkg-config git openssh-client valgrind python3 jq procps gzip coreutils
-      libgit2-dev libyaml-dev libjansson-dev libcurl4-openssl-dev libssl-dev
-      libsodium-dev libcmocka-dev zlib1g-dev
-      clang libclang-rt-14-dev)  # clang: tests/fuzz/run.sh (libFuzzer, ASan, UBSan)
-missing=()
-for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+demo=0
+case ${1:-} in
+  --demo) demo=1 ;;
+  --package) demo=2 ;;
+  "") ;;
+  *) echo "usage: tests/setup.sh [--demo | --package]" >&2; exit 2 ;;
+esac
+
+# install PKG...: apt-get install those not installed yet (one apt-get
+# update first, only when something is missing). --demo leaves out what
+# the packages merely recommend.
+updated=0
+norec=()
+[ "$demo" = 1 ] && norec=(--no-install-recommends)
+install() {
+  local p missing=()
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  if [ "$updated" = 0 ]; then apt-get update -qq; updated=1; fi
+  apt-get install -y -qq "${norec[@]}" "${missing[@]}" >/dev/null
+}
+
+# Building mcgit (C only: gcc, not build-essential's g++), and `mcgit demo`,
+# which needs nothing else at run time (not even git: it signs and commits
+# through libgit2 and libsodium).
+install gcc libc6-dev make cmake pkg-config \
+        libgit2-dev libyaml-dev libjansson-dev libcurl4-openssl-dev libssl-dev \
+        libsodium-dev zlib1g-dev libmicrohttpd-dev
+[ "$demo" = 1 ] && exit 0
+# deploy/debian/build-deb.sh: debhelper, lintian, and systemd's pkg-config
+# file (the unit directory)
+install build-essential debhelper lintian systemd
+[ "$demo" = 2 ] && exit 0
+
+# The tests: unit tests, Valgrind, the integration tests' tools, clang
+# (tests/fuzz/run.sh: libFuzzer, ASan, UBSan), and the install checks
+# (test_install: mandoc, man-db, zsh; test_systemd_units: systemd-analyze,
+# installed above with the packaging tools that package/test_deb uses).
+install git openssh-client valgrind python3 jq procps gzip coreutils libcmocka-dev \
+        clang libclang-rt-14-dev \
+        mandoc man-db groff-base zsh \
+        prometheus  # promtool and a real Prometheus server: test_metrics.sh
 
 # The Kubernetes tests run a real kube-apiserver and etcd on 127.0.0.1:
 # etcd from Debian's etcd-server, kube-apiserver built from Debian's own
@@ -21,11 +62,6 @@ fi
 kpkgs=(golang-go dpkg-dev golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
        etcd-server curl openssl)
 command -v kubectl >/dev/null 2>&1 || kpkgs+=(kubernetes-client)
-missing=()
-for p in "${kpkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+install "${kpkgs[@]}"
 # A systemd host starts the packaged etcd on 2379; the tests use their own.
 "$(dirname "$0")"/kube/build-apiserver.sh >/dev/null

@@ -60,6 +60,8 @@ struct mcg_agent {
     bool force;
     bool reboot_issued; /* this process already ran the reboot command */
     mcg_acfg *cur;      /* parsed current config, cached for drift checks */
+    char drain_evented[256]; /* the target whose Cordon/Drain events were recorded */
+    char degraded_evented[MCG_AGENT_REASON]; /* the reason last recorded as an event */
 };
 
 static const mcg_acfg empty_cfg = {0};
@@ -75,12 +77,16 @@ static void logf_(mcg_agent *a, int level, const char *fmt, ...)
 {
     if (a->o.verbosity < level)
         return;
+    char line[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("mcgit agent: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    mcg_vbfmt(line, sizeof(line), fmt, ap);
     va_end(ap);
+    /* every line names the node, as node=NAME (one write per line) */
+    if (a->o.node)
+        fprintf(stderr, "mcgit agent: node=%s: %s\n", a->o.node, line);
+    else
+        fprintf(stderr, "mcgit agent: %s\n", line);
 }
 
 /* ------------------------------------------------------- state files */
@@ -436,9 +442,34 @@ static int patch(mcg_agent *a, mcg_cluster *c, const mcg_node_patch *p)
     return rc;
 }
 
+/* A Kubernetes Event about this node (best effort; nothing without a cluster). */
+static void event(mcg_agent *a, mcg_cluster *c, bool warning, const char *reason, const char *fmt,
+                  ...) __attribute__((format(printf, 5, 6)));
+static void event(mcg_agent *a, mcg_cluster *c, bool warning, const char *reason, const char *fmt,
+                  ...)
+{
+    if (!c || !a->o.node)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    mcg_vbfmt(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    mcg_event ev = {"mcgit-agent", false, a->o.node, warning, reason, msg};
+    mcg_err e = {0};
+    if (mcg_cluster_event(c, &ev, &e) != 0) /* best effort */
+        logf_(a, 2, "event %s not recorded: %s", reason, e.msg);
+}
+
 static void report_degraded(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res)
 {
     logf_(a, 1, "Degraded: %s", res->reason);
+    if (c && strcmp(a->degraded_evented, res->reason) != 0) { /* once per reason */
+        event(a, c, true,
+              strncmp(res->reason, "drift: ", 7) ? "NodeDegraded" : "ConfigDriftDetected", "%s",
+              res->reason);
+        snprintf(a->degraded_evented, sizeof(a->degraded_evented), "%s", res->reason);
+    }
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
     p.state = "Degraded";
     p.reason = res->reason;
@@ -723,6 +754,7 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
             if (!was || !strcmp(was, bid)) {
                 if (!a->reboot_issued) {
                     a->reboot_issued = true;
+                    event(a, c, false, "Reboot", "Node will reboot into config %s", target);
                     const char *cmd =
                         a->o.reboot_command ? a->o.reboot_command : "systemctl reboot";
                     int st = run_cmd(a, cmd);
@@ -740,6 +772,7 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
             }
             logf_(a, 1, "reboot done (boot id %s)", bid);
         } else if (a->o.reboot_command) {
+            event(a, c, false, "Reboot", "Node will reboot into config %s", target);
             int st = run_cmd(a, a->o.reboot_command);
             if (st != 0) {
                 set_reason(res, MCG_AGENT_DEGRADED, "reboot command '%s' failed (exit %d)",
@@ -748,6 +781,8 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
                 goto out;
             }
         } else {
+            event(a, c, false, "Reboot", "Node will reboot into config %s (recorded: not live)",
+                  target);
             logf_(a, 1, "reboot recorded (not live: nothing run)");
         }
         json_object_set_new(j, "phase", json_string("finish"));
@@ -776,6 +811,12 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
             res->offline = true; /* keep the journal: report once the cluster is back */
             goto out;
         }
+        if (cordoned)
+            event(a, c, false, "Uncordon",
+                  "Update completed for config %s and node has been uncordoned", target);
+        event(a, c, false, "NodeDone", "Setting node %s, currentConfig %s to Done", a->o.node,
+              target);
+        a->degraded_evented[0] = '\0';
         unlinkat(a->statefd, "journal.json", 0);
         fsync(a->statefd);
         mcg_acfg_free(a->cur);
@@ -884,8 +925,16 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
     if (c && (act.reboot || act.drain)) {
         mcg_node_patch q = MCG_NODE_PATCH_INIT;
         q.unschedulable = 1;
-        if (patch(a, c, &q) == 0)
+        /* once per target: a drain that keeps failing is retried every pass */
+        bool tell = strcmp(a->drain_evented, name) != 0;
+        if (patch(a, c, &q) == 0) {
             cordoned = true;
+            if (tell)
+                event(a, c, false, "Cordon", "Cordoned node to apply update");
+        }
+        if (tell)
+            event(a, c, false, "Drain", "Draining node to update config.");
+        snprintf(a->drain_evented, sizeof(a->drain_evented), "%s", name);
         if (mcg_cluster_drain(c, a->o.node, &e) != 0) {
             set_reason(res, MCG_AGENT_DEGRADED, "drain: %s", e.msg);
             if (cordoned)
@@ -976,6 +1025,7 @@ static void drift_pass(mcg_agent *a, mcg_cluster *c, const mcg_node *n, mcg_agen
             p.reason = "";
             patch(a, c, &p);
             logf_(a, 1, "Done: %s", cur->name);
+            a->degraded_evented[0] = '\0'; /* a new problem is a new event */
         }
     }
     mcg_strv_free(&diffs);
@@ -1083,22 +1133,85 @@ out:
     return rc;
 }
 
+int mcg_agent_metrics_declare(mcg_metrics *m, mcg_err *err)
+{
+    static const double buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                     0.5,   1,      2.5,   5,    10,    30,   60,  300};
+    int rc;
+    if ((rc = mcg_metrics_declare(m, "mcgit_agent_passes_total", MCG_METRIC_COUNTER,
+                                  "Agent passes, by result (ok, failed, offline: the cluster "
+                                  "could not be reached and drift was checked locally).",
+                                  "node,result", NULL, 0, err)) != 0 ||
+        (rc = mcg_metrics_declare(m, "mcgit_agent_pass_duration_seconds", MCG_METRIC_HISTOGRAM,
+                                  "Agent passes: an update (apply, actions) or a drift check.",
+                                  "node", buckets, sizeof(buckets) / sizeof(*buckets), err)) != 0 ||
+        (rc = mcg_metrics_declare(m, "mcgit_agent_node_state", MCG_METRIC_GAUGE,
+                                  "1 for the node's state after the last pass (Done, Working, "
+                                  "Degraded), 0 for the others.",
+                                  "node,state", NULL, 0, err)) != 0 ||
+        (rc = mcg_metrics_declare(m, "mcgit_agent_drift_detections_total", MCG_METRIC_COUNTER,
+                                  "Times drift was found (a managed path differs from the "
+                                  "config on disk; counted once until it changes).",
+                                  "node", NULL, 0, err)) != 0 ||
+        (rc = mcg_metrics_declare(m, "mcgit_agent_applies_total", MCG_METRIC_COUNTER,
+                                  "Passes that changed files (an update applied).", "node", NULL,
+                                  0, err)) != 0 ||
+        (rc = mcg_metrics_declare(m, "mcgit_agent_reboots_total", MCG_METRIC_COUNTER,
+                                  "Reboot actions carried out (or recorded, not live).", "node",
+                                  NULL, 0, err)) != 0)
+        return rc;
+    return 0;
+}
+
+/* Record one pass of the loop; last_drift: the drift reason last counted. */
+static void record_pass(mcg_agent *a, int rc, const mcg_agent_result *res, double seconds,
+                        char *last_drift, size_t n)
+{
+    mcg_metrics *m = a->o.metrics;
+    const char *node = a->o.node ? a->o.node : "";
+    if (!m)
+        return;
+    const char *result = rc ? "failed" : res->offline ? "offline" : "ok";
+    mcg_metrics_add(m, "mcgit_agent_passes_total", MCG_LV(node, result), 1);
+    mcg_metrics_observe(m, "mcgit_agent_pass_duration_seconds", MCG_LV(node), seconds);
+    if (rc)
+        return;
+    for (int s = MCG_AGENT_DONE; s <= MCG_AGENT_DEGRADED; s++)
+        mcg_metrics_set(m, "mcgit_agent_node_state",
+                        MCG_LV(node, mcg_agent_state_name((mcg_agent_state)s)),
+                        res->state == (mcg_agent_state)s ? 1 : 0);
+    bool drift = res->state == MCG_AGENT_DEGRADED && !strncmp(res->reason, "drift: ", 7);
+    if (drift && strcmp(last_drift, res->reason) != 0)
+        mcg_metrics_add(m, "mcgit_agent_drift_detections_total", MCG_LV(node), 1);
+    snprintf(last_drift, n, "%s", drift ? res->reason : "");
+    if (res->applied)
+        mcg_metrics_add(m, "mcgit_agent_applies_total", MCG_LV(node), 1);
+    if (res->rebooted)
+        mcg_metrics_add(m, "mcgit_agent_reboots_total", MCG_LV(node), 1);
+}
+
 int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig_atomic_t *stop,
                    mcg_err *err)
 {
     mcg_agent_state last = MCG_AGENT_DONE;
     bool first = true;
+    char last_drift[MCG_AGENT_REASON] = "";
     while (!*stop) {
         mcg_agent_result res;
         mcg_err e = {0};
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         int rc = mcg_agent_run_once(&res, a, c, &e);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        record_pass(a, rc, &res, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+                    last_drift, sizeof(last_drift));
         if (rc) {
             logf_(a, 1, "pass failed: %s", e.msg);
             if (rc == MCG_ENOTFOUND && first)
                 return mcg_err_set(err, rc, "%s", e.msg);
         } else if (first || res.state != last) {
-            logf_(a, 1, "node %s: %s%s%s", a->o.node, mcg_agent_state_name(res.state),
-                  res.reason[0] ? ": " : "", res.reason);
+            logf_(a, 1, "%s%s%s", mcg_agent_state_name(res.state), res.reason[0] ? ": " : "",
+                  res.reason);
             last = res.state;
         }
         first = false;

@@ -29,6 +29,7 @@
 #include <signal.h>
 
 #include "cluster/cluster.h"
+#include "metrics/metrics.h"
 
 /* How an agent runs. Strings are borrowed for the agent's lifetime. */
 typedef struct mcg_agent_opts {
@@ -47,6 +48,9 @@ typedef struct mcg_agent_opts {
      */
     const char *host_exec;
     int verbosity; /* 0 quiet, 1 normal, 2 verbose; logs go to stderr */
+    /* Where mcg_agent_loop records its passes (mcg_agent_metrics_declare'd);
+     * NULL: nowhere. */
+    mcg_metrics *metrics;
 } mcg_agent_opts;
 
 typedef enum {
@@ -161,6 +165,13 @@ int mcg_agent_check_drift(mcg_agent_result *res, mcg_agent *a, mcg_err *err);
  */
 int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig_atomic_t *stop,
                    mcg_err *err);
+
+/*
+ * Declare the agent's metric families in m (docs/operations.md, "Metrics"):
+ * passes and their duration, the node's state, drift detections, applies,
+ * reboots.
+ */
+int mcg_agent_metrics_declare(mcg_metrics *m, mcg_err *err);
 
 /* "Done", "Working" or "Degraded". */
 const char *mcg_agent_state_name(mcg_agent_state s);

@@ -1,16 +1,18 @@
 /*
- * bundle_int.h — shared inside bundle/. Bundle code reads the repository
- * handle's insides (gitops_int.h: the libgit2 repository, the branch names)
- * and, during an import, sets the handle's `memo` and `scan` hints on the
- * quarantine views it makes (view.c).
+ * bundle_int.h — shared inside bundle/. Bundle code works on the libgit2
+ * repository under a handle (mcg_repo_git) and, during an import, on
+ * quarantine views of it (view.c, mcg_repo_open_view), passing what the pack
+ * scan learnt to verification as explicit hints.
  */
 #ifndef MCG_BUNDLE_INT_H
 #define MCG_BUNDLE_INT_H
 
 #include "bundle/bundle.h"
-#include "gitops/gitops_int.h"
+#include "gitops/gitops.h"
 #include "pack/pack.h"
 
+#include <git2.h>
+#include <git2/sys/odb_backend.h>
 #include <sys/types.h>
 
 #define MCG_BUNDLE_MAX_LINE (64 * 1024) /* one header line */
@@ -184,13 +186,12 @@ int mcg_bundle_read_idx_oids(mcg_oidmap *out, const char *idx, mcg_err *err);
 /* ------------------------------------------------------------ view.c */
 
 /*
- * Open a view of r in v whose object database is the quarantined pack in
+ * Open a view of r in *v whose object database is the quarantined pack in
  * qdir first, then r's own objects directory (objects) and its alternates.
- * Read-only. Close with mcg_bundle_view_close.
+ * Read-only. Free it with mcg_repo_free.
  */
-int mcg_bundle_view_open(mcg_repo *v, mcg_repo *r, const char *qdir, const char *objects,
+int mcg_bundle_view_open(mcg_repo **v, mcg_repo *r, const char *qdir, const char *objects,
                          mcg_err *err);
-void mcg_bundle_view_close(mcg_repo *v);
 /* Whether id is in the set of ids pack (an mcg_oidmap). */
 bool mcg_bundle_in_pack(const git_oid *id, void *pack);
 /*

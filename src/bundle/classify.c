@@ -37,12 +37,12 @@ int mcg_bundle_classify(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid,
         br->note = "only branches, tags and refs/notes/mcgit-approvals are imported";
         return 0;
     }
-    if (!is_tag && !is_notes && !strcmp(name + 11, q->rendered_branch)) {
+    if (!is_tag && !is_notes && !strcmp(name + 11, mcg_repo_rendered_branch(q))) {
         br->note = "the rendered branch is made locally";
         return 0;
     }
     br->action = MCG_BUNDLE_SKIP;
-    if (git_reference_name_to_id(&old, q->git, name) != 0) {
+    if (git_reference_name_to_id(&old, mcg_repo_git(q), name) != 0) {
         br->action = MCG_BUNDLE_CREATE;
         return 0;
     }
@@ -57,13 +57,13 @@ int mcg_bundle_classify(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid,
                            "%s: the bundle moves an existing tag (%.12s -> %.12s)", name,
                            br->old_sha, br->new_sha);
     }
-    if ((d = descends(q->git, new_oid, &old, err)) < 0)
+    if ((d = descends(mcg_repo_git(q), new_oid, &old, err)) < 0)
         return err->code;
     if (d == 1) {
         br->action = MCG_BUNDLE_FORWARD;
         return 0;
     }
-    if ((d = descends(q->git, &old, new_oid, err)) < 0)
+    if ((d = descends(mcg_repo_git(q), &old, new_oid, err)) < 0)
         return err->code;
     if (d == 1) {
         br->action = MCG_BUNDLE_STALE;
@@ -86,7 +86,7 @@ int mcg_bundle_peel_commit(char sha[MCG_SHA_HEX + 1], mcg_repo *q, const mcg_bun
     git_oid oid;
     int rc = 0;
     git_oid_fromstr(&oid, br->new_sha);
-    if (git_object_lookup(&obj, q->git, &oid, GIT_OBJECT_ANY) != 0)
+    if (git_object_lookup(&obj, mcg_repo_git(q), &oid, GIT_OBJECT_ANY) != 0)
         rc = mcg_err_set(err, MCG_EINVAL, "incomplete bundle: %s points to missing object %s",
                          br->name, br->new_sha);
     else if (git_object_peel(&peeled, obj, GIT_OBJECT_COMMIT) != 0)

@@ -251,12 +251,12 @@ int mcg_bundle_collect(mcg_bundle_objset *s, mcg_repo *r, const mcg_bundle_refli
     git_odb *odb = NULL;
     git_oid id;
     int rc = 0;
-    if (git_repository_odb(&odb, r->git) != 0)
+    if (git_repository_odb(&odb, mcg_repo_git(r)) != 0)
         return mcg_git_err(err, "odb");
     for (size_t i = 0; i < prereqs->n && !rc; i++) {
         git_commit *c = NULL;
         mcg_oidmap_put(&s->have, &prereqs->v[i], 0);
-        if (git_commit_lookup(&c, r->git, &prereqs->v[i]) != 0)
+        if (git_commit_lookup(&c, mcg_repo_git(r), &prereqs->v[i]) != 0)
             rc = mcg_git_err(err, "commit");
         else
             rc = rset_tree(s, odb, git_commit_tree_id(c), false, err);
@@ -297,7 +297,7 @@ tags:
         git_oid t = refs->v[i].target;
         for (int depth = 0; depth < 16; depth++) {
             git_tag *tag = NULL;
-            if (git_object_lookup((git_object **)&tag, r->git, &t, GIT_OBJECT_TAG) != 0)
+            if (git_object_lookup((git_object **)&tag, mcg_repo_git(r), &t, GIT_OBJECT_TAG) != 0)
                 break;
             if (mcg_oidmap_put(&s->seen, &t, 0))
                 rset_add(s, &t, NULL);

@@ -109,7 +109,7 @@ int mcg_bundle_check_connected(mcg_bundle_conn *c)
     objstack todo = {0};
     mcg_err *err = &c->err;
     int rc = 0;
-    if (git_repository_odb(&odb, c->view->git) != 0) {
+    if (git_repository_odb(&odb, mcg_repo_git(c->view)) != 0) {
         rc = mcg_git_err(err, "quarantine");
         goto out;
     }

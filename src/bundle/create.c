@@ -101,7 +101,7 @@ static int write_reused(write_ctx *w, mcg_bundle_objset *set, const mcg_pack_reu
     w->nobj = packed + git_packbuilder_object_count(w->pb);
     if (w->nobj > UINT32_MAX)
         return mcg_err_set(err, MCG_EINVAL, "too many objects for one pack");
-    if (git_repository_odb(&odb, r->git) != 0)
+    if (git_repository_odb(&odb, mcg_repo_git(r)) != 0)
         return mcg_git_err(err, "odb");
     if (mcg_pack_writer_begin(w->pw, (uint32_t)w->nobj) != 0) {
         rc = writer_err(err, w->pw, "write");
@@ -141,7 +141,7 @@ static int write_thin(write_ctx *w, mcg_bundle_objset *set, const mcg_pack_reuse
     if (set->n > UINT32_MAX)
         return mcg_err_set(err, MCG_EINVAL, "too many objects for one pack");
     w->nobj = set->n;
-    if (git_repository_odb(&odb, r->git) != 0)
+    if (git_repository_odb(&odb, mcg_repo_git(r)) != 0)
         return mcg_git_err(err, "odb");
     mcg_pack_writer_thin(w->pw, &set->have);
     if (mcg_pack_writer_begin(w->pw, (uint32_t)set->n) != 0) {
@@ -221,7 +221,7 @@ static void write_header(mcg_buf *hdr, mcg_repo *r, const mcg_oidv *prereqs,
     for (size_t i = 0; i < prereqs->n; i++) {
         git_commit *c = NULL;
         const char *subject = NULL;
-        if (git_commit_lookup(&c, r->git, &prereqs->v[i]) == 0)
+        if (git_commit_lookup(&c, mcg_repo_git(r), &prereqs->v[i]) == 0)
             subject = git_commit_summary(c);
         mcg_bundle_hdr_put_prereq(hdr, &prereqs->v[i], subject);
         git_commit_free(c);
@@ -283,14 +283,14 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
     write_header(&hdr, r, &prereqs, &refs);
 
     /* The pack: new commits with only the trees and blobs the prerequisites lack. */
-    if (git_packbuilder_new(&pb, r->git) != 0) {
+    if (git_packbuilder_new(&pb, mcg_repo_git(r)) != 0) {
         rc = mcg_git_err(err, "pack");
         goto out;
     }
     git_packbuilder_set_threads(pb, 0); /* one per CPU for the delta search */
     if (prog->fn)
         git_packbuilder_set_callbacks(pb, pack_progress_cb, (void *)prog);
-    if (git_repository_item_path(&objdir, r->git, GIT_REPOSITORY_ITEM_OBJECTS) == 0) {
+    if (git_repository_item_path(&objdir, mcg_repo_git(r), GIT_REPOSITORY_ITEM_OBJECTS) == 0) {
         char *dir = mcg_sprintf("%spack", objdir.ptr);
         packs = mcg_pack_reuse_open(dir);
         free(dir);
@@ -309,7 +309,7 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
             rc = mcg_git_err(err, "pack");
             goto out;
         }
-        if ((rc = insert_tags(pb, r->git, &refs, err)) != 0)
+        if ((rc = insert_tags(pb, mcg_repo_git(r), &refs, err)) != 0)
             goto out;
     }
 

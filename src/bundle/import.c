@@ -37,8 +37,8 @@
 #include <unistd.h>
 
 typedef struct session {
-    mcg_repo q;         /* a view of the repo that also sees the quarantine (main thread) */
-    mcg_repo q2;        /* the same view for the second thread */
+    mcg_repo *q;        /* a view of the repo that also sees the quarantine (main thread) */
+    mcg_repo *q2;       /* the same view for the second thread */
     mcg_verify_opts hints; /* what the pack scan learnt (memo, scan): saves work only */
     char approvals[MCG_SHA_HEX + 1]; /* the bundle's refs/notes/mcgit-approvals, "" none */
     char *objects;      /* the repo's objects directory (with a trailing '/') */
@@ -54,8 +54,9 @@ typedef struct session {
 /* Close the views, remove the quarantine, then drop the lock. */
 static void session_end(session *s)
 {
-    mcg_bundle_view_close(&s->q);
-    mcg_bundle_view_close(&s->q2);
+    mcg_repo_free(s->q);
+    mcg_repo_free(s->q2);
+    s->q = s->q2 = NULL;
     if (s->qdir)
         mcg_bundle_quarantine_drop(s->qdir);
     if (s->lockfd >= 0)
@@ -131,7 +132,7 @@ static int check_prereqs(mcg_repo *r, const mcg_bundle_hdr *h, const mcg_bundle_
 {
     for (size_t i = 0; i < h->prereqs.n; i++) {
         git_commit *c = NULL;
-        if (git_commit_lookup(&c, r->git, &h->prereqs.v[i]) != 0)
+        if (git_commit_lookup(&c, mcg_repo_git(r), &h->prereqs.v[i]) != 0)
             return mcg_err_set(err, MCG_ENOTFOUND,
                                "missing prerequisite %s: import the bundle it came after first",
                                rep->prerequisites.v[i]);
@@ -148,9 +149,9 @@ static int index_into_quarantine(session *s, mcg_repo *r, mcg_bundle_reader *rd,
     git_odb *odb = NULL;
     git_buf objdir = {0};
     int rc = 0;
-    if (git_repository_odb(&odb, r->git) != 0)
+    if (git_repository_odb(&odb, mcg_repo_git(r)) != 0)
         return mcg_git_err(err, "odb");
-    if (git_repository_item_path(&objdir, r->git, GIT_REPOSITORY_ITEM_OBJECTS) != 0) {
+    if (git_repository_item_path(&objdir, mcg_repo_git(r), GIT_REPOSITORY_ITEM_OBJECTS) != 0) {
         rc = mcg_git_err(err, "objects");
         goto out;
     }
@@ -181,11 +182,11 @@ out:
  */
 static int open_views(session *s, mcg_repo *r, mcg_oidmap *pack, mcg_err *err)
 {
-    mcg_repo *views[] = {&s->q, &s->q2};
     int rc;
     if ((rc = mcg_bundle_view_open(&s->q, r, s->qdir, s->objects, err)) != 0 ||
         (rc = mcg_bundle_view_open(&s->q2, r, s->qdir, s->objects, err)) != 0)
         return rc;
+    mcg_repo *views[] = {s->q, s->q2};
     char *idx = mcg_sprintf("%s/pack/pack-%s.idx", s->qdir, s->pack_name);
     rc = mcg_bundle_read_idx_oids(pack, idx, err);
     free(idx);
@@ -202,20 +203,20 @@ static int open_views(session *s, mcg_repo *r, mcg_oidmap *pack, mcg_err *err)
 static int plan_refs(session *s, mcg_bundle_report *rep, mcg_repo *r, mcg_bundle_vref *want,
                      git_oid *tips, const mcg_signers *root, mcg_err *err)
 {
-    char *src_ref = mcg_sprintf("refs/heads/%s", r->source_branch);
+    char *src_ref = mcg_sprintf("refs/heads/%s", mcg_repo_source_branch(r));
     int rc = 0;
     for (size_t i = 0; i < rep->nrefs; i++) {
         mcg_bundle_ref *br = &rep->refs[i];
         git_object *obj = NULL;
         want[i].with = -1;
         git_oid_fromstr(&tips[i], br->new_sha);
-        if (git_object_lookup(&obj, s->q.git, &tips[i], GIT_OBJECT_ANY) != 0) {
+        if (git_object_lookup(&obj, mcg_repo_git(s->q), &tips[i], GIT_OBJECT_ANY) != 0) {
             rc = mcg_err_set(err, MCG_EINVAL, "incomplete bundle: %s points to missing object %s",
                              br->name, br->new_sha);
             goto out;
         }
         git_object_free(obj);
-        if ((rc = mcg_bundle_classify(br, &s->q, &tips[i], err)) != 0)
+        if ((rc = mcg_bundle_classify(br, s->q, &tips[i], err)) != 0)
             goto out;
         if (br->action != MCG_BUNDLE_CREATE && br->action != MCG_BUNDLE_FORWARD)
             continue;
@@ -225,7 +226,7 @@ static int plan_refs(session *s, mcg_bundle_report *rep, mcg_repo *r, mcg_bundle
             memcpy(s->approvals, br->new_sha, sizeof(s->approvals));
             continue;
         }
-        if ((rc = mcg_bundle_peel_commit(want[i].tip, &s->q, br, err)) != 0)
+        if ((rc = mcg_bundle_peel_commit(want[i].tip, s->q, br, err)) != 0)
             goto out;
         /*
          * Every new commit is verified. For the source branch the range is
@@ -236,14 +237,14 @@ static int plan_refs(session *s, mcg_bundle_report *rep, mcg_repo *r, mcg_bundle
         bool is_src = !strcmp(br->name, src_ref);
         if (!is_src && br->old_sha[0])
             memcpy(want[i].since, br->old_sha, sizeof(want[i].since));
-        mcg_bundle_effective_since(want[i].eff, &s->q, want[i].tip,
+        mcg_bundle_effective_since(want[i].eff, s->q, want[i].tip,
                                    want[i].since[0] ? want[i].since : NULL, root);
         if (is_src)
             memcpy(s->source_tip, want[i].tip, sizeof(s->source_tip));
         /* A ref inside the range of an earlier one (a tag on the branch) is verified with it. */
         for (size_t j = 0; j < i && want[i].with < 0; j++)
             if (want[j].tip[0] && want[j].with < 0 && !strcmp(want[j].eff, want[i].eff) &&
-                mcg_repo_descends(&s->q, want[j].tip, want[i].tip))
+                mcg_repo_descends(s->q, want[j].tip, want[i].tip))
                 want[i].with = (ssize_t)j;
         if (want[i].with >= 0)
             br->verified_with = rep->refs[want[i].with].name;
@@ -286,13 +287,13 @@ static int check_render(session *s, mcg_bundle_report *rep, mcg_err *err)
     int rc = 0;
     if (!s->source_tip[0])
         return 0;
-    if (mcg_gitops_commit_time(&s->rep_newest_time, &s->q, s->source_tip) == 0)
+    if (mcg_gitops_commit_time(&s->rep_newest_time, s->q, s->source_tip) == 0)
         memcpy(s->rep_newest, s->source_tip, sizeof(s->rep_newest));
-    if (mcg_gitops_load_commit(&m, &s->q, s->source_tip, &diags, err) != 0 ||
+    if (mcg_gitops_load_commit(&m, s->q, s->source_tip, &diags, err) != 0 ||
         mcg_render_model(&out, m, &diags) != 0)
         rc = mcg_err_set(err, MCG_EINVAL, "commit %s does not render: %s", s->source_tip,
                          diags.count ? diags.msgs[0] : err->msg);
-    else if (mcg_gitops_plan_make(&plan, &s->q, s->source_tip, m, out, &perr) == 0) {
+    else if (mcg_gitops_plan_make(&plan, s->q, s->source_tip, m, out, &perr) == 0) {
         m = NULL, out = NULL; /* transferred */
         /* kept as text: the model and render are not held through the import */
         char *head = mcg_plan_title(plan);
@@ -342,7 +343,7 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
     tips = mcg_calloc(rep->nrefs ? rep->nrefs : 1, sizeof(*tips));
     if ((rc = open_views(s, r, &pack, err)) != 0 ||
         (rc = plan_refs(s, rep, r, want, tips, root, err)) != 0 ||
-        (rc = mcg_bundle_verify_all(&s->q, &s->q2, rep, want, tips, rep->nrefs, &pack, root,
+        (rc = mcg_bundle_verify_all(s->q, s->q2, rep, want, tips, rep->nrefs, &pack, root,
                                     &s->hints, prog, err)) != 0 ||
         (rc = refuse_verdicts(rep, err)) != 0 || (rc = check_render(s, rep, err)) != 0)
         goto out;
@@ -418,7 +419,7 @@ static int move_refs(mcg_repo *r, const mcg_bundle_report *rep, mcg_err *err)
     git_transaction *tx = NULL;
     git_signature *sig = NULL;
     int rc = 0;
-    if (git_transaction_new(&tx, r->git) != 0 ||
+    if (git_transaction_new(&tx, mcg_repo_git(r)) != 0 ||
         git_signature_now(&sig, "mcgit", "mcgit@localhost") != 0) {
         rc = mcg_git_err(err, "refs");
         goto out;
@@ -432,7 +433,7 @@ static int move_refs(mcg_repo *r, const mcg_bundle_report *rep, mcg_err *err)
             rc = mcg_git_err(err, br->name);
             goto out;
         }
-        int have = git_reference_name_to_id(&cur, r->git, br->name) == 0;
+        int have = git_reference_name_to_id(&cur, mcg_repo_git(r), br->name) == 0;
         char cur_sha[MCG_SHA_HEX + 1] = "";
         if (have)
             git_oid_tostr(cur_sha, sizeof(cur_sha), &cur);
@@ -473,8 +474,9 @@ int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
             any = true;
     if (!any)
         goto out; /* up to date: nothing to move */
-    mcg_bundle_view_close(&s.q);
-    mcg_bundle_view_close(&s.q2);
+    mcg_repo_free(s.q);
+    mcg_repo_free(s.q2);
+    s.q = s.q2 = NULL;
     /*
      * From here the import completes, whatever signal comes: pack, refs,
      * verified mark and render, then the signal is delivered.
@@ -488,7 +490,7 @@ int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
     if ((rc = move_pack(&s, err)) != 0)
         goto out;
     git_odb *odb = NULL;
-    if (git_repository_odb(&odb, r->git) == 0) {
+    if (git_repository_odb(&odb, mcg_repo_git(r)) == 0) {
         git_odb_refresh(odb);
         git_odb_free(odb);
     }

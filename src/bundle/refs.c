@@ -66,19 +66,19 @@ static int bref_cmp(const void *a, const void *b)
 
 int mcg_bundle_refs_default(mcg_bundle_reflist *l, mcg_repo *r, mcg_err *err)
 {
-    char *branch = mcg_sprintf("refs/heads/%s", r->source_branch);
+    char *branch = mcg_sprintf("refs/heads/%s", mcg_repo_source_branch(r));
     git_oid oid;
     git_reference_iterator *it = NULL;
     git_reference *ref = NULL;
     int rc = 0;
-    if (git_reference_name_to_id(&oid, r->git, branch) != 0) {
-        rc = mcg_err_set(err, MCG_ENOTFOUND, "no branch '%s' to bundle", r->source_branch);
+    if (git_reference_name_to_id(&oid, mcg_repo_git(r), branch) != 0) {
+        rc = mcg_err_set(err, MCG_ENOTFOUND, "no branch '%s' to bundle", mcg_repo_source_branch(r));
         goto out;
     }
-    if ((rc = breflist_add(l, r->git, "HEAD", &oid, err)) != 0 ||
-        (rc = breflist_add(l, r->git, branch, &oid, err)) != 0)
+    if ((rc = breflist_add(l, mcg_repo_git(r), "HEAD", &oid, err)) != 0 ||
+        (rc = breflist_add(l, mcg_repo_git(r), branch, &oid, err)) != 0)
         goto out;
-    if (git_reference_iterator_glob_new(&it, r->git, "refs/tags/*") != 0) {
+    if (git_reference_iterator_glob_new(&it, mcg_repo_git(r), "refs/tags/*") != 0) {
         rc = mcg_git_err(err, "refs/tags");
         goto out;
     }
@@ -87,14 +87,14 @@ int mcg_bundle_refs_default(mcg_bundle_reflist *l, mcg_repo *r, mcg_err *err)
         mcg_err ignore = {0};
         /* Tags that do not lead to a commit are not part of a config history. */
         if (git_reference_resolve(&res, ref) == 0 && git_reference_target(res))
-            breflist_add(l, r->git, git_reference_name(ref), git_reference_target(res), &ignore);
+            breflist_add(l, mcg_repo_git(r), git_reference_name(ref), git_reference_target(res), &ignore);
         git_reference_free(res);
         git_reference_free(ref);
         ref = NULL;
     }
     /* approvals for the two-person rule travel with the history they approve */
-    if (git_reference_name_to_id(&oid, r->git, "refs/notes/mcgit-approvals") == 0)
-        rc = breflist_add(l, r->git, "refs/notes/mcgit-approvals", &oid, err);
+    if (git_reference_name_to_id(&oid, mcg_repo_git(r), "refs/notes/mcgit-approvals") == 0)
+        rc = breflist_add(l, mcg_repo_git(r), "refs/notes/mcgit-approvals", &oid, err);
 out:
     git_reference_iterator_free(it);
     free(branch);
@@ -107,12 +107,12 @@ int mcg_bundle_refs_named(mcg_bundle_reflist *l, mcg_repo *r, const char *const 
     for (size_t i = 0; i < n; i++) {
         git_reference *ref = NULL, *res = NULL;
         int rc = 0;
-        if (git_reference_dwim(&ref, r->git, names[i]) != 0)
+        if (git_reference_dwim(&ref, mcg_repo_git(r), names[i]) != 0)
             return mcg_err_set(err, MCG_ENOTFOUND, "no ref '%s'", names[i]);
         if (git_reference_resolve(&res, ref) != 0 || !git_reference_target(res))
             rc = mcg_git_err(err, names[i]);
         else
-            rc = breflist_add(l, r->git, git_reference_name(ref), git_reference_target(res), err);
+            rc = breflist_add(l, mcg_repo_git(r), git_reference_name(ref), git_reference_target(res), err);
         git_reference_free(res);
         git_reference_free(ref);
         if (rc)
@@ -126,7 +126,7 @@ int mcg_bundle_walk_new(git_revwalk **out, mcg_repo *r, const mcg_bundle_reflist
 {
     git_revwalk *w = NULL;
     *out = NULL;
-    if (git_revwalk_new(&w, r->git) != 0 || git_revwalk_sorting(w, GIT_SORT_TIME) != 0)
+    if (git_revwalk_new(&w, mcg_repo_git(r)) != 0 || git_revwalk_sorting(w, GIT_SORT_TIME) != 0)
         goto fail;
     for (size_t i = 0; i < refs->n; i++)
         if (git_revwalk_push(w, &refs->v[i].commit) != 0)
@@ -159,7 +159,7 @@ int mcg_bundle_refs_incremental(mcg_oidv *prereqs, mcg_bundle_reflist *refs, mcg
     mcg_oidv_sort(&commits);
     for (size_t i = 0; i < commits.n; i++) {
         git_commit *c = NULL;
-        if (git_commit_lookup(&c, r->git, &commits.v[i]) != 0) {
+        if (git_commit_lookup(&c, mcg_repo_git(r), &commits.v[i]) != 0) {
             rc = mcg_git_err(err, "commit");
             goto out;
         }

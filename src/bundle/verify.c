@@ -146,7 +146,7 @@ static int plan_ref(vjob **jobs, size_t *n, size_t *cap, mcg_repo *v, size_t i, 
             reached = true;
             break;
         }
-        if (git_commit_lookup(&c, v->git, &cur) != 0) {
+        if (git_commit_lookup(&c, mcg_repo_git(v), &cur) != 0) {
             rc = mcg_git_err(err, "damaged bundle");
             goto out;
         }

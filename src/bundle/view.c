@@ -16,23 +16,14 @@
 
 #include <string.h>
 
-void mcg_bundle_view_close(mcg_repo *v)
-{
-    git_repository_free(v->git);
-    v->git = NULL;
-}
-
-int mcg_bundle_view_open(mcg_repo *v, mcg_repo *r, const char *qdir, const char *objects,
+int mcg_bundle_view_open(mcg_repo **v, mcg_repo *r, const char *qdir, const char *objects,
                          mcg_err *err)
 {
     git_odb *odb = NULL;
     git_odb_backend *qpack = NULL;
     int rc = 0;
-    v->source_branch = r->source_branch;
-    v->rendered_branch = r->rendered_branch;
-    if (git_repository_open_ext(&v->git, git_repository_path(r->git), GIT_REPOSITORY_OPEN_NO_SEARCH,
-                                NULL) != 0 ||
-        git_odb_new(&odb) != 0 || git_odb_backend_pack(&qpack, qdir) != 0) {
+    *v = NULL;
+    if (git_odb_new(&odb) != 0 || git_odb_backend_pack(&qpack, qdir) != 0) {
         rc = mcg_git_err(err, "quarantine");
         goto out;
     }
@@ -46,7 +37,7 @@ int mcg_bundle_view_open(mcg_repo *v, mcg_repo *r, const char *qdir, const char 
         rc = mcg_git_err(err, "quarantine");
         goto out;
     }
-    git_repository_set_odb(v->git, odb);
+    rc = mcg_repo_open_view(v, r, odb, err);
 out:
     git_odb_free(odb);
     return rc;
@@ -65,7 +56,7 @@ int mcg_bundle_views_attach_scan(mcg_repo *const *views, size_t n, mcg_packscan 
     hints->scan = NULL;
     if (!n)
         return 0;
-    if (git_repository_odb(&odb, views[0]->git) != 0)
+    if (git_repository_odb(&odb, mcg_repo_git(views[0])) != 0)
         return mcg_git_err(err, "quarantine");
     mcg_packscan_confirm(scan, mcg_bundle_in_pack, (void *)pack, odb);
     git_odb_free(odb);
@@ -76,7 +67,7 @@ int mcg_bundle_views_attach_scan(mcg_repo *const *views, size_t n, mcg_packscan 
         if (!mcg_packscan_complete(scan))
             continue;
         hints->scan = scan;
-        if (mcg_packscan_backend(&be, scan) != 0 || git_repository_odb(&odb, v->git) != 0) {
+        if (mcg_packscan_backend(&be, scan) != 0 || git_repository_odb(&odb, mcg_repo_git(v)) != 0) {
             if (be)
                 be->free(be);
             return mcg_git_err(err, "quarantine");

@@ -20,6 +20,7 @@ const mcg_cmd mcg_cmd_agent = {
     "usage: mcgit agent --node N --cluster C [--root DIR] [--state-dir DIR] [--live]\n"
     "                   [--once] [--interval SECONDS] [--force]\n"
     "                   [--reboot-command CMD] [--systemctl CMD] [--host-exec PREFIX]\n"
+    "                   [--metrics-bind-address HOST:PORT]\n"
     "\n"
     "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG; without\n"
     "--cluster, $MCGIT_CLUSTER): when its desiredConfig differs from the config on\n"
@@ -52,6 +53,10 @@ const mcg_cmd mcg_cmd_agent = {
     "  --host-exec PREFIX    run rpm-ostree, bootc, grubby, kernel-install and\n"
     "                        update-grub as `PREFIX CMD ARGS` (e.g. `chroot /rootfs`);\n"
     "                        not live: they run only when this is given\n"
+    "  --metrics-bind-address HOST:PORT\n"
+    "                        serve Prometheus metrics at http://HOST:PORT/metrics\n"
+    "                        (passes, node state, drift detections, applies,\n"
+    "                        reboots; see docs/operations.md); port 0: any free one\n"
     "  -v, -q                more or less logging on stderr\n",
     run,
 };
@@ -80,7 +85,9 @@ static int run(int argc, char **argv)
                                          {"host-exec", required_argument, 0, 'X'},
                                          {"verbose", no_argument, 0, 'v'},
                                          {"quiet", no_argument, 0, 'q'},
+                                         {"metrics-bind-address", required_argument, 0, 'M'},
                                          {0, 0, 0, 0}};
+    const char *metrics_bind = NULL;
     mcg_agent_opts o;
     memset(&o, 0, sizeof(o));
     o.verbosity = 1;
@@ -133,6 +140,9 @@ static int run(int argc, char **argv)
         case 'q':
             o.verbosity = 0;
             break;
+        case 'M':
+            metrics_bind = optarg;
+            break;
         default:
             return mcg_cli_usage_error(&mcg_cmd_agent, NULL);
         }
@@ -142,10 +152,14 @@ static int run(int argc, char **argv)
         return mcg_cli_usage_error(&mcg_cmd_agent, "--node and --cluster are required");
     if (o.root && !*o.root)
         return mcg_cli_usage_error(&mcg_cmd_agent, "--root: empty path");
+    if (once && metrics_bind)
+        return mcg_cli_usage_error(&mcg_cmd_agent, "--metrics-bind-address goes with the loop, not --once");
 
     mcg_err err = {0};
     mcg_cluster *c = NULL;
     mcg_agent *a = NULL;
+    mcg_metrics *mx = NULL;
+    mcg_metrics_server *srv = NULL;
     char *root = NULL;
     int status = MCG_EXIT_FAIL;
     if (mcg_cluster_open(&c, cluster, &err) != 0) {
@@ -162,6 +176,13 @@ static int run(int argc, char **argv)
         root = mcg_cluster_node_root(c, o.node);
         o.root = root ? root : "/";
     }
+    if (metrics_bind) {
+        o.metrics = mx = mcg_metrics_new();
+        if (mcg_agent_metrics_declare(mx, &err) != 0) {
+            mcg_cli_error("agent", "%s", err.msg);
+            goto out;
+        }
+    }
     if (mcg_agent_open(&a, &o, c, &err) != 0) {
         mcg_cli_error("agent", "%s", err.msg);
         goto out;
@@ -177,6 +198,16 @@ static int run(int argc, char **argv)
         status = res.state == MCG_AGENT_DEGRADED ? MCG_EXIT_FAIL : MCG_EXIT_OK;
         goto out;
     }
+    if (metrics_bind) {
+        mcg_metrics_server_opts so = {metrics_bind, mx, NULL, NULL, NULL, "agent"};
+        if (mcg_metrics_serve(&srv, &so, &err) != 0) {
+            mcg_cli_error("agent", "--metrics-bind-address: %s", err.msg);
+            goto out;
+        }
+        if (o.verbosity > 0)
+            fprintf(stderr, "mcgit agent: node=%s: serving metrics on %s (port %u)\n", o.node,
+                    metrics_bind, mcg_metrics_server_port(srv));
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
@@ -189,7 +220,9 @@ static int run(int argc, char **argv)
     }
     status = MCG_EXIT_OK;
 out:
+    mcg_metrics_server_free(srv);
     mcg_agent_free(a);
+    mcg_metrics_free(mx);
     mcg_cluster_free(c);
     free(root);
     return status;

@@ -19,6 +19,7 @@ const mcg_cmd mcg_cmd_controller = {
     "usage: mcgit controller --repo R --trust F --cluster C [--revoked K]\n"
     "                        [--remote NAME] [--once] [--interval SECONDS]\n"
     "                        [--keep-configs N] [-q | -v]\n"
+    "                        [--metrics-bind-address HOST:PORT [--webhook-token-file F]]\n"
     "       mcgit controller --repo URL --mirror DIR --trust F --cluster C ...\n"
     "\n"
     "R is a clone of the config repo. A URL (https://, ssh://, file://,\n"
@@ -50,6 +51,16 @@ const mcg_cmd mcg_cmd_controller = {
     "                      remote, as soon as its source branch moves\n"
     "  --keep-configs N    older rendered configs of each pool kept published\n"
     "                      besides those in use (default 3; git keeps them all)\n"
+    "  --metrics-bind-address HOST:PORT\n"
+    "                      serve Prometheus metrics at http://HOST:PORT/metrics\n"
+    "                      (pools, nodes, rollouts, fetch, verify, render; see\n"
+    "                      docs/operations.md); port 0: any free one\n"
+    "  --webhook-token-file F\n"
+    "                      also accept POST /hooks/git on that listener: a call\n"
+    "                      carrying the token in F (Authorization: Bearer, or a\n"
+    "                      forge's X-Gitlab-Token or X-Hub-Signature-256) starts\n"
+    "                      a pass at once; a wrong or missing token gets 401.\n"
+    "                      `mcgit hook install --webhook-url` makes pushes call it\n"
     "  -q, -v              less or more logging on stderr\n"
     "SIGTERM or SIGINT finishes the current pass and exits 0. On a cluster with\n"
     "leader election (kube), only the holder of the Lease acts; identity\n"
@@ -71,7 +82,10 @@ static int run(int argc, char **argv)
                                          {"mirror", required_argument, 0, 'm'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"verbose", no_argument, 0, 'v'},
+                                         {"metrics-bind-address", required_argument, 0, 'M'},
+                                         {"webhook-token-file", required_argument, 0, 'W'},
                                          {0, 0, 0, 0}};
+    const char *metrics_bind = NULL, *webhook_token = NULL;
     mcg_controller_opts o = {0};
     const char *cluster = NULL, *mirror = NULL;
     bool once = false;
@@ -91,6 +105,8 @@ static int run(int argc, char **argv)
         case '1': once = true; break;
         case 'q': mcg_verbosity = 0; break;
         case 'v': mcg_verbosity = 2; break;
+        case 'M': metrics_bind = optarg; break;
+        case 'W': webhook_token = optarg; break;
         case 'i': {
             char *end;
             interval = strtod(optarg, &end);
@@ -109,6 +125,9 @@ static int run(int argc, char **argv)
     cluster = mcg_cli_cluster(cluster);
     if (!o.repo || !o.trust || !cluster || optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_controller, "--repo, --trust and --cluster are required");
+    if (webhook_token && !metrics_bind)
+        return mcg_cli_usage_error(&mcg_cmd_controller,
+                                   "--webhook-token-file needs --metrics-bind-address (its listener)");
     o.keep_configs = (unsigned)keep;
     bool url = mcg_gitops_is_url(o.repo);
     if (url && !mirror)
@@ -127,7 +146,8 @@ static int run(int argc, char **argv)
         o.repo = mirror;
         o.remote = "origin";
     }
-    mcg_controller_run_opts ro = {o, cluster, NULL, interval, once, mcg_verbosity};
+    mcg_controller_run_opts ro = {o, cluster, NULL, interval, once, mcg_verbosity, metrics_bind,
+                                  webhook_token};
     bool failed = false;
     if (mcg_controller_run(&ro, &failed, &err) != 0) {
         mcg_cli_error("controller", "%s", err.msg);

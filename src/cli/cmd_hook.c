@@ -8,6 +8,7 @@
  */
 #include "cli/cli.h"
 #include "gitops/gitops.h"
+#include "metrics/metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +26,10 @@ const mcg_cmd mcg_cmd_hook = {
     "hook",
     "install the git hooks, or run one",
     "usage: mcgit hook install --repo R --trust F [--revoked K] [--source-branch B]\n"
+    "                          [--webhook-url URL [--webhook-token-file T]]\n"
     "       mcgit hook pre-receive --repo R --trust F [--revoked K]\n"
     "       mcgit hook post-receive --repo R --trust F [--revoked K]\n"
+    "                          [--webhook-url URL [--webhook-token-file T]]\n"
     "\n"
     "install       put pre-receive, post-receive and pre-commit into R's hooks\n"
     "              directory, record F (made absolute) and this mcgit binary in\n"
@@ -48,7 +51,14 @@ const mcg_cmd mcg_cmd_hook = {
     "              source branch is answered with its warnings and its plan\n"
     "              (`remote: mcgit: plan: ...`, as `mcgit plan` prints it).\n"
     "post-receive  render the new tip of the source branch (as `mcgit render\n"
-    "              --repo`).\n"
+    "              --repo`), then, with a webhook URL (recorded by install as\n"
+    "              mcgit.webhookURL, the token file T made absolute as\n"
+    "              mcgit.webhookTokenFile), POST to it with\n"
+    "              `Authorization: Bearer <the token in T>` so a controller\n"
+    "              started with --webhook-token-file passes at once, e.g.\n"
+    "              http://controller:8080/hooks/git. At most 2 s; a failure is a\n"
+    "              `remote: mcgit: warning:` line and never fails the push.\n"
+    "              `--webhook-url ''` at install removes both settings.\n"
     "--revoked K: an OpenSSH KRL or a list of public keys; a commit by a\n"
     "revoked key or certificate is refused.\n"
     "The pre-commit hook runs `mcgit validate` on the working tree.\n",
@@ -56,12 +66,16 @@ const mcg_cmd mcg_cmd_hook = {
 };
 
 static int install(const char *repo, const char *trust, const char *revoked,
-                   const char *source_branch)
+                   const char *source_branch, const char *url, const char *token)
 {
     mcg_err err = {0};
     mcg_strv installed = {0};
     mcg_signers *check = NULL;
-    char trust_abs[PATH_MAX], revoked_abs[PATH_MAX], self[PATH_MAX];
+    char trust_abs[PATH_MAX], revoked_abs[PATH_MAX], self[PATH_MAX], token_abs[PATH_MAX];
+    if (token && !realpath(token, token_abs)) {
+        mcg_cli_error("hook", "%s: %s", token, strerror(errno));
+        return MCG_EXIT_FAIL;
+    }
     if (!realpath(trust, trust_abs)) {
         mcg_cli_error("hook", "%s: %s", trust, strerror(errno));
         return MCG_EXIT_FAIL;
@@ -82,8 +96,8 @@ static int install(const char *repo, const char *trust, const char *revoked,
         return MCG_EXIT_FAIL;
     }
     self[n] = '\0';
-    mcg_hook_install_opts o = {repo, trust_abs, revoked ? revoked_abs : NULL, self,
-                               source_branch};
+    mcg_hook_install_opts o = {repo,          trust_abs, revoked ? revoked_abs : NULL, self,
+                               source_branch, url,       token ? token_abs : NULL};
     int rc = mcg_gitops_hook_install(&o, &installed, &err);
     for (size_t i = 0; i < installed.n; i++)
         mcg_cli_info("installed %s", installed.v[i]);
@@ -98,7 +112,19 @@ static bool is_zero(const char *sha)
     return strspn(sha, "0") == strlen(sha);
 }
 
-static int receive(const char *which, const char *repo, const char *trust, const char *revoked)
+/* Tell the controller (post-receive, after a push to the source branch):
+ * a warning when that fails, never a failed push. */
+static void notify(const char *url, const char *token)
+{
+    mcg_err err = {0};
+    if (mcg_metrics_notify(url, token, "{\"event\":\"push\"}", 2000, &err) != 0)
+        fprintf(stderr, "mcgit: warning: the controller was not told of this push: %s\n", err.msg);
+    else
+        fprintf(stderr, "mcgit: told the controller at %s\n", url);
+}
+
+static int receive(const char *which, const char *repo, const char *trust, const char *revoked,
+                   const char *url, const char *token)
 {
     mcg_err err = {0};
     mcg_signers *root = NULL;
@@ -156,6 +182,8 @@ static int receive(const char *which, const char *repo, const char *trust, const
             fprintf(stderr, "mcgit: rendered %.12s as %s %.12s\n", res.source,
                     mcg_repo_rendered_branch(r), res.rendered);
         mcg_diags_free(&d);
+        if (url && *url)
+            notify(url, token);
     }
 out:
     mcg_repo_free(r);
@@ -170,8 +198,11 @@ static int run(int argc, char **argv)
                                          {"trust", required_argument, 0, 't'},
                                          {"source-branch", required_argument, 0, 's'},
                                          {"revoked", required_argument, 0, 'K'},
+                                         {"webhook-url", required_argument, 0, 'U'},
+                                         {"webhook-token-file", required_argument, 0, 'T'},
                                          {0, 0, 0, 0}};
     const char *repo = NULL, *trust = NULL, *source_branch = NULL, *revoked = NULL;
+    const char *url = NULL, *token = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -181,15 +212,19 @@ static int run(int argc, char **argv)
         case 't': trust = optarg; break;
         case 's': source_branch = optarg; break;
         case 'K': revoked = optarg; break;
+        case 'U': url = optarg; break;
+        case 'T': token = optarg; break;
         default: return mcg_cli_usage_error(&mcg_cmd_hook, NULL);
         }
     }
     if (argc - optind != 1 || !repo || !trust)
         return mcg_cli_usage_error(&mcg_cmd_hook, "expected a subcommand, --repo and --trust");
     const char *sub = argv[optind];
+    if (token && !url)
+        return mcg_cli_usage_error(&mcg_cmd_hook, "--webhook-token-file goes with --webhook-url");
     if (!strcmp(sub, "install"))
-        return install(repo, trust, revoked, source_branch);
+        return install(repo, trust, revoked, source_branch, url, token);
     if (!strcmp(sub, "pre-receive") || !strcmp(sub, "post-receive"))
-        return receive(sub, repo, trust, revoked);
+        return receive(sub, repo, trust, revoked, url, token);
     return mcg_cli_usage_error(&mcg_cmd_hook, "unknown subcommand '%s'", sub);
 }

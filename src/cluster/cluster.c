@@ -380,3 +380,22 @@ int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, m
     sleep_ms(c, timeout_ms);
     return 0;
 }
+
+/* ------------------------------------------------------------- events */
+
+int mcg_cluster_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc = ev->pool ? check_pool(ev->name, err) : check_node(ev->name, err);
+    if (rc)
+        return rc;
+    if (!ev->reason || !*ev->reason || !ev->message || !ev->component)
+        return mcg_err_set(err, MCG_EINVAL, "event about %s: reason, message and component needed",
+                           ev->name);
+    if (!c->ops->event)
+        return 0;
+    if ((rc = fence(c, err)) != 0)
+        return rc;
+    return c->ops->event(c, ev, err);
+}

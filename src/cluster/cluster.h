@@ -110,10 +110,15 @@ int mcg_cluster_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *e
 int mcg_cluster_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err);
 /* Apply a patch atomically; MCG_ECONFLICT when p->if_desired no longer holds. */
 int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err);
-/* Several node patches in one go: rcs[i] gets each node's own result (0,
- * MCG_ECONFLICT when its if_desired no longer holds, MCG_ENOTFOUND,
- * MCG_EINVAL for a bad name); the return value is an error that stopped the
- * whole batch. */
+/* Several node patches in one go (a rollout wave): rcs[i] gets each node's
+ * own result (0, MCG_ECONFLICT when its if_desired no longer holds,
+ * MCG_ENOTFOUND, MCG_EINVAL for a bad name, or why its write failed); a
+ * node whose patch failed is left as it was. The return value is an error
+ * that fails the batch: a write the fence refused (nothing more is sent
+ * once it refuses), or a node's failure other than ECONFLICT/ENOTFOUND
+ * (the message names the node, and the others that failed). The kube
+ * backend sends the patches concurrently (MCGIT_KUBE_INFLIGHT at most,
+ * default 16), fencing each write; local applies them under one lock. */
 int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
                             size_t n, int *rcs, mcg_err *err);
 /* A new node, Ready, created at now (kube: the API server's clock).
@@ -180,6 +185,31 @@ bool mcg_cluster_watches(const mcg_cluster *c);
  * Without watches: a sleep of timeout_ms, ended early by a stop request.
  */
 int mcg_cluster_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
+
+/* ------------------------------------------------------------- events */
+
+/* What happened to a node or a pool, for people watching the cluster
+ * (kubectl describe, kubectl get events). Reasons are MCO's where MCO has
+ * one ("SetDesiredConfig", "Drain", "Reboot", ...). */
+typedef struct mcg_event {
+    const char *component; /* who reports: "mcgit-controller", "mcgit-agent" */
+    bool pool;             /* the object is the MachineConfigPool `name`, else the Node */
+    const char *name;
+    bool warning;          /* type Warning, else Normal */
+    const char *reason;    /* UpperCamelCase */
+    const char *message;   /* one line */
+} mcg_event;
+
+/*
+ * Record an event (kube: a core/v1 Event in namespace default, where the
+ * API server keeps events about cluster-scoped objects, its involvedObject
+ * the Node or MachineConfigPool with its uid, so `kubectl describe` lists
+ * it; local: nothing is recorded). Best effort: a refusal
+ * (no RBAC, the object gone) is returned and changes nothing else; one try,
+ * no retries. Fenced like every write (a replica that lost the lease
+ * reports nothing). MCG_EINVAL for a bad name or a missing reason.
+ */
+int mcg_cluster_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
 
 /* Node as a Kubernetes Node object (for -o json). */
 json_t *mcg_node_to_json(const mcg_node *n);

@@ -53,10 +53,13 @@ typedef struct mcg_cluster_ops {
     int (*lead)(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
     /* mcg_cluster_wait_change; default: a sleep. */
     int (*wait_change)(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
-    /* mcg_cluster_patch_nodes over valid names only, fenced once; default:
-     * fence and patch_node for each. */
+    /* mcg_cluster_patch_nodes over valid names only, after one fence();
+     * a backend whose batch takes time fences each write itself (kube).
+     * Default: fence and patch_node for each. */
     int (*patch_nodes)(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
                        size_t n, int *rcs, mcg_err *err);
+    /* mcg_cluster_event, fenced, name and reason checked; default: nothing recorded. */
+    int (*event)(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
 } mcg_cluster_ops;
 
 /* The part of every backend's handle that the wrappers use. */

@@ -14,6 +14,7 @@
  *                                                             (kube_lease.c)
  *   drain            the Eviction API                         (kube_drain.c)
  *   change waits     a watch on Nodes                         (kube_watch.c)
+ *   events           core/v1 Events in the namespace          (kube_events.c)
  *
  * Settings from the environment: MCGIT_NAMESPACE (the Lease's namespace),
  * MCGIT_KUBE_LEASE_DURATION and MCGIT_KUBE_DRAIN_TIMEOUT (seconds).
@@ -88,6 +89,7 @@ void mcg_kube_op_free(mcg_cluster *c)
     free(k->identity);
     free(k->obs_rv);
     free(k->eviction_gv);
+    mcg_strv_free(&k->event_uids);
     free(k->ns);
     mcg_kube_client_free(k->kc);
     free(k->base.spec);
@@ -115,7 +117,9 @@ static const mcg_cluster_ops kube_ops = {
     .free = mcg_kube_op_free,
     .lead = mcg_kube_op_lead,
     .fence = mcg_kube_op_fence,
+    .patch_nodes = mcg_kube_op_patch_nodes,
     .wait_change = mcg_kube_op_wait_change,
+    .event = mcg_kube_op_event,
 };
 
 bool mcg_cluster_kube_stats(mcg_cluster *c, uint64_t *requests, uint64_t *bytes)

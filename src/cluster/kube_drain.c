@@ -3,6 +3,10 @@
  * v1beta1 on older servers): every pod on the node but DaemonSet and mirror
  * pods is evicted, PodDisruptionBudgets are respected (a 429 is waited out,
  * with backoff), until the node is empty or MCGIT_KUBE_DRAIN_TIMEOUT passes.
+ * A round's evictions go out concurrently (mcg_kube_call_many: bounded in
+ * flight, one connection pool); the API server checks each against the
+ * budgets, so a budget allowing one disruption still sees one at a time
+ * (the others get their 429 and are tried again next round).
  */
 #include "cluster/kube_int.h"
 
@@ -132,7 +136,13 @@ int mcg_kube_op_drain(mcg_cluster *c, const char *name, mcg_err *err)
             break; /* drained */
         }
         blocked[0] = '\0';
-        for (size_t i = 0; i < pods.n && !rc; i++) {
+        /* every pod not yet terminating is evicted at once (bounded in flight) */
+        mcg_kube_req *rqs = mcg_calloc(pods.n, sizeof(*rqs));
+        json_t **bodies = mcg_calloc(pods.n, sizeof(*bodies));
+        char **paths = mcg_calloc(pods.n, sizeof(*paths));
+        size_t *at = mcg_calloc(pods.n, sizeof(*at));
+        size_t m = 0;
+        for (size_t i = 0; i < pods.n; i++) {
             pod_ref *p = &pods.v[i];
             if (p->terminating) {
                 if (!blocked[0])
@@ -140,28 +150,42 @@ int mcg_kube_op_drain(mcg_cluster *c, const char *name, mcg_err *err)
                              p->name);
                 continue;
             }
-            char *ep = mcg_sprintf("/api/v1/namespaces/%s/pods/%s/eviction", p->ns, p->name);
-            json_t *body = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", k->eviction_gv, "kind",
-                                     "Eviction", "metadata", "name", p->name, "namespace", p->ns);
-            mcg_kube_req rq = {"POST", ep, NULL, body, NULL, 0, MCG_KUBE_NO_RETRY_429};
-            long st = 0;
-            mcg_err e = {0};
-            int r = mcg_kube_call(k->kc, &rq, &st, NULL, &e);
-            json_decref(body);
-            free(ep);
-            if (r == 0 || st == 404)
+            paths[m] = mcg_sprintf("/api/v1/namespaces/%s/pods/%s/eviction", p->ns, p->name);
+            bodies[m] = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", k->eviction_gv, "kind",
+                                  "Eviction", "metadata", "name", p->name, "namespace", p->ns);
+            rqs[m] =
+                (mcg_kube_req){"POST", paths[m], NULL, bodies[m], NULL, 0, MCG_KUBE_NO_RETRY_429};
+            at[m++] = i;
+        }
+        mcg_kube_result *res = mcg_calloc(m ? m : 1, sizeof(*res));
+        mcg_kube_call_many(k->kc, rqs, m, NULL, NULL, res);
+        for (size_t j = 0; j < m && !rc; j++) {
+            pod_ref *p = &pods.v[at[j]];
+            long st = res[j].status;
+            if (res[j].rc == 0 || st == 404)
                 continue; /* evicted, or gone already */
             if (st == 429) {
                 /* a PodDisruptionBudget says not now: the message says which pod */
                 if (!blocked[0] || strstr(blocked, "terminating")) {
-                    const char *m = strstr(e.msg, "429 Too Many Requests: ");
+                    const char *msg = strstr(res[j].err.msg, "429 Too Many Requests: ");
                     mcg_bfmt(blocked, sizeof(blocked), "pod %s/%s: %s", p->ns, p->name,
-                             m ? m + 23 : e.msg);
+                             msg ? msg + 23 : res[j].err.msg);
                 }
                 continue;
             }
-            rc = mcg_err_set(err, r, "evicting pod %s/%s: %s", p->ns, p->name, e.msg);
+            rc = mcg_err_set(err, res[j].rc, "evicting pod %s/%s: %s", p->ns, p->name,
+                             res[j].err.msg);
         }
+        mcg_kube_results_clear(res, m);
+        free(res);
+        for (size_t j = 0; j < m; j++) {
+            json_decref(bodies[j]);
+            free(paths[j]);
+        }
+        free(rqs);
+        free(bodies);
+        free(paths);
+        free(at);
         pods_free(&pods);
         if (rc)
             break;

@@ -4,6 +4,11 @@
  * One curl easy handle is kept for every request/response call, so the TLS
  * connection to the API server is reused; a watch, which holds its
  * connection open, gets a handle of its own driven through a multi handle.
+ * A batch (mcg_kube_call_many: a rollout wave's node writes, a drain's
+ * evictions) runs its requests concurrently through one more multi handle,
+ * kept with its easy handles for the client's life so its connection pool
+ * (one HTTP/2 connection, or keep-alive HTTP/1.1 ones) serves every wave;
+ * never more than MCGIT_KUBE_INFLIGHT of them are in flight.
  * Every call has a timeout. Calls that fail in a way that says nothing
  * about the request (429, 500, 502, 503, 504, connect/timeout/reset) are
  * retried a bounded number of times with exponential backoff and jitter,
@@ -200,10 +205,20 @@ void mcg_kube_error_text(char *out, size_t outsz, long status, const char *body,
         snprintf(out, outsz, "%s", *reason_phrase(status) ? reason_phrase(status) : "no message");
 }
 
+/* One request of a batch being sent (mcg_kube_call_many). */
+typedef struct batch_slot batch_slot;
+static void batch_free(mcg_kube_client *kc);
+
 struct mcg_kube_client {
     mcg_kube_config cfg;
     CURL *h;
     char errbuf[CURL_ERROR_SIZE];
+    /* Batches: one multi handle whose connection cache outlives a batch (so
+     * the next wave reuses the connections: keep-alive, or one multiplexed
+     * HTTP/2 connection), and up to `inflight` easy handles. */
+    CURLM *multi;
+    batch_slot *slots;
+    unsigned inflight;
     mcg_kube_backoff backoff;
     long timeout_ms;
     long connect_timeout_ms;
@@ -400,6 +415,8 @@ int mcg_kube_client_new(mcg_kube_client **out, mcg_kube_config *cfg, mcg_err *er
     kc->backoff.attempts = (unsigned)env_long("MCGIT_KUBE_RETRIES", 5, 1, 20);
     kc->timeout_ms = env_long("MCGIT_KUBE_TIMEOUT", 30, 1, 3600) * 1000;
     kc->connect_timeout_ms = kc->timeout_ms < 10000 ? kc->timeout_ms : 10000;
+    kc->inflight = (unsigned)env_long("MCGIT_KUBE_INFLIGHT", MCG_KUBE_INFLIGHT_DEFAULT, 1,
+                                      MCG_KUBE_INFLIGHT_MAX);
     if (kc->cfg.tls_server_name && (rc = setup_server_name(kc, err)) != 0)
         goto fail;
     if (!kc->base)
@@ -429,6 +446,7 @@ void mcg_kube_client_free(mcg_kube_client *kc)
 {
     if (!kc)
         return;
+    batch_free(kc);
     if (kc->h) {
         curl_easy_cleanup(kc->h);
         curl_global_cleanup();
@@ -541,6 +559,30 @@ static void slist_wipe(struct curl_slist *l)
             sodium_memzero(l->data, strlen(l->data));
 }
 
+/* A request that got no answer: "METHOD PATH: what curl said". */
+static int fail_transport(mcg_err *err, const char *what, const char *errbuf, CURLcode cc,
+                          unsigned attempt)
+{
+    char msg[CURL_ERROR_SIZE];
+    const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+    mcg_kube_clean_line(msg, sizeof(msg), why, strlen(why));
+    if (attempt > 1)
+        return mcg_err_set(err, MCG_EIO, "%s: %s (after %u attempts)", what, msg, attempt);
+    return mcg_err_set(err, MCG_EIO, "%s: %s", what, msg);
+}
+
+/* A request answered with a failure: "METHOD PATH: CODE Reason: message". */
+static int fail_status(mcg_err *err, const char *what, long st, const resp_buf *r, unsigned attempt)
+{
+    char msg[600];
+    mcg_kube_error_text(msg, sizeof(msg), st, r->body.ptr, r->body.len);
+    if (attempt > 1)
+        return mcg_err_set(err, code_for_status(st), "%s: %ld %s: %s (after %u attempts)", what, st,
+                           reason_phrase(st), msg, attempt);
+    return mcg_err_set(err, code_for_status(st), "%s: %ld %s: %s", what, st, reason_phrase(st),
+                       msg);
+}
+
 int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, json_t **out,
                   mcg_err *err)
 {
@@ -601,6 +643,8 @@ int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, jso
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, kc->timeout_ms);
+        /* A Content-Length over the limit is refused before any body arrives. */
+        curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
         curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
         struct curl_slist *ct = NULL;
         if (kc->connect_to) {
@@ -616,11 +660,20 @@ int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, jso
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
         curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+        curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0);
         curl_slist_free_all(ct);
         slist_wipe(hd.list);
         headers_free(&hd);
-        if (r.too_big) {
+        if (r.too_big || cc == CURLE_FILESIZE_EXCEEDED) {
             rc = mcg_err_set(err, MCG_ENOMEM, "%s: response larger than %zu bytes", what, max);
+            break;
+        }
+        if (cc == CURLE_OUT_OF_MEMORY) {
+            /* What curl says of a header line over its 100 KiB limit. */
+            rc = mcg_err_set(err, MCG_ENOMEM,
+                             "%s: response refused (curl: out of memory; a header over 100 KiB "
+                             "does this)",
+                             what);
             break;
         }
         if (cc != CURLE_OK) {
@@ -631,14 +684,7 @@ int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, jso
                     continue;
                 }
             }
-            char msg[CURL_ERROR_SIZE];
-            mcg_kube_clean_line(msg, sizeof(msg),
-                                kc->errbuf[0] ? kc->errbuf : curl_easy_strerror(cc),
-                                strlen(kc->errbuf[0] ? kc->errbuf : curl_easy_strerror(cc)));
-            if (attempt > 1)
-                rc = mcg_err_set(err, MCG_EIO, "%s: %s (after %u attempts)", what, msg, attempt);
-            else
-                rc = mcg_err_set(err, MCG_EIO, "%s: %s", what, msg);
+            rc = fail_transport(err, what, kc->errbuf, cc, attempt);
             break;
         }
         if (st >= 200 && st < 300) {
@@ -663,14 +709,7 @@ int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, jso
                 continue;
             }
         }
-        char msg[600];
-        mcg_kube_error_text(msg, sizeof(msg), st, r.body.ptr, r.body.len);
-        if (attempt > 1)
-            rc = mcg_err_set(err, code_for_status(st), "%s: %ld %s: %s (after %u attempts)", what,
-                             st, reason_phrase(st), msg, attempt);
-        else
-            rc = mcg_err_set(err, code_for_status(st), "%s: %ld %s: %s", what, st,
-                             reason_phrase(st), msg);
+        rc = fail_status(err, what, st, &r, attempt);
         break;
     }
     if (status)
@@ -746,10 +785,16 @@ int mcg_kube_list(mcg_kube_client *kc, const char *path, const char *accept, mcg
             break;
         json_t *md = json_object_get(o, "metadata");
         json_t *items = json_object_get(o, "items");
-        if (!o || (items && !json_is_array(items) && !json_is_null(items))) {
+        /* A list is a kind "...List" with items (the API server writes []
+         * when empty, or null): anything else, a Status that says 200 among
+         * them, must not read as "there are none". */
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        size_t klen = kind ? strlen(kind) : 0;
+        if (!o || !items || (!json_is_array(items) && !json_is_null(items)) || klen < 4 ||
+            strcmp(kind + klen - 4, "List") != 0) {
             json_decref(o);
-            rc = mcg_err_set(err, MCG_EINVAL, "GET %.*s: response is not a list",
-                             (int)strcspn(path, "?"), path);
+            rc = mcg_err_set(err, MCG_EINVAL, "GET %.*s: response is not a list (kind %.40s)",
+                             (int)strcspn(path, "?"), path, kind ? kind : "missing");
             break;
         }
         if (rv && !*rv && json_is_string(json_object_get(md, "resourceVersion")))
@@ -933,5 +978,274 @@ int mcg_kube_watch_poll(mcg_kube_watch *w, long timeout_ms, mcg_err *err)
         if (left <= 0 || mcg_kube_client_stopped(w->kc))
             return 0;
         curl_multi_poll(w->m, NULL, 0, left > 200 ? 200 : (int)left, NULL);
+    }
+}
+
+/* ------------------------------------------------------------- batches */
+
+struct batch_slot {
+    CURL *h;
+    bool busy;
+    size_t i; /* the request it carries */
+    char *url, *body;
+    req_headers hd;
+    struct curl_slist *ct;
+    resp_buf r;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+/* Give up what one slot holds for its request (the handle stays, reusable). */
+static void slot_release(mcg_kube_client *kc, batch_slot *sl)
+{
+    if (sl->busy)
+        curl_multi_remove_handle(kc->multi, sl->h);
+    sl->busy = false;
+    curl_easy_setopt(sl->h, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(sl->h, CURLOPT_CONNECT_TO, NULL);
+    curl_easy_setopt(sl->h, CURLOPT_POSTFIELDS, NULL);
+    slist_wipe(sl->hd.list);
+    headers_free(&sl->hd);
+    curl_slist_free_all(sl->ct);
+    sl->ct = NULL;
+    free(sl->url);
+    free(sl->body);
+    sl->url = sl->body = NULL;
+    mcg_buf_free(&sl->r.body);
+}
+
+static void batch_free(mcg_kube_client *kc)
+{
+    for (unsigned j = 0; kc->slots && j < kc->inflight; j++) {
+        batch_slot *sl = &kc->slots[j];
+        if (!sl->h)
+            continue;
+        slot_release(kc, sl);
+        curl_easy_cleanup(sl->h);
+    }
+    free(kc->slots);
+    kc->slots = NULL;
+    if (kc->multi)
+        curl_multi_cleanup(kc->multi);
+    kc->multi = NULL;
+}
+
+/* The multi handle and its easy handles, made once per client. */
+static int batch_setup(mcg_kube_client *kc, mcg_err *err)
+{
+    if (kc->multi)
+        return 0;
+    kc->multi = curl_multi_init();
+    if (!kc->multi)
+        return mcg_err_set(err, MCG_EIO, "libcurl failed to initialise");
+    curl_multi_setopt(kc->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(kc->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)kc->inflight);
+    curl_multi_setopt(kc->multi, CURLMOPT_MAXCONNECTS, (long)kc->inflight);
+    kc->slots = mcg_calloc(kc->inflight, sizeof(*kc->slots));
+    int rc = 0;
+    for (unsigned j = 0; j < kc->inflight && !rc; j++) {
+        batch_slot *sl = &kc->slots[j];
+        if (!(sl->h = curl_easy_init())) {
+            rc = mcg_err_set(err, MCG_EIO, "libcurl failed to initialise");
+            break;
+        }
+        if ((rc = setup_handle(kc, sl->h, err)) != 0)
+            break;
+        /* HTTP/2 where TLS negotiates it: the batch shares one connection,
+         * its requests multiplexed (waiting for it rather than opening more) */
+        curl_easy_setopt(sl->h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(sl->h, CURLOPT_PIPEWAIT, 1L);
+        curl_easy_setopt(sl->h, CURLOPT_ERRORBUFFER, sl->errbuf);
+        curl_easy_setopt(sl->h, CURLOPT_PRIVATE, sl);
+    }
+    if (rc)
+        batch_free(kc);
+    return rc;
+}
+
+/* "METHOD PATH" of a request, for messages. */
+static void req_what(char *out, size_t n, const mcg_kube_req *rq)
+{
+    char shown[256];
+    path_for_msg(shown, sizeof(shown), rq->path);
+    snprintf(out, n, "%s %.*s", rq->method, (int)(n > 16 ? n - 16 : 0), shown);
+}
+
+/* Put request rq on slot sl and add it to the multi handle. */
+static int slot_start(mcg_kube_client *kc, batch_slot *sl, const mcg_kube_req *rq, size_t i,
+                      mcg_err *err)
+{
+    char what[300];
+    req_what(what, sizeof(what), rq);
+    size_t body_len = 0;
+    if (rq->body) {
+        if (!(sl->body = json_dumps(rq->body, JSON_COMPACT)))
+            return mcg_err_set(err, MCG_EINVAL, "%s: request body is not serialisable", what);
+        body_len = strlen(sl->body);
+    }
+    int rc = headers_make(
+        kc, &sl->hd, rq->accept,
+        sl->body ? (rq->content_type ? rq->content_type : "application/json") : NULL, err);
+    if (rc) {
+        slot_release(kc, sl);
+        return rc;
+    }
+    sl->i = i;
+    sl->url = mcg_sprintf("%s%s", kc->base, rq->path);
+    sl->r =
+        (resp_buf){MCG_BUF_INIT, rq->max_bytes ? rq->max_bytes : MCG_KUBE_MAX_OBJECT, false, -1};
+    sl->errbuf[0] = '\0';
+    CURL *h = sl->h;
+    curl_easy_setopt(h, CURLOPT_URL, sl->url);
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+    if (sl->body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, sl->body);
+    }
+    if (strcmp(rq->method, "GET") != 0 && !(sl->body && !strcmp(rq->method, "POST")))
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, sl->hd.list);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sl->r);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &sl->r);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, kc->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)sl->r.max);
+    if (kc->connect_to) {
+        sl->ct = curl_slist_append(NULL, kc->connect_to);
+        curl_easy_setopt(h, CURLOPT_CONNECT_TO, sl->ct);
+    }
+    if (curl_multi_add_handle(kc->multi, h) != CURLM_OK) {
+        slot_release(kc, sl);
+        return mcg_err_set(err, MCG_EIO, "%s: libcurl: cannot start the request", what);
+    }
+    sl->busy = true;
+    return 0;
+}
+
+/*
+ * Judge a finished request as mcg_kube_call judges one try; *again when it
+ * is worth repeating (then res stays clear), the largest Retry-After in
+ * *retry_after. The slot is released.
+ */
+static void slot_done(mcg_kube_client *kc, batch_slot *sl, const mcg_kube_req *rq, CURLcode cc,
+                      mcg_kube_result *res, bool *again, long *retry_after)
+{
+    char what[300];
+    req_what(what, sizeof(what), rq);
+    long st = 0;
+    if (cc == CURLE_OK || cc == CURLE_WRITE_ERROR)
+        curl_easy_getinfo(sl->h, CURLINFO_RESPONSE_CODE, &st);
+    kc->requests++;
+    kc->bytes += sl->r.body.len;
+    res->status = st;
+    bool may_retry = kc->backoff.attempts > 1 && !mcg_kube_client_stopped(kc);
+    size_t max = sl->r.max;
+    if (sl->r.too_big || cc == CURLE_FILESIZE_EXCEEDED) {
+        res->rc =
+            mcg_err_set(&res->err, MCG_ENOMEM, "%s: response larger than %zu bytes", what, max);
+    } else if (cc == CURLE_OUT_OF_MEMORY) {
+        res->rc = mcg_err_set(&res->err, MCG_ENOMEM,
+                              "%s: response refused (curl: out of memory; a header over 100 KiB "
+                              "does this)",
+                              what);
+    } else if (cc != CURLE_OK) {
+        if (may_retry && mcg_kube_retryable(0, (int)cc, rq->flags))
+            *again = true;
+        else
+            res->rc = fail_transport(&res->err, what, sl->errbuf, cc, 1);
+    } else if (st >= 200 && st < 300) {
+        if (sl->r.body.len)
+            res->rc = mcg_kube_parse_object(&res->obj, what, sl->r.body.ptr, sl->r.body.len, max,
+                                            &res->err);
+    } else if ((st == 401 && kc->cfg.token_file) ||
+               (may_retry && mcg_kube_retryable(st, 0, rq->flags))) {
+        *again = true; /* mcg_kube_call re-reads a rotated token, backs off */
+        if (sl->r.retry_after > *retry_after)
+            *retry_after = sl->r.retry_after;
+    } else {
+        res->rc = fail_status(&res->err, what, st, &sl->r, 1);
+    }
+    if (*again)
+        res->status = 0;
+    slot_release(kc, sl);
+}
+
+void mcg_kube_call_many(mcg_kube_client *kc, const mcg_kube_req *rqs, size_t n,
+                        mcg_kube_gate_fn gate, void *arg, mcg_kube_result *res)
+{
+    memset(res, 0, n * sizeof(*res));
+    if (!n)
+        return;
+    mcg_err e = {0};
+    int rc = refresh_token(kc, false, &e);
+    if (!rc)
+        rc = batch_setup(kc, &e);
+    if (rc) {
+        for (size_t i = 0; i < n; i++) {
+            res[i].rc = rc;
+            res[i].err = e;
+        }
+        return;
+    }
+    bool *again = mcg_calloc(n, sizeof(*again));
+    long retry_after = -1;
+    size_t next = 0;
+    unsigned active = 0;
+    for (;;) {
+        while (active < kc->inflight && next < n) {
+            size_t i = next++;
+            if (gate && (res[i].rc = gate(i, arg, &res[i].err)) != 0)
+                continue;
+            batch_slot *sl = NULL;
+            for (unsigned j = 0; j < kc->inflight && !sl; j++)
+                if (!kc->slots[j].busy)
+                    sl = &kc->slots[j];
+            if ((res[i].rc = slot_start(kc, sl, &rqs[i], i, &res[i].err)) == 0)
+                active++;
+        }
+        if (!active)
+            break;
+        int running = 0;
+        curl_multi_perform(kc->multi, &running);
+        bool freed = false;
+        int left;
+        CURLMsg *msg;
+        while ((msg = curl_multi_info_read(kc->multi, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            batch_slot *sl = NULL;
+            CURLcode cc = msg->data.result;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&sl);
+            slot_done(kc, sl, &rqs[sl->i], cc, &res[sl->i], &again[sl->i], &retry_after);
+            active--;
+            freed = true;
+        }
+        if (active && !(freed && next < n))
+            curl_multi_poll(kc->multi, NULL, 0, 200, NULL);
+    }
+    /* Tries worth repeating: one by one, after the backoff's first delay. */
+    bool waited = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!again[i])
+            continue;
+        if (!waited) {
+            long d = mcg_kube_retry_delay(&kc->backoff, 1, retry_after, mcg_kube_random(kc));
+            if (d > 0)
+                mcg_kube_sleep_ms(kc, d);
+            waited = true;
+        }
+        if (gate && (res[i].rc = gate(i, arg, &res[i].err)) != 0)
+            continue;
+        res[i].rc = mcg_kube_call(kc, &rqs[i], &res[i].status, &res[i].obj, &res[i].err);
+    }
+    free(again);
+}
+
+void mcg_kube_results_clear(mcg_kube_result *res, size_t n)
+{
+    for (size_t i = 0; res && i < n; i++) {
+        json_decref(res[i].obj);
+        res[i].obj = NULL;
     }
 }

@@ -6,7 +6,8 @@
  *                   or the in-cluster service account (parsing + file loading)
  *   kube_http.c     the HTTP client: one reused curl handle, timeouts, bounded
  *                   retries with backoff and jitter, response validation,
- *                   paged lists and the watch connection
+ *                   paged lists, the watch connection, and batches of
+ *                   concurrent requests (bounded in flight, one pool)
  *   kube_backend.c  the handle, the private ops table, open and free
  *   kube_nodes.c    Node objects and the node cache
  *   kube_watch.c    the watch line framer; the node cache kept current by a
@@ -15,6 +16,7 @@
  *                   (compare-and-swap merge patches)
  *   kube_lease.c    leader election on a Lease and the write fence
  *   kube_drain.c    evicting a node's pods
+ *   kube_events.c   core/v1 Events about nodes and pools
  *
  * Everything the API server sends is untrusted: sizes are bounded, bodies
  * must be JSON objects, and text shown to the user is cut to one printable
@@ -270,6 +272,42 @@ int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, jso
 int mcg_kube_simple(mcg_kube_client *kc, const char *method, const char *path, long *status,
                     json_t **out, mcg_err *err);
 
+/* Requests of one batch in flight at once: MCGIT_KUBE_INFLIGHT, 1..MAX. */
+#define MCG_KUBE_INFLIGHT_DEFAULT 16
+#define MCG_KUBE_INFLIGHT_MAX 64
+
+/* What became of one request of a batch. */
+typedef struct mcg_kube_result {
+    int rc;      /* 0 (a 2xx answer), or the code mcg_kube_call would return */
+    long status; /* HTTP status, 0 when there was no answer (or it was never sent) */
+    json_t *obj; /* the parsed 2xx body, NULL when empty (the caller decrefs) */
+    mcg_err err; /* why, when rc != 0 */
+} mcg_kube_result;
+
+/*
+ * Asked just before request i of a batch is sent (and before each retry of
+ * it): 0 lets it go; anything else keeps it from being sent and becomes its
+ * result (with err set). The kube backend's write fence.
+ */
+typedef int (*mcg_kube_gate_fn)(size_t i, void *arg, mcg_err *err);
+
+/*
+ * Send n requests concurrently, at most the client's in-flight bound
+ * (MCGIT_KUBE_INFLIGHT, default 16) at a time, over one connection pool kept
+ * between batches (HTTP/2 streams on one connection where the server
+ * offers it, else keep-alive HTTP/1.1 connections). Requests are started in
+ * index order; each one's outcome goes to res[i] (initialised here), and
+ * one failure never stops or hides the others. A try that mcg_kube_call
+ * would repeat (429 unless flagged, 5xx, transport failures, a 401 after a
+ * token rotation) is repeated after the batch, one at a time through
+ * mcg_kube_call with its backoff, the gate asked again first. Answers are
+ * judged and messages written exactly as mcg_kube_call does.
+ */
+void mcg_kube_call_many(mcg_kube_client *kc, const mcg_kube_req *rqs, size_t n,
+                        mcg_kube_gate_fn gate, void *arg, mcg_kube_result *res);
+/* Free what res[0..n) holds. */
+void mcg_kube_results_clear(mcg_kube_result *res, size_t n);
+
 /*
  * List a collection page by page (limit/continue), calling fn for every
  * item. path may hold a query already. A continue token that expired (410)
@@ -358,6 +396,7 @@ typedef struct mcg_kube {
     int64_t lead_ok_ms; /* when (monotonic) the last successful take/renew was sent */
 
     char *eviction_gv; /* "policy/v1" or "policy/v1beta1", once discovered (kube_drain.c) */
+    mcg_strv event_uids; /* "node uid" of nodes events were recorded about (kube_events.c) */
 } mcg_kube;
 
 /* kube_backend.c: the handle of c, its client told where to look for a stop. */
@@ -406,6 +445,9 @@ void mcg_kube_lease_release(mcg_kube *k);
 int mcg_kube_op_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err);
 int mcg_kube_op_get_node(mcg_cluster *c, const char *name, mcg_node *out, mcg_err *err);
 int mcg_kube_op_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err);
+/* A wave of node patches, concurrent and each write fenced (kube_nodes.c). */
+int mcg_kube_op_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
+                            size_t n, int *rcs, mcg_err *err);
 int mcg_kube_op_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
                          mcg_err *err);
 int mcg_kube_op_remove_node(mcg_cluster *c, const char *name, mcg_err *err);
@@ -434,5 +476,12 @@ void mcg_kube_op_free(mcg_cluster *c);
 int mcg_kube_op_fence(mcg_cluster *c, mcg_err *err);
 int mcg_kube_op_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err *err);
 int mcg_kube_op_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
+int mcg_kube_op_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
+
+/* kube_events.c, pure: the core/v1 Event object for ev about the object
+ * whose uid is uid (NULL: unknown), in namespace ns, named name, at
+ * unix time now, reported from host. */
+json_t *mcg_kube_event_object(const mcg_event *ev, const char *uid, const char *ns,
+                              const char *name, const char *host, int64_t now);
 
 #endif

@@ -4,7 +4,8 @@
  * Writes that must not lose an update are compare-and-swap on the object's
  * resourceVersion: a merge patch carrying metadata.resourceVersion is
  * refused with 409 when the object moved, and is then re-read and retried
- * (at most MCG_KUBE_CAS_TRIES times).
+ * (at most MCG_KUBE_CAS_TRIES times). A rollout wave's writes
+ * (patch_nodes) go out concurrently, each write fenced on its own.
  *
  * Reads of nodes are served from a cache kept current by a watch once a
  * caller waits for changes (kube_watch.c): a controller pass at steady state
@@ -485,5 +486,170 @@ int mcg_kube_op_label_node(mcg_cluster *c, const char *name, const char *edits, 
         if (rc != MCG_ECONFLICT)
             return rc;
     }
+    return rc;
+}
+
+/* The fence, asked before each write of a batch; after a refusal every
+ * later write is refused with the same reason, without asking again. */
+typedef struct patch_gate {
+    mcg_kube *k;
+    int rc;
+    mcg_err why;
+    const size_t *at; /* request -> node index */
+    bool *refused;    /* per node: its write was not sent */
+} patch_gate;
+
+static int gate_fence(size_t i, void *arg, mcg_err *err)
+{
+    patch_gate *g = arg;
+    if (!g->rc)
+        g->rc = mcg_kube_op_fence(&g->k->base, &g->why);
+    if (g->rc) {
+        g->refused[g->at ? g->at[i] : i] = true;
+        mcg_err_set(err, g->rc, "%s", g->why.msg);
+    }
+    return g->rc;
+}
+
+/*
+ * The body of node patch p when it can go out as one merge patch without
+ * a read first: what patch_node's first try would send (the CAS on
+ * if_desired against the resourceVersion the watch delivered). NULL when
+ * the node needs patch_node's own path: no synced cache entry for it, a
+ * cached desiredConfig that already differs (patch_node checks the
+ * server), a Ready change (a second, status patch), or nothing to patch.
+ */
+static json_t *batch_body(mcg_kube *k, bool cache_ok, const char *name, const mcg_node_patch *p)
+{
+    if (p->ready >= 0)
+        return NULL;
+    json_t *ann = json_object();
+    ann_set(ann, MCG_ANN_DESIRED, p->desired);
+    ann_set(ann, MCG_ANN_CURRENT, p->current);
+    ann_set(ann, MCG_ANN_STATE, p->state);
+    ann_set(ann, MCG_ANN_REASON, p->reason);
+    ann_set(ann, MCG_ANN_MACHINE_ID, p->bound_machine_id);
+    if (!json_object_size(ann) && p->unschedulable < 0 && !p->if_desired) {
+        json_decref(ann);
+        return NULL;
+    }
+    json_t *md = json_object();
+    if (json_object_size(ann))
+        json_object_set(md, "annotations", ann);
+    json_decref(ann);
+    if (p->if_desired) {
+        bool found = false;
+        size_t i = cache_ok && in_scope(k, name) ? mcg_kube_cache_pos(k, name, &found) : 0;
+        const mcg_kube_node_ent *e = found ? &k->nodes[i] : NULL;
+        if (!e || !e->rv || strcmp(e->n.desired ? e->n.desired : "", p->if_desired) != 0) {
+            json_decref(md);
+            return NULL;
+        }
+        json_object_set_new(md, "resourceVersion", json_string(e->rv));
+    }
+    json_t *body = json_pack("{s:o}", "metadata", md);
+    if (p->unschedulable >= 0)
+        json_object_set_new(body, "spec", json_pack("{s:b}", "unschedulable", p->unschedulable));
+    return body;
+}
+
+/*
+ * Several node patches at once (a rollout wave): each goes out as the
+ * merge patch patch_node would send first, concurrently through
+ * mcg_kube_call_many (bounded in flight, one connection pool), each write
+ * fenced on its own just before it is sent. What cannot go out that way,
+ * or lost its compare-and-swap race (409), then takes patch_node's path
+ * one at a time, fenced too: re-read, compare, patch again. Every node
+ * gets its own result in rcs; a failed write leaves its node as it was.
+ * The return value is 0 unless a node failed other than by a lost race
+ * (MCG_ECONFLICT) or being gone (MCG_ENOTFOUND): then the first such
+ * failure, with its node's name and the names of the others that failed.
+ */
+int mcg_kube_op_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
+                            size_t n, int *rcs, mcg_err *err)
+{
+    mcg_kube *k = mcg_kube_of(c);
+    bool cache_ok = !k->scope && mcg_kube_pump(k);
+    mcg_kube_req *rqs = mcg_calloc(n ? n : 1, sizeof(*rqs));
+    json_t **bodies = mcg_calloc(n ? n : 1, sizeof(*bodies));
+    char **paths = mcg_calloc(n ? n : 1, sizeof(*paths));
+    size_t *at = mcg_calloc(n ? n : 1, sizeof(*at));
+    mcg_err *errs = mcg_calloc(n ? n : 1, sizeof(*errs));
+    size_t m = 0;
+    bool *done = mcg_calloc(n ? n : 1, sizeof(*done));
+    for (size_t i = 0; i < n; i++) {
+        rcs[i] = 0;
+        if (!(bodies[i] = batch_body(k, cache_ok, names[i], &patches[i])))
+            continue;
+        paths[i] = mcg_sprintf(MCG_KUBE_NODES_PATH "/%s", names[i]);
+        rqs[m] = (mcg_kube_req){"PATCH", paths[i], MCG_KUBE_MERGE_PATCH, bodies[i], NULL, 0, 0};
+        at[m++] = i;
+    }
+    bool *refused = mcg_calloc(n ? n : 1, sizeof(*refused));
+    patch_gate g = {k, 0, {0}, at, refused};
+    mcg_kube_result *res = mcg_calloc(m ? m : 1, sizeof(*res));
+    mcg_kube_call_many(k->kc, rqs, m, gate_fence, &g, res);
+    for (size_t j = 0; j < m; j++) {
+        size_t i = at[j];
+        done[i] = true;
+        if (res[j].rc == 0) {
+            if (res[j].obj)
+                mcg_kube_cache_obj(k, res[j].obj);
+            rcs[i] = 0;
+        } else if (res[j].rc == MCG_ECONFLICT && res[j].status == 409 && patches[i].if_desired) {
+            done[i] = false; /* it moved since the watch saw it: patch_node re-reads, decides */
+        } else if (res[j].rc == MCG_ENOTFOUND) {
+            rcs[i] = mcg_err_set(&errs[i], MCG_ENOTFOUND, "node '%s' not found", names[i]);
+        } else {
+            rcs[i] = res[j].rc;
+            errs[i] = res[j].err;
+        }
+    }
+    mcg_kube_results_clear(res, m);
+    free(res);
+    /* the rest, one at a time through patch_node's own path */
+    g.at = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        if ((rcs[i] = gate_fence(i, &g, &errs[i])) == 0)
+            rcs[i] = mcg_kube_op_patch_node(c, names[i], &patches[i], &errs[i]);
+    }
+    /* Writes the fence refused fail the batch, saying how many; else the
+     * first failure other than a lost race or a missing node names its
+     * node, and the names of the others follow. */
+    int rc = 0;
+    size_t first = 0, others = 0, nrefused = 0;
+    mcg_buf more = MCG_BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        nrefused += refused[i];
+        if (refused[i] || !rcs[i] || rcs[i] == MCG_ECONFLICT || rcs[i] == MCG_ENOTFOUND)
+            continue;
+        if (!rc) {
+            rc = rcs[i];
+            first = i;
+        } else if (others++ < 5) {
+            mcg_buf_printf(&more, "%s%s", others > 1 ? ", " : "", names[i]);
+        }
+    }
+    if (nrefused)
+        rc = mcg_err_set(err, g.rc, "%s (%zu of %zu node writes not sent)", g.why.msg, nrefused, n);
+    else if (rc && others)
+        mcg_err_set(err, rc, "node '%s': %s; %zu more failed: %s%s", names[first], errs[first].msg,
+                    others, more.ptr, others > 5 ? ", ..." : "");
+    else if (rc)
+        mcg_err_set(err, rc, "node '%s': %s", names[first], errs[first].msg);
+    free(refused);
+    free(done);
+    mcg_buf_free(&more);
+    for (size_t i = 0; i < n; i++) {
+        json_decref(bodies[i]);
+        free(paths[i]);
+    }
+    free(rqs);
+    free(bodies);
+    free(paths);
+    free(at);
+    free(errs);
     return rc;
 }

@@ -16,7 +16,7 @@
  * the plan moves, and pool, policy and config objects whose content differs
  * from what the cluster holds — so a pass with nothing to do writes nothing.
  */
-#include "controller/controller.h"
+#include "controller/controller_int.h"
 #include "fsio/fsio.h"
 #include "rollout/rollout.h"
 
@@ -257,8 +257,10 @@ void mcg_redact_urls(char *out, size_t n, const char *src)
 
 void mcg_pass_result_clear(mcg_pass_result *res)
 {
-    if (res)
+    if (res) {
         mcg_strv_free(&res->unmanaged);
+        mcg_strv_free(&res->targeted);
+    }
 }
 
 /*
@@ -273,11 +275,16 @@ static void fetch(mcg_pass_result *res, const mcg_controller_opts *o, mcg_repo *
     char none[300];
     mcg_err ferr = {0};
     const char *remote = o->remote ? o->remote : "origin";
+    double t0 = mcg_ctl_mono();
     int frc = mcg_gitops_fetch(r, remote, root, now, fetched, &ferr);
+    double took = mcg_ctl_mono() - t0;
     /* gitops reports a missing remote as MCG_ENOTFOUND "no remote 'NAME'"; a
      * remote without the source branch is MCG_ENOTFOUND too, with another message */
     snprintf(none, sizeof(none), "no remote '%s'", remote);
-    if (!frc || (frc == MCG_ENOTFOUND && !o->remote && !strcmp(ferr.msg, none)))
+    if (frc == MCG_ENOTFOUND && !o->remote && !strcmp(ferr.msg, none))
+        return; /* no remote: nothing fetched, nothing to count */
+    mcg_ctl_record_fetch(o->metrics, took, frc && frc != MCG_ETRUST, frc == MCG_ETRUST);
+    if (!frc)
         return;
     char msg[MCG_ERR_MSG];
     mcg_redact_urls(msg, sizeof(msg), ferr.msg);
@@ -293,13 +300,17 @@ static void fetch(mcg_pass_result *res, const mcg_controller_opts *o, mcg_repo *
 }
 
 /* 2. Verify every new source commit and render the tip onto the rendered branch. */
-static void render(mcg_pass_result *res, mcg_repo *r, const mcg_signers *root)
+static void render(mcg_pass_result *res, mcg_repo *r, const mcg_signers *root, mcg_metrics *mx)
 {
     mcg_render_result rres;
     mcg_verify_report rep = {0};
     mcg_diags diags = {0};
     mcg_err rerr = {0};
-    if (mcg_gitops_render(&rres, NULL, &rep, r, NULL, root, &diags, &rerr) != 0) {
+    double t0 = mcg_ctl_mono();
+    int rrc = mcg_gitops_render(&rres, NULL, &rep, r, NULL, root, &diags, &rerr);
+    mcg_ctl_record_render(mx, &rep, mcg_ctl_mono() - t0 - rep.seconds, !rrc && rres.created,
+                          rrc && rep.nbad, rrc != 0);
+    if (rrc != 0) {
         res->refused = true;
         const char *why = rerr.msg;
         for (size_t i = 0; i < rep.n; i++)
@@ -394,7 +405,7 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     if ((rc = mcg_repo_open(&r, o->repo, err)) != 0)
         goto out;
     fetch(res, o, r, root, now);
-    render(res, r, root);
+    render(res, r, root, o->metrics);
 
     /* 3. the last good state: the rendered tip and the source it came from */
     char src[MCG_SHA_HEX + 1] = "";
@@ -485,8 +496,12 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         }
         rc = mcg_cluster_patch_nodes(c, names, patches, plan->nupdates, rcs, err);
         for (size_t i = 0; i < plan->nupdates && !rc; i++)
-            if (rcs[i] == 0)
+            if (rcs[i] == 0) {
                 res->updates++;
+                char *line = mcg_sprintf("%s %s", names[i], patches[i].desired);
+                mcg_strv_push(&res->targeted, line);
+                free(line);
+            }
         free(names);
         free(patches);
         free(rcs);
@@ -513,6 +528,9 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         if (rc)
             goto out;
     }
+    mcg_ctl_record_status(o->metrics, plan, nodes, nnodes, now);
+    mcg_ctl_emit_events(c, plan, prev_pools, &res->targeted, src, res->event_error,
+                        sizeof(res->event_error));
     /* pools removed from the repo lose their objects */
     size_t k;
     json_t *pp;
@@ -524,12 +542,18 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     }
 
     /* 8. unpublish what nothing uses, beyond a few older configs per pool:
-     * git keeps every rendered config, and a rollback publishes it again */
-    keep_set(&keep, nodes, nnodes, plan, &log, o->keep_configs);
-    if (mcg_cluster_list_configs(c, &published, NULL) == 0)
-        for (size_t i = 0; i < published.n; i++)
-            if (!keep.n || !bsearch(&published.v[i], keep.v, keep.n, sizeof(*keep.v), str_cmp))
-                mcg_cluster_delete_config(c, published.v[i], NULL);
+     * git keeps every rendered config, and a rollback publishes it again.
+     * Only on a pass that moved no node: while a wave is out nothing new
+     * becomes unused (the nodes not yet moved still run the old config),
+     * and a rollout then costs no list of configs per wave. The pass after
+     * the last wave, or any quiet pass, collects. */
+    if (!res->updates) {
+        keep_set(&keep, nodes, nnodes, plan, &log, o->keep_configs);
+        if (mcg_cluster_list_configs(c, &published, NULL) == 0)
+            for (size_t i = 0; i < published.n; i++)
+                if (!keep.n || !bsearch(&published.v[i], keep.v, keep.n, sizeof(*keep.v), str_cmp))
+                    mcg_cluster_delete_config(c, published.v[i], NULL);
+    }
     rc = 0;
 out:
     mcg_strv_free(&published);

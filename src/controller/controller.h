@@ -12,6 +12,7 @@
 
 #include "cluster/cluster.h"
 #include "gitops/gitops.h"
+#include "metrics/metrics.h"
 
 /* Older rendered configs kept published per pool by default (beyond those in use). */
 #define MCG_KEEP_CONFIGS_DEFAULT 3
@@ -24,6 +25,9 @@ typedef struct mcg_controller_opts {
     /* How many older rendered configs of each pool stay published besides
      * the ones nodes and pools use: the newest ones on the rendered branch. */
     unsigned keep_configs;
+    /* Where a pass records what it did (mcg_controller_metrics_declare'd);
+     * NULL: nowhere. */
+    mcg_metrics *metrics;
 } mcg_controller_opts;
 
 typedef struct mcg_pass_result {
@@ -35,6 +39,8 @@ typedef struct mcg_pass_result {
     size_t nodes;
     size_t writes;          /* pool, config and policy objects written */
     mcg_strv unmanaged;     /* "node: reason" for nodes no pool manages because of a conflict */
+    mcg_strv targeted;      /* "node rendered-config" for each desiredConfig written */
+    char event_error[512];  /* the first Kubernetes Event refused in this pass, "" none */
     char stale[1024];       /* SourceStale: the newest verified source is older than
                                maxSourceAge (every pool carries the condition); "" fresh */
 } mcg_pass_result;
@@ -59,6 +65,11 @@ typedef struct mcg_controller_run_opts {
     double interval;          /* seconds between passes, at most (0.05..86400) */
     bool once;                /* one pass, then return */
     int verbosity;            /* 0 quiet, 1 normal, 2 verbose; logs go to stderr */
+    /* --metrics-bind-address: serve /metrics (and the webhook) there; NULL: not at all */
+    const char *metrics_bind;
+    /* --webhook-token-file: POST /hooks/git with this token wakes the loop;
+     * NULL: no webhook (needs metrics_bind) */
+    const char *webhook_token;
 } mcg_controller_run_opts;
 
 /*
@@ -72,6 +83,19 @@ typedef struct mcg_controller_run_opts {
  * could not fetch, or this replica was not the leader.
  */
 int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_err *err);
+
+/*
+ * Start a pass now: the running loop's wait ends at once (a pass in
+ * progress is followed by another). Safe from any thread and from a signal
+ * handler; a no-op when no loop runs. The webhook calls it.
+ */
+void mcg_controller_wake(void);
+
+/*
+ * Declare the controller's metric families in m (docs/operations.md,
+ * "Metrics"): pools, nodes, rollouts, fetch, verify and render.
+ */
+int mcg_controller_metrics_declare(mcg_metrics *m, mcg_err *err);
 
 /* The default leader election identity: $MCGIT_IDENTITY, else HOST_PID
  * (two replicas on one host never share one). */

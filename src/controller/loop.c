@@ -17,12 +17,22 @@
  * Logging goes to stderr as "mcgit controller: ...": each problem once when
  * it appears and "recovered" when it is over, newly unmanaged nodes, and
  * (verbosity >= 1) how many nodes got a new target.
+ *
+ * Waking (mcg_controller_wake, called by the webhook on the metrics
+ * listener's thread): a request flag, then SIGUSR2 sent to the loop's
+ * thread. SIGUSR2 is blocked with SIGTERM and SIGINT during a pass and let
+ * in only while waiting, like them: its handler sets the flag the cluster's
+ * wait looks at, and the ppoll or poll under it returns with EINTR, so the
+ * wait ends at once; a wake during a pass leaves the flag set and the next
+ * wait returns before it starts.
  */
 #include "controller/controller.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,12 +44,37 @@
 #define LEASE_SLICE_MS 4000
 #define REPO_SLICE_MS 250 /* how often a local repo's source branch is looked at */
 
-static volatile sig_atomic_t stop;
+#define WAKE_SIGNAL SIGUSR2
 
+static volatile sig_atomic_t stop;
+/* What the cluster's wait looks at: set by a stop or a wake (only ever by
+ * the handlers, on the loop's thread). */
+static volatile sig_atomic_t interrupted;
+/* A pass was asked for (mcg_controller_wake); cleared as a pass starts. */
+static atomic_int wake_requested;
+/* The running loop's thread, for mcg_controller_wake. */
+static atomic_bool loop_running;
+static pthread_t loop_thread;
+
+/* SIGTERM, SIGINT: stop; WAKE_SIGNAL: only end the wait. */
 static void on_signal(int sig)
 {
-    (void)sig;
-    stop = 1;
+    if (sig != WAKE_SIGNAL)
+        stop = 1;
+    interrupted = 1;
+}
+
+void mcg_controller_wake(void)
+{
+    atomic_store(&wake_requested, 1);
+    if (atomic_load(&loop_running))
+        pthread_kill(loop_thread, WAKE_SIGNAL);
+}
+
+/* Was a pass asked for since the last one started? */
+static bool woken(void)
+{
+    return atomic_load(&wake_requested) != 0;
 }
 
 /* The signal set-up of a run: handlers installed, SIGTERM and SIGINT blocked
@@ -56,29 +91,37 @@ static void signals_start(loop_signals *s)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(WAKE_SIGNAL, &sa, NULL);
     sigemptyset(&s->block);
     sigaddset(&s->block, SIGTERM);
     sigaddset(&s->block, SIGINT);
+    sigaddset(&s->block, WAKE_SIGNAL);
     sigprocmask(SIG_BLOCK, &s->block, &s->old);
-    s->wait_mask = s->old; /* while waiting: the caller's mask without our two */
+    s->wait_mask = s->old; /* while waiting: the caller's mask without our three */
     sigdelset(&s->wait_mask, SIGTERM);
     sigdelset(&s->wait_mask, SIGINT);
+    sigdelset(&s->wait_mask, WAKE_SIGNAL);
+    loop_thread = pthread_self();
+    atomic_store(&loop_running, true);
 }
 
 static void signals_end(const loop_signals *s)
 {
+    atomic_store(&loop_running, false);
     sigprocmask(SIG_SETMASK, &s->old, NULL);
 }
 
+/* One log line on stderr: "mcgit controller: ...". */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
+    char line[4096];
     va_list ap;
     va_start(ap, fmt);
-    fputs("mcgit controller: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    mcg_vbfmt(line, sizeof(line), fmt, ap);
     va_end(ap);
+    /* one write per line: the metrics listener's thread logs too */
+    fprintf(stderr, "mcgit controller: %s\n", line);
 }
 
 void mcg_controller_default_identity(char *out, size_t n)
@@ -98,6 +141,7 @@ void mcg_controller_default_identity(char *out, size_t n)
 /* What the loop remembers between turns, to log each thing once. */
 typedef struct loop_state {
     char last[2200];         /* the problem last reported ("" none) */
+    char last_event[512];    /* the first event refusal, reported once ("" none yet) */
     mcg_strv last_unmanaged; /* nodes last reported as unmanaged */
     bool stale;              /* SourceStale was reported (logged once, and once when over) */
 } loop_state;
@@ -106,7 +150,7 @@ typedef struct loop_state {
  * One turn's work: lead, and pass when leading. Returns the pass's rc (or
  * the lease's); *leader says whether this replica leads.
  */
-static int lead_and_pass(mcg_pass_result *res, const mcg_controller_run_opts *o, mcg_cluster *cl,
+static int lead_and_pass(mcg_pass_result *res, const mcg_controller_opts *po, mcg_cluster *cl,
                          const char *identity, bool *leader, mcg_err *err)
 {
     *leader = false;
@@ -117,7 +161,7 @@ static int lead_and_pass(mcg_pass_result *res, const mcg_controller_run_opts *o,
         mcg_err_prefix(err, "leader election");
         return rc;
     }
-    return mcg_controller_pass(res, &o->pass, cl, (int64_t)time(NULL), err);
+    return mcg_controller_pass(res, po, cl, (int64_t)time(NULL), err);
 }
 
 /* Log a turn: its problem once (and once more when over), then news. */
@@ -144,14 +188,29 @@ static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, boo
     else if (!res->stale[0] && st->stale)
         say("SourceStale over: the verified source is within maxSourceAge again");
     st->stale = res->stale[0] != '\0';
+    if (res->event_error[0] && !st->last_event[0]) { /* once: events are best effort */
+        say("events not recorded: %s", res->event_error);
+        snprintf(st->last_event, sizeof(st->last_event), "%s", res->event_error);
+    }
     for (size_t i = 0; i < res->unmanaged.n; i++)
-        if (!mcg_strv_contains(&st->last_unmanaged, res->unmanaged.v[i]))
-            say("node unmanaged: %s", res->unmanaged.v[i]);
+        if (!mcg_strv_contains(&st->last_unmanaged, res->unmanaged.v[i])) {
+            const char *line = res->unmanaged.v[i], *colon = strstr(line, ": ");
+            if (colon)
+                say("node=%.*s: unmanaged: %s", (int)(colon - line), line, colon + 2);
+            else
+                say("node=%s: unmanaged", line);
+        }
     mcg_strv_free(&st->last_unmanaged);
     for (size_t i = 0; i < res->unmanaged.n; i++)
         mcg_strv_push(&st->last_unmanaged, res->unmanaged.v[i]);
-    if (res->updates && o->verbosity > 0)
+    if (res->updates && o->verbosity > 0) {
         say("%zu node%s given a new desiredConfig", res->updates, res->updates == 1 ? "" : "s");
+        for (size_t i = 0; i < res->targeted.n; i++) {
+            const char *line = res->targeted.v[i], *sp = strchr(line, ' ');
+            if (sp)
+                say("node=%.*s: desiredConfig %s", (int)(sp - line), line, sp + 1);
+        }
+    }
     if (o->verbosity > 1)
         say("pass over %zu nodes: %zu desiredConfig and %zu other writes", res->nodes, res->updates,
             res->writes);
@@ -173,19 +232,20 @@ static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, con
      * slice: its source branch is looked at between slices of a quarter second */
     char tip0[MCG_SHA_HEX + 1] = "", tip[MCG_SHA_HEX + 1];
     bool watch_repo = mcg_gitops_source_tip(o->pass.repo, tip0);
-    while (left > 0 && !stop) {
+    while (left > 0 && !stop && !woken()) {
         long cap = watch_repo ? REPO_SLICE_MS : LEASE_SLICE_MS;
         long slice = left < cap ? left : cap;
         mcg_err werr = {0};
-        mcg_cluster_set_stop(cl, &stop);
+        interrupted = stop; /* signals blocked here: no handler runs */
+        mcg_cluster_set_stop(cl, &interrupted);
         sigprocmask(SIG_SETMASK, &sg->wait_mask, NULL);
         int wrc = mcg_cluster_wait_change(cl, NULL, slice, &werr);
         sigprocmask(SIG_BLOCK, &sg->block, NULL);
         mcg_cluster_set_stop(cl, NULL);
         if (wrc < 0 && o->verbosity > 1)
             say("watch: %s", werr.msg);
-        if (wrc == 1)
-            return; /* a node changed: pass now */
+        if (wrc == 1 || woken())
+            return; /* a node changed, or a wake: pass now */
         if (watch_repo && mcg_gitops_source_tip(o->pass.repo, tip) && strcmp(tip, tip0) != 0)
             return; /* a push: pass now */
         left -= slice;
@@ -207,7 +267,7 @@ static void wait_sleeping(double interval, const loop_signals *sg)
         end.tv_sec++;
         end.tv_nsec -= 1000000000L;
     }
-    while (!stop) {
+    while (!stop && !woken()) {
         struct timespec now, left;
         clock_gettime(CLOCK_MONOTONIC, &now);
         left.tv_sec = end.tv_sec - now.tv_sec;
@@ -223,6 +283,34 @@ static void wait_sleeping(double interval, const loop_signals *sg)
     }
 }
 
+/* The webhook's wake function. */
+static void wake_cb(void *ctx)
+{
+    (void)ctx;
+    mcg_controller_wake();
+}
+
+/* The metrics listener of a run, when asked for: the registry and the server. */
+static int serve_start(const mcg_controller_run_opts *o, mcg_metrics **mx, mcg_metrics_server **srv,
+                       mcg_err *err)
+{
+    *mx = NULL;
+    *srv = NULL;
+    if (!o->metrics_bind)
+        return 0;
+    *mx = mcg_metrics_new();
+    int rc = mcg_controller_metrics_declare(*mx, err);
+    if (rc)
+        return rc;
+    mcg_metrics_server_opts so = {o->metrics_bind, *mx, o->webhook_token, NULL, NULL, "controller"};
+    so.wake = wake_cb;
+    if ((rc = mcg_metrics_serve(srv, &so, err)) != 0)
+        return rc;
+    say("serving metrics on %s (port %u)%s", o->metrics_bind, mcg_metrics_server_port(*srv),
+        o->webhook_token ? "; webhook at POST /hooks/git" : "");
+    return 0;
+}
+
 int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_err *err)
 {
     *pass_failed = false;
@@ -232,21 +320,44 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
     else
         mcg_controller_default_identity(identity, sizeof(identity));
     mcg_cluster *cl = NULL;
+    mcg_metrics *mx = NULL;
+    mcg_metrics_server *srv = NULL;
     int rc = mcg_cluster_open(&cl, o->cluster, err);
-    if (rc)
+    if (!rc && (rc = serve_start(o, &mx, &srv, err)) != 0)
+        mcg_err_prefix(err, "--metrics-bind-address");
+    if (rc) {
+        mcg_metrics_server_free(srv);
+        mcg_metrics_free(mx);
+        mcg_cluster_free(cl);
         return rc;
+    }
+    mcg_controller_opts po = o->pass;
+    po.metrics = mx;
     loop_signals sg;
     stop = 0;
+    atomic_store(&wake_requested, 0);
     signals_start(&sg);
-    loop_state st = {"", {0}};
+    loop_state st = {"", "", {0}};
     while (!stop) {
         mcg_pass_result res;
         memset(&res, 0, sizeof(res));
         mcg_err perr = {0};
         bool leader = false;
-        int prc = lead_and_pass(&res, o, cl, identity, &leader, &perr);
+        atomic_store(&wake_requested, 0); /* a wake from now on asks for another pass */
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int prc = lead_and_pass(&res, &po, cl, identity, &leader, &perr);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
         report(&st, o, prc, leader, &res, &perr);
         bool failed = prc || res.refused || res.fetch_failed;
+        if (mx) {
+            const char *result = !leader ? "not_leader" : failed ? "failed" : "ok";
+            mcg_metrics_add(mx, "mcgit_passes_total", MCG_LV(result), 1);
+            if (leader)
+                mcg_metrics_observe(mx, "mcgit_pass_duration_seconds", NULL,
+                                    (double)(t1.tv_sec - t0.tv_sec) +
+                                        (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+        }
         mcg_pass_result_clear(&res);
         if (o->once) {
             *pass_failed = failed;
@@ -258,7 +369,9 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
             wait_sleeping(o->interval, &sg);
     }
     mcg_strv_free(&st.last_unmanaged);
-    mcg_cluster_free(cl);
     signals_end(&sg);
+    mcg_metrics_server_free(srv); /* its thread may call mcg_controller_wake: a no-op now */
+    mcg_metrics_free(mx);
+    mcg_cluster_free(cl);
     return 0;
 }

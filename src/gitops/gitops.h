@@ -34,6 +34,8 @@ typedef struct mcg_hook_install_opts {
     const char *revoked;       /* absolute path of a revocation list, for mcgit.revoked; NULL: keep */
     const char *binary;        /* absolute path of mcgit, for mcgit.binary */
     const char *source_branch; /* NULL: keep mcgit.sourceBranch (default main) */
+    const char *webhook_url;   /* NULL: keep mcgit.webhookURL ("" removes it) */
+    const char *webhook_token; /* absolute path, for mcgit.webhookTokenFile; NULL: keep */
 } mcg_hook_install_opts;
 
 /*
@@ -79,6 +81,23 @@ int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err);
 void mcg_repo_free(mcg_repo *r);
 const char *mcg_repo_source_branch(const mcg_repo *r);
 const char *mcg_repo_rendered_branch(const mcg_repo *r);
+/*
+ * libgit2's handle on r's repository (owned by r), for the modules that may
+ * use libgit2 themselves (bundle; see tests/layering.py). Its type is only
+ * declared here, so including this header does not pull in libgit2.
+ */
+struct git_repository;
+struct git_repository *mcg_repo_git(const mcg_repo *r);
+/* Convert libgit2's last error into err, prefixed with what was being done. */
+int mcg_git_err(mcg_err *err, const char *what);
+/*
+ * A second handle on r's repository, with r's branch names, whose object
+ * database is odb (a reference is taken; the caller keeps its own): how
+ * bundle import looks at quarantined objects before they are admitted.
+ * Free it with mcg_repo_free.
+ */
+struct git_odb;
+int mcg_repo_open_view(mcg_repo **out, const mcg_repo *r, struct git_odb *odb, mcg_err *err);
 /* Resolve a revision (sha, branch, tag, HEAD~2 ...) to a commit sha. */
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err);
 /* The committer time of commit sha in *t; 0, or MCG_ENOTFOUND. */
@@ -111,6 +130,7 @@ typedef struct mcg_verify_report {
     mcg_verdict *v; /* parents before children */
     size_t n;
     size_t nbad;
+    double seconds; /* mcg_gitops_render: the wall time its verification took */
 } mcg_verify_report;
 
 void mcg_verify_report_free(mcg_verify_report *rep);

@@ -16,8 +16,6 @@ struct mcg_repo {
     char *rendered_branch;
 };
 
-/* Convert libgit2's last error into err, prefixed with what was being done. */
-int mcg_git_err(mcg_err *err, const char *what);
 /* Read a blob at path in a tree; ENOTFOUND when absent. */
 int mcg_git_read_path(char **data, size_t *len, git_repository *repo, const git_tree *tree,
                       const char *path, mcg_err *err);

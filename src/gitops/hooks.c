@@ -45,9 +45,17 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
         git_config_set_string(cfg, "mcgit.binary", o->binary) != 0 ||
         (o->revoked && git_config_set_string(cfg, "mcgit.revoked", o->revoked) != 0) ||
         (o->source_branch &&
-         git_config_set_string(cfg, "mcgit.sourceBranch", o->source_branch) != 0)) {
+         git_config_set_string(cfg, "mcgit.sourceBranch", o->source_branch) != 0) ||
+        (o->webhook_url && *o->webhook_url &&
+         git_config_set_string(cfg, "mcgit.webhookURL", o->webhook_url) != 0) ||
+        (o->webhook_token &&
+         git_config_set_string(cfg, "mcgit.webhookTokenFile", o->webhook_token) != 0)) {
         rc = mcg_git_err(err, "git config");
         goto out;
+    }
+    if (o->webhook_url && !*o->webhook_url) {
+        git_config_delete_entry(cfg, "mcgit.webhookURL"); /* absent already: fine */
+        git_config_delete_entry(cfg, "mcgit.webhookTokenFile");
     }
     /* HEAD names the source branch, so a clone checks out what is rendered. */
     git_buf b = GIT_BUF_INIT_CONST(NULL, 0);

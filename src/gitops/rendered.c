@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct tree_entry_in {
     char *path;
@@ -695,7 +696,12 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
 
     if ((rc = mcg_repo_resolve(r, rev ? rev : r->source_branch, res->source, err)) != 0)
         goto out;
-    if ((rc = mcg_gitops_verify(vr, r, res->source, NULL, root, err)) != 0)
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = mcg_gitops_verify(vr, r, res->source, NULL, root, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    vr->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (rc)
         goto out;
     if (vr->nbad) {
         rc = mcg_err_set(err, MCG_ETRUST, "%zu of %zu commit%s failed verification", vr->nbad,

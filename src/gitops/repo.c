@@ -11,6 +11,8 @@
 #include "fsio/fsio.h"
 #include "gitops/gitops_int.h"
 
+#include <git2/sys/repository.h>
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -121,6 +123,29 @@ const char *mcg_repo_source_branch(const mcg_repo *r)
 const char *mcg_repo_rendered_branch(const mcg_repo *r)
 {
     return r->rendered_branch;
+}
+
+struct git_repository *mcg_repo_git(const mcg_repo *r)
+{
+    return r->git;
+}
+
+int mcg_repo_open_view(mcg_repo **out, const mcg_repo *r, git_odb *odb, mcg_err *err)
+{
+    mcg_repo *v = mcg_calloc(1, sizeof(*v));
+    *out = NULL;
+    git_libgit2_init(); /* balanced by mcg_repo_free */
+    v->source_branch = mcg_strdup(r->source_branch);
+    v->rendered_branch = mcg_strdup(r->rendered_branch);
+    if (git_repository_open_ext(&v->git, git_repository_path(r->git), GIT_REPOSITORY_OPEN_NO_SEARCH,
+                                NULL) != 0) {
+        int rc = mcg_git_err(err, "quarantine");
+        mcg_repo_free(v);
+        return rc;
+    }
+    git_repository_set_odb(v->git, odb);
+    *out = v;
+    return 0;
 }
 
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err)

@@ -6,9 +6,13 @@
 #      the controller and the server;
 #   2. rollout: the time to roll a pool of 1,000 nodes with
 #      maxUnavailable: 10% when agents finish instantly (tests/kube/fleet.py
-#      plays the agents: desired -> current, Done).
+#      plays the agents: desired -> current, Done), in interleaved pairs:
+#      node writes one at a time (MCGIT_KUBE_INFLIGHT=1) against concurrent
+#      (the default); the median of the per-pair ratios, and the load average.
 #   tests/bench/bench_kube.sh [BUILD]       (BUILD: a Release build dir)
-#   BENCH_NODES=5000 BENCH_POOL=1000 BENCH_STEADY_SECS=60
+#   BENCH_NODES=5000 BENCH_POOL=1000 BENCH_STEADY_SECS=60 BENCH_PAIRS=3
+#   BENCH_INFLIGHT=16 (the concurrent side's MCGIT_KUBE_INFLIGHT)
+#   BENCH_BASE=PATH: an older mcgit binary, timed as a third arm of each round
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRC/build-release}
@@ -137,24 +141,72 @@ PY
 
 # ------------------------------------------------------------ rollout of the pool
 # Timed with the controller talking to the server directly (the counting
-# proxy is Python and adds its own latency); it takes over the Lease at once
-# because the first one releases it on a clean exit.
+# proxy is Python and adds its own latency); each controller takes over the
+# Lease at once because the one before releases it on a clean exit.
+# Rounds, interleaved: the wave's node writes one at a time
+# (MCGIT_KUBE_INFLIGHT=1) and concurrent (the default, 16 in flight), and
+# with BENCH_BASE an older binary too (e.g. one built before concurrent
+# writes); each ratio is the median of the per-round ratios.
 kill -TERM "$CTL"; wait "$CTL" 2>/dev/null || true
-"$MCGIT" controller -v --repo "$R" --trust "$T/trust" --cluster "kube:$KUBE_DIR/controller.kubeconfig" \
-  --interval 30 >"$T/ctl2.log" 2>&1 &
-CTL=$!
-PIDS="$PIDS $CTL"
-sleep 3
-mc 2; commit "bench v2"
-t0=$EPOCHREALTIME
-target=""
-until [ -n "$target" ] && [ "$target" != "$(kubectl get mcp bench -o jsonpath='{.status.configuration.name}')" ] || false; do
-  target=$(kubectl get mcp bench -o jsonpath='{.spec.configuration.name}')
-  old=$(kubectl get mcp bench -o jsonpath='{.status.configuration.name}')
-  [ -n "$target" ] && [ "$target" != "$old" ] && break
-  sleep 0.2
+ticks=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+version=1
+rollout() { # BINARY INFLIGHT: "SECONDS PASSES CPU-SECONDS" into $T/r
+  version=$((version + 1))
+  local log="$T/ctl-r$version.log"
+  MCGIT_KUBE_INFLIGHT=$2 "$1" controller -v --repo "$R" --trust "$T/trust" \
+    --cluster "kube:$KUBE_DIR/controller.kubeconfig" --interval 30 >"$log" 2>&1 &
+  CTL=$!
+  PIDS="$PIDS $CTL"
+  sleep 3
+  local c0; c0=$(cpu_ticks "$CTL")
+  mc "$version"; commit "bench v$version"
+  local t0=$EPOCHREALTIME target="" old
+  until [ -n "$target" ] && [ "$target" != "$old" ]; do
+    target=$(kubectl get mcp bench -o jsonpath='{.spec.configuration.name}')
+    old=$(kubectl get mcp bench -o jsonpath='{.status.configuration.name}')
+    sleep 0.1
+  done
+  until pool_done bench "$POOL" "$target"; do sleep 0.1; done
+  local dt; dt=$(echo "$EPOCHREALTIME - $t0" | bc)
+  local c1; c1=$(cpu_ticks "$CTL")
+  kill -TERM "$CTL"; wait "$CTL" 2>/dev/null || true
+  echo "$dt $(grep -c 'pass over' "$log" || true) $(echo "scale=2; ($c1 - $c0) / $ticks" | bc)" >"$T/r"
+}
+PAIRS=${BENCH_PAIRS:-3}
+INFLIGHT=${BENCH_INFLIGHT:-16}
+BASE=${BENCH_BASE:-}
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+: >"$T/pairs"
+for p in $(seq "$PAIRS"); do
+  b="- - -"
+  if [ -n "$BASE" ]; then rollout "$BASE" ""; b=$(cat "$T/r"); fi
+  rollout "$MCGIT" 1; s=$(cat "$T/r")
+  rollout "$MCGIT" "$INFLIGHT"; c=$(cat "$T/r")
+  echo "round $p: ${BASE:+before $b; }one at a time $s; concurrent $c   (seconds, controller passes, controller CPU s)" >&2
+  echo "$s $c $b" >>"$T/pairs"
 done
-until pool_done bench "$POOL" "$target"; do sleep 0.2; done
-dt=$(echo "$EPOCHREALTIME - $t0" | bc)
-echo "rollout of pool bench ($POOL nodes, maxUnavailable 10%, agents instant): $dt s," \
-  "$(grep -c 'pass over' "$T/ctl2.log" || true) controller passes"
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 - "$T/pairs" "$POOL" "$load0" "$load1" "$INFLIGHT" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1])]
+def col(i): return [float(r[i]) for r in rows]
+def line(name, i):
+    t = col(i)
+    print("  %-28s median %5.1f s (%.1f-%.1f), %d passes, controller CPU %.1f s"
+          % (name, st.median(t), min(t), max(t), st.median(col(i + 1)), st.median(col(i + 2))))
+def ratio(name, a, b):
+    r = [x / y for x, y in zip(col(a), col(b))]
+    print("  %-28s median %.2f (%.2f-%.2f)" % (name, st.median(r), min(r), max(r)))
+print("rollout of pool bench (%s nodes, maxUnavailable 10%%, agents instant), %d interleaved rounds:"
+      % (sys.argv[2], len(rows)))
+base = rows[0][6] != "-"
+if base:
+    line("before (BENCH_BASE):", 6)
+line("node writes one at a time:", 0)
+line("concurrent (%s in flight):" % sys.argv[5], 3)
+ratio("concurrent / one at a time:", 3, 0)
+if base:
+    ratio("concurrent / before:", 3, 6)
+print("  load average before: %s, after: %s" % (sys.argv[3], sys.argv[4]))
+PY

@@ -85,8 +85,8 @@ expect_grep "^NODE +DESIRED +CURRENT +STATE +POOL +REASON$" "$T/wide" "-o wide a
 expect_grep "^both +<none> +<none> +<none> +<unmanaged> +unmanaged: belongs to 2 custom pools: gpu, infra$" "$T/wide" "node in two custom pools: unmanaged, with the reason"
 expect_grep "^w0 +$W1 +$W1 +Done +worker +$" "$T/wide" "a worker's row in -o wide"
 expect_grep "^m0 +rendered-master-[0-9a-f]+ +rendered-master-[0-9a-f]+ +Done +master " "$T/wide" "a master's row in -o wide"
-expect_grep "node unmanaged: both: belongs to 2 custom pools: gpu, infra" "$T/logs/controller" "the controller logs it"
-[ "$(grep -c 'node unmanaged' "$T/logs/controller")" = 1 ] && ok "once" || bad "logged $(grep -c 'node unmanaged' "$T/logs/controller") times"
+expect_grep "node=both: unmanaged: belongs to 2 custom pools: gpu, infra" "$T/logs/controller" "the controller logs it"
+[ "$(grep -c ': unmanaged: ' "$T/logs/controller")" = 1 ] && ok "once" || bad "logged $(grep -c ': unmanaged: ' "$T/logs/controller") times"
 for p in infra gpu; do [ "$(pool_field $p .status.machineCount)" = 0 ] && ok "$p counts no machine" || bad "$p machineCount"; done
 "$MCGIT" node label --cluster "$CL" both node-role.kubernetes.io/gpu-
 wait_for 15 "with one custom pool left it joins infra and is configured" \

@@ -21,7 +21,7 @@
 : "${KUBETOOL:=$(dirname "$MCGIT")/tests/mcgit-kubetool}"
 [ -x "$KUBETOOL" ] || { echo "mcgit-kubetool not built ($KUBETOOL)"; exit 1; }
 need kubectl
-need jq
+need jq /usr/bin/time
 kube_up
 kube_deploy
 PIDS=()
@@ -76,6 +76,37 @@ conflicts=$(cat "$T"/incr.* | awk '/^conflicts/ {s += $2} END {print s + 0}')
 [ "$final" = 80 ] && ok "4 writers x 20 CAS increments: 80, no update lost ($conflicts conflicts retried)" \
   || { bad "CAS lost updates: $final (want 80)"; cat "$T"/incr.*; }
 [ "$conflicts" -gt 0 ] && ok "the writers did collide (409 → re-read → retry)" || bad "no collision seen"
+
+# A wave of node writes (mcg_cluster_patch_nodes: concurrent, bounded in
+# flight, compare-and-swap each): every node gets its own result.
+wave=()
+for i in $(seq -w 1 30); do wave+=("v$i"); done
+for n in "${wave[@]}"; do
+  printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":{"wave":"yes"}}}\n' "$n"
+done | kubectl apply -f - >/dev/null
+MCGIT_KUBE_INFLIGHT=8 expect_rc 0 "a wave of 30 node writes and one missing node" -- \
+  kt "$CTL" patch-many rendered-worker-5 "${wave[@]}" nosuch
+[ "$(grep -c ' ok$' "$T/out")" = 30 ] && ok "each node written" || bad "wave: $(sort "$T/out" | uniq -c -f1)"
+expect_grep '^nosuch notfound$' "$T/out" "(the missing node reported by name, the others unaffected)"
+[ "$(kubectl get nodes -l wave=yes -o json | jq '[.items[] | select(.metadata.annotations["machineconfiguration.mcgit.io/desiredConfig"] == "rendered-worker-5")] | length')" = 30 ] \
+  && ok "kubectl sees the 30 writes" || bad "wave not written"
+# Two waves racing over the same nodes: per node, a write that lost its
+# compare-and-swap race says so (conflict) and never overwrites the winner.
+kt "$CTL" patch-many rendered-worker-6 "${wave[@]}" >"$T/wa" 2>&1 & pa=$!
+kt "$CTL" patch-many rendered-worker-7 "${wave[@]}" >"$T/wb" 2>&1 & pb=$!
+wait $pa $pb
+lost=0
+for n in "${wave[@]}"; do
+  a=$(awk -v n="$n" '$1 == n {print $2}' "$T/wa"); b=$(awk -v n="$n" '$1 == n {print $2}' "$T/wb")
+  got=$(kubectl get node "$n" -o jsonpath='{.metadata.annotations.machineconfiguration\.mcgit\.io/desiredConfig}')
+  case "$a/$b/$got" in
+    ok/conflict/rendered-worker-6|conflict/ok/rendered-worker-7|ok/ok/rendered-worker-[67]) ;;
+    *) lost=$((lost + 1)); echo "  $n: $a $b -> $got" ;;
+  esac
+done
+[ "$lost" = 0 ] && ok "racing waves: every node holds the write of a wave that said ok ($(grep -c conflict "$T/wa" "$T/wb" | paste -sd' '))" \
+  || bad "racing waves: $lost nodes wrong"
+kubectl delete nodes -l wave=yes >/dev/null
 
 # ---------------------------------------------------------------- configs
 python3 - "$T" <<'PY'
@@ -299,6 +330,68 @@ grep -q '"fault": "watch-drop"' "$T/proxy.stats" && ok "(watches were cut)" || b
 [ "$(grep -c 'watch=1.*resourceVersion=' "$T/proxy.stats")" -ge 2 ] && ok "(and resumed from their resourceVersion)" \
   || bad "watch never resumed"
 unset MCGIT_KUBE_RETRIES
+
+# ------------------------------- malformed and huge answers from the "API server"
+# Every GET through this proxy gets a bad answer, each kind in turn (huge
+# bodies, a terabyte Content-Length, truncated JSON, HTML, an array, 200,000
+# nested arrays, bad UTF-8, a NUL, a Status for a Node, a 1 MiB header; and
+# for watches a 20 MiB line, junk, a non-event). Each request must fail with
+# one line, exit 1..3 (never a crash), in bounded memory; then, with the
+# faults off, the same client works again.
+gport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 "$SRC/tests/kube/faultproxy.py" --port "$gport" --upstream "$KUBE_SERVER" --ca "$KUBE_CA" \
+  --cert "$KUBE_DIR/pki/server.crt" --key "$KUBE_DIR/pki/server.key" --garbage-rate 1 \
+  --stats "$T/garbage.stats" 2>"$T/gproxy.err" & GP=$!; PIDS+=($GP)
+sed "s#server: $KUBE_SERVER#server: https://127.0.0.1:$gport#" "$KUBE_DIR/controller.kubeconfig" >"$T/garbage.kubeconfig"
+for _ in $(seq 50); do grep -q listening "$T/gproxy.err" && break; sleep 0.1; done
+GK="kube:$T/garbage.kubeconfig"
+odd=0 maxrss=0
+for i in $(seq 1 10); do
+  for op in "get w1" "list-configs"; do
+    st=0
+    # shellcheck disable=SC2086 # op is two words on purpose
+    /usr/bin/time -f %M -o "$T/g.rss" "$KUBETOOL" "$GK" $op >"$T/g.out" 2>"$T/g.err" || st=$?
+    rss=$(tail -1 "$T/g.rss")
+    [ "$rss" -gt "$maxrss" ] && maxrss=$rss
+    lines=$(grep -cv '^Command exited' "$T/g.err" || true)
+    if [ "$st" -lt 1 ] || [ "$st" -gt 3 ] || [ "$lines" != 1 ]; then
+      odd=$((odd + 1)); echo "    $op: exit $st, $lines lines:"; head -3 "$T/g.err" | sed 's/^/      /'
+    fi
+    cat "$T/g.err" >>"$T/g.all"
+  done
+done
+[ "$odd" = 0 ] && ok "20 GETs answered with garbage: each refused with one line, exit 1..3" || bad "$odd bad answers not refused cleanly"
+sed 's/^/    /' "$T/g.all" | sort | uniq -c | sort -rn | head -12
+for k in huge huge-length truncated html array deep badutf8 nul wrongkind header; do
+  grep -q "\"fault\": \"$k\"" "$T/garbage.stats" || bad "garbage kind $k was never sent"
+done
+ok "every kind of bad answer was sent"
+[ "$maxrss" -lt 204800 ] && ok "peak RSS through 80 MiB bodies: $((maxrss / 1024)) MiB (< 200)" || bad "peak RSS $((maxrss / 1024)) MiB"
+grep -q 'larger than' "$T/g.all" && ok "a huge body is cut off at the size limit and says so" || bad "no size-limit message"
+grep -q 'response refused (curl' "$T/g.all" && ok "a 1 MiB header line is refused and named" || bad "no header message"
+kill -USR1 "$GP"   # faults off
+kt "$GK" get w1 >/dev/null && ok "with the faults off the same client works again" || bad "no recovery after garbage"
+kill "$GP" 2>/dev/null || true
+# Watches: every watch stream is bad (a 20 MiB line, junk, a non-event);
+# other requests pass. A waiter must neither crash nor lose a change: a
+# change made while it waits is still reported, through re-lists.
+python3 "$SRC/tests/kube/faultproxy.py" --port "$gport" --upstream "$KUBE_SERVER" --ca "$KUBE_CA" \
+  --cert "$KUBE_DIR/pki/server.crt" --key "$KUBE_DIR/pki/server.key" --garbage-rate 1 \
+  --garbage watch-huge,watch-junk,watch-notevent --stats "$T/wgarbage.stats" 2>"$T/wproxy.err" & GP=$!; PIDS+=($GP)
+for _ in $(seq 50); do grep -q listening "$T/wproxy.err" && break; sleep 0.1; done
+( sleep 1.5; kt "$CTL" patch w1 reason=through-garbage ) & PC=$!
+st=0; start=$(date +%s%N)
+/usr/bin/time -f %M -o "$T/gw.rss" "$KUBETOOL" "$GK" wait w1 6000 >"$T/gw.out" 2>"$T/gw.err" || st=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+wait $PC || true
+for k in watch-huge watch-junk watch-notevent; do
+  grep -q "\"fault\": \"$k\"" "$T/wgarbage.stats" || skip_part "watch garbage $k not sent before the change was seen"
+done
+{ [ "$st" = 0 ] && [ "$(cat "$T/gw.out")" = 1 ]; } && ok "a change is seen through bad watch streams (in $ms ms)" \
+  || bad "wait through bad watches: exit $st, printed '$(cat "$T/gw.out")' after $ms ms: $(cat "$T/gw.err")"
+[ "$(tail -1 "$T/gw.rss")" -lt 204800 ] && ok "peak RSS through a 20 MiB watch line: $(( $(tail -1 "$T/gw.rss") / 1024 )) MiB" \
+  || bad "watch peak RSS $(tail -1 "$T/gw.rss") KiB"
+kill "$GP" 2>/dev/null || true
 
 # ------------------------------------------------- in-cluster configuration
 sa=$T/sa

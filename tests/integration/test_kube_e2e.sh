@@ -157,7 +157,7 @@ case $leader in c1) kill -9 "$C1" ;; c2) kill -9 "$C2" ;; esac
 # The drain of w2 waits on the PDB (Degraded, naming db-1); lifting it lets it go on.
 i=0
 until kubectl get node w2 -o jsonpath='{.metadata.annotations.machineconfiguration\.mcgit\.io/reason}' | grep -q 'apps/db-1'; do
-  i=$((i + 1)); [ $i -gt 90 ] && break; sleep 0.5
+  i=$((i + 1)); [ $i -gt 240 ] && break; sleep 0.5
 done
 kubectl get node w2 -o jsonpath='{.metadata.annotations.machineconfiguration\.mcgit\.io/reason}' >"$T/out"
 cat "$T/out"; echo; expect_grep 'drain: .*apps/db-1' "$T/out" "a drain blocked by the PDB names the pod in the node's reason"

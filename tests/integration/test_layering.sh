@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The module graph is checked, not a convention: tests/layering.py holds the
 # allow-list of which module of src/ may include which headers (and which may
-# include libgit2 or libcurl). The real tree must pass; copies with one
+# include libgit2, libcurl or libmicrohttpd). The real tree must pass; copies with one
 # planted violation each must be refused, naming the file and line.
 . "$(dirname "$0")/lib.sh"
 need python3
@@ -29,4 +29,7 @@ plant controller/loop.c '#include <git2.h>' 'controller may not include <git2.h>
 plant cli/cmd_node.c '#include "cluster/kube_int.h"' 'cli may not include "cluster/kube_int.h"'
 plant gitops/repo.c '#include "controller/controller.h"' 'gitops may not include "controller/controller.h"'
 plant fsio/fsio.c '#include "nosuch/nosuch.h"' '"nosuch/nosuch.h" is no module'
+plant cli/cmd_agent.c '#include <microhttpd.h>' 'cli may not include <microhttpd.h>'
+plant metrics/registry.c '#include "cluster/cluster.h"' 'metrics may not include "cluster/cluster.h"'
+plant metrics/server.c '#include <git2.h>' 'metrics may not include <git2.h>'
 finish

@@ -19,8 +19,14 @@
  *   mcgit-kubetool CLUSTER fenced ID NODE SECS     lead once, sleep SECS, then patch NODE's reason
  *   mcgit-kubetool CLUSTER wait NODE|- MS           read NODE (or list all), then wait_change:
  *                                                   print 1 (changed) or 0 (timeout)
- *   mcgit-kubetool CLUSTER steady N MS              N rounds of list_nodes + wait_change(MS),
- *                                                   print the requests of the last round
+ *   mcgit-kubetool CLUSTER patch-many DESIRED NODE...
+ *                                                   one wave, as the controller writes it: list
+ *                                                   (the watch fills the cache), then every NODE's
+ *                                                   desiredConfig := DESIRED, compare-and-swap on
+ *                                                   the listed value, in one
+ * mcg_cluster_patch_nodes; print "NODE ok|conflict|notfound|error" each, and the wave's wall time
+ * in ms on stderr mcgit-kubetool CLUSTER steady N MS              N rounds of list_nodes +
+ * wait_change(MS), print the requests of the last round
  *
  * Errors go to stderr as one line; exit 1 (2 for ECONFLICT, 3 ENOTFOUND).
  */
@@ -86,6 +92,56 @@ static int cmd_incr(mcg_cluster *c, const char *node, long n)
     }
     printf("conflicts %ld\n", conflicts);
     return 0;
+}
+
+static int node_cmp(const void *a, const void *b)
+{
+    return strcmp(((const mcg_node *)a)->name, ((const mcg_node *)b)->name);
+}
+
+static int cmd_patch_many(mcg_cluster *c, const char *desired, char **names, int n)
+{
+    mcg_err e = {0};
+    mcg_node *v = NULL;
+    size_t k = 0;
+    int rc = mcg_cluster_list_nodes(c, &v, &k, &e);
+    if (!rc && mcg_cluster_wait_change(c, NULL, 0, &e) >= 0) {
+        mcg_nodes_free(v, k); /* again, from the cache the watch now keeps */
+        rc = mcg_cluster_list_nodes(c, &v, &k, &e);
+    }
+    if (rc)
+        return fail(rc, &e);
+    mcg_node_patch *ps = calloc((size_t)n, sizeof(*ps));
+    int *rcs = calloc((size_t)n, sizeof(*rcs));
+    for (int i = 0; i < n; i++) {
+        mcg_node key = {0};
+        key.name = names[i];
+        const mcg_node *cur = bsearch(&key, v, k, sizeof(*v), node_cmp);
+        mcg_node_patch p = MCG_NODE_PATCH_INIT;
+        p.desired = desired;
+        p.if_desired = cur && cur->desired ? cur->desired : "";
+        ps[i] = p;
+    }
+    struct timespec t0, t1;
+    uint64_t r0 = 0, r1 = 0, b0 = 0, b1 = 0;
+    mcg_cluster_kube_stats(c, &r0, &b0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = mcg_cluster_patch_nodes(c, (const char *const *)names, ps, (size_t)n, rcs, &e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    mcg_cluster_kube_stats(c, &r1, &b1);
+    for (int i = 0; i < n; i++)
+        printf("%s %s\n", names[i],
+               !rcs[i]                   ? "ok"
+               : rcs[i] == MCG_ECONFLICT ? "conflict"
+               : rcs[i] == MCG_ENOTFOUND ? "notfound"
+                                         : "error");
+    fprintf(stderr, "wave of %d: %.1f ms, %llu requests\n", n,
+            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+            (unsigned long long)(r1 - r0));
+    free(ps);
+    free(rcs);
+    mcg_nodes_free(v, k);
+    return rc ? fail(rc, &e) : 0;
 }
 
 static int cmd_lead(mcg_cluster *c, const char *id, long seconds)
@@ -303,6 +359,8 @@ int main(int argc, char **argv)
             status = fail(r, &e);
         else
             printf("%d\n", r);
+    } else if (!strcmp(cmd, "patch-many") && n >= 2) {
+        status = cmd_patch_many(c, a[0], a + 1, n - 1);
     } else if (!strcmp(cmd, "steady") && n == 2) {
         long rounds = atol(a[0]), ms = atol(a[1]);
         uint64_t r0 = 0, b0 = 0, r1 = 0, b1 = 0;

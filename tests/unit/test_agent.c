@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #include "agent/agent.h"
 #include "agent/agent_int.h"
 #include "cluster/cluster_int.h" /* a test double backend */
@@ -38,13 +40,6 @@ typedef struct {
     mcg_cluster *c;
     mcg_agent_opts o;
 } fx;
-
-static void rm_rf(const char *p)
-{
-    char *cmd = mcg_sprintf("rm -rf '%s'", p);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
-}
 
 static void put(const char *root, const char *rel, const char *data, int mode)
 {
@@ -142,8 +137,7 @@ static int count_temps(const char *dir)
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/mcgit-agent-test.XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    mcg_test_tmpdir(f->dir, "agent");
     char *spec = mcg_sprintf("local:%s/cl", f->dir);
     mcg_err e = {0};
     assert_int_equal(mcg_cluster_open(&f->c, spec, &e), 0);
@@ -166,7 +160,7 @@ static int teardown(void **state)
 {
     fx *f = *state;
     mcg_cluster_free(f->c);
-    rm_rf(f->dir);
+    mcg_test_rm_rf(f->dir);
     free(f);
     return 0;
 }
@@ -392,7 +386,7 @@ static void test_fresh_apply(void **state)
     /* the state dir keeps the current config, no journal, no temp files */
     char *cur = get(f->root, "var/lib/mcgit/current");
     assert_non_null(cur);
-    assert_non_null(strstr(cur, name));
+    assert_contains(cur, name);
     free(cur);
     assert_false(exists(f->root, "var/lib/mcgit/journal.json"));
     assert_int_equal(count_temps(f->root), 0);
@@ -587,10 +581,10 @@ static void test_drift(void **state)
     put(f->root, "etc/systemd/system/m.service", "x", 0644);
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "/etc/a: content differs"));
-    assert_non_null(strstr(r.reason, "/etc/b: mode file 0644, want file 0600"));
-    assert_non_null(strstr(r.reason, "/etc/c: missing"));
-    assert_non_null(strstr(r.reason, "/etc/systemd/system/m.service: not a symbolic link"));
+    assert_contains(r.reason, "/etc/a: content differs");
+    assert_contains(r.reason, "/etc/b: mode file 0644, want file 0600");
+    assert_contains(r.reason, "/etc/c: missing");
+    assert_contains(r.reason, "/etc/systemd/system/m.service: not a symbolic link");
     assert_null(strchr(r.reason, '\n'));
     assert_node(f, "Degraded", n1, "/etc/a: content differs");
     /* nothing was overwritten */
@@ -610,7 +604,7 @@ static void test_drift(void **state)
     assert_int_equal(mkdir(pc, 0644), 0);
     r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "/etc/c:"));
+    assert_contains(r.reason, "/etc/c:");
     rmdir(pc);
     put(f->root, "etc/c", "ccc", 0644);
     /* offline: drift is still checked on the kept copy */
@@ -620,7 +614,7 @@ static void test_drift(void **state)
     assert_int_equal(mcg_agent_open(&a, &f->o, NULL, &e), 0);
     assert_int_equal(mcg_agent_check_drift(&r, a, &e), 0);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "/etc/a: content differs"));
+    assert_contains(r.reason, "/etc/a: content differs");
     mcg_agent_free(a);
     free(pb);
     free(pc);
@@ -678,7 +672,7 @@ static void test_symlink_etc(void **state)
 {
     fx *f = *state;
     char *etc = mcg_sprintf("%s/etc", f->root);
-    rm_rf(etc);
+    mcg_test_rm_rf(etc);
     assert_int_equal(symlink(f->outside, etc), 0);
     escape_case(f, "/etc/foo.conf", "/etc: is a symbolic link");
     /* also through the absolute-looking name: the root's etc, not the host's */
@@ -733,7 +727,7 @@ static void test_bad_hash(void **state)
     set_desired(f, "rendered-worker-00000000000000000000000000000000");
     r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "not published"));
+    assert_contains(r.reason, "not published");
     free(want);
     free(spec);
     free(path);
@@ -750,7 +744,7 @@ static void test_missing_user(void **state)
         "{\"path\":\"/etc/b\",\"user\":{\"name\":\"x\"},\"contents\":{\"source\":\"data:,b\"}}]}}");
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "user 'x' not found in /etc/passwd"));
+    assert_contains(r.reason, "user 'x' not found in /etc/passwd");
     assert_false(exists(f->root, "etc/a"));
     assert_node(f, "Degraded", NULL, "user 'x' not found in /etc/passwd");
     /* core missing with SSH keys */
@@ -759,7 +753,7 @@ static void test_missing_user(void **state)
                          "\"core\",\"sshAuthorizedKeys\":[\"ssh-ed25519 AAAA k\"]}]}}");
     r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "user 'core' not found in /etc/passwd"));
+    assert_contains(r.reason, "user 'core' not found in /etc/passwd");
     free(n);
     free(n2);
 }
@@ -780,7 +774,7 @@ static void test_rollback_on_failure(void **state)
                   "\"links\":[{\"path\":\"/etc/h\",\"hard\":true,\"target\":\"/etc/missing\"}]}}");
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "/etc/h"));
+    assert_contains(r.reason, "/etc/h");
     assert_string_equal(r.config, n1);
     assert_file(f->root, "etc/a", "one", 0644);
     assert_file(f->root, "etc/pre", "orig", 0600);
@@ -959,7 +953,7 @@ static void test_reboot_not_live(void **state)
     f->o.reboot_command = "exit 3";
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "reboot command 'exit 3' failed (exit 3)"));
+    assert_contains(r.reason, "reboot command 'exit 3' failed (exit 3)");
     f->o.reboot_command = "true";
     r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DONE);
@@ -1057,7 +1051,7 @@ static void test_state_dir_option(void **state)
                   "{\"path\":\"/var/lib/mcgit/current\",\"contents\":{\"source\":\"data:,a\"}}]}}");
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "state directory"));
+    assert_contains(r.reason, "state directory");
     free(sd);
     free(n1);
     free(n2);
@@ -1092,11 +1086,11 @@ static void test_drift_owner(void **state)
     assert_int_equal(lchown(pl, 0, 0), 0);
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "/etc/o: owner 0:0, want 1000:10"));
+    assert_contains(r.reason, "/etc/o: owner 0:0, want 1000:10");
     assert_non_null(
         strstr(r.reason, "/etc/r: mode file 0644, want file 0640 and owner 1000:1000, want 0:0"));
-    assert_non_null(strstr(r.reason, "/etc/d: owner 0:0, want 1000:0"));
-    assert_non_null(strstr(r.reason, "/etc/l: owner 0:0, want 0:10"));
+    assert_contains(r.reason, "/etc/d: owner 0:0, want 1000:0");
+    assert_contains(r.reason, "/etc/l: owner 0:0, want 0:10");
     assert_node(f, "Degraded", n1, "/etc/o: owner 0:0, want 1000:10");
     /* nothing was changed back */
     assert_int_equal(stat(po, &st), 0);
@@ -1358,7 +1352,7 @@ static void test_offline(void **state)
     r = pass_c(f, &d->base);
     assert_true(r.offline);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "/etc/a: content differs"));
+    assert_contains(r.reason, "/etc/a: content differs");
     assert_node(f, "Done", n1, NULL); /* could not be told */
     d->offline = false;
     r = pass_c(f, &d->base);
@@ -1546,7 +1540,7 @@ static void test_os_fields(void **state)
     char *rec = recorder(f);
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         /* a fresh node root each time */
-        rm_rf(f->root);
+        mcg_test_rm_rf(f->root);
         put(f->root, "etc/passwd", "core:x:1000:1000::/home/core:/bin/sh\n", 0644);
         put(f->root, "etc/group", "core:x:1000:\n", 0644);
         rm_file(f->dir, "cmds.log");
@@ -1684,10 +1678,10 @@ static void test_os_fips(void **state)
     char *n2 = deploy_spec(f, "{" IGN FILE_X "},\"fips\":true}");
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "unreconcilable: fips changed from false to true on node n1"));
+    assert_contains(r.reason, "unreconcilable: fips changed from false to true on node n1");
     assert_string_equal(r.config, n1);
     /* a node whose kernel says FIPS is off cannot take fips: true */
-    rm_rf(f->root);
+    mcg_test_rm_rf(f->root);
     put(f->root, "etc/passwd", "core:x:1000:1000::/home/core:/bin/sh\n", 0644);
     put(f->root, "proc/sys/crypto/fips_enabled", "0\n", 0444);
     assert_int_equal(pass(f).state, MCG_AGENT_DEGRADED);
@@ -1726,7 +1720,7 @@ static void test_os_password_hash(void **state)
                        "\"passwd\":{\"users\":[{\"name\":\"core\",\"passwordHash\":\"h\"}]}}}");
     r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_non_null(strstr(r.reason, "passwordHash: user core is not in /etc/shadow on node n1"));
+    assert_contains(r.reason, "passwordHash: user core is not in /etc/shadow on node n1");
     assert_false(exists(f->root, "etc/y"));
     free(n1);
     free(n2);

@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #define MID "0123456789abcdef0123456789abcdef"
 #define OTHER "fedcba9876543210fedcba9876543210"
 #define BOOT "0c296445-df48-428b-9caa-14d7a2ae87a1"
@@ -100,8 +102,10 @@ static void put(const char *rel, const char *data)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmp, sizeof(tmp), "/tmp/mcgit-identity.XXXXXX");
-    assert_non_null(mkdtemp(tmp));
+    char made[256];
+    mcg_test_tmpdir(made, "identity");
+    assert_true(strlen(made) < sizeof(tmp));
+    memcpy(tmp, made, strlen(made) + 1);
     char p[256];
     snprintf(p, sizeof(p), "%s/etc", tmp);
     assert_int_equal(mkdir(p, 0755), 0);
@@ -111,9 +115,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-    assert_int_equal(system(cmd), 0);
+    mcg_test_rm_rf(tmp);
     return 0;
 }
 
@@ -158,8 +160,8 @@ static void test_machine_id(void **state)
             assert_string_equal(out, MID);
         else {
             assert_string_equal(out, "");
-            assert_non_null(strstr(e.msg, t->msg));
-            assert_non_null(strstr(e.msg, "etc/machine-id"));
+            assert_contains(e.msg, t->msg);
+            assert_contains(e.msg, "etc/machine-id");
         }
     }
     /* etc itself a symlink: refused */
@@ -229,7 +231,7 @@ static void test_open_refuses(void **state)
     assert_null(a);
     assert_int_equal(mcg_agent_open(&a, &o, c, &e), MCG_ETRUST);
     assert_null(a);
-    assert_non_null(strstr(e.msg, "node n1 has no machine-id"));
+    assert_contains(e.msg, "node n1 has no machine-id");
     struct stat st;
     assert_int_not_equal(stat(vardir, &st), 0);
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
@@ -237,7 +239,7 @@ static void test_open_refuses(void **state)
     assert_int_equal(mcg_cluster_patch_node(c, "n1", &p, &e), 0);
     o.state_dir = statedir;
     assert_int_equal(mcg_agent_open(&a, &o, c, &e), MCG_ETRUST);
-    assert_non_null(strstr(e.msg, "bound machine-id " OTHER));
+    assert_contains(e.msg, "bound machine-id " OTHER);
     assert_int_not_equal(stat(statedir, &st), 0);
     /* the local backend keeps a binding to another machine under its lock */
     p.bound_machine_id = MID;

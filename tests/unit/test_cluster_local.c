@@ -332,6 +332,25 @@ static void test_missing_dir(void **state)
 
 /* Every wrapper takes err == NULL: codes come back, nothing crashes, even on
  * the paths that set an error (missing DIR, bad names, conflicts). */
+/* Events: checked by the wrapper, recorded nowhere by the local backend. */
+static void test_events(void **state)
+{
+    fx *f = *state;
+    mcg_err e = {0};
+    mcg_event ok = {"mcgit-agent", false, "n1", false, "NodeDone", "m"};
+    assert_int_equal(mcg_cluster_event(f->c, &ok, &e), 0);
+    mcg_event bad_node = {"mcgit-agent", false, "Bad_Name", false, "NodeDone", "m"};
+    assert_int_equal(mcg_cluster_event(f->c, &bad_node, &e), MCG_EINVAL);
+    assert_contains(e.msg, "invalid node name 'Bad_Name'");
+    mcg_event bad_pool = {"mcgit-controller", true, "a.b", false, "Updated", "m"};
+    assert_int_equal(mcg_cluster_event(f->c, &bad_pool, NULL), MCG_EINVAL);
+    mcg_event no_reason = {"mcgit-agent", false, "n1", false, "", "m"};
+    assert_int_equal(mcg_cluster_event(f->c, &no_reason, &e), MCG_EINVAL);
+    assert_contains(e.msg, "reason, message and component needed");
+    mcg_event no_msg = {"mcgit-agent", false, "n1", false, "NodeDone", NULL};
+    assert_int_equal(mcg_cluster_event(f->c, &no_msg, NULL), MCG_EINVAL);
+}
+
 static void test_null_err(void **state)
 {
     fx *f = *state;
@@ -456,6 +475,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_objects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_err, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_no_lost_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spec, setup, teardown),

@@ -225,6 +225,46 @@ static void test_idle_pass_writes_nothing(void **state)
     mcg_pass_result_clear(&res);
 }
 
+/* Unused configs are collected on a pass that moves no node, never while a
+ * wave goes out (nothing becomes unused then; it saves a list per wave). */
+static void test_collect_on_quiet_pass(void **state)
+{
+    fx *f = *state;
+    f->o.keep_configs = 0;
+    mcg_pass_result res = pass(f, T0 + 10);
+    mcg_pass_result_clear(&res);
+    mcg_err e = {0};
+    const char *stale = "rendered-worker-00000000000000000000000000000000";
+    assert_int_equal(mcg_cluster_put_config(f->c, stale, "{}\n", 3, &e), 0);
+    static const char *const nodes[] = {"master-0", "worker-0", "worker-1"};
+    for (size_t i = 0; i < 3; i++) { /* their agents are done */
+        char *d = desired(f, nodes[i]);
+        mcg_node_patch p = MCG_NODE_PATCH_INIT;
+        p.current = d;
+        p.state = "Done";
+        assert_int_equal(mcg_cluster_patch_node(f->c, nodes[i], &p, &e), 0);
+        free(d);
+    }
+    res = pass(f, T0 + 20); /* a quiet pass collects it */
+    assert_int_equal(res.updates, 0);
+    mcg_pass_result_clear(&res);
+    char *spec = NULL;
+    size_t len = 0;
+    assert_int_equal(mcg_cluster_get_config(f->c, stale, &spec, &len, &e), MCG_ENOTFOUND);
+    assert_int_equal(mcg_cluster_put_config(f->c, stale, "{}\n", 3, &e), 0); /* again */
+    change_motd(f, "goodbye");
+    commit(f, "second", true, T0 + 60);
+    res = pass(f, T0 + 70);
+    assert_true(res.updates > 0);
+    mcg_pass_result_clear(&res);
+    assert_int_equal(mcg_cluster_get_config(f->c, stale, &spec, &len, &e), 0);
+    free(spec);
+    res = pass(f, T0 + 80); /* the wave is out, its node not back yet: nothing moves */
+    assert_int_equal(res.updates, 0);
+    mcg_pass_result_clear(&res);
+    assert_int_equal(mcg_cluster_get_config(f->c, stale, &spec, &len, &e), MCG_ENOTFOUND);
+}
+
 /* An unsigned commit is refused: nothing moves, the pools say why. */
 static void test_unsigned_commit_refused(void **state)
 {
@@ -289,6 +329,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_first_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_pass_writes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsigned_commit_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_collect_on_quiet_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -740,9 +740,41 @@ static void test_defaults_local(void **state)
     free(spec);
 }
 
+/* The Event object: namespace, the involved object with its uid and group,
+ * type, reason, message, source; no uid when unknown. */
+static void test_event_object(void **state)
+{
+    (void)state;
+    mcg_event ev = {"mcgit-agent", false, "w1", true, "ConfigDriftDetected", "drift: /etc/x"};
+    json_t *o = mcg_kube_event_object(&ev, "u-1", "default", "w1.00ff", "host1", 1767225600);
+    assert_non_null(o);
+    assert_string_equal(mcg_kube_str_at(o, "metadata", "namespace"), "default");
+    assert_string_equal(mcg_kube_str_at(o, "metadata", "name"), "w1.00ff");
+    assert_string_equal(mcg_kube_str_at(o, "involvedObject", "kind"), "Node");
+    assert_string_equal(mcg_kube_str_at(o, "involvedObject", "apiVersion"), "v1");
+    assert_string_equal(mcg_kube_str_at(o, "involvedObject", "uid"), "u-1");
+    assert_string_equal(mcg_kube_str_at(o, "type", NULL), "Warning");
+    assert_string_equal(mcg_kube_str_at(o, "reason", NULL), "ConfigDriftDetected");
+    assert_string_equal(mcg_kube_str_at(o, "message", NULL), "drift: /etc/x");
+    assert_string_equal(mcg_kube_str_at(o, "source", "component"), "mcgit-agent");
+    assert_string_equal(mcg_kube_str_at(o, "source", "host"), "host1");
+    assert_string_equal(mcg_kube_str_at(o, "firstTimestamp", NULL), "2026-01-01T00:00:00Z");
+    json_decref(o);
+    mcg_event pe = {"mcgit-controller", true, "worker", false, "SetDesiredConfig", "m"};
+    o = mcg_kube_event_object(&pe, NULL, "default", "worker.1", "", 0);
+    assert_non_null(o);
+    assert_string_equal(mcg_kube_str_at(o, "involvedObject", "kind"), "MachineConfigPool");
+    assert_string_equal(mcg_kube_str_at(o, "involvedObject", "apiVersion"), MCG_KUBE_GV);
+    assert_null(mcg_kube_str_at(o, "involvedObject", "uid"));
+    assert_null(mcg_kube_str_at(o, "source", "host"));
+    assert_string_equal(mcg_kube_str_at(o, "type", NULL), "Normal");
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_event_object),
         cmocka_unit_test(test_kubeconfig_data_fields),
         cmocka_unit_test(test_kubeconfig_file_fields),
         cmocka_unit_test(test_kubeconfig_token_insecure),

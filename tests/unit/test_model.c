@@ -18,6 +18,8 @@
 #include <time.h>
 
 #include <cmocka.h>
+
+#include "testlib.h"
 #include <zlib.h>
 
 #include "model/model.h"

@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #include "rollout/rollout.h"
 
 /* ---------------------------------------------------------------- world */

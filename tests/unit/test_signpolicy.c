@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #include "model/model.h"
 
 typedef struct {

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testlib.h"
+
 #include "trust/trust_int.h"
 
 #include <openssl/core_names.h>
@@ -315,7 +317,7 @@ static void test_signers_limits(void **state)
     char *big = mcg_calloc(1, MCG_SIGNERS_MAX_LINE + 2);
     memset(big, '#', MCG_SIGNERS_MAX_LINE + 1);
     assert_int_equal(mcg_signers_parse(&s, "t", big, strlen(big), &err), MCG_EINVAL);
-    assert_non_null(strstr(err.msg, "t:1: line is longer than"));
+    assert_contains(err.msg, "t:1: line is longer than");
     free(big);
 
     /* the text need not be NUL-terminated: parse a prefix only */
@@ -504,7 +506,7 @@ static void test_verify_git_commit(void **state)
     /* the commit with one byte of its message changed */
     payload[pl - 2] ^= 1;
     assert_int_equal(mcg_sshsig_verify(&res, s, sig, sl, payload, pl, 0, &err), MCG_ETRUST);
-    assert_non_null(strstr(err.msg, "signature does not verify (key SHA256:"));
+    assert_contains(err.msg, "signature does not verify (key SHA256:");
 
     mcg_signers_free(s);
     free(payload);
@@ -548,7 +550,7 @@ static void test_verify_refusals(void **state)
         int rc = verify_fixture(sigs[i], ALL, 0, &res, &err);
         msg[10] ^= 0x20;
         assert_int_equal(rc, MCG_ETRUST);
-        assert_non_null(strstr(err.msg, "signature does not verify (key SHA256:"));
+        assert_contains(err.msg, "signature does not verify (key SHA256:");
         assert_string_equal(res.principal, "");
     }
     /* a truncated and an empty message */
@@ -560,7 +562,7 @@ static void test_verify_refusals(void **state)
     char *sig = slurp("ecdsa.git.sig", &sl);
     mcg_signers *s = signers_of(ALL);
     assert_int_equal(mcg_sshsig_verify(&res, s, sig, sl, NULL, 0, 0, &err), MCG_ETRUST);
-    assert_non_null(strstr(err.msg, "signature does not verify"));
+    assert_contains(err.msg, "signature does not verify");
     mcg_signers_free(s);
     free(sig);
 }
@@ -683,7 +685,7 @@ static void test_memo(void **state)
     other[msg_len - 1] ^= 1;
     assert_int_equal(mcg_sshsig_verify_memo(&res, all, memo, sig, sl, other, msg_len, 0, &err),
                      MCG_ETRUST);
-    assert_non_null(strstr(err.msg, "signature does not verify"));
+    assert_contains(err.msg, "signature does not verify");
     free(other);
     free(sig);
     mcg_sigmemo_free(memo);
@@ -833,7 +835,7 @@ static void test_malformed_armor(void **state)
         mcg_signers *s = signers_of(ALL);
         char *cut = mcg_strndup(sig, n);
         assert_int_equal(mcg_sshsig_verify(&res, s, cut, n, msg, msg_len, 0, &err), MCG_ETRUST);
-        assert_non_null(strstr(err.msg, "signature is malformed: "));
+        assert_contains(err.msg, "signature is malformed: ");
         free(cut);
         mcg_signers_free(s);
     }
@@ -1057,7 +1059,7 @@ static void test_malformed_fields(void **state)
     split("ecdsa.git-sha256.sig", &ec256);
     join(&ec, &b, NULL, NULL, NULL, ec256.sig, ec256.sig_n, NULL, 0);
     assert_int_equal(verify_blob(b.ptr, b.len, &res, &err), MCG_ETRUST);
-    assert_non_null(strstr(err.msg, "signature does not verify (key SHA256:"));
+    assert_contains(err.msg, "signature does not verify (key SHA256:");
     mcg_buf_free(&b);
     mcg_buf_free(&ec256.blob);
 #undef CHECK
@@ -1375,7 +1377,7 @@ static void test_certificates(void **state)
         char *a = tkey_sshsig(&u, &c, MCG_SK_USER_PRESENT, 1);
         EXPECT(verify_with(caline, a, t, &res, &err), NULL);
         assert_string_equal(res.principal, "alice@example.com");
-        assert_non_null(strstr(res.keytype, "-cert-v01@openssh.com"));
+        assert_contains(res.keytype, "-cert-v01@openssh.com");
         /* the fingerprint is the key's, without the certificate */
         char fp[64];
         mcg_ssh_fingerprint((const unsigned char *)u.blob.ptr, u.blob.len, fp);
@@ -1556,7 +1558,7 @@ static void test_revocation(void **state)
     char *l2 = mcg_sprintf("# revoked keys\n\n  ssh-ed25519 %s laptop\r\n", ub64);
     free(ub64);
     EXPECT(verify_revoked(both, l2, strlen(l2), by_key, &err), "is revoked (rev)");
-    assert_non_null(strstr(err.msg, fp));
+    assert_contains(err.msg, fp);
     EXPECT(verify_revoked(both, l2, strlen(l2), by_cert, &err), "is revoked (rev)");
     free(l2);
     /* a plain list naming the CA revokes its certificates only */
@@ -1687,7 +1689,7 @@ static void test_revocation(void **state)
         assert_string_equal(err.msg, "rev: KRL format version 2 is not supported");
         static const char junk[] = "# ok\nssh-ed25519 AAAA!!\n";
         assert_int_equal(mcg_signers_revoke(s, "rev", junk, sizeof(junk) - 1, &err), MCG_EINVAL);
-        assert_non_null(strstr(err.msg, "rev:2: bad base64 in key"));
+        assert_contains(err.msg, "rev:2: bad base64 in key");
         static const char opt[] = "cert-authority ssh-ed25519 AAAA\n";
         assert_int_equal(mcg_signers_revoke(s, "rev", opt, sizeof(opt) - 1, &err), MCG_EINVAL);
         assert_string_equal(err.msg, "rev:1: not a public key (want \"type base64\")");
