@@ -15,6 +15,8 @@
 # deltas, mostly newest-whole, which a thin pack must not copy as they are).
 #
 #   tests/bench/bench_bundle_thin.sh [FILES]     ROUNDS=5 (best of each kept)
+#   BEFORE=path/to/old/mcgit ...                 also the size an older mcgit
+#                                                writes for each range
 #
 # mcgit and git run in alternation, round by round, so that a change in the
 # load of a shared machine hits both alike. Each mcgit bundle is checked with
@@ -81,8 +83,9 @@ printf 'process start (`mcgit version` / `git version`): %.3f s / %.3f s\n' "$(m
 measure() { # measure LABEL
   echo
   echo "$1"
-  printf '%-10s %10s %10s %7s %10s %10s %7s\n' range "mcgit (B)" "git (B)" ratio "mcgit (s)" "git (s)" ratio
-  local n since ta tb i t0 s_mc s_git
+  printf '%-10s %10s %10s %7s %10s %10s %7s%s\n' range "mcgit (B)" "git (B)" ratio "mcgit (s)" "git (s)" ratio \
+    "${BEFORE:+   before (B)}"
+  local n since ta tb i t0 s_mc s_git s_old
   for n in 1 10 100; do
     since=$(git -C "$T/repo" rev-parse "main~$n")
     ta=() tb=()
@@ -100,9 +103,14 @@ measure() { # measure LABEL
     git -C "$T/clone" fetch -q "$T/mcgit.bundle" main:refs/heads/got 2>/dev/null &&
       [ "$(git -C "$T/clone" rev-parse got)" = "$(git -C "$T/repo" rev-parse main)" ] ||
       { echo "git cannot fetch mcgit's bundle" >&2; exit 1; }
-    printf '%-10s %10d %10d %7s %10.3f %10.3f %7s\n' "$n commit$([ "$n" = 1 ] || echo s)" \
+    s_old=
+    if [ -n "${BEFORE:-}" ]; then
+      "$BEFORE" bundle create -q --repo "$T/repo" --since "$since" "$T/old.bundle"
+      s_old=$(printf '%13d' "$(stat -c %s "$T/old.bundle")")
+    fi
+    printf '%-10s %10d %10d %7s %10.3f %10.3f %7s%s\n' "$n commit$([ "$n" = 1 ] || echo s)" \
       "$s_mc" "$s_git" "$(ratio "$s_mc" "$s_git")" "$(min "${ta[@]}")" "$(min "${tb[@]}")" \
-      "$(ratio "$(min "${ta[@]}")" "$(min "${tb[@]}")")"
+      "$(ratio "$(min "${ta[@]}")" "$(min "${tb[@]}")")" "$s_old"
   done
 }
 

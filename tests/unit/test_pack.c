@@ -923,6 +923,58 @@ static void test_thin(void **state)
     git_commit_free(c);
 }
 
+/*
+ * Stored entries in a thin pack: the old and new README packed together
+ * (one stored as a delta on the other, as the packbuilder chose), the new
+ * one copied for a reader that has the old one: either its stored delta,
+ * naming the old README (REF_DELTA), or, stored whole, made a delta on it.
+ * Either way a REF_DELTA the reader completes from the repository.
+ */
+static void test_thin_reuse(void **state)
+{
+    fixture *f = *state;
+    char packdir[512], path[512], dir[512];
+    snprintf(packdir, sizeof(packdir), "%s/thinpacks", f->dir);
+    snprintf(path, sizeof(path), "%s/thin-reused.pack", f->dir);
+    snprintf(dir, sizeof(dir), "%s/idx5", f->dir);
+    assert_int_equal(mkdir(packdir, 0755), 0);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    git_commit *parent = NULL;
+    assert_int_equal(git_commit_lookup(&parent, f->repo, &f->commits[f->ncommits - 2]), 0);
+    git_oid old = entry_id(f->repo, git_commit_tree_id(parent), "README");
+    git_commit_free(parent);
+    git_packbuilder *pb = NULL;
+    assert_int_equal(git_packbuilder_new(&pb, f->repo), 0);
+    assert_int_equal(git_packbuilder_insert(pb, &old, NULL), 0);
+    assert_int_equal(git_packbuilder_insert(pb, &f->readme_last, NULL), 0);
+    assert_int_equal(git_packbuilder_write(pb, packdir, 0644, NULL, NULL), 0);
+    git_packbuilder_free(pb);
+    mcg_pack_reuse *r = mcg_pack_reuse_open(packdir);
+    assert_non_null(r);
+    mcg_pack_place o = {.id = f->readme_last, .has_base = true, .base = old};
+    assert_true(mcg_pack_reuse_find(r, &o));
+    mcg_oidmap have = {0};
+    mcg_oidmap_put(&have, &old, 0);
+    git_odb *odb = NULL;
+    assert_int_equal(git_repository_odb(&odb, f->repo), 0);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    mcg_pack_writer *w = NULL;
+    mcg_err err = {0};
+    assert_int_equal(mcg_pack_writer_new(&w, fd, &err), 0);
+    mcg_pack_writer_thin(w, &have);
+    assert_int_equal(mcg_pack_writer_begin(w, 1), 0);
+    assert_int_equal(mcg_pack_reuse_copy(w, r, &o, odb, &err), 0);
+    assert_int_equal(mcg_pack_writer_end(w), 0);
+    assert_int_equal(w->refs, 1);
+    assert_true(mcg_pack_writer_written(w) < 12 + 20 + 200); /* not the 8 KB README whole */
+    mcg_pack_writer_free(w);
+    close(fd);
+    assert_int_equal(index_thin(path, dir, odb), 0);
+    mcg_oidmap_free(&have);
+    git_odb_free(odb);
+    mcg_pack_reuse_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -939,6 +991,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_scan_damaged, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_writer, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_thin, setup_repo, teardown_repo),
+        cmocka_unit_test_setup_teardown(test_thin_reuse, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_reuse, setup_repo, teardown_repo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
