@@ -240,11 +240,11 @@ grep -q ' b follower$' "$T/b.log" && ! grep -q ' b leader$' "$T/b.log" && ok "se
   || bad "b: $(cat "$T/b.log")"
 kill -TERM $PA; wait $PA
 sleep 1.5
-a_stop=$(awk '/ a stopped$/ {print $1}' "$T/a.log")
+a_stop=$(awk '/ a releasing$/ {print $1}' "$T/a.log")   # before the Lease is given up
 b_lead=$(awk '/ b leader$/ {print $1; exit}' "$T/b.log")
 [ -n "$b_lead" ] && [ -n "$a_stop" ] && [ "$b_lead" -ge "$a_stop" ] \
   && ok "clean exit releases the Lease: the other takes over after, $((b_lead - a_stop)) ms later" \
-  || bad "hand-over: a stopped $a_stop, b leader $b_lead"
+  || bad "hand-over: a released at $a_stop, b leader $b_lead"
 "$KUBETOOL" "$CTL" lead a 60 >"$T/a2.log" 2>"$T/a2.err" & PA=$!; PIDS+=($PA)
 sleep 1.5
 grep -q ' a follower$' "$T/a2.log" && ! grep -q ' a leader$' "$T/a2.log" && ok "a restarted replica follows the leader" \

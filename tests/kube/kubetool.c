@@ -323,8 +323,13 @@ int main(int argc, char **argv)
             status = fail(rc, &e);
     } else if (!strcmp(cmd, "lead") && n == 2) {
         status = cmd_lead(c, a[0], atol(a[1]));
-        mcg_cluster_free(c); /* gives the Lease up */
+        /* "releasing" before the Lease is given up, "stopped" after: another
+         * replica may lead between the two, never before the first */
         struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        printf("%lld %s releasing\n", (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, a[0]);
+        fflush(stdout);
+        mcg_cluster_free(c); /* gives the Lease up */
         clock_gettime(CLOCK_REALTIME, &now);
         printf("%lld %s stopped\n", (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, a[0]);
         return status;
