@@ -194,13 +194,14 @@ ${R_RUNS% }. The runs (apply / cp -a + sync; drift warm and cold / sha256sum):
 
 $RUNLINES
 
-**Peak memory** (maximum resident set): apply $apply_kb KiB (cp -a $cp_kb KiB); drift check,
-cold then warm, $drift_kb KiB (sha256sum $sha_kb KiB). The agent holds the whole config in
-memory. While a spec is parsed four copies of its bulk are alive at once — the spec text,
-the JSON tree, the \`data:\` URLs the model keeps and the decoded bytes — about 4x the spec
-size. After the parse the agent drops the text and the URLs, so between passes it keeps
-about the size of the files (their decoded contents) plus the entries. Real rendered
-configs are at most 1.5 MiB, so a real agent stays within a few MiB.
+**Peak memory** (maximum resident set): apply $apply_kb KiB, the apply's own with the
+received spec counted, measured from after the spec was built (cp -a $cp_kb KiB); drift
+check, cold then warm, $drift_kb KiB (sha256sum $sha_kb KiB). The agent holds the whole
+config in memory. While a spec is parsed, the spec text and its JSON tree are alive; each
+\`data:\` URL is dropped from the tree as soon as it is decoded
+(\`mcg_ignition_parse_json_consume\`), so the tree shrinks as the decoded files grow. After
+the parse the agent keeps about the size of the files (their decoded contents) plus the
+entries. Real rendered configs are at most 1.5 MiB, so a real agent stays within a few MiB.
 
 **Where the time goes** (one apply with timers added, on this machine when quiet): checking
 the spec's hash 0.05 s (SHA-256 of 56 MB); writing the agent's own copy of the spec into its
