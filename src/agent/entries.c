@@ -400,13 +400,11 @@ int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, const char *name, const char *sp
     c->name = mcg_strdup(name);
     entv ev = {0};
     idtab ids = {0};
-    int rc = mcg_ignition_parse_json(&c->ign, name, spec, len, err);
+    int rc = mcg_ignition_parse_json_consume(&c->ign, name, spec, len, err);
     if (rc)
         goto out;
     for (size_t i = 0; i < c->ign.nstorage; i++) {
         mcg_storage *s = &c->ign.storage[i];
-        free(s->source); /* decoded into s->data: the URL is not needed again */
-        s->source = NULL;
         long uid, gid;
         if ((rc = resolve_owner(&ids, r, &s->user, true, strict, &uid, err)) != 0 ||
             (rc = resolve_owner(&ids, r, &s->group, false, strict, &gid, err)) != 0) {

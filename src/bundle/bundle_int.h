@@ -237,14 +237,12 @@ typedef struct mcg_bundle_vref {
     ssize_t with;                /* a ref whose range holds this one, or -1 */
 } mcg_bundle_vref;
 
-/* The since a ref's verification uses: since, else the verified mark tip descends from; "" none. */
-void mcg_bundle_effective_since(char out[MCG_SHA_HEX + 1], mcg_repo *v, const char *tip,
-                                const char *since, const mcg_signers *root);
 /*
  * Verify the range of each of rep's refs that want[i] names on two threads
- * (views q and q2), checking connectivity from tips alongside, and fill
- * each ref's report. Returns an error when a check could not run, or the
- * connectivity refusal; bad verdicts are left in the reports.
+ * (views q and q2, mcg_gitops_verify_ranges), checking connectivity from
+ * tips alongside, and fill each ref's report. Returns the connectivity
+ * refusal, or an error when a range could not be read; bad verdicts are
+ * left in the reports.
  */
 int mcg_bundle_verify_all(mcg_repo *q, mcg_repo *q2, mcg_bundle_report *rep,
                           const mcg_bundle_vref *want, const git_oid *tips, size_t ntips,

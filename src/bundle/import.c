@@ -237,7 +237,7 @@ static int plan_refs(session *s, mcg_bundle_report *rep, mcg_repo *r, mcg_bundle
         bool is_src = !strcmp(br->name, src_ref);
         if (!is_src && br->old_sha[0])
             memcpy(want[i].since, br->old_sha, sizeof(want[i].since));
-        mcg_bundle_effective_since(want[i].eff, s->q, want[i].tip,
+        mcg_gitops_effective_since(want[i].eff, s->q, want[i].tip,
                                    want[i].since[0] ? want[i].since : NULL, root);
         if (is_src)
             memcpy(s->source_tip, want[i].tip, sizeof(s->source_tip));

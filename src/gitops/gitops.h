@@ -180,6 +180,44 @@ typedef struct mcg_verify_opts {
  */
 int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
                       const mcg_verify_opts *opts, const mcg_signers *root, mcg_err *err);
+
+/* One range for mcg_gitops_verify_ranges: as mcg_gitops_verify takes it. */
+typedef struct mcg_verify_range {
+    const char *tip;       /* a revision */
+    const char *since;     /* a revision, or NULL: the verified mark when tip descends from it */
+    mcg_verify_report rep; /* the result (free with mcg_verify_report_free) */
+} mcg_verify_range;
+
+/* How mcg_gitops_verify_ranges may use a second thread. */
+typedef struct mcg_verify_threads {
+    /* A second handle on the same repository (same object database, hints
+     * attached alike), used only by the second thread; NULL: one thread. */
+    mcg_repo *helper;
+    /* Run first on the second thread (on the calling one when there is no
+     * second), before it takes verification work; may be NULL. */
+    void (*first)(void *ctx);
+    void *first_ctx;
+    /* Progress in commits, called under a lock from either thread; may be NULL. */
+    void (*tick)(void *ctx, uint64_t done, uint64_t total);
+    void *tick_ctx;
+} mcg_verify_threads;
+
+/*
+ * mcg_gitops_verify of each of n ranges, the work shared by the calling
+ * thread and a second one (th may be NULL: one thread). Each
+ * ranges[i].rep is exactly what mcg_gitops_verify(r, tip, opts with
+ * since) reports — the same verdicts, order, first bad commit and
+ * messages — and the return is its error for the first range (in order)
+ * whose range cannot be read. The approvals ref is read once for all
+ * ranges when opts->approvals is NULL.
+ */
+int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,
+                             const mcg_verify_threads *th, const mcg_verify_opts *opts,
+                             const mcg_signers *root, mcg_err *err);
+/* The since a range's verification uses: since, else the verified mark tip
+ * descends from; "" when none. */
+void mcg_gitops_effective_since(char out[MCG_SHA_HEX + 1], mcg_repo *r, const char *tip,
+                                const char *since, const mcg_signers *root);
 /*
  * The last commit of the source branch verified under trust root `root`:
  * true with its id in sha when this repository holds such a mark, made under

@@ -67,6 +67,33 @@ void mcg_chain_stats(const mcg_chain *ch, size_t *made, size_t *renders);
 #define MCG_APPROVAL_NAMESPACE "mcgit-approval"
 #define MCG_APPROVALS_REF "refs/notes/mcgit-approvals"
 
+/*
+ * mcg_gitops_verify in two steps, so that the second can be shared between
+ * threads (verify_pool.c). The walk: the range (since, tip] as
+ * mcg_gitops_verify resolves it, parents before children, and the
+ * approvals to use.
+ */
+typedef struct mcg_vrange {
+    git_oid *order;   /* the range in walk order */
+    size_t n;
+    mcg_oidmap range; /* each commit of the range -> its index in order */
+    git_oid notes;    /* the approvals notes commit, when has_notes */
+    bool has_notes;
+} mcg_vrange;
+int mcg_verify_walk(mcg_vrange *vr, mcg_repo *r, const char *tip, const mcg_verify_opts *o,
+                    const mcg_signers *root, mcg_err *err);
+void mcg_vrange_free(mcg_vrange *vr);
+/*
+ * Verify order[from, to) of the walk into out[0, to - from), taking every
+ * commit of the range before `from` as good; returns how many are bad.
+ * With from 0 and to n it is one pass of mcg_gitops_verify. When every
+ * commit before `from` is indeed good, the verdicts are exactly that
+ * pass's. Only reads vr and r's objects: threads may run chunks of one
+ * walk at once, each with its own handle on the repository.
+ */
+size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from,
+                        size_t to, const mcg_verify_opts *o, const mcg_signers *root);
+
 /* The last .mcgit/policy.yaml parsed, by blob id. Zero-initialise. */
 typedef struct mcg_policy_cache {
     git_oid blob;

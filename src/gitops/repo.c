@@ -464,7 +464,9 @@ typedef struct verify_ctx {
     mcg_repo *r;
     const mcg_signers *root;
     const mcg_verify_opts *o;
-    const oidset *good, *range;
+    const oidset *good;
+    const oidset *range; /* every commit of the range, valued by its index in the walk */
+    size_t from;         /* commits of the range before this index are good */
     signer_cache *cache;
     const git_oid *notes;   /* the approvals notes commit, or NULL */
     mcg_policy_cache *policy;
@@ -507,8 +509,11 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, git_commit *c)
             char why[600] = "";
             if (np) {
                 const git_oid *pid = git_commit_parent_id(c, i);
-                /* A parent outside the range is below the last verified commit. */
-                bool parent_ok = oidset_has(vc->good, pid) || !oidset_has(vc->range, pid);
+                /* A parent outside the range is below the last verified commit;
+                 * one before `from` was verified good (mcg_verify_chunk). */
+                uint64_t at;
+                bool parent_ok = oidset_has(vc->good, pid) ||
+                                 !mcg_oidmap_get(vc->range, pid, &at) || at < vc->from;
                 git_commit *parent = NULL;
                 if (parent_ok && git_commit_parent(&parent, c, i) == 0)
                     set = signers_for(vc->cache, r, vc->o->scan, parent, vc->root, why,
@@ -657,20 +662,23 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
 
 /* ------------------------------------------------------------ verify */
 
-int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
-                      const mcg_verify_opts *opts, const mcg_signers *root, mcg_err *err)
+void mcg_vrange_free(mcg_vrange *vr)
 {
-    static const mcg_verify_opts none = {0};
-    const mcg_verify_opts *o = opts ? opts : &none;
-    memset(rep, 0, sizeof(*rep));
+    free(vr->order);
+    oidset_free(&vr->range);
+    memset(vr, 0, sizeof(*vr));
+}
+
+int mcg_verify_walk(mcg_vrange *vr, mcg_repo *r, const char *tip, const mcg_verify_opts *o,
+                    const mcg_signers *root, mcg_err *err)
+{
     git_revwalk *walk = NULL;
     git_oid tip_oid, since_oid, oid;
-    oidset range = {0}, good = {0};
-    signer_cache cache = {0};
     size_t cap = 0;
     int rc = 0;
     char since_sha[MCG_SHA_HEX + 1] = "";
     char tip_sha[MCG_SHA_HEX + 1];
+    memset(vr, 0, sizeof(*vr));
     if ((rc = mcg_repo_resolve(r, tip, tip_sha, err)) != 0)
         return rc;
     git_oid_fromstr(&tip_oid, tip_sha);
@@ -695,47 +703,70 @@ int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
         }
     }
     /* First collect the range so parents outside it can be told apart. */
-    git_oid *order = NULL;
-    size_t n = 0;
     while (git_revwalk_next(&oid, walk) == 0) {
-        if (n == cap) {
+        if (vr->n == cap) {
             cap = cap ? cap * 2 : 256;
-            order = mcg_realloc(order, cap * sizeof(*order));
+            vr->order = mcg_realloc(vr->order, cap * sizeof(*vr->order));
         }
-        order[n++] = oid;
-        oidset_add(&range, &oid);
+        mcg_oidmap_put(&vr->range, &oid, vr->n);
+        vr->order[vr->n++] = oid;
     }
     /* Approvals: the notes commit given, else the repository's notes ref. */
-    git_oid notes_oid;
-    bool has_notes = false;
-    mcg_policy_cache policy = {0};
     if (o->approvals)
-        has_notes = git_oid_fromstr(&notes_oid, o->approvals) == 0;
+        vr->has_notes = git_oid_fromstr(&vr->notes, o->approvals) == 0;
     else
-        has_notes = git_reference_name_to_id(&notes_oid, r->git, MCG_APPROVALS_REF) == 0;
-    verify_ctx vc = {r, root, o, &good, &range, &cache, has_notes ? &notes_oid : NULL, &policy};
-    rep->v = mcg_calloc(n ? n : 1, sizeof(*rep->v));
-    for (size_t i = 0; i < n; i++) {
+        vr->has_notes = git_reference_name_to_id(&vr->notes, r->git, MCG_APPROVALS_REF) == 0;
+out:
+    if (rc)
+        mcg_vrange_free(vr);
+    git_revwalk_free(walk);
+    return rc;
+}
+
+size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from,
+                        size_t to, const mcg_verify_opts *o, const mcg_signers *root)
+{
+    oidset good = {0};
+    signer_cache cache = {0};
+    mcg_policy_cache policy = {0};
+    size_t nbad = 0;
+    verify_ctx vc = {r,      root, o, &good, &vr->range, from, &cache,
+                     vr->has_notes ? &vr->notes : NULL, &policy};
+    for (size_t i = from; i < to; i++) {
         git_commit *c = NULL;
-        mcg_verdict *v = &rep->v[rep->n++];
-        if (git_commit_lookup(&c, r->git, &order[i]) != 0) {
-            git_oid_tostr(v->sha, sizeof(v->sha), &order[i]);
+        mcg_verdict *v = &out[i - from];
+        memset(v, 0, sizeof(*v));
+        if (git_commit_lookup(&c, r->git, &vr->order[i]) != 0) {
+            git_oid_tostr(v->sha, sizeof(v->sha), &vr->order[i]);
             snprintf(v->reason, sizeof(v->reason), "cannot read commit");
         } else {
             verify_one(v, &vc, c);
         }
         git_commit_free(c);
         if (v->good)
-            oidset_add(&good, &order[i]);
+            oidset_add(&good, &vr->order[i]);
         else
-            rep->nbad++;
+            nbad++;
     }
-    free(order);
     mcg_policy_cache_free(&policy);
-out:
     mcg_signers_free(cache.set);
-    oidset_free(&range);
     oidset_free(&good);
-    git_revwalk_free(walk);
-    return rc;
+    return nbad;
+}
+
+int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
+                      const mcg_verify_opts *opts, const mcg_signers *root, mcg_err *err)
+{
+    static const mcg_verify_opts none = {0};
+    const mcg_verify_opts *o = opts ? opts : &none;
+    mcg_vrange vr;
+    memset(rep, 0, sizeof(*rep));
+    int rc = mcg_verify_walk(&vr, r, tip, o, root, err);
+    if (rc)
+        return rc;
+    rep->v = mcg_calloc(vr.n ? vr.n : 1, sizeof(*rep->v));
+    rep->n = vr.n;
+    rep->nbad = mcg_verify_chunk(rep->v, r, &vr, 0, vr.n, o, root);
+    mcg_vrange_free(&vr);
+    return 0;
 }

@@ -203,6 +203,11 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
         check_verification(c, ver, vname, (unsigned char *)raw.ptr, raw.len);
     }
     st->data = (unsigned char *)mcg_buf_detach(&raw, &st->data_len);
+    if (c->consume) { /* the URL's bytes go as soon as they are decoded */
+        free(st->source);
+        st->source = NULL;
+        json_object_del((json_t *)ct, "source");
+    }
 }
 
 static void parse_common(mcg_pctx *c, const json_t *e, const char *name, mcg_storage *st)
@@ -801,8 +806,9 @@ int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, m
     return 0;
 }
 
-int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *data, size_t len,
-                            mcg_err *err)
+/* mcg_ignition_parse_json and mcg_ignition_parse_json_consume. */
+static int parse_spec(mcg_ignition *out, const char *what, const char *data, size_t len,
+                      bool consume, mcg_err *err)
 {
     memset(out, 0, sizeof(*out));
     json_t *root = NULL;
@@ -812,7 +818,7 @@ int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *dat
     mcg_diags d = {0}, warns = {0};
     /* warnings were shown when the config was rendered (the name's hash
      * ties these bytes to that render); here they change nothing */
-    mcg_pctx c = {what, NULL, 0, &d, 0, &warns};
+    mcg_pctx c = {what, NULL, 0, &d, 0, &warns, consume};
     json_t *cfg = json_is_object(root) ? json_object_get(root, "config") : NULL;
     static const char *const keys[] = {"config",     "kernelArguments", "extensions",
                                        "fips",       "kernelType",      "osImageURL",
@@ -836,4 +842,16 @@ out:
     mcg_diags_free(&warns);
     json_decref(root);
     return rc;
+}
+
+int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *data, size_t len,
+                            mcg_err *err)
+{
+    return parse_spec(out, what, data, len, false, err);
+}
+
+int mcg_ignition_parse_json_consume(mcg_ignition *out, const char *what, const char *data,
+                                    size_t len, mcg_err *err)
+{
+    return parse_spec(out, what, data, len, true, err);
 }

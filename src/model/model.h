@@ -337,6 +337,15 @@ const mcg_pool *mcg_model_pool(const mcg_model *m, const char *name);
  */
 int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *data, size_t len,
                             mcg_err *err);
+/*
+ * mcg_ignition_parse_json for a reader that needs only the decoded bytes
+ * (the agent): every file's `source` is NULL in *out, and each data: URL is
+ * freed as soon as it is decoded, so that the parse holds the spec, a JSON
+ * tree that shrinks as the decoded files grow, and the decoded files — not
+ * the URLs twice over. Same validation, results and messages otherwise.
+ */
+int mcg_ignition_parse_json_consume(mcg_ignition *out, const char *what, const char *data,
+                                    size_t len, mcg_err *err);
 
 /* Parse a MachineConfiguration's disruption policy from JSON (cluster store). */
 int mcg_policy_parse_json(mcg_disruption_policy *out, const char *what, const char *data,

@@ -31,6 +31,9 @@ typedef struct mcg_pctx {
     mcg_diags *diags;
     int errors;         /* problems added through this context */
     mcg_diags *warns;   /* where warnings go; NULL: they are errors (a rendered spec) */
+    /* Each file's data: URL is decoded and then dropped, from the JSON tree
+     * (writable then) and from the model (source stays NULL). */
+    bool consume;
 } mcg_pctx;
 
 int mcg_pctx_line(const mcg_pctx *c, const json_t *v);

@@ -19,12 +19,15 @@
 #include "fsio/fsio.h"
 #include "render/render.h"
 
+#include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now(void)
 {
@@ -40,6 +43,33 @@ static double cpu(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* The process's peak RSS (VmHWM) in KiB, -1 when unknown. */
+static long peak_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmHWM:", 6))
+            kib = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* Give freed memory back and restart the peak RSS from the current RSS
+ * (Linux: clear_refs 5), so what follows is measured without the set-up. */
+static void peak_reset(void)
+{
+    malloc_trim(0);
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (write(fd, "5", 1) != 1)
+            fprintf(stderr, "bench_agent: cannot reset the peak RSS\n");
+        close(fd);
+    }
 }
 
 static void fill(unsigned char *buf, size_t n, uint64_t seed)
@@ -138,22 +168,28 @@ static int cmd_apply(const char *root, size_t n, size_t size)
     /* the parse alone (model + decoders), to split the apply time */
     double p0 = now();
     mcg_ignition check;
-    if (mcg_ignition_parse_json(&check, name, spec.ptr, spec.len, &e) != 0) {
+    if (mcg_ignition_parse_json_consume(&check, name, spec.ptr, spec.len, &e) != 0) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
     double p1 = now();
     mcg_ignition_free(&check);
     printf("parse_seconds %.3f\n", p1 - p0);
+    /* the agent's peak: the spec it received (held, as an agent holds what it
+     * fetched) and whatever the apply adds; not the building of the spec */
+    peak_reset();
+    long base_kib = peak_kib();
     double t0 = now(), c0 = cpu();
     int rc = mcg_agent_apply(&res, a, name, spec.ptr, spec.len, &e);
     double t1 = now(), c1 = cpu();
+    long apply_kib = peak_kib();
     if (rc || res.state != MCG_AGENT_DONE) {
         fprintf(stderr, "apply: %s\n", rc ? e.msg : res.reason);
         return 1;
     }
     printf("apply_seconds %.3f\napply_cpu_seconds %.3f\nspec_bytes %zu\nwritten %zu\n", t1 - t0,
            c1 - c0, spec.len, res.written);
+    printf("apply_peak_rss_kib %ld\napply_start_rss_kib %ld\n", apply_kib, base_kib);
     mcg_agent_free(a);
     mcg_buf_free(&spec);
     free(name);

@@ -6,9 +6,10 @@
 #   tests/bench/bench_agent.sh [--record] [BUILD]
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
+. "$SRC/tests/bench/lib.sh"
 RECORD=0
 [ "${1:-}" = --record ] && { RECORD=1; shift; }
-BUILD=${1:-$SRC/build-release}
+BUILD=${1:-${BUILD:-$SRC/build-release}}
 BENCH=$BUILD/tests/bench/bench_agent
 [ -x "$BENCH" ] || { echo "no $BENCH: cmake -B $BUILD -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD" >&2; exit 2; }
 N=${BENCH_N:-10000}
@@ -28,7 +29,17 @@ run_timed() { # LOG CMD...: run CMD, /usr/bin/time -v into LOG when available
   local log=$1; shift
   if [ -n "$TIMEV" ]; then "$TIMEV" -v -o "$log" "$@"; else "$@"; echo "Maximum resident set size (kbytes): 0" >"$log"; fi
 }
-secs() { python3 -c "import time;print(f'{time.monotonic():.6f}')"; }
+# The shell's own clock: no process start-up inside a timing. The agent's
+# side is timed in its process (bench_agent.c); each peer's figure is its
+# whole process minus the median cost of starting one (EXEC, `true` timed
+# the same way), so both are the work alone.
+exec_cost() {
+  local i t0 v=()
+  for i in 1 2 3 4 5 6 7; do t0=$EPOCHREALTIME; /bin/true; v+=("$(echo "$EPOCHREALTIME - $t0" | bc -l)"); done
+  printf '%s\n' "${v[@]}" | sort -g | sed -n 4p
+}
+EXEC=$(exec_cost)
+since() { echo "$EPOCHREALTIME - $1 - $EXEC" | bc -l; } # seconds since $1, less one start-up
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 "$BENCH" tree "$T/src" "$N" "$SIZE"
@@ -40,12 +51,12 @@ sync
 # deletion time), so a tree deleted just before a measurement slows
 # whatever is measured next by a varying amount. cp and the agent also take
 # turns going first.
-apply=() parse=() cp_s=() drift_cold=() drift_warm=() sha=() runs=() apply_cpu=() cp_cpu=()
+apply=() parse=() cp_s=() drift_cold=() drift_warm=() sha=() cat_s=() runs=() apply_cpu=() cp_cpu=()
 measure_cp() { # cp -a of the same tree, then sync
   sync
   local t0 t1
-  t0=$(secs); run_timed "$T/cp.time" cp -a "$T/src" "$T/cp.$r"; run_timed "$T/sync.time" sync; t1=$(secs)
-  cp_s+=("$(python3 -c "print(f'{$t1-$t0:.3f}')")")
+  t0=$EPOCHREALTIME; run_timed "$T/cp.time" cp -a "$T/src" "$T/cp.$r"; run_timed "$T/sync.time" sync
+  cp_s+=("$(printf '%.3f' "$(echo "$(since "$t0") - $EXEC" | bc -l)")") # two processes
   cp_cpu+=("$(cpu_s "$T/cp.time" "$T/sync.time")")
   cp_kb=$(peak_kb "$T/cp.time")
 }
@@ -55,20 +66,29 @@ measure_apply() { # the agent applying a config of the same files into an empty 
   apply+=("$(awk '/apply_seconds/ {print $2}' "$T/apply.out")")
   parse+=("$(awk '/parse_seconds/ {print $2}' "$T/apply.out")")
   apply_cpu+=("$(awk '/apply_cpu_seconds/ {print $2}' "$T/apply.out")")
-  apply_kb=$(peak_kb "$T/apply.time")
+  apply_kb=$(awk '/apply_peak_rss_kib/ {print $2}' "$T/apply.out") # the apply's own, not the spec's building
+  proc_kb=$(peak_kb "$T/apply.time")
 }
 for r in $(seq 1 "$RUNS"); do
   if [ $((r % 2)) = 1 ]; then measure_cp; measure_apply; else measure_apply; measure_cp; fi
   # drift check (cold: load + parse + compare; warm: the loop's steady state)
-  run_timed "$T/drift.time" "$BENCH" drift "$T/root.$r" 3 >"$T/drift.out"
-  drift_cold+=("$(awk '/drift_cold_seconds/ {print $2}' "$T/drift.out")")
-  drift_warm+=("$(awk '/drift_warm_seconds/ {print $2}' "$T/drift.out")")
-  drift_kb=$(peak_kb "$T/drift.time")
-  # sha256sum over the same files
+  # against sha256sum and cat of the same files (cat: the floor of reading
+  # them), taking turns going first; all read from a warm page cache
   (cd "$T/root.$r" && find etc/bench -type f -print0 | sort -z >"$T/list")
-  t0=$(secs); (cd "$T/root.$r" && run_timed "$T/sha.time" xargs -0 sha256sum <"$T/list" >/dev/null); t1=$(secs)
-  sha+=("$(python3 -c "print(f'{$t1-$t0:.3f}')")")
-  sha_kb=$(peak_kb "$T/sha.time")
+  measure_drift() {
+    run_timed "$T/drift.time" "$BENCH" drift "$T/root.$r" 3 >"$T/drift.out"
+    drift_cold+=("$(awk '/drift_cold_seconds/ {print $2}' "$T/drift.out")")
+    drift_warm+=("$(awk '/drift_warm_seconds/ {print $2}' "$T/drift.out")")
+    drift_kb=$(peak_kb "$T/drift.time")
+  }
+  measure_read() {
+    t0=$EPOCHREALTIME; (cd "$T/root.$r" && run_timed "$T/sha.time" xargs -0 sha256sum <"$T/list" >/dev/null)
+    sha+=("$(printf '%.3f' "$(echo "$(since "$t0") - $EXEC" | bc -l)")") # xargs + sha256sum
+    sha_kb=$(peak_kb "$T/sha.time")
+    t0=$EPOCHREALTIME; (cd "$T/root.$r" && xargs -0 cat <"$T/list" >/dev/null)
+    cat_s+=("$(printf '%.3f' "$(echo "$(since "$t0") - $EXEC" | bc -l)")") # xargs + cat
+  }
+  if [ $((r % 2)) = 1 ]; then measure_drift; measure_read; else measure_read; measure_drift; fi
   line=$(python3 -c "a,p,c,dw,dc,s=${apply[-1]},${parse[-1]},${cp_s[-1]},${drift_warm[-1]},${drift_cold[-1]},${sha[-1]}
 print(f'apply {a:.3f} s (parse {p:.3f}) / cp -a + sync {c:.3f} s = {a/c:.2f}x; drift {dw:.3f} s warm, {dc:.3f} s cold / sha256sum {s:.3f} s = {dw/s:.2f}x, {dc/s:.2f}x')")
   runs+=("$line")
@@ -82,6 +102,7 @@ C=$(printf '%s\n' "${cp_s[@]}" | median)
 DC=$(printf '%s\n' "${drift_cold[@]}" | median)
 DW=$(printf '%s\n' "${drift_warm[@]}" | median)
 S=$(printf '%s\n' "${sha[@]}" | median)
+CAT=$(printf '%s\n' "${cat_s[@]}" | median)
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 AC=$(printf '%s\n' "${apply_cpu[@]}" | median)
 CC=$(printf '%s\n' "${cp_cpu[@]}" | median)
@@ -98,12 +119,30 @@ pratio() {
 }
 R_APPLY=$(pratio apply cp_s); R_WRITE=$(pratio apply cp_s parse)
 R_WARM=$(pratio drift_warm sha); R_COLD=$(pratio drift_cold sha)
+R_WARM_CAT=$(pratio drift_warm cat_s); R_COLD_CAT=$(pratio drift_cold cat_s)
+# minmax NUM_ARRAY DEN_ARRAY: "min–max" of the per-run ratios
+minmax() {
+  local -n num=$1 den=$2
+  local i
+  for i in "${!num[@]}"; do echo "${num[$i]} / ${den[$i]}" | bc -l; done | sort -g |
+    awk '{v[NR] = $1} END {printf "%.2f–%.2f", v[1], v[NR]}'
+}
 R_CPU=$(pratio apply_cpu cp_cpu)
 R_RUNS=$(for i in "${!apply[@]}"; do python3 -c "print(f'{${apply[$i]}/${cp_s[$i]}:.2f}')"; done | sort -n | tr '\n' ' ')
 echo "apply $A s (parse $P s, rest $W s) vs cp -a + sync $C s: ${R_APPLY}x, without the parse ${R_WRITE}x (target <= 2x)"
 echo "drift warm $DW s / cold $DC s vs sha256sum $S s: ${R_WARM}x / ${R_COLD}x (target <= 1x)"
 echo "apply CPU $AC s vs cp -a + sync CPU $CC s: ${R_CPU}x; apply/cp per run: $R_RUNS"
-echo "peak RSS KiB: apply $apply_kb, cp $cp_kb, drift $drift_kb, sha256sum $sha_kb"
+echo "drift warm / cold vs cat $CAT s: ${R_WARM_CAT}x / ${R_COLD_CAT}x"
+echo "peak RSS KiB: apply $apply_kb (the whole bench process, building the spec too: $proc_kb), cp $cp_kb, drift $drift_kb, sha256sum $sha_kb; files $((N * SIZE / 1024)) KiB"
+MIB() { awk -v k="$1" 'BEGIN {printf "%.0f MiB", k / 1024}'; }
+FILES_MB=$(awk -v b="$((N * SIZE))" 'BEGIN {printf "%.0f", b / 1e6}')
+bench_table "agent apply, $N files x $SIZE B ($FILES_MB MB; peak RSS / files $(awk -v k="$apply_kb" -v b="$((N * SIZE))" 'BEGIN {printf "%.1f", k * 1024 / b}')x)" \
+  "$A s" "cp -a + sync: $C s" "$R_APPLY" "$(minmax apply cp_s)" "$(MIB "$apply_kb")"
+bench_table "agent apply, CPU" "$AC s" "cp -a + sync: $CC s" "$R_CPU" "$(minmax apply_cpu cp_cpu)" ""
+bench_table "drift check, warm, $N files" "$DW s" "sha256sum: $S s" "$R_WARM" "$(minmax drift_warm sha)" "$(MIB "$drift_kb")"
+bench_table "drift check, warm, $N files" "$DW s" "cat: $CAT s" "$R_WARM_CAT" "$(minmax drift_warm cat_s)" ""
+bench_table "drift check, cold (read + parse the spec)" "$DC s" "sha256sum: $S s" "$R_COLD" "$(minmax drift_cold sha)" ""
+bench_table "drift check, cold (read + parse the spec)" "$DC s" "cat: $CAT s" "$R_COLD_CAT" "$(minmax drift_cold cat_s)" ""
 
 [ "$RECORD" = 1 ] || exit 0
 DOC=$SRC/docs/PERFORMANCE.md
@@ -155,13 +194,14 @@ ${R_RUNS% }. The runs (apply / cp -a + sync; drift warm and cold / sha256sum):
 
 $RUNLINES
 
-**Peak memory** (maximum resident set): apply $apply_kb KiB (cp -a $cp_kb KiB); drift check,
-cold then warm, $drift_kb KiB (sha256sum $sha_kb KiB). The agent holds the whole config in
-memory. While a spec is parsed four copies of its bulk are alive at once — the spec text,
-the JSON tree, the \`data:\` URLs the model keeps and the decoded bytes — about 4x the spec
-size. After the parse the agent drops the text and the URLs, so between passes it keeps
-about the size of the files (their decoded contents) plus the entries. Real rendered
-configs are at most 1.5 MiB, so a real agent stays within a few MiB.
+**Peak memory** (maximum resident set): apply $apply_kb KiB, the apply's own with the
+received spec counted, measured from after the spec was built (cp -a $cp_kb KiB); drift
+check, cold then warm, $drift_kb KiB (sha256sum $sha_kb KiB). The agent holds the whole
+config in memory. While a spec is parsed, the spec text and its JSON tree are alive; each
+\`data:\` URL is dropped from the tree as soon as it is decoded
+(\`mcg_ignition_parse_json_consume\`), so the tree shrinks as the decoded files grow. After
+the parse the agent keeps about the size of the files (their decoded contents) plus the
+entries. Real rendered configs are at most 1.5 MiB, so a real agent stays within a few MiB.
 
 **Where the time goes** (one apply with timers added, on this machine when quiet): checking
 the spec's hash 0.05 s (SHA-256 of 56 MB); writing the agent's own copy of the spec into its

@@ -14,7 +14,7 @@
 #   BENCH_SIZES="1000 10000" BENCH_RUNS=3 tests/bench/bench_controller.sh build-rel
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${1:-$SRC/build-release}
+BUILD=${1:-${BUILD:-$SRC/build-release}}
 MCGIT=$BUILD/mcgit
 GEN=$BUILD/tests/bench/bench_controller
 [ -x "$GEN" ] && [ -x "$MCGIT" ] || {
@@ -26,6 +26,8 @@ RUNS=${BENCH_RUNS:-5}
 T=$(mktemp -d "${TMPDIR:-/tmp}/mcgit-bench-ctl.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export LC_ALL=C
+. "$SRC/tests/bench/lib.sh"
+tables=()
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # pass DIR LOG: one timed controller pass; appends "wall cpu rss_kib updates writes" to LOG
@@ -62,20 +64,27 @@ for n in $SIZES; do
     "$GEN" change "$w"
     cp -a "$w" "$w.change"
     if [ "$mu" = 1 ]; then
-      rm -rf "$w"; cp -a "$w.base" "$w"
+      rm -rf "$w"; cp -a "$w.base" "$w"; sync # the copy's writeback is not the pass's
       : >"$T/idle.log"
       for _ in $(seq "$RUNS"); do pass "$w" "$T/idle.log"; done
       read -r iw ic im iu iwr < <(summary "$T/idle.log")
       [ "$iu" = 0 ] || { echo "idle pass made $iu desiredConfig writes" >&2; exit 1; }
       row+=("$(printf '%.3f s %.2f s %5.1f (%s)' "$iw" "$ic" "$im" "$iwr")")
+      read -r _ lo hi < <(awk '{print $1}' "$T/idle.log" | sort -g | awk '{v[NR]=$1} END {print 0, v[1], v[NR]}')
+      tables+=("$(bench_table "controller pass, idle, $n nodes (CPU $ic s)" "$(printf '%.3f s' "$iw")" "—" "" \
+        "$(printf '%.3f–%.3f s' "$lo" "$hi")" "$(printf '%.1f MiB' "$im")")")
     fi
     : >"$T/roll.log"
-    for _ in $(seq "$RUNS"); do rm -rf "$w"; cp -a "$w.change" "$w"; pass "$w" "$T/roll.log"; done
+    for _ in $(seq "$RUNS"); do rm -rf "$w"; cp -a "$w.change" "$w"; sync; pass "$w" "$T/roll.log"; done
     read -r rw rc rm_ ru _ < <(summary "$T/roll.log")
     row+=("$(printf '%.3f s %.2f s %5.1f (%s nodes)' "$rw" "$rc" "$rm_" "$ru")")
+    read -r _ lo hi < <(awk '{print $1}' "$T/roll.log" | sort -g | awk '{v[NR]=$1} END {print 0, v[1], v[NR]}')
+    tables+=("$(bench_table "controller pass, rollout start, $n nodes, maxUnavailable ${mu//\"/} (CPU $rc s)" \
+      "$(printf '%.3f s' "$rw")" "—" "" "$(printf '%.3f–%.3f s' "$lo" "$hi")" "$(printf '%.1f MiB' "$rm_")")")
   done
   printf '%-7s | %-32s | %-32s | %-32s\n' "$n" "${row[0]}" "${row[1]}" "${row[2]}"
 done
+printf '%s\n' "${tables[@]}"
 echo
 echo "planner alone (mcg_rollout_plan_make, 10 pools, half the nodes behind, maxUnavailable 10%; best of 10):"
 for n in $PLAN_SIZES; do

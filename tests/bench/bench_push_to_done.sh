@@ -69,3 +69,8 @@ for i in $(seq "$ROUNDS"); do
 done
 med=$(printf '%s\n' "${times[@]}" | sort -n | awk '{v[NR]=$1} END {print (NR%2)? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}')
 echo "median: $med ms over $ROUNDS rounds (3 waves each; intervals 300 s); load $(cut -d' ' -f1-3 /proc/loadavg)"
+read -r lo hi < <(printf '%s\n' "${times[@]}" | sort -n | awk '{v[NR]=$1} END {print v[1], v[NR]}')
+# one row for tests/bench/run-all.sh (see tests/bench/README.md): the peer is the target
+printf 'TABLE|push -> 3 nodes Done (3 waves, local cluster, intervals 300 s)|%s ms|target 1,000 ms|%s|%s–%s|\n' \
+  "$med" "$(awk -v m="$med" 'BEGIN {printf "%.2f", m / 1000}')" \
+  "$(awk -v m="$lo" 'BEGIN {printf "%.2f", m / 1000}')" "$(awk -v m="$hi" 'BEGIN {printf "%.2f", m / 1000}')"

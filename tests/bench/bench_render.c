@@ -16,9 +16,10 @@
  *           bytes could cost with jansson.
  *   read    only read the files (the I/O both of the above include).
  *
- * Prints one "name value" line per figure: median CPU and wall times in
- * seconds, peak RSS in KiB, and the ratio of the median CPU times
- * render / floor.
+ * Render and floor run in interleaved pairs (the order alternating). Prints
+ * one "name value" line per figure: median CPU and wall times in seconds,
+ * peak RSS in KiB, and the median of the per-pair CPU ratios render / floor
+ * with their min and max.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -149,53 +150,83 @@ static double median(double *t, int n)
 }
 
 /*
- * Run fn(dir) in `repeat` fresh children, timing inside the child: CPU time
+ * One run of fn(dir) in a fresh child, timed inside the child: CPU time
  * (user + system, the figure that other load on the machine disturbs least)
- * and wall-clock time.
+ * and wall-clock time; *rss raised to the child's peak RSS.
  */
-static result measure(void (*fn)(const char *), const char *dir, int repeat)
+static void run_once(void (*fn)(const char *), const char *dir, double *cpu, double *wall,
+                     long *rss)
 {
-    double *cpu = calloc((size_t)repeat, sizeof(*cpu));
-    double *wall = calloc((size_t)repeat, sizeof(*wall));
-    result res = {0, 0, 0, 0};
-    if (!cpu || !wall)
-        die("out of memory");
-    for (int i = 0; i < repeat; i++) {
-        int p[2];
-        if (pipe(p) != 0)
-            die("pipe failed");
-        pid_t pid = fork();
-        if (pid < 0)
-            die("fork failed");
-        if (pid == 0) {
-            close(p[0]);
-            double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-            fn(dir);
-            double dt[2] = {clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0, clock_s(CLOCK_MONOTONIC) - w0};
-            if (write(p[1], dt, sizeof(dt)) != (ssize_t)sizeof(dt))
-                _exit(1);
-            _exit(0);
-        }
-        close(p[1]);
-        double dt[2] = {-1, -1};
-        ssize_t got = read(p[0], dt, sizeof(dt));
+    int p[2];
+    if (pipe(p) != 0)
+        die("pipe failed");
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork failed");
+    if (pid == 0) {
         close(p[0]);
-        int status = 0;
-        struct rusage ru;
-        if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-            got != (ssize_t)sizeof(dt))
-            die("a benchmark run failed");
-        cpu[i] = dt[0];
-        wall[i] = dt[1];
-        if (ru.ru_maxrss > res.max_rss_kib)
-            res.max_rss_kib = ru.ru_maxrss;
+        double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        fn(dir);
+        double dt[2] = {clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0, clock_s(CLOCK_MONOTONIC) - w0};
+        if (write(p[1], dt, sizeof(dt)) != (ssize_t)sizeof(dt))
+            _exit(1);
+        _exit(0);
     }
+    close(p[1]);
+    double dt[2] = {-1, -1};
+    ssize_t got = read(p[0], dt, sizeof(dt));
+    close(p[0]);
+    int status = 0;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        got != (ssize_t)sizeof(dt))
+        die("a benchmark run failed");
+    *cpu = dt[0];
+    *wall = dt[1];
+    if (ru.ru_maxrss > *rss)
+        *rss = ru.ru_maxrss;
+}
+
+/* Medians (and the least CPU time) of repeat runs' figures, sorting them. */
+static result summarise(double *cpu, double *wall, int repeat, long rss)
+{
+    result res = {0, 0, 0, rss};
     res.cpu = median(cpu, repeat);
     res.cpu_min = cpu[0]; /* sorted by median() */
     res.wall = median(wall, repeat);
-    free(cpu);
-    free(wall);
     return res;
+}
+
+/*
+ * repeat interleaved pairs of runs of a and b (the order alternating, each
+ * in a fresh child): *ra and *rb, and the per-pair CPU ratios a/b in
+ * ratio[0..repeat) (sorted).
+ */
+static void measure_pairs(void (*a)(const char *), void (*b)(const char *), const char *dir,
+                          int repeat, result *ra, result *rb, double *ratio)
+{
+    double *ca = calloc((size_t)repeat, sizeof(double)), *wa = calloc((size_t)repeat, sizeof(double));
+    double *cb = calloc((size_t)repeat, sizeof(double)), *wb = calloc((size_t)repeat, sizeof(double));
+    long sa = 0, sb = 0;
+    if (!ca || !wa || !cb || !wb)
+        die("out of memory");
+    for (int i = 0; i < repeat; i++) {
+        if (i % 2 == 0) {
+            run_once(a, dir, &ca[i], &wa[i], &sa);
+            run_once(b, dir, &cb[i], &wb[i], &sb);
+        } else {
+            run_once(b, dir, &cb[i], &wb[i], &sb);
+            run_once(a, dir, &ca[i], &wa[i], &sa);
+        }
+        ratio[i] = ca[i] / cb[i];
+    }
+    qsort(ratio, (size_t)repeat, sizeof(*ratio), dbl_cmp);
+    *ra = summarise(ca, wa, repeat, sa);
+    *rb = summarise(cb, wb, repeat, sb);
+    free(ca);
+    free(wa);
+    free(cb);
+    free(wb);
 }
 
 int main(int argc, char **argv)
@@ -234,9 +265,12 @@ int main(int argc, char **argv)
         return 0;
     }
     size_t bytes = each_file(dir, NULL); /* also warms the page cache */
-    result rd = measure(run_read, dir, repeat);
-    result fl = measure(run_floor, dir, repeat);
-    result rn = measure(run_render, dir, repeat);
+    result rd, fl, rn, unused;
+    double *ratio = calloc((size_t)repeat, sizeof(double)), *rr = calloc((size_t)repeat, sizeof(double));
+    if (!ratio || !rr)
+        die("out of memory");
+    measure_pairs(run_read, run_read, dir, repeat, &rd, &unused, rr);
+    measure_pairs(run_render, run_floor, dir, repeat, &rn, &fl, ratio);
     printf("dir %s\n", dir);
     printf("input_bytes %zu\n", bytes);
     printf("repeat %d\n", repeat);
@@ -247,9 +281,13 @@ int main(int argc, char **argv)
     printf("render_cpu_min_s %.4f\n", rn.cpu_min);
     printf("floor_wall_s %.4f\n", fl.wall);
     printf("render_wall_s %.4f\n", rn.wall);
-    printf("ratio %.2f\n", rn.cpu / fl.cpu);
+    printf("ratio %.2f\n", median(ratio, repeat));
+    printf("ratio_min %.2f\n", ratio[0]);
+    printf("ratio_max %.2f\n", ratio[repeat - 1]);
     printf("read_rss_kib %ld\n", rd.max_rss_kib);
     printf("floor_rss_kib %ld\n", fl.max_rss_kib);
     printf("render_rss_kib %ld\n", rn.max_rss_kib);
+    free(ratio);
+    free(rr);
     return 0;
 }

@@ -8,7 +8,10 @@
  *     checked against the receiver's clock;
  *   - verification hints (a pack scan's signature memo and signer-file
  *     hints) change no verdict: every case is verified with and without
- *     them and the reports must be identical, field by field.
+ *     them and the reports must be identical, field by field;
+ *   - verification on two threads (mcg_gitops_verify_ranges) reports
+ *     exactly what one pass does, also over long histories with merges,
+ *     signer changes and bad commits in every chunk position.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -163,9 +166,14 @@ static mcg_packscan *scan_of(fx *f, const git_oid *tips, size_t n)
     return s;
 }
 
+static void assert_same_report(const mcg_verify_report *a, const mcg_verify_report *b);
+static void assert_ranges_same(fx *f, const char *tip, const mcg_verify_opts *o,
+                               const mcg_verify_report *want);
+
 /*
  * Verify tip with opts, and again with the scan's hints added: both reports
- * must be equal in every field. Returns the verdict of tip ("good" when
+ * must be equal in every field, and so must the two-thread verification's.
+ * Returns the verdict of tip ("good" when
  * every commit is good) in the first report, which the caller frees.
  */
 static void verify_both(fx *f, mcg_verify_report *rep, const git_oid *tip, mcg_verify_opts o)
@@ -182,12 +190,38 @@ static void verify_both(fx *f, mcg_verify_report *rep, const git_oid *tip, mcg_v
     h.scan = s;
     mcg_verify_report with = {0};
     assert_int_equal(mcg_gitops_verify(&with, r, sha, &h, f->root, &err), 0);
-    assert_int_equal(with.n, rep->n);
-    assert_int_equal(with.nbad, rep->nbad);
-    for (size_t i = 0; i < rep->n; i++)
-        assert_memory_equal(&with.v[i], &rep->v[i], sizeof(rep->v[i]));
+    assert_same_report(&with, rep);
     mcg_verify_report_free(&with);
+    assert_ranges_same(f, sha, &o, rep);
     mcg_packscan_free(s);
+    mcg_repo_free(r);
+}
+
+/* Two reports equal in every field. */
+static void assert_same_report(const mcg_verify_report *a, const mcg_verify_report *b)
+{
+    assert_int_equal(a->n, b->n);
+    assert_int_equal(a->nbad, b->nbad);
+    for (size_t i = 0; i < a->n; i++)
+        assert_memory_equal(&a->v[i], &b->v[i], sizeof(a->v[i]));
+}
+
+/* mcg_gitops_verify_ranges of (since, tip] on two threads and on one: both equal to want. */
+static void assert_ranges_same(fx *f, const char *tip, const mcg_verify_opts *o,
+                               const mcg_verify_report *want)
+{
+    mcg_repo *r = NULL, *helper = NULL;
+    mcg_err err = {0};
+    assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
+    assert_int_equal(mcg_repo_open(&helper, f->dir, &err), 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        mcg_verify_threads th = {.helper = threads == 2 ? helper : NULL};
+        mcg_verify_range range = {.tip = tip, .since = o->since};
+        assert_int_equal(mcg_gitops_verify_ranges(&range, 1, r, &th, o, f->root, &err), 0);
+        assert_same_report(&range.rep, want);
+        mcg_verify_report_free(&range.rep);
+    }
+    mcg_repo_free(helper);
     mcg_repo_free(r);
 }
 
@@ -301,12 +335,90 @@ static void test_mark_bound_to_root(void **state)
     mcg_repo_free(r);
 }
 
+/*
+ * A long history (chunks of 64 commits and more): a first-parent line with
+ * side branches merged back, bob added and later removed as a signer, and
+ * bad commits (unsigned, by bob once removed, backdated) placed at a chunk
+ * start, inside chunks and at the end; after the unsigned commit 200, bob
+ * signs a hundred commits, each bad only because its parent is, so a chunk
+ * that took its start's parent as good would call one good. Each prefix of interest is verified
+ * in one pass and on two threads, whole and from a since.
+ */
+static void test_threads_long(void **state)
+{
+    fx *f = *state;
+    enum { N = 700 };
+    git_oid *line = mcg_calloc(N, sizeof(*line));
+    git_oid side;
+    const char *signers = NULL;
+    int64_t t = T0;
+    line[0] = commit(f, tree_of(f, "0", NULL), NULL, 0, t, &f->alice);
+    for (int i = 1; i < N; i++) {
+        char readme[32];
+        snprintf(readme, sizeof(readme), "%d", i);
+        t += 10;
+        if (i == 100)
+            signers = f->bob_line; /* bob may sign from here */
+        if (i == 400)
+            signers = ""; /* and no longer */
+        const mcg_sshkey *key = (i > 100 && i < 400 && i % 3 == 0) ? &f->bob : &f->alice;
+        if (i > 200 && i < 300)
+            key = &f->bob; /* each bad only through its bad parent: across chunk ends */
+        if (i == 64 || i == 200 || i == 333 || i == 650)
+            key = NULL; /* unsigned: bad, its children follow from the root */
+        if (i == 450)
+            key = &f->bob; /* removed signer */
+        int64_t when = i == 500 ? t - MCG_CLOCK_SKEW - 100 : t; /* backdated */
+        if (i % 50 == 25) { /* a side branch of two commits, merged back */
+            git_oid s1 = commit(f, tree_of(f, "s1", signers), &line[i - 1], 1, when, &f->alice);
+            side = commit(f, tree_of(f, "s2", signers), &s1, 1, when, key ? key : &f->alice);
+            git_oid ps[] = {line[i - 1], side};
+            line[i] = commit(f, tree_of(f, readme, signers), ps, 2, when, key);
+        } else {
+            line[i] = commit(f, tree_of(f, readme, signers), &line[i - 1], 1, when, key);
+        }
+    }
+    static const int tips[] = {64, 299, 499, N - 1};
+    static const int sinces[] = {-1, 63};
+    mcg_repo *r = NULL;
+    mcg_err err = {0};
+    assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
+    for (size_t a = 0; a < sizeof(tips) / sizeof(tips[0]); a++)
+        for (size_t b = 0; b < sizeof(sinces) / sizeof(sinces[0]); b++) {
+            if (sinces[b] >= tips[a])
+                continue;
+            char tip[MCG_SHA_HEX + 1], since[MCG_SHA_HEX + 1];
+            git_oid_tostr(tip, sizeof(tip), &line[tips[a]]);
+            git_oid_tostr(since, sizeof(since), &line[sinces[b] < 0 ? 0 : sinces[b]]);
+            mcg_verify_opts o = {.since = sinces[b] < 0 ? NULL : since};
+            mcg_verify_report want = {0};
+            assert_int_equal(mcg_gitops_verify(&want, r, tip, &o, f->root, &err), 0);
+            assert_ranges_same(f, tip, &o, &want);
+            mcg_verify_report_free(&want);
+        }
+    /* the whole history has every kind of bad verdict */
+    char tip[MCG_SHA_HEX + 1];
+    git_oid_tostr(tip, sizeof(tip), &line[N - 1]);
+    mcg_verify_report rep = {0};
+    assert_int_equal(mcg_gitops_verify(&rep, r, tip, NULL, f->root, &err), 0);
+    assert_true(rep.n > N);
+    assert_false(verdict(&rep, &line[64])->good);
+    assert_false(verdict(&rep, &line[450])->good);
+    assert_false(verdict(&rep, &line[500])->good);
+    assert_false(verdict(&rep, &line[299])->good);
+    assert_true(verdict(&rep, &line[63])->good);
+    mcg_verify_report_free(&rep);
+    mcg_repo_free(r);
+    free(line);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_removed_signer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mark_bound_to_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads_long, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,11 +3,12 @@
 # 1,000 and 10,000 MachineConfigs x 10 files over 3 pools, timed against the
 # jansson floor, in a Release build. Prints a Markdown table.
 #
-#   tests/bench/run_render.sh            # build build-release/, run, print
-#   BUILD=dir REPEAT=7 POOLS=3 SIZES="1000 10000" FILES=10 tests/bench/run_render.sh
+#   tests/bench/bench_render.sh            # build build-release/, run, print
+#   BUILD=dir REPEAT=7 POOLS=3 SIZES="1000 10000" FILES=10 tests/bench/bench_render.sh
 #   BENCH=/path/to/bench_render ...      # use an existing binary, skip the build
 #
-# Needs python3 (for gen_configs.py). Not run by ctest.
+# Needs python3 (for gen_configs.py; not timed). Not run by ctest. The ratio
+# is bench_render's median over REPEAT fresh processes of each side.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build-release}
@@ -41,4 +42,12 @@ for n in $SIZES; do
         n, f, v["input_bytes"] / 1e6, v["render_cpu_s"], v["floor_cpu_s"], v["ratio"],
         v["render_wall_s"], v["render_rss_kib"] / 1024, v["floor_rss_kib"] / 1024
     }' "$r"
+  awk -v n="$n" -v f="$FILES" '
+    { v[$1] = $2 }
+    END {
+      printf "TABLE|render, %s MCs x %s files (%.1f MB), CPU|%.3f s (wall %.3f s)|jansson parse + dump: %.3f s|%.2f|%.2f–%.2f|%.1f MiB\n",
+        n, f, v["input_bytes"] / 1e6, v["render_cpu_s"], v["render_wall_s"], v["floor_cpu_s"], v["ratio"], v["ratio_min"], v["ratio_max"],
+        v["render_rss_kib"] / 1024
+    }' "$r" >>"$WORK/table"
 done
+[ ! -f "$WORK/table" ] || cat "$WORK/table"
