@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct session {
@@ -511,6 +512,13 @@ int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
             rep->rendered = true;
     }
 out:
+    if (rep->accepted && (rc == 0 || rep->imported)) {
+        /* counted for monitoring (mcgit_bundle_imports_total): an accepted
+         * import, moved or up to date; a failure to count is not the import's */
+        mcg_err cerr = {0};
+        if (mcg_gitops_note_import(r, (int64_t)time(NULL), &cerr) != 0 && diags)
+            mcg_diags_add(diags, "warning: bundle import not counted: %s", cerr.msg);
+    }
     mcg_verify_report_free(&vr);
     session_end(&s);
     if (blocked)

@@ -30,6 +30,14 @@ void mcg_ctl_record_render(mcg_metrics *m, const mcg_verify_report *rep, double 
  * it not Updated at its target, and ends when it is; observed then). Series
  * of pools and nodes that are gone are dropped. now: unix seconds.
  */
+/*
+ * The accepted bundle imports recorded in the repository at path repo
+ * (mcg_gitops_import_stats):
+ * mcgit_bundle_imports_total follows the record, the newest import's time
+ * goes to mcgit_bundle_last_import_timestamp_seconds. Nothing when none.
+ */
+void mcg_ctl_record_imports(mcg_metrics *m, const char *repo);
+
 void mcg_ctl_record_status(mcg_metrics *m, const mcg_rollout_plan *plan, const mcg_node *nodes,
                            size_t nnodes, int64_t now);
 

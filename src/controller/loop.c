@@ -367,6 +367,7 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
             answered = sync;
         bool failed = prc || res.refused || res.fetch_failed;
         if (mx) {
+            mcg_ctl_record_imports(mx, po.repo);
             const char *result = !leader ? "not_leader" : failed ? "failed" : "ok";
             mcg_metrics_add(mx, "mcgit_passes_total", MCG_LV(result), 1);
             if (leader)

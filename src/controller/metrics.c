@@ -62,6 +62,11 @@ int mcg_controller_metrics_declare(mcg_metrics *m, mcg_err *err)
          "Source commits verified by the controller's renders."},
         {"mcgit_passes_total", MCG_METRIC_COUNTER, "result",
          "Reconcile passes, by result (ok, failed, not_leader)."},
+        {"mcgit_bundle_imports_total", MCG_METRIC_COUNTER, NULL,
+         "Bundle imports the controller's repository accepted (mcgit bundle import; refused "
+         "imports change nothing and are not counted)."},
+        {"mcgit_bundle_last_import_timestamp_seconds", MCG_METRIC_GAUGE, NULL,
+         "When the newest accepted bundle import was made (unix seconds); 0: none recorded."},
     };
     for (size_t i = 0; i < sizeof(fams) / sizeof(*fams); i++) {
         int rc = mcg_metrics_declare(m, fams[i].name, fams[i].type, fams[i].help, fams[i].labels,
@@ -173,4 +178,22 @@ void mcg_ctl_record_status(mcg_metrics *m, const mcg_rollout_plan *plan, const m
             mcg_metrics_set(m, "mcgit_node_state", MCG_LV(nodes[i].name, pool, node_states[s]),
                             !strcmp(state, node_states[s]) ? 1 : 0);
     }
+}
+
+void mcg_ctl_record_imports(mcg_metrics *m, const char *repo)
+{
+    mcg_import_stats st;
+    mcg_repo *r = NULL;
+    if (!m || !repo || mcg_repo_open(&r, repo, NULL) != 0)
+        return;
+    bool have = mcg_gitops_import_stats(r, &st);
+    mcg_repo_free(r);
+    if (!have)
+        return;
+    double seen = 0;
+    mcg_metrics_get(m, "mcgit_bundle_imports_total", NULL, &seen);
+    /* the record only grows; a smaller one (the repository replaced) adds nothing */
+    if ((double)st.imports > seen)
+        mcg_metrics_add(m, "mcgit_bundle_imports_total", NULL, (double)st.imports - seen);
+    mcg_metrics_set(m, "mcgit_bundle_last_import_timestamp_seconds", NULL, (double)st.last);
 }

@@ -101,6 +101,20 @@ int mcg_git_err(mcg_err *err, const char *what);
  */
 struct git_odb;
 int mcg_repo_open_view(mcg_repo **out, const mcg_repo *r, struct git_odb *odb, mcg_err *err);
+
+/*
+ * Accepted bundle imports into a repository (imports.c): how many, and the
+ * unix time of the newest. mcgit bundle import counts one with
+ * mcg_gitops_note_import (atomic, serialised between concurrent imports);
+ * a refused import counts nothing. mcg_gitops_import_stats: false (and
+ * zeros) when none was ever recorded or the record cannot be read.
+ */
+typedef struct mcg_import_stats {
+    uint64_t imports;
+    int64_t last;
+} mcg_import_stats;
+int mcg_gitops_note_import(mcg_repo *r, int64_t now, mcg_err *err);
+bool mcg_gitops_import_stats(const mcg_repo *r, mcg_import_stats *out);
 /* Resolve a revision (sha, branch, tag, HEAD~2 ...) to a commit sha. */
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err);
 /* The committer time of commit sha in *t; 0, or MCG_ENOTFOUND. */

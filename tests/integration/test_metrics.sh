@@ -135,6 +135,30 @@ if git -C "$R" push -q "$T/origin.git" main 2>"$T/push2.err"; then ok "an unreac
 else bad "push failed with the webhook down"; fi
 expect_grep 'warning: the controller was not told' "$T/push2.err" "and the pusher is warned"
 
+# ---- bundle imports into the controller's repository are counted
+# (an air-gapped site's monitoring: when did the last bundle arrive?)
+"$MCGIT" bundle create --repo "$T/origin.git" "$T/all.bundle" -q >/dev/null 2>&1
+git clone -q "$T/origin.git" "$T/evil"
+echo evil >"$T/evil/machineconfigs/99-evil.yaml"
+scommit "$T/evil" - "unsigned"
+git -C "$T/evil" bundle create -q "$T/evil.bundle" main 2>/dev/null
+expect_rc 1 "an unsigned bundle is refused by the controller's repository" -- \
+  "$MCGIT" bundle import --repo "$T/mirror" "$T/evil.bundle" --trust "$T/trust"
+[ ! -e "$T/mirror/mcgit/bundle-imports" ] && [ ! -e "$T/mirror/.git/mcgit/bundle-imports" ] \
+  && ok "a refused import is not counted (nothing written)" || bad "a refused import was recorded"
+expect_rc 0 "a signed bundle is accepted (already up to date)" -- \
+  "$MCGIT" bundle import --repo "$T/mirror" "$T/all.bundle" --trust "$T/trust"
+curl -s -o /dev/null -X POST -H 'Authorization: Bearer s3cret-token' "http://127.0.0.1:$CP/hooks/git"
+for _ in $(seq 100); do
+  curl -sf "http://127.0.0.1:$CP/metrics" >"$T/ctl3.prom" && grep -q '^mcgit_bundle_imports_total 1$' "$T/ctl3.prom" && break; sleep 0.05
+done
+expect_grep '^mcgit_bundle_imports_total 1$' "$T/ctl3.prom" "the controller exports the accepted import"
+ts=$(awk '/^mcgit_bundle_last_import_timestamp_seconds / {print $2}' "$T/ctl3.prom")
+now=$(date +%s)
+[ -n "$ts" ] && [ "${ts%.*}" -le "$now" ] && [ "${ts%.*}" -gt $((now - 120)) ] \
+  && ok "and when it was made ($ts)" || bad "last import timestamp '$ts'"
+promtool check metrics <"$T/ctl3.prom" >/dev/null 2>&1 && ok "promtool: still clean" || bad "promtool after imports"
+
 # ---- a real Prometheus scrapes both and answers queries
 PP=$(freeport)
 cat >"$T/prom.yml" <<EOF
