@@ -336,6 +336,42 @@ static void test_mark_bound_to_root(void **state)
 }
 
 /*
+ * Accepted bundle imports counted in the repository: each note adds one and
+ * keeps the newest time; a damaged record reads as none, and counting
+ * starts again from it (the controller's counter never goes back).
+ */
+static void test_import_stats(void **state)
+{
+    fx *f = *state;
+    mcg_repo *r = NULL;
+    mcg_err err = {0};
+    mcg_import_stats st;
+    assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
+    assert_false(mcg_gitops_import_stats(r, &st));
+    assert_int_equal(st.imports, 0);
+    assert_int_equal(mcg_gitops_note_import(r, 1767225600, &err), 0);
+    assert_int_equal(mcg_gitops_note_import(r, 1767225700, &err), 0);
+    assert_true(mcg_gitops_import_stats(r, &st));
+    assert_int_equal(st.imports, 2);
+    assert_int_equal(st.last, 1767225700);
+    static const char *const damaged[] = {"", "imports x\nlast 1\n", "imports 1\n",
+                                          "last 5\nimports 1\n", "imports -1\nlast 1\n"};
+    char *path = mcg_sprintf("%s/mcgit/bundle-imports", f->dir);
+    for (size_t i = 0; i < sizeof(damaged) / sizeof(*damaged); i++) {
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs(damaged[i], fp);
+        fclose(fp);
+        assert_false(mcg_gitops_import_stats(r, &st));
+    }
+    assert_int_equal(mcg_gitops_note_import(r, 1767225800, &err), 0);
+    assert_true(mcg_gitops_import_stats(r, &st));
+    assert_int_equal(st.imports, 1);
+    free(path);
+    mcg_repo_free(r);
+}
+
+/*
  * A long history (chunks of 64 commits and more): a first-parent line with
  * side branches merged back, bob added and later removed as a signer, and
  * bad commits (unsigned, by bob once removed, backdated) placed at a chunk
@@ -418,6 +454,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_removed_signer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mark_bound_to_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_long, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
