@@ -792,9 +792,10 @@ int mcg_kube_list(mcg_kube_client *kc, const char *path, const char *accept, mcg
         size_t klen = kind ? strlen(kind) : 0;
         if (!o || !items || (!json_is_array(items) && !json_is_null(items)) || klen < 4 ||
             strcmp(kind + klen - 4, "List") != 0) {
-            json_decref(o);
+            /* the message first: kind points into o */
             rc = mcg_err_set(err, MCG_EINVAL, "GET %.*s: response is not a list (kind %.40s)",
                              (int)strcspn(path, "?"), path, kind ? kind : "missing");
+            json_decref(o);
             break;
         }
         if (rv && !*rv && json_is_string(json_object_get(md, "resourceVersion")))

@@ -29,7 +29,7 @@ cross a terminating proxy). Faults, chosen at random per request:
 and out, fault — the benchmark counts requests and bytes from it.
 SIGUSR1 toggles all faults off/on (so a test can let the system converge).
 """
-import argparse, http.client, json, random, signal, ssl, sys, threading, time
+import argparse, http.client, json, queue, random, signal, ssl, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
 
@@ -243,12 +243,29 @@ def main():
                 self.end_headers()
                 deadline = time.time() + a.watch_drop_secs if (
                     a.watch_drop_secs and State.enabled) else None
+                # A thread reads upstream, so the cut comes on time even
+                # when no event arrives.
+                chunks = queue.Queue()
+
+                def pump():
+                    try:
+                        while True:
+                            c = resp.read1(65536)
+                            chunks.put(c)
+                            if not c:
+                                return
+                    except Exception:
+                        chunks.put(b"")
+                threading.Thread(target=pump, daemon=True).start()
                 try:
                     while True:
                         if deadline and time.time() > deadline:
                             fault = "watch-drop"
                             break
-                        chunk = resp.read1(65536)
+                        try:
+                            chunk = chunks.get(timeout=0.05)
+                        except queue.Empty:
+                            continue
                         if not chunk:
                             break
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
