@@ -100,3 +100,31 @@ spec:
           source: data:,$5
 MC
 }
+
+# ---------------------------------------------------------------- local node n1
+# node_cfg_helpers CL: publish JSON (an Ignition config published as a rendered
+# config of CL, canonical bytes named by their hash; prints its name), desire
+# NAME (node n1's desiredConfig), field F (one of n1's annotations).
+node_cfg_helpers() {
+  NODE_CL=$1
+  cat >"$T/cfg.py" <<'PYEOF'
+import hashlib, json, os, sys
+cl, cmd = sys.argv[1], sys.argv[2]
+p = "%s/nodes/n1.json" % cl
+if cmd == "publish":
+    b = (json.dumps({"config": json.loads(sys.argv[3])}, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+    name = "rendered-worker-" + hashlib.sha256(b).hexdigest()[:32]
+    open("%s/configs/%s.json" % (cl, name), "wb").write(b)
+    print(name)
+elif cmd == "desire":
+    n = json.load(open(p))
+    n["metadata"].setdefault("annotations", {})["machineconfiguration.mcgit.io/desiredConfig"] = sys.argv[3]
+    open(p + ".tmp", "w").write(json.dumps(n, indent=2))
+    os.rename(p + ".tmp", p)
+else:
+    print(json.load(open(p))["metadata"].get("annotations", {}).get("machineconfiguration.mcgit.io/" + sys.argv[3], ""))
+PYEOF
+}
+publish() { python3 "$T/cfg.py" "$NODE_CL" publish "$1"; }
+desire() { python3 "$T/cfg.py" "$NODE_CL" desire "$1"; }
+field() { python3 "$T/cfg.py" "$NODE_CL" field "$1"; }

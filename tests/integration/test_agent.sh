@@ -15,29 +15,7 @@ mkdir -p "$ROOT/etc" "$T/outside"
 printf 'root:x:0:0::/root:/bin/sh\ncore:x:1000:1000::/home/core:/bin/sh\n' >"$ROOT/etc/passwd"
 printf 'root:x:0:\nwheel:x:10:core\ncore:x:1000:\n' >"$ROOT/etc/group"
 
-# cfg.py publish JSON: publish the Ignition config JSON as a rendered config
-# (canonical bytes, named by their hash) and print its name;
-# cfg.py desire NAME: set the node's desiredConfig; cfg.py field F: print an annotation.
-cat >"$T/cfg.py" <<'EOF'
-import hashlib, json, os, sys
-cl, cmd = sys.argv[1], sys.argv[2]
-p = "%s/nodes/n1.json" % cl
-if cmd == "publish":
-    b = (json.dumps({"config": json.loads(sys.argv[3])}, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
-    name = "rendered-worker-" + hashlib.sha256(b).hexdigest()[:32]
-    open("%s/configs/%s.json" % (cl, name), "wb").write(b)
-    print(name)
-elif cmd == "desire":
-    n = json.load(open(p))
-    n["metadata"].setdefault("annotations", {})["machineconfiguration.mcgit.io/desiredConfig"] = sys.argv[3]
-    open(p + ".tmp", "w").write(json.dumps(n, indent=2))
-    os.rename(p + ".tmp", p)
-else:
-    print(json.load(open(p))["metadata"].get("annotations", {}).get("machineconfiguration.mcgit.io/" + sys.argv[3], ""))
-EOF
-publish() { python3 "$T/cfg.py" "$CL" publish "$1"; }
-desire() { python3 "$T/cfg.py" "$CL" desire "$1"; }
-field() { python3 "$T/cfg.py" "$CL" field "$1"; }
+node_cfg_helpers "$CL"
 agent() { "$MCGIT" agent --node n1 --cluster "local:$CL" --once -q "$@"; }
 IGN='"ignition":{"version":"3.4.0"}'
 

@@ -26,26 +26,7 @@ chmod 0644 "$T/outside"/f* "$T/outside/sub"/g*
 snap() { (cd "$T/outside" && find . -printf '%p %y %m %s %T@\n' | sort && find . -type f -exec sha256sum {} + | sort); }
 snap >"$T/outside.before"
 
-cat >"$T/cfg.py" <<'EOF'
-import hashlib, json, os, sys
-cl, cmd = sys.argv[1], sys.argv[2]
-p = "%s/nodes/n1.json" % cl
-if cmd == "publish":
-    b = (json.dumps({"config": json.loads(sys.argv[3])}, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
-    name = "rendered-worker-" + hashlib.sha256(b).hexdigest()[:32]
-    open("%s/configs/%s.json" % (cl, name), "wb").write(b)
-    print(name)
-elif cmd == "desire":
-    n = json.load(open(p))
-    n["metadata"].setdefault("annotations", {})["machineconfiguration.mcgit.io/desiredConfig"] = sys.argv[3]
-    open(p + ".tmp", "w").write(json.dumps(n, indent=2))
-    os.rename(p + ".tmp", p)
-else:
-    print(json.load(open(p))["metadata"].get("annotations", {}).get("machineconfiguration.mcgit.io/" + sys.argv[3], ""))
-EOF
-publish() { python3 "$T/cfg.py" "$CL" publish "$1"; }
-desire() { python3 "$T/cfg.py" "$CL" desire "$1"; }
-field() { python3 "$T/cfg.py" "$CL" field "$1"; }
+node_cfg_helpers "$CL"
 
 # Two configs over the same paths: files in three trees, a directory, a unit.
 mkcfg() {
