@@ -52,10 +52,11 @@ size_t mcg_chain_count(const mcg_chain *ch);
 void mcg_chain_at(const mcg_chain *ch, size_t i, git_oid *source, git_oid *rendered);
 bool mcg_chain_lookup(const mcg_chain *ch, const git_oid *source, git_oid *rendered);
 /*
- * A second handle on r's repository whose new objects stay in memory (a
- * mempack backend, *mem, in front of the others): rendered history computed
- * there writes nothing. mcg_repo_scratch_persist writes what it holds into
- * r as one pack (and empties it). Free the handle with mcg_repo_free.
+ * A second handle on r's repository whose new objects stay in memory (*mem,
+ * the in-memory backend of its own object database; scratch.c): rendered
+ * history computed there writes nothing. mcg_repo_scratch_persist writes
+ * what it holds into r — one pack from 100 objects on, else loose objects —
+ * and empties it. Free the handle with mcg_repo_free.
  */
 int mcg_repo_scratch(mcg_repo **out, git_odb_backend **mem, const mcg_repo *r, mcg_err *err);
 int mcg_repo_scratch_persist(mcg_repo *r, mcg_repo *scratch, git_odb_backend *mem, mcg_err *err);

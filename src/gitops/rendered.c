@@ -35,7 +35,6 @@
 #include "gitops/gitops_int.h"
 
 #include <git2/sys/commit.h>
-#include <git2/sys/mempack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -573,59 +572,6 @@ void mcg_chain_stats(const mcg_chain *ch, size_t *made, size_t *renders)
 
 /* ------------------------------------------------------------ render */
 
-int mcg_repo_scratch(mcg_repo **out, git_odb_backend **mem_out, const mcg_repo *r, mcg_err *err)
-{
-    git_odb *odb = NULL;
-    git_odb_backend *mem = NULL;
-    mcg_repo *s = mcg_calloc(1, sizeof(*s));
-    int rc = 0;
-    *out = NULL;
-    if (mem_out)
-        *mem_out = NULL;
-    git_libgit2_init(); /* balanced by mcg_repo_free */
-    s->source_branch = mcg_strdup(r->source_branch);
-    s->rendered_branch = mcg_strdup(r->rendered_branch);
-    if (git_repository_open(&s->git, git_repository_path(r->git)) != 0 ||
-        git_repository_odb(&odb, s->git) != 0 || git_mempack_new(&mem) != 0) {
-        rc = mcg_git_err(err, "in-memory object store");
-    } else if (git_odb_add_backend(odb, mem, 1000) != 0) {
-        mem->free(mem); /* not added: still ours */
-        rc = mcg_git_err(err, "in-memory object store");
-    } else if (mem_out) {
-        *mem_out = mem; /* owned by the odb */
-    }
-    git_odb_free(odb);
-    if (rc) {
-        mcg_repo_free(s);
-        return rc;
-    }
-    *out = s;
-    return 0;
-}
-
-int mcg_repo_scratch_persist(mcg_repo *r, mcg_repo *scratch, git_odb_backend *mem, mcg_err *err)
-{
-    git_buf packed = GIT_BUF_INIT_CONST(NULL, 0);
-    memset(&packed, 0, sizeof(packed));
-    git_odb *odb = NULL;
-    git_odb_writepack *wp = NULL;
-    git_indexer_progress stats;
-    int rc = 0;
-    memset(&stats, 0, sizeof(stats));
-    if (git_mempack_dump(&packed, scratch->git, mem) != 0 ||
-        git_repository_odb(&odb, r->git) != 0 || git_odb_write_pack(&wp, odb, NULL, NULL) != 0 ||
-        wp->append(wp, packed.ptr, packed.size, &stats) != 0 || wp->commit(wp, &stats) != 0)
-        rc = mcg_git_err(err, "writing the rendered objects");
-    if (wp)
-        wp->free(wp);
-    if (!rc && git_odb_refresh(odb) != 0)
-        rc = mcg_git_err(err, "object database");
-    git_odb_free(odb);
-    git_buf_dispose(&packed);
-    git_mempack_reset(mem);
-    return rc;
-}
-
 /*
  * The newest source commit the legacy (pre-rule-2) rendered branch was
  * rendered from: the first commit, walking first parents from the tip,
@@ -720,7 +666,8 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
                   !strcmp(tip_src, res->source);
     if (at_tip)
         rid = *git_commit_id(old_tip); /* the common case: nothing new, no walk */
-    else if ((rc = mcg_chain_new(&ch, r, &rule2, err)) != 0)
+    else if ((rc = mcg_repo_scratch(&scratch, &mem, r, err)) != 0 ||
+             (rc = mcg_chain_new(&ch, scratch, &rule2, err)) != 0)
         goto out;
     if (at_tip || mcg_chain_lookup(ch, &src_oid, &rid)) {
         /* rendered already: the branch stays where it is */
@@ -751,19 +698,18 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
         goto out;
     }
     if (!rule2) {
-        /* A first render of rule 2 may make a commit for every commit of a
-         * long history: make them in memory and write them as one pack. */
+        /* made by an older mcgit: rendered again from the start */
         mcg_chain_free(ch);
         ch = NULL;
-        if ((rc = mcg_repo_scratch(&scratch, &mem, r, err)) != 0 ||
-            (rc = mcg_chain_new(&ch, scratch, NULL, err)) != 0)
+        if ((rc = mcg_chain_new(&ch, scratch, NULL, err)) != 0)
             goto out;
     }
     if ((rc = mcg_chain_render(&rid, ch, &src_oid, diags, out_render ? &rd : NULL, err)) != 0)
         goto out;
     size_t made = 0, renders = 0;
     mcg_chain_stats(ch, &made, &renders);
-    if (scratch && made && (rc = mcg_repo_scratch_persist(r, scratch, mem, err)) != 0)
+    /* Made in memory (scratch.c): written out together, before any ref names them. */
+    if (made && (rc = mcg_repo_scratch_persist(r, scratch, mem, err)) != 0)
         goto out;
     if (old_tip && !rule2) {
         /* made by an older mcgit: keep it reachable, then replace it */
