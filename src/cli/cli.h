@@ -69,6 +69,19 @@ int mcg_cli_status_nodes(struct mcg_cluster *cl, const char *format, mcg_buf *ou
 int mcg_cli_sync_wait(const char *cmd, struct mcg_cluster *cl, uint64_t gen, double timeout);
 /* Parse --timeout SECONDS (0..86400); -1 when arg is not one. */
 int mcg_cli_parse_timeout(const char *arg, double *out);
+/*
+ * Options of the commands that ask the controller for a pass (sync, pool):
+ * --cluster C (default $MCGIT_CLUSTER; NULL when neither: the caller says
+ * so after checking its positional arguments), --wait, --timeout SECONDS
+ * (default 60). Returns -1 when parsed (positional arguments from
+ * argv[optind]), else the exit status to return (help, or a usage error).
+ */
+typedef struct mcg_cli_wait_args {
+    const char *cluster;
+    bool wait;
+    double timeout;
+} mcg_cli_wait_args;
+int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_wait_args *out);
 
 /*
  * Options of the commands that sign for the operator (rollback, approve,

@@ -7,7 +7,6 @@
 #include "cli/cli.h"
 #include "cluster/cluster.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -62,40 +61,21 @@ static void say(const char *pool, bool pause, bool changed, bool git_paused)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"cluster", required_argument, 0, 'c'},
-                                         {"wait", no_argument, 0, 'w'},
-                                         {"timeout", required_argument, 0, 't'},
-                                         {0, 0, 0, 0}};
-    const char *cluster = NULL;
-    bool wait = false;
-    double timeout = 60;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_pool);
-        case 'c': cluster = optarg; break;
-        case 'w': wait = true; break;
-        case 't':
-            if (mcg_cli_parse_timeout(optarg, &timeout) != 0)
-                return mcg_cli_usage_error(&mcg_cmd_pool, "bad --timeout '%s'", optarg);
-            break;
-        default: return mcg_cli_usage_error(&mcg_cmd_pool, NULL);
-        }
-    }
+    mcg_cli_wait_args a;
+    int parsed = mcg_cli_wait_args_parse(&mcg_cmd_pool, argc, argv, &a);
+    if (parsed >= 0)
+        return parsed;
     if (argc - optind != 2 || (strcmp(argv[optind], "pause") && strcmp(argv[optind], "resume")))
         return mcg_cli_usage_error(&mcg_cmd_pool, "expected pause POOL or resume POOL");
     bool pause = !strcmp(argv[optind], "pause");
     const char *pool = argv[optind + 1];
-    cluster = mcg_cli_cluster(cluster);
-    if (!cluster)
+    if (!a.cluster)
         return mcg_cli_usage_error(&mcg_cmd_pool, "--cluster is required (or $MCGIT_CLUSTER)");
     mcg_err err = {0};
     mcg_cluster *cl = NULL;
     bool changed = false, git_paused = false;
     uint64_t gen = 0;
-    int rc = mcg_cluster_open(&cl, cluster, &err);
+    int rc = mcg_cluster_open(&cl, a.cluster, &err);
     if (!rc)
         rc = mcg_cluster_pause_pool(cl, pool, pause, &changed, &git_paused, &err);
     if (!rc && changed)
@@ -107,8 +87,8 @@ static int run(int argc, char **argv)
     } else {
         say(pool, pause, changed, git_paused);
         fflush(stdout);
-        if (wait && changed)
-            ex = mcg_cli_sync_wait("pool", cl, gen, timeout);
+        if (a.wait && changed)
+            ex = mcg_cli_sync_wait("pool", cl, gen, a.timeout);
     }
     mcg_cluster_free(cl);
     return ex;

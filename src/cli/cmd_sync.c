@@ -83,7 +83,7 @@ int mcg_cli_parse_timeout(const char *arg, double *out)
     return 0;
 }
 
-static int run(int argc, char **argv)
+int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_wait_args *out)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"cluster", required_argument, 0, 'c'},
@@ -91,27 +91,39 @@ static int run(int argc, char **argv)
                                          {"timeout", required_argument, 0, 't'},
                                          {0, 0, 0, 0}};
     const char *cluster = NULL;
-    bool wait = false;
-    double timeout = 60;
     int c;
+    out->wait = false;
+    out->timeout = 60;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_sync);
+        case 'h': return mcg_cli_help(cmd);
         case 'c': cluster = optarg; break;
-        case 'w': wait = true; break;
+        case 'w': out->wait = true; break;
         case 't':
-            if (mcg_cli_parse_timeout(optarg, &timeout) != 0)
-                return mcg_cli_usage_error(&mcg_cmd_sync, "bad --timeout '%s'", optarg);
+            if (mcg_cli_parse_timeout(optarg, &out->timeout) != 0)
+                return mcg_cli_usage_error(cmd, "bad --timeout '%s'", optarg);
             break;
-        default: return mcg_cli_usage_error(&mcg_cmd_sync, NULL);
+        default: return mcg_cli_usage_error(cmd, NULL);
         }
     }
-    cluster = mcg_cli_cluster(cluster);
+    out->cluster = mcg_cli_cluster(cluster);
+    return -1;
+}
+
+static int run(int argc, char **argv)
+{
+    mcg_cli_wait_args a;
+    int parsed = mcg_cli_wait_args_parse(&mcg_cmd_sync, argc, argv, &a);
+    if (parsed >= 0)
+        return parsed;
     if (optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_sync, "unexpected argument '%s'", argv[optind]);
-    if (!cluster)
+    if (!a.cluster)
         return mcg_cli_usage_error(&mcg_cmd_sync, "--cluster is required (or $MCGIT_CLUSTER)");
+    const char *cluster = a.cluster;
+    bool wait = a.wait;
+    double timeout = a.timeout;
     mcg_err err = {0};
     mcg_cluster *cl = NULL;
     uint64_t gen = 0;

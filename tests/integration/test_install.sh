@@ -84,15 +84,18 @@ comp() {
   bad "bash: command list differs"
 
 # The options each command accepts, from its getopt tables: file -> command
-# (rollback, approve, heartbeat parse theirs in common.c).
+# (rollback, approve, heartbeat parse theirs in common.c; pool parses its
+# own with sync's, in cmd_sync.c).
 cat >"$T/getopt.py" <<'EOF'
 import re, sys, glob, os
 src = sys.argv[1]
+shared = {"mcg_cli_signer_args(": "common.c", "mcg_cli_wait_args_parse(": "cmd_sync.c"}
 for path in sorted(glob.glob(src + "/src/cli/cmd_*.c")):
     cmd = os.path.basename(path)[4:-2]
     text = open(path).read()
-    if "mcg_cli_signer_args(" in text:
-        text += open(src + "/src/cli/common.c").read()
+    for call, home in shared.items():
+        if call in text and os.path.basename(path) != home:
+            text += open(src + "/src/cli/" + home).read()
     for name, arg, val in re.findall(r'\{"([a-z][a-z0-9-]*)",\s*(no_argument|required_argument|optional_argument),\s*0,\s*\'(.)\'\}', text):
         print(cmd, name, 1 if arg == "required_argument" else 0, val)
 EOF
