@@ -19,34 +19,9 @@ M=$B/mcgit
 T=$(mktemp -d "${TMPDIR:-/tmp}/mcgit-bench.XXXXXX")
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$T"' EXIT
-export HOME="$T/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C TZ=UTC
-mkdir -p "$HOME"
-git config --global user.name Bench; git config --global user.email b@example.com
-git config --global init.defaultBranch main
-ssh-keygen -q -t ed25519 -N '' -f "$T/key"
-echo "b@example.com $(cut -d' ' -f1,2 "$T/key.pub")" >"$T/trust"
-R=$T/cfg
-"$M" init "$R" >/dev/null 2>&1
-git -C "$R" config gpg.format ssh; git -C "$R" config user.signingkey "$T/key"
-mc() { mkdir -p "$R/machineconfigs"; cat >"$R/machineconfigs/10-w.yaml" <<MC
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 10-w
-  labels:
-    machineconfiguration.openshift.io/role: worker
-spec:
-  config:
-    ignition:
-      version: 3.4.0
-    storage:
-      files:
-      - path: /etc/bench.conf
-        contents:
-          source: data:,$1
-MC
-git -C "$R" add -A; git -C "$R" commit -qS -m "$1"; }
-mc v0
+. "$SRC/tests/bench/lib.sh"
+bench_signed_repo "$M" "$T"
+bench_mc v0
 CL=local:$T/cl
 for n in w0 w1 w2; do "$M" node add --cluster "$CL" $n --labels node-role.kubernetes.io/worker= >/dev/null; done
 for n in w0 w1 w2; do "$M" agent --node $n --cluster "$CL" --interval 300 -q >/dev/null 2>&1 & pids+=($!); done
@@ -58,7 +33,7 @@ ms() { date +%s%3N; }
 sleep 3
 times=()
 for i in $(seq "$ROUNDS"); do
-  mc "v$i"
+  bench_mc "v$i"
   want=$(name_of); t0=$(ms)
   until "$M" status --cluster "$CL" nodes -o json | jq -e --arg w "$want" \
       '[.items[].metadata.annotations | select(.["machineconfiguration.mcgit.io/currentConfig"] == $w and .["machineconfiguration.mcgit.io/state"] == "Done")] | length == 3' >/dev/null; do

@@ -27,35 +27,10 @@ M=$B/mcgit
 T=$(mktemp -d "${TMPDIR:-/tmp}/mcgit-bench.XXXXXX")
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$T"' EXIT
-export HOME="$T/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C TZ=UTC
-mkdir -p "$HOME"
-git config --global user.name Bench; git config --global user.email b@example.com
-git config --global init.defaultBranch main
-ssh-keygen -q -t ed25519 -N '' -f "$T/key"
-echo "b@example.com $(cut -d' ' -f1,2 "$T/key.pub")" >"$T/trust"
-R=$T/cfg
-"$M" init "$R" >/dev/null 2>&1
-git -C "$R" config gpg.format ssh; git -C "$R" config user.signingkey "$T/key"
+. "$SRC/tests/bench/lib.sh"
+bench_signed_repo "$M" "$T"
 sed -i 's/maxUnavailable: .*/maxUnavailable: 1/' "$R/pools/worker.yaml"
-mc() { mkdir -p "$R/machineconfigs"; cat >"$R/machineconfigs/10-w.yaml" <<MC
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 10-w
-  labels:
-    machineconfiguration.openshift.io/role: worker
-spec:
-  config:
-    ignition:
-      version: 3.4.0
-    storage:
-      files:
-      - path: /etc/bench.conf
-        contents:
-          source: data:,$1
-MC
-git -C "$R" add -A; git -C "$R" commit -qS -m "$1"; }
-mc v0
+bench_mc v0
 git init -q --bare "$T/origin.git"
 git -C "$R" push -q "$T/origin.git" main
 printf 'bench-token\n' >"$T/token"
@@ -78,7 +53,7 @@ tr=(); td=(); tw=()
 for i in $(seq "$ROUNDS"); do
   # wait for the last round's rollout to settle
   until [ "$(grep -l '/state": *"Done"' "$T"/cl/nodes/*.json 2>/dev/null | wc -l)" = 3 ]; do sleep 0.05; done
-  mc "v$i"
+  bench_mc "v$i"
   want=$(name_of)
   r0=$(git -C "$T/mirror" rev-parse -q --verify refs/heads/rendered || echo none)
   t0=$(ms)

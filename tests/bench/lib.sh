@@ -12,6 +12,12 @@
 #                             print one row for tests/bench/run-all.sh:
 #                             TABLE|work|mcgit|peer|ratio|min–max|peak RSS
 #   bench_load                the 1-, 5- and 15-minute load average
+#   bench_signed_repo M DIR   a signing identity (DIR/key, its allowed_signers
+#                             line in DIR/trust, HOME=DIR/home with git's user
+#                             and branch config) and a config repo R=DIR/cfg
+#                             made by `M init` that signs with the key
+#   bench_mc V                commit (signed) a one-file worker MachineConfig
+#                             in R whose /etc/bench.conf holds V
 #
 # Pairs are interleaved (mcgit and its peer alternate which goes first) and a
 # ratio is the median of the per-pair ratios, with their min and max: the two
@@ -50,4 +56,39 @@ bench_table() {
 
 bench_load() {
   cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo ?
+}
+
+bench_signed_repo() {
+  local m=$1 dir=$2
+  export HOME="$dir/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C TZ=UTC
+  mkdir -p "$HOME"
+  git config --global user.name Bench; git config --global user.email b@example.com
+  git config --global init.defaultBranch main
+  ssh-keygen -q -t ed25519 -N '' -f "$dir/key"
+  echo "b@example.com $(cut -d' ' -f1,2 "$dir/key.pub")" >"$dir/trust"
+  R=$dir/cfg
+  "$m" init "$R" >/dev/null 2>&1
+  git -C "$R" config gpg.format ssh; git -C "$R" config user.signingkey "$dir/key"
+}
+
+bench_mc() {
+  mkdir -p "$R/machineconfigs"
+  cat >"$R/machineconfigs/10-w.yaml" <<MC
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 10-w
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition:
+      version: 3.4.0
+    storage:
+      files:
+      - path: /etc/bench.conf
+        contents:
+          source: data:,$1
+MC
+  git -C "$R" add -A; git -C "$R" commit -qS -m "$1"
 }
