@@ -23,11 +23,11 @@
  *
  * Neither has a refresh or freshen method, so a write is a hash, one lookup
  * per backend and a copy. Nothing reaches the disk until
- * mcg_repo_scratch_persist: 100 objects or more become one pack (through
- * libgit2's indexer, which writes pack and index under temporary names and
- * renames them), fewer are written loose, as git's transfer.unpackLimit
- * does — so a render killed at any moment has written nothing, and a long
- * history is not thousands of loose files.
+ * mcg_repo_scratch_persist: 100 objects or more become one pack with its
+ * index, both written here (each to a temporary file, fsynced, renamed),
+ * fewer are written loose, as git's transfer.unpackLimit does — so a
+ * render killed at any moment has written nothing, and a long history is
+ * not thousands of loose files.
  */
 #include "fsio/fsio.h"
 #include "gitops/gitops_int.h"
@@ -387,52 +387,62 @@ static size_t entry_header(unsigned char *h, git_object_t type, size_t len)
     return n;
 }
 
-/* Append to the pack being written; flushes to the indexer in 1 MiB parts. */
-typedef struct packout {
-    git_odb_writepack *wp;
-    git_indexer_progress *stats;
-    mcg_buf b;
-    int failed;
-} packout;
-
-static void po_put(packout *po, const void *p, size_t n)
+/* Big-endian 32-bit number out. */
+static void put32(mcg_buf *b, uint32_t v)
 {
-    mcg_buf_put(&po->b, p, n);
-    if (po->b.len >= (1u << 20)) {
-        if (!po->failed && po->wp->append(po->wp, po->b.ptr, po->b.len, po->stats) != 0)
-            po->failed = 1;
-        po->b.len = 0;
-    }
+    unsigned char c[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 8), (unsigned char)v};
+    mcg_buf_put(b, c, 4);
 }
 
-/* Everything held as one pack, indexed by libgit2 into r's objects/pack. */
-static int persist_pack(git_odb *odb, store_backend *s, mcg_err *err)
+/* SHA-1 of n bytes (git's pack and index trailers); false if OpenSSL fails. */
+static bool sha1(unsigned char out[GIT_OID_RAWSZ], const void *p, size_t n)
 {
-    git_indexer_progress stats;
-    packout po = {.stats = &stats, .b = MCG_BUF_INIT};
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    unsigned char *z = NULL;
+    unsigned int len = 0;
+    unsigned char d[EVP_MAX_MD_SIZE];
+    if (EVP_Digest(p, n, d, &len, EVP_sha1(), NULL) != 1 || len != GIT_OID_RAWSZ)
+        return false;
+    memcpy(out, d, GIT_OID_RAWSZ);
+    return true;
+}
+
+typedef struct entry_pos {
+    const git_oid *id;
+    uint64_t off;
+    uint32_t crc;
+} entry_pos;
+
+static int cmp_entry(const void *a, const void *b)
+{
+    return git_oid_cmp(((const entry_pos *)a)->id, ((const entry_pos *)b)->id);
+}
+
+/*
+ * Everything held as one pack with its version-2 index, both made here:
+ * the ids are known (libgit2 hashed each object as it was written, with
+ * its collision-detecting SHA-1), so nothing is inflated or hashed again.
+ * Objects are whole (no deltas; `git gc` finds them). The pack is written
+ * first, then its index — readers look for the index — each to a
+ * temporary file, fsynced and renamed (mcg_write_file_atomic), under the
+ * pack's name: pack-<SHA-1 of its contents>.
+ */
+static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
+{
+    mcg_buf pack = MCG_BUF_INIT, idx = MCG_BUF_INIT;
+    entry_pos *pos = mcg_calloc(s->n, sizeof(*pos));
+    unsigned char *z = NULL, sum[GIT_OID_RAWSZ], isum[GIT_OID_RAWSZ];
     size_t zcap = 0;
+    char *path = NULL;
     int rc = 0;
-    memset(&stats, 0, sizeof(stats));
-    if (!md || EVP_DigestInit_ex(md, EVP_sha1(), NULL) != 1) {
-        EVP_MD_CTX_free(md);
-        return mcg_err_set(err, MCG_EIO, "writing the rendered objects: no SHA-1");
-    }
-    if (git_odb_write_pack(&po.wp, odb, NULL, NULL) != 0) {
-        EVP_MD_CTX_free(md);
-        return mcg_git_err(err, "writing the rendered objects");
-    }
-    unsigned char hdr[12] = {'P', 'A', 'C', 'K', 0, 0, 0, 2};
-    uint32_t n = (uint32_t)s->n;
-    hdr[8] = (unsigned char)(n >> 24), hdr[9] = (unsigned char)(n >> 16);
-    hdr[10] = (unsigned char)(n >> 8), hdr[11] = (unsigned char)n;
-    EVP_DigestUpdate(md, hdr, sizeof(hdr));
-    po_put(&po, hdr, sizeof(hdr));
     z_stream zs;
     memset(&zs, 0, sizeof(zs));
-    if (deflateInit(&zs, Z_DEFAULT_COMPRESSION) != Z_OK)
-        rc = mcg_err_set(err, MCG_EIO, "writing the rendered objects: no zlib");
+    if (deflateInit(&zs, Z_DEFAULT_COMPRESSION) != Z_OK) {
+        free(pos);
+        return mcg_err_set(err, MCG_EIO, "writing the rendered objects: no zlib");
+    }
+    mcg_buf_put(&pack, "PACK", 4);
+    put32(&pack, 2);
+    put32(&pack, (uint32_t)s->n);
     for (size_t i = 0; i < s->n && !rc; i++) {
         const stored *o = &s->v[i];
         unsigned char eh[16];
@@ -457,26 +467,68 @@ static int persist_pack(git_odb *odb, store_backend *s, mcg_err *err)
             break;
         }
         size_t zl = zcap - zs.avail_out;
-        EVP_DigestUpdate(md, eh, ehl);
-        EVP_DigestUpdate(md, z, zl);
-        po_put(&po, eh, ehl);
-        po_put(&po, z, zl);
+        pos[i].id = &o->id;
+        pos[i].off = pack.len;
+        uLong crc = crc32(0L, eh, (uInt)ehl);
+        pos[i].crc = (uint32_t)crc32(crc, z, (uInt)zl);
+        mcg_buf_put(&pack, eh, ehl);
+        mcg_buf_put(&pack, z, zl);
     }
     deflateEnd(&zs);
-    unsigned char sum[EVP_MAX_MD_SIZE];
-    unsigned int sl = 0;
-    if (!rc && EVP_DigestFinal_ex(md, sum, &sl) == 1 && sl == GIT_OID_RAWSZ) {
-        mcg_buf_put(&po.b, sum, sl);
-        if (po.failed || po.wp->append(po.wp, po.b.ptr, po.b.len, &stats) != 0 ||
-            po.wp->commit(po.wp, &stats) != 0)
-            rc = mcg_git_err(err, "writing the rendered objects");
-    } else if (!rc) {
-        rc = mcg_err_set(err, MCG_EIO, "writing the rendered objects: no SHA-1");
-    }
-    po.wp->free(po.wp); /* removes its temporary files unless committed */
-    EVP_MD_CTX_free(md);
-    mcg_buf_free(&po.b);
     free(z);
+    if (!rc && !sha1(sum, pack.ptr, pack.len))
+        rc = mcg_err_set(err, MCG_EIO, "writing the rendered objects: no SHA-1");
+    if (rc)
+        goto out;
+    mcg_buf_put(&pack, sum, sizeof(sum));
+
+    /* the index: fan-out, ids, CRC-32s, offsets (64-bit ones apart), checksums */
+    qsort(pos, s->n, sizeof(*pos), cmp_entry);
+    mcg_buf_put(&idx, "\377tOc", 4);
+    put32(&idx, 2);
+    for (unsigned first = 0, k = 0; first < 256; first++) {
+        while (k < s->n && pos[k].id->id[0] <= first)
+            k++;
+        put32(&idx, (uint32_t)k);
+    }
+    for (size_t i = 0; i < s->n; i++)
+        mcg_buf_put(&idx, pos[i].id->id, GIT_OID_RAWSZ);
+    for (size_t i = 0; i < s->n; i++)
+        put32(&idx, pos[i].crc);
+    uint32_t nlarge = 0;
+    for (size_t i = 0; i < s->n; i++)
+        put32(&idx, pos[i].off < 0x80000000u ? (uint32_t)pos[i].off : (0x80000000u | nlarge++));
+    for (size_t i = 0; i < s->n; i++)
+        if (pos[i].off >= 0x80000000u) {
+            put32(&idx, (uint32_t)(pos[i].off >> 32));
+            put32(&idx, (uint32_t)pos[i].off);
+        }
+    mcg_buf_put(&idx, sum, sizeof(sum));
+    if (!sha1(isum, idx.ptr, idx.len)) {
+        rc = mcg_err_set(err, MCG_EIO, "writing the rendered objects: no SHA-1");
+        goto out;
+    }
+    mcg_buf_put(&idx, isum, sizeof(isum));
+
+    char hex[2 * GIT_OID_RAWSZ + 1];
+    mcg_hex(sum, sizeof(sum), hex);
+    if ((rc = mcg_mkdirs(packdir, 0755, err)) != 0)
+        goto out;
+    path = mcg_sprintf("%s/pack-%s.pack", packdir, hex);
+    if ((rc = mcg_write_file_atomic(path, pack.ptr, pack.len, 0444, err)) != 0)
+        goto out;
+    free(path);
+    path = mcg_sprintf("%s/pack-%s.idx", packdir, hex);
+    if ((rc = mcg_write_file_atomic(path, idx.ptr, idx.len, 0444, err)) != 0)
+        goto out;
+    mcg_fsync_dir(packdir);
+out:
+    if (rc)
+        mcg_err_prefix(err, "writing the rendered objects");
+    free(path);
+    free(pos);
+    mcg_buf_free(&pack);
+    mcg_buf_free(&idx);
     return rc;
 }
 
@@ -491,7 +543,9 @@ int mcg_repo_scratch_persist(mcg_repo *r, mcg_repo *scratch, git_odb_backend *me
     if (git_repository_odb(&odb, r->git) != 0)
         return mcg_git_err(err, "object database");
     if (s->n >= SCRATCH_UNPACK_LIMIT) {
-        rc = persist_pack(odb, s, err);
+        char *packdir = mcg_sprintf("%sobjects/pack", git_repository_path(r->git));
+        rc = persist_pack(packdir, s, err);
+        free(packdir);
     } else {
         for (size_t i = 0; i < s->n && !rc; i++) {
             git_oid id;
