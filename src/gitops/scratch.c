@@ -436,7 +436,8 @@ static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
     int rc = 0;
     z_stream zs;
     memset(&zs, 0, sizeof(zs));
-    if (deflateInit(&zs, Z_DEFAULT_COMPRESSION) != Z_OK) {
+    /* zlib's fastest level: the objects are small, and git gc repacks */
+    if (deflateInit(&zs, Z_BEST_SPEED) != Z_OK) {
         free(pos);
         return mcg_err_set(err, MCG_EIO, "writing the rendered objects: no zlib");
     }
