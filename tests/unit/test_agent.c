@@ -847,8 +847,8 @@ static void test_policy(void **state)
                                *cases[i].old_json ? "," : "", cases[i].old_json);
         char *ns = mcg_sprintf("{\"config\":{\"ignition\":{\"version\":\"3.4.0\"}%s%s}}",
                                *cases[i].new_json ? "," : "", cases[i].new_json);
-        assert_int_equal(mcg_acfg_load(&o, &root, "old", os, strlen(os), false, &e), 0);
-        assert_int_equal(mcg_acfg_load(&n, &root, "new", ns, strlen(ns), false, &e), 0);
+        assert_int_equal(mcg_acfg_load(&o, &root, "old", os, strlen(os), false, false, &e), 0);
+        assert_int_equal(mcg_acfg_load(&n, &root, "new", ns, strlen(ns), false, false, &e), 0);
         free(os);
         free(ns);
         mcg_disruption act;
