@@ -621,7 +621,7 @@ static void test_streamed_contents(void **state)
         "\"compression\":\"gzip\"}},"
         "{\"path\":\"/etc/pct\",\"contents\":{\"source\":\"%s\"}}]}}",
         b64.ptr, gzb.ptr, pct.ptr);
-    deploy(f, cfg);
+    free(deploy(f, cfg));
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DONE);
     size_t len;

@@ -770,7 +770,9 @@ static void test_json_spans(void **state)
                                  "files");
     json_object_del(json_object_get(json_array_get(pf, 0), "contents"), "source");
     assert_true(json_equal(v, plain));
-    assert_false(mcg_json_span(json_string("data:,a"), &off, &len));
+    json_t *str = json_string("data:,a");
+    assert_false(mcg_json_span(str, &off, &len));
+    json_decref(str);
     json_decref(v);
     json_decref(plain);
     /* the same texts refused */
