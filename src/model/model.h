@@ -342,10 +342,11 @@ int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *dat
                             mcg_err *err);
 /*
  * mcg_ignition_parse_json for a reader that needs only the decoded bytes
- * (the agent): every file's `source` is NULL in *out, and each data: URL is
- * freed as soon as it is decoded, so that the parse holds the spec, a JSON
- * tree that shrinks as the decoded files grow, and the decoded files — not
- * the URLs twice over. Same validation, results and messages otherwise.
+ * (the agent's kept config): every file's `source` is NULL in *out. The
+ * JSON tree holds no copy of the URLs (mcg_json_parse_spans: they are read
+ * where they lie in data; one written with escapes is freed as soon as it
+ * is decoded), so the parse holds the spec and the decoded files. Same
+ * validation, results and messages otherwise.
  */
 int mcg_ignition_parse_json_consume(mcg_ignition *out, const char *what, const char *data,
                                     size_t len, mcg_err *err);
