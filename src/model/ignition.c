@@ -380,6 +380,60 @@ static void keep_section(mcg_pctx *c, const json_t *obj, const char *key, const 
 }
 
 
+/* Entry e of kind k (0 files, 1 directories, 2 links), named ename, into ign. */
+static void parse_entry(mcg_pctx *c, const json_t *e, int k, const char *ename, mcg_ignition *ign,
+                        keyset *seen)
+{
+    if (!json_is_object(e)) {
+        mcg_pctx_err(c, e, "field '%s' must be a mapping", ename);
+        return;
+    }
+    mcg_storage *st = storage_new(ign);
+    int before = c->errors;
+    if (k == 0) {
+        static const char *const fk[] = {"path", "overwrite", "mode", "user", "group",
+                                         "contents", "append", NULL};
+        st->kind = MCG_NODE_FILE;
+        mcg_check_keys_warn(c, e, ename, fk);
+        refuse(c, e, "append", "append", "files are written whole");
+        parse_common(c, e, ename, st);
+        parse_mode(c, e, ename, st);
+        parse_contents(c, e, ename, st);
+    } else if (k == 1) {
+        static const char *const dk[] = {"path", "overwrite", "mode", "user", "group",
+                                         NULL};
+        st->kind = MCG_NODE_DIR;
+        mcg_check_keys_warn(c, e, ename, dk);
+        parse_common(c, e, ename, st);
+        parse_mode(c, e, ename, st);
+    } else {
+        static const char *const lk[] = {"path", "overwrite", "user", "group", "target",
+                                         "hard", NULL};
+        st->kind = MCG_NODE_LINK;
+        mcg_check_keys_warn(c, e, ename, lk);
+        parse_common(c, e, ename, st);
+        mcg_get_str(c, e, "target", ename, &st->target);
+        mcg_get_bool(c, e, "hard", ename, &st->hard);
+        if (st->target && (!*st->target || strlen(st->target) > 4095))
+            mcg_pctx_err(c, json_object_get(e, "target"), "field '%s.target' is invalid",
+                         ename);
+        if (st->hard == MCG_TRUE && st->target && !mcg_path_is_clean_abs(st->target))
+            mcg_pctx_err(c, json_object_get(e, "target"),
+                         "field '%s.target' of a hard link must be an absolute clean path",
+                         ename);
+    }
+    if (c->errors != before) {
+        storage_free(st);
+        ign->nstorage--;
+        return;
+    }
+    /* One key space for files, directories and links within a config. */
+    int first;
+    if (!keyset_add(seen, st->path, st->loc.line, &first))
+        mcg_pctx_err(c, e, "path '%s' is given twice in this config (first on line %d)",
+                     st->path, first);
+}
+
 static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix,
                           mcg_ignition *ign)
 {
@@ -405,54 +459,18 @@ static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix
         {
             char ename[300];
             snprintf(ename, sizeof(ename), "storage.%s[%zu]", kinds[k], i);
-            if (!json_is_object(e)) {
-                mcg_pctx_err(c, e, "field '%s' must be a mapping", ename);
-                continue;
+            /* a file the JSON reader kept as a span: read it now, and free it
+             * once it is in the model, so one file's tree lives at a time */
+            json_t *owned = NULL;
+            if (k == 0 && c->text && mcg_json_span(e, &(size_t){0}, &(size_t){0})) {
+                mcg_err je = {0};
+                if (mcg_json_parse_file_span(&owned, c->file, c->text, c->text_len, e, &je)) {
+                    mcg_pctx_err(c, e, "%s", je.msg);
+                    continue;
+                }
             }
-            mcg_storage *st = storage_new(ign);
-            int before = c->errors;
-            if (k == 0) {
-                static const char *const fk[] = {"path", "overwrite", "mode", "user", "group",
-                                                 "contents", "append", NULL};
-                st->kind = MCG_NODE_FILE;
-                mcg_check_keys_warn(c, e, ename, fk);
-                refuse(c, e, "append", "append", "files are written whole");
-                parse_common(c, e, ename, st);
-                parse_mode(c, e, ename, st);
-                parse_contents(c, e, ename, st);
-            } else if (k == 1) {
-                static const char *const dk[] = {"path", "overwrite", "mode", "user", "group",
-                                                 NULL};
-                st->kind = MCG_NODE_DIR;
-                mcg_check_keys_warn(c, e, ename, dk);
-                parse_common(c, e, ename, st);
-                parse_mode(c, e, ename, st);
-            } else {
-                static const char *const lk[] = {"path", "overwrite", "user", "group", "target",
-                                                 "hard", NULL};
-                st->kind = MCG_NODE_LINK;
-                mcg_check_keys_warn(c, e, ename, lk);
-                parse_common(c, e, ename, st);
-                mcg_get_str(c, e, "target", ename, &st->target);
-                mcg_get_bool(c, e, "hard", ename, &st->hard);
-                if (st->target && (!*st->target || strlen(st->target) > 4095))
-                    mcg_pctx_err(c, json_object_get(e, "target"), "field '%s.target' is invalid",
-                                 ename);
-                if (st->hard == MCG_TRUE && st->target && !mcg_path_is_clean_abs(st->target))
-                    mcg_pctx_err(c, json_object_get(e, "target"),
-                                 "field '%s.target' of a hard link must be an absolute clean path",
-                                 ename);
-            }
-            if (c->errors != before) {
-                storage_free(st);
-                ign->nstorage--;
-                continue;
-            }
-            /* One key space for files, directories and links within a config. */
-            int first;
-            if (!keyset_add(&seen, st->path, st->loc.line, &first))
-                mcg_pctx_err(c, e, "path '%s' is given twice in this config (first on line %d)",
-                             st->path, first);
+            parse_entry(c, owned ? owned : e, k, ename, ign, &seen);
+            json_decref(owned);
         }
     }
     keyset_free(&seen);
@@ -773,6 +791,31 @@ static bool version_v2(const char *v)
     return !strcmp(v, "2.0.0") || !strcmp(v, "2.1.0") || !strcmp(v, "2.2.0");
 }
 
+/*
+ * Make the files mcg_json_parse_spans kept as spans trees again, in place
+ * (the 2.x translation reads them as values). False when one cannot be read.
+ */
+static bool expand_file_spans(mcg_pctx *c, const json_t *cfg)
+{
+    json_t *storage = json_object_get(cfg, "storage");
+    json_t *files = json_is_object(storage) ? json_object_get(storage, "files") : NULL;
+    size_t i, off, n;
+    json_t *e;
+    json_array_foreach(files, i, e)
+    {
+        json_t *obj;
+        mcg_err je = {0};
+        if (!mcg_json_span(e, &off, &n))
+            continue;
+        if (mcg_json_parse_file_span(&obj, c->file, c->text, c->text_len, e, &je) != 0) {
+            mcg_pctx_err(c, e, "%s", je.msg);
+            return false;
+        }
+        json_array_set_new(files, i, obj);
+    }
+    return true;
+}
+
 int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, mcg_ignition *out)
 {
     int before = c->errors;
@@ -793,6 +836,8 @@ int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, m
     }
     const char *vs = json_string_value(ver);
     if (version_v2(vs)) {
+        if (c->text && !expand_file_spans(c, cfg))
+            return MCG_EINVAL;
         if (!(translated = mcg_ignition_translate_v2(c, cfg)))
             return MCG_EINVAL;
         cfg = translated;

@@ -371,6 +371,7 @@ bad:
 }
 
 static json_t *jvalue(jreader *r, jctx ctx);
+static json_t *jspan(const jreader *r, const void *at, size_t n);
 
 static json_t *jarray(jreader *r, jctx ctx)
 {
@@ -382,9 +383,14 @@ static json_t *jarray(jreader *r, jctx ctx)
         return a;
     }
     for (;;) {
+        const unsigned char *start = r->p;
         json_t *v = jvalue(r, ctx == J_FILES ? J_FILE : J_NONE);
         if (!v)
             goto bad;
+        if (ctx == J_FILES && json_is_object(v)) { /* checked; kept as where it is */
+            json_decref(v);
+            v = jspan(r, start, (size_t)(r->p - start));
+        }
         json_array_append_new(a, v);
         jskip_ws(r);
         if (r->p < r->end && *r->p == ',') {
@@ -497,16 +503,21 @@ static json_t *jliteral(jreader *r, const char *word, json_t *v)
  * A string written without escapes lies in the input as it is: a source
  * string then becomes a span (offset and length) instead of a copy.
  */
-static json_t *jspan_or_copy(jreader *r, jctx ctx, const char *s, size_t n)
+static json_t *jspan(const jreader *r, const void *at, size_t n)
 {
-    if (ctx != J_SOURCE || !r->inplace)
-        return json_stringn_nocheck(s, n);
     char span[JSPAN_LEN];
-    uint64_t off = (uint64_t)(s - (const char *)r->base), len = n;
+    uint64_t off = (uint64_t)((const unsigned char *)at - r->base), len = n;
     span[0] = '\0';
     memcpy(span + 1, &off, sizeof(off));
     memcpy(span + 1 + sizeof(off), &len, sizeof(len));
     return json_stringn_nocheck(span, sizeof(span));
+}
+
+static json_t *jspan_or_copy(jreader *r, jctx ctx, const char *s, size_t n)
+{
+    if (ctx != J_SOURCE || !r->inplace)
+        return json_stringn_nocheck(s, n);
+    return jspan(r, s, n);
 }
 
 bool mcg_json_span(const json_t *v, size_t *off, size_t *len)
@@ -566,12 +577,17 @@ static json_t *jvalue(jreader *r, jctx ctx)
     return v;
 }
 
-static int json_parse(json_t **out, const char *what, const char *data, size_t len, bool spans,
-                      mcg_err *err)
+/* The value in data[off, off + n) (data: the whole text, len bytes), in context top. */
+static int json_parse_at(json_t **out, const char *what, const char *data, size_t len, size_t off,
+                         size_t n, jctx top, mcg_err *err)
 {
-    jreader r = {.p = (const unsigned char *)data,
+    if (off > len || n > len - off) {
+        *out = NULL;
+        return mcg_err_set(err, MCG_EINVAL, "%s: invalid JSON: span out of range", what);
+    }
+    jreader r = {.p = (const unsigned char *)data + off,
                  .base = (const unsigned char *)data,
-                 .end = (const unsigned char *)data + len,
+                 .end = (const unsigned char *)data + off + n,
                  .line = 1,
                  .what = what,
                  .err = err,
@@ -581,7 +597,7 @@ static int json_parse(json_t **out, const char *what, const char *data, size_t l
     json_t *v = NULL;
     if (r.p >= r.end || (*r.p != '{' && *r.p != '['))
         jfail(&r, "'[' or '{' expected");
-    else if ((v = jvalue(&r, spans ? J_ROOT : J_NONE)) != NULL) {
+    else if ((v = jvalue(&r, top)) != NULL) {
         jskip_ws(&r);
         if (r.p != r.end) {
             jfail(&r, "end of file expected");
@@ -598,13 +614,24 @@ static int json_parse(json_t **out, const char *what, const char *data, size_t l
 
 int mcg_json_parse(json_t **out, const char *what, const char *data, size_t len, mcg_err *err)
 {
-    return json_parse(out, what, data, len, false, err);
+    return json_parse_at(out, what, data, len, 0, len, J_NONE, err);
 }
 
 int mcg_json_parse_spans(json_t **out, const char *what, const char *data, size_t len,
                          mcg_err *err)
 {
-    return json_parse(out, what, data, len, true, err);
+    return json_parse_at(out, what, data, len, 0, len, J_ROOT, err);
+}
+
+int mcg_json_parse_file_span(json_t **out, const char *what, const char *data, size_t len,
+                             const json_t *span, mcg_err *err)
+{
+    size_t off, n;
+    if (!mcg_json_span(span, &off, &n)) {
+        *out = NULL;
+        return mcg_err_set(err, MCG_EINVAL, "%s: invalid JSON: not a span", what);
+    }
+    return json_parse_at(out, what, data, len, off, n, J_FILE, err);
 }
 
 /* Sextet of each base64 character; -1 for anything else ('=' included). */

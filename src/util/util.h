@@ -168,16 +168,20 @@ int mcg_json_canonical(const json_t *v, mcg_buf *out, mcg_err *err);
 int mcg_json_parse(json_t **out, const char *what, const char *data, size_t len, mcg_err *err);
 
 /*
- * mcg_json_parse for a rendered spec whose file contents stay in the text:
- * each string at config.storage.files[*].contents.source written without
- * escapes is not copied into the tree; its value is a span, a string that
- * no JSON text can produce (it begins with a NUL byte) giving where the
- * string lies in data. mcg_json_span reads one. Every other value, and a
- * source string with escapes, is as mcg_json_parse makes it; the same texts
- * are accepted and refused.
+ * mcg_json_parse for a rendered spec whose files stay in the text: each
+ * object in the list config.storage.files is read and checked, then kept
+ * only as a span, a string that no JSON text can produce (it begins with a
+ * NUL byte) giving where the object lies in data; mcg_json_parse_file_span
+ * makes it a tree again, one file at a time. In that tree each
+ * contents.source string written without escapes is a span of data too,
+ * not a copy. Every other value is as mcg_json_parse makes it; the same
+ * texts are accepted and refused.
  */
 int mcg_json_parse_spans(json_t **out, const char *what, const char *data, size_t len,
                          mcg_err *err);
+/* The file object at span (of data, len bytes), its source a span as above. */
+int mcg_json_parse_file_span(json_t **out, const char *what, const char *data, size_t len,
+                             const json_t *span, mcg_err *err);
 /* When v is a span made by mcg_json_parse_spans: true, with its offset and length. */
 bool mcg_json_span(const json_t *v, size_t *off, size_t *len);
 

@@ -1271,6 +1271,10 @@ static void test_parse_json_refs(void **state)
     char *good[] = {
         spec_of("{\"source\": \"data:,hi%20there\"}"),
         spec_of("{\"source\": \"data:text/plain,a\\/b%2Fc\"}"), /* an escape: kept in source */
+        /* Ignition 2.2: the files are translated (read back from their spans first) */
+        mcg_strdup("{\"config\": {\"ignition\": {\"version\": \"2.2.0\"}, \"storage\": "
+                   "{\"files\": [{\"filesystem\": \"root\", \"path\": \"/etc/v2\", "
+                   "\"contents\": {\"source\": \"data:,two%21\"}}]}}}"),
         mcg_sprintf("{\"config\": {\"ignition\": {\"version\": \"3.4.0\"}, \"storage\": {\"files\": "
                     "[{\"path\": \"/etc/a\", \"contents\": {\"source\": \"data:;base64,%s\", "
                     "\"verification\": {\"hash\": \"sha256-%s\"}}}, {\"path\": \"/etc/b\", "

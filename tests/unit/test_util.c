@@ -741,12 +741,15 @@ static void test_datadec_bad(void **state)
     assert_contains(err.msg, "no ','");
 }
 
-/* Source strings of a rendered spec become spans of its text; nothing else does. */
+/*
+ * The files of a rendered spec become spans of its text, and their source
+ * strings spans again when a file is read back; nothing else does.
+ */
 static void test_json_spans(void **state)
 {
     (void)state;
     const char *doc = "{\"config\":{\"storage\":{\"files\":[{\"contents\":{\"source\":\"data:,a\"}},"
-                      "{\"contents\":{\"source\":\"data:,\\u0062\"}}],"
+                      "{\"contents\":{\"source\":\"data:,\\u0062\"}}, 7],"
                       "\"x\":{\"contents\":{\"source\":\"data:,c\"}}},"
                       "\"source\":\"data:,d\"},\"files\":[{\"contents\":{\"source\":\"data:,e\"}}]}";
     json_t *v = NULL, *plain = NULL;
@@ -755,28 +758,51 @@ static void test_json_spans(void **state)
     assert_int_equal(mcg_json_parse(&plain, "t", doc, strlen(doc), &err), 0);
     json_t *files = json_object_get(json_object_get(json_object_get(v, "config"), "storage"),
                                     "files");
+    json_t *pf = json_object_get(json_object_get(json_object_get(plain, "config"), "storage"),
+                                 "files");
     size_t off, len;
-    json_t *s0 = json_object_get(json_object_get(json_array_get(files, 0), "contents"), "source");
+    /* each file object: a span of its text, read back as a tree */
+    json_t *f0 = NULL, *f1 = NULL;
+    assert_true(mcg_json_span(json_array_get(files, 0), &off, &len));
+    assert_memory_equal(doc + off, "{\"contents\":{\"source\":\"data:,a\"}}", len);
+    assert_int_equal(mcg_json_parse_file_span(&f0, "t", doc, strlen(doc), json_array_get(files, 0),
+                                              &err),
+                     0);
+    assert_int_equal(mcg_json_parse_file_span(&f1, "t", doc, strlen(doc), json_array_get(files, 1),
+                                              &err),
+                     0);
+    json_t *s0 = json_object_get(json_object_get(f0, "contents"), "source");
     assert_true(mcg_json_span(s0, &off, &len));
     assert_int_equal(len, 7);
     assert_memory_equal(doc + off, "data:,a", 7);
     /* with an escape: a copy, as mcg_json_parse makes it */
-    json_t *s1 = json_object_get(json_object_get(json_array_get(files, 1), "contents"), "source");
+    json_t *s1 = json_object_get(json_object_get(f1, "contents"), "source");
     assert_false(mcg_json_span(s1, &off, &len));
     assert_string_equal(json_string_value(s1), "data:,b");
+    assert_true(json_equal(f1, json_array_get(pf, 1)));
+    /* not an object: kept as it is */
+    assert_int_equal(json_integer_value(json_array_get(files, 2)), 7);
     /* elsewhere: plain strings, and the rest is the same tree */
-    json_object_del(json_object_get(json_array_get(files, 0), "contents"), "source");
-    json_t *pf = json_object_get(json_object_get(json_object_get(plain, "config"), "storage"),
-                                 "files");
+    json_object_del(json_object_get(f0, "contents"), "source");
     json_object_del(json_object_get(json_array_get(pf, 0), "contents"), "source");
+    assert_true(json_equal(f0, json_array_get(pf, 0)));
+    json_array_set(files, 0, f0);
+    json_array_set(files, 1, f1);
     assert_true(json_equal(v, plain));
+    json_decref(f0);
+    json_decref(f1);
     json_t *str = json_string("data:,a");
     assert_false(mcg_json_span(str, &off, &len));
+    assert_int_not_equal(mcg_json_parse_file_span(&f0, "t", doc, strlen(doc), str, &err), 0);
     json_decref(str);
     json_decref(v);
     json_decref(plain);
     /* the same texts refused */
-    assert_int_equal(mcg_json_parse_spans(&v, "t", "{\"config\":{\"storage\":{\"files\":[{\"contents\":{\"source\":\"a", 48, &err), MCG_EINVAL);
+    const char *cut = "{\"config\":{\"storage\":{\"files\":[{\"contents\":{\"source\":\"a";
+    assert_int_equal(mcg_json_parse_spans(&v, "t", cut, strlen(cut), &err), MCG_EINVAL);
+    const char *dup = "{\"config\":{\"storage\":{\"files\":[{\"path\":1,\"path\":2}]}}}";
+    assert_int_equal(mcg_json_parse_spans(&v, "t", dup, strlen(dup), &err), MCG_EINVAL);
+    assert_contains(err.msg, "duplicate object key");
 }
 
 /* ------------------------------------------------------------ paths */
