@@ -821,8 +821,9 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
         fsync(a->statefd);
         mcg_acfg_free(a->cur);
         a->cur = NULL;
-        if (!new_cfg->borrows) { /* a streamed config borrows the caller's spec: the
-                                  * next drift check loads the kept copy instead */
+        /* a streamed config borrows the caller's spec: it goes, and the next
+         * drift check loads the kept copy instead */
+        if (!new_cfg->borrows) {
             a->cur = new_cfg; /* transferred */
             new_cfg = NULL;
         }

@@ -379,7 +379,6 @@ static void keep_section(mcg_pctx *c, const json_t *obj, const char *key, const 
     json_object_set_new(ign->extra, key, json_deep_copy(arr));
 }
 
-
 /* Entry e of kind k (0 files, 1 directories, 2 links), named ename, into ign. */
 static void parse_entry(mcg_pctx *c, const json_t *e, int k, const char *ename, mcg_ignition *ign,
                         keyset *seen)
@@ -391,8 +390,8 @@ static void parse_entry(mcg_pctx *c, const json_t *e, int k, const char *ename, 
     mcg_storage *st = storage_new(ign);
     int before = c->errors;
     if (k == 0) {
-        static const char *const fk[] = {"path", "overwrite", "mode", "user", "group",
-                                         "contents", "append", NULL};
+        static const char *const fk[] = {"path",  "overwrite", "mode",   "user",
+                                         "group", "contents",  "append", NULL};
         st->kind = MCG_NODE_FILE;
         mcg_check_keys_warn(c, e, ename, fk);
         refuse(c, e, "append", "append", "files are written whole");
@@ -400,27 +399,24 @@ static void parse_entry(mcg_pctx *c, const json_t *e, int k, const char *ename, 
         parse_mode(c, e, ename, st);
         parse_contents(c, e, ename, st);
     } else if (k == 1) {
-        static const char *const dk[] = {"path", "overwrite", "mode", "user", "group",
-                                         NULL};
+        static const char *const dk[] = {"path", "overwrite", "mode", "user", "group", NULL};
         st->kind = MCG_NODE_DIR;
         mcg_check_keys_warn(c, e, ename, dk);
         parse_common(c, e, ename, st);
         parse_mode(c, e, ename, st);
     } else {
-        static const char *const lk[] = {"path", "overwrite", "user", "group", "target",
-                                         "hard", NULL};
+        static const char *const lk[] = {"path",   "overwrite", "user", "group",
+                                         "target", "hard",      NULL};
         st->kind = MCG_NODE_LINK;
         mcg_check_keys_warn(c, e, ename, lk);
         parse_common(c, e, ename, st);
         mcg_get_str(c, e, "target", ename, &st->target);
         mcg_get_bool(c, e, "hard", ename, &st->hard);
         if (st->target && (!*st->target || strlen(st->target) > 4095))
-            mcg_pctx_err(c, json_object_get(e, "target"), "field '%s.target' is invalid",
-                         ename);
+            mcg_pctx_err(c, json_object_get(e, "target"), "field '%s.target' is invalid", ename);
         if (st->hard == MCG_TRUE && st->target && !mcg_path_is_clean_abs(st->target))
             mcg_pctx_err(c, json_object_get(e, "target"),
-                         "field '%s.target' of a hard link must be an absolute clean path",
-                         ename);
+                         "field '%s.target' of a hard link must be an absolute clean path", ename);
     }
     if (c->errors != before) {
         storage_free(st);
@@ -430,8 +426,8 @@ static void parse_entry(mcg_pctx *c, const json_t *e, int k, const char *ename, 
     /* One key space for files, directories and links within a config. */
     int first;
     if (!keyset_add(seen, st->path, st->loc.line, &first))
-        mcg_pctx_err(c, e, "path '%s' is given twice in this config (first on line %d)",
-                     st->path, first);
+        mcg_pctx_err(c, e, "path '%s' is given twice in this config (first on line %d)", st->path,
+                     first);
 }
 
 static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix,
@@ -942,8 +938,8 @@ int mcg_ignition_parse_json_consume(mcg_ignition *out, const char *what, const c
     return parse_spec(out, what, data, len, SPEC_CONSUME, err);
 }
 
-int mcg_ignition_parse_json_refs(mcg_ignition *out, const char *what, const char *data,
-                                 size_t len, mcg_err *err)
+int mcg_ignition_parse_json_refs(mcg_ignition *out, const char *what, const char *data, size_t len,
+                                 mcg_err *err)
 {
     return parse_spec(out, what, data, len, SPEC_REFS, err);
 }

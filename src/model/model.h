@@ -360,8 +360,8 @@ int mcg_ignition_parse_json_consume(mcg_ignition *out, const char *what, const c
  * st->data_len the decoded size. data must outlive *out. The JSON tree
  * holds no copy of the URLs (mcg_json_parse_spans).
  */
-int mcg_ignition_parse_json_refs(mcg_ignition *out, const char *what, const char *data,
-                                 size_t len, mcg_err *err);
+int mcg_ignition_parse_json_refs(mcg_ignition *out, const char *what, const char *data, size_t len,
+                                 mcg_err *err);
 
 /* Parse a MachineConfiguration's disruption policy from JSON (cluster store). */
 int mcg_policy_parse_json(mcg_disruption_policy *out, const char *what, const char *data,

@@ -617,8 +617,7 @@ int mcg_json_parse(json_t **out, const char *what, const char *data, size_t len,
     return json_parse_at(out, what, data, len, 0, len, J_NONE, err);
 }
 
-int mcg_json_parse_spans(json_t **out, const char *what, const char *data, size_t len,
-                         mcg_err *err)
+int mcg_json_parse_spans(json_t **out, const char *what, const char *data, size_t len, mcg_err *err)
 {
     return json_parse_at(out, what, data, len, 0, len, J_ROOT, err);
 }
@@ -909,7 +908,8 @@ static int b64_quad(const unsigned char *s, size_t at, bool last, unsigned char 
     for (int j = 0; j < 4 - pad; j++)
         if ((v[j] = b64tab[s[j]]) < 0) {
             if (last && s[j] == '=' && j >= 2)
-                mcg_err_set(err, MCG_EINVAL, "invalid data URL: invalid base64: data after padding");
+                mcg_err_set(err, MCG_EINVAL,
+                            "invalid data URL: invalid base64: data after padding");
             else
                 mcg_err_set(err, MCG_EINVAL,
                             "invalid data URL: invalid base64: unexpected character at %zu",

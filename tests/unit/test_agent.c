@@ -614,13 +614,12 @@ static void test_streamed_contents(void **state)
     mcg_buf z = gz_of(text, n);
     mcg_base64_encode((unsigned char *)z.ptr, z.len, &gzb);
     mcg_dataurl_encode(big, 70000, &pct);
-    char *cfg = mcg_sprintf(
-        "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-        "{\"path\":\"/etc/big\",\"contents\":{\"source\":\"data:;base64,%s\"}},"
-        "{\"path\":\"/etc/gz\",\"contents\":{\"source\":\"data:;base64,%s\","
-        "\"compression\":\"gzip\"}},"
-        "{\"path\":\"/etc/pct\",\"contents\":{\"source\":\"%s\"}}]}}",
-        b64.ptr, gzb.ptr, pct.ptr);
+    char *cfg = mcg_sprintf("{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                            "{\"path\":\"/etc/big\",\"contents\":{\"source\":\"data:;base64,%s\"}},"
+                            "{\"path\":\"/etc/gz\",\"contents\":{\"source\":\"data:;base64,%s\","
+                            "\"compression\":\"gzip\"}},"
+                            "{\"path\":\"/etc/pct\",\"contents\":{\"source\":\"%s\"}}]}}",
+                            b64.ptr, gzb.ptr, pct.ptr);
     free(deploy(f, cfg));
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DONE);
@@ -660,10 +659,10 @@ static void test_streamed_contents(void **state)
     const char *fmt = "{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
                       "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"%s%s\"%s}}]}}}";
     char *specs[] = {
-        mcg_sprintf(fmt, "", pct.ptr, ""),                               /* 0 percent */
-        mcg_sprintf(fmt, "data:;base64,", plain64.ptr, ""),              /* 1 same bytes */
+        mcg_sprintf(fmt, "", pct.ptr, ""),                                       /* 0 percent */
+        mcg_sprintf(fmt, "data:;base64,", plain64.ptr, ""),                      /* 1 same bytes */
         mcg_sprintf(fmt, "data:;base64,", gzb.ptr, ",\"compression\":\"gzip\""), /* 2 text */
-        mcg_sprintf(fmt, "data:;base64,", text64.ptr, ""),               /* 3 same as 2 */
+        mcg_sprintf(fmt, "data:;base64,", text64.ptr, ""),                       /* 3 same as 2 */
         mcg_sprintf(fmt, "data:;base64,", gz2.ptr, ",\"compression\":\"gzip\""), /* 4 last byte */
     };
     mcg_acfg *c[5];
@@ -718,11 +717,11 @@ static void test_streamed_bad_tail(void **state)
     mcg_base64_encode(zeros, 90000, &b64);
     free(zeros);
     b64.ptr[b64.len - 1] = '!';
-    char *spec = mcg_sprintf(
-        "{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
-        "{\"path\":\"/etc/first\",\"contents\":{\"source\":\"data:,one\"}},"
-        "{\"path\":\"/etc/z/bad\",\"contents\":{\"source\":\"data:;base64,%s\"}}]}}}",
-        b64.ptr);
+    char *spec =
+        mcg_sprintf("{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                    "{\"path\":\"/etc/first\",\"contents\":{\"source\":\"data:,one\"}},"
+                    "{\"path\":\"/etc/z/bad\",\"contents\":{\"source\":\"data:;base64,%s\"}}]}}}",
+                    b64.ptr);
     unsigned char d[MCG_SHA256_LEN];
     char hex[2 * MCG_SHA256_LEN + 1];
     mcg_sha256(spec, strlen(spec), d);

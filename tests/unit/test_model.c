@@ -1275,13 +1275,14 @@ static void test_parse_json_refs(void **state)
         mcg_strdup("{\"config\": {\"ignition\": {\"version\": \"2.2.0\"}, \"storage\": "
                    "{\"files\": [{\"filesystem\": \"root\", \"path\": \"/etc/v2\", "
                    "\"contents\": {\"source\": \"data:,two%21\"}}]}}}"),
-        mcg_sprintf("{\"config\": {\"ignition\": {\"version\": \"3.4.0\"}, \"storage\": {\"files\": "
-                    "[{\"path\": \"/etc/a\", \"contents\": {\"source\": \"data:;base64,%s\", "
-                    "\"verification\": {\"hash\": \"sha256-%s\"}}}, {\"path\": \"/etc/b\", "
-                    "\"contents\": {\"source\": \"data:;base64,%s\", \"compression\": \"gzip\"}},"
-                    " {\"path\": \"/etc/c\"}, {\"path\": \"/etc/d\", \"contents\": {\"source\": "
-                    "\"data:,\"}}]}}}",
-                    b64.ptr, hex, gzb.ptr),
+        mcg_sprintf(
+            "{\"config\": {\"ignition\": {\"version\": \"3.4.0\"}, \"storage\": {\"files\": "
+            "[{\"path\": \"/etc/a\", \"contents\": {\"source\": \"data:;base64,%s\", "
+            "\"verification\": {\"hash\": \"sha256-%s\"}}}, {\"path\": \"/etc/b\", "
+            "\"contents\": {\"source\": \"data:;base64,%s\", \"compression\": \"gzip\"}},"
+            " {\"path\": \"/etc/c\"}, {\"path\": \"/etc/d\", \"contents\": {\"source\": "
+            "\"data:,\"}}]}}}",
+            b64.ptr, hex, gzb.ptr),
     };
     for (size_t t = 0; t < sizeof(good) / sizeof(*good); t++) {
         mcg_ignition want, got;
@@ -2066,8 +2067,8 @@ int main(void)
         cmocka_unit_test(test_mc_fields),         cmocka_unit_test(test_unreconcilable_kept),
         cmocka_unit_test(test_unit_contents),     cmocka_unit_test(test_ignition_v2),
         cmocka_unit_test(test_many_dropins),      cmocka_unit_test(test_labels_build),
-        cmocka_unit_test(test_parse_json_refs),
-        cmocka_unit_test(test_one_problem_per_mistake), cmocka_unit_test(test_disruption_rules),
+        cmocka_unit_test(test_parse_json_refs),   cmocka_unit_test(test_one_problem_per_mistake),
+        cmocka_unit_test(test_disruption_rules),
     };
     size_t nextra = sizeof(extra) / sizeof(extra[0]);
     struct CMUnitTest *tests = mcg_calloc(ncases + nextra, sizeof(*tests));

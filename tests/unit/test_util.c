@@ -639,8 +639,8 @@ static void test_datadec_chunks(void **state)
                 if (chunked(url, ulen, gz, lens[li], cap, &got, &err) != 0)
                     fail_msg("%s, chunks of %zu: %s", url, cap, err.msg);
                 if (got.len != want.len || (got.len && memcmp(got.ptr, want.ptr, got.len)))
-                    fail_msg("kind %d, %zu bytes, chunks of %zu: different bytes", kind,
-                             lens[li], cap);
+                    fail_msg("kind %d, %zu bytes, chunks of %zu: different bytes", kind, lens[li],
+                             cap);
                 mcg_buf_free(&got);
                 cases++;
             }
@@ -669,13 +669,20 @@ static void test_datadec_bad(void **state)
     for (int i = 0; i < 20000; i++)
         mcg_buf_puts(&longp, "ab%20c");
     char *tails[] = {
-        mcg_sprintf("%s!AAA", longb.ptr),  mcg_sprintf("%sAA!A", longb.ptr),
-        mcg_sprintf("%sAB==", longb.ptr),  mcg_sprintf("%sA=AA", longb.ptr),
-        mcg_sprintf("%sAAA", longb.ptr),   mcg_sprintf("%sQUJD=AAA", longb.ptr),
-        mcg_sprintf("%sAAB=", longb.ptr),  mcg_sprintf("%s%%4", longp.ptr),
-        mcg_sprintf("%s%%", longp.ptr),    mcg_sprintf("%s%%zz", longp.ptr),
-        mcg_sprintf("%s%%4g-", longp.ptr), mcg_strdup("data:;base64,QUJD\nQUJD"),
-        mcg_strdup("data:,%"),             mcg_strdup("data:;base64,===="),
+        mcg_sprintf("%s!AAA", longb.ptr),
+        mcg_sprintf("%sAA!A", longb.ptr),
+        mcg_sprintf("%sAB==", longb.ptr),
+        mcg_sprintf("%sA=AA", longb.ptr),
+        mcg_sprintf("%sAAA", longb.ptr),
+        mcg_sprintf("%sQUJD=AAA", longb.ptr),
+        mcg_sprintf("%sAAB=", longb.ptr),
+        mcg_sprintf("%s%%4", longp.ptr),
+        mcg_sprintf("%s%%", longp.ptr),
+        mcg_sprintf("%s%%zz", longp.ptr),
+        mcg_sprintf("%s%%4g-", longp.ptr),
+        mcg_strdup("data:;base64,QUJD\nQUJD"),
+        mcg_strdup("data:,%"),
+        mcg_strdup("data:;base64,===="),
     };
     for (size_t t = 0; t < sizeof(tails) / sizeof(*tails); t++) {
         size_t ulen = strlen(tails[t]);
@@ -748,29 +755,28 @@ static void test_datadec_bad(void **state)
 static void test_json_spans(void **state)
 {
     (void)state;
-    const char *doc = "{\"config\":{\"storage\":{\"files\":[{\"contents\":{\"source\":\"data:,a\"}},"
-                      "{\"contents\":{\"source\":\"data:,\\u0062\"}}, 7],"
-                      "\"x\":{\"contents\":{\"source\":\"data:,c\"}}},"
-                      "\"source\":\"data:,d\"},\"files\":[{\"contents\":{\"source\":\"data:,e\"}}]}";
+    const char *doc =
+        "{\"config\":{\"storage\":{\"files\":[{\"contents\":{\"source\":\"data:,a\"}},"
+        "{\"contents\":{\"source\":\"data:,\\u0062\"}}, 7],"
+        "\"x\":{\"contents\":{\"source\":\"data:,c\"}}},"
+        "\"source\":\"data:,d\"},\"files\":[{\"contents\":{\"source\":\"data:,e\"}}]}";
     json_t *v = NULL, *plain = NULL;
     mcg_err err = {0};
     assert_int_equal(mcg_json_parse_spans(&v, "t", doc, strlen(doc), &err), 0);
     assert_int_equal(mcg_json_parse(&plain, "t", doc, strlen(doc), &err), 0);
-    json_t *files = json_object_get(json_object_get(json_object_get(v, "config"), "storage"),
-                                    "files");
-    json_t *pf = json_object_get(json_object_get(json_object_get(plain, "config"), "storage"),
-                                 "files");
+    json_t *files =
+        json_object_get(json_object_get(json_object_get(v, "config"), "storage"), "files");
+    json_t *pf =
+        json_object_get(json_object_get(json_object_get(plain, "config"), "storage"), "files");
     size_t off, len;
     /* each file object: a span of its text, read back as a tree */
     json_t *f0 = NULL, *f1 = NULL;
     assert_true(mcg_json_span(json_array_get(files, 0), &off, &len));
     assert_memory_equal(doc + off, "{\"contents\":{\"source\":\"data:,a\"}}", len);
-    assert_int_equal(mcg_json_parse_file_span(&f0, "t", doc, strlen(doc), json_array_get(files, 0),
-                                              &err),
-                     0);
-    assert_int_equal(mcg_json_parse_file_span(&f1, "t", doc, strlen(doc), json_array_get(files, 1),
-                                              &err),
-                     0);
+    assert_int_equal(
+        mcg_json_parse_file_span(&f0, "t", doc, strlen(doc), json_array_get(files, 0), &err), 0);
+    assert_int_equal(
+        mcg_json_parse_file_span(&f1, "t", doc, strlen(doc), json_array_get(files, 1), &err), 0);
     json_t *s0 = json_object_get(json_object_get(f0, "contents"), "source");
     assert_true(mcg_json_span(s0, &off, &len));
     assert_int_equal(len, 7);
