@@ -229,7 +229,7 @@ static int load_state_cfg(mcg_agent *a, const char *name, bool strict, mcg_acfg 
     free(p);
     if (rc)
         return rc;
-    rc = mcg_acfg_load(out, &a->root, name, spec, len, strict, err);
+    rc = mcg_acfg_load(out, &a->root, name, spec, len, strict, false, err);
     free(spec);
     return rc;
 }
@@ -820,8 +820,13 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
         unlinkat(a->statefd, "journal.json", 0);
         fsync(a->statefd);
         mcg_acfg_free(a->cur);
-        a->cur = new_cfg; /* transferred */
-        new_cfg = NULL;
+        a->cur = NULL;
+        /* a streamed config borrows the caller's spec: it goes, and the next
+         * drift check loads the kept copy instead */
+        if (!new_cfg->borrows) {
+            a->cur = new_cfg; /* transferred */
+            new_cfg = NULL;
+        }
     } else if (strcmp(phase, "reboot") != 0) {
         rc = mcg_err_set(err, MCG_EINVAL, "state journal.json: unknown phase '%s'", phase);
     }
@@ -880,7 +885,9 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
         set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
         goto degraded;
     }
-    if (mcg_acfg_load(&new_cfg, &a->root, name, spec, len, true, &e) != 0) {
+    /* streamed: the files are decoded from spec as they are written, never
+     * all in memory at once (spec outlives new_cfg: both end with this call) */
+    if (mcg_acfg_load(&new_cfg, &a->root, name, spec, len, true, true, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
         goto degraded;
     }

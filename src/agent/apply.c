@@ -396,7 +396,27 @@ typedef struct {
     uid_t euid;
     gid_t egid;
     mcg_exec_stats *st;
+    unsigned char *dec; /* contents decoded from a data: URL, a chunk at a time */
 } batch;
+
+#define DEC_CHUNK 65536
+
+/* Write e's contents to fd, a chunk at a time. */
+static int write_contents(int fd, const mcg_ent *e, unsigned char *buf, mcg_err *err)
+{
+    mcg_ent_reader rd;
+    int rc = mcg_ent_reader_open(&rd, e, buf, DEC_CHUNK, err);
+    while (!rc) {
+        const unsigned char *p;
+        size_t n;
+        if ((rc = mcg_ent_reader_next(&rd, &p, &n, err)) != 0 || n == 0)
+            break;
+        if (mcg_write_all(fd, p, n) != 0)
+            rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+    }
+    mcg_ent_reader_close(&rd);
+    return rc;
+}
 
 static const char *base_of(const char *path)
 {
@@ -498,8 +518,8 @@ static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
     bool set_mode = !fresh || (mode & b->umask) != 0;
     bool set_owner =
         b->as_root && (!fresh || e->uid != b->euid || e->gid != b->egid || e->gid != b->gids[slot]);
-    if (mcg_write_all(fd, e->data, e->len) != 0 || (set_mode && fchmod(fd, mode) != 0) ||
-        (set_owner && fchown(fd, e->uid, e->gid) != 0))
+    if ((rc = write_contents(fd, e, b->dec, err)) == 0 &&
+        ((set_mode && fchmod(fd, mode) != 0) || (set_owner && fchown(fd, e->uid, e->gid) != 0)))
         rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
     close(fd);
     if (!rc && b->n == BATCH_FILES)
@@ -631,6 +651,7 @@ int mcg_plan_execute(mcg_sroot *r, int statefd, const mcg_acfg *old, const mcg_a
     b.egid = getegid();
     b.st = st;
     b.p = mcg_calloc(BATCH_FILES, sizeof(*b.p));
+    b.dec = mcg_malloc(DEC_CHUNK);
     mcg_sroot_forget(r);
     /* directories the journal says this update makes are mcgit's from now on,
      * and so is any other one made on the way */
@@ -709,6 +730,7 @@ out:
     if (rc)
         batch_discard(&b);
     free(b.p);
+    free(b.dec);
     r->made = NULL;
     mcg_sroot_forget(r);
     return rc;
@@ -741,21 +763,57 @@ static void mode_str(char out[16], mode_t m)
     snprintf(out, 16, "%s %04o", t, (unsigned)(m & 07777));
 }
 
-static bool same_content(int fd, const unsigned char *want, size_t len, char *buf, size_t bufsz)
+/* Read up to n bytes from fd into buf: how many, fewer only at the end; -1 on error. */
+static ssize_t read_full(int fd, char *buf, size_t n)
 {
-    size_t off = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf, bufsz);
-        if (n < 0 && errno == EINTR)
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = read(fd, buf + got, n - got);
+        if (k < 0 && errno == EINTR)
             continue;
-        if (n < 0)
-            return false;
-        if (n == 0)
-            return off == len;
-        if (off + (size_t)n > len || memcmp(buf, want + off, (size_t)n) != 0)
-            return false;
-        off += (size_t)n;
+        if (k < 0)
+            return -1;
+        if (k == 0)
+            break;
+        got += (size_t)k;
     }
+    return (ssize_t)got;
+}
+
+/*
+ * fd holds exactly e's contents: each chunk of them (from memory, or
+ * decoded from the data: URL into dec) against as many bytes read into
+ * buf (bufsz at a time), then the end of the file. A chunk that cannot
+ * be decoded counts as a difference.
+ */
+static bool same_content(int fd, const mcg_ent *e, char *buf, size_t bufsz, unsigned char *dec,
+                         size_t decsz)
+{
+    mcg_ent_reader rd;
+    mcg_err err = {0};
+    bool same = false;
+    if (mcg_ent_reader_open(&rd, e, dec, decsz, &err) != 0)
+        return false;
+    for (;;) {
+        const unsigned char *p;
+        size_t n;
+        if (mcg_ent_reader_next(&rd, &p, &n, &err) != 0)
+            break;
+        if (n == 0) {
+            same = read(fd, buf, 1) == 0; /* and nothing after them */
+            break;
+        }
+        while (n) {
+            size_t k = n < bufsz ? n : bufsz;
+            if (read_full(fd, buf, k) != (ssize_t)k || memcmp(buf, p, k) != 0)
+                goto out;
+            p += k;
+            n -= k;
+        }
+    }
+out:
+    mcg_ent_reader_close(&rd);
+    return same;
 }
 
 /* Append "what" to a path's message, parts joined by " and ". */
@@ -782,6 +840,7 @@ int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *e
     (void)err;
     size_t bufsz = 1u << 17;
     char *buf = mcg_malloc(bufsz);
+    unsigned char *dec = mcg_malloc(bufsz);
     /* Owners are only set by an agent running as root: only then are they checked. */
     bool owners = geteuid() == 0;
     mcg_buf m = MCG_BUF_INIT;
@@ -830,7 +889,7 @@ int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *e
                 }
                 if (owners)
                     owner_part(&m, &st, e);
-                if ((size_t)st.st_size != e->len || !same_content(fd, e->data, e->len, buf, bufsz))
+                if ((size_t)st.st_size != e->len || !same_content(fd, e, buf, bufsz, dec, bufsz))
                     part(&m, "content differs");
             }
             close(fd);
@@ -898,5 +957,6 @@ int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *e
     mcg_sroot_forget(r);
     mcg_buf_free(&m);
     free(buf);
+    free(dec);
     return 0;
 }

@@ -34,6 +34,14 @@ typedef struct mcg_pctx {
     /* Each file's data: URL is decoded and then dropped, from the JSON tree
      * (writable then) and from the model (source stays NULL). */
     bool consume;
+    /* Each file's contents are checked, then only located (st->ref); the
+     * decoded bytes go (mcg_ignition_parse_json_refs). */
+    bool refs;
+    /* The text the tree was parsed from, for the spans of
+     * mcg_json_parse_spans (NULL: no spans) */
+    const char *text;
+    size_t text_len;
+    mcg_buf scratch; /* decoded bytes of one file, reused (refs) */
 } mcg_pctx;
 
 int mcg_pctx_line(const mcg_pctx *c, const json_t *v);

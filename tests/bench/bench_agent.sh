@@ -172,7 +172,7 @@ before. cp and the agent take turns going first.
 | measurement | mcgit | baseline | ratio | target |
 | --- | --- | --- | --- | --- |
 | apply into an empty root: hash check, state copy of the spec, parse, plan, journal, write, syncfs, rename, prune, syncfs | $A s | \`cp -a\` + \`sync\`: $C s | ${R_APPLY}x | <= 2x |
-| of which parsing the spec (\`mcg_ignition_parse_json\`: JSON, base64, validation) | $P s | | | |
+| of which parsing the spec (\`mcg_ignition_parse_json_refs\`: JSON, base64, validation) | $P s | | | |
 | apply without the parse | $W s | \`cp -a\` + \`sync\`: $C s | ${R_WRITE}x | |
 | apply, CPU time (user + system, in the process) | $AC s | \`cp -a\` + \`sync\`, CPU: $CC s | ${R_CPU}x | |
 | drift check, warm (parsed config kept, as in the agent's loop) | $DW s | \`sha256sum\` of the files: $S s | ${R_WARM}x | <= 1x |
@@ -196,12 +196,15 @@ $RUNLINES
 
 **Peak memory** (maximum resident set): apply $apply_kb KiB, the apply's own with the
 received spec counted, measured from after the spec was built (cp -a $cp_kb KiB); drift
-check, cold then warm, $drift_kb KiB (sha256sum $sha_kb KiB). The agent holds the whole
-config in memory. While a spec is parsed, the spec text and its JSON tree are alive; each
-\`data:\` URL is dropped from the tree as soon as it is decoded
-(\`mcg_ignition_parse_json_consume\`), so the tree shrinks as the decoded files grow. After
-the parse the agent keeps about the size of the files (their decoded contents) plus the
-entries. Real rendered configs are at most 1.5 MiB, so a real agent stays within a few MiB.
+check, cold then warm, $drift_kb KiB (sha256sum $sha_kb KiB). An apply does not hold the
+decoded files: \`mcg_ignition_parse_json_refs\` checks each \`data:\` URL by decoding it,
+one file at a time, and keeps only where it lies in the spec, and each file is decoded in
+64 KiB chunks as it is written; the JSON reader keeps each file object (and its URL) as a
+span of the spec text and the parse reads one file back at a time. So an apply holds the
+spec it received, the model and the entries. A drift check, and the config the agent keeps
+between passes, has the files decoded (loaded from the state copy: the spec text and the
+decoded files while it is parsed, the decoded files after). Real rendered configs are at
+most 1.5 MiB, so a real agent stays within a few MiB.
 
 **Where the time goes** (one apply with timers added, on this machine when quiet): checking
 the spec's hash 0.05 s (SHA-256 of 56 MB); writing the agent's own copy of the spec into its

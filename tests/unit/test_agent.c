@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 typedef struct {
     char dir[256];
@@ -561,6 +562,188 @@ static void test_units(void **state)
     free(n2);
 }
 
+/* gzip of n bytes. */
+static mcg_buf gz_of(const void *in, size_t n)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    mcg_buf out = MCG_BUF_INIT;
+    unsigned char chunk[4096];
+    zs.next_in = (unsigned char *)in;
+    zs.avail_in = (uInt)n;
+    int zr;
+    do {
+        zs.next_out = chunk;
+        zs.avail_out = sizeof(chunk);
+        zr = deflate(&zs, Z_FINISH);
+        mcg_buf_put(&out, chunk, sizeof(chunk) - zs.avail_out);
+    } while (zr != Z_STREAM_END);
+    deflateEnd(&zs);
+    return out;
+}
+
+/* The whole file root/rel, its length in *n. */
+static char *get_n(const char *root, const char *rel, size_t *n)
+{
+    char *p = mcg_sprintf("%s/%s", root, rel), *data = NULL;
+    mcg_err e = {0};
+    if (mcg_read_file(p, 1u << 24, &data, n, &e) != 0)
+        fail_msg("%s", e.msg);
+    free(p);
+    return data;
+}
+
+/*
+ * An apply streams file contents from the spec: base64 and gzip'd files
+ * over several decoding chunks arrive whole, percent-encoded ones too; the
+ * drift check compares them exactly (a change in the last byte is drift),
+ * and the same bytes written another way are not a change.
+ */
+static void test_streamed_contents(void **state)
+{
+    fx *f = *state;
+    size_t n = 200000;
+    unsigned char *big = mcg_malloc(n), *text = mcg_malloc(n);
+    for (size_t i = 0; i < n; i++) {
+        big[i] = (unsigned char)(i * 2654435761u >> 11);
+        text[i] = (unsigned char)("streamed\n"[i % 9]);
+    }
+    mcg_buf b64 = MCG_BUF_INIT, gzb = MCG_BUF_INIT, pct = MCG_BUF_INIT;
+    mcg_base64_encode(big, n, &b64);
+    mcg_buf z = gz_of(text, n);
+    mcg_base64_encode((unsigned char *)z.ptr, z.len, &gzb);
+    mcg_dataurl_encode(big, 70000, &pct);
+    char *cfg = mcg_sprintf("{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                            "{\"path\":\"/etc/big\",\"contents\":{\"source\":\"data:;base64,%s\"}},"
+                            "{\"path\":\"/etc/gz\",\"contents\":{\"source\":\"data:;base64,%s\","
+                            "\"compression\":\"gzip\"}},"
+                            "{\"path\":\"/etc/pct\",\"contents\":{\"source\":\"%s\"}}]}}",
+                            b64.ptr, gzb.ptr, pct.ptr);
+    free(deploy(f, cfg));
+    mcg_agent_result r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    size_t len;
+    char *got = get_n(f->root, "etc/big", &len);
+    assert_int_equal(len, n);
+    assert_memory_equal(got, big, n);
+    free(got);
+    got = get_n(f->root, "etc/gz", &len);
+    assert_int_equal(len, n);
+    assert_memory_equal(got, text, n);
+    free(got);
+    got = get_n(f->root, "etc/pct", &len);
+    assert_int_equal(len, 70000);
+    assert_memory_equal(got, big, 70000);
+    free(got);
+    /* no drift; then the last byte of the gzip'd file changed is drift */
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    char *p = mcg_sprintf("%s/etc/gz", f->root);
+    FILE *fp = fopen(p, "r+b");
+    assert_non_null(fp);
+    fseek(fp, -1, SEEK_END);
+    fputc('X', fp);
+    fclose(fp);
+    free(p);
+    r = pass(f);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    assert_non_null(strstr(r.reason, "/etc/gz: content differs"));
+
+    /* streamed entries compared across encodings */
+    mcg_buf plain64 = MCG_BUF_INIT, text64 = MCG_BUF_INIT;
+    mcg_base64_encode(big, 70000, &plain64);
+    mcg_base64_encode(text, n, &text64);
+    text[n - 1] ^= 1;
+    mcg_buf z2 = gz_of(text, n), gz2 = MCG_BUF_INIT;
+    mcg_base64_encode((unsigned char *)z2.ptr, z2.len, &gz2);
+    const char *fmt = "{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                      "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"%s%s\"%s}}]}}}";
+    char *specs[] = {
+        mcg_sprintf(fmt, "", pct.ptr, ""),                                       /* 0 percent */
+        mcg_sprintf(fmt, "data:;base64,", plain64.ptr, ""),                      /* 1 same bytes */
+        mcg_sprintf(fmt, "data:;base64,", gzb.ptr, ",\"compression\":\"gzip\""), /* 2 text */
+        mcg_sprintf(fmt, "data:;base64,", text64.ptr, ""),                       /* 3 same as 2 */
+        mcg_sprintf(fmt, "data:;base64,", gz2.ptr, ",\"compression\":\"gzip\""), /* 4 last byte */
+    };
+    mcg_acfg *c[5];
+    mcg_sroot root;
+    mcg_err e = {0};
+    assert_int_equal(mcg_sroot_open(&root, f->root, &e), 0);
+    for (int i = 0; i < 5; i++) {
+        if (mcg_acfg_load(&c[i], &root, "s", specs[i], strlen(specs[i]), false, true, &e) != 0)
+            fail_msg("spec %d: %s", i, e.msg);
+        assert_non_null(c[i]->ents[0].ref);
+        assert_null(c[i]->ents[0].data);
+    }
+    assert_true(mcg_ent_equal(&c[0]->ents[0], &c[1]->ents[0]));
+    assert_true(mcg_ent_equal(&c[1]->ents[0], &c[0]->ents[0]));
+    assert_true(mcg_ent_equal(&c[2]->ents[0], &c[3]->ents[0]));
+    assert_true(mcg_ent_equal(&c[2]->ents[0], &c[2]->ents[0]));
+    assert_false(mcg_ent_equal(&c[2]->ents[0], &c[4]->ents[0]));
+    assert_false(mcg_ent_equal(&c[3]->ents[0], &c[4]->ents[0]));
+    assert_false(mcg_ent_equal(&c[0]->ents[0], &c[2]->ents[0]));
+    /* and against a config decoded into memory */
+    mcg_acfg *mem;
+    assert_int_equal(mcg_acfg_load(&mem, &root, "m", specs[3], strlen(specs[3]), false, false, &e),
+                     0);
+    assert_non_null(mem->ents[0].data);
+    assert_true(mcg_ent_equal(&mem->ents[0], &c[2]->ents[0]));
+    assert_false(mcg_ent_equal(&mem->ents[0], &c[4]->ents[0]));
+    mcg_acfg_free(mem);
+    for (int i = 0; i < 5; i++) {
+        mcg_acfg_free(c[i]);
+        free(specs[i]);
+    }
+    mcg_sroot_close(&root);
+    mcg_buf_free(&plain64);
+    mcg_buf_free(&text64);
+    mcg_buf_free(&z2);
+    mcg_buf_free(&gz2);
+    mcg_buf_free(&b64);
+    mcg_buf_free(&gzb);
+    mcg_buf_free(&pct);
+    mcg_buf_free(&z);
+    free(cfg);
+    free(big);
+    free(text);
+}
+
+/* A data: URL bad at its very end is refused before anything is written. */
+static void test_streamed_bad_tail(void **state)
+{
+    fx *f = *state;
+    mcg_buf b64 = MCG_BUF_INIT;
+    unsigned char *zeros = mcg_calloc(90000, 1);
+    mcg_base64_encode(zeros, 90000, &b64);
+    free(zeros);
+    b64.ptr[b64.len - 1] = '!';
+    char *spec =
+        mcg_sprintf("{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                    "{\"path\":\"/etc/first\",\"contents\":{\"source\":\"data:,one\"}},"
+                    "{\"path\":\"/etc/z/bad\",\"contents\":{\"source\":\"data:;base64,%s\"}}]}}}",
+                    b64.ptr);
+    unsigned char d[MCG_SHA256_LEN];
+    char hex[2 * MCG_SHA256_LEN + 1];
+    mcg_sha256(spec, strlen(spec), d);
+    mcg_hex(d, sizeof(d), hex);
+    hex[MCG_HASH_HEX] = '\0';
+    char *name = mcg_sprintf("rendered-worker-%s", hex);
+    mcg_agent *a = NULL;
+    mcg_err e = {0};
+    assert_int_equal(mcg_agent_open(&a, &f->o, NULL, &e), 0);
+    mcg_agent_result r;
+    assert_int_equal(mcg_agent_apply(&r, a, name, spec, strlen(spec), &e), 0);
+    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+    assert_non_null(strstr(r.reason, "invalid base64: unexpected character at 119999"));
+    assert_false(exists(f->root, "etc/first"));
+    assert_false(exists(f->root, "etc/z"));
+    assert_int_equal(count_temps(f->root), 0);
+    mcg_agent_free(a);
+    mcg_buf_free(&b64);
+    free(spec);
+    free(name);
+}
+
 static void test_drift(void **state)
 {
     fx *f = *state;
@@ -847,8 +1030,8 @@ static void test_policy(void **state)
                                *cases[i].old_json ? "," : "", cases[i].old_json);
         char *ns = mcg_sprintf("{\"config\":{\"ignition\":{\"version\":\"3.4.0\"}%s%s}}",
                                *cases[i].new_json ? "," : "", cases[i].new_json);
-        assert_int_equal(mcg_acfg_load(&o, &root, "old", os, strlen(os), false, &e), 0);
-        assert_int_equal(mcg_acfg_load(&n, &root, "new", ns, strlen(ns), false, &e), 0);
+        assert_int_equal(mcg_acfg_load(&o, &root, "old", os, strlen(os), false, false, &e), 0);
+        assert_int_equal(mcg_acfg_load(&n, &root, "new", ns, strlen(ns), false, false, &e), 0);
         free(os);
         free(ns);
         mcg_disruption act;
@@ -1764,6 +1947,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fresh_apply, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_streamed_contents, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_streamed_bad_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_units, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drift, setup, teardown),

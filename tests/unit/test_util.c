@@ -548,6 +548,269 @@ static void test_gunzip_bad(void **state)
     mcg_buf_free(&gz);
 }
 
+/* ------------------------------------------------------ chunked decoder */
+
+/*
+ * Decode url (gzip'd when gz) with mcg_datadec, cap bytes at a time, into
+ * out. Returns the decoder's result; out holds what was handed out before.
+ */
+static int chunked(const char *url, size_t len, bool gz, size_t limit, size_t cap, mcg_buf *out,
+                   mcg_err *err)
+{
+    mcg_dataref ref;
+    int rc = mcg_dataref_init(&ref, url, len, err);
+    if (rc)
+        return rc;
+    ref.gzip = gz;
+    mcg_datadec d;
+    unsigned char *buf = mcg_malloc(cap);
+    rc = mcg_datadec_start(&d, &ref, limit, err);
+    for (size_t rounds = 0; !rc; rounds++) {
+        size_t got = 0;
+        rc = mcg_datadec_read(&d, buf, cap, &got, err);
+        if (rc || got == 0)
+            break;
+        assert_true(got <= cap);
+        mcg_buf_put(out, buf, got);
+        assert_true(rounds < 10 * 1000 * 1000);
+    }
+    mcg_datadec_end(&d);
+    free(buf);
+    return rc;
+}
+
+/* The whole-buffer decoders: mcg_dataurl_decode_n, then mcg_gunzip when gz. */
+static int whole(const char *url, size_t len, bool gz, size_t limit, mcg_buf *out, mcg_err *err)
+{
+    mcg_buf raw = MCG_BUF_INIT;
+    int rc = mcg_dataurl_decode_n(url, len, &raw, err);
+    if (!rc && gz)
+        rc = mcg_gunzip((unsigned char *)raw.ptr, raw.len, limit, out, err);
+    else if (!rc)
+        mcg_buf_put(out, raw.ptr, raw.len);
+    mcg_buf_free(&raw);
+    return rc;
+}
+
+/* A data: URL of bytes: base64 or percent-encoded, with an optional media type. */
+static char *url_of(const void *bytes, size_t n, bool b64, const char *mediatype)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    mcg_buf_printf(&b, "data:%s%s,", mediatype, b64 ? ";base64" : "");
+    if (b64) {
+        mcg_base64_encode(bytes, n, &b);
+    } else {
+        mcg_buf enc = MCG_BUF_INIT;
+        mcg_dataurl_encode(bytes, n, &enc);
+        mcg_buf_puts(&b, enc.ptr + 6); /* after "data:," */
+        mcg_buf_free(&enc);
+    }
+    return mcg_buf_detach(&b, NULL);
+}
+
+/* Every chunk size, from one byte to past the whole: the same bytes as the whole decoders. */
+static void test_datadec_chunks(void **state)
+{
+    (void)state;
+    unsigned char rnd[3000];
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < sizeof(rnd); i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        rnd[i] = (unsigned char)x;
+    }
+    static const size_t lens[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 100, 767, 3000};
+    size_t cases = 0;
+    for (size_t li = 0; li < sizeof(lens) / sizeof(*lens); li++) {
+        for (int kind = 0; kind < 4; kind++) { /* base64, percent, each plain or gzip'd */
+            bool b64 = kind & 1, gz = kind & 2;
+            mcg_buf zb = gz ? gzip_bytes(rnd, lens[li]) : (mcg_buf)MCG_BUF_INIT;
+            char *url = gz ? url_of(zb.ptr, zb.len, b64, "application/gzip")
+                           : url_of(rnd, lens[li], b64, "text/plain");
+            size_t ulen = strlen(url), max = ulen + 8;
+            mcg_buf want = MCG_BUF_INIT;
+            mcg_err err = {0};
+            assert_int_equal(whole(url, ulen, gz, lens[li], &want, &err), 0);
+            assert_int_equal(want.len, lens[li]);
+            assert_memory_equal(want.ptr ? want.ptr : "", rnd, lens[li]);
+            for (size_t cap = 1; cap <= max; cap += cap < 70 ? 1 : 997) {
+                mcg_buf got = MCG_BUF_INIT;
+                if (chunked(url, ulen, gz, lens[li], cap, &got, &err) != 0)
+                    fail_msg("%s, chunks of %zu: %s", url, cap, err.msg);
+                if (got.len != want.len || (got.len && memcmp(got.ptr, want.ptr, got.len)))
+                    fail_msg("kind %d, %zu bytes, chunks of %zu: different bytes", kind, lens[li],
+                             cap);
+                mcg_buf_free(&got);
+                cases++;
+            }
+            mcg_buf_free(&want);
+            mcg_buf_free(&zb);
+            free(url);
+        }
+    }
+    assert_true(cases > 2000);
+}
+
+/*
+ * What the whole decoders refuse, the chunked one refuses with the same
+ * message, at any chunk size: base64 and percent errors anywhere (at the
+ * end of a long URL, after many chunks were handed out, too).
+ */
+static void test_datadec_bad(void **state)
+{
+    (void)state;
+    mcg_buf longb = MCG_BUF_INIT;
+    mcg_buf_puts(&longb, "data:;base64,");
+    for (int i = 0; i < 20000; i++)
+        mcg_buf_puts(&longb, "QUJD");
+    mcg_buf longp = MCG_BUF_INIT;
+    mcg_buf_puts(&longp, "data:,");
+    for (int i = 0; i < 20000; i++)
+        mcg_buf_puts(&longp, "ab%20c");
+    char *tails[] = {
+        mcg_sprintf("%s!AAA", longb.ptr),
+        mcg_sprintf("%sAA!A", longb.ptr),
+        mcg_sprintf("%sAB==", longb.ptr),
+        mcg_sprintf("%sA=AA", longb.ptr),
+        mcg_sprintf("%sAAA", longb.ptr),
+        mcg_sprintf("%sQUJD=AAA", longb.ptr),
+        mcg_sprintf("%sAAB=", longb.ptr),
+        mcg_sprintf("%s%%4", longp.ptr),
+        mcg_sprintf("%s%%", longp.ptr),
+        mcg_sprintf("%s%%zz", longp.ptr),
+        mcg_sprintf("%s%%4g-", longp.ptr),
+        mcg_strdup("data:;base64,QUJD\nQUJD"),
+        mcg_strdup("data:,%"),
+        mcg_strdup("data:;base64,===="),
+    };
+    for (size_t t = 0; t < sizeof(tails) / sizeof(*tails); t++) {
+        size_t ulen = strlen(tails[t]);
+        mcg_buf w = MCG_BUF_INIT;
+        mcg_err werr = {0};
+        assert_int_not_equal(whole(tails[t], ulen, false, 0, &w, &werr), 0);
+        mcg_buf_free(&w);
+        static const size_t caps[] = {1, 2, 3, 4, 5, 7, 64, 4096, 65536, 1u << 20};
+        for (size_t c = 0; c < sizeof(caps) / sizeof(*caps); c++) {
+            mcg_buf got = MCG_BUF_INIT;
+            mcg_err err = {0};
+            int rc = chunked(tails[t], ulen, false, 0, caps[c], &got, &err);
+            if (rc == 0)
+                fail_msg("case %zu, chunks of %zu: accepted", t, caps[c]);
+            assert_string_equal(err.msg, werr.msg);
+            mcg_buf_free(&got);
+        }
+        free(tails[t]);
+    }
+    mcg_buf_free(&longb);
+    mcg_buf_free(&longp);
+
+    /* gzip: truncated at every length, trailing bytes, a bad CRC, over the limit */
+    const char *text = "hello, chunked gzip\n";
+    mcg_buf gz = gzip_bytes(text, strlen(text));
+    for (size_t cut = 0; cut <= gz.len + 1; cut++) {
+        mcg_buf in = MCG_BUF_INIT;
+        mcg_buf_put(&in, gz.ptr, cut <= gz.len ? cut : gz.len);
+        if (cut == gz.len)
+            in.ptr[in.len - 6] ^= 0x55; /* CRC32 */
+        if (cut > gz.len)
+            mcg_buf_puts(&in, "junk");
+        char *url = url_of(in.ptr, in.len, true, "");
+        for (size_t cap = 1; cap <= 64; cap *= 2) {
+            mcg_buf got = MCG_BUF_INIT;
+            mcg_err err = {0};
+            if (chunked(url, strlen(url), true, 1024, cap, &got, &err) == 0)
+                fail_msg("gzip cut to %zu of %zu (chunks of %zu) accepted", cut, gz.len, cap);
+            assert_contains(err.msg, "invalid gzip data");
+            if (cut > gz.len)
+                assert_contains(err.msg, "trailing bytes");
+            mcg_buf_free(&got);
+        }
+        free(url);
+        mcg_buf_free(&in);
+    }
+    char *url = url_of(gz.ptr, gz.len, false, "");
+    mcg_buf got = MCG_BUF_INIT;
+    mcg_err err = {0};
+    assert_int_equal(chunked(url, strlen(url), true, strlen(text) - 1, 5, &got, &err), MCG_ENOMEM);
+    assert_contains(err.msg, "expands beyond");
+    mcg_buf_free(&got);
+    assert_int_equal(chunked(url, strlen(url), true, strlen(text), 5, &got, &err), 0);
+    assert_int_equal(got.len, strlen(text));
+    mcg_buf_free(&got);
+    free(url);
+    mcg_buf_free(&gz);
+
+    /* not a data: URL, no comma */
+    mcg_dataref ref;
+    assert_int_equal(mcg_dataref_init(&ref, "http://x/y", 10, &err), MCG_EINVAL);
+    assert_int_equal(mcg_dataref_init(&ref, "data:;base64", 12, &err), MCG_EINVAL);
+    assert_contains(err.msg, "no ','");
+}
+
+/*
+ * The files of a rendered spec become spans of its text, and their source
+ * strings spans again when a file is read back; nothing else does.
+ */
+static void test_json_spans(void **state)
+{
+    (void)state;
+    const char *doc =
+        "{\"config\":{\"storage\":{\"files\":[{\"contents\":{\"source\":\"data:,a\"}},"
+        "{\"contents\":{\"source\":\"data:,\\u0062\"}}, 7],"
+        "\"x\":{\"contents\":{\"source\":\"data:,c\"}}},"
+        "\"source\":\"data:,d\"},\"files\":[{\"contents\":{\"source\":\"data:,e\"}}]}";
+    json_t *v = NULL, *plain = NULL;
+    mcg_err err = {0};
+    assert_int_equal(mcg_json_parse_spans(&v, "t", doc, strlen(doc), &err), 0);
+    assert_int_equal(mcg_json_parse(&plain, "t", doc, strlen(doc), &err), 0);
+    json_t *files =
+        json_object_get(json_object_get(json_object_get(v, "config"), "storage"), "files");
+    json_t *pf =
+        json_object_get(json_object_get(json_object_get(plain, "config"), "storage"), "files");
+    size_t off, len;
+    /* each file object: a span of its text, read back as a tree */
+    json_t *f0 = NULL, *f1 = NULL;
+    assert_true(mcg_json_span(json_array_get(files, 0), &off, &len));
+    assert_memory_equal(doc + off, "{\"contents\":{\"source\":\"data:,a\"}}", len);
+    assert_int_equal(
+        mcg_json_parse_file_span(&f0, "t", doc, strlen(doc), json_array_get(files, 0), &err), 0);
+    assert_int_equal(
+        mcg_json_parse_file_span(&f1, "t", doc, strlen(doc), json_array_get(files, 1), &err), 0);
+    json_t *s0 = json_object_get(json_object_get(f0, "contents"), "source");
+    assert_true(mcg_json_span(s0, &off, &len));
+    assert_int_equal(len, 7);
+    assert_memory_equal(doc + off, "data:,a", 7);
+    /* with an escape: a copy, as mcg_json_parse makes it */
+    json_t *s1 = json_object_get(json_object_get(f1, "contents"), "source");
+    assert_false(mcg_json_span(s1, &off, &len));
+    assert_string_equal(json_string_value(s1), "data:,b");
+    assert_true(json_equal(f1, json_array_get(pf, 1)));
+    /* not an object: kept as it is */
+    assert_int_equal(json_integer_value(json_array_get(files, 2)), 7);
+    /* elsewhere: plain strings, and the rest is the same tree */
+    json_object_del(json_object_get(f0, "contents"), "source");
+    json_object_del(json_object_get(json_array_get(pf, 0), "contents"), "source");
+    assert_true(json_equal(f0, json_array_get(pf, 0)));
+    json_array_set(files, 0, f0);
+    json_array_set(files, 1, f1);
+    assert_true(json_equal(v, plain));
+    json_decref(f0);
+    json_decref(f1);
+    json_t *str = json_string("data:,a");
+    assert_false(mcg_json_span(str, &off, &len));
+    assert_int_not_equal(mcg_json_parse_file_span(&f0, "t", doc, strlen(doc), str, &err), 0);
+    json_decref(str);
+    json_decref(v);
+    json_decref(plain);
+    /* the same texts refused */
+    const char *cut = "{\"config\":{\"storage\":{\"files\":[{\"contents\":{\"source\":\"a";
+    assert_int_equal(mcg_json_parse_spans(&v, "t", cut, strlen(cut), &err), MCG_EINVAL);
+    const char *dup = "{\"config\":{\"storage\":{\"files\":[{\"path\":1,\"path\":2}]}}}";
+    assert_int_equal(mcg_json_parse_spans(&v, "t", dup, strlen(dup), &err), MCG_EINVAL);
+    assert_contains(err.msg, "duplicate object key");
+}
+
 /* ------------------------------------------------------------ paths */
 
 static void test_clean_path(void **state)
@@ -846,6 +1109,9 @@ int main(void)
         cmocka_unit_test(test_json_parse_table),
         cmocka_unit_test(test_json_parse_depth),
         cmocka_unit_test(test_json_parse_vs_jansson),
+        cmocka_unit_test(test_datadec_chunks),
+        cmocka_unit_test(test_datadec_bad),
+        cmocka_unit_test(test_json_spans),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
