@@ -78,13 +78,15 @@ static int run(int argc, char **argv)
     int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
-    /* Both cores: a second handle on the repository for the second thread
-     * (verdicts and messages are those of one pass, mcg_gitops_verify). */
+    /* Both cores: a second handle on the repository for the second thread,
+     * on the same object database, so that the commits the walk read are
+     * read once (verdicts and messages are those of one pass,
+     * mcg_gitops_verify). */
     mcg_verify_range range = {.since = since};
     mcg_verify_threads th = {0};
     if (!rc) {
         range.tip = rev ? rev : mcg_repo_source_branch(r);
-        if (mcg_repo_open(&helper, repo, NULL) == 0)
+        if (mcg_repo_open_sibling(&helper, r, NULL) == 0)
             th.helper = helper;
         rc = mcg_gitops_verify_ranges(&range, 1, r, &th, NULL, root, &err);
         rep = range.rep;

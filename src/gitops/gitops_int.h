@@ -76,7 +76,6 @@ void mcg_chain_stats(const mcg_chain *ch, size_t *made, size_t *renders);
 typedef struct mcg_vrange {
     git_oid *order;   /* the range in walk order */
     size_t n;
-    mcg_oidmap range; /* each commit of the range -> its index in order */
     git_oid notes;    /* the approvals notes commit, when has_notes */
     bool has_notes;
 } mcg_vrange;
