@@ -793,36 +793,47 @@ out:
     return rc;
 }
 
-size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from,
-                        size_t to, const mcg_verify_opts *o, const mcg_signers *root)
+size_t mcg_verify_list(mcg_verdict *out, size_t *nbad, mcg_repo *r, const git_oid *ids, size_t n,
+                       const git_oid *notes, const mcg_verify_opts *o, const mcg_signers *root,
+                       const atomic_bool *stop)
 {
     oidset bad = {0};
     signer_cache cache = {0};
     mcg_policy_cache policy = {0};
     git_odb *odb = NULL;
-    size_t nbad = 0;
-    verify_ctx vc = {r, NULL, root, o, &bad, &cache, vr->has_notes ? &vr->notes : NULL, &policy};
+    size_t i;
+    verify_ctx vc = {r, NULL, root, o, &bad, &cache, notes, &policy};
     if (git_repository_odb(&odb, r->git) != 0)
         odb = NULL;
     vc.odb = odb;
-    for (size_t i = from; i < to; i++) {
-        mcg_verdict *v = &out[i - from];
+    *nbad = 0;
+    for (i = 0; i < n && !(stop && atomic_load(stop)); i++) {
+        mcg_verdict *v = &out[i];
         memset(v, 0, sizeof(*v));
         if (!odb) {
-            git_oid_tostr(v->sha, sizeof(v->sha), &vr->order[i]);
+            git_oid_tostr(v->sha, sizeof(v->sha), &ids[i]);
             snprintf(v->reason, sizeof(v->reason), "cannot read commit");
         } else {
-            verify_one(v, &vc, &vr->order[i]);
+            verify_one(v, &vc, &ids[i]);
         }
         if (!v->good) {
-            oidset_add(&bad, &vr->order[i]);
-            nbad++;
+            oidset_add(&bad, &ids[i]);
+            (*nbad)++;
         }
     }
     mcg_policy_cache_free(&policy);
     mcg_signers_free(cache.set);
     oidset_free(&bad);
     git_odb_free(odb);
+    return i;
+}
+
+size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from,
+                        size_t to, const mcg_verify_opts *o, const mcg_signers *root)
+{
+    size_t nbad;
+    mcg_verify_list(out, &nbad, r, vr->order + from, to - from, vr->has_notes ? &vr->notes : NULL,
+                    o, root, NULL);
     return nbad;
 }
 

@@ -206,7 +206,12 @@ static void assert_same_report(const mcg_verify_report *a, const mcg_verify_repo
         assert_memory_equal(&a->v[i], &b->v[i], sizeof(a->v[i]));
 }
 
-/* mcg_gitops_verify_ranges of (since, tip] on two threads and on one: both equal to want. */
+/*
+ * mcg_gitops_verify_ranges of (since, tip] on one thread, on two, and on two
+ * with the walk waiting until the second thread has read ahead all it can
+ * (its runs then cover the whole first-parent line, the chunks the rest):
+ * each equal to want.
+ */
 static void assert_ranges_same(fx *f, const char *tip, const mcg_verify_opts *o,
                                const mcg_verify_report *want)
 {
@@ -214,8 +219,8 @@ static void assert_ranges_same(fx *f, const char *tip, const mcg_verify_opts *o,
     mcg_err err = {0};
     assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
     assert_int_equal(mcg_repo_open(&helper, f->dir, &err), 0);
-    for (int threads = 1; threads <= 2; threads++) {
-        mcg_verify_threads th = {.helper = threads == 2 ? helper : NULL};
+    for (int threads = 1; threads <= 3; threads++) {
+        mcg_verify_threads th = {.helper = threads >= 2 ? helper : NULL, .ahead_first = threads == 3};
         mcg_verify_range range = {.tip = tip, .since = o->since};
         assert_int_equal(mcg_gitops_verify_ranges(&range, 1, r, &th, o, f->root, &err), 0);
         assert_same_report(&range.rep, want);
@@ -378,14 +383,16 @@ static void test_import_stats(void **state)
  * start, inside chunks and at the end; after the unsigned commit 200, bob
  * signs a hundred commits, each bad only because its parent is, so a chunk
  * that took its start's parent as good would call one good. Each prefix of interest is verified
- * in one pass and on two threads, whole and from a since.
+ * in one pass and on two threads, whole and from a since: a commit of the
+ * first-parent line, or a side branch's (the line below its fork is then
+ * outside the range, so a run read ahead along the line must not count).
  */
 static void test_threads_long(void **state)
 {
     fx *f = *state;
     enum { N = 700 };
     git_oid *line = mcg_calloc(N, sizeof(*line));
-    git_oid side;
+    git_oid side, sides[N];
     const char *signers = NULL;
     int64_t t = T0;
     line[0] = commit(f, tree_of(f, "0", NULL), NULL, 0, t, &f->alice);
@@ -408,6 +415,7 @@ static void test_threads_long(void **state)
         if (i % 50 == 25) { /* a side branch of two commits, merged back */
             git_oid s1 = commit(f, tree_of(f, "s1", signers), &line[i - 1], 1, when, &f->alice);
             side = commit(f, tree_of(f, "s2", signers), &s1, 1, when, key ? key : &f->alice);
+            sides[i] = side;
             git_oid ps[] = {line[i - 1], side};
             line[i] = commit(f, tree_of(f, readme, signers), ps, 2, when, key);
         } else {
@@ -415,18 +423,20 @@ static void test_threads_long(void **state)
         }
     }
     static const int tips[] = {64, 299, 499, N - 1};
-    static const int sinces[] = {-1, 63};
+    /* since: -1 none, else line[k], or -k: the side branch merged at line[k] */
+    static const int sinces[] = {-1, 63, -75, -275};
     mcg_repo *r = NULL;
     mcg_err err = {0};
     assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
     for (size_t a = 0; a < sizeof(tips) / sizeof(tips[0]); a++)
         for (size_t b = 0; b < sizeof(sinces) / sizeof(sinces[0]); b++) {
-            if (sinces[b] >= tips[a])
+            int at = sinces[b] < 0 ? -sinces[b] : sinces[b];
+            if (at >= tips[a])
                 continue;
             char tip[MCG_SHA_HEX + 1], since[MCG_SHA_HEX + 1];
             git_oid_tostr(tip, sizeof(tip), &line[tips[a]]);
-            git_oid_tostr(since, sizeof(since), &line[sinces[b] < 0 ? 0 : sinces[b]]);
-            mcg_verify_opts o = {.since = sinces[b] < 0 ? NULL : since};
+            git_oid_tostr(since, sizeof(since), sinces[b] < -1 ? &sides[at] : &line[at]);
+            mcg_verify_opts o = {.since = sinces[b] == -1 ? NULL : since};
             mcg_verify_report want = {0};
             assert_int_equal(mcg_gitops_verify(&want, r, tip, &o, f->root, &err), 0);
             assert_ranges_same(f, tip, &o, &want);
