@@ -482,16 +482,7 @@ typedef struct verify_ctx {
     mcg_policy_cache *policy;
 } verify_ctx;
 
-/*
- * The signature and the signed data of a commit's raw text, exactly as
- * git_commit_extract_signature (libgit2 1.5) takes them: the first line,
- * header or not, that starts with "gpgsig " and its continuation lines are
- * the signature; every line before it and all that follows it are the
- * signed data. buf is the object's NUL-terminated data. 0, or -1 when
- * there is no such line or it does not end (libgit2's "not signed" and
- * "malformed header").
- */
-static int extract_gpgsig(mcg_buf *sig, mcg_buf *data, const char *buf)
+int mcg_git_extract_gpgsig(mcg_buf *sig, mcg_buf *data, const char *buf)
 {
     static const char field[] = "gpgsig";
     const size_t flen = sizeof(field) - 1;
@@ -560,7 +551,7 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
     }
     int64_t when = commit_time(c);
     if (!have_raw || git_odb_object_type(raw) != GIT_OBJECT_COMMIT ||
-        extract_gpgsig(&sig, &data, git_odb_object_data(raw)) != 0) {
+        mcg_git_extract_gpgsig(&sig, &data, git_odb_object_data(raw)) != 0) {
         snprintf(v->reason, sizeof(v->reason), "commit is not signed");
         goto out;
     }

@@ -26,6 +26,7 @@
 #include "testlib.h"
 
 #include "gitops/gitops.h"
+#include "gitops/gitops_int.h"
 #include "pack/pack.h"
 
 #include <git2.h>
@@ -45,6 +46,17 @@ static git_oid blob(git_repository *repo, const char *text)
     git_oid id;
     assert_int_equal(git_blob_create_from_buffer(&id, repo, text, strlen(text)), 0);
     return id;
+}
+
+/* Write raw text as a commit object (any text: the odb does not parse it). */
+static int write_raw_commit(git_oid *id, git_repository *repo, const char *raw, size_t len)
+{
+    git_odb *odb = NULL;
+    int rc = git_repository_odb(&odb, repo);
+    if (rc == 0)
+        rc = git_odb_write(id, odb, raw, len, GIT_OBJECT_COMMIT);
+    git_odb_free(odb);
+    return rc;
 }
 
 /* A root tree with README = readme and, when signers, .mcgit/allowed_signers. */
@@ -458,6 +470,74 @@ static void test_threads_long(void **state)
     free(line);
 }
 
+/*
+ * mcg_git_extract_gpgsig takes from a commit's raw text exactly what
+ * git_commit_extract_signature does — the same success, signature and
+ * signed data — also for odd placements: no signature, one in the message
+ * only, a longer field name, a field without its space, two signatures, an
+ * empty one, one that runs off the end, one on the last line, text after
+ * a NUL.
+ */
+static void test_extract_parity(void **state)
+{
+    fx *f = *state;
+    static const char *const H = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
+                                 "author T <t@example.com> 1767225600 +0000\n"
+                                 "committer T <t@example.com> 1767225600 +0000\n";
+    static const struct {
+        const char *text;
+        size_t len; /* 0: strlen */
+    } cases[] = {
+        {"%sgpgsig -----BEGIN SSH SIGNATURE-----\n AAAA\n -----END SSH SIGNATURE-----\n\nmsg\n", 0},
+        {"%s\nmsg\n", 0},
+        {"%s\nmsg\ngpgsig in the message\n more\nend\n", 0},
+        {"%sgpgsigx other\ngpgsig real\n cont\n\nmsg\n", 0},
+        {"%sgpgsig\ngpgsig after\n\nmsg\n", 0},
+        {"%sgpgsig one\ngpgsig two\n\nmsg\n", 0},
+        {"%sgpgsig \n\nmsg\n", 0},
+        {"%sgpgsig runs\n off the end", 0},
+        {"%sgpgsig last line\n", 0},
+        {"%s\nmsg without newline", 0},
+        {"%sgpgsig a\n b\n\nmsg\n\n\n", 0},
+        {"%s\nbefore a NUL\n", 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char raw[1024];
+        int len = snprintf(raw, sizeof(raw), cases[i].text, H);
+        assert_true(len > 0 && (size_t)len < sizeof(raw) - 32);
+        if (cases[i].len) { /* a NUL, then a signature libgit2 never sees */
+            static const char tail[] = "gpgsig hidden\n\nx\n";
+            memcpy(raw + len + 1, tail, sizeof(tail));
+            len += (int)sizeof(tail);
+        }
+        git_oid id;
+        assert_int_equal(write_raw_commit(&id, f->repo, raw, (size_t)len), 0);
+        git_buf gs = GIT_BUF_INIT, gd = GIT_BUF_INIT;
+        memset(&gs, 0, sizeof(gs));
+        memset(&gd, 0, sizeof(gd));
+        int grc = git_commit_extract_signature(&gs, &gd, f->repo, &id, NULL);
+        git_odb *odb = NULL;
+        git_odb_object *obj = NULL;
+        assert_int_equal(git_repository_odb(&odb, f->repo), 0);
+        assert_int_equal(git_odb_read(&obj, odb, &id), 0);
+        mcg_buf ms = MCG_BUF_INIT, md = MCG_BUF_INIT;
+        int mrc = mcg_git_extract_gpgsig(&ms, &md, git_odb_object_data(obj));
+        assert_int_equal(mrc == 0, grc == 0);
+        if (grc == 0) {
+            assert_int_equal(ms.len, gs.size);
+            assert_int_equal(md.len, gd.size);
+            assert_memory_equal(ms.ptr ? ms.ptr : "", gs.ptr, gs.size);
+            assert_memory_equal(md.ptr ? md.ptr : "", gd.ptr, gd.size);
+        }
+        mcg_buf_free(&ms);
+        mcg_buf_free(&md);
+        git_odb_object_free(obj);
+        git_odb_free(odb);
+        git_buf_dispose(&gs);
+        git_buf_dispose(&gd);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +546,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mark_bound_to_root, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_long, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extract_parity, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
