@@ -101,12 +101,6 @@ int mcg_git_err(mcg_err *err, const char *what);
  */
 struct git_odb;
 int mcg_repo_open_view(mcg_repo **out, const mcg_repo *r, struct git_odb *odb, mcg_err *err);
-/*
- * A second handle on r's repository for another thread (libgit2 objects
- * are not shared between threads), on r's own object database: the raw
- * objects one thread reads are in the other's cache too (mcg_repo_open_view).
- */
-int mcg_repo_open_sibling(mcg_repo **out, const mcg_repo *r, mcg_err *err);
 
 /*
  * Accepted bundle imports into a repository (imports.c): how many, and the

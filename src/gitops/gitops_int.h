@@ -95,15 +95,15 @@ size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, siz
                         size_t to, const mcg_verify_opts *o, const mcg_signers *root);
 /*
  * The same for any run of commits: verify ids[0, n), parents before
- * children, into out[0, n), taking every commit outside ids as good
- * (whatever it is) and a parent inside them as its verdict there; the bad
- * ones are counted in *nbad. notes: the approvals notes commit, or NULL.
- * Stops before the next commit once *stop (may be NULL) is true; returns
- * how many were verified.
+ * children, into out[pos[i]] (pos NULL: out[i]), taking every commit
+ * outside ids as good (whatever it is) and a parent inside them as its
+ * verdict there; the bad ones are counted in *nbad. notes: the approvals
+ * notes commit, or NULL. Stops before the next commit once *stop (may be
+ * NULL) is true; returns how many were verified.
  */
-size_t mcg_verify_list(mcg_verdict *out, size_t *nbad, mcg_repo *r, const git_oid *ids, size_t n,
-                       const git_oid *notes, const mcg_verify_opts *o, const mcg_signers *root,
-                       const atomic_bool *stop);
+size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_repo *r,
+                       const git_oid *ids, size_t n, const git_oid *notes,
+                       const mcg_verify_opts *o, const mcg_signers *root, const atomic_bool *stop);
 
 /*
  * The signature and the signed data of a commit's raw text, exactly as

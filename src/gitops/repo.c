@@ -148,17 +148,6 @@ int mcg_repo_open_view(mcg_repo **out, const mcg_repo *r, git_odb *odb, mcg_err 
     return 0;
 }
 
-int mcg_repo_open_sibling(mcg_repo **out, const mcg_repo *r, mcg_err *err)
-{
-    git_odb *odb = NULL;
-    *out = NULL;
-    if (git_repository_odb(&odb, r->git) != 0)
-        return mcg_git_err(err, "object database");
-    int rc = mcg_repo_open_view(out, r, odb, err);
-    git_odb_free(odb);
-    return rc;
-}
-
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err)
 {
     git_object *obj = NULL;
@@ -784,9 +773,9 @@ out:
     return rc;
 }
 
-size_t mcg_verify_list(mcg_verdict *out, size_t *nbad, mcg_repo *r, const git_oid *ids, size_t n,
-                       const git_oid *notes, const mcg_verify_opts *o, const mcg_signers *root,
-                       const atomic_bool *stop)
+size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_repo *r,
+                       const git_oid *ids, size_t n, const git_oid *notes,
+                       const mcg_verify_opts *o, const mcg_signers *root, const atomic_bool *stop)
 {
     oidset bad = {0};
     signer_cache cache = {0};
@@ -799,7 +788,7 @@ size_t mcg_verify_list(mcg_verdict *out, size_t *nbad, mcg_repo *r, const git_oi
     vc.odb = odb;
     *nbad = 0;
     for (i = 0; i < n && !(stop && atomic_load(stop)); i++) {
-        mcg_verdict *v = &out[i];
+        mcg_verdict *v = &out[pos ? pos[i] : i];
         memset(v, 0, sizeof(*v));
         if (!odb) {
             git_oid_tostr(v->sha, sizeof(v->sha), &ids[i]);
@@ -823,8 +812,8 @@ size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, siz
                         size_t to, const mcg_verify_opts *o, const mcg_signers *root)
 {
     size_t nbad;
-    mcg_verify_list(out, &nbad, r, vr->order + from, to - from, vr->has_notes ? &vr->notes : NULL,
-                    o, root, NULL);
+    mcg_verify_list(out, NULL, &nbad, r, vr->order + from, to - from,
+                    vr->has_notes ? &vr->notes : NULL, o, root, NULL);
     return nbad;
 }
 

@@ -62,9 +62,8 @@ typedef struct vahead {
 
 /* What a range's chunks verify: its walk, less the commits read ahead. */
 typedef struct vlist {
-    git_oid *ids;  /* the walk's order itself when pos is NULL */
-    size_t *pos;   /* ids[k] is order[pos[k]]; NULL: k */
-    mcg_verdict *v; /* the range's report itself when pos is NULL */
+    git_oid *ids; /* the walk's order itself when pos is NULL */
+    size_t *pos;  /* ids[k] is order[pos[k]]; NULL: k */
     size_t n;
 } vlist;
 
@@ -147,8 +146,13 @@ static void vpool_run(vpool *p, mcg_repo *r)
         const mcg_vrange *vr = &p->vr[j.range];
         const vlist *vl = &p->vl[j.range];
         size_t nbad;
-        mcg_verify_list(vl->v + j.from, &nbad, r, vl->ids + j.from, j.to - j.from,
-                        vr->has_notes ? &vr->notes : NULL, &o, p->root, NULL);
+        mcg_verdict *out = p->ranges[j.range].rep.v;
+        if (vl->pos)
+            mcg_verify_list(out, vl->pos + j.from, &nbad, r, vl->ids + j.from, j.to - j.from,
+                            vr->has_notes ? &vr->notes : NULL, &o, p->root, NULL);
+        else
+            mcg_verify_list(out + j.from, NULL, &nbad, r, vl->ids + j.from, j.to - j.from,
+                            vr->has_notes ? &vr->notes : NULL, &o, p->root, NULL);
         pthread_mutex_lock(&p->mu);
         p->jobs[k].nbad = nbad; /* jobs may have moved: index again */
         p->done += j.to - j.from;
@@ -214,8 +218,8 @@ static void read_ahead(vpool *p, mcg_repo *r)
         mcg_verdict *v = mcg_calloc(n ? n : 1, sizeof(*v));
         size_t nbad = 0;
         if (n == 0 || atomic_load(&p->ahead_stop) ||
-            mcg_verify_list(v, &nbad, r, ids, n, p->ahead_has_notes ? &p->ahead_notes : NULL, &o,
-                            p->root, &p->ahead_stop) < n) {
+            mcg_verify_list(v, NULL, &nbad, r, ids, n, p->ahead_has_notes ? &p->ahead_notes : NULL,
+                            &o, p->root, &p->ahead_stop) < n) {
             free(ids);
             free(v);
             break;
@@ -337,7 +341,6 @@ static void ahead_settle(vpool *p)
         left += !covered[i];
     vl->ids = mcg_calloc(left ? left : 1, sizeof(*vl->ids));
     vl->pos = mcg_calloc(left ? left : 1, sizeof(*vl->pos));
-    vl->v = mcg_calloc(left ? left : 1, sizeof(*vl->v));
     vl->n = 0;
     for (size_t i = 0; i < vr->n; i++)
         if (!covered[i]) {
@@ -364,8 +367,9 @@ static void ahead_settle(vpool *p)
 }
 
 /*
- * Range i after its chunks ran: gather the verdicts in walk order, find the
- * first commit any run called bad, and from it on verify again in one run
+ * Range i after its chunks ran: put the verdicts of the runs read ahead in
+ * place (the chunks wrote theirs there), find the first commit any run
+ * called bad, and from it on verify again in one run
  * (see the top of the file).
  */
 static void settle(vpool *p, size_t i, mcg_repo *r)
@@ -377,16 +381,12 @@ static void settle(vpool *p, size_t i, mcg_repo *r)
         vjob *j = &p->jobs[k];
         if (j->range != i || !j->nbad)
             continue;
-        for (size_t m = j->from; m < j->to; m++)
-            if (!vl->v[m].good) {
-                size_t at = vl->pos ? vl->pos[m] : m;
-                if (at < redo)
-                    redo = at;
-            }
+        for (size_t m = j->from; m < j->to; m++) {
+            size_t at = vl->pos ? vl->pos[m] : m;
+            if (!rep->v[at].good && at < redo)
+                redo = at;
+        }
     }
-    if (vl->pos)
-        for (size_t m = 0; m < vl->n; m++)
-            rep->v[vl->pos[m]] = vl->v[m];
     for (size_t b = 0; i == 0 && b < p->nahead; b++) {
         vahead *a = &p->ahead[b];
         if (!a->valid)
@@ -461,7 +461,6 @@ int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,
         ranges[i].rep.n = pool.vr[i].n;
         if (!pool.vl[i].pos) {
             pool.vl[i].ids = pool.vr[i].order;
-            pool.vl[i].v = ranges[i].rep.v;
             pool.vl[i].n = pool.vr[i].n;
         }
         vpool_add(&pool, i);
@@ -480,7 +479,6 @@ int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,
         if (pool.vl[i].pos) {
             free(pool.vl[i].ids);
             free(pool.vl[i].pos);
-            free(pool.vl[i].v);
         }
         mcg_vrange_free(&pool.vr[i]);
     }
