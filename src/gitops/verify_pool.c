@@ -27,7 +27,7 @@
  * libgit2 hands out the first commit of a topological walk only once it
  * has read the whole range, which costs about a tenth of the verification.
  * Meanwhile the second thread reads ahead on its own: from the tip along
- * first parents, up to the range's lower end, in runs of VERIFY_MIN_CHUNK
+ * first parents, up to the range's lower end, in runs of VERIFY_RUN
  * commits, each verified oldest first (each commit's first parent comes
  * before it). When the walk is over such a run counts only if every one of
  * its commits is in the range and the approvals commit is the walk's;
@@ -42,8 +42,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VERIFY_MIN_CHUNK 64 /* commits; fewer is not worth a hand-over */
-#define VERIFY_CHUNKS 32     /* per range, at most */
+#define VERIFY_MIN_CHUNK 32 /* commits; fewer is not worth a hand-over */
+#define VERIFY_CHUNKS 128    /* per range, at most: small, so both threads end together */
+#define VERIFY_RUN 64        /* commits per run read ahead */
 
 typedef struct vjob {
     size_t range; /* index in the ranges */
@@ -200,9 +201,9 @@ static void read_ahead(vpool *p, mcg_repo *r)
     if (git_repository_odb(&odb, r->git) != 0)
         return;
     while (more && !atomic_load(&p->ahead_stop)) {
-        git_oid *ids = mcg_calloc(VERIFY_MIN_CHUNK, sizeof(*ids));
+        git_oid *ids = mcg_calloc(VERIFY_RUN, sizeof(*ids));
         size_t n = 0;
-        while (n < VERIFY_MIN_CHUNK && more && !atomic_load(&p->ahead_stop)) {
+        while (n < VERIFY_RUN && more && !atomic_load(&p->ahead_stop)) {
             if (p->ahead_has_since && git_oid_equal(&cur, &p->ahead_since)) {
                 more = false;
                 break;

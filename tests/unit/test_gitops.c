@@ -389,7 +389,7 @@ static void test_import_stats(void **state)
 }
 
 /*
- * A long history (chunks of 64 commits and more): a first-parent line with
+ * A long history (chunks of 32 commits and more, runs read ahead of 64): a first-parent line with
  * side branches merged back, bob added and later removed as a signer, and
  * bad commits (unsigned, by bob once removed, backdated) placed at a chunk
  * start, inside chunks and at the end; after the unsigned commit 200, bob
