@@ -84,10 +84,11 @@ typedef struct vpool {
     /* reading ahead of the first range's walk */
     bool ahead_on;      /* the second thread reads ahead */
     atomic_bool ahead_stop; /* the walk is over: stop */
-    bool ahead_idle;    /* the second thread no longer reads ahead (under mu) */
+    bool ahead_busy;    /* the second thread reads ahead now (under mu) */
+    bool ahead_done;    /* it has read ahead all it will (under mu) */
     git_oid ahead_tip, ahead_since, ahead_notes;
     bool ahead_has_since, ahead_has_notes;
-    vahead *ahead;      /* written by the second thread until ahead_idle */
+    vahead *ahead;      /* written by the second thread while ahead_busy */
     size_t nahead;
 } vpool;
 
@@ -232,16 +233,25 @@ static void read_ahead(vpool *p, mcg_repo *r)
     git_odb_free(odb);
 }
 
-/* The second thread: its first task, reading ahead, then jobs. */
+/*
+ * The second thread: its first task, reading ahead (unless the walk is
+ * already over: the calling thread then does not wait for it), then jobs.
+ */
 static void *helper_main(void *arg)
 {
     vpool *p = arg;
+    bool go = false;
     if (p->th->first)
         p->th->first(p->th->first_ctx);
-    if (p->ahead_on)
+    pthread_mutex_lock(&p->mu);
+    if (p->ahead_on && !atomic_load(&p->ahead_stop))
+        go = p->ahead_busy = true;
+    pthread_mutex_unlock(&p->mu);
+    if (go)
         read_ahead(p, p->th->helper);
     pthread_mutex_lock(&p->mu);
-    p->ahead_idle = true;
+    p->ahead_busy = false;
+    p->ahead_done = true;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     vpool_run(p, p->th->helper);
@@ -298,9 +308,9 @@ static void ahead_settle(vpool *p)
 {
     mcg_vrange *vr = &p->vr[0];
     vlist *vl = &p->vl[0];
-    atomic_store(&p->ahead_stop, true);
+    atomic_store(&p->ahead_stop, true); /* before the lock: see helper_main */
     pthread_mutex_lock(&p->mu);
-    while (!p->ahead_idle)
+    while (p->ahead_busy)
         pthread_cond_wait(&p->cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
     if (vr->n == 0)
@@ -445,7 +455,7 @@ int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,
 
     if (threaded && pool.ahead_on && th->ahead_first) {
         pthread_mutex_lock(&pool.mu);
-        while (!pool.ahead_idle)
+        while (!pool.ahead_done)
             pthread_cond_wait(&pool.cv, &pool.mu);
         pthread_mutex_unlock(&pool.mu);
     }
@@ -466,8 +476,6 @@ int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,
         }
         vpool_add(&pool, i);
     }
-    if (threaded && n == 0)
-        ahead_settle(&pool);
     vpool_close(&pool);
     vpool_run(&pool, r);
     if (threaded)
