@@ -78,8 +78,10 @@ static int run(int argc, char **argv)
     int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
-    /* Both cores: a second handle on the repository for the second thread
-     * (verdicts and messages are those of one pass, mcg_gitops_verify). */
+    /* Both cores: a second handle on the repository for the second thread,
+     * with its own object database (libgit2 1.5 holds an object database's
+     * lock while it inflates, so one shared by two threads reads on one);
+     * verdicts and messages are those of one pass, mcg_gitops_verify. */
     mcg_verify_range range = {.since = since};
     mcg_verify_threads th = {0};
     if (!rc) {

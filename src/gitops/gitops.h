@@ -214,6 +214,9 @@ typedef struct mcg_verify_threads {
     /* Progress in commits, called under a lock from either thread; may be NULL. */
     void (*tick)(void *ctx, uint64_t done, uint64_t total);
     void *tick_ctx;
+    /* For tests: the walk of the first range waits until the second thread
+     * has read ahead of it all it can (see verify_pool.c). */
+    bool ahead_first;
 } mcg_verify_threads;
 
 /*

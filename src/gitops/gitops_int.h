@@ -9,6 +9,7 @@
 
 #include <git2.h>
 #include <git2/sys/odb_backend.h>
+#include <stdatomic.h>
 
 struct mcg_repo {
     git_repository *git;
@@ -77,7 +78,6 @@ void mcg_chain_stats(const mcg_chain *ch, size_t *made, size_t *renders);
 typedef struct mcg_vrange {
     git_oid *order;   /* the range in walk order */
     size_t n;
-    mcg_oidmap range; /* each commit of the range -> its index in order */
     git_oid notes;    /* the approvals notes commit, when has_notes */
     bool has_notes;
 } mcg_vrange;
@@ -94,6 +94,30 @@ void mcg_vrange_free(mcg_vrange *vr);
  */
 size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from,
                         size_t to, const mcg_verify_opts *o, const mcg_signers *root);
+/*
+ * The same for any run of commits: verify ids[0, n), parents before
+ * children, into out[pos[i]] (pos NULL: out[i]), taking every commit
+ * outside ids as good (whatever it is) and a parent inside them as its
+ * verdict there; the bad ones are counted in *nbad. notes: the approvals
+ * notes commit, or NULL. Stops before the next commit once *stop (may be
+ * NULL) is true; returns how many were verified.
+ */
+size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_repo *r,
+                       const git_oid *ids, size_t n, const git_oid *notes,
+                       const mcg_verify_opts *o, const mcg_signers *root, const atomic_bool *stop);
+
+/*
+ * The signature and the signed data of a commit's raw text, exactly as
+ * git_commit_extract_signature (libgit2 1.5) takes them, without reading
+ * the object again: the first line, header or not, that starts with
+ * "gpgsig " and its continuation lines are the signature (without the
+ * field name and the continuations' leading space); every line before it
+ * and all that follows it are the signed data. buf is the object's data,
+ * NUL-terminated (read as a C string, as libgit2 does). 0 (appended to sig
+ * and data), or -1 when there is no such line or it does not end
+ * (libgit2's "not signed" and "malformed header").
+ */
+int mcg_git_extract_gpgsig(mcg_buf *sig, mcg_buf *data, const char *buf);
 
 /* The last .mcgit/policy.yaml parsed, by blob id. Zero-initialise. */
 typedef struct mcg_policy_cache {

@@ -462,15 +462,50 @@ static int64_t commit_time(const git_commit *c)
 /* What one verification needs besides the commit. */
 typedef struct verify_ctx {
     mcg_repo *r;
+    git_odb *odb;
     const mcg_signers *root;
     const mcg_verify_opts *o;
-    const oidset *good;
-    const oidset *range; /* every commit of the range, valued by its index in the walk */
-    size_t from;         /* commits of the range before this index are good */
+    const oidset *bad; /* the commits of this run verified bad so far */
     signer_cache *cache;
     const git_oid *notes;   /* the approvals notes commit, or NULL */
     mcg_policy_cache *policy;
 } verify_ctx;
+
+int mcg_git_extract_gpgsig(mcg_buf *sig, mcg_buf *data, const char *buf)
+{
+    static const char field[] = "gpgsig";
+    const size_t flen = sizeof(field) - 1;
+    const char *h, *eol;
+    while ((h = strchr(buf, '\n')) && h[1] != '\0') {
+        h++;
+        if (strncmp(buf, field, flen) != 0) {
+            mcg_buf_put(data, buf, (size_t)(h - buf));
+            buf = h;
+            continue;
+        }
+        h = buf + flen;
+        eol = strchr(h, '\n');
+        if (h[0] != ' ') {
+            buf = h;
+            continue;
+        }
+        if (!eol)
+            return -1;
+        h++;
+        mcg_buf_put(sig, h, (size_t)(eol - h));
+        while (eol[1] == ' ') {
+            mcg_buf_putc(sig, '\n');
+            h = eol + 2;
+            eol = strchr(h, '\n');
+            if (!eol)
+                return -1;
+            mcg_buf_put(sig, h, (size_t)(eol - h));
+        }
+        mcg_buf_puts(data, eol + 1);
+        return 0;
+    }
+    return -1;
+}
 
 /*
  * The rule (docs/concepts.md, "Which keys may sign a commit"): a commit is
@@ -484,21 +519,39 @@ typedef struct verify_ctx {
  * arriving (o->now), the key must also be valid at o->now and the time may
  * not lie more than MCG_CLOCK_SKEW past it, so a backdated commit by an
  * expired key is refused where it first enters.
+ *
+ * The commit's object is read once (its raw text, then parsed from the
+ * object cache) and each parent looked up once.
  */
-static void verify_one(mcg_verdict *v, const verify_ctx *vc, git_commit *c)
+static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
 {
-    git_buf sig = GIT_BUF_INIT_CONST(NULL, 0), data = GIT_BUF_INIT_CONST(NULL, 0);
-    memset(&sig, 0, sizeof(sig));
-    memset(&data, 0, sizeof(data));
+    mcg_buf sig = MCG_BUF_INIT, data = MCG_BUF_INIT;
+    git_odb_object *raw = NULL;
+    git_commit *c = NULL;
+    git_commit *pbuf[2] = {NULL, NULL}, **parents = pbuf;
+    unsigned np = 0;
     mcg_repo *r = vc->r;
-    const git_oid *id = git_commit_id(c);
-    int64_t when = commit_time(c);
     git_oid_tostr(v->sha, sizeof(v->sha), id);
-    if (git_commit_extract_signature(&sig, &data, r->git, (git_oid *)id, NULL) != 0) {
+    /* The raw text first: the lookup then parses it from the object cache. */
+    bool have_raw = git_odb_read(&raw, vc->odb, id) == 0;
+    if (git_commit_lookup(&c, r->git, id) != 0) {
+        snprintf(v->reason, sizeof(v->reason), "cannot read commit");
+        goto out;
+    }
+    int64_t when = commit_time(c);
+    if (!have_raw || git_odb_object_type(raw) != GIT_OBJECT_COMMIT ||
+        mcg_git_extract_gpgsig(&sig, &data, git_odb_object_data(raw)) != 0) {
         snprintf(v->reason, sizeof(v->reason), "commit is not signed");
         goto out;
     }
-    unsigned np = git_commit_parentcount(c);
+    git_odb_object_free(raw);
+    raw = NULL;
+    np = git_commit_parentcount(c);
+    if (np > 2)
+        parents = mcg_calloc(np, sizeof(*parents));
+    for (unsigned i = 0; i < np; i++)
+        if (git_commit_parent(&parents[i], c, i) != 0)
+            parents[i] = NULL;
     /* One check per parent (a parentless commit: the root), then, for
      * history arriving now, the same against this host's clock. */
     unsigned nsets = np ? np : 1;
@@ -509,24 +562,21 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, git_commit *c)
             char why[600] = "";
             if (np) {
                 const git_oid *pid = git_commit_parent_id(c, i);
-                /* A parent outside the range is below the last verified commit;
-                 * one before `from` was verified good (mcg_verify_chunk). */
-                uint64_t at;
-                bool parent_ok = oidset_has(vc->good, pid) ||
-                                 !mcg_oidmap_get(vc->range, pid, &at) || at < vc->from;
-                git_commit *parent = NULL;
-                if (parent_ok && git_commit_parent(&parent, c, i) == 0)
-                    set = signers_for(vc->cache, r, vc->o->scan, parent, vc->root, why,
+                /* A parent outside this run is below the last verified
+                 * commit or before the run, taken as good (mcg_verify_chunk);
+                 * one inside it came first, parents before children. */
+                bool parent_ok = !oidset_has(vc->bad, pid);
+                if (parent_ok && parents[i])
+                    set = signers_for(vc->cache, r, vc->o->scan, parents[i], vc->root, why,
                                       sizeof(why));
-                git_commit_free(parent);
                 if (!parent_ok)
                     snprintf(why, sizeof(why), " (parent %.12s failed verification)",
                              git_oid_tostr_s(pid));
             }
             mcg_sig_result res = {0};
             mcg_err e = {0};
-            if (mcg_sshsig_verify_memo(&res, set, vc->o->memo, sig.ptr, sig.size, data.ptr,
-                                       data.size, t, &e) != 0) {
+            if (mcg_sshsig_verify_memo(&res, set, vc->o->memo, sig.ptr ? sig.ptr : "", sig.len,
+                                       data.ptr ? data.ptr : "", data.len, t, &e) != 0) {
                 const char *prefix = pass ? "on arrival: " : "";
                 if (np > 1)
                     mcg_bfmt(v->reason, sizeof(v->reason), "%sparent %u of %u: %s%s", prefix,
@@ -542,12 +592,10 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, git_commit *c)
                 snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
             }
             /* The two-person rule of the policy this parent puts in force. */
-            git_commit *parent = NULL;
-            if (pass == 0 && np && git_commit_parent(&parent, c, i) == 0) {
+            if (pass == 0 && np && parents[i]) {
                 char awhy[600];
-                int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parent, set,
+                int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parents[i], set,
                                               res.principal, vc->notes, vc->o->now, vc->policy);
-                git_commit_free(parent);
                 if (arc != 0) {
                     if (np > 1)
                         mcg_bfmt(v->reason, sizeof(v->reason), "parent %u of %u: %s", i + 1, np,
@@ -561,13 +609,11 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, git_commit *c)
     }
     /* Times last: a key outside its window is the better reason. */
     if (np > 0) {
-        git_commit *first = NULL;
-        if (git_commit_parent(&first, c, 0) != 0) {
+        if (!parents[0]) {
             snprintf(v->reason, sizeof(v->reason), "cannot read its parent");
             goto out;
         }
-        int64_t pt = commit_time(first);
-        git_commit_free(first);
+        int64_t pt = commit_time(parents[0]);
         if (when + MCG_CLOCK_SKEW < pt) {
             char a[32], b[32];
             snprintf(v->reason, sizeof(v->reason),
@@ -587,8 +633,14 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, git_commit *c)
 out:
     if (!v->good)
         v->principal[0] = '\0';
-    git_buf_dispose(&sig);
-    git_buf_dispose(&data);
+    for (unsigned i = 0; i < np; i++)
+        git_commit_free(parents[i]);
+    if (parents != pbuf)
+        free(parents);
+    git_commit_free(c);
+    git_odb_object_free(raw);
+    mcg_buf_free(&sig);
+    mcg_buf_free(&data);
 }
 
 /* ------------------------------------------------------------ the mark */
@@ -665,7 +717,6 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
 void mcg_vrange_free(mcg_vrange *vr)
 {
     free(vr->order);
-    oidset_free(&vr->range);
     memset(vr, 0, sizeof(*vr));
 }
 
@@ -702,13 +753,12 @@ int mcg_verify_walk(mcg_vrange *vr, mcg_repo *r, const char *tip, const mcg_veri
             goto out;
         }
     }
-    /* First collect the range so parents outside it can be told apart. */
+    /* The whole range first: libgit2 sorts before it hands out the first commit. */
     while (git_revwalk_next(&oid, walk) == 0) {
         if (vr->n == cap) {
             cap = cap ? cap * 2 : 256;
             vr->order = mcg_realloc(vr->order, cap * sizeof(*vr->order));
         }
-        mcg_oidmap_put(&vr->range, &oid, vr->n);
         vr->order[vr->n++] = oid;
     }
     /* Approvals: the notes commit given, else the repository's notes ref. */
@@ -723,34 +773,47 @@ out:
     return rc;
 }
 
-size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from,
-                        size_t to, const mcg_verify_opts *o, const mcg_signers *root)
+size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_repo *r,
+                       const git_oid *ids, size_t n, const git_oid *notes,
+                       const mcg_verify_opts *o, const mcg_signers *root, const atomic_bool *stop)
 {
-    oidset good = {0};
+    oidset bad = {0};
     signer_cache cache = {0};
     mcg_policy_cache policy = {0};
-    size_t nbad = 0;
-    verify_ctx vc = {r,      root, o, &good, &vr->range, from, &cache,
-                     vr->has_notes ? &vr->notes : NULL, &policy};
-    for (size_t i = from; i < to; i++) {
-        git_commit *c = NULL;
-        mcg_verdict *v = &out[i - from];
+    git_odb *odb = NULL;
+    size_t i;
+    verify_ctx vc = {r, NULL, root, o, &bad, &cache, notes, &policy};
+    if (git_repository_odb(&odb, r->git) != 0)
+        odb = NULL;
+    vc.odb = odb;
+    *nbad = 0;
+    for (i = 0; i < n && !(stop && atomic_load(stop)); i++) {
+        mcg_verdict *v = &out[pos ? pos[i] : i];
         memset(v, 0, sizeof(*v));
-        if (git_commit_lookup(&c, r->git, &vr->order[i]) != 0) {
-            git_oid_tostr(v->sha, sizeof(v->sha), &vr->order[i]);
+        if (!odb) {
+            git_oid_tostr(v->sha, sizeof(v->sha), &ids[i]);
             snprintf(v->reason, sizeof(v->reason), "cannot read commit");
         } else {
-            verify_one(v, &vc, c);
+            verify_one(v, &vc, &ids[i]);
         }
-        git_commit_free(c);
-        if (v->good)
-            oidset_add(&good, &vr->order[i]);
-        else
-            nbad++;
+        if (!v->good) {
+            oidset_add(&bad, &ids[i]);
+            (*nbad)++;
+        }
     }
     mcg_policy_cache_free(&policy);
     mcg_signers_free(cache.set);
-    oidset_free(&good);
+    oidset_free(&bad);
+    git_odb_free(odb);
+    return i;
+}
+
+size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from,
+                        size_t to, const mcg_verify_opts *o, const mcg_signers *root)
+{
+    size_t nbad;
+    mcg_verify_list(out, NULL, &nbad, r, vr->order + from, to - from,
+                    vr->has_notes ? &vr->notes : NULL, o, root, NULL);
     return nbad;
 }
 

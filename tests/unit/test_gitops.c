@@ -26,6 +26,7 @@
 #include "testlib.h"
 
 #include "gitops/gitops.h"
+#include "gitops/gitops_int.h"
 #include "pack/pack.h"
 
 #include <git2.h>
@@ -45,6 +46,17 @@ static git_oid blob(git_repository *repo, const char *text)
     git_oid id;
     assert_int_equal(git_blob_create_from_buffer(&id, repo, text, strlen(text)), 0);
     return id;
+}
+
+/* Write raw text as a commit object (any text: the odb does not parse it). */
+static int write_raw_commit(git_oid *id, git_repository *repo, const char *raw, size_t len)
+{
+    git_odb *odb = NULL;
+    int rc = git_repository_odb(&odb, repo);
+    if (rc == 0)
+        rc = git_odb_write(id, odb, raw, len, GIT_OBJECT_COMMIT);
+    git_odb_free(odb);
+    return rc;
 }
 
 /* A root tree with README = readme and, when signers, .mcgit/allowed_signers. */
@@ -206,7 +218,12 @@ static void assert_same_report(const mcg_verify_report *a, const mcg_verify_repo
         assert_memory_equal(&a->v[i], &b->v[i], sizeof(a->v[i]));
 }
 
-/* mcg_gitops_verify_ranges of (since, tip] on two threads and on one: both equal to want. */
+/*
+ * mcg_gitops_verify_ranges of (since, tip] on one thread, on two, and on two
+ * with the walk waiting until the second thread has read ahead all it can
+ * (its runs then cover the whole first-parent line, the chunks the rest):
+ * each equal to want.
+ */
 static void assert_ranges_same(fx *f, const char *tip, const mcg_verify_opts *o,
                                const mcg_verify_report *want)
 {
@@ -214,8 +231,8 @@ static void assert_ranges_same(fx *f, const char *tip, const mcg_verify_opts *o,
     mcg_err err = {0};
     assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
     assert_int_equal(mcg_repo_open(&helper, f->dir, &err), 0);
-    for (int threads = 1; threads <= 2; threads++) {
-        mcg_verify_threads th = {.helper = threads == 2 ? helper : NULL};
+    for (int threads = 1; threads <= 3; threads++) {
+        mcg_verify_threads th = {.helper = threads >= 2 ? helper : NULL, .ahead_first = threads == 3};
         mcg_verify_range range = {.tip = tip, .since = o->since};
         assert_int_equal(mcg_gitops_verify_ranges(&range, 1, r, &th, o, f->root, &err), 0);
         assert_same_report(&range.rep, want);
@@ -372,20 +389,22 @@ static void test_import_stats(void **state)
 }
 
 /*
- * A long history (chunks of 64 commits and more): a first-parent line with
+ * A long history (chunks of 32 commits and more, runs read ahead of 64): a first-parent line with
  * side branches merged back, bob added and later removed as a signer, and
  * bad commits (unsigned, by bob once removed, backdated) placed at a chunk
  * start, inside chunks and at the end; after the unsigned commit 200, bob
  * signs a hundred commits, each bad only because its parent is, so a chunk
  * that took its start's parent as good would call one good. Each prefix of interest is verified
- * in one pass and on two threads, whole and from a since.
+ * in one pass and on two threads, whole and from a since: a commit of the
+ * first-parent line, or a side branch's (the line below its fork is then
+ * outside the range, so a run read ahead along the line must not count).
  */
 static void test_threads_long(void **state)
 {
     fx *f = *state;
     enum { N = 700 };
     git_oid *line = mcg_calloc(N, sizeof(*line));
-    git_oid side;
+    git_oid side, sides[N];
     const char *signers = NULL;
     int64_t t = T0;
     line[0] = commit(f, tree_of(f, "0", NULL), NULL, 0, t, &f->alice);
@@ -408,6 +427,7 @@ static void test_threads_long(void **state)
         if (i % 50 == 25) { /* a side branch of two commits, merged back */
             git_oid s1 = commit(f, tree_of(f, "s1", signers), &line[i - 1], 1, when, &f->alice);
             side = commit(f, tree_of(f, "s2", signers), &s1, 1, when, key ? key : &f->alice);
+            sides[i] = side;
             git_oid ps[] = {line[i - 1], side};
             line[i] = commit(f, tree_of(f, readme, signers), ps, 2, when, key);
         } else {
@@ -415,18 +435,20 @@ static void test_threads_long(void **state)
         }
     }
     static const int tips[] = {64, 299, 499, N - 1};
-    static const int sinces[] = {-1, 63};
+    /* since: -1 none, else line[k], or -k: the side branch merged at line[k] */
+    static const int sinces[] = {-1, 63, -75, -275};
     mcg_repo *r = NULL;
     mcg_err err = {0};
     assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
     for (size_t a = 0; a < sizeof(tips) / sizeof(tips[0]); a++)
         for (size_t b = 0; b < sizeof(sinces) / sizeof(sinces[0]); b++) {
-            if (sinces[b] >= tips[a])
+            int at = sinces[b] < 0 ? -sinces[b] : sinces[b];
+            if (at >= tips[a])
                 continue;
             char tip[MCG_SHA_HEX + 1], since[MCG_SHA_HEX + 1];
             git_oid_tostr(tip, sizeof(tip), &line[tips[a]]);
-            git_oid_tostr(since, sizeof(since), &line[sinces[b] < 0 ? 0 : sinces[b]]);
-            mcg_verify_opts o = {.since = sinces[b] < 0 ? NULL : since};
+            git_oid_tostr(since, sizeof(since), sinces[b] < -1 ? &sides[at] : &line[at]);
+            mcg_verify_opts o = {.since = sinces[b] == -1 ? NULL : since};
             mcg_verify_report want = {0};
             assert_int_equal(mcg_gitops_verify(&want, r, tip, &o, f->root, &err), 0);
             assert_ranges_same(f, tip, &o, &want);
@@ -448,6 +470,74 @@ static void test_threads_long(void **state)
     free(line);
 }
 
+/*
+ * mcg_git_extract_gpgsig takes from a commit's raw text exactly what
+ * git_commit_extract_signature does — the same success, signature and
+ * signed data — also for odd placements: no signature, one in the message
+ * only, a longer field name, a field without its space, two signatures, an
+ * empty one, one that runs off the end, one on the last line, text after
+ * a NUL.
+ */
+static void test_extract_parity(void **state)
+{
+    fx *f = *state;
+    static const char *const H = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
+                                 "author T <t@example.com> 1767225600 +0000\n"
+                                 "committer T <t@example.com> 1767225600 +0000\n";
+    static const struct {
+        const char *text;
+        size_t len; /* 0: strlen */
+    } cases[] = {
+        {"%sgpgsig -----BEGIN SSH SIGNATURE-----\n AAAA\n -----END SSH SIGNATURE-----\n\nmsg\n", 0},
+        {"%s\nmsg\n", 0},
+        {"%s\nmsg\ngpgsig in the message\n more\nend\n", 0},
+        {"%sgpgsigx other\ngpgsig real\n cont\n\nmsg\n", 0},
+        {"%sgpgsig\ngpgsig after\n\nmsg\n", 0},
+        {"%sgpgsig one\ngpgsig two\n\nmsg\n", 0},
+        {"%sgpgsig \n\nmsg\n", 0},
+        {"%sgpgsig runs\n off the end", 0},
+        {"%sgpgsig last line\n", 0},
+        {"%s\nmsg without newline", 0},
+        {"%sgpgsig a\n b\n\nmsg\n\n\n", 0},
+        {"%s\nbefore a NUL\n", 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char raw[1024];
+        int len = snprintf(raw, sizeof(raw), cases[i].text, H);
+        assert_true(len > 0 && (size_t)len < sizeof(raw) - 32);
+        if (cases[i].len) { /* a NUL, then a signature libgit2 never sees */
+            static const char tail[] = "gpgsig hidden\n\nx\n";
+            memcpy(raw + len + 1, tail, sizeof(tail));
+            len += (int)sizeof(tail);
+        }
+        git_oid id;
+        assert_int_equal(write_raw_commit(&id, f->repo, raw, (size_t)len), 0);
+        git_buf gs = GIT_BUF_INIT, gd = GIT_BUF_INIT;
+        memset(&gs, 0, sizeof(gs));
+        memset(&gd, 0, sizeof(gd));
+        int grc = git_commit_extract_signature(&gs, &gd, f->repo, &id, NULL);
+        git_odb *odb = NULL;
+        git_odb_object *obj = NULL;
+        assert_int_equal(git_repository_odb(&odb, f->repo), 0);
+        assert_int_equal(git_odb_read(&obj, odb, &id), 0);
+        mcg_buf ms = MCG_BUF_INIT, md = MCG_BUF_INIT;
+        int mrc = mcg_git_extract_gpgsig(&ms, &md, git_odb_object_data(obj));
+        assert_int_equal(mrc == 0, grc == 0);
+        if (grc == 0) {
+            assert_int_equal(ms.len, gs.size);
+            assert_int_equal(md.len, gd.size);
+            assert_memory_equal(ms.ptr ? ms.ptr : "", gs.ptr, gs.size);
+            assert_memory_equal(md.ptr ? md.ptr : "", gd.ptr, gd.size);
+        }
+        mcg_buf_free(&ms);
+        mcg_buf_free(&md);
+        git_odb_object_free(obj);
+        git_odb_free(odb);
+        git_buf_dispose(&gs);
+        git_buf_dispose(&gd);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -456,6 +546,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mark_bound_to_root, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_long, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extract_parity, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
