@@ -562,26 +562,6 @@ static void test_units(void **state)
     free(n2);
 }
 
-/* gzip of n bytes. */
-static mcg_buf gz_of(const void *in, size_t n)
-{
-    z_stream zs;
-    memset(&zs, 0, sizeof(zs));
-    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-    mcg_buf out = MCG_BUF_INIT;
-    unsigned char chunk[4096];
-    zs.next_in = (unsigned char *)in;
-    zs.avail_in = (uInt)n;
-    int zr;
-    do {
-        zs.next_out = chunk;
-        zs.avail_out = sizeof(chunk);
-        zr = deflate(&zs, Z_FINISH);
-        mcg_buf_put(&out, chunk, sizeof(chunk) - zs.avail_out);
-    } while (zr != Z_STREAM_END);
-    deflateEnd(&zs);
-    return out;
-}
 
 /* The whole file root/rel, its length in *n. */
 static char *get_n(const char *root, const char *rel, size_t *n)
@@ -611,7 +591,7 @@ static void test_streamed_contents(void **state)
     }
     mcg_buf b64 = MCG_BUF_INIT, gzb = MCG_BUF_INIT, pct = MCG_BUF_INIT;
     mcg_base64_encode(big, n, &b64);
-    mcg_buf z = gz_of(text, n);
+    mcg_buf z = mcg_test_gzip(text, n);
     mcg_base64_encode((unsigned char *)z.ptr, z.len, &gzb);
     mcg_dataurl_encode(big, 70000, &pct);
     char *cfg = mcg_sprintf("{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
@@ -654,7 +634,7 @@ static void test_streamed_contents(void **state)
     mcg_base64_encode(big, 70000, &plain64);
     mcg_base64_encode(text, n, &text64);
     text[n - 1] ^= 1;
-    mcg_buf z2 = gz_of(text, n), gz2 = MCG_BUF_INIT;
+    mcg_buf z2 = mcg_test_gzip(text, n), gz2 = MCG_BUF_INIT;
     mcg_base64_encode((unsigned char *)z2.ptr, z2.len, &gz2);
     const char *fmt = "{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
                       "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"%s%s\"%s}}]}}}";

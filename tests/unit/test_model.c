@@ -1220,26 +1220,6 @@ static void test_parse_json_spec(void **state)
                      MCG_EINVAL);
 }
 
-/* gzip of n bytes (for the streamed-contents tests). */
-static mcg_buf gz_of(const void *in, size_t n)
-{
-    z_stream zs;
-    memset(&zs, 0, sizeof(zs));
-    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-    mcg_buf out = MCG_BUF_INIT;
-    unsigned char chunk[4096];
-    zs.next_in = (unsigned char *)in;
-    zs.avail_in = (uInt)n;
-    int zr;
-    do {
-        zs.next_out = chunk;
-        zs.avail_out = sizeof(chunk);
-        zr = deflate(&zs, Z_FINISH);
-        mcg_buf_put(&out, chunk, sizeof(chunk) - zs.avail_out);
-    } while (zr != Z_STREAM_END);
-    deflateEnd(&zs);
-    return out;
-}
 
 /* A rendered spec of one file whose contents object is contents_json. */
 static char *spec_of(const char *contents_json)
@@ -1262,7 +1242,7 @@ static void test_parse_json_refs(void **state)
         rnd[i] = (unsigned char)(i * 2654435761u >> 13);
     mcg_buf b64 = MCG_BUF_INIT, gzb = MCG_BUF_INIT;
     mcg_base64_encode(rnd, sizeof(rnd), &b64);
-    mcg_buf z = gz_of(rnd, sizeof(rnd));
+    mcg_buf z = mcg_test_gzip(rnd, sizeof(rnd));
     mcg_base64_encode((unsigned char *)z.ptr, z.len, &gzb);
     unsigned char dig[32];
     char hex[65];

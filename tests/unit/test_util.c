@@ -21,26 +21,6 @@
 #include "util/util.h"
 
 
-/* gzip (with header) of n bytes, for decoder tests. */
-static mcg_buf gzip_bytes(const void *in, size_t n)
-{
-    mcg_buf out = MCG_BUF_INIT;
-    z_stream zs;
-    memset(&zs, 0, sizeof(zs));
-    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-    size_t cap = deflateBound(&zs, (uLong)n) + 32;
-    out.ptr = mcg_malloc(cap + 1);
-    out.cap = cap + 1;
-    zs.next_in = (unsigned char *)in;
-    zs.avail_in = (uInt)n;
-    zs.next_out = (unsigned char *)out.ptr;
-    zs.avail_out = (uInt)cap;
-    assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
-    out.len = cap - zs.avail_out;
-    out.ptr[out.len] = '\0';
-    deflateEnd(&zs);
-    return out;
-}
 
 /* ------------------------------------------------------------ base64 */
 
@@ -460,7 +440,7 @@ static void test_gunzip_ok(void **state)
     unsigned char *plain = mcg_malloc(n);
     for (size_t i = 0; i < n; i++)
         plain[i] = (unsigned char)("mcgit\n"[i % 6] ^ (i / 1000));
-    mcg_buf gz = gzip_bytes(plain, n), out = MCG_BUF_INIT;
+    mcg_buf gz = mcg_test_gzip(plain, n), out = MCG_BUF_INIT;
     mcg_err err = {0};
     assert_int_equal(mcg_gunzip((unsigned char *)gz.ptr, gz.len, n, &out, &err), 0);
     assert_int_equal(out.len, n);
@@ -469,7 +449,7 @@ static void test_gunzip_ok(void **state)
     mcg_buf_free(&gz);
 
     /* The empty file. */
-    gz = gzip_bytes("", 0);
+    gz = mcg_test_gzip("", 0);
     assert_int_equal(mcg_gunzip((unsigned char *)gz.ptr, gz.len, 0, &out, &err), 0);
     assert_int_equal(out.len, 0);
     mcg_buf_free(&out);
@@ -483,7 +463,7 @@ static void test_gunzip_limit(void **state)
     /* A small input that expands far beyond the limit is stopped early. */
     size_t n = 4u * 1024u * 1024u;
     unsigned char *zeros = mcg_calloc(n, 1);
-    mcg_buf gz = gzip_bytes(zeros, n), out = MCG_BUF_INIT;
+    mcg_buf gz = mcg_test_gzip(zeros, n), out = MCG_BUF_INIT;
     mcg_err err = {0};
     assert_true(gz.len < 16384);
     assert_int_equal(mcg_gunzip((unsigned char *)gz.ptr, gz.len, 1536u * 1024u, &out, &err),
@@ -506,7 +486,7 @@ static void test_gunzip_bad(void **state)
 {
     (void)state;
     const char *text = "hello, gzip\n";
-    mcg_buf gz = gzip_bytes(text, strlen(text)), out = MCG_BUF_INIT;
+    mcg_buf gz = mcg_test_gzip(text, strlen(text)), out = MCG_BUF_INIT;
     mcg_err err = {0};
 
     /* Not gzip at all. */
@@ -625,7 +605,7 @@ static void test_datadec_chunks(void **state)
     for (size_t li = 0; li < sizeof(lens) / sizeof(*lens); li++) {
         for (int kind = 0; kind < 4; kind++) { /* base64, percent, each plain or gzip'd */
             bool b64 = kind & 1, gz = kind & 2;
-            mcg_buf zb = gz ? gzip_bytes(rnd, lens[li]) : (mcg_buf)MCG_BUF_INIT;
+            mcg_buf zb = gz ? mcg_test_gzip(rnd, lens[li]) : (mcg_buf)MCG_BUF_INIT;
             char *url = gz ? url_of(zb.ptr, zb.len, b64, "application/gzip")
                            : url_of(rnd, lens[li], b64, "text/plain");
             size_t ulen = strlen(url), max = ulen + 8;
@@ -707,7 +687,7 @@ static void test_datadec_bad(void **state)
 
     /* gzip: truncated at every length, trailing bytes, a bad CRC, over the limit */
     const char *text = "hello, chunked gzip\n";
-    mcg_buf gz = gzip_bytes(text, strlen(text));
+    mcg_buf gz = mcg_test_gzip(text, strlen(text));
     for (size_t cut = 0; cut <= gz.len + 1; cut++) {
         mcg_buf in = MCG_BUF_INIT;
         mcg_buf_put(&in, gz.ptr, cut <= gz.len ? cut : gz.len);

@@ -4,6 +4,8 @@
 #define _XOPEN_SOURCE 700
 #include "testlib.h"
 
+#include <zlib.h>
+
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,4 +33,24 @@ void mcg_test_rm_rf(const char *path)
 {
     if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
         fail_msg("cannot remove %s", path);
+}
+
+mcg_buf mcg_test_gzip(const void *in, size_t n)
+{
+    mcg_buf out = MCG_BUF_INIT;
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    size_t cap = deflateBound(&zs, (uLong)n) + 32;
+    out.ptr = mcg_malloc(cap + 1);
+    out.cap = cap + 1;
+    zs.next_in = (unsigned char *)in;
+    zs.avail_in = (uInt)n;
+    zs.next_out = (unsigned char *)out.ptr;
+    zs.avail_out = (uInt)cap;
+    assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+    out.len = cap - zs.avail_out;
+    out.ptr[out.len] = '\0';
+    deflateEnd(&zs);
+    return out;
 }

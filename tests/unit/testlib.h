@@ -14,6 +14,8 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "util/util.h"
+
 /* Fail unless the string hay contains needle (NULL hay fails). */
 #define assert_contains(hay, needle)                                                               \
     do {                                                                                           \
@@ -31,5 +33,8 @@ void mcg_test_tmpdir(char out[256], const char *tag);
 
 /* Remove path and everything below it (symbolic links are not followed). */
 void mcg_test_rm_rf(const char *path);
+
+/* gzip (with its header, zlib level 9) of n bytes; NUL-terminated. */
+mcg_buf mcg_test_gzip(const void *in, size_t n);
 
 #endif
