@@ -333,6 +333,26 @@ sed 's/^/    /' "$T/fsteady"
   || bad "watch never resumed"
 unset MCGIT_KUBE_RETRIES
 
+# Watch streams cut every half second, and nothing else injected: the waits
+# above may lose every watch to a 5xx before it can be cut; here each one
+# is cut while it waits, and the next resumes from its resourceVersion.
+cport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 "$SRC/tests/kube/faultproxy.py" --port "$cport" --upstream "$KUBE_SERVER" --ca "$KUBE_CA" \
+  --cert "$KUBE_DIR/pki/server.crt" --key "$KUBE_DIR/pki/server.key" --watch-drop-secs 0.5 \
+  --stats "$T/cut.stats" 2>"$T/cut.err" & PIDS+=($!)
+sed "s#server: $KUBE_SERVER#server: https://127.0.0.1:$cport#" "$KUBE_DIR/controller.kubeconfig" >"$T/cut.kubeconfig"
+for _ in $(seq 50); do grep -q listening "$T/cut.err" && break; sleep 0.1; done
+( for i in $(seq 8); do sleep 1; kt "$CTL" patch w1 reason=c$i; done ) & PC=$!
+"$KUBETOOL" "kube:$T/cut.kubeconfig" steady 4 2500 >"$T/csteady" 2>&1 || true
+wait $PC
+sed 's/^/    /' "$T/csteady"
+[ "$(grep -c 'changed 1' "$T/csteady")" -ge 3 ] && ok "changes are seen through cut watches" \
+  || bad "cut watches: $(cat "$T/csteady")"
+cuts=$(grep -c '"fault": "watch-drop"' "$T/cut.stats" || true)
+[ "$cuts" -ge 2 ] && ok "watches were cut ($cuts)" || bad "no watch was cut: $(cat "$T/cut.stats")"
+[ "$(grep -c 'watch=1.*resourceVersion=' "$T/cut.stats")" -ge 2 ] \
+  && ok "(and each resumed from its resourceVersion)" || bad "cut watches never resumed"
+
 # ------------------------------- malformed and huge answers from the "API server"
 # Every GET through this proxy gets a bad answer, each kind in turn (huge
 # bodies, a terabyte Content-Length, truncated JSON, HTML, an array, 200,000
