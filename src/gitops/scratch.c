@@ -111,8 +111,7 @@ static int disk_exists(git_odb_backend *b, const git_oid *id)
     return 0;
 }
 
-static int disk_exists_prefix(git_oid *out, git_odb_backend *b, const git_oid *prefix,
-                              size_t plen)
+static int disk_exists_prefix(git_oid *out, git_odb_backend *b, const git_oid *prefix, size_t plen)
 {
     disk_backend *d = (disk_backend *)b;
     bool found = false;
@@ -269,8 +268,7 @@ static int store_exists(git_odb_backend *b, const git_oid *id)
     return store_find((store_backend *)b, id) != NULL;
 }
 
-static int store_exists_prefix(git_oid *out, git_odb_backend *b, const git_oid *prefix,
-                               size_t plen)
+static int store_exists_prefix(git_oid *out, git_odb_backend *b, const git_oid *prefix, size_t plen)
 {
     store_backend *s = (store_backend *)b;
     bool found = false;
@@ -458,7 +456,7 @@ static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
         }
         /* one stream for all: deflateInit's allocation would cost more than a commit */
         if (deflateReset(&zs) != Z_OK) {
-            rc = mcg_err_set(err, MCG_EIO, "writing the rendered objects: no zlib");
+            rc = mcg_err_set(err, MCG_EIO, "no zlib");
             break;
         }
         zs.next_in = o->data;
@@ -466,8 +464,7 @@ static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
         zs.next_out = z;
         zs.avail_out = (uInt)zcap;
         if (deflate(&zs, Z_FINISH) != Z_STREAM_END) {
-            rc = mcg_err_set(err, MCG_EIO, "writing the rendered objects: cannot compress %s",
-                             git_oid_tostr_s(&o->id));
+            rc = mcg_err_set(err, MCG_EIO, "cannot compress %s", git_oid_tostr_s(&o->id));
             break;
         }
         size_t zl = zcap - zs.avail_out;
@@ -481,7 +478,7 @@ static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
     deflateEnd(&zs);
     free(z);
     if (!rc && !sha1(sum, pack.ptr, pack.len))
-        rc = mcg_err_set(err, MCG_EIO, "writing the rendered objects: no SHA-1");
+        rc = mcg_err_set(err, MCG_EIO, "no SHA-1");
     if (rc)
         goto out;
     mcg_buf_put(&pack, sum, sizeof(sum));
@@ -509,7 +506,7 @@ static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
         }
     mcg_buf_put(&idx, sum, sizeof(sum));
     if (!sha1(isum, idx.ptr, idx.len)) {
-        rc = mcg_err_set(err, MCG_EIO, "writing the rendered objects: no SHA-1");
+        rc = mcg_err_set(err, MCG_EIO, "no SHA-1");
         goto out;
     }
     mcg_buf_put(&idx, isum, sizeof(isum));
