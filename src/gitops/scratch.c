@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define SCRATCH_UNPACK_LIMIT 100 /* objects; fewer are written loose (git's default) */
@@ -516,12 +517,17 @@ static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
     if ((rc = mcg_mkdirs(packdir, 0755, err)) != 0)
         goto out;
     path = mcg_sprintf("%s/pack-%s.pack", packdir, hex);
+    bool had = access(path, F_OK) == 0; /* the same objects, packed by another render */
     if ((rc = mcg_write_file_atomic(path, pack.ptr, pack.len, 0444, err)) != 0)
         goto out;
-    free(path);
-    path = mcg_sprintf("%s/pack-%s.idx", packdir, hex);
-    if ((rc = mcg_write_file_atomic(path, idx.ptr, idx.len, 0444, err)) != 0)
+    char *idxpath = mcg_sprintf("%s/pack-%s.idx", packdir, hex);
+    rc = mcg_write_file_atomic(idxpath, idx.ptr, idx.len, 0444, err);
+    free(idxpath);
+    if (rc) {
+        if (!had)
+            unlink(path); /* a pack without its index is only litter */
         goto out;
+    }
     mcg_fsync_dir(packdir);
 out:
     if (rc)

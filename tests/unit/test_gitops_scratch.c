@@ -21,6 +21,8 @@
 #include "gitops/gitops_int.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <git2.h>
 #include <git2/sys/commit.h>
 
@@ -251,6 +253,60 @@ static void test_alternates(void **state)
     free(line);
 }
 
+/* Name of the one pack in dir/objects/pack (without extension), into out. */
+static void only_pack(const char *dir, char out[128])
+{
+    char *pack = mcg_sprintf("%s/objects/pack", dir);
+    DIR *d = opendir(pack);
+    struct dirent *e;
+    out[0] = '\0';
+    while (d && (e = readdir(d)))
+        if (strstr(e->d_name, ".pack"))
+            snprintf(out, 128, "%.*s", (int)(strlen(e->d_name) - 5), e->d_name);
+    if (d)
+        closedir(d);
+    free(pack);
+    assert_true(out[0] != '\0');
+}
+
+/* An index that cannot be written: a one-line reason, and no pack left behind. */
+static void test_index_fails_nothing_left(void **state)
+{
+    fx *f = *state;
+    char name[128], other[256];
+    mcg_repo *s = NULL, *r2 = NULL;
+    git_repository *g2 = NULL;
+    git_odb_backend *mem = NULL;
+    mcg_err err = {0};
+    git_oid ids[120];
+    size_t loose, packs;
+    /* the pack these objects make, and its name (the bytes are deterministic) */
+    assert_int_equal(mcg_repo_scratch(&s, &mem, f->r, &err), 0);
+    write_blobs(mcg_repo_git(s), 120, "idx", ids);
+    assert_int_equal(mcg_repo_scratch_persist(f->r, s, mem, &err), 0);
+    mcg_repo_free(s);
+    only_pack(f->dir, name);
+    /* in another repository the index's name is taken by a directory */
+    mcg_test_tmpdir(other, "scratch-idx");
+    assert_int_equal(git_repository_init(&g2, other, 1), 0);
+    assert_int_equal(mcg_repo_open(&r2, other, &err), 0);
+    char *blocker = mcg_sprintf("%s/objects/pack/%s.idx", other, name);
+    assert_int_equal(mkdir(blocker, 0755), 0);
+    assert_int_equal(mcg_repo_scratch(&s, &mem, r2, &err), 0);
+    write_blobs(mcg_repo_git(s), 120, "idx", ids);
+    assert_int_not_equal(mcg_repo_scratch_persist(r2, s, mem, &err), 0);
+    assert_contains(err.msg, "writing the rendered objects");
+    assert_null(strchr(err.msg, '\n'));
+    rmdir(blocker);
+    count_objects(other, &loose, &packs);
+    assert_int_equal(loose + packs, 0);
+    mcg_repo_free(s);
+    mcg_repo_free(r2);
+    git_repository_free(g2);
+    mcg_test_rm_rf(other);
+    free(blocker);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -258,6 +314,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_few_objects_loose, setup, teardown),
         cmocka_unit_test_setup_teardown(test_same_ids_as_the_repository, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alternates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_fails_nothing_left, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
