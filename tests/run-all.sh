@@ -1,73 +1,156 @@
 #!/usr/bin/env bash
-# Builds mcgit three ways and runs the whole test suite on each:
-#   Debug (plain), Asan (AddressSanitizer + UBSan), and Valgrind over the unit
-#   tests of the Debug build; then a clang build (-Werror) and a brief fuzz
-#   run of every tests/fuzz target (both when clang is installed).
-# Exits non-zero on the first failure.
+# Builds mcgit several ways and runs the whole test suite on each, phase by
+# phase:
+#   debug     the Debug build and its whole ctest suite
+#   asan      AddressSanitizer + UBSan build, whole suite (LeakSanitizer on)
+#   valgrind  Valgrind over the unit tests of the Debug build
+#   clang     a clang build (-Werror) and its unit tests
+#   fuzz      every tests/fuzz target, MCGIT_FUZZ_SECONDS each (default 10)
+# Every phase runs even when an earlier one failed (a build that fails fails
+# only its own phase and those that need it). At the end one line per phase:
+# passed, failed, skipped, seconds. Exit status 1 if any phase failed.
 #
-# MCGIT_REQUIRE_ALL=1 (set by .ci/run): nothing may be skipped. A test that
-# reports SKIP (exit 77), a part of a test that cannot run, or a missing
-# clang fails the run instead of passing quietly.
+# A skipped test prints its reason on its own ctest line. With
+# MCGIT_REQUIRE_ALL=1 (set by .ci/run) nothing may be skipped: a skipped
+# test, a part of a test that cannot run, or a missing clang fails the run.
 # -DMCGIT_TESTS=ON: a build directory configured for the demo (README,
 # -DMCGIT_TESTS=OFF) gets its tests back.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
 jobs=$(nproc 2>/dev/null || echo 2)
 require_all=${MCGIT_REQUIRE_ALL:-}
-log=$(mktemp "${TMPDIR:-/tmp}/mcgit-ctest.XXXXXX")
-trap 'rm -f "$log"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/mcgit-run-all.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+summary=()
+any_failed=0
 
-# run_ctest DIR [env...]: the suite in DIR; with MCGIT_REQUIRE_ALL=1 a
-# skipped (or not run) test is a failure.
-run_ctest() {
-  local dir=$1; shift
-  env "$@" ctest --test-dir "$dir" --output-on-failure -j"$jobs" 2>&1 | tee "$log"
-  [ "${PIPESTATUS[0]}" = 0 ] || return 1
-  if [ "$require_all" = 1 ] && grep -qE '\*\*\*Skipped|Not Run|tests did not run' "$log"; then
-    echo "MCGIT_REQUIRE_ALL=1: tests were skipped:"; grep -E '\*\*\*Skipped|Not Run' "$log"
+# phase_end NAME STATUS PASSED FAILED SKIPPED START: record a phase's line.
+phase_end() {
+  local name=$1 status=$2 secs=$(($(date +%s) - $6))
+  summary+=("$(printf '%-9s %-6s passed %4s  failed %3s  skipped %3s  %5s s' \
+    "$name" "$status" "$3" "$4" "$5" "$secs")")
+  [ "$status" = ok ] || any_failed=1
+}
+
+# build NAME DIR [cmake args...]: configure and build; the log on failure.
+build() {
+  local name=$1 dir=$2; shift 2
+  echo "== $name: building $dir"
+  if ! { cmake -S . -B "$dir" "$@" && cmake --build "$dir" -j"$jobs"; } >"$work/build-$name.log" 2>&1; then
+    echo "$name: the build failed:"; tail -40 "$work/build-$name.log"
     return 1
   fi
 }
 
-echo "== Debug build"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug -DMCGIT_TESTS=ON >/dev/null
-cmake --build build -j"$jobs" >/dev/null
-run_ctest build
+# skip_reasons: ctest's output with each skipped test's reason (the
+# "skipped: ..." line tests/integration/lib.sh records) on the same line.
+skip_reasons() {
+  local line name reason
+  while IFS= read -r line; do
+    if [[ $line == *"***Skipped"* ]]; then
+      name=$(sed -nE 's/.*Test +#[0-9]+: ([^ ]+) .*/\1/p' <<<"$line")
+      name=${name##*/}
+      reason="no reason recorded"
+      [ -n "$name" ] && [ -s "$MCGIT_SKIP_DIR/$name" ] && reason=$(head -1 "$MCGIT_SKIP_DIR/$name")
+      line="$line  ($reason)"
+    fi
+    printf '%s\n' "$line"
+  done
+}
 
-echo "== Asan build (ASan + UBSan)"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Asan -DMCGIT_TESTS=ON >/dev/null
-cmake --build build-asan -j"$jobs" >/dev/null
-run_ctest build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-
-echo "== Valgrind (unit tests, Debug build)"
-fail=0
-for t in build/tests/test_*; do
-  [ -x "$t" ] || continue
-  if ! valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-       "$t" >/tmp/mcgit-valgrind.log 2>&1; then
-    echo "valgrind: $t failed"; tail -30 /tmp/mcgit-valgrind.log; fail=1
+# run_ctest NAME DIR START [ctest args...]: the suite in DIR; counts into the
+# phase's summary line. With MCGIT_REQUIRE_ALL=1 a skipped test fails.
+run_ctest() {
+  local name=$1 dir=$2 start=$3; shift 3
+  local log="$work/ctest-$name.log" rc=0 total failed skipped
+  export MCGIT_SKIP_DIR="$work/skips-$name"
+  mkdir -p "$MCGIT_SKIP_DIR"
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" 2>&1 | skip_reasons | tee "$log"
+  rc=${PIPESTATUS[0]}
+  total=$(sed -nE 's/.*tests passed, [0-9]+ tests? failed out of ([0-9]+).*/\1/p' "$log" | tail -1)
+  failed=$(sed -nE 's/.*tests passed, ([0-9]+) tests? failed out of.*/\1/p' "$log" | tail -1)
+  skipped=$(grep -c '\*\*\*Skipped' "$log")
+  : "${total:=0}" "${failed:=0}"
+  if [ "$skipped" -gt 0 ] && [ "$require_all" = 1 ]; then
+    echo "MCGIT_REQUIRE_ALL=1: tests were skipped:"; grep '\*\*\*Skipped' "$log"; rc=1
   fi
-done
-[ "$fail" = 0 ]
+  [ "$total" -gt 0 ] || rc=1
+  local status=ok
+  [ "$rc" = 0 ] || status=FAILED
+  phase_end "$name" "$status" $((total - failed - skipped)) "$failed" "$skipped" "$start"
+}
 
+# -------------------------------------------------------------------- debug
+start=$(date +%s)
+debug_built=0
+if build debug build -DCMAKE_BUILD_TYPE=Debug -DMCGIT_TESTS=ON; then
+  debug_built=1
+  run_ctest debug build "$start"
+else
+  phase_end debug FAILED 0 0 0 "$start"
+fi
+
+# --------------------------------------------------------------------- asan
+start=$(date +%s)
+if build asan build-asan -DCMAKE_BUILD_TYPE=Asan -DMCGIT_TESTS=ON; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_ctest asan build-asan "$start"
+else
+  phase_end asan FAILED 0 0 0 "$start"
+fi
+
+# ----------------------------------------------------------------- valgrind
+start=$(date +%s)
+echo "== valgrind: unit tests of the Debug build"
+vpass=0 vfail=0
+if [ "$debug_built" = 1 ]; then
+  for t in build/tests/test_*; do
+    [ -x "$t" ] || continue
+    if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+      "$t" >"$work/valgrind.log" 2>&1; then
+      vpass=$((vpass + 1))
+    else
+      echo "valgrind: $t failed"; tail -30 "$work/valgrind.log"; vfail=$((vfail + 1))
+    fi
+  done
+fi
+vstatus=ok
+{ [ "$vfail" = 0 ] && [ "$vpass" -gt 0 ]; } || vstatus=FAILED
+phase_end valgrind "$vstatus" "$vpass" "$vfail" 0 "$start"
+
+# ------------------------------------------------------------- clang + fuzz
+start=$(date +%s)
 if command -v clang >/dev/null; then
-  echo "== clang build (-Werror), unit tests"
-  CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release -DMCGIT_TESTS=ON >/dev/null
-  cmake --build build-clang -j"$jobs" >/dev/null
-  ctest --test-dir build-clang -L unit --output-on-failure -j"$jobs"
+  if CC=clang build clang build-clang -DCMAKE_BUILD_TYPE=Release -DMCGIT_TESTS=ON; then
+    run_ctest clang build-clang "$start" -L unit
+  else
+    phase_end clang FAILED 0 0 0 "$start"
+  fi
+  start=$(date +%s)
   fuzz_secs=${MCGIT_FUZZ_SECONDS:-10}
-  echo "== fuzz targets, ${fuzz_secs} s each (tests/fuzz/run.sh)"
+  echo "== fuzz: every target, ${fuzz_secs} s each (tests/fuzz/run.sh)"
   rc=0
-  tests/fuzz/run.sh "$fuzz_secs" || rc=$?
+  tests/fuzz/run.sh "$fuzz_secs" | tee "$work/fuzz.log" || rc=${PIPESTATUS[0]}
+  # run.sh's summary: one "NAME: N execs ..." line a target, FAILED on a failure
+  fpass=$(sed -n '/^== summary/,$p' "$work/fuzz.log" | grep -E '^fuzz_[a-z_]+: ' | grep -vc 'FAILED')
+  ffail=$(sed -n '/^== summary/,$p' "$work/fuzz.log" | grep -c 'FAILED')
   if [ "$rc" = 77 ] && [ "$require_all" != 1 ]; then
     echo "fuzzing skipped: clang cannot build libFuzzer targets here"
+    phase_end fuzz ok 0 0 1 "$start"
   elif [ "$rc" != 0 ]; then
-    exit 1
+    phase_end fuzz FAILED "$fpass" "$((ffail > 0 ? ffail : 1))" 0 "$start"
+  else
+    phase_end fuzz ok "$fpass" 0 0 "$start"
   fi
-elif [ "$require_all" = 1 ]; then
-  echo "MCGIT_REQUIRE_ALL=1: clang not installed (clang build and fuzzing required)"; exit 1
 else
   echo "== clang not installed: clang build and fuzzing skipped"
+  st=ok
+  [ "$require_all" = 1 ] && st=FAILED && echo "MCGIT_REQUIRE_ALL=1: clang is required"
+  phase_end clang "$st" 0 0 1 "$start"
+  phase_end fuzz "$st" 0 0 1 "$start"
 fi
-echo "== all tests passed"
+
+echo "== summary"
+printf '%s\n' "${summary[@]}"
+if [ "$any_failed" = 0 ]; then echo "== all phases passed"; else echo "== some phases FAILED"; fi
+exit "$any_failed"

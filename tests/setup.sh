@@ -20,18 +20,47 @@ case ${1:-} in
 esac
 
 # install PKG...: apt-get install those not installed yet (one apt-get
-# update first, only when something is missing). --demo leaves out what
-# the packages merely recommend.
+# update first, only when something is missing), never what they merely
+# recommend. Nothing installed here is left running or enabled: while apt
+# runs, a policy-rc.d (unless the host has its own) keeps packages from
+# starting their services, and the systemd units of every package this run
+# installed are disabled afterwards. The tests start what they need
+# themselves, on 127.0.0.1.
 updated=0
-norec=()
-[ "$demo" = 1 ] && norec=(--no-install-recommends)
+installed=()
 install() {
   local p missing=()
   for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   [ ${#missing[@]} -gt 0 ] || return 0
   if [ "$updated" = 0 ]; then apt-get update -qq; updated=1; fi
-  apt-get install -y -qq "${norec[@]}" "${missing[@]}" >/dev/null
+  local before
+  before=$(dpkg-query -W -f '${Package}\n' | sort)
+  local own_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && own_policy=1
+  fi
+  local rc=0
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
+  [ "$own_policy" = 0 ] || rm -f /usr/sbin/policy-rc.d
+  [ "$rc" = 0 ] || return "$rc"
+  mapfile -t -O "${#installed[@]}" installed < <(comm -13 <(echo "$before") \
+    <(dpkg-query -W -f '${Package}\n' | sort))
 }
+
+# quiet_services: disable (and stop, on a running systemd) the services of
+# the packages this run installed (etcd-server, prometheus, ...).
+quiet_services() {
+  command -v systemctl >/dev/null || return 0
+  local p u
+  for p in "${installed[@]}"; do
+    for u in $(dpkg -L "$p" 2>/dev/null | grep -E '^/(usr/)?lib/systemd/system/[^/]+\.(service|socket|timer)$' |
+      xargs -r -n1 basename); do
+      systemctl disable --quiet "$u" >/dev/null 2>&1 || true
+      [ -d /run/systemd/system ] && systemctl stop "$u" >/dev/null 2>&1 || true
+    done
+  done
+}
+trap quiet_services EXIT
 
 # Building mcgit (C only: gcc, not build-essential's g++), and `mcgit demo`,
 # which needs nothing else at run time (not even git: it signs and commits
@@ -49,7 +78,7 @@ install build-essential debhelper lintian systemd
 # (tests/fuzz/run.sh: libFuzzer, ASan, UBSan), and the install checks
 # (test_install: mandoc, man-db, zsh; test_systemd_units: systemd-analyze,
 # installed above with the packaging tools that package/test_deb uses).
-install git openssh-client valgrind python3 jq procps gzip coreutils libcmocka-dev \
+install git openssh-client valgrind python3 jq procps gzip coreutils time util-linux libcmocka-dev \
         clang libclang-rt-14-dev \
         mandoc man-db groff-base zsh \
         prometheus  # promtool and a real Prometheus server: test_metrics.sh
@@ -63,5 +92,5 @@ kpkgs=(golang-go dpkg-dev golang-github-modern-go-reflect2-dev golang-github-jso
        etcd-server curl openssl)
 command -v kubectl >/dev/null 2>&1 || kpkgs+=(kubernetes-client)
 install "${kpkgs[@]}"
-# A systemd host starts the packaged etcd on 2379; the tests use their own.
+# The packaged etcd is disabled (quiet_services); the tests start their own.
 "$(dirname "$0")"/kube/build-apiserver.sh >/dev/null

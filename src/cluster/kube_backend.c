@@ -90,7 +90,6 @@ void mcg_kube_op_free(mcg_cluster *c)
     free(k->identity);
     free(k->obs_rv);
     free(k->eviction_gv);
-    mcg_strv_free(&k->event_uids);
     free(k->ns);
     mcg_kube_client_free(k->kc);
     free(k->base.spec);

@@ -6,14 +6,10 @@
  * server accepts an event about a cluster-scoped object (a Node, a
  * MachineConfigPool) only there, as the kubelet's node events are
  * (deploy/rbac.yaml lets both service accounts create events there and
- * nowhere else). Its involvedObject names the object with its uid, which is
- * what `kubectl describe node` and `kubectl describe machineconfigpool`
- * match. The uid of a pool comes from the pools the
- * backend last listed, else a GET; a node's from a GET, remembered for the
- * next event (an agent reports on one node: one GET in its life). A node
- * deleted and re-created under the same name keeps the old uid here until
- * the process restarts; its events then do not show in `kubectl describe`
- * (still in `kubectl get events`). Events are
+ * nowhere else). Its involvedObject names the object with the uid that
+ * `kubectl describe` matches: a pool's real uid (from the pools the backend
+ * last listed, else a GET), a node's name (as the kubelet's node events
+ * and MCO's daemon's do). Events are
  * best effort: one try, no retry, no aggregation (each is new, named
  * OBJECT.<16 hex digits>, as client-go names them).
  */
@@ -48,20 +44,19 @@ json_t *mcg_kube_event_object(const mcg_event *ev, const char *uid, const char *
                      "reportingInstance", host && *host ? host : ev->component);
 }
 
-/* The uid of the event's object, or NULL (caller frees). */
+/* The uid of the event's object, or NULL (caller frees). A node's events
+ * carry the node's name as their uid, as the kubelet's and MCO's daemon's
+ * do: that is what `kubectl describe node` matches, in every kubectl
+ * version (Debian's 1.20 matches only that). A pool's is its real uid. */
 static char *object_uid(mcg_kube *k, const mcg_event *ev)
 {
-    const char *have = ev->pool ? mcg_kube_str_at(json_object_get(k->pools, ev->name), "metadata",
-                                                  "uid")
-                                : NULL;
+    if (!ev->pool)
+        return mcg_strdup(ev->name);
+    const char *have = mcg_kube_str_at(json_object_get(k->pools, ev->name), "metadata", "uid");
     if (have)
         return mcg_strdup(have);
-    size_t len = strlen(ev->name);
-    for (size_t i = 0; !ev->pool && i < k->event_uids.n; i++) /* "name uid" */
-        if (!strncmp(k->event_uids.v[i], ev->name, len) && k->event_uids.v[i][len] == ' ')
-            return mcg_strdup(k->event_uids.v[i] + len + 1);
     char *esc = mcg_kube_escape(ev->name);
-    char *path = mcg_sprintf("%s/%s", ev->pool ? MCG_KUBE_MCP_PATH : MCG_KUBE_NODES_PATH, esc);
+    char *path = mcg_sprintf("%s/%s", MCG_KUBE_MCP_PATH, esc);
     json_t *o = NULL;
     long st = 0;
     mcg_err e = {0};
@@ -69,11 +64,6 @@ static char *object_uid(mcg_kube *k, const mcg_event *ev)
     if (mcg_kube_simple(k->kc, "GET", path, &st, &o, &e) == 0) {
         const char *u = mcg_kube_str_at(o, "metadata", "uid");
         uid = u ? mcg_strdup(u) : NULL;
-        if (u && !ev->pool && k->event_uids.n < 64) { /* an agent: its one node */
-            char *line = mcg_sprintf("%s %s", ev->name, u);
-            mcg_strv_push(&k->event_uids, line);
-            free(line);
-        }
     }
     json_decref(o);
     free(path);

@@ -397,7 +397,6 @@ typedef struct mcg_kube {
     int64_t lead_ok_ms; /* when (monotonic) the last successful take/renew was sent */
 
     char *eviction_gv; /* "policy/v1" or "policy/v1beta1", once discovered (kube_drain.c) */
-    mcg_strv event_uids; /* "node uid" of nodes events were recorded about (kube_events.c) */
 } mcg_kube;
 
 /* kube_backend.c: the handle of c, its client told where to look for a stop. */

@@ -28,6 +28,8 @@ finish() { echo "$PASS passed, $FAIL failed"; [ "$FAIL" = 0 ]; }
 # MCGIT_REQUIRE_ALL=1 (CI) it fails instead, so a missing tool never passes.
 skip() {
   echo "skipped: $*"
+  # tests/run-all.sh prints the reason on the test's ctest line
+  [ -n "${MCGIT_SKIP_DIR:-}" ] && echo "$*" >"$MCGIT_SKIP_DIR/$(basename "$0" .sh)" 2>/dev/null
   if [ "${MCGIT_REQUIRE_ALL:-}" = 1 ]; then echo "MCGIT_REQUIRE_ALL=1: a required test cannot run"; exit 1; fi
   exit 77
 }

@@ -128,8 +128,7 @@ kube_deploy
 KCL=kube:$KUBECONFIG
 kube_node w1 node-role.kubernetes.io/worker=
 kinfo() { # kinfo MACHINEID BOOTID: set w1's status.nodeInfo as a kubelet would
-  kubectl patch node w1 --subresource=status --type=merge \
-    -p "{\"status\":{\"nodeInfo\":{\"machineID\":\"$1\",\"bootID\":\"$2\",\"systemUUID\":\"\",\"kernelVersion\":\"\",\"osImage\":\"\",\"containerRuntimeVersion\":\"\",\"kubeletVersion\":\"\",\"kubeProxyVersion\":\"\",\"operatingSystem\":\"linux\",\"architecture\":\"amd64\"}}}" >/dev/null
+  kube_api PATCH /api/v1/nodes/w1/status "{\"status\":{\"nodeInfo\":{\"machineID\":\"$1\",\"bootID\":\"$2\",\"systemUUID\":\"\",\"kernelVersion\":\"\",\"osImage\":\"\",\"containerRuntimeVersion\":\"\",\"kubeletVersion\":\"\",\"kubeProxyVersion\":\"\",\"operatingSystem\":\"linux\",\"architecture\":\"amd64\"}}}" >/dev/null
 }
 KHOST=$T/khost
 mkdir -p "$KHOST/etc"

@@ -5,7 +5,7 @@
 # of issue 19 (usage hint, empty verify/log, YAML tabs, maxUnavailable over
 # 100%, $MCGIT_CLUSTER).
 . "$(dirname "$0")/lib.sh"
-command -v jq >/dev/null || { echo "skip: jq not installed"; exit 77; }
+need jq
 
 mkkey alice ed25519
 TR=$T/trust

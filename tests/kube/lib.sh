@@ -41,9 +41,9 @@ metadata:
     kubernetes.io/hostname: "$name"
 $labels
 NODE
-  kubectl patch node "$name" --subresource=status --type=merge \
-    -p '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"test","lastHeartbeatTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}' \
-    >/dev/null 2>&1 || kube_api PATCH "/api/v1/nodes/$name/status" \
+  # the status subresource through a raw request: Debian's kubectl 1.20 has
+  # no `kubectl patch --subresource`
+  kube_api PATCH "/api/v1/nodes/$name/status" \
     '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"test","lastHeartbeatTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}' >/dev/null
 }
 # kube_api METHOD PATH [JSON]: a raw admin request (merge-patch for PATCH).
