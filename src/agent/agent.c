@@ -347,6 +347,37 @@ static void clean_state_temps(mcg_agent *a)
 
 /* ------------------------------------------------------------- open */
 
+/* Takes the state directory's lock, and writes this agent's pid into the
+ * lock file for the next one to name. Held: one line naming the running
+ * agent and what to do. */
+static int take_lock(mcg_agent *a, mcg_err *err)
+{
+    a->lockfd = openat(a->statefd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (a->lockfd < 0)
+        return mcg_err_set(err, MCG_EIO, "state directory: lock: %s", strerror(errno));
+    if (flock(a->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK)
+            return mcg_err_set(err, MCG_EIO, "state directory: lock: %s", strerror(errno));
+        char buf[32] = "";
+        ssize_t n = pread(a->lockfd, buf, sizeof(buf) - 1, 0);
+        long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+        if (pid > 0)
+            return mcg_err_set(err, MCG_ECONFLICT,
+                               "state directory: another agent (pid %ld) is running on this root; "
+                               "it applies each new desiredConfig itself (stop it first to apply "
+                               "by hand: kill %ld)",
+                               pid, pid);
+        return mcg_err_set(err, MCG_ECONFLICT,
+                           "state directory: another agent is running on this root; it applies "
+                           "each new desiredConfig itself (stop it first to apply by hand)");
+    }
+    char pidline[32];
+    int len = snprintf(pidline, sizeof(pidline), "%ld\n", (long)getpid());
+    if (ftruncate(a->lockfd, 0) != 0 || pwrite(a->lockfd, pidline, (size_t)len, 0) != len)
+        return mcg_err_set(err, MCG_EIO, "state directory: lock: %s", strerror(errno));
+    return 0;
+}
+
 int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_cluster *c, mcg_err *err)
 {
     *out = NULL;
@@ -386,13 +417,8 @@ int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_cluster *c, mcg
         rc = mcg_err_set(err, MCG_EIO, "state directory: %s", strerror(errno));
         goto out;
     }
-    a->lockfd = openat(a->statefd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (a->lockfd < 0 || flock(a->lockfd, LOCK_EX | LOCK_NB) != 0) {
-        rc = mcg_err_set(err, MCG_ECONFLICT, "state directory: %s",
-                         errno == EWOULDBLOCK ? "another agent is running on this root"
-                                              : strerror(errno));
+    if ((rc = take_lock(a, err)) != 0)
         goto out;
-    }
     clean_state_temps(a);
     *out = a;
     a = NULL;

@@ -7,6 +7,8 @@
  *   pools/<pool>.json            MachineConfigPool with status
  *   machineconfiguration.json    the MachineConfiguration "cluster" spec
  *   sync.json                    operator sync requests and the controller's answer
+ *   events.jsonl                 events, one JSON object a line, oldest first
+ *                                (events.jsonl.1: the previous MiB of them)
  *   roots/<name>/                simulated nodes' root filesystems
  * Every write is atomic (temp file, fsync, rename) and every
  * read-modify-write of a node holds an exclusive flock on DIR/.lock, so a
@@ -944,6 +946,52 @@ static char *l_node_root(mcg_cluster *c, const char *name)
     return mcg_sprintf("%s/roots/%s", ((local *)c)->dir, name);
 }
 
+/* An event: one line appended to DIR/events.jsonl in one write (O_APPEND:
+ * writers never interleave within a line). Events are best effort, as the
+ * API server's are: not fsynced, and past 1 MiB the file moves to
+ * events.jsonl.1, replacing the one before. */
+#define EVENTS_MAX (1L << 20)
+static int l_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err)
+{
+    local *l = (local *)c;
+    int rc = ensure_dirs(l, err);
+    if (rc)
+        return rc;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char when[32];
+    mcg_time_iso(when, (int64_t)ts.tv_sec);
+    json_t *o = json_pack("{s:s,s:f,s:s,s:s,s:s,s:s,s:s,s:s}", "lastTimestamp", when, "time",
+                          (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, "kind",
+                          ev->pool ? "MachineConfigPool" : "Node", "name", ev->name, "type",
+                          ev->warning ? "Warning" : "Normal", "reason", ev->reason, "message",
+                          ev->message, "component", ev->component);
+    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(o);
+    if (!line)
+        return mcg_err_set(err, MCG_ENOMEM, "event about %s: out of memory", ev->name);
+    char *path = mcg_sprintf("%s/events.jsonl", l->dir);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > EVENTS_MAX) {
+        char *old = mcg_sprintf("%s.1", path);
+        if (rename(path, old) == 0) { /* the next event starts a new file */
+            close(fd);
+            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        }
+        free(old);
+    }
+    size_t len = strlen(line);
+    line[len++] = '\n'; /* over the NUL: written by length */
+    if (fd < 0 || write(fd, line, len) != (ssize_t)len)
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, fd < 0 ? strerror(errno) : "short write");
+    if (fd >= 0)
+        close(fd);
+    free(path);
+    free(line);
+    return rc;
+}
+
 static void l_free(mcg_cluster *c)
 {
     local *l = (local *)c;
@@ -1048,6 +1096,7 @@ static const mcg_cluster_ops local_ops = {
     .drain = l_drain,
     .node_root = l_node_root,
     .free = l_free,
+    .event = l_event,
     .patch_nodes = l_patch_nodes,
     .wait_change = l_wait_change,
     .pause_pool = l_pause_pool,

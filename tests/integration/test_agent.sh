@@ -97,7 +97,8 @@ desire "$C2"
 for _ in $(seq 1 50); do [ "$(field state)" = Done ] && break; sleep 0.1; done
 sleep 0.3
 expect_rc 1 "a second agent on the same root is refused" -- agent
-expect_grep "another agent is running on this root" "$T/err" "and says why"
+expect_grep "another agent \\(pid $loop\\) is running on this root" "$T/err" "and says why, naming the running agent's pid"
+expect_grep "kill $loop\\)" "$T/err" "and what to do"
 kill -TERM "$loop"; st=0; wait "$loop" || st=$?
 [ "$st" = 0 ] && ok "the loop stops cleanly on SIGTERM" || bad "loop exit $st"
 expect_rc 0 "after it, --once runs" -- agent

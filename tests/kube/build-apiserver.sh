@@ -13,8 +13,15 @@ set -eu
 
 cache=${MCGIT_KUBE_CACHE:-/var/cache/mcgit-kube}
 mkdir -p "$cache"
-work="$cache/work"
 apt_dir="$cache/apt"
+# One build at a time per cache (two set-ups at once would share the apt
+# directory); each in a work directory of its own, removed on every exit.
+exec 9>"$cache/lock"
+flock 9
+rm -rf "$cache/work" # an older version's shared work directory
+work=$(mktemp -d "$cache/work.XXXXXX")
+ticker=""
+trap '[ -z "$ticker" ] || kill "$ticker" 2>/dev/null; rm -rf "$work"' EXIT
 
 log() { printf 'build-apiserver: %s\n' "$*" >&2; }
 
@@ -47,8 +54,11 @@ if [ -x "$bin" ]; then
     exit 0
 fi
 
-log "building kube-apiserver from Debian's kubernetes $version (about 3 minutes)"
-rm -rf "$work"
+log "building kube-apiserver from Debian's kubernetes $version (about 3 minutes, once: cached in $cache)"
+# progress while Go is silent: the elapsed time every 20 s
+started=$(date +%s)
+(while sleep 20; do log "still building ($(($(date +%s) - started)) s)"; done) &
+ticker=$!
 mkdir -p "$work/src"
 (cd "$work/src" && aptq source --download-only "kubernetes=$version" >&2 &&
     dpkg-source --no-check -x kubernetes_*.dsc kubernetes >&2)
@@ -76,20 +86,20 @@ cd "$k8s"
 # pkg/generated/openapi/zz_generated.openapi.go is not in the tarball:
 # generate it with the vendored openapi-gen, inputs as the upstream Makefile
 # lists them (every package tagged +k8s:openapi-gen=).
-log "generating OpenAPI definitions"
+log "step 1 of 3: the OpenAPI generator"
 go build -o "$work/openapi-gen" ./vendor/k8s.io/kube-openapi/cmd/openapi-gen
 inputs=$(grep -rl --include='*.go' -e '+k8s:openapi-gen=' pkg staging/src vendor/k8s.io 2>/dev/null |
     xargs -n1 dirname | sort -u |
     sed -e 's#^staging/src/##' -e 's#^vendor/##' -e 's#^pkg/#k8s.io/kubernetes/pkg/#' |
     grep -v -e '^k8s.io/kubernetes/vendor' -e '/testdata' -e 'code-generator' | sort -u | paste -sd, -)
+log "step 2 of 3: generating OpenAPI definitions"
 "$work/openapi-gen" --input-dirs "$inputs" \
     --output-package k8s.io/kubernetes/pkg/generated/openapi -O zz_generated.openapi \
     --go-header-file hack/boilerplate/boilerplate.generatego.txt \
     --output-base "$gopath/src" --report-filename /dev/null >&2
 
-log "compiling"
+log "step 3 of 3: compiling kube-apiserver"
 go build -trimpath -ldflags '-s -w' -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver
 mv "$bin.tmp" "$bin"
-rm -rf "$work"
-log "built: $bin"
+log "built in $(($(date +%s) - started)) s: $bin"
 echo "$bin"
