@@ -19,6 +19,32 @@ sys.exit(0 if "```\n" + txt + "```" in doc else 1)
 PY
   then ok "$c: docs/commands.md matches"; else bad "$c: docs/commands.md is out of date (regenerate it)"; fi
 done
+
+# The README's "Next steps after the demo" block, run as written in a new
+# HOME, from a directory laid out like the clone after the first command
+# (build/mcgit). apt-get is a stand-in that checks the packages it names are
+# installed (tests/setup.sh installs them; the test does not install).
+python3 - "$SRC/README.md" >"$T/next-steps.sh" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+part = text.split("### Next steps after the demo", 1)[1]
+block = re.search(r"```sh\n(.*?)```", part, re.S).group(1)
+print(block)
+PY
+[ -s "$T/next-steps.sh" ] && ok "README has a next-steps block" || bad "README has no next-steps block"
+mkdir -p "$T/ns/home" "$T/ns/clone/build" "$T/ns/bin"
+ln -s "$MCGIT" "$T/ns/clone/build/mcgit"
+cat >"$T/ns/bin/apt-get" <<'SHIM'
+#!/bin/sh
+for p in "$@"; do case $p in -*|install) ;; *) dpkg -s "$p" >/dev/null 2>&1 || { echo "not installed: $p" >&2; exit 1; } ;; esac; done
+SHIM
+chmod +x "$T/ns/bin/apt-get"
+(cd "$T/ns/clone" && HOME="$T/ns/home" PATH="$T/ns/bin:$(dirname "$(command -v git)"):/usr/bin:/bin" \
+  bash -euo pipefail "$T/next-steps.sh") >"$T/ns/out" 2>&1 && ok "the next-steps block runs as written" ||
+  { bad "the next-steps block fails"; tail -5 "$T/ns/out"; }
+expect_grep 'Good "git" signature for me@example.com' "$T/ns/out" "git log --show-signature: a good signature"
+expect_grep '^worker rendered-worker-[0-9a-f]{32}' "$T/ns/out" "mcgit render renders the signed commit"
+
 expect_rc 2 "unknown command is a usage error" -- "$MCGIT" no-such-command
 expect_rc 0 "version" -- "$MCGIT" version
 finish
