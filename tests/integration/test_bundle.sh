@@ -144,7 +144,11 @@ git init -q --bare "$T/dst4b"
   ok "create - | import -: a bundle streams through a pipe" || { bad "create - | import -"; cat "$T/out"; }
 [ "$(git -C "$T/dst4b" rev-parse main)" = "$TIP" ] && ok "pipe: main imported" || bad "pipe: main"
 grep -q '%' "$T/err" && bad "no progress bar when stderr is not a terminal" || ok "no progress bar when stderr is not a terminal"
-if command -v script >/dev/null; then
+if ! command -v script >/dev/null; then
+  skip_part "no script(1) to give the command a terminal"
+elif ! script -qec true /dev/null >/dev/null 2>&1 </dev/null; then
+  skip_part "no pseudo-terminal for script(1) (is /dev/pts mounted?)"
+else
   # script(1) gives the command a terminal; its output is what the terminal shows.
   script -qec "'$MCGIT' bundle create --repo '$T/src' '$T/tty.bundle'" /dev/null >"$T/tty" 2>&1 </dev/null || true
   expect_grep 'writing objects +\[#+\] 100%' "$T/tty" "create draws a progress bar on a terminal"
@@ -154,8 +158,6 @@ if command -v script >/dev/null; then
   expect_grep 'verifying commits +\[#+\] 100%' "$T/tty" "import: the bar follows the signature checks"
   script -qec "'$MCGIT' bundle create -q --repo '$T/src' '$T/tty2.bundle'" /dev/null >"$T/tty" 2>&1 </dev/null || true
   [ -s "$T/tty2.bundle" ] && ! grep -q '%' "$T/tty" && ok "-q: no progress bar" || bad "-q: no progress bar"
-else
-  skip_part "no script(1) to give the command a terminal"
 fi
 
 # ---------------------------------------------------------------- refusals

@@ -24,10 +24,12 @@ have=$(cd "$M" && ls | sort)
 [ "$want" = "$have" ] && ok "one man page per command, and mcgit.1" ||
   { bad "man pages differ from the command list"; diff <(echo "$want") <(echo "$have") | head; }
 
-# lint at every level; an Xr to a page not installed on this host is
-# checked below against the installed set instead
+# lint at every level. mandoc checks each .Xr against the host's manual
+# (/usr/share/man and its mandoc.db, whatever options say): what it says of
+# those is about the host, not these pages, and is left out; each .Xr is
+# checked below against the pages built here instead.
 mandoc -T lint -W all "$M"/*.1 >"$T/lint" 2>&1 || true
-grep -v 'STYLE: referenced manual not found' "$T/lint" >"$T/lint.real" || true
+grep -v -e 'STYLE: referenced manual not found' -e 'outdated mandoc.db' "$T/lint" >"$T/lint.real" || true
 [ ! -s "$T/lint.real" ] && ok "mandoc -T lint -W all: clean" ||
   { bad "mandoc -T lint reports problems"; head -20 "$T/lint.real"; }
 missing=$(grep -ho '^\.Xr [^ ]* [0-9]' "$M"/*.1 | awk '{print $2 "." $3}' | sort -u |
