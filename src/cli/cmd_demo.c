@@ -5,7 +5,7 @@
  * signing key, a local cluster of 3 master, 3 worker and 1 infra node; starts
  * the controller and one agent process per node (this same binary), and
  * walks through: first rollout, a config change rolling across the workers
- * at most maxUnavailable at a time, drift detected and repaired, an unsigned
+ * at most maxUnavailable at a time, drift reported (and repaired by hand), an unsigned
  * commit refused, and a rollback to the first render (a signed source commit).
  */
 #include "cli/cli.h"
@@ -37,7 +37,8 @@ const mcg_cmd mcg_cmd_demo = {
     "local cluster of 3 master, 3 worker and 1 infra node; start the controller\n"
     "and one agent per node; then show: the first rollout; a signed config\n"
     "change rolling across the workers at most maxUnavailable at a time; a\n"
-    "hand-edited file detected as drift and repaired; an unsigned commit\n"
+    "hand-edited file reported as drift (the agent reports it, the operator\n"
+    "puts the file back, and the node returns to Done); an unsigned commit\n"
     "refused; and `mcgit rollback` to the first render (a signed commit on\n"
     "main restoring its configs). Finally print where the\n"
     "repo and the cluster are, to explore with `git log -p rendered` and\n"
