@@ -16,7 +16,9 @@
 #    `tests/setup.sh && tests/run-all.sh`) run in the clone, with only
 #    MCGIT_REQUIRE_ALL, MCGIT_REQUIRE_KUBE and MCGIT_FUZZ_SECONDS passed in.
 # Everything is unmounted on every exit path (and the root removed unless
-# MCGIT_FRESH_KEEP=1). Exit status: COMMAND's.
+# MCGIT_FRESH_KEEP=1). Exit status: COMMAND's. Where no root can be made
+# (no privilege to mount or chroot: a container that is itself a fresh
+# Debian 12), it says so on stderr and runs COMMAND in this tree instead.
 #
 # Needs debootstrap and git on the host: installed here with apt-get when
 # missing. MCGIT_DEBIAN_MIRROR (default http://deb.debian.org/debian).
@@ -38,20 +40,45 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# in_place REASON: where no root can be made (a container without the
+# privilege to mount or chroot, itself a fresh Debian 12), say so loudly and
+# run COMMAND in this tree instead.
+in_place() {
+  log "NOT on a fresh root: $1; running the command in $SRCTREE instead"
+  cleanup_mounts
+  cd "$SRCTREE"
+  trap - EXIT
+  exec env -i HOME="${HOME:-/root}" TERM="${TERM:-dumb}" LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    ${MCGIT_REQUIRE_ALL:+MCGIT_REQUIRE_ALL=$MCGIT_REQUIRE_ALL} \
+    ${MCGIT_REQUIRE_KUBE:+MCGIT_REQUIRE_KUBE=$MCGIT_REQUIRE_KUBE} \
+    ${MCGIT_FUZZ_SECONDS:+MCGIT_FUZZ_SECONDS=$MCGIT_FUZZ_SECONDS} \
+    /bin/bash -c "$cmd"
+}
+
 root=${MCGIT_FRESH_DIR:-$(mktemp -d /var/tmp/mcgit-fresh-root.XXXXXX)}
 mounts=()
-cleanup() {
-  local rc=$? m p
-  trap - EXIT INT TERM
+# cleanup_mounts: stop what runs in the root, undo the mounts (newest
+# first), remove the root unless MCGIT_FRESH_KEEP=1 or a mount is left.
+cleanup_mounts() {
+  local m p
   # processes a test left running inside the root would keep mounts busy
   for p in /proc/[0-9]*; do
     [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -9 "${p#/proc/}" 2>/dev/null
   done
   for ((m = ${#mounts[@]} - 1; m >= 0; m--)); do
+    mountpoint -q "${mounts[m]}" || continue
     umount "${mounts[m]}" 2>/dev/null || umount -l "${mounts[m]}" 2>/dev/null ||
       log "could not unmount ${mounts[m]}"
   done
+  mounts=()
   if [ "${MCGIT_FRESH_KEEP:-}" != 1 ] && ! grep -q " $root/" /proc/mounts; then rm -rf "$root"; fi
+  return 0
+}
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  cleanup_mounts
   exit "$rc"
 }
 trap cleanup EXIT
@@ -65,15 +92,16 @@ if [ ! -s "$tarball" ]; then
   log "debootstrap: making the base system's tarball ($mirror)"
   find "$cache" -name 'bookworm-minbase-*.tgz' -delete
   tmp=$(mktemp -d /var/tmp/mcgit-debootstrap.XXXXXX)
-  debootstrap --variant=minbase --make-tarball="$tarball.part" bookworm "$tmp" "$mirror" >&2 ||
-    { rm -rf "$tmp" "$tarball.part"; log "debootstrap --make-tarball failed"; exit 1; }
+  debootstrap --variant=minbase --make-tarball="$tarball.part" bookworm "$tmp" "$mirror" >"$tmp.log" 2>&1 ||
+    { tail -5 "$tmp.log" >&2; rm -rf "$tmp" "$tmp.log" "$tarball.part"; in_place "debootstrap --make-tarball failed"; }
+  rm -f "$tmp.log"
   rm -rf "$tmp"
   mv "$tarball.part" "$tarball"
 fi
 mkdir -p "$root"
 log "debootstrap: a fresh root in $root"
 debootstrap --variant=minbase --unpack-tarball="$tarball" bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
-  { tail -20 "$root.debootstrap.log" >&2; rm -f "$root.debootstrap.log"; log "debootstrap failed"; exit 1; }
+  { tail -20 "$root.debootstrap.log" >&2; rm -f "$root.debootstrap.log"; in_place "debootstrap failed"; }
 rm -f "$root.debootstrap.log"
 # the sources a Debian 12 installation has
 cat >"$root/etc/apt/sources.list" <<SRC
@@ -86,9 +114,10 @@ cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 # 2. the kernel's file systems
 for m in proc sys dev dev/pts; do
   mkdir -p "$root/$m"
-  mount --bind "/$m" "$root/$m"
+  mount --bind "/$m" "$root/$m" || in_place "cannot bind-mount /$m (no CAP_SYS_ADMIN?)"
   mounts+=("$root/$m")
 done
+chroot "$root" /bin/true || in_place "cannot chroot into $root"
 
 # 3. the commit under test
 rev=$(git -C "$SRCTREE" rev-parse HEAD)
