@@ -32,7 +32,7 @@ deb-src http://deb.debian.org/debian bookworm main
 deb-src http://deb.debian.org/debian-security bookworm-security main
 SRC
 aptq() {
-    apt-get -q -o Dir::Etc::SourceList="$apt_dir/sources.list" \
+    apt-get -q -o APT::Sandbox::User=root -o Dir::Etc::SourceList="$apt_dir/sources.list" \
         -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$apt_dir/lists" \
         -o Dir::Cache::archives="$apt_dir/archives" "$@"
 }
