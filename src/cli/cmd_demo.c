@@ -83,6 +83,12 @@ static void say(const char *fmt, ...)
     fflush(stdout);
 }
 
+/* The first time a word appears: what it means, in one line. */
+static void term(const char *word, const char *meaning)
+{
+    printf("    (%s: %s)\n", word, meaning);
+}
+
 static int write_text(const char *path, const char *text)
 {
     mcg_err err = {0};
@@ -296,6 +302,51 @@ static int wait_node_state(demo *d, const char *node, const char *state, int tim
     return -1;
 }
 
+/* Prints, from the events the controller and the agents recorded
+ * (DIR/events.jsonl of the local cluster) since `since`, when each node whose
+ * name starts with `prefix` started Working (the controller targeted it) and
+ * when it was Done: the rollout's waves, one line each. */
+static void print_timeline(demo *d, double since, const char *prefix)
+{
+    char *path = mcg_sprintf("%s/cluster/events.jsonl", d->dir);
+    FILE *f = fopen(path, "r");
+    free(path);
+    if (!f)
+        return;
+    char *line = NULL;
+    size_t cap = 0, plen = strlen(prefix);
+    double t0 = -1;
+    while (getline(&line, &cap, f) > 0) {
+        json_t *ev = json_loads(line, 0, NULL);
+        double t = json_real_value(json_object_get(ev, "time"));
+        const char *reason = json_string_value(json_object_get(ev, "reason"));
+        const char *msg = json_string_value(json_object_get(ev, "message"));
+        const char *name = json_string_value(json_object_get(ev, "name"));
+        char node[64] = "", cfg[128] = "";
+        const char *state = NULL;
+        if (t >= since && reason && msg && name) {
+            if (!strcmp(reason, "SetDesiredConfig") &&
+                sscanf(msg, "Targeted node %63s to config %127s", node, cfg) == 2)
+                state = "Working";
+            else if (!strcmp(reason, "NodeDone") && snprintf(node, sizeof(node), "%s", name) > 0)
+                state = "Done";
+        }
+        if (state && !strncmp(node, prefix, plen)) {
+            if (t0 < 0) {
+                t0 = t;
+                printf("    the rollout, from the controller's and the agents' events:\n");
+            }
+            if (*cfg)
+                printf("      +%.2f s  %-9s %-8s (targeted %s)\n", t - t0, node, state, cfg);
+            else
+                printf("      +%.2f s  %-9s %s\n", t - t0, node, state);
+        }
+        json_decref(ev);
+    }
+    free(line);
+    fclose(f);
+}
+
 static const char chrony_mc[] =
     "apiVersion: machineconfiguration.openshift.io/v1\n"
     "kind: MachineConfig\n"
@@ -436,10 +487,15 @@ static int story(demo *d)
     char sha[MCG_SHA_HEX + 1], first_render[MCG_SHA_HEX + 1] = "", first_worker[128];
     say("A config repo with pools master, worker and infra (a custom pool that inherits "
         "worker's MachineConfigs), signed with a throwaway ed25519 key");
+    term("MachineConfig", "a YAML file in machineconfigs/: files, systemd units and SSH keys "
+                          "for nodes, as Ignition config");
+    term("pool", "a YAML file in pools/: which nodes (by label) get which MachineConfigs");
     if (commit(d, "Initial configuration", true, sha))
         return -1;
     say("3 master, 3 worker and 1 infra node join the local cluster; the controller and 7 "
         "agents start");
+    term("rendered config", "a pool's MachineConfigs merged into one, named "
+                            "rendered-<pool>-<hash of its content>; the CONFIG column");
     start_processes(d);
     if (wait_updated(d, NULL, 30, NULL))
         return -1;
@@ -455,9 +511,12 @@ static int story(demo *d)
 
     say("A signed change for the workers: /etc/chrony.conf and chronyd.service enabled. "
         "Workers update one at a time (maxUnavailable: 1), oldest first; infra inherits it");
+    term("maxUnavailable", "how many of a pool's nodes may be updating (not Done) at once");
     char *p = mcg_sprintf("%s/machineconfigs/50-worker-chrony.yaml", d->repo);
     int rc = write_text(p, chrony_mc);
     free(p);
+    struct timespec before;
+    clock_gettime(CLOCK_REALTIME, &before);
     if (rc || commit(d, "Configure chrony on workers", true, sha))
         return -1;
     size_t max_updating = 0;
@@ -468,12 +527,10 @@ static int story(demo *d)
         nap(100);
     if (wait_updated(d, target, 60, &max_updating))
         return -1;
+    print_timeline(d, (double)before.tv_sec + (double)before.tv_nsec / 1e9, "worker-");
     if (max_updating)
         printf("    at most %zu worker node%s updating at any sample (maxUnavailable: 1)\n",
                max_updating, max_updating == 1 ? " was" : "s were");
-    else
-        printf("    the waves went by between samples 100 ms apart: agents and controller wake "
-               "on each change (maxUnavailable: 1 held; see `mcgit status`)\n");
 
     say("Someone edits /etc/chrony.conf on worker-1 by hand: drift");
     char *path = mcg_sprintf("%s/cluster/roots/worker-1/etc/chrony.conf", d->dir);
@@ -596,8 +653,10 @@ static int story(demo *d)
             printf("    %s: %s -> %s\n", pool, from, to);
     }
     mcg_rollback_result_free(&rb);
+    printf("    the pools while the rollback rolls out (a table each time they change):\n");
     if (wait_updated(d, first_worker, 60, NULL))
         return -1;
+    printf("    the nodes after the rollback: every worker back on %s\n", first_worker);
     print_nodes(d);
     return 0;
 }

@@ -4,11 +4,21 @@
 . "$(dirname "$0")/lib.sh"
 expect_rc 0 "mcgit demo completes" -- timeout 120 "$MCGIT" demo --dir "$T/demo"
 cp "$T/out" "$T/demo.out"
-# The demo samples every 100 ms; an event-driven rollout may finish between
-# samples. Never more than one at a time (the invariant itself is tested
-# by test_controller_rollout.sh and test_controller_concurrency.sh).
-if grep -qE "at most [2-9][0-9]* worker nodes were updating" "$T/demo.out"; then bad "more than one worker updating at once"
-else expect_grep "at most 1 worker node was updating|the waves went by between samples" "$T/demo.out" "workers never updated more than one at a time"; fi
+# The rollout's timeline, from the events the controller and agents
+# recorded: each worker Working then Done, and never two Working at once.
+sed -n '/the rollout, from the/,/^$/p' "$T/demo.out" | grep -E '^ +\+[0-9.]+ s +worker-[0-9]' >"$T/timeline"
+[ "$(grep -c ' Working ' "$T/timeline")" = 3 ] && [ "$(grep -c ' Done$' "$T/timeline")" = 3 ] &&
+  ok "the timeline shows each of the 3 workers Working, then Done" || { bad "timeline"; cat "$T/timeline"; }
+awk '/ Working /{n++; if (n > m) m = n} / Done$/{n--} END{exit !(m == 1)}' "$T/timeline" &&
+  ok "one worker at a time (maxUnavailable: 1), by the timeline" || { bad "more than one worker at once"; cat "$T/timeline"; }
+for t in MachineConfig pool "rendered config" maxUnavailable; do
+  [ "$(grep -c "^    ($t: " "$T/demo.out")" = 1 ] && ok "'$t' explained once" || bad "'$t' not explained once"
+done
+expect_grep "^    the pools while the rollback rolls out" "$T/demo.out" "the tables after the rollback have a caption"
+expect_grep "^    the nodes after the rollback: every worker back on rendered-worker-" "$T/demo.out" "and so has the node table"
+"$MCGIT" help demo >"$T/help"
+grep -q "repaired" "$T/help" && ! grep -q "operator" "$T/help" && bad "help demo says drift is repaired" ||
+  ok "help demo: the agent reports drift, the operator repairs it"
 expect_grep "RenderDegraded: commit [0-9a-f]+ refused: commit is not signed" "$T/demo.out" "unsigned commit refused"
 expect_grep "Degraded +worker +.*chrony.conf" "$T/demo.out" "drift reported with the path"
 expect_grep "Rollback-To" "$T/demo.out" "rollback narrated"
