@@ -108,9 +108,10 @@ expect_rc 0 "push to another branch is not the source branch's business" -- push
   bad "feature push rendered"
 git -C "$C" checkout -q main
 
-# A key Ignition only warns about: the push is accepted and the pusher sees
-# the warning with its file and line on a remote: line.
-cat >"$C/machineconfigs/40-chrony.yaml" <<'YAML'
+# A misspelt key (within two edits of a key known there) is refused, with a
+# did-you-mean, by `mcgit validate`, `mcgit render` and the push.
+mc_chrony() {
+  cat >"$C/machineconfigs/40-chrony.yaml" <<YAML
 apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
 metadata:
@@ -125,11 +126,31 @@ spec:
       files:
       - path: /etc/chrony.conf
         filesystem: root
-        mdoe: 420
+        $1: 420
+        $2:
+          source: data:,server%20a
 YAML
+}
+mc_chrony mdoe contnets
+want='machineconfigs/40-chrony.yaml:15: unknown field "mdoe" \(did you mean "mode"\?\)'
+want2='machineconfigs/40-chrony.yaml:16: unknown field "contnets" \(did you mean "contents"\?\)'
+expect_rc 1 "validate refuses a misspelt key" -- "$MCGIT" validate "$C"
+expect_grep "^mcgit validate: $want$" "$T/err" "validate: did you mean mode"
+expect_grep "^mcgit validate: $want2$" "$T/err" "validate: did you mean contents"
+expect_rc 1 "render refuses a misspelt key" -- "$MCGIT" render "$C"
+expect_grep "^mcgit render: $want$" "$T/err" "render: did you mean"
+scommit "$C" alice "chrony, misspelt"
+refused "a push with a misspelt key" "$want *$" -- push origin main
+expect_grep "^remote: mcgit: refusing refs/heads/main: $want2 *$" "$T/push.out" "the pusher sees both misspellings"
+reset_client
+
+# A key Ignition only warns about (far from every key known there): the push
+# is accepted and the pusher sees each warning with its file and line on a
+# remote: line.
+mc_chrony verify contents
 scommit "$C" alice "chrony, with two keys Ignition ignores"
 expect_rc 0 "a push with warnings is accepted" -- push origin main
-n=$(grep -cE "^remote: mcgit: [0-9a-f]{12}: warning: machineconfigs/40-chrony.yaml:1[45]: unknown field 'storage.files\[0\].(filesystem|mdoe)'" "$T/push.out" || true)
+n=$(grep -cE "^remote: mcgit: [0-9a-f]{12}: warning: machineconfigs/40-chrony.yaml:1[45]: unknown field 'storage.files\[0\].(filesystem|verify)'" "$T/push.out" || true)
 [ "$n" = 2 ] && ok "the pusher sees both warnings on remote: lines with file:line" ||
   { bad "remote warnings: $n"; sed 's/^/    /' "$T/push.out"; }
 
