@@ -262,7 +262,9 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
  *     new tree loads and renders; when accepted, its plan (mcg_plan_lines)
  *     follows as "plan: ..." lines;
  *   - tags (under refs/tags/): created only, their history verified likewise;
- *   - anything else: accepted and read by nothing.
+ *   - anything else: accepted and read by nothing; another branch (not
+ *     deleted) gets one "note: <branch> is not the source branch (<source>):
+ *     ..." line.
  * approvals: the value the same push gives refs/notes/mcgit-approvals
  * (approvals for the two-person rule pushed with the branch), or NULL for
  * the ref's current value.

@@ -106,6 +106,12 @@ before=$(git -C "$S" rev-parse rendered)
 expect_rc 0 "push to another branch is not the source branch's business" -- push origin feature
 [ "$(git -C "$S" rev-parse rendered)" = "$before" ] && ok "a push to another branch renders nothing" ||
   bad "feature push rendered"
+n=$(grep -c "^remote: mcgit: note: " "$T/push.out" || true)
+[ "$n" = 1 ] && grep -qE "^remote: mcgit: note: feature is not the source branch \(main\): accepted, nothing will be rendered" "$T/push.out" &&
+  ok "the pusher is told, in one note, that feature is not the source branch main" ||
+  { bad "no one-line note on a push to another branch"; sed 's/^/    /' "$T/push.out"; }
+expect_rc 0 "deleting that branch" -- push origin :feature
+! grep -q "note:" "$T/push.out" && ok "a deleted branch gets no note" || bad "note on a deletion"
 git -C "$C" checkout -q main
 
 # A misspelt key (within two edits of a key known there) is refused, with a
