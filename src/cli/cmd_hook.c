@@ -118,7 +118,8 @@ static int install(const char *repo, const char *trust, const char *revoked,
         return MCG_EXIT_FAIL;
     }
     if (!realpath(trust, trust_abs)) {
-        mcg_cli_error("hook", "%s: %s", trust, strerror(errno));
+        mcg_cli_error("hook", "trust root (an allowed_signers file): %s: %s", trust,
+                      strerror(errno));
         return MCG_EXIT_FAIL;
     }
     if (revoked && !realpath(revoked, revoked_abs)) {
@@ -252,7 +253,7 @@ static int run(int argc, char **argv)
     const char *url = NULL, *token = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_hook, argc, argv, "h", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_hook);
         case 'r': repo = optarg; break;

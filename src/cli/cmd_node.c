@@ -118,7 +118,7 @@ static int run(int argc, char **argv)
     const char *cluster = NULL, *labels = NULL, *machine_id = NULL, *root = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_node, argc, argv, "h", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_node);
         case 'c': cluster = optarg; break;

@@ -115,7 +115,7 @@ static int run(int argc, char **argv)
                *cluster = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_plan, argc, argv, "ho:", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_plan);
         case 'o': format = optarg; break;
