@@ -45,6 +45,9 @@ struct option;
  */
 int mcg_cli_getopt(const mcg_cmd *cmd, int argc, char **argv, const char *shortopts,
                    const struct option *longopts);
+/* "mcgit: 'NAME' is not a command" (with a did-you-mean for a misspelt
+ * one) and the hint on stderr; returns 2. */
+int mcg_cli_unknown_command(const char *name);
 /* Print cmd's help to stdout and return 0. */
 int mcg_cli_help(const mcg_cmd *cmd);
 /* Print every diagnostic to stderr, one per line, sorted (mcg_diags_sort). */

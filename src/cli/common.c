@@ -113,6 +113,22 @@ int mcg_cli_getopt(const mcg_cmd *cmd, int argc, char **argv, const char *shorto
     return '?';
 }
 
+int mcg_cli_unknown_command(const char *name)
+{
+    const char *names[64];
+    size_t n = 0;
+    for (const mcg_cmd *const *c = mcg_commands; *c && n < 63; c++)
+        names[n++] = (*c)->name;
+    names[n] = NULL;
+    const char *near = mcg_did_you_mean(name, names);
+    if (near)
+        fprintf(stderr, "mcgit: '%s' is not a command (did you mean '%s'?); see 'mcgit help'\n",
+                name, near);
+    else
+        fprintf(stderr, "mcgit: '%s' is not a command; see 'mcgit help'\n", name);
+    return MCG_EXIT_USAGE;
+}
+
 int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
 {
     if (fmt) {

@@ -191,6 +191,9 @@ expect_rc 2 "an ambiguous abbreviation" -- "$MCGIT" verify --re x
 two_lines "ambiguous abbreviation" verify "mcgit verify: option '--re' is ambiguous: --repo, --rev, --revoked"
 expect_rc 2 "an argument to a flag" -- "$MCGIT" plan --help=yes
 two_lines "an argument to a flag" plan "mcgit plan: option '--help' takes no argument"
+expect_rc 2 "a misspelt command" -- "$MCGIT" rnder
+[ "$(cat "$T/err")" = "mcgit: 'rnder' is not a command (did you mean 'render'?); see 'mcgit help'" ] &&
+  ok "a misspelt command: did you mean render" || { bad "misspelt command"; sed 's/^/    /' "$T/err"; }
 # A --trust that is no allowed_signers file (a public key, say) says "trust root".
 expect_rc 1 "a public key as --trust" -- "$MCGIT" plan --repo "$C" --trust "$T/keys/alice.pub"
 expect_grep "^mcgit plan: trust root \(an allowed_signers file\): $T/keys/alice.pub:1: " "$T/err" "a wrong --trust names the trust root"
