@@ -201,6 +201,9 @@ expect_rc 0 "a push through mcgit on PATH" -- push origin main
 expect_grep "^remote: mcgit: rendered " "$T/push.out" "post-receive ran mcgit from PATH"
 expect_rc 0 "hook install with no mcgit on PATH" -- env PATH="$nomcgit" "$MCGIT" hook install --repo "$S" --trust "$TR"
 expect_grep "^mcgit hook: warning: the hooks cannot run mcgit from PATH" "$T/err" "install warns when mcgit is not on PATH"
+expect_rc 1 "post-receive without mcgit" -- env GIT_DIR="$S" PATH="$nomcgit" "$S/hooks/post-receive" </dev/null
+[ "$(wc -l <"$T/err")" = 1 ] && grep -q "^mcgit: warning: nothing rendered: cannot run 'mcgit' (not found or not executable)" "$T/err" &&
+  ok "post-receive says in one line that nothing was rendered" || { bad "post-receive without mcgit"; sed 's/^/    /' "$T/err"; }
 
 # ---------------------------------------------------------------- pre-commit
 W=$T/work
