@@ -51,9 +51,7 @@ int main(int argc, char **argv)
     if (!strcmp(name, "--version"))
         name = "version";
     const mcg_cmd *cmd = mcg_cmd_find(name);
-    if (!cmd) {
-        fprintf(stderr, "mcgit: '%s' is not a command; see 'mcgit help'\n", name);
-        return MCG_EXIT_USAGE;
-    }
+    if (!cmd)
+        return mcg_cli_unknown_command(name);
     return cmd->run(argc - 1, argv + 1);
 }

@@ -34,6 +34,20 @@ void mcg_cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "see 'mcgit help CMD'" on stderr, one line each; returns 2. */
 int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+struct option;
+/*
+ * getopt_long(argc, argv, shortopts, longopts, NULL) for command cmd, saying
+ * itself what is wrong (getopt's own messages are off): an unknown option,
+ * with a did-you-mean for a misspelt long one (mcg_did_you_mean over
+ * longopts), an ambiguous abbreviation, a missing argument, an argument to
+ * a flag — one line "mcgit CMD: ..." on stderr — and then returns '?', which
+ * the command hands to mcg_cli_usage_error(cmd, NULL).
+ */
+int mcg_cli_getopt(const mcg_cmd *cmd, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts);
+/* "mcgit: 'NAME' is not a command" (with a did-you-mean for a misspelt
+ * one) and the hint on stderr; returns 2. */
+int mcg_cli_unknown_command(const char *name);
 /* Print cmd's help to stdout and return 0. */
 int mcg_cli_help(const mcg_cmd *cmd);
 /* Print every diagnostic to stderr, one per line, sorted (mcg_diags_sort). */

@@ -96,7 +96,7 @@ static int run(int argc, char **argv)
     uint64_t interval = 30;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "hvq", opts, NULL)) != -1) {
+    while ((ch = mcg_cli_getopt(&mcg_cmd_agent, argc, argv, "hvq", opts)) != -1) {
         switch (ch) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_agent);

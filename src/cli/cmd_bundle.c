@@ -157,7 +157,7 @@ static int do_create(int argc, char **argv)
     mcg_strv refs = {0};
     int c, rc;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_bundle, argc, argv, "hq", opts)) != -1) {
         switch (c) {
         case 'h':
             mcg_strv_free(&refs);
@@ -275,7 +275,7 @@ static int do_check(int argc, char **argv, bool import)
     const char *repo = NULL, *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_bundle, argc, argv, "hq", opts)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_bundle);

@@ -95,7 +95,7 @@ static int run(int argc, char **argv)
     uint64_t keep = MCG_KEEP_CONFIGS_DEFAULT;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hqv", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_controller, argc, argv, "hqv", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_controller);
         case 'r': o.repo = optarg; break;

@@ -671,7 +671,7 @@ static int run(int argc, char **argv)
     bool keep = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_demo, argc, argv, "h", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_demo);
         case 'd': dir = optarg; break;

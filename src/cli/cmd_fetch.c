@@ -40,7 +40,7 @@ static int run(int argc, char **argv)
     const char *repo = NULL, *remote = "origin", *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_fetch, argc, argv, "h", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_fetch);
         case 'r': repo = optarg; break;

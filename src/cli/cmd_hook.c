@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,25 +32,31 @@ const mcg_cmd mcg_cmd_hook = {
     "       mcgit hook post-receive --repo R --trust F [--revoked K]\n"
     "                          [--webhook-url URL [--webhook-token-file T]]\n"
     "\n"
-    "install       put pre-receive, post-receive and pre-commit into R's hooks\n"
-    "              directory, record F (made absolute) and this mcgit binary in\n"
-    "              R's git config (mcgit.trust, mcgit.binary), B as\n"
+    "install       put pre-receive, post-receive and (unless R is bare)\n"
+    "              pre-commit into R's hooks directory, record F (made\n"
+    "              absolute) in R's git config (mcgit.trust), B as\n"
     "              mcgit.sourceBranch when given (default main), and point HEAD\n"
-    "              at the source branch. With --revoked, the revocation list K\n"
-    "              too (mcgit.revoked, made absolute). Without it a recorded\n"
-    "              mcgit.revoked is kept (`git config --unset mcgit.revoked`\n"
-    "              removes it). The hooks pass it to mcgit, and a recorded K that\n"
-    "              cannot be read refuses every push.\n"
+    "              at the source branch. The hooks run `mcgit` from PATH, or\n"
+    "              git config mcgit.binary when set; when they cannot run it,\n"
+    "              they say so in one line, and pre-receive refuses the push\n"
+    "              (install warns when it finds no mcgit there). With\n"
+    "              --revoked, the revocation list K too (mcgit.revoked, made\n"
+    "              absolute). Without it a recorded mcgit.revoked is kept\n"
+    "              (`git config --unset mcgit.revoked` removes it). The hooks\n"
+    "              pass it to mcgit, and a recorded K that cannot be read\n"
+    "              refuses every push.\n"
     "pre-receive   read `<old> <new> <ref>` lines on stdin; refuse (exit 1) a push\n"
     "              to the source branch if any new commit is unsigned or untrusted\n"
     "              (also against this host's clock), the update is not a\n"
     "              fast-forward, or the new tree does not validate; refuse any\n"
     "              push to refs/mcgit/* or the rendered branch, a moved tag, and\n"
     "              a new tag whose history does not verify. Other refs are\n"
-    "              accepted and read by nothing. Each refusal is one line, which\n"
-    "              the pusher sees as `remote: ...`. An accepted push to the\n"
-    "              source branch is answered with its warnings and its plan\n"
-    "              (`remote: mcgit: plan: ...`, as `mcgit plan` prints it).\n"
+    "              accepted and read by nothing (a push to another branch gets\n"
+    "              a `mcgit: note:` line naming the source branch). Each\n"
+    "              refusal is one line, which the pusher sees as `remote: ...`.\n"
+    "              An accepted push to the source branch is answered with its\n"
+    "              warnings and its plan (`remote: mcgit: plan: ...`, as\n"
+    "              `mcgit plan` prints it).\n"
     "post-receive  render the new tip of the source branch (as `mcgit render\n"
     "              --repo`), then, with a webhook URL (recorded by install as\n"
     "              mcgit.webhookURL, the token file T made absolute as\n"
@@ -65,19 +72,54 @@ const mcg_cmd mcg_cmd_hook = {
     run,
 };
 
+/* Whether name (a path when it holds a '/', else looked up in PATH) is an
+ * executable file: what the hooks check before they run it. */
+static bool runnable(const char *name)
+{
+    struct stat st;
+    if (strchr(name, '/'))
+        return stat(name, &st) == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0;
+    const char *path = getenv("PATH");
+    char *dirs = mcg_strdup(path && *path ? path : "/usr/bin:/bin"), *save = NULL;
+    bool found = false;
+    for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+        char *p = mcg_sprintf("%s/%s", *d ? d : ".", name);
+        found = stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+        free(p);
+    }
+    free(dirs);
+    return found;
+}
+
+/* Say which mcgit the hooks will run, and warn when they cannot run it. */
+static void check_binary(const char *binary)
+{
+    if (binary)
+        mcg_cli_info("the hooks run %s (git config mcgit.binary)", binary);
+    if (!runnable(binary ? binary : "mcgit"))
+        fprintf(stderr,
+                "mcgit hook: warning: the hooks cannot run %s (not found or not executable), so "
+                "every push is refused until %s\n",
+                binary ? binary : "mcgit from PATH",
+                binary ? "it is there, or `git config --unset mcgit.binary` lets them use mcgit "
+                         "from PATH"
+                       : "mcgit is on the PATH the hooks get, or git config mcgit.binary names it");
+}
+
 static int install(const char *repo, const char *trust, const char *revoked,
                    const char *source_branch, const char *url, const char *token)
 {
     mcg_err err = {0};
     mcg_strv installed = {0};
     mcg_signers *check = NULL;
-    char trust_abs[PATH_MAX], revoked_abs[PATH_MAX], self[PATH_MAX], token_abs[PATH_MAX];
+    char trust_abs[PATH_MAX], revoked_abs[PATH_MAX], token_abs[PATH_MAX];
     if (token && !realpath(token, token_abs)) {
         mcg_cli_error("hook", "%s: %s", token, strerror(errno));
         return MCG_EXIT_FAIL;
     }
     if (!realpath(trust, trust_abs)) {
-        mcg_cli_error("hook", "%s: %s", trust, strerror(errno));
+        mcg_cli_error("hook", "trust root (an allowed_signers file): %s: %s", trust,
+                      strerror(errno));
         return MCG_EXIT_FAIL;
     }
     if (revoked && !realpath(revoked, revoked_abs)) {
@@ -90,22 +132,24 @@ static int install(const char *repo, const char *trust, const char *revoked,
         return MCG_EXIT_FAIL;
     }
     mcg_signers_free(check);
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0) {
-        mcg_cli_error("hook", "cannot find the mcgit binary: %s", strerror(errno));
-        return MCG_EXIT_FAIL;
-    }
-    self[n] = '\0';
-    mcg_hook_install_opts o = {repo,          trust_abs, revoked ? revoked_abs : NULL, self,
-                               source_branch, url,       token ? token_abs : NULL};
+    mcg_hook_install_opts o = {.repo = repo,
+                               .trust = trust_abs,
+                               .revoked = revoked ? revoked_abs : NULL,
+                               .source_branch = source_branch,
+                               .webhook_url = url,
+                               .webhook_token = token ? token_abs : NULL};
     bool changed = false;
-    int rc = mcg_gitops_hook_install(&o, &installed, &changed, &err);
+    char *binary = NULL;
+    int rc = mcg_gitops_hook_install(&o, &installed, &changed, &binary, &err);
     for (size_t i = 0; i < installed.n; i++)
         mcg_cli_info("installed %s", installed.v[i]);
     if (rc)
         mcg_cli_error("hook", "%s", err.msg);
     else if (!changed)
         printf("hooks of %s already installed with these settings; nothing changed\n", repo);
+    if (!rc)
+        check_binary(binary);
+    free(binary);
     mcg_strv_free(&installed);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
 }
@@ -209,7 +253,7 @@ static int run(int argc, char **argv)
     const char *url = NULL, *token = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_hook, argc, argv, "h", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_hook);
         case 'r': repo = optarg; break;

@@ -26,7 +26,7 @@ static int run(int argc, char **argv)
     static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_init, argc, argv, "h", opts)) != -1) {
         if (c == 'h')
             return mcg_cli_help(&mcg_cmd_init);
         return mcg_cli_usage_error(&mcg_cmd_init, NULL);

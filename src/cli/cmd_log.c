@@ -63,7 +63,7 @@ static int run(int argc, char **argv)
     const char *repo = NULL, *format = "text", *trust = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_log, argc, argv, "ho:", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_log);
         case 'r': repo = optarg; break;

@@ -26,7 +26,10 @@ const mcg_cmd mcg_cmd_node = {
     "\n"
     "A node is a Kubernetes-style Node object (name, labels, creation time, Ready,\n"
     "unschedulable, mcgit's annotations). Its root filesystem defaults to\n"
-    "DIR/roots/NAME. Labels decide its pool: node-role.kubernetes.io/worker=\"\"\n"
+    "DIR/roots/NAME; add gives it etc/passwd and etc/group naming root and core\n"
+    "(as a fresh RHCOS node has them; files already there are kept), where the\n"
+    "agent looks up the owners files are given by name.\n"
+    "Labels decide its pool: node-role.kubernetes.io/worker=\"\"\n"
     "puts it in pool worker (see the pools' nodeSelector). `k-` removes label k.\n"
     "Without --cluster, C is $MCGIT_CLUSTER.\n"
     "\n"
@@ -118,7 +121,7 @@ static int run(int argc, char **argv)
     const char *cluster = NULL, *labels = NULL, *machine_id = NULL, *root = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_node, argc, argv, "h", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_node);
         case 'c': cluster = optarg; break;

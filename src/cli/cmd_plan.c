@@ -5,6 +5,7 @@
  */
 #include "cli/cli.h"
 #include "cluster/cluster.h"
+#include "fsio/fsio.h"
 #include "gitops/gitops.h"
 #include "rollout/rollout.h"
 #include "trust/trust.h"
@@ -33,6 +34,11 @@ const mcg_cmd mcg_cmd_plan = {
     "take it in how many waves at the pool's maxUnavailable. Node counts need\n"
     "--cluster C (or $MCGIT_CLUSTER); without one they are unknown.\n"
     "Warnings (such as a MachineConfig no pool selects) go to stderr.\n"
+    "A file, directory or link owner given by name that a node lacks is a\n"
+    "warning too (the agent would refuse the config there): with a local:DIR\n"
+    "cluster, each node's DIR/roots/NAME/etc/passwd and etc/group are read;\n"
+    "where no node's root can be read (no cluster, kube), a changing pool's\n"
+    "owner names other than root and core are named as not checked.\n"
     "\n"
     "  -o text   (default) per pool:\n"
     "              pool P: OLD -> NEW            or  pool P: NAME (unchanged)\n"
@@ -61,15 +67,9 @@ const mcg_cmd mcg_cmd_plan = {
  * plan's pools' nodeSelectors, mcg_rollout_pool_of), those not yet at the
  * new config, maxUnavailable and waves (rollout's arithmetic).
  */
-static int count_nodes(mcg_plan *p, const char *cluster, mcg_err *err)
+static void count_nodes(mcg_plan *p, const mcg_node *nodes, size_t n)
 {
-    mcg_cluster *cl = NULL;
-    mcg_node *nodes = NULL;
-    size_t n = 0;
-    int rc = mcg_cluster_open(&cl, cluster, err);
-    if (rc == 0)
-        rc = mcg_cluster_list_nodes(cl, &nodes, &n, err);
-    for (size_t i = 0; rc == 0 && i < p->n; i++) {
+    for (size_t i = 0; i < p->n; i++) {
         mcg_plan_pool *pp = &p->pools[i];
         pp->nodes_known = true;
         for (size_t j = 0; j < n; j++) {
@@ -85,6 +85,112 @@ static int count_nodes(mcg_plan *p, const char *cluster, mcg_err *err)
         pp->max_unavailable = mcg_rollout_max_unavailable(pp->pool, pp->machines);
         pp->waves = mcg_rollout_waves(pp->pool, pp->machines, pp->nodes);
     }
+}
+
+/* Whether a passwd or group file's text has an entry for name. */
+static bool has_entry(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+        if (!strncmp(l, name, n) && l[n] == ':')
+            return true;
+    return false;
+}
+
+/* ROOT/etc/FILE of a node, or NULL when the cluster keeps no root for it
+ * (kube) or the file cannot be read. */
+static char *node_etc(mcg_cluster *cl, const char *node, const char *file)
+{
+    char *root = cl ? mcg_cluster_node_root(cl, node) : NULL, *data = NULL;
+    size_t len;
+    char *path = root ? mcg_sprintf("%s/etc/%s", root, file) : NULL;
+    if (path && mcg_read_file(path, 16u << 20, &data, &len, NULL) != 0)
+        data = NULL;
+    free(path);
+    free(root);
+    return data;
+}
+
+/* Each owner name (user, then group) of a config's storage, once, with the
+ * first path it owns: pushed to names as "u:NAME" / "g:NAME", paths alike. */
+static void owner_names(const mcg_ignition *ign, mcg_strv *names, mcg_strv *paths)
+{
+    for (size_t k = 0; k < ign->nstorage; k++) {
+        const mcg_storage *st = &ign->storage[k];
+        const mcg_owner *o[2] = {&st->user, &st->group};
+        for (int u = 0; u < 2; u++) {
+            if (!o[u]->name)
+                continue;
+            char *key = mcg_sprintf("%c:%s", u ? 'g' : 'u', o[u]->name);
+            if (!mcg_strv_contains(names, key)) {
+                mcg_strv_push(names, key);
+                mcg_strv_push(paths, st->path);
+            }
+            free(key);
+        }
+    }
+}
+
+/*
+ * Warn (to warns) about each owner name of pool pp's new config that a node
+ * lacks: read from each member's root etc/passwd and etc/group where the
+ * cluster keeps the node's root (local:DIR). Where no node can be checked,
+ * a changing pool's names other than root and core are named as unchecked.
+ */
+static void check_owners(const mcg_plan *p, const mcg_plan_pool *pp, mcg_cluster *cl,
+                         const mcg_node *nodes, size_t n, mcg_diags *warns)
+{
+    const mcg_rendered_pool *rp = mcg_render_pool(p->render, pp->name);
+    mcg_strv names = {0}, paths = {0};
+    size_t checked = 0;
+    if (!rp || pp->error)
+        return;
+    owner_names(&rp->merged, &names, &paths);
+    for (size_t j = 0; j < n && names.n; j++) {
+        const mcg_pool *of =
+            mcg_rollout_pool_of(&nodes[j].labels, p->model->pools, p->model->npools, NULL);
+        if (!of || strcmp(of->name, pp->name))
+            continue;
+        char *etc[2] = {node_etc(cl, nodes[j].name, "passwd"),
+                        node_etc(cl, nodes[j].name, "group")};
+        for (size_t k = 0; k < names.n && etc[0] && etc[1]; k++) {
+            bool group = names.v[k][0] == 'g';
+            if (!has_entry(etc[group], names.v[k] + 2))
+                mcg_diags_add(warns,
+                              "pool %s: node %s has no %s '%s' in /etc/%s (it owns %s): the "
+                              "agent would refuse this config there (Degraded)",
+                              pp->name, nodes[j].name, group ? "group" : "user", names.v[k] + 2,
+                              group ? "group" : "passwd", paths.v[k]);
+        }
+        checked += etc[0] && etc[1];
+        free(etc[0]);
+        free(etc[1]);
+    }
+    bool changes = !pp->old_name || strcmp(pp->old_name, pp->new_name);
+    for (size_t k = 0; !checked && changes && k < names.n; k++) {
+        const char *name = names.v[k] + 2;
+        if (strcmp(name, "root") && strcmp(name, "core"))
+            mcg_diags_add(warns,
+                          "pool %s: %s '%s' (it owns %s) is not checked, no node root to read: "
+                          "a node without it refuses this config (Degraded)",
+                          pp->name, names.v[k][0] == 'g' ? "group" : "user", name, paths.v[k]);
+    }
+    mcg_strv_free(&names);
+    mcg_strv_free(&paths);
+}
+
+/* Node counts and owner checks from the cluster (NULL: owners only, unchecked). */
+static int check_cluster(mcg_plan *p, const char *cluster, mcg_diags *warns, mcg_err *err)
+{
+    mcg_cluster *cl = NULL;
+    mcg_node *nodes = NULL;
+    size_t n = 0;
+    int rc = 0;
+    if (cluster && (rc = mcg_cluster_open(&cl, cluster, err)) == 0 &&
+        (rc = mcg_cluster_list_nodes(cl, &nodes, &n, err)) == 0)
+        count_nodes(p, nodes, n);
+    for (size_t i = 0; rc == 0 && i < p->n; i++)
+        check_owners(p, &p->pools[i], cl, nodes, n, warns);
     mcg_nodes_free(nodes, n);
     mcg_cluster_free(cl);
     return rc;
@@ -115,7 +221,7 @@ static int run(int argc, char **argv)
                *cluster = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_plan, argc, argv, "ho:", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_plan);
         case 'o': format = optarg; break;
@@ -137,7 +243,7 @@ static int run(int argc, char **argv)
     mcg_signers *root = NULL;
     mcg_repo *r = NULL;
     mcg_verify_report rep = {0};
-    mcg_diags diags = {0};
+    mcg_diags diags = {0}, owners = {0};
     mcg_plan *p = NULL;
     char sha[MCG_SHA_HEX + 1];
     char *src = NULL;
@@ -159,8 +265,8 @@ static int run(int argc, char **argv)
     }
     if (!rc)
         rc = mcg_gitops_plan(&p, r, sha, &diags, &err);
-    if (!rc && cluster)
-        rc = count_nodes(p, cluster, &err);
+    if (!rc)
+        rc = check_cluster(p, cluster, &owners, &err);
     if (rc) {
         mcg_cli_diags("plan", &diags);
         mcg_cli_error("plan", "%s", err.msg);
@@ -169,6 +275,10 @@ static int run(int argc, char **argv)
     if (!p->model->settings.warnings_as_errors)
         for (size_t i = 0; i < p->model->warnings.count; i++)
             mcg_cli_error("plan", "warning: %s", p->model->warnings.msgs[i]);
+    for (size_t i = 0; i < owners.count; i++) { /* about the nodes, not the repo: never errors */
+        mcg_cli_error("plan", "warning: %s", owners.msgs[i]);
+        mcg_diags_add(&p->model->warnings, "%s", owners.msgs[i]);
+    }
     if (!strcmp(format, "json")) {
         json_t *doc = mcg_plan_json(p);
         mcg_buf b = MCG_BUF_INIT;
@@ -185,6 +295,7 @@ out:
     free(src);
     mcg_plan_free(p);
     mcg_diags_free(&diags);
+    mcg_diags_free(&owners);
     mcg_verify_report_free(&rep);
     mcg_repo_free(r);
     mcg_signers_free(root);

@@ -59,7 +59,7 @@ static int run(int argc, char **argv)
     const char *format = "names", *repo = NULL, *rev = NULL, *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_render, argc, argv, "ho:", opts)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_render);

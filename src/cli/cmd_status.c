@@ -337,7 +337,7 @@ static int run(int argc, char **argv)
     bool watch = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:w", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_status, argc, argv, "ho:w", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_status);
         case 'c': cluster = optarg; break;

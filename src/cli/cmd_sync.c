@@ -95,7 +95,7 @@ int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_w
     out->wait = false;
     out->timeout = 60;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(cmd, argc, argv, "h", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(cmd);
         case 'c': cluster = optarg; break;

@@ -53,7 +53,7 @@ static int run(int argc, char **argv)
                *format = "text";
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(&mcg_cmd_verify, argc, argv, "ho:", opts)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_verify);

@@ -44,6 +44,91 @@ void mcg_cli_info(const char *fmt, ...)
     va_end(ap);
 }
 
+/* The long option arg ("--name" or "--name=value") names, as getopt reads
+ * it (exactly, or a unique abbreviation), or NULL. */
+static const struct option *long_named(const struct option *opts, const char *arg)
+{
+    size_t n = strcspn(arg + 2, "=");
+    const struct option *found = NULL;
+    int prefixed = 0;
+    for (const struct option *o = opts; o->name; o++) {
+        if (strlen(o->name) == n && !strncmp(o->name, arg + 2, n))
+            return o;
+        if (n && !strncmp(o->name, arg + 2, n) && !prefixed++)
+            found = o;
+    }
+    return prefixed == 1 ? found : NULL;
+}
+
+/* An unknown or ambiguous long option arg ("--name[=value]"). */
+static void bad_long(const mcg_cmd *cmd, const struct option *opts, const char *arg)
+{
+    char *name = mcg_strndup(arg + 2, strcspn(arg + 2, "="));
+    const char *names[64];
+    size_t n = 0, prefixed = 0;
+    mcg_buf which = MCG_BUF_INIT;
+    for (const struct option *o = opts; o->name && n < 63; o++) {
+        names[n++] = o->name;
+        if (*name && !strncmp(o->name, name, strlen(name)))
+            mcg_buf_printf(&which, "%s--%s", prefixed++ ? ", " : "", o->name);
+    }
+    names[n] = NULL;
+    const char *near = mcg_did_you_mean(name, names);
+    if (prefixed > 1)
+        fprintf(stderr, "mcgit %s: option '--%s' is ambiguous: %s\n", cmd->name, name, which.ptr);
+    else if (near)
+        fprintf(stderr, "mcgit %s: unrecognized option '--%s' (did you mean '--%s'?)\n", cmd->name,
+                name, near);
+    else
+        fprintf(stderr, "mcgit %s: unrecognized option '--%s'\n", cmd->name, name);
+    mcg_buf_free(&which);
+    free(name);
+}
+
+int mcg_cli_getopt(const mcg_cmd *cmd, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts)
+{
+    char spec[64];
+    if (!mcg_bfmt(spec, sizeof(spec), ":%s", shortopts))
+        abort(); /* a command's option string: short */
+    opterr = 0;
+    int c = getopt_long(argc, argv, spec, longopts, NULL);
+    if (c != '?' && c != ':')
+        return c;
+    /* getopt has stepped past the element it complains about */
+    const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+    const struct option *o = !strncmp(arg, "--", 2) ? long_named(longopts, arg) : NULL;
+    if (c == ':' && o)
+        fprintf(stderr, "mcgit %s: option '--%s' requires an argument\n", cmd->name, o->name);
+    else if (c == ':')
+        fprintf(stderr, "mcgit %s: option '-%c' requires an argument\n", cmd->name, optopt);
+    else if (optopt && o && o->has_arg == no_argument && strchr(arg, '='))
+        fprintf(stderr, "mcgit %s: option '--%s' takes no argument\n", cmd->name, o->name);
+    else if (optopt)
+        fprintf(stderr, "mcgit %s: unrecognized option '-%c'\n", cmd->name, optopt);
+    else if (!strncmp(arg, "--", 2))
+        bad_long(cmd, longopts, arg);
+    else
+        fprintf(stderr, "mcgit %s: unrecognized option '%s'\n", cmd->name, arg);
+    return '?';
+}
+
+int mcg_cli_unknown_command(const char *name)
+{
+    const char *names[64];
+    size_t n = 0;
+    for (const mcg_cmd *const *c = mcg_commands; *c && n < 63; c++)
+        names[n++] = (*c)->name;
+    names[n] = NULL;
+    const char *near = mcg_did_you_mean(name, names);
+    if (near)
+        fprintf(stderr, "mcgit: '%s' is not a command (did you mean '%s'?); see 'mcgit help'\n",
+                name, near);
+    else
+        fprintf(stderr, "mcgit: '%s' is not a command; see 'mcgit help'\n", name);
+    return MCG_EXIT_USAGE;
+}
+
 int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
 {
     if (fmt) {
@@ -54,7 +139,7 @@ int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
         fputc('\n', stderr);
         va_end(ap);
     }
-    /* getopt has already named a bad option on its own line */
+    /* mcg_cli_getopt has already named a bad option on its own line */
     fprintf(stderr, "see 'mcgit help %s'\n", cmd->name);
     return MCG_EXIT_USAGE;
 }
@@ -96,6 +181,8 @@ int mcg_cli_load_trust(mcg_signers **out, const char *path, const char *revoked,
     int rc = mcg_read_file(path, MCG_SIGNERS_MAX_TEXT, &data, &len, err);
     if (rc == 0)
         rc = mcg_signers_parse(&s, path, data, len, err);
+    if (rc)
+        mcg_err_prefix(err, "trust root (an allowed_signers file)");
     free(data);
     data = NULL;
     if (rc == 0 && revoked && *revoked) {
@@ -122,7 +209,7 @@ int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, con
     int c;
     *repo = *key = NULL;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = mcg_cli_getopt(cmd, argc, argv, "h", opts)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(cmd);
         case 'r': *repo = optarg; break;

@@ -122,7 +122,9 @@ int mcg_cluster_patch_node(mcg_cluster *c, const char *name, const mcg_node_patc
 int mcg_cluster_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
                             size_t n, int *rcs, mcg_err *err);
 /* A new node, Ready, created at now (kube: the API server's clock).
- * MCG_ECONFLICT when it exists. labels may be NULL. */
+ * MCG_ECONFLICT when it exists. labels may be NULL. local: the node's root
+ * DIR/roots/NAME is made, its etc/passwd and etc/group naming root and core
+ * unless they exist. */
 int mcg_cluster_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
                          mcg_err *err);
 int mcg_cluster_remove_node(mcg_cluster *c, const char *name, mcg_err *err);

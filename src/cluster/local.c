@@ -545,6 +545,53 @@ static int l_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *
     return modify_node((local *)c, name, edit_patch, p, err);
 }
 
+/* Write name under the directory dfd with data unless it exists (never
+ * through a symbolic link); 0 when written or already there. */
+static int seed_file(int dfd, const char *dir, const char *name, const char *data, mcg_err *err)
+{
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return errno == EEXIST ? 0
+                               : mcg_err_set(err, MCG_EIO, "%s/%s: %s", dir, name, strerror(errno));
+    size_t len = strlen(data);
+    int rc = write(fd, data, len) == (ssize_t)len && fsync(fd) == 0 ? 0 : -1;
+    if (rc)
+        rc = mcg_err_set(err, MCG_EIO, "%s/%s: %s", dir, name, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+/*
+ * A new simulated node's root: DIR/roots/NAME, whose etc/passwd and etc/group
+ * name root and core (as a fresh RHCOS node's do) unless they are there
+ * already, so that configs owned by root or core apply (the agent looks
+ * owners up in the root's own files). Nothing is written through a symbolic
+ * link.
+ */
+static int seed_root(local *l, const char *name, mcg_err *err)
+{
+    char *root = mcg_sprintf("%s/roots/%s", l->dir, name);
+    char *etc = mcg_sprintf("%s/etc", root);
+    int fd = -1, rc = mcg_mkdirs(root, 0755, err);
+    if (!rc && mkdir(etc, 0755) != 0 && errno != EEXIST)
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", etc, strerror(errno));
+    if (!rc && (fd = open(etc, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 &&
+        errno != ELOOP && errno != ENOTDIR) /* not a directory of its own: left alone */
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", etc, strerror(errno));
+    if (!rc && fd >= 0)
+        rc = seed_file(fd, etc, "passwd",
+                       "root:x:0:0:root:/root:/bin/bash\n"
+                       "core:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n",
+                       err);
+    if (!rc && fd >= 0)
+        rc = seed_file(fd, etc, "group", "root:x:0:\ncore:x:1000:\n", err);
+    if (fd >= 0)
+        close(fd);
+    free(etc);
+    free(root);
+    return rc;
+}
+
 static int l_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels, int64_t now,
                       mcg_err *err)
 {
@@ -565,11 +612,8 @@ static int l_add_node(mcg_cluster *c, const char *name, const mcg_labels *labels
     json_t *o = mcg_node_to_json(&n);
     rc = write_json(path, o, err);
     json_decref(o);
-    if (!rc) {
-        char *root = mcg_sprintf("%s/roots/%s", l->dir, name);
-        rc = mcg_mkdirs(root, 0755, err);
-        free(root);
-    }
+    if (!rc)
+        rc = seed_root(l, name, err);
 out:
     free(path);
     unlock_dir(lk);

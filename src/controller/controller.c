@@ -395,8 +395,10 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     int rc;
 
     if ((rc = mcg_read_file(o->trust, MCG_SIGNERS_MAX_TEXT, &data, &len, err)) != 0 ||
-        (rc = mcg_signers_parse(&root, o->trust, data, len, err)) != 0)
+        (rc = mcg_signers_parse(&root, o->trust, data, len, err)) != 0) {
+        mcg_err_prefix(err, "trust root (an allowed_signers file)");
         goto out;
+    }
     if (o->revoked) { /* re-read each pass, like the trust root */
         free(data);
         data = NULL;

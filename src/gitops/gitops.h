@@ -31,23 +31,26 @@ int mcg_gitops_init(const char *dir, mcg_err *err);
 typedef struct mcg_hook_install_opts {
     const char *repo;          /* the repository (bare or not) */
     const char *trust;         /* absolute path of the trust root, for mcgit.trust */
-    const char *revoked;       /* absolute path of a revocation list, for mcgit.revoked; NULL: keep */
-    const char *binary;        /* absolute path of mcgit, for mcgit.binary */
+    const char *revoked; /* absolute path of a revocation list, for mcgit.revoked; NULL: keep */
     const char *source_branch; /* NULL: keep mcgit.sourceBranch (default main) */
     const char *webhook_url;   /* NULL: keep mcgit.webhookURL ("" removes it) */
     const char *webhook_token; /* absolute path, for mcgit.webhookTokenFile; NULL: keep */
 } mcg_hook_install_opts;
 
 /*
- * Install pre-receive, post-receive and pre-commit into the repository's
- * hooks directory (atomically each; the paths of those written are pushed
- * to installed, which may be NULL: a hook already holding these bytes with
- * mode 0755 is left alone), record trust, binary and (when given) the source
- * branch in its git config, and point HEAD at the source branch. *changed
- * (may be NULL) says whether anything changed: a hook, a setting or HEAD.
+ * Install pre-receive, post-receive and (unless the repository is bare,
+ * where nothing is committed) pre-commit into the repository's hooks
+ * directory (atomically each; the paths of those written are pushed to
+ * installed, which may be NULL: a hook already holding these bytes with mode
+ * 0755 is left alone), record trust and (when given) the source branch in its
+ * git config, and point HEAD at the source branch. The hooks run `mcgit` from
+ * PATH, or git config mcgit.binary when set (install leaves it alone).
+ * *changed (may be NULL) says whether anything changed: a hook, a setting or
+ * HEAD. *binary (may be NULL) is set to mcgit.binary's value, or NULL when
+ * it is not set (free it).
  */
 int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed, bool *changed,
-                            mcg_err *err);
+                            char **binary, mcg_err *err);
 
 /* ------------------------------------------------------------ sources */
 
@@ -262,7 +265,9 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
  *     new tree loads and renders; when accepted, its plan (mcg_plan_lines)
  *     follows as "plan: ..." lines;
  *   - tags (under refs/tags/): created only, their history verified likewise;
- *   - anything else: accepted and read by nothing.
+ *   - anything else: accepted and read by nothing; another branch (not
+ *     deleted) gets one "note: <branch> is not the source branch (<source>):
+ *     ..." line.
  * approvals: the value the same push gives refs/notes/mcgit-approvals
  * (approvals for the two-person rule pushed with the branch), or NULL for
  * the ref's current value.

@@ -36,7 +36,7 @@ static int config_set(git_config *cfg, const char *key, const char *value, bool 
 }
 
 int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed, bool *changed,
-                            mcg_err *err)
+                            char **binary, mcg_err *err)
 {
     git_repository *g = NULL;
     git_config *cfg = NULL;
@@ -45,6 +45,8 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
     bool ch = false;
     int rc = 0;
     git_libgit2_init();
+    if (binary)
+        *binary = NULL;
     if (o->source_branch && !mcg_model_branch_name_ok(o->source_branch)) {
         rc = mcg_err_set(err, MCG_EINVAL, "'%s' is not a valid branch name", o->source_branch);
         goto out;
@@ -59,6 +61,8 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
         goto out;
     }
     for (const mcg_template_file *f = mcg_hook_files; f->path && !rc; f++) {
+        if (git_repository_is_bare(g) && !strcmp(f->path, "pre-commit"))
+            continue; /* nothing is committed in a bare repository */
         char *path = mcg_sprintf("%s/%s", hooks, f->path);
         if (!hook_same(path, (const char *)f->data, f->len)) {
             rc = mcg_write_file_atomic(path, f->data, f->len, 0755, err);
@@ -73,12 +77,12 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
     if (rc)
         goto out;
     if (git_repository_config(&cfg, g) != 0 || config_set(cfg, "mcgit.trust", o->trust, &ch) != 0 ||
-        config_set(cfg, "mcgit.binary", o->binary, &ch) != 0 ||
         (o->revoked && config_set(cfg, "mcgit.revoked", o->revoked, &ch) != 0) ||
         (o->source_branch && config_set(cfg, "mcgit.sourceBranch", o->source_branch, &ch) != 0) ||
         (o->webhook_url && *o->webhook_url &&
          config_set(cfg, "mcgit.webhookURL", o->webhook_url, &ch) != 0) ||
-        (o->webhook_token && config_set(cfg, "mcgit.webhookTokenFile", o->webhook_token, &ch) != 0)) {
+        (o->webhook_token &&
+         config_set(cfg, "mcgit.webhookTokenFile", o->webhook_token, &ch) != 0)) {
         rc = mcg_git_err(err, "git config");
         goto out;
     }
@@ -88,6 +92,10 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
     }
     /* HEAD names the source branch, so a clone checks out what is rendered. */
     git_buf b = GIT_BUF_INIT_CONST(NULL, 0);
+    memset(&b, 0, sizeof(b));
+    if (binary && git_config_get_string_buf(&b, cfg, "mcgit.binary") == 0)
+        *binary = mcg_strdup(b.ptr);
+    git_buf_dispose(&b);
     memset(&b, 0, sizeof(b));
     const char *branch = o->source_branch ? o->source_branch : "main";
     if (!o->source_branch && git_config_get_string_buf(&b, cfg, "mcgit.sourceBranch") == 0)

@@ -9,7 +9,8 @@
  * way and it never moves. An accepted source push is answered with its plan
  * (gitops/plan.c), one "plan: ..." line each. Any other ref (a feature branch) is accepted and
  * read by nothing: not by rendering, not by the controller, not by
- * `bundle create` unless named.
+ * `bundle create` unless named; a push to another branch is answered with a
+ * "note: ..." line naming the source branch.
  */
 #include "gitops/gitops_int.h"
 
@@ -133,6 +134,12 @@ int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *o
         rc = check_source(r, root, old, new, ref, now, approvals, out);
     } else if (!strncmp(ref, "refs/tags/", 10)) {
         rc = check_tag(r, root, old, new, ref, now, approvals, out);
+    } else if (!strncmp(ref, "refs/heads/", 11) && !is_zero(new)) {
+        /* accepted, but say so: a push to the wrong branch is a common slip */
+        mcg_diags_add(out,
+                      "note: %s is not the source branch (%s): accepted, nothing will be "
+                      "rendered or rolled out",
+                      ref + 11, r->source_branch);
     }
     free(src);
     free(ren);

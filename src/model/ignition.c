@@ -899,7 +899,8 @@ static int parse_spec(mcg_ignition *out, const char *what, const char *data, siz
                   .refs = mode == SPEC_REFS,
                   .text = spans ? data : NULL,
                   .text_len = spans ? len : 0,
-                  .scratch = MCG_BUF_INIT};
+                  .scratch = MCG_BUF_INIT,
+                  .near_miss_warns = true};
     json_t *cfg = json_is_object(root) ? json_object_get(root, "config") : NULL;
     static const char *const keys[] = {"config",     "kernelArguments", "extensions",
                                        "fips",       "kernelType",      "osImageURL",

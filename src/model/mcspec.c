@@ -26,26 +26,37 @@
 
 /* ------------------------------------------------------------ warnings */
 
-void mcg_pctx_warn(mcg_pctx *c, const json_t *at, const char *fmt, ...)
+static void pctx_vwarn(mcg_pctx *c, int line, const char *fmt, va_list ap)
 {
     mcg_buf b = MCG_BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
     mcg_buf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    if (!c->warns) {
-        mcg_pctx_err(c, at, "%s", b.ptr);
-    } else {
-        int line = mcg_pctx_line(c, at);
-        if (line > 0)
-            mcg_diags_add(c->warns, "%s:%d: %s", c->file, line, b.ptr);
-        else
-            mcg_diags_add(c->warns, "%s: %s", c->file, b.ptr);
-    }
+    if (!c->warns)
+        mcg_pctx_err_line(c, line, "%s", b.ptr);
+    else if (line > 0)
+        mcg_diags_add(c->warns, "%s:%d: %s", c->file, line, b.ptr);
+    else
+        mcg_diags_add(c->warns, "%s: %s", c->file, b.ptr);
     mcg_buf_free(&b);
 }
 
-/* Every key of obj not in allowed is a warning at its line (model_int.h). */
+void mcg_pctx_warn(mcg_pctx *c, const json_t *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pctx_vwarn(c, mcg_pctx_line(c, at), fmt, ap);
+    va_end(ap);
+}
+
+void mcg_pctx_warn_line(mcg_pctx *c, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pctx_vwarn(c, line, fmt, ap);
+    va_end(ap);
+}
+
+/* Every key of obj not in allowed is a warning at its line, a near miss an
+ * error (model_int.h). */
 void mcg_check_keys_warn(mcg_pctx *c, const json_t *obj, const char *prefix,
                          const char *const *allowed)
 {
@@ -56,9 +67,13 @@ void mcg_check_keys_warn(mcg_pctx *c, const json_t *obj, const char *prefix,
         bool ok = false;
         for (const char *const *a = allowed; *a && !ok; a++)
             ok = !strcmp(*a, key);
-        if (!ok)
-            mcg_pctx_warn(c, v, "unknown field '%s%s%s' (Ignition ignores it)", prefix,
-                          *prefix ? "." : "", key);
+        const char *near = ok ? NULL : mcg_did_you_mean(key, allowed);
+        int line = mcg_pctx_key_line(c, key, v);
+        if (near && !c->near_miss_warns)
+            mcg_pctx_err_line(c, line, "unknown field \"%s\" (did you mean \"%s\"?)", key, near);
+        else if (!ok)
+            mcg_pctx_warn_line(c, line, "unknown field '%s%s%s' (Ignition ignores it)", prefix,
+                               *prefix ? "." : "", key);
     }
 }
 

@@ -42,6 +42,9 @@ typedef struct mcg_pctx {
     const char *text;
     size_t text_len;
     mcg_buf scratch; /* decoded bytes of one file, reused (refs) */
+    /* An unknown key near a known one stays a warning (a rendered spec:
+     * such a key was refused, or not, when the spec was rendered). */
+    bool near_miss_warns;
 } mcg_pctx;
 
 int mcg_pctx_line(const mcg_pctx *c, const json_t *v);
@@ -50,6 +53,14 @@ void mcg_pctx_err(mcg_pctx *c, const json_t *at, const char *fmt, ...)
 /* A warning at v's line; an error when the context has no warning sink. */
 void mcg_pctx_warn(mcg_pctx *c, const json_t *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same two at a line (0: the file only). */
+void mcg_pctx_err_line(mcg_pctx *c, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void mcg_pctx_warn_line(mcg_pctx *c, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The line of a key of a mapping read from YAML (key as json_object_foreach
+ * gives it), or else the line of its value v. */
+int mcg_pctx_key_line(const mcg_pctx *c, const char *key, const json_t *v);
 
 /*
  * Parse every YAML document in data. For each document calls fn with the
@@ -80,10 +91,14 @@ json_t *mcg_get_obj(mcg_pctx *c, const json_t *obj, const char *key, const char 
 json_t *mcg_get_arr(mcg_pctx *c, const json_t *obj, const char *key, const char *name);
 /*
  * Report every key of obj not in allowed (NULL-terminated) as
- * "unknown field 'prefix.key'".
+ * "unknown field 'prefix.key'", or, when it is a near miss of an allowed key
+ * (mcg_did_you_mean: within two edits, for keys longer than twice the
+ * distance), as 'unknown field "key" (did you mean "allowed"?)'.
  */
 void mcg_check_keys(mcg_pctx *c, const json_t *obj, const char *prefix, const char *const *allowed);
-/* The same for Ignition's part, where an unknown key is a warning, as in Ignition. */
+/* The same for Ignition's part, where an unknown key is a warning, as in
+ * Ignition — except a near miss, which is an error all the same (a misspelt
+ * `contents` would otherwise write an empty file) unless c->near_miss_warns. */
 void mcg_check_keys_warn(mcg_pctx *c, const json_t *obj, const char *prefix,
                          const char *const *allowed);
 /* True when v is absent, null, false, "", 0, [] or {}. */

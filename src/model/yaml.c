@@ -348,6 +348,10 @@ static json_t *conv_node(conv *cv, yaml_event_t *ev)
                 yaml_event_delete(&e);
                 goto fail;
             }
+            /* the key's own line (mcg_pctx_key_line): jansson keeps its copy
+             * of the key where it is until the key is deleted */
+            mcg_linemap_put(cv->lines, json_object_iter_key(json_object_iter_at(out, key)),
+                            mark_line(cv, &e.start_mark));
             yaml_event_delete(&e);
         }
         break;
@@ -420,20 +424,38 @@ int mcg_pctx_line(const mcg_pctx *c, const json_t *v)
     return l ? l : c->base_line;
 }
 
-void mcg_pctx_err(mcg_pctx *c, const json_t *at, const char *fmt, ...)
+int mcg_pctx_key_line(const mcg_pctx *c, const char *key, const json_t *v)
+{
+    int l = mcg_linemap_get(c->lines, key);
+    return l ? l : mcg_pctx_line(c, v);
+}
+
+static void pctx_verr(mcg_pctx *c, int line, const char *fmt, va_list ap)
 {
     mcg_buf b = MCG_BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
     mcg_buf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    int line = mcg_pctx_line(c, at);
     if (line > 0)
         mcg_diags_add(c->diags, "%s:%d: %s", c->file, line, b.ptr);
     else
         mcg_diags_add(c->diags, "%s: %s", c->file, b.ptr);
     mcg_buf_free(&b);
     c->errors++;
+}
+
+void mcg_pctx_err(mcg_pctx *c, const json_t *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pctx_verr(c, mcg_pctx_line(c, at), fmt, ap);
+    va_end(ap);
+}
+
+void mcg_pctx_err_line(mcg_pctx *c, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pctx_verr(c, line, fmt, ap);
+    va_end(ap);
 }
 
 /*
@@ -539,8 +561,12 @@ void mcg_check_keys(mcg_pctx *c, const json_t *obj, const char *prefix, const ch
                 ok = true;
                 break;
             }
-        if (!ok)
-            mcg_pctx_err(c, v, "unknown field '%s%s%s'", prefix, *prefix ? "." : "", key);
+        const char *near = ok ? NULL : mcg_did_you_mean(key, allowed);
+        int line = mcg_pctx_key_line(c, key, v);
+        if (near)
+            mcg_pctx_err_line(c, line, "unknown field \"%s\" (did you mean \"%s\"?)", key, near);
+        else if (!ok)
+            mcg_pctx_err_line(c, line, "unknown field '%s%s%s'", prefix, *prefix ? "." : "", key);
     }
 }
 

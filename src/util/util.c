@@ -403,3 +403,62 @@ void mcg_human_duration(int64_t s, char out[32])
     else
         snprintf(out, 32, "%lldy", (long long)(d / 365));
 }
+
+size_t mcg_edit_distance(const char *a, const char *b, size_t limit)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if ((la > lb ? la - lb : lb - la) > limit)
+        return limit + 1;
+    /* three rows of the table: i-2, i-1, i */
+    size_t *pp = mcg_calloc(lb + 1, sizeof(size_t)), *p = mcg_calloc(lb + 1, sizeof(size_t));
+    size_t *row = mcg_calloc(lb + 1, sizeof(size_t));
+    for (size_t j = 0; j <= lb; j++)
+        p[j] = j;
+    size_t d = la == 0 ? lb : limit + 1;
+    for (size_t i = 1; i <= la; i++) {
+        size_t best = row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t v = p[j - 1] + cost;
+            if (p[j] + 1 < v)
+                v = p[j] + 1;
+            if (row[j - 1] + 1 < v)
+                v = row[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < v)
+                v = pp[j - 2] + 1;
+            row[j] = v;
+            if (v < best)
+                best = v;
+        }
+        if (best > limit) { /* every later row is at least as far */
+            d = limit + 1;
+            break;
+        }
+        size_t *t = pp;
+        pp = p;
+        p = row;
+        row = t;
+        if (i == la)
+            d = p[lb];
+    }
+    free(pp);
+    free(p);
+    free(row);
+    return d > limit ? limit + 1 : d;
+}
+
+const char *mcg_did_you_mean(const char *word, const char *const *candidates)
+{
+    size_t len = strlen(word), best = 3;
+    const char *pick = NULL;
+    for (const char *const *c = candidates; *c; c++) {
+        size_t d = mcg_edit_distance(word, *c, 2);
+        if (d == 0)
+            return NULL;
+        if (d < best && 2 * d < len) {
+            best = d;
+            pick = *c;
+        }
+    }
+    return pick;
+}

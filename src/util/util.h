@@ -267,4 +267,22 @@ bool mcg_path_is_clean_abs(const char *p);
 /* Parse a decimal non-negative integer fully; false on junk or overflow. */
 bool mcg_parse_u64(const char *s, uint64_t *out);
 
+/*
+ * The optimal string alignment distance between a and b: the fewest
+ * insertions, deletions, substitutions and swaps of two adjacent bytes
+ * (Damerau-Levenshtein, no substring edited twice) that turn a into b.
+ * Bytes compare exactly (case counts). Any distance above limit is
+ * returned as limit + 1, without the full table being filled.
+ */
+size_t mcg_edit_distance(const char *a, const char *b, size_t limit);
+
+/*
+ * What a misspelt word most likely meant: the candidate (a NULL-terminated
+ * list) nearest to word, when it is at most two edits away and twice that
+ * distance is less than word's length — a word of 3 letters matches at one
+ * edit, of 5 or more at two, of 2 or fewer never. The first of equally near
+ * candidates wins. NULL when none is that near or word is a candidate.
+ */
+const char *mcg_did_you_mean(const char *word, const char *const *candidates);
+
 #endif

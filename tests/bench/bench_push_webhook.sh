@@ -36,7 +36,8 @@ git -C "$R" push -q "$T/origin.git" main
 printf 'bench-token\n' >"$T/token"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$M" hook install --repo "$T/origin.git" --trust "$T/trust" \
-  --webhook-url "http://127.0.0.1:$PORT/hooks/git" --webhook-token-file "$T/token" >/dev/null
+  --webhook-url "http://127.0.0.1:$PORT/hooks/git" --webhook-token-file "$T/token" >/dev/null 2>&1
+git -C "$T/origin.git" config mcgit.binary "$M" # the hooks run this build, not an mcgit on PATH
 CL=local:$T/cl
 for n in w0 w1 w2; do "$M" node add --cluster "$CL" $n --labels node-role.kubernetes.io/worker= >/dev/null; done
 for n in w0 w1 w2; do

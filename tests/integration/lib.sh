@@ -6,6 +6,8 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/mcgit-it.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export HOME="$T/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C TZ=UTC
 mkdir -p "$HOME"
+# `mcgit` on PATH, where installed hooks look for it (test_hooks takes it away)
+mkdir -p "$T/bin" && ln -s "$(readlink -f "$MCGIT")" "$T/bin/mcgit" && export PATH="$T/bin:$PATH"
 git config --global user.name "Test Operator"
 git config --global user.email "op@example.com"
 git config --global init.defaultBranch main

@@ -169,6 +169,38 @@ expect_rc 2 "an unknown option" -- "$MCGIT" plan --bogus
 expect_rc 2 "a missing argument" -- "$MCGIT" verify --repo "$C"
 [ "$(wc -l <"$T/err")" = 2 ] && grep -qx "see 'mcgit help verify'" "$T/err" &&
   ok "usage error: the reason and a hint" || { bad "usage error output"; sed 's/^/    /' "$T/err"; }
+# Option errors name the command, and a misspelt long option gets a did-you-mean.
+two_lines() { # LABEL CMD LINE: stderr is LINE and the hint, nothing else
+  [ "$(wc -l <"$T/err")" = 2 ] && [ "$(head -1 "$T/err")" = "$3" ] && grep -qx "see 'mcgit help $2'" "$T/err" &&
+    ok "$1" || { bad "$1"; sed 's/^/    /' "$T/err"; }
+}
+expect_rc 2 "a misspelt long option" -- "$MCGIT" plan --repo "$C" --trsut "$TR"
+two_lines "misspelt option: mcgit plan: prefix, did you mean --trust" plan \
+  "mcgit plan: unrecognized option '--trsut' (did you mean '--trust'?)"
+expect_rc 2 "a misspelt option of a subcommand" -- "$MCGIT" bundle create --repo "$C" --sicne x "$T/b"
+two_lines "bundle create: did you mean --since" bundle "mcgit bundle: unrecognized option '--sicne' (did you mean '--since'?)"
+expect_rc 2 "an option far from every option" -- "$MCGIT" plan --bogus
+two_lines "no did-you-mean for --bogus" plan "mcgit plan: unrecognized option '--bogus'"
+expect_rc 2 "a missing argument of a long option" -- "$MCGIT" plan --repo
+two_lines "missing argument: mcgit plan: prefix" plan "mcgit plan: option '--repo' requires an argument"
+expect_rc 2 "a missing argument of a short option" -- "$MCGIT" status -o
+two_lines "missing argument of -o" status "mcgit status: option '-o' requires an argument"
+expect_rc 2 "an unknown short option" -- "$MCGIT" status -x
+two_lines "unknown short option" status "mcgit status: unrecognized option '-x'"
+expect_rc 2 "an ambiguous abbreviation" -- "$MCGIT" verify --re x
+two_lines "ambiguous abbreviation" verify "mcgit verify: option '--re' is ambiguous: --repo, --rev, --revoked"
+expect_rc 2 "an argument to a flag" -- "$MCGIT" plan --help=yes
+two_lines "an argument to a flag" plan "mcgit plan: option '--help' takes no argument"
+expect_rc 2 "a misspelt command" -- "$MCGIT" rnder
+[ "$(cat "$T/err")" = "mcgit: 'rnder' is not a command (did you mean 'render'?); see 'mcgit help'" ] &&
+  ok "a misspelt command: did you mean render" || { bad "misspelt command"; sed 's/^/    /' "$T/err"; }
+# A --trust that is no allowed_signers file (a public key, say) says "trust root".
+expect_rc 1 "a public key as --trust" -- "$MCGIT" plan --repo "$C" --trust "$T/keys/alice.pub"
+expect_grep "^mcgit plan: trust root \(an allowed_signers file\): $T/keys/alice.pub:1: " "$T/err" "a wrong --trust names the trust root"
+expect_rc 1 "a missing --trust" -- "$MCGIT" verify --repo "$C" --trust "$T/nope"
+expect_grep "^mcgit verify: trust root \(an allowed_signers file\): $T/nope: " "$T/err" "a missing --trust names the trust root"
+expect_rc 1 "hook install with a missing --trust" -- "$MCGIT" hook install --repo "$C" --trust "$T/nope"
+expect_grep "^mcgit hook: trust root \(an allowed_signers file\): $T/nope: " "$T/err" "hook install names the trust root"
 
 "$MCGIT" render --repo "$C" --trust "$TR" >/dev/null 2>&1 # records the verified mark
 expect_rc 0 "verify with nothing new" -- "$MCGIT" verify --repo "$C" --trust "$TR"

@@ -1409,12 +1409,12 @@ static void test_warnings(void **state)
          MCF ":11: unknown field 'spec.config.networkd' (Ignition ignores it)"},
         {"a file's filesystem: root", MC_HEAD("x") FILE_AT("/etc/a") "        filesystem: root\n",
          MCF ":14: unknown field 'storage.files[0].filesystem'"},
-        {"misspelt mode", MC_HEAD("x") FILE_AT("/etc/a") "        mdoe: 420\n",
-         MCF ":14: unknown field 'storage.files[0].mdoe'"},
-        {"3.x unit with enable",
-         MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n"
-                      "        enable: true\n",
-         MCF ":14: unknown field 'systemd.units[0].enable'"},
+        {"a file's unknown key far from every known one",
+         MC_HEAD("x") FILE_AT("/etc/a") "        owner: root\n",
+         MCF ":14: unknown field 'storage.files[0].owner'"},
+        {"a two-letter key (near every two-letter key, so never a near miss)",
+         MC_HEAD("x") FILE_AT("/etc/a") "        user: {ix: 0}\n",
+         MCF ":14: unknown field 'storage.files[0].user.ix'"},
         {"directory with contents",
          MC_HEAD("x") "    storage:\n      directories:\n"
                       "      - path: /d\n        contents: {}\n",
@@ -1425,8 +1425,8 @@ static void test_warnings(void **state)
          MCF ":15: unknown field 'storage.links[0].mode'"},
         {"unknown key in contents",
          MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n"
-                                        "          sauce: x\n",
-         MCF ":15: unknown field 'storage.files[0].contents.sauce'"},
+                                        "          origin: x\n",
+         MCF ":15: unknown field 'storage.files[0].contents.origin'"},
         {"enabled unit without [Install]",
          MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        enabled: true\n"
                       "        contents: \"[Service]\\nExecStart=/bin/true\\n\"\n",
@@ -1469,6 +1469,68 @@ static void test_warnings(void **state)
     assert_contains(d.msgs[0], "mcgit.yaml:1: warnings must be 'warn' (the default) or 'error'");
     mcg_diags_free(&d);
     mcg_model_free(m);
+}
+
+/*
+ * A key within two edits of a key known at that place (and longer than
+ * twice the distance) is a misspelling: refused with a did-you-mean, where
+ * Ignition would ignore it and leave, say, an empty file on every node.
+ */
+static void test_near_miss(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *yaml, *want; /* want: the one problem */
+    } t[] = {
+        {"contents", MC_HEAD("x") FILE_AT("/etc/a") "        contnets: {source: 'data:,x'}\n",
+         MCF ":14: unknown field \"contnets\" (did you mean \"contents\"?)"},
+        {"the key's line, not its block's", /* contnets on 14, its mapping from 15 */
+         MC_HEAD("x") FILE_AT("/etc/a") "        contnets:\n          source: 'data:,x'\n",
+         MCF ":14: unknown field \"contnets\" (did you mean \"contents\"?)"},
+        {"mode", MC_HEAD("x") FILE_AT("/etc/a") "        mdoe: 420\n",
+         MCF ":14: unknown field \"mdoe\" (did you mean \"mode\"?)"},
+        {"3.x unit with 2.x's enable",
+         MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n"
+                      "        enable: true\n",
+         MCF ":14: unknown field \"enable\" (did you mean \"enabled\"?)"},
+        {"contents.source",
+         MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n"
+                                        "          sauce: x\n",
+         MCF ":15: unknown field \"sauce\" (did you mean \"source\"?)"},
+        {"an owner's name", MC_HEAD("x") FILE_AT("/etc/a") "        user: {nmae: root}\n",
+         MCF ":14: unknown field \"nmae\" (did you mean \"name\"?)"},
+        {"a section", MC_HEAD("x") "    sytemd: {}\n",
+         MCF ":11: unknown field \"sytemd\" (did you mean \"systemd\"?)"},
+        {"a drop-in list",
+         MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n"
+                      "        dropin: []\n",
+         MCF ":14: unknown field \"dropin\" (did you mean \"dropins\"?)"},
+        {"MachineConfig spec (an error anyway)", MC_HEAD("x") "  kernelArgument: [a]\n",
+         MCF ":11: unknown field \"kernelArgument\" (did you mean \"kernelArguments\"?)"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        for (int strict = 0; strict < 2; strict++) {
+            mcg_diags d = {0};
+            mcg_model *m = parse_one(t[i].yaml, strict ? "warnings: error\n" : NULL, &d);
+            if (d.count != 1)
+                fail_msg("%s: %zu problems, want 1%s%s", t[i].name, d.count, d.count ? ": " : "",
+                         d.count ? d.msgs[0] : "");
+            if (strcmp(d.msgs[0], t[i].want))
+                fail_msg("%s: got \"%s\", want \"%s\"", t[i].name, d.msgs[0], t[i].want);
+            assert_int_equal(m->warnings.count, 0);
+            mcg_diags_free(&d);
+            mcg_model_free(m);
+        }
+    }
+    /* a rendered spec is read back as it was accepted: a near miss kept in an
+     * unreconcilable section (rendered before this rule) is no error there */
+    const char *spec = "{\"config\": {\"ignition\": {\"version\": \"3.4.0\"},"
+                       " \"kernelArguments\": {\"shouldExsit\": [\"a=1\"]}}}\n";
+    mcg_ignition ign;
+    mcg_err err = {0};
+    if (mcg_ignition_parse_json(&ign, "w/spec.json", spec, strlen(spec), &err) != 0)
+        fail_msg("rendered spec refused: %s", err.msg);
+    mcg_ignition_free(&ign);
 }
 
 static void check_kargs(const mcg_model *m)
@@ -1856,7 +1918,9 @@ static void test_ignition_v2(void **state)
         {"a bad path after translation",
          "    storage:\n      files:\n      - {filesystem: root, path: etc/a}\n",
          MCF ":11: field 'storage.files[0].path' must be an absolute clean path", NULL},
-        {"a misspelt key is still reported", "    storge: {}\n", NULL, NULL},
+        {"a misspelt key is refused", "    storge: {}\n",
+         MCF ":9: unknown field \"storge\" (did you mean \"storage\"?)", NULL},
+        {"an unknown key is still reported", "    bogus: {}\n", NULL, NULL},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         char *y = mcg_sprintf(V22 "%s", t[i].body);
@@ -1874,7 +1938,7 @@ static void test_ignition_v2(void **state)
                 t[i].check(m);
             else {
                 assert_int_equal(m->warnings.count, 1);
-                assert_contains(m->warnings.msgs[0], MCF ":9: unknown field 'spec.config.storge'");
+                assert_contains(m->warnings.msgs[0], MCF ":9: unknown field 'spec.config.bogus'");
             }
         }
         mcg_diags_free(&d);
@@ -2048,7 +2112,7 @@ int main(void)
         cmocka_unit_test(test_unit_contents),     cmocka_unit_test(test_ignition_v2),
         cmocka_unit_test(test_many_dropins),      cmocka_unit_test(test_labels_build),
         cmocka_unit_test(test_parse_json_refs),   cmocka_unit_test(test_one_problem_per_mistake),
-        cmocka_unit_test(test_disruption_rules),
+        cmocka_unit_test(test_disruption_rules),  cmocka_unit_test(test_near_miss),
     };
     size_t nextra = sizeof(extra) / sizeof(extra[0]);
     struct CMUnitTest *tests = mcg_calloc(ncases + nextra, sizeof(*tests));

@@ -41,7 +41,9 @@ typedef struct {
 } bad_case;
 
 static const bad_case bad[] = {
-    {"unknown key", "approval:\n- paths: [x]\n", "unknown field 'approval'"},
+    {"unknown key", "signers:\n- paths: [x]\n", "unknown field 'signers'"},
+    {"misspelt key", "approval:\n- paths: [x]\n",
+     "policy.yaml:1: unknown field \"approval\" (did you mean \"approvals\"?)"},
     {"misspelled rule key", "approvals:\n- paths: [x]\n  requird: 2\n", "unknown field"},
     {"no required", "approvals:\n- paths: [x]\n", "approvals[0].required is missing"},
     {"required 0", "approvals:\n- paths: [x]\n  required: 0\n", "must be 1 to 16"},

@@ -1067,6 +1067,75 @@ static void test_diags_sort(void **state)
     mcg_diags_sort(NULL);
 }
 
+/* ------------------------------------------------------ edit distance */
+
+static void test_edit_distance(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *a, *b;
+        size_t limit, want;
+    } t[] = {
+        {"", "", 2, 0},
+        {"mode", "mode", 2, 0},
+        {"mdoe", "mode", 2, 1},         /* one swap of neighbours */
+        {"contnets", "contents", 2, 1}, /* the same, further in */
+        {"contens", "contents", 2, 1},  /* a letter left out */
+        {"enable", "enabled", 2, 1},
+        {"sauce", "source", 2, 2},
+        {"ca", "abc", 5, 3},    /* no substring edited twice (OSA, not full DL) */
+        {"Mode", "mode", 2, 1}, /* case counts */
+        {"", "abc", 5, 3},
+        {"abc", "", 5, 3},
+        {"filesystem", "files", 2, 3}, /* five apart in length: past the limit at once */
+        {"kitten", "sitting", 5, 3},
+        {"kitten", "sitting", 2, 3}, /* above the limit: limit + 1 */
+        {"path", "hard", 9, 3},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        size_t d = mcg_edit_distance(t[i].a, t[i].b, t[i].limit);
+        if (d != t[i].want)
+            fail_msg("'%s' -> '%s' (limit %zu): %zu, want %zu", t[i].a, t[i].b, t[i].limit, d,
+                     t[i].want);
+        assert_int_equal(mcg_edit_distance(t[i].b, t[i].a, t[i].limit), d); /* symmetric */
+    }
+}
+
+static void test_did_you_mean(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"path",  "overwrite", "mode",   "user",
+                                        "group", "contents",  "append", NULL};
+    static const char *const ids[] = {"id", "name", NULL};
+    static const char *const opts[] = {"help", "repo", "trust", "revoked", NULL};
+    static const struct {
+        const char *word;
+        const char *const *cands;
+        const char *want; /* NULL: no suggestion */
+    } t[] = {
+        {"contnets", files, "contents"},
+        {"mdoe", files, "mode"},
+        {"Mode", files, "mode"},
+        {"grop", files, "group"},
+        {"overwirte", files, "overwrite"},
+        {"mode", files, NULL},       /* a known key is no misspelling */
+        {"filesystem", files, NULL}, /* Ignition 2.x's, far from every 3.x key */
+        {"hard", files, NULL},
+        {"modes", files, "mode"},
+        {"nd", ids, NULL},  /* two letters: one edit is half the word */
+        {"uid", ids, "id"}, /* three letters: one edit */
+        {"nmae", ids, "name"},
+        {"nxmx", ids, NULL}, /* four letters: two edits is half the word */
+        {"trsut", opts, "trust"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        const char *got = mcg_did_you_mean(t[i].word, t[i].cands);
+        if (!got != !t[i].want || (got && strcmp(got, t[i].want)))
+            fail_msg("'%s': got %s, want %s", t[i].word, got ? got : "(none)",
+                     t[i].want ? t[i].want : "(none)");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1092,6 +1161,8 @@ int main(void)
         cmocka_unit_test(test_datadec_chunks),
         cmocka_unit_test(test_datadec_bad),
         cmocka_unit_test(test_json_spans),
+        cmocka_unit_test(test_edit_distance),
+        cmocka_unit_test(test_did_you_mean),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
