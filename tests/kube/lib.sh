@@ -25,6 +25,9 @@ kube_deploy() {
     crd/machineconfigs.machineconfiguration.mcgit.io \
     crd/machineconfigpools.machineconfiguration.mcgit.io \
     crd/machineconfigurations.machineconfiguration.mcgit.io >/dev/null
+  # kubectl 1.20 (Debian's) keeps the API discovery it read before the CRDs
+  # existed and would answer "doesn't have a resource type" for minutes
+  rm -rf "$HOME/.kube/cache"
 }
 # kube_node NAME [k=v ...]: create a Node object with labels, Ready=True.
 kube_node() {
