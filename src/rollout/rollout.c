@@ -12,10 +12,11 @@
  *
  * Node predicates (all strings: NULL and "" mean "none"):
  *
- *   joining(n)  no currentConfig: the node has never been configured, so it
- *               serves nothing yet. mcgit: joining nodes are left out of the
- *               capacity count, so a burst of new nodes does not stall a
- *               rollout (MCO counts them, as they are not Ready yet).
+ *   joining(n)  no currentConfig: the node has never been configured. A
+ *               joining node applying its first config is unavailable and
+ *               uses capacity like any other (as in MCO, where it is not
+ *               Ready yet), so the first rollout of a pool of three masters
+ *               goes one at a time and keeps etcd's quorum.
  *   new(n)      joining and no desiredConfig either.
  *   settled(n)  currentConfig set, desiredConfig equal to it (or unset), and
  *               state Done — MCO's isNodeDone, relative to the node's own
@@ -34,16 +35,16 @@
  *               never exceeds maxUnavailable because of the planner.
  *
  * Per pool, in this order:
- *   1. new nodes get a config at once and use no capacity: the target, or,
- *      when the pool is paused or has no target, the pool's
+ *   3. (first) capacity = maxUnavailable - #(members unavailable, except new
+ *      ones), at least 0.
+ *   1. new nodes get a config while capacity lasts, each using one unit:
+ *      the target, or, when the pool is paused or has no target, the pool's
  *      status.configuration (what its other nodes run; MCO's config server
  *      serves status.configuration to booting nodes the same way); nothing if
  *      neither is known.
  *   2. no further writes when the pool is paused or has no target. A render
  *      error with a target (the last good render) does not stop the rollout
  *      of that target, as in MCO, where spec.configuration stays put.
- *   3. capacity = maxUnavailable - #(members not joining and unavailable),
- *      at least 0.
  *   4. candidates: not new, desiredConfig != target, ready, and settled,
  *      failing, or without a desiredConfig (nothing in flight). Nodes still
  *      Working on a desiredConfig (or that have not reported) are left to
@@ -93,11 +94,6 @@ static bool cfg_eq(const char *a, const char *b)
 static bool st_is(const char *state, const char *what)
 {
     return state && strcmp(state, what) == 0;
-}
-
-static bool joining(const mcg_node_view *n)
-{
-    return !nz(n->current);
 }
 
 static bool is_new(const mcg_node_view *n, const char *desired)
@@ -337,13 +333,24 @@ static void plan_pool(const mcg_pool_view *pv, const mcg_node_view *nodes, const
     const char *newcfg = rolling ? target : (nz(pv->configuration) ? pv->configuration : NULL);
     size_t k = 0;
 
-    /* 1. new nodes, in rollout order */
+    /* 3. capacity, from the nodes as they were: a node waiting for its first
+     * config uses none yet; one applying it does */
+    int64_t maxu = mcg_rollout_max_unavailable(p, nm);
+    int64_t unavail = 0;
+    for (size_t i = 0; i < nm; i++) {
+        const mcg_node_view *n = &nodes[members[i]];
+        if (!is_new(n, eff[members[i]]) && unavailable(n, eff[members[i]]))
+            unavail++;
+    }
+    int64_t capacity = maxu > unavail ? maxu - unavail : 0;
+
+    /* 1. new nodes, in rollout order, while capacity lasts */
     if (newcfg) {
         for (size_t i = 0; i < nm; i++)
             if (is_new(&nodes[members[i]], eff[members[i]]))
                 scratch[k++] = make_cand(nodes, members[i]);
         qsort(scratch, k, sizeof(*scratch), cand_cmp);
-        for (size_t i = 0; i < k; i++) {
+        for (size_t i = 0; i < k && capacity > 0; i++, capacity--) {
             push_update(u, scratch[i].n, p, newcfg, MCG_UPDATE_NEW_NODE);
             eff[scratch[i].idx] = newcfg;
         }
@@ -351,16 +358,6 @@ static void plan_pool(const mcg_pool_view *pv, const mcg_node_view *nodes, const
     /* 2. */
     if (!rolling)
         return;
-
-    /* 3. capacity, from the nodes as they were (new nodes are joining) */
-    int64_t maxu = mcg_rollout_max_unavailable(p, nm);
-    int64_t unavail = 0;
-    for (size_t i = 0; i < nm; i++) {
-        const mcg_node_view *n = &nodes[members[i]];
-        if (!joining(n) && unavailable(n, eff[members[i]]))
-            unavail++;
-    }
-    int64_t capacity = maxu > unavail ? maxu - unavail : 0;
 
     /* 4. candidates: unsettled ones first (5), then settled ones (6), each in rollout order */
     size_t nfail = 0, nset = 0;

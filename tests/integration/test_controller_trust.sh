@@ -39,6 +39,8 @@ cond() { "$MCGIT" status --cluster "$CL" -o json | jq -r --arg p "$1" --arg t "$
 agents() { for n in m0 w0 w1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null; done; }
 expect_rc 0 "first pass renders and rolls out" -- "${CTL[@]}" --once
 agents
+"${CTL[@]}" --once >/dev/null 2>&1 # the first rollout goes one node at a time: w1's turn
+agents
 D1=$(desired)
 case "$D1" in *rendered-master-*rendered-worker-*rendered-worker-*) ok "every node has a desiredConfig" ;; *) bad "desired: $D1" ;; esac
 expect_grep "^False  $" <(cond worker RenderDegraded) "RenderDegraded False after a good pass"
@@ -142,7 +144,11 @@ rc=0; wait $CPID || rc=$?
 [ $((SECONDS - t0)) -le 2 ] && ok "and promptly" || bad "took $((SECONDS - t0)) s"
 
 # SIGTERM in the middle of a pass: 1,500 new nodes all take the target in
-# that one pass; the signal must let it finish (every node written), exit 0
+# that one pass (the pool lets every node update at once); the signal must
+# let it finish (every node written), exit 0
+sed -i 's/^  maxUnavailable: 1$/  maxUnavailable: "100%"/' "$T/work/pools/worker.yaml"
+scommit "$T/work" op "every worker at once"
+git -C "$T/work" push -q "$T/upstream.git" main
 N=1500
 python3 - "$T/cl/nodes" $N <<'EOF'
 import json, os, sys

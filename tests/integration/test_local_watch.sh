@@ -17,8 +17,10 @@ write_mc "$R" 10-worker worker /etc/demo.conf v1
 scommit "$R" op "v1"
 CL=local:$T/cl
 for n in w0 w1; do "$MCGIT" node add --cluster "$CL" "$n" --labels node-role.kubernetes.io/worker= >/dev/null; done
-"$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --once >/dev/null 2>&1
-for n in w0 w1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null 2>&1; done
+for round in 1 2; do # a first rollout goes one node at a time, as any other
+  "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --once >/dev/null 2>&1
+  for n in w0 w1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null 2>&1; done
+done
 done_count() { "$MCGIT" status --cluster "$CL" nodes -o json |
   jq --arg c "$1" '[.items[].metadata.annotations | select(.["machineconfiguration.mcgit.io/currentConfig"] == $c and .["machineconfiguration.mcgit.io/state"] == "Done")] | length'; }
 V1=$("$MCGIT" status --cluster "$CL" -o json | jq -r '.items[] | select(.metadata.name=="worker") | .spec.configuration.name')

@@ -40,8 +40,10 @@ expect_grep "no such directory" "$T/err" "(one line)"
 [ ! -e "$T/nope" ] && ok "(nothing created)" || bad "$T/nope created"
 expect_rc 2 "sync --timeout junk" -- "$MCGIT" sync --cluster "$CL" --timeout soon
 
-ctl_once
-for n in w0 w1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null 2>&1; done
+for round in 1 2; do # a first rollout goes one node at a time, as any other
+  ctl_once
+  for n in w0 w1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null 2>&1; done
+done
 V1=$(target)
 [ -n "$V1" ] && [ "$(desired w0)" = "$V1" ] && ok "set-up: worker on $V1" || bad "set-up: target '$V1'"
 expect_rc 1 "pause of a pool the repo does not have" -- "$MCGIT" pool pause infra --cluster "$CL"

@@ -630,31 +630,65 @@ static void test_paused(void **state)
 static void test_new_nodes(void **state)
 {
     world *w = *state;
-    add_pool(w, "worker", "new"); /* maxUnavailable 1 */
+    mcg_pool_view *v = add_pool(w, "worker", "new");
+    set_max(v, 3, false);
     add_node(w, "fresh2", "worker", NULL, NULL, NULL)->created = 50;
     add_node(w, "fresh1", "worker", "", "", NULL)->created = 40; /* "" = none */
     add_node(w, "fresh3", "worker", NULL, NULL, NULL)->ready = false;
     add_done(w, "a", "worker", "old");
     add_done(w, "b", "worker", "old");
-    /* a joining node already given a config, still working on it */
-    add_node(w, "joining", "worker", NULL, "new", MCG_STATE_WORKING);
+    /* a joining node already given a config, still working on it: it uses
+     * one unit of capacity, like any node updating */
+    mcg_node_view *j = add_node(w, "joining", "worker", NULL, "new", MCG_STATE_WORKING);
     const mcg_rollout_plan *p = plan(w);
-    assert_int_equal(count_kind(p, MCG_UPDATE_NEW_NODE), 3);
-    assert_int_equal(count_kind(p, MCG_UPDATE_ROLLOUT), 1); /* capacity untouched */
-    assert_string_equal(p->updates[0].node, "fresh1");      /* created 40: oldest first */
+    assert_int_equal(p->nupdates, 2); /* 3 - 1: new nodes first, oldest first */
+    assert_int_equal(count_kind(p, MCG_UPDATE_NEW_NODE), 2);
+    assert_string_equal(p->updates[0].node, "fresh1"); /* created 40 */
     assert_string_equal(p->updates[1].node, "fresh2");
-    assert_string_equal(p->updates[2].node, "fresh3"); /* not ready: still gets it */
-    assert_update(p, "a", "new", MCG_UPDATE_ROLLOUT);
+    assert_null(find_update(p, "fresh3"));
+    assert_null(find_update(p, "a"));
     assert_null(find_update(p, "joining"));
+
+    /* once the joining node is Done, a unit comes back: the next new node
+     * (not ready: it still gets its first config) */
+    j->current = "new";
+    j->state = MCG_STATE_DONE;
+    w->nodes[1].desired = "new"; /* fresh1 and fresh2 are applying theirs */
+    w->nodes[0].desired = "new";
+    p = plan(w);
+    assert_int_equal(p->nupdates, 1);
+    assert_update(p, "fresh3", "new", MCG_UPDATE_NEW_NODE);
     const mcg_pool_status *st = &p->pools[0];
-    /* the status does count joining nodes as unavailable */
-    assert_int_equal(st->unavailable_count, 5);
-    assert_int_equal(st->updating_count, 5);
+    assert_int_equal(st->unavailable_count, 3); /* the three applying their first config */
 
     /* no target: nothing for anyone (no status.configuration either) */
     w->views[0].target = NULL;
     p = plan(w);
     assert_int_equal(p->nupdates, 0);
+}
+
+/* The first rollout of three masters that have never been configured keeps
+ * etcd's quorum: one at a time (maxUnavailable 1), the next only when the
+ * one before is Done. */
+static void test_first_rollout_one_at_a_time(void **state)
+{
+    world *w = *state;
+    add_pool(w, "master", "m1");
+    mcg_node_view *m[3] = {add_node(w, "master-0", "master", NULL, NULL, NULL),
+                           add_node(w, "master-1", "master", NULL, NULL, NULL),
+                           add_node(w, "master-2", "master", NULL, NULL, NULL)};
+    for (int i = 0; i < 3; i++) {
+        const mcg_rollout_plan *p = plan(w);
+        assert_int_equal(p->nupdates, 1);
+        assert_update(p, m[i]->name, "m1", MCG_UPDATE_NEW_NODE);
+        m[i]->desired = "m1";
+        m[i]->state = MCG_STATE_WORKING;
+        assert_int_equal(plan(w)->nupdates, 0); /* it is applying: nobody else */
+        m[i]->current = "m1";
+        m[i]->state = MCG_STATE_DONE;
+    }
+    assert_int_equal(plan(w)->nupdates, 0);
+    assert_true(plan(w)->pools[0].conds[MCG_COND_UPDATED].status);
 }
 
 /* --------------------------------------------------------- render error */
@@ -1155,6 +1189,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ordering, setup, teardown),
         cmocka_unit_test_setup_teardown(test_paused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_new_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_rollout_one_at_a_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_render_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fully_updated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_pool, setup, teardown),
