@@ -45,6 +45,7 @@ struct mcg_transport {
     char *headers[1];
     int tries;                       /* credentials offered */
     bool no_key;                     /* ssh asked for a key the directory does not have */
+    char offered[300];               /* the credential offered, no secret: "the ssh key PATH ..." */
     char refusal[MCG_ERR_MSG - 200]; /* our own reason for stopping the fetch, "" none */
 };
 
@@ -97,6 +98,8 @@ static int cred_ssh(git_credential **out, mcg_transport *t, const char *user)
     if (!user)
         user = name = cred_file(t->dir, "username", NULL);
     rc = git_credential_ssh_key_new(out, user ? user : "git", NULL, key, NULL);
+    mcg_bfmt(t->offered, sizeof(t->offered), "the ssh key %s for user %s", key,
+             user ? user : "git");
     free(name);
     free(key);
     return rc;
@@ -106,13 +109,17 @@ static int cred_userpass(git_credential **out, mcg_transport *t, const char *use
 {
     char *user = cred_file(t->dir, "username", NULL), *pass = cred_file(t->dir, "token", NULL);
     const char *u = user ? user : "x-access-token"; /* a token: the forges' user name */
+    bool token = pass != NULL;
     int rc = GIT_PASSTHROUGH;
-    if (!pass) {
+    if (!token) {
         pass = cred_file(t->dir, "password", NULL);
         u = user ? user : user_from_url ? user_from_url : "git";
     }
-    if (pass)
+    if (pass) {
         rc = git_credential_userpass_plaintext_new(out, u, pass);
+        mcg_bfmt(t->offered, sizeof(t->offered), "the %s for user %s", token ? "token" : "password",
+                 u);
+    }
     free(user);
     wipe_free(pass);
     return rc;
@@ -309,16 +316,17 @@ static int set_bearer(mcg_transport *t, git_fetch_options *fo, mcg_err *err)
 /* ssh: known_hosts is required and read now, before any connection. */
 static int load_known_hosts(mcg_transport *t, mcg_err *err)
 {
-    char *path = t->dir ? mcg_sprintf("%s/known_hosts", t->dir) : NULL;
+    char *path = t->dir ? mcg_sprintf("%s/known_hosts", t->dir) : NULL, scan[32] = "";
     mcg_err e = {0};
+    if (t->port > 0 && t->port != 22)
+        snprintf(scan, sizeof(scan), " -p %d", t->port);
     int rc = 0;
     if (!path || mcg_read_file(path, 4 * 1024 * 1024, &t->known, &t->known_len, &e) != 0)
-        rc =
-            mcg_err_set(err, MCG_EINVAL,
-                        "%s: host key: ssh remotes need the server's host key in %s "
-                        "(`ssh-keyscan%s %s`, checked out of band); nothing fetched",
-                        t->shown, path ? path : "known_hosts of $MCGIT_GIT_CREDENTIALS",
-                        t->port > 0 && t->port != 22 ? " -p PORT" : "", t->host ? t->host : "HOST");
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "%s: host key: ssh remotes need the server's host key in %s "
+                         "(`ssh-keyscan%s %s`, checked out of band); nothing fetched",
+                         t->shown, path ? path : "known_hosts of $MCGIT_GIT_CREDENTIALS", scan,
+                         t->host ? t->host : "HOST");
     free(path);
     return rc;
 }
@@ -385,8 +393,11 @@ static const char *cause_of(const mcg_transport *t, const git_error *e, const ch
         strstr(m, "401") || strstr(m, "403"))
         return "authentication failed";
     if (strstr(m, "not appear to be a git repository") || strstr(m, "404") ||
-        strstr(m, "not found") || strstr(m, "Not a git repository"))
+        strstr(m, "not found") || strstr(m, "Not a git repository") ||
+        strstr(m, "failed to resolve path") || strstr(m, "could not find repository"))
         return "not a git repository";
+    if (strstr(m, "EOF") || strstr(m, "closed") || strstr(m, "reset by peer"))
+        return "connection closed by the server";
     return "fetch failed";
 }
 
@@ -403,6 +414,9 @@ int mcg_transport_error(mcg_transport *t, bool expired, unsigned seconds, mcg_er
                            t->shown, seconds);
     one_line(m, sizeof(m), e && e->message ? e->message : "unknown error");
     const char *cause = cause_of(t, e, m);
+    if (t->tries > 1 && t->offered[0] && !strcmp(cause, "authentication failed"))
+        return mcg_err_set(err, MCG_EIO, "%s: authentication failed: the server refused %s",
+                           t->shown, t->offered);
     if (t->no_key && !strcmp(cause, "authentication failed"))
         return mcg_err_set(err, MCG_EIO,
                            "%s: authentication failed: no identity or ssh-privatekey in %s (%s)",
