@@ -11,7 +11,9 @@
  * libssh2 waits on it with no limit. So the stream has that structure's
  * layout (parent, host, port, descriptor), and a watchdog thread shuts
  * every socket of the fetch down when the deadline passes: a waiting read
- * then sees the end of the stream and the fetch fails at once.
+ * then sees the end of the stream and the fetch fails at once. A stream
+ * libgit2 keeps after the fetch (until git_remote_free) keeps the deadline
+ * alive, and past it.
  */
 #include "gitops/gitops_int.h"
 
@@ -21,6 +23,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +40,9 @@ struct mcg_deadline {
     struct timespec at; /* CLOCK_MONOTONIC */
     int fds[MAX_SOCKETS];
     bool done, expired;
+    /* The fetch and each stream made under it hold a reference: libgit2
+     * may close and free a stream after the fetch (git_remote_free). */
+    atomic_int refs;
 };
 
 /* The fetch running on this thread; its streams are made here too. */
@@ -52,6 +58,15 @@ typedef struct net_stream {
 } net_stream;
 
 /* Milliseconds left before d's deadline (0 once passed); -1 without one. */
+static void unref(mcg_deadline *d)
+{
+    if (d && atomic_fetch_sub(&d->refs, 1) == 1) {
+        pthread_cond_destroy(&d->cv);
+        pthread_mutex_destroy(&d->mu);
+        free(d);
+    }
+}
+
 static int remaining_ms(mcg_deadline *d)
 {
     if (!d)
@@ -211,6 +226,7 @@ static void ns_free(git_stream *stream)
 {
     net_stream *st = (net_stream *)stream;
     ns_close(stream);
+    unref(st->dl);
     free(st->host);
     free(st->port);
     free(st);
@@ -233,6 +249,8 @@ static int ns_new(git_stream **out, const char *host, const char *port)
     st->port = mcg_strdup(port);
     st->s = -1;
     st->dl = current;
+    if (st->dl)
+        atomic_fetch_add(&st->dl->refs, 1);
     *out = &st->parent;
     return 0;
 }
@@ -277,6 +295,7 @@ int mcg_deadline_start(mcg_deadline **out, unsigned seconds, mcg_err *err)
         d->fds[i] = -1;
     clock_gettime(CLOCK_MONOTONIC, &d->at);
     d->at.tv_sec += seconds;
+    atomic_init(&d->refs, 1);
     pthread_mutex_init(&d->mu, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -302,11 +321,11 @@ bool mcg_deadline_finish(mcg_deadline *d)
     pthread_cond_signal(&d->cv);
     pthread_mutex_unlock(&d->mu);
     pthread_join(d->watchdog, NULL);
+    pthread_mutex_lock(&d->mu);
     bool expired = d->expired;
+    pthread_mutex_unlock(&d->mu);
     if (current == d)
         current = NULL;
-    pthread_cond_destroy(&d->cv);
-    pthread_mutex_destroy(&d->mu);
-    free(d);
+    unref(d);
     return expired;
 }

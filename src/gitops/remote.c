@@ -29,8 +29,7 @@ bool mcg_gitops_is_url(const char *repo)
  * (mcg_verify_opts.now); a first fetch is judged by committer times.
  */
 static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *old_oid,
-                          const git_oid *notes, const mcg_signers *root, int64_t now,
-                          mcg_err *err)
+                          const git_oid *notes, const mcg_signers *root, int64_t now, mcg_err *err)
 {
     char tip[MCG_SHA_HEX + 1], since[MCG_SHA_HEX + 1], approvals[MCG_SHA_HEX + 1];
     mcg_verify_report rep = {0};
@@ -58,8 +57,8 @@ static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *ol
  */
 static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mcg_err *err)
 {
-    char *spec = mcg_sprintf("+refs/heads/%s:refs/mcgit/fetched/%s", r->source_branch,
-                             r->source_branch);
+    char *spec =
+        mcg_sprintf("+refs/heads/%s:refs/mcgit/fetched/%s", r->source_branch, r->source_branch);
     /* approvals for the two-person rule travel as notes */
     char *refs[] = {spec, "+" MCG_APPROVALS_REF ":refs/mcgit/fetched-approvals"};
     git_strarray specs = {refs, 2};
@@ -73,9 +72,11 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
         rc = mcg_deadline_start(&dl, secs, err);
     if (!rc) {
         int g = git_remote_fetch(remote, &specs, &fo, "mcgit fetch");
-        bool expired = mcg_deadline_finish(dl);
         if (g != 0)
-            rc = mcg_transport_error(t, expired, secs, err);
+            rc = mcg_transport_error(t, false, secs, err); /* before anything resets it */
+        git_remote_disconnect(remote);                     /* within the deadline too */
+        if (mcg_deadline_finish(dl) && g != 0)
+            rc = mcg_transport_error(t, true, secs, err);
     }
     mcg_transport_free(t);
     free(spec);
@@ -131,8 +132,8 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *ro
         goto out;
     if (has_notes) {
         git_reference *nref = NULL;
-        if (git_reference_create(&nref, r->git, MCG_APPROVALS_REF, &notes_oid, 1,
-                                 "mcgit fetch") != 0) {
+        if (git_reference_create(&nref, r->git, MCG_APPROVALS_REF, &notes_oid, 1, "mcgit fetch") !=
+            0) {
             rc = mcg_git_err(err, MCG_APPROVALS_REF);
             goto out;
         }

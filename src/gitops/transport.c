@@ -44,6 +44,7 @@ struct mcg_transport {
     char *header; /* "Authorization: Bearer ..." (wiped) */
     char *headers[1];
     int tries;                       /* credentials offered */
+    bool ca;                         /* ca.crt of the directory is the CA bundle */
     bool no_key;                     /* ssh asked for a key the directory does not have */
     char offered[300];               /* the credential offered, no secret: "the ssh key PATH ..." */
     char refusal[MCG_ERR_MSG - 200]; /* our own reason for stopping the fetch, "" none */
@@ -281,7 +282,7 @@ static int set_ca(mcg_transport *t, mcg_err *err)
             rc = mcg_err_set(err, MCG_EINVAL, "%s: ca.crt: %s", t->shown,
                              e && e->message ? e->message : "cannot load it");
         }
-        custom = true;
+        custom = t->ca = true;
     } else if (custom && access(SYSTEM_CA_FILE, R_OK) == 0) {
         if (git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, SYSTEM_CA_FILE, NULL) == 0)
             custom = false;
@@ -401,6 +402,44 @@ static const char *cause_of(const mcg_transport *t, const git_error *e, const ch
     return "fetch failed";
 }
 
+/* Why authentication failed, in words a user acts on. */
+static int auth_error(mcg_transport *t, const char *m, mcg_err *err)
+{
+    const char *dir = t->dir ? t->dir : "$MCGIT_GIT_CREDENTIALS";
+    if (t->header)
+        return mcg_err_set(err, MCG_EIO,
+                           "%s: authentication failed: the server refused the bearer token "
+                           "(%s/bearerToken)",
+                           t->shown, dir);
+    if (t->offered[0])
+        return mcg_err_set(err, MCG_EIO, "%s: authentication failed: the server refused %s",
+                           t->shown, t->offered);
+    if (t->no_key)
+        return mcg_err_set(err, MCG_EIO,
+                           "%s: authentication failed: no identity or ssh-privatekey in %s (%s)",
+                           t->shown, dir, m);
+    if (strcmp(t->scheme, "ssh") != 0)
+        return mcg_err_set(err, MCG_EIO,
+                           "%s: authentication failed: the server asks for credentials and %s "
+                           "has none (username and password, token or bearerToken)",
+                           t->shown, dir);
+    return mcg_err_set(err, MCG_EIO, "%s: authentication failed: %s", t->shown, m);
+}
+
+/* " (through the proxy in VAR)" when a proxy variable is set and m is not about the host. */
+static const char *proxy_note(const mcg_transport *t, const char *m)
+{
+    static const char *const vars[] = {"https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY"};
+    int first = strcmp(t->scheme, "https") ? 2 : 0;
+    if (!t->host || strstr(m, t->host))
+        return "";
+    for (int i = first; i < first + 2; i++)
+        if (getenv(vars[i]) && *getenv(vars[i]))
+            return i % 2 ? " (the proxy in HTTPS_PROXY or HTTP_PROXY)"
+                         : " (the proxy in https_proxy or http_proxy)";
+    return "";
+}
+
 int mcg_transport_error(mcg_transport *t, bool expired, unsigned seconds, mcg_err *err)
 {
     const git_error *e = git_error_last();
@@ -414,14 +453,14 @@ int mcg_transport_error(mcg_transport *t, bool expired, unsigned seconds, mcg_er
                            t->shown, seconds);
     one_line(m, sizeof(m), e && e->message ? e->message : "unknown error");
     const char *cause = cause_of(t, e, m);
-    if (t->tries > 1 && t->offered[0] && !strcmp(cause, "authentication failed"))
-        return mcg_err_set(err, MCG_EIO, "%s: authentication failed: the server refused %s",
-                           t->shown, t->offered);
-    if (t->no_key && !strcmp(cause, "authentication failed"))
-        return mcg_err_set(err, MCG_EIO,
-                           "%s: authentication failed: no identity or ssh-privatekey in %s (%s)",
-                           t->shown, t->dir ? t->dir : "$MCGIT_GIT_CREDENTIALS", m);
-    return mcg_err_set(err, MCG_EIO, "%s: %s: %s", t->shown, cause, m);
+    if (!strcmp(cause, "authentication failed"))
+        return auth_error(t, m, err);
+    if (!strcmp(cause, "TLS certificate refused"))
+        return mcg_err_set(err, MCG_EIO, "%s: %s: %s (%s)", t->shown, cause, m,
+                           t->ca ? "checked against ca.crt of the credentials directory"
+                                 : "checked against the system's CAs; a private CA goes in "
+                                   "ca.crt of $MCGIT_GIT_CREDENTIALS");
+    return mcg_err_set(err, MCG_EIO, "%s: %s: %s%s", t->shown, cause, m, proxy_note(t, m));
 }
 
 void mcg_transport_free(mcg_transport *t)
