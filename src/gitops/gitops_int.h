@@ -210,6 +210,8 @@ int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *
  * refused, not a git repository, or the transport's own message.
  */
 int mcg_transport_error(mcg_transport *t, bool expired, unsigned seconds, mcg_err *err);
+/* The remote's URL as messages show it (no password). */
+const char *mcg_transport_url(const mcg_transport *t);
 void mcg_transport_free(mcg_transport *t);
 
 #endif

@@ -51,9 +51,23 @@ static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *ol
     return rc;
 }
 
+/* Whether the remote, still connected after a fetch, advertised refs/heads/branch. */
+static bool advertised(git_remote *remote, const char *branch)
+{
+    const git_remote_head **heads = NULL;
+    size_t n = 0;
+    if (git_remote_ls(&heads, &n, remote) != 0)
+        return true; /* cannot tell: the fetched ref decides */
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(heads[i]->name, "refs/heads/", 11) && !strcmp(heads[i]->name + 11, branch))
+            return true;
+    return false;
+}
+
 /*
  * Bring the remote's source branch (and approval notes) into
- * refs/mcgit/fetched*, which only this file writes, within the deadline.
+ * refs/mcgit/fetched*, which only this file writes, within the deadline. A
+ * remote without the branch is MCG_ENOTFOUND (a ref fetched before is stale).
  */
 static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mcg_err *err)
 {
@@ -74,7 +88,11 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
         int g = git_remote_fetch(remote, &specs, &fo, "mcgit fetch");
         if (g != 0)
             rc = mcg_transport_error(t, false, secs, err); /* before anything resets it */
-        git_remote_disconnect(remote);                     /* within the deadline too */
+        else if (!advertised(remote, r->source_branch))
+            rc =
+                mcg_err_set(err, MCG_ENOTFOUND, "%s: branch missing: the remote has no branch '%s'",
+                            mcg_transport_url(t), r->source_branch);
+        git_remote_disconnect(remote); /* within the deadline too */
         if (mcg_deadline_finish(dl) && g != 0)
             rc = mcg_transport_error(t, true, secs, err);
     }

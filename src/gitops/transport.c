@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define SYSTEM_CA_FILE "/etc/ssl/certs/ca-certificates.crt" /* libgit2's in Debian */
@@ -126,11 +127,31 @@ static int cred_userpass(git_credential **out, mcg_transport *t, const char *use
     return rc;
 }
 
+/* Whether url (scheme://[user@]host[:port]/...) names t's host: a redirect elsewhere gets nothing.
+ */
+static bool same_host(const mcg_transport *t, const char *url)
+{
+    const char *h = url ? strstr(url, "://") : NULL;
+    if (!h || !t->host)
+        return true; /* scp-like ssh, or no URL to compare: the remote's own */
+    h += 3;
+    size_t n = strcspn(h, "/?#");
+    const char *at = memchr(h, '@', n);
+    if (at)
+        n -= (size_t)(at + 1 - h), h = at + 1;
+    if (*h == '[')
+        h++, n = strcspn(h, "]");
+    else
+        n = strcspn(h, ":/?#");
+    return strlen(t->host) == n && !strncasecmp(h, t->host, n);
+}
+
 static int cred_cb(git_credential **out, const char *url, const char *user_from_url,
                    unsigned int allowed, void *payload)
 {
     mcg_transport *t = payload;
-    (void)url;
+    if (!same_host(t, url))
+        return GIT_PASSTHROUGH; /* never hand a credential to another host */
     if (allowed & GIT_CREDENTIAL_USERNAME) {
         /* ssh asks who first when the URL does not say */
         char *user = t->dir ? cred_file(t->dir, "username", NULL) : NULL;
@@ -461,6 +482,11 @@ int mcg_transport_error(mcg_transport *t, bool expired, unsigned seconds, mcg_er
                                  : "checked against the system's CAs; a private CA goes in "
                                    "ca.crt of $MCGIT_GIT_CREDENTIALS");
     return mcg_err_set(err, MCG_EIO, "%s: %s: %s%s", t->shown, cause, m, proxy_note(t, m));
+}
+
+const char *mcg_transport_url(const mcg_transport *t)
+{
+    return t->shown;
 }
 
 void mcg_transport_free(mcg_transport *t)

@@ -151,6 +151,8 @@ no_request expired "an expired certificate"
 URL="https://localhost:$P_NAME/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
 refused "a certificate for another host name" "TLS certificate refused: .*(CN|name).*(not match|match)"
 no_request wrongname "a wrong host name"
+URL="https://no-such-host.invalid/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
+refused "a host name that does not resolve" "cannot resolve host"
 URL="https://localhost:$P_GOOD/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
 
 # --- tokens --------------------------------------------------------------------------
@@ -189,6 +191,11 @@ else
   ok "no token in output, logs (-v), pool status or the mirror's config"
 fi
 printf '%s\n' "$TOKEN" >"$T/creds/bearerToken"
+
+# a branch gone from the remote: refused, though the mirror fetched it before
+git -C "$T/srv/config.git" branch -q -m main gone
+refused "the source branch missing on the remote" "branch missing: the remote has no branch 'main'"
+git -C "$T/srv/config.git" branch -q -m gone main
 
 # --- proxies: https_proxy and no_proxy, through tinyproxy --------------------------------
 if [ -x /usr/bin/tinyproxy ]; then
