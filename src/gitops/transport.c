@@ -187,11 +187,30 @@ static void key_type(char *out, size_t n, const unsigned char *blob, size_t len)
     }
 }
 
+/*
+ * Why a listed host offers another key, into why: the key changed, or
+ * known_hosts lacks the type the ssh library chose (it prefers ECDSA, then
+ * Ed25519, then RSA, whatever known_hosts holds).
+ */
+static void mismatch_why(char *why, size_t n, const mcg_knownhosts_result *res, const char *type,
+                         const char *scan, const char *host)
+{
+    char pat[80];
+    snprintf(pat, sizeof(pat), "%s ", type);
+    if (!*type || strstr(res->known, pat)) /* base64 fingerprints hold no space */
+        snprintf(why, n, "the host key changed, or someone is in the middle");
+    else
+        mcg_bfmt(why, n,
+                 "known_hosts has no %s key for it: add the server's, checked (`ssh-keyscan%s "
+                 "%s` lists every type), or the host key changed",
+                 type, scan, host);
+}
+
 /* libgit2's verdict on the server's ssh host key is replaced by known_hosts'. */
 static int check_hostkey(mcg_transport *t, const git_cert_hostkey *hk, const char *host)
 {
     unsigned char sha[MCG_SHA256_LEN];
-    char type[64] = "", fp[MCG_SSH_FP_LEN];
+    char type[64] = "", fp[MCG_SSH_FP_LEN], why[200];
     if (hk->type & GIT_CERT_SSH_RAW) {
         mcg_sha256(hk->hostkey, hk->hostkey_len, sha);
         key_type(type, sizeof(type), (const unsigned char *)hk->hostkey, hk->hostkey_len);
@@ -217,10 +236,10 @@ static int check_hostkey(mcg_transport *t, const git_cert_hostkey *hk, const cha
                  res.name, type, *type ? " " : "", fp, scan, host);
         break;
     case MCG_KH_MISMATCH:
+        mismatch_why(why, sizeof(why), &res, type, scan, host);
         mcg_bfmt(t->refusal, sizeof(t->refusal),
-                 "host key refused: %s offers %s%s%s, known_hosts has %s (the host key changed, "
-                 "or someone is in the middle); nothing fetched",
-                 res.name, type, *type ? " " : "", fp, res.known);
+                 "host key refused: %s offers %s%s%s, known_hosts has %s (%s); nothing fetched",
+                 res.name, type, *type ? " " : "", fp, res.known, why);
         break;
     case MCG_KH_REVOKED:
         mcg_bfmt(t->refusal, sizeof(t->refusal),

@@ -69,7 +69,8 @@ LogLevel ERROR
 EOF
 [ "$(id -u)" = 0 ] && mkdir -p /run/sshd # its privilege separation directory
 /usr/sbin/sshd -D -e -f "$T/sshd/config" 2>"$T/sshd.log" &
-PIDS+=($!)
+SSHD=$!
+PIDS+=($SSHD)
 wait_port "$PORT" || { cat "$T/sshd.log"; bad "sshd did not start"; finish; exit 1; }
 ok "sshd listens on 127.0.0.1:$PORT"
 
@@ -216,4 +217,21 @@ expect_grep "fetch from origin failed: .*host key refused: \[127\.0\.0\.1\]:$POR
 expect_grep "^FetchFailed fetch from origin failed: .*host key refused: .*$HOSTFP.*$OTHERFP" "$T/cond" "the pool condition carries the same line"
 [ "$(git -C "$T/ctl-mirror" for-each-ref --format='%(refname) %(objectname)')" = "$before" ] \
   && ok "controller: mirror refs unchanged" || bad "controller: mirror refs moved"
+
+# --- a server with an ECDSA host key too: libssh2 prefers ECDSA, so a
+# known_hosts with the Ed25519 key only is refused, saying which type is missing
+kill "$SSHD"; timeout 5 tail --pid="$SSHD" -f /dev/null 2>/dev/null || true
+ssh-keygen -q -t ecdsa -b 256 -N '' -C host -f "$T/sshd/host_ecdsa"
+echo "HostKey $T/sshd/host_ecdsa" >>"$T/sshd/config"
+/usr/sbin/sshd -D -e -f "$T/sshd/config" 2>>"$T/sshd.log" &
+PIDS+=($!)
+wait_port "$PORT" || bad "sshd did not restart"
+hostline "$T/sshd/host_ed25519.pub" >"$T/creds/known_hosts"
+ECFP=$(re "$(ssh-keygen -lf "$T/sshd/host_ecdsa.pub" | cut -d' ' -f2)")
+FETCH=(timeout 60 "$MCGIT" fetch --repo "$T/mirror" --trust "$T/trust" --timeout 20)
+refused "a host key type known_hosts lacks" "offers ecdsa-sha2-nistp256 $ECFP, known_hosts has ssh-ed25519 $HOSTFP \(known_hosts has no ecdsa-sha2-nistp256 key for it"
+hostline "$T/sshd/host_ecdsa.pub" >>"$T/creds/known_hosts"
+expect_rc 0 "with both types in known_hosts" -- "${FETCH[@]}"
+[ "$(git -C "$T/mirror" rev-parse main)" = "$(git -C "$T/src" rev-parse main)" ] \
+  && ok "fetched from the ECDSA-keyed server" || bad "not fetched"
 finish
