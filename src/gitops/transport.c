@@ -46,6 +46,7 @@ struct mcg_transport {
     char *headers[1];
     int tries;                       /* credentials offered */
     bool ca;                         /* ca.crt of the directory is the CA bundle */
+    bool elsewhere;                  /* asked for credentials by another host (a redirect) */
     bool no_key;                     /* ssh asked for a key the directory does not have */
     char offered[300];               /* the credential offered, no secret: "the ssh key PATH ..." */
     char refusal[MCG_ERR_MSG - 200]; /* our own reason for stopping the fetch, "" none */
@@ -150,8 +151,10 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
                    unsigned int allowed, void *payload)
 {
     mcg_transport *t = payload;
-    if (!same_host(t, url))
-        return GIT_PASSTHROUGH; /* never hand a credential to another host */
+    if (!same_host(t, url)) { /* never hand a credential to another host */
+        t->elsewhere = true;
+        return GIT_PASSTHROUGH;
+    }
     if (allowed & GIT_CREDENTIAL_USERNAME) {
         /* ssh asks who first when the URL does not say */
         char *user = t->dir ? cred_file(t->dir, "username", NULL) : NULL;
@@ -446,6 +449,11 @@ static const char *cause_of(const mcg_transport *t, const git_error *e, const ch
 static int auth_error(mcg_transport *t, const char *m, mcg_err *err)
 {
     const char *dir = t->dir ? t->dir : "$MCGIT_GIT_CREDENTIALS";
+    if (t->elsewhere)
+        return mcg_err_set(err, MCG_EIO,
+                           "%s: authentication failed: the remote redirected to another host, "
+                           "which asks for credentials; they are sent to %s only",
+                           t->shown, t->host);
     if (t->header)
         return mcg_err_set(err, MCG_EIO,
                            "%s: authentication failed: the server refused the bearer token "

@@ -60,7 +60,7 @@ cert wrongname git.example.test 30
 # --- nginx + fcgiwrap + git http-backend ----------------------------------------------
 TOKEN=ghs_0123456789abcdefTOKENvalue
 BASIC=$(printf 'x-access-token:%s' "$TOKEN" | base64 -w0)
-P_GOOD=$(freeport); P_EXP=$(freeport); P_NAME=$(freeport)
+P_GOOD=$(freeport); P_EXP=$(freeport); P_NAME=$(freeport); P_HOP=$(freeport); P_HOP2=$(freeport)
 server() { # server PORT CERT
   cat <<EOF
   server {
@@ -103,6 +103,25 @@ http {
 $(server "$P_GOOD" good)
 $(server "$P_EXP" expired)
 $(server "$P_NAME" wrongname)
+  # plain http: a redirect from 127.0.0.1 to another host name (localhost)
+  server {
+    listen 127.0.0.1:$P_HOP;
+    access_log $T/nginx/access-hop.log;
+    location / { return 302 http://localhost:$P_HOP2\$request_uri; }
+  }
+  server {
+    listen 127.0.0.1:$P_HOP2;
+    access_log $T/nginx/access-hop2.log;
+    location / {
+      if (\$auth_ok = 0) { add_header WWW-Authenticate 'Basic realm="git"' always; return 401; }
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME /usr/lib/git-core/git-http-backend;
+      fastcgi_param GIT_PROJECT_ROOT $T/srv;
+      fastcgi_param GIT_HTTP_EXPORT_ALL "";
+      fastcgi_param PATH_INFO \$uri;
+      fastcgi_pass unix:$T/nginx/fcgi.sock;
+    }
+  }
 }
 EOF
 # one process (with -c N it forks N children that outlive a kill of the parent)
@@ -162,6 +181,12 @@ printf '%s\n' "$TOKEN" >"$T/creds/token"
 expect_rc 0 "token as basic auth (x-access-token) with ca.crt" -- "${FETCH[@]}"
 [ "$(git -C "$T/mirror" rev-parse main)" = "$(git -C "$T/src" rev-parse main)" ] \
   && ok "source branch fetched" || bad "source branch not fetched"
+# a redirect to another host gets no credential, though that host would take it
+URL="http://127.0.0.1:$P_HOP/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
+refused "a redirect to another host" "authentication failed: the remote redirected to another host, which asks for credentials; they are sent to 127\.0\.0\.1 only"
+URL="http://localhost:$P_HOP2/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
+expect_rc 0 "the same server asked directly takes the token" -- "${FETCH[@]}"
+URL="https://localhost:$P_GOOD/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
 rm "$T/creds/token"
 printf '%s\n' "$TOKEN" >"$T/creds/bearerToken"
 scommit "$T/src" alice "second"
