@@ -7,7 +7,9 @@
 # server logs no request), and the mirror's refs stay as they were. A token
 # as forges hand it out (token: basic auth as x-access-token; bearerToken:
 # Authorization: Bearer) is read from the directory and never shown, even
-# with -v. Proxies come from https_proxy and no_proxy (tinyproxy).
+# with -v, and never sent to another host after a redirect. A server that
+# never answers is stopped by the deadline. Proxies come from https_proxy and
+# no_proxy (tinyproxy).
 . "$(dirname "$0")/lib.sh"
 need git openssl python3 timeout jq
 for b in /usr/sbin/nginx /usr/sbin/fcgiwrap /usr/lib/git-core/git-http-backend; do
@@ -170,6 +172,26 @@ no_request expired "an expired certificate"
 URL="https://localhost:$P_NAME/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
 refused "a certificate for another host name" "TLS certificate refused: .*(CN|name).*(not match|match)"
 no_request wrongname "a wrong host name"
+# a server that accepts and never answers (the TLS handshake waits): the deadline
+HPORT=$(freeport)
+python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)
+' "$HPORT" </dev/null >/dev/null 2>&1 &
+PIDS+=($!)
+wait_port "$HPORT"
+URL="https://localhost:$HPORT/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
+FETCH0=("${FETCH[@]}")
+FETCH=(timeout 60 "$MCGIT" fetch --repo "$T/mirror" --trust "$T/trust" --timeout 3)
+t0=$SECONDS
+refused "a TLS server that never answers" "timed out: no answer within 3 s"
+[ $((SECONDS - t0)) -le 10 ] && ok "stopped by the deadline ($((SECONDS - t0)) s)" || bad "took $((SECONDS - t0)) s"
+FETCH=("${FETCH0[@]}")
+
 URL="https://no-such-host.invalid/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
 refused "a host name that does not resolve" "cannot resolve host"
 URL="https://localhost:$P_GOOD/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
