@@ -82,6 +82,10 @@ install git openssh-client valgrind python3 jq procps gzip coreutils time util-l
         clang libclang-rt-14-dev \
         mandoc man-db groff-base zsh \
         prometheus  # promtool and a real Prometheus server: test_metrics.sh
+# Real git servers on 127.0.0.1 (test_remote_ssh.sh, test_remote_https.sh):
+# OpenSSH's sshd with git-shell, nginx with fcgiwrap and git http-backend,
+# tinyproxy as the https_proxy. Their packaged services stay disabled.
+install openssh-server nginx fcgiwrap tinyproxy
 
 # The Kubernetes tests run a real kube-apiserver and etcd on 127.0.0.1:
 # etcd from Debian's etcd-server, kube-apiserver built from Debian's own

@@ -18,15 +18,16 @@ const mcg_cmd mcg_cmd_controller = {
     "reconcile the cluster with the config repo",
     "usage: mcgit controller --repo R --trust F --cluster C [--revoked K]\n"
     "                        [--remote NAME] [--once] [--interval SECONDS]\n"
-    "                        [--keep-configs N] [-q | -v]\n"
+    "                        [--keep-configs N] [--fetch-timeout SECONDS] [-q | -v]\n"
     "                        [--metrics-bind-address HOST:PORT [--webhook-token-file F]]\n"
     "       mcgit controller --repo URL --mirror DIR --trust F --cluster C ...\n"
     "\n"
     "R is a clone of the config repo. A URL (https://, ssh://, file://,\n"
     "user@host:path) is mirrored into the bare repository DIR (created on first\n"
     "use; a DIR that mirrors another URL is refused). For a private remote, put\n"
-    "the files username and password (https) or ssh-privatekey (ssh) in a\n"
-    "directory named by $MCGIT_GIT_CREDENTIALS.\n"
+    "the files of a Flux Git Secret in a directory named by $MCGIT_GIT_CREDENTIALS:\n"
+    "identity (or ssh-privatekey) and known_hosts, required, for ssh; username and\n"
+    "password, token, or bearerToken, and ca.crt for https (see `mcgit help fetch`).\n"
     "\n"
     "Each pass: fetch the source branch when R has a remote (origin, or --remote);\n"
     "verify every new source commit against the trust root F; render it onto the\n"
@@ -54,6 +55,9 @@ const mcg_cmd mcg_cmd_controller = {
     "                      remote, as soon as its source branch moves\n"
     "  --keep-configs N    older rendered configs of each pool kept published\n"
     "                      besides those in use (default 3; git keeps them all)\n"
+    "  --fetch-timeout SECONDS\n"
+    "                      the longest a fetch may take, however the server\n"
+    "                      behaves (default 300); then FetchFailed, timed out\n"
     "  --metrics-bind-address HOST:PORT\n"
     "                      serve Prometheus metrics at http://HOST:PORT/metrics\n"
     "                      (pools, nodes, rollouts, fetch, verify, render; see\n"
@@ -82,6 +86,7 @@ static int run(int argc, char **argv)
                                          {"once", no_argument, 0, '1'},
                                          {"interval", required_argument, 0, 'i'},
                                          {"keep-configs", required_argument, 0, 'k'},
+                                         {"fetch-timeout", required_argument, 0, 'T'},
                                          {"mirror", required_argument, 0, 'm'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"verbose", no_argument, 0, 'v'},
@@ -93,7 +98,7 @@ static int run(int argc, char **argv)
     const char *cluster = NULL, *mirror = NULL;
     bool once = false;
     double interval = 5;
-    uint64_t keep = MCG_KEEP_CONFIGS_DEFAULT;
+    uint64_t keep = MCG_KEEP_CONFIGS_DEFAULT, fetch_timeout = MCG_FETCH_TIMEOUT_DEFAULT;
     int c;
     optind = 1;
     while ((c = mcg_cli_getopt(&mcg_cmd_controller, argc, argv, "hqv", opts)) != -1) {
@@ -117,6 +122,10 @@ static int run(int argc, char **argv)
                 return mcg_cli_usage_error(&mcg_cmd_controller, "bad --interval '%s'", optarg);
             break;
         }
+        case 'T':
+            if (!mcg_parse_u64(optarg, &fetch_timeout) || !fetch_timeout || fetch_timeout > 86400)
+                return mcg_cli_usage_error(&mcg_cmd_controller, "bad --fetch-timeout '%s'", optarg);
+            break;
         case 'k':
             if (!mcg_parse_u64(optarg, &keep) || keep > 1000)
                 return mcg_cli_usage_error(&mcg_cmd_controller,
@@ -132,6 +141,7 @@ static int run(int argc, char **argv)
         return mcg_cli_usage_error(&mcg_cmd_controller,
                                    "--webhook-token-file needs --metrics-bind-address (its listener)");
     o.keep_configs = (unsigned)keep;
+    o.fetch_timeout = (unsigned)fetch_timeout;
     bool url = mcg_gitops_is_url(o.repo);
     if (url && !mirror)
         return mcg_cli_usage_error(&mcg_cmd_controller,

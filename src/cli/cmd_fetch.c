@@ -17,6 +17,7 @@ const mcg_cmd mcg_cmd_fetch = {
     "fetch",
     "fetch the source branch from a remote (fast-forward only)",
     "usage: mcgit fetch --repo R --trust F [--revoked K] [--remote NAME]\n"
+    "                   [--timeout SECONDS]\n"
     "\n"
     "Fetch the source branch from remote NAME (default origin) over file://,\n"
     "https:// or ssh:// and move the local source branch to it, only if that is a\n"
@@ -25,7 +26,26 @@ const mcg_cmd mcg_cmd_fetch = {
     "A rewritten or rewound remote branch, or an unsigned or untrusted commit, is\n"
     "refused (exit 1) and the local branch stays where it was. Prints the new\n"
     "tip, or one line saying the branch was already up to date. --revoked K (a\n"
-    "KRL or a list of public keys) refuses commits by those keys.\n",
+    "KRL or a list of public keys) refuses commits by those keys. --timeout bounds\n"
+    "the whole transfer, however the server behaves (default 300).\n"
+    "\n"
+    "Credentials and pins are files in the directory $MCGIT_GIT_CREDENTIALS (the\n"
+    "key names of Flux's Git Secrets and Kubernetes' SSH and basic auth Secrets):\n"
+    "  identity, ssh-privatekey  ssh: the deploy key (ed25519, unencrypted); the\n"
+    "                      user is the URL's, else username's, else git\n"
+    "  known_hosts         ssh: required; the server's host key must be listed\n"
+    "                      (plain or hashed names, [host]:port off port 22)\n"
+    "  username, password  https: basic auth\n"
+    "  token               https: basic auth as username, else x-access-token\n"
+    "  bearerToken         https: an Authorization: Bearer header\n"
+    "  ca.crt              https: the CA certificates trusted for the server,\n"
+    "                      in place of the system's\n"
+    "A proxy comes from https_proxy, http_proxy and no_proxy (or git's\n"
+    "http.proxy). A failure is one line naming the URL and the cause (cannot\n"
+    "resolve host, connection refused, timed out, authentication failed, host key\n"
+    "refused, TLS certificate refused, not a git repository); an unknown or\n"
+    "changed host key, or a certificate that does not verify, is never accepted,\n"
+    "and nothing moves.\n",
     run,
 };
 
@@ -36,8 +56,10 @@ static int run(int argc, char **argv)
                                          {"remote", required_argument, 0, 'R'},
                                          {"trust", required_argument, 0, 't'},
                                          {"revoked", required_argument, 0, 'K'},
+                                         {"timeout", required_argument, 0, 'T'},
                                          {0, 0, 0, 0}};
     const char *repo = NULL, *remote = "origin", *trust = NULL, *revoked = NULL;
+    uint64_t timeout = MCG_FETCH_TIMEOUT_DEFAULT;
     int c;
     optind = 1;
     while ((c = mcg_cli_getopt(&mcg_cmd_fetch, argc, argv, "h", opts)) != -1) {
@@ -47,6 +69,10 @@ static int run(int argc, char **argv)
         case 'R': remote = optarg; break;
         case 't': trust = optarg; break;
         case 'K': revoked = optarg; break;
+        case 'T':
+            if (!mcg_parse_u64(optarg, &timeout) || !timeout || timeout > 86400)
+                return mcg_cli_usage_error(&mcg_cmd_fetch, "bad --timeout '%s'", optarg);
+            break;
         default: return mcg_cli_usage_error(&mcg_cmd_fetch, NULL);
         }
     }
@@ -64,7 +90,8 @@ static int run(int argc, char **argv)
         if (mcg_repo_resolve(r, ref, before, NULL) != 0)
             before[0] = '\0'; /* no source branch yet */
         free(ref);
-        rc = mcg_gitops_fetch(r, remote, root, (int64_t)time(NULL), sha, &err);
+        mcg_fetch_opts fo = {.now = (int64_t)time(NULL), .timeout = (unsigned)timeout};
+        rc = mcg_gitops_fetch(r, remote, root, &fo, sha, &err);
     }
     if (rc)
         mcg_cli_error("fetch", "%s", err.msg);

@@ -278,7 +278,8 @@ static void fetch(mcg_pass_result *res, const mcg_controller_opts *o, mcg_repo *
     mcg_err ferr = {0};
     const char *remote = o->remote ? o->remote : "origin";
     double t0 = mcg_ctl_mono();
-    int frc = mcg_gitops_fetch(r, remote, root, now, fetched, &ferr);
+    mcg_fetch_opts fo = {.now = now, .timeout = o->fetch_timeout};
+    int frc = mcg_gitops_fetch(r, remote, root, &fo, fetched, &ferr);
     double took = mcg_ctl_mono() - t0;
     /* gitops reports a missing remote as MCG_ENOTFOUND "no remote 'NAME'"; a
      * remote without the source branch is MCG_ENOTFOUND too, with another message */

@@ -25,6 +25,8 @@ typedef struct mcg_controller_opts {
     /* How many older rendered configs of each pool stay published besides
      * the ones nodes and pools use: the newest ones on the rendered branch. */
     unsigned keep_configs;
+    /* Seconds a fetch may talk to the remote; 0: MCG_FETCH_TIMEOUT_DEFAULT. */
+    unsigned fetch_timeout;
     /* Where a pass records what it did (mcg_controller_metrics_declare'd);
      * NULL: nowhere. */
     mcg_metrics *metrics;

@@ -151,4 +151,67 @@ int mcg_git_commit_signed(git_oid *out, mcg_repo *r, const git_tree *tree, const
                           const char *msg, const git_signature *sig, const mcg_rollback_opts *o,
                           mcg_err *err);
 
+/* ------------------------------------------------------------ knownhosts.c */
+
+#define MCG_SSH_FP_LEN 64 /* "SHA256:" and 43 base64 characters, as ssh-keygen -l */
+
+typedef enum mcg_knownhosts_verdict {
+    MCG_KH_MATCH,    /* the offered key is listed for the host */
+    MCG_KH_UNKNOWN,  /* no line names the host */
+    MCG_KH_MISMATCH, /* lines name the host, none with the offered key */
+    MCG_KH_REVOKED,  /* a @revoked line holds the offered key */
+} mcg_knownhosts_verdict;
+
+typedef struct mcg_knownhosts_result {
+    char name[320];  /* the name looked up: host, or [host]:port off port 22 */
+    char known[400]; /* the host's listed keys, "type SHA256:..., ..." (three, then "...") */
+    size_t nknown;
+} mcg_knownhosts_result;
+
+/* "SHA256:<base64, unpadded>" of a key whose SHA-256 is sha256, as ssh-keygen -l prints it. */
+void mcg_kh_fingerprint(char out[MCG_SSH_FP_LEN], const unsigned char sha256[MCG_SHA256_LEN]);
+/*
+ * Judge the host key whose SHA-256 (of its wire blob) is offered, for host
+ * on port (<= 0 or 22: the plain name), against known_hosts text (len
+ * bytes). res is filled either way.
+ */
+mcg_knownhosts_verdict mcg_knownhosts_check(mcg_knownhosts_result *res, const char *text,
+                                            size_t len, const char *host, int port,
+                                            const unsigned char offered[MCG_SHA256_LEN]);
+
+/* ------------------------------------------------------------ netstream.c */
+
+/*
+ * A deadline for the network I/O of one fetch on this thread: every socket
+ * libgit2 opens until mcg_deadline_finish waits at most until it (connect,
+ * reads, writes), and a watchdog thread shuts them down when it passes, so
+ * libssh2, which waits on the socket itself, stops too. seconds 0: none.
+ */
+typedef struct mcg_deadline mcg_deadline;
+int mcg_deadline_start(mcg_deadline **out, unsigned seconds, mcg_err *err);
+/* Stop the watchdog and free d; true when the deadline passed. NULL: false. */
+bool mcg_deadline_finish(mcg_deadline *d);
+
+/* ------------------------------------------------------------ transport.c */
+
+/*
+ * What a fetch from url needs from the credentials directory
+ * ($MCGIT_GIT_CREDENTIALS): callbacks for credentials and host key or TLS
+ * checks, headers (a bearer token) and the CA bundle, all set in *fo. Freed
+ * (secrets wiped) by mcg_transport_free, after the fetch.
+ */
+typedef struct mcg_transport mcg_transport;
+int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *fo,
+                       mcg_err *err);
+/*
+ * The failed fetch's one-line reason: "URL: CAUSE: detail", the URL without
+ * a password, the cause one of: cannot resolve host, connection refused,
+ * timed out, authentication failed, host key refused, TLS certificate
+ * refused, not a git repository, or the transport's own message.
+ */
+int mcg_transport_error(mcg_transport *t, bool expired, unsigned seconds, mcg_err *err);
+/* The remote's URL as messages show it (no password). */
+const char *mcg_transport_url(const mcg_transport *t);
+void mcg_transport_free(mcg_transport *t);
+
 #endif

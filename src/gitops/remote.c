@@ -22,56 +22,6 @@ bool mcg_gitops_is_url(const char *repo)
     return colon && at && at < colon && (!slash || slash > colon);
 }
 
-typedef struct cred_state {
-    const char *dir; /* $MCGIT_GIT_CREDENTIALS or NULL */
-    int tries;
-} cred_state;
-
-/* A small secret from dir/name, trailing newline stripped; NULL if absent. */
-static char *cred_file(const char *dir, const char *name)
-{
-    char *path = mcg_sprintf("%s/%s", dir, name), *data = NULL;
-    size_t len = 0;
-    mcg_err e = {0};
-    if (mcg_read_file(path, 64 * 1024, &data, &len, &e) != 0) {
-        data = NULL;
-    } else {
-        while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
-            data[--len] = '\0';
-    }
-    free(path);
-    return data;
-}
-
-static int cred_cb(git_credential **out, const char *url, const char *user_from_url,
-                   unsigned int allowed, void *payload)
-{
-    cred_state *cs = payload;
-    (void)url;
-    /* Offer each credential once: a rejected one must fail, not loop. */
-    if (!cs->dir || cs->tries++ > 0)
-        return GIT_PASSTHROUGH;
-    int rc = GIT_PASSTHROUGH;
-    if (allowed & GIT_CREDENTIAL_SSH_KEY) {
-        char *key = mcg_sprintf("%s/ssh-privatekey", cs->dir);
-        if (access(key, R_OK) == 0)
-            rc = git_credential_ssh_key_new(out, user_from_url ? user_from_url : "git", NULL,
-                                            key, NULL);
-        free(key);
-    }
-    if (rc == GIT_PASSTHROUGH && (allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT)) {
-        char *user = cred_file(cs->dir, "username"), *pass = cred_file(cs->dir, "password");
-        if (pass)
-            rc = git_credential_userpass_plaintext_new(
-                out, user ? user : (user_from_url ? user_from_url : "git"), pass);
-        if (pass)
-            memset(pass, 0, strlen(pass));
-        free(user);
-        free(pass);
-    }
-    return rc;
-}
-
 /*
  * Verify (local tip, fetched tip] before anything moves: a refusal leaves
  * the branch where it was, so a remote cleaned up later is a fast-forward
@@ -79,8 +29,7 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
  * (mcg_verify_opts.now); a first fetch is judged by committer times.
  */
 static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *old_oid,
-                          const git_oid *notes, const mcg_signers *root, int64_t now,
-                          mcg_err *err)
+                          const git_oid *notes, const mcg_signers *root, int64_t now, mcg_err *err)
 {
     char tip[MCG_SHA_HEX + 1], since[MCG_SHA_HEX + 1], approvals[MCG_SHA_HEX + 1];
     mcg_verify_report rep = {0};
@@ -102,32 +51,69 @@ static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *ol
     return rc;
 }
 
-int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *root, int64_t now,
-                     char sha_out[MCG_SHA_HEX + 1], mcg_err *err)
+/* Whether the remote, still connected after a fetch, advertised refs/heads/branch. */
+static bool advertised(git_remote *remote, const char *branch)
 {
-    git_remote *remote = NULL;
-    git_reference *ref = NULL;
-    char *fetched = NULL, *local = NULL;
-    int rc = 0;
-    sha_out[0] = '\0';
-    if (git_remote_lookup(&remote, r->git, remote_name) != 0)
-        return mcg_err_set(err, MCG_ENOTFOUND, "no remote '%s'", remote_name);
-    /* The fetched tip lands in refs/mcgit/fetched/, which only this
-     * function writes; the branch itself moves after verification. */
-    char *spec = mcg_sprintf("+refs/heads/%s:refs/mcgit/fetched/%s", r->source_branch,
-                             r->source_branch);
+    const git_remote_head **heads = NULL;
+    size_t n = 0;
+    if (git_remote_ls(&heads, &n, remote) != 0)
+        return true; /* cannot tell: the fetched ref decides */
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(heads[i]->name, "refs/heads/", 11) && !strcmp(heads[i]->name + 11, branch))
+            return true;
+    return false;
+}
+
+/*
+ * Bring the remote's source branch (and approval notes) into
+ * refs/mcgit/fetched*, which only this file writes, within the deadline. A
+ * remote without the branch is MCG_ENOTFOUND (a ref fetched before is stale).
+ */
+static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mcg_err *err)
+{
+    char *spec =
+        mcg_sprintf("+refs/heads/%s:refs/mcgit/fetched/%s", r->source_branch, r->source_branch);
     /* approvals for the two-person rule travel as notes */
     char *refs[] = {spec, "+" MCG_APPROVALS_REF ":refs/mcgit/fetched-approvals"};
     git_strarray specs = {refs, 2};
     git_fetch_options fo = GIT_FETCH_OPTIONS_INIT;
-    cred_state cs = {getenv("MCGIT_GIT_CREDENTIALS"), 0};
-    fo.callbacks.credentials = cred_cb;
-    fo.callbacks.payload = &cs;
+    mcg_transport *t = NULL;
+    mcg_deadline *dl = NULL;
+    unsigned secs = o && o->timeout ? o->timeout : MCG_FETCH_TIMEOUT_DEFAULT;
     fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-    if (git_remote_fetch(remote, &specs, &fo, "mcgit fetch") != 0) {
-        rc = mcg_git_err(err, "fetch");
-        goto out;
+    int rc = mcg_transport_open(&t, git_remote_url(remote), &fo, err);
+    if (!rc)
+        rc = mcg_deadline_start(&dl, secs, err);
+    if (!rc) {
+        int g = git_remote_fetch(remote, &specs, &fo, "mcgit fetch");
+        if (g != 0)
+            rc = mcg_transport_error(t, false, secs, err); /* before anything resets it */
+        else if (!advertised(remote, r->source_branch))
+            rc =
+                mcg_err_set(err, MCG_ENOTFOUND, "%s: branch missing: the remote has no branch '%s'",
+                            mcg_transport_url(t), r->source_branch);
+        git_remote_disconnect(remote); /* within the deadline too */
+        if (mcg_deadline_finish(dl) && g != 0)
+            rc = mcg_transport_error(t, true, secs, err);
     }
+    mcg_transport_free(t);
+    free(spec);
+    return rc;
+}
+
+int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *root,
+                     const mcg_fetch_opts *o, char sha_out[MCG_SHA_HEX + 1], mcg_err *err)
+{
+    git_remote *remote = NULL;
+    git_reference *ref = NULL;
+    char *fetched = NULL, *local = NULL;
+    int64_t now = o ? o->now : 0;
+    int rc = 0;
+    sha_out[0] = '\0';
+    if (git_remote_lookup(&remote, r->git, remote_name) != 0)
+        return mcg_err_set(err, MCG_ENOTFOUND, "no remote '%s'", remote_name);
+    if ((rc = transfer(r, remote, o, err)) != 0)
+        goto out;
     fetched = mcg_sprintf("refs/mcgit/fetched/%s", r->source_branch);
     local = mcg_sprintf("refs/heads/%s", r->source_branch);
     git_oid new_oid, old_oid, notes_oid;
@@ -164,8 +150,8 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *ro
         goto out;
     if (has_notes) {
         git_reference *nref = NULL;
-        if (git_reference_create(&nref, r->git, MCG_APPROVALS_REF, &notes_oid, 1,
-                                 "mcgit fetch") != 0) {
+        if (git_reference_create(&nref, r->git, MCG_APPROVALS_REF, &notes_oid, 1, "mcgit fetch") !=
+            0) {
             rc = mcg_git_err(err, MCG_APPROVALS_REF);
             goto out;
         }
@@ -182,7 +168,6 @@ done:
 out:
     free(fetched);
     free(local);
-    free(spec);
     git_reference_free(ref);
     git_remote_free(remote);
     return rc;
