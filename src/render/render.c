@@ -16,8 +16,9 @@
  * overwrite true) so that configs that mean the same thing hash the same.
  *
  * The fields beside the config follow MCO's MergeMachineConfigs: kernel
- * arguments concatenated in merge order (an argument already present is not
- * repeated), extensions appended, fips true if any MC sets it, kernelType
+ * arguments concatenated in merge order (repeats kept: `y=0 z=4` then
+ * `y=1 z=4` gives `y=0 z=4 y=1 z=4`, as MCO's e2e test 67825 expects),
+ * extensions appended, fips true if any MC sets it, kernelType
  * realtime over 64k-pages over default, osImageURL and
  * baseOSExtensionsContainerImage the last non-empty value; kernel-devel is
  * refused with a non-default kernel. They are part of the spec (omitted when
@@ -343,7 +344,7 @@ static void extra_merge(mcg_ignition *d, const json_t *src)
 
 typedef struct merger {
     mcg_ignition *dst;
-    keyidx paths, units, keys, kargs;
+    keyidx paths, units, keys;
 } merger;
 
 static void merger_rebuild(merger *mg)
@@ -351,9 +352,6 @@ static void merger_rebuild(merger *mg)
     idx_free(&mg->paths);
     idx_free(&mg->units);
     idx_free(&mg->keys);
-    idx_free(&mg->kargs);
-    for (size_t i = 0; i < mg->dst->os.kargs.n; i++)
-        idx_put(&mg->kargs, mg->dst->os.kargs.v[i], i);
     for (size_t i = 0; i < mg->dst->nstorage; i++)
         idx_put(&mg->paths, mg->dst->storage[i].path, i);
     for (size_t i = 0; i < mg->dst->nunits; i++)
@@ -402,12 +400,8 @@ static void merger_add(merger *mg, const mcg_ignition *src)
     if (src->extra)
         extra_merge(d, src->extra);
     /* the MachineConfig fields beside the config (MergeMachineConfigs) */
-    for (size_t i = 0; i < src->os.kargs.n; i++) {
-        if (idx_get(&mg->kargs, src->os.kargs.v[i], &pos))
-            continue;
+    for (size_t i = 0; i < src->os.kargs.n; i++) /* concatenated: repeats kept, as MCO */
         mcg_strv_push(&d->os.kargs, src->os.kargs.v[i]);
-        idx_put(&mg->kargs, d->os.kargs.v[d->os.kargs.n - 1], d->os.kargs.n - 1);
-    }
     for (size_t i = 0; i < src->os.extensions.n; i++)
         mcg_strv_push(&d->os.extensions, src->os.extensions.v[i]);
     d->os.fips = d->os.fips || src->os.fips;
@@ -431,12 +425,11 @@ static void merger_free(merger *mg)
     idx_free(&mg->paths);
     idx_free(&mg->units);
     idx_free(&mg->keys);
-    idx_free(&mg->kargs);
 }
 
 void mcg_ignition_merge(mcg_ignition *dst, const mcg_ignition *src)
 {
-    merger mg = {dst, {0}, {0}, {0}, {0}};
+    merger mg = {.dst = dst};
     merger_rebuild(&mg);
     merger_add(&mg, src);
     merger_free(&mg);
@@ -1205,7 +1198,7 @@ static int render_pool(mcg_rendered_pool *rp, const mcg_model *m, const mcg_pool
                            "machineConfigSelector)",
                            pool->loc.file, pool->loc.line, pool->name);
     }
-    merger mg = {&rp->merged, {0}, {0}, {0}, {0}};
+    merger mg = {.dst = &rp->merged};
     for (size_t i = 0; i < n; i++) {
         mcg_strv_push(&rp->mcs, m->mcs[idx[i]].name);
         merger_add(&mg, &m->mcs[idx[i]].config);

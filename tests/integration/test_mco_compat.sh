@@ -67,7 +67,7 @@ expect_grep "^w1 Done $WORKER\$" "$T/out" "w1 Done at the worker config"
 cat >"$T/want" <<'EOF'
 rpm-ostree override remove kernel kernel-core kernel-modules kernel-modules-core kernel-modules-extra --install kernel-rt-core --install kernel-rt-modules --install kernel-rt-modules-extra --install kernel-rt-kvm
 rpm-ostree update --install usbguard --install krb5-workstation --install libkadm5
-rpm-ostree kargs --delete-if-present=enforcing=0 --delete-if-present=nosmt --delete-if-present=systemd.unified_cgroup_hierarchy=1 --append=enforcing=0 --append=nosmt --append=systemd.unified_cgroup_hierarchy=1
+rpm-ostree kargs --delete-if-present=enforcing=0 --delete-if-present=nosmt --delete-if-present=systemd.unified_cgroup_hierarchy=1 --append=enforcing=0 --append=nosmt --append=enforcing=0 --append=systemd.unified_cgroup_hierarchy=1
 EOF
 if cmp -s "$T/want" "$T/cmds.log"; then ok "the exact rpm-ostree commands: kernel, extensions, kernel arguments"
 else bad "rpm-ostree commands differ"; diff -u "$T/want" "$T/cmds.log" | sed 's/^/    /'; fi
@@ -111,7 +111,7 @@ KA=$(custom worker 05-worker-kernelarg-selinuxpermissive.yaml 90-worker-kernelar
 desire w2 "$KA"
 expect_rc 0 "w2 applies the kernel arguments through GRUB" -- agent w2
 [ "$(cat "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg")" = '# written by mcgit: the MachineConfig kernelArguments
-GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX enforcing=0 nosmt systemd.unified_cgroup_hierarchy=1"' ] \
+GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX enforcing=0 nosmt enforcing=0 systemd.unified_cgroup_hierarchy=1"' ] \
   && ok "the GRUB drop-in holds the merged arguments" || { bad "GRUB drop-in"; cat "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg"; }
 [ "$(cat "$T/cmds.log")" = update-grub ] && ok "then update-grub" || bad "commands: $(cat "$T/cmds.log")"
 

@@ -1174,11 +1174,11 @@ static void test_mc_fields_merge(void **state)
         const char *want;     /* JSON of the spec without "config", or NULL */
         const char *err;
     } t[] = {
-        {"kernelArguments concatenated in name order, no repeats",
+        {"kernelArguments concatenated in name order, repeats kept (MCO's e2e test 67825)",
          {{"20-b", "  kernelArguments: ['b=1 c', nosmt]\n"},
           {"10-a", "  kernelArguments: [a, b=1]\n"},
           {"30-c", "  kernelArguments: [a, d]\n"}},
-         "{\"kernelArguments\": [\"a\", \"b=1\", \"c\", \"nosmt\", \"d\"]}",
+         "{\"kernelArguments\": [\"a\", \"b=1\", \"b=1\", \"c\", \"nosmt\", \"a\", \"d\"]}",
          NULL},
         {"extensions appended",
          {{"10-a", "  extensions: [usbguard]\n"},
@@ -1278,7 +1278,7 @@ static void test_mc_fields_custom_pool(void **state)
            "  kernelArguments: [i, w]\n  osImageURL: quay.io/i/os:1\n");
     render_ok(&rp);
     json_t *j = spec_of(pool(&rp, "infra"));
-    json_t *want = json_loads("[\"w\", \"i\"]", 0, NULL);
+    json_t *want = json_loads("[\"w\", \"i\", \"w\"]", 0, NULL);
     assert_true(json_equal(json_object_get(j, "kernelArguments"), want));
     assert_string_equal(json_string_value(json_object_get(j, "osImageURL")), "quay.io/i/os:1");
     json_decref(want);
