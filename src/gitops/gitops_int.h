@@ -106,19 +106,6 @@ size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_re
                        const git_oid *ids, size_t n, const git_oid *notes,
                        const mcg_verify_opts *o, const mcg_signers *root, const atomic_bool *stop);
 
-/*
- * The signature and the signed data of a commit's raw text, exactly as
- * git_commit_extract_signature (libgit2 1.5) takes them, without reading
- * the object again: the first line, header or not, that starts with
- * "gpgsig " and its continuation lines are the signature (without the
- * field name and the continuations' leading space); every line before it
- * and all that follows it are the signed data. buf is the object's data,
- * NUL-terminated (read as a C string, as libgit2 does). 0 (appended to sig
- * and data), or -1 when there is no such line or it does not end
- * (libgit2's "not signed" and "malformed header").
- */
-int mcg_git_extract_gpgsig(mcg_buf *sig, mcg_buf *data, const char *buf);
-
 /* The last .mcgit/policy.yaml parsed, by blob id. Zero-initialise. */
 typedef struct mcg_policy_cache {
     git_oid blob;

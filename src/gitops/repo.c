@@ -471,42 +471,6 @@ typedef struct verify_ctx {
     mcg_policy_cache *policy;
 } verify_ctx;
 
-int mcg_git_extract_gpgsig(mcg_buf *sig, mcg_buf *data, const char *buf)
-{
-    static const char field[] = "gpgsig";
-    const size_t flen = sizeof(field) - 1;
-    const char *h, *eol;
-    while ((h = strchr(buf, '\n')) && h[1] != '\0') {
-        h++;
-        if (strncmp(buf, field, flen) != 0) {
-            mcg_buf_put(data, buf, (size_t)(h - buf));
-            buf = h;
-            continue;
-        }
-        h = buf + flen;
-        eol = strchr(h, '\n');
-        if (h[0] != ' ') {
-            buf = h;
-            continue;
-        }
-        if (!eol)
-            return -1;
-        h++;
-        mcg_buf_put(sig, h, (size_t)(eol - h));
-        while (eol[1] == ' ') {
-            mcg_buf_putc(sig, '\n');
-            h = eol + 2;
-            eol = strchr(h, '\n');
-            if (!eol)
-                return -1;
-            mcg_buf_put(sig, h, (size_t)(eol - h));
-        }
-        mcg_buf_puts(data, eol + 1);
-        return 0;
-    }
-    return -1;
-}
-
 /*
  * The rule (docs/concepts.md, "Which keys may sign a commit"): a commit is
  * good when its signature verifies under the signers of EVERY parent — the
@@ -540,7 +504,8 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
     }
     int64_t when = commit_time(c);
     if (!have_raw || git_odb_object_type(raw) != GIT_OBJECT_COMMIT ||
-        mcg_git_extract_gpgsig(&sig, &data, git_odb_object_data(raw)) != 0) {
+        mcg_commit_split_signature(&sig, &data, git_odb_object_data(raw),
+                                   git_odb_object_size(raw)) != 0) {
         snprintf(v->reason, sizeof(v->reason), "commit is not signed");
         goto out;
     }

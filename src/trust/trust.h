@@ -222,6 +222,20 @@ int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers,
  */
 void mcg_ssh_fingerprint(const unsigned char *blob, size_t len, char out[64]);
 
+/*
+ * Split a commit object's data (raw, len bytes; the object's content, not
+ * NUL-terminated) into its signature and the data it signs, as git does
+ * (commit.c, parse_buffer_signed_by_header): from the header only. Every
+ * header line "gpgsig VALUE" and its continuation lines (leading space
+ * removed, newlines kept) are appended to sig; every other line, and the
+ * whole message after the first empty line, to payload; a header of another
+ * hash's signature ("gpgsig-sha256 ...") with its continuations goes to
+ * neither. A "gpgsig" line in the message is message text. Returns 0 when
+ * the header holds a signature, else -1 (the commit is unsigned; sig and
+ * payload are filled as far as they go).
+ */
+int mcg_commit_split_signature(mcg_buf *sig, mcg_buf *payload, const void *raw, size_t len);
+
 /* ------------------------------------------------------------ signing */
 
 /*

@@ -471,71 +471,84 @@ static void test_threads_long(void **state)
 }
 
 /*
- * mcg_git_extract_gpgsig takes from a commit's raw text exactly what
- * git_commit_extract_signature does — the same success, signature and
- * signed data — also for odd placements: no signature, one in the message
- * only, a longer field name, a field without its space, two signatures, an
- * empty one, one that runs off the end, one on the last line, text after
- * a NUL.
+ * mcg_commit_split_signature reads a commit's signature as git does, from
+ * the header only: for each placement of a real signature below, mcgit's
+ * verdict (split, then verify under alice) must equal `git verify-commit`'s
+ * with alice in gpg.ssh.allowedSignersFile. git is the expected value: a
+ * signature moved into the message is no signature to git, and so to mcgit.
  */
-static void test_extract_parity(void **state)
+static void test_split_git_parity(void **state)
 {
     fx *f = *state;
-    static const char *const H = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
-                                 "author T <t@example.com> 1767225600 +0000\n"
-                                 "committer T <t@example.com> 1767225600 +0000\n";
+    static const char H[] = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
+                            "author T <t@example.com> 1767225600 +0000\n"
+                            "committer T <t@example.com> 1767225600 +0000\n";
+    /* %1$s: the header above; SIG: the armored signature of the text
+     * without it (the payload, computed with git's rule below). */
     static const struct {
-        const char *text;
-        size_t len; /* 0: strlen */
+        const char *payload; /* what is signed */
+        const char *object;  /* the commit: @ stands for the gpgsig header */
     } cases[] = {
-        {"%sgpgsig -----BEGIN SSH SIGNATURE-----\n AAAA\n -----END SSH SIGNATURE-----\n\nmsg\n", 0},
-        {"%s\nmsg\n", 0},
-        {"%s\nmsg\ngpgsig in the message\n more\nend\n", 0},
-        {"%sgpgsigx other\ngpgsig real\n cont\n\nmsg\n", 0},
-        {"%sgpgsig\ngpgsig after\n\nmsg\n", 0},
-        {"%sgpgsig one\ngpgsig two\n\nmsg\n", 0},
-        {"%sgpgsig \n\nmsg\n", 0},
-        {"%sgpgsig runs\n off the end", 0},
-        {"%sgpgsig last line\n", 0},
-        {"%s\nmsg without newline", 0},
-        {"%sgpgsig a\n b\n\nmsg\n\n\n", 0},
-        {"%s\nbefore a NUL\n", 1},
+        {"%s\nmsg\n", "%s@\nmsg\n"},                              /* git's own placement */
+        {"%s\nmsg\n", "%s\nmsg\n@"},                              /* moved into the message */
+        {"%s\nmsg\n", "%s\nmsg\n\n@"},                            /* after a blank line */
+        {"%s\nmsg\ngpgsig in the message\n", "%s@\nmsg\ngpgsig in the message\n"},
+        {"%s\nmsg\n", "%sgpgsigx other\n cont\n@\nmsg\n"},        /* another gpgsig field */
+        {"%s\nmsg\n", "%s@gpgsig-sha256 other\n more\n\nmsg\n"}, /* the other hash's */
+        {"%s\nmsg\n", "%s\nmsg\n"},                               /* unsigned */
     };
+    char *pub = mcg_sshkey_public_line(&f->alice, NULL);
+    char *as = mcg_sprintf("%s/allowed", f->dir);
+    char *line = mcg_sprintf("t@example.com %s\n", pub);
+    FILE *fp = fopen(as, "w");
+    assert_non_null(fp);
+    fputs(line, fp);
+    fclose(fp);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char raw[1024];
-        int len = snprintf(raw, sizeof(raw), cases[i].text, H);
-        assert_true(len > 0 && (size_t)len < sizeof(raw) - 32);
-        if (cases[i].len) { /* a NUL, then a signature libgit2 never sees */
-            static const char tail[] = "gpgsig hidden\n\nx\n";
-            memcpy(raw + len + 1, tail, sizeof(tail));
-            len += (int)sizeof(tail);
+        char payload[512], object[4096];
+        snprintf(payload, sizeof(payload), cases[i].payload, H);
+        char *armored = mcg_sshsig_sign(&f->alice, payload, strlen(payload));
+        mcg_buf hdr = MCG_BUF_INIT; /* "gpgsig <line>\n <line>\n ..." */
+        mcg_buf_puts(&hdr, "gpgsig ");
+        for (const char *a = armored; *a; a++) {
+            mcg_buf_putc(&hdr, *a);
+            if (*a == '\n')
+                mcg_buf_putc(&hdr, ' ');
+        }
+        mcg_buf_putc(&hdr, '\n');
+        char tmpl[512];
+        snprintf(tmpl, sizeof(tmpl), cases[i].object, H);
+        char *at = strchr(tmpl, '@');
+        if (at) {
+            *at = '\0';
+            snprintf(object, sizeof(object), "%s%.*s%s", tmpl, (int)hdr.len, hdr.ptr, at + 1);
+        } else {
+            snprintf(object, sizeof(object), "%s", tmpl);
         }
         git_oid id;
-        assert_int_equal(write_raw_commit(&id, f->repo, raw, (size_t)len), 0);
-        git_buf gs = GIT_BUF_INIT, gd = GIT_BUF_INIT;
-        memset(&gs, 0, sizeof(gs));
-        memset(&gd, 0, sizeof(gd));
-        int grc = git_commit_extract_signature(&gs, &gd, f->repo, &id, NULL);
-        git_odb *odb = NULL;
-        git_odb_object *obj = NULL;
-        assert_int_equal(git_repository_odb(&odb, f->repo), 0);
-        assert_int_equal(git_odb_read(&obj, odb, &id), 0);
-        mcg_buf ms = MCG_BUF_INIT, md = MCG_BUF_INIT;
-        int mrc = mcg_git_extract_gpgsig(&ms, &md, git_odb_object_data(obj));
-        assert_int_equal(mrc == 0, grc == 0);
-        if (grc == 0) {
-            assert_int_equal(ms.len, gs.size);
-            assert_int_equal(md.len, gd.size);
-            assert_memory_equal(ms.ptr ? ms.ptr : "", gs.ptr, gs.size);
-            assert_memory_equal(md.ptr ? md.ptr : "", gd.ptr, gd.size);
-        }
-        mcg_buf_free(&ms);
-        mcg_buf_free(&md);
-        git_odb_object_free(obj);
-        git_odb_free(odb);
-        git_buf_dispose(&gs);
-        git_buf_dispose(&gd);
+        assert_int_equal(write_raw_commit(&id, f->repo, object, strlen(object)), 0);
+        char *cmd = mcg_sprintf("git -C '%s' -c gpg.format=ssh -c gpg.ssh.allowedSignersFile='%s' "
+                                "verify-commit %s >/dev/null 2>&1",
+                                f->dir, as, git_oid_tostr_s(&id));
+        bool git_good = system(cmd) == 0;
+        mcg_buf sig = MCG_BUF_INIT, data = MCG_BUF_INIT;
+        mcg_sig_result res = {0};
+        mcg_err err = {0};
+        bool ours = mcg_commit_split_signature(&sig, &data, object, strlen(object)) == 0 &&
+                    mcg_sshsig_verify(&res, f->root, sig.ptr, sig.len, data.ptr, data.len,
+                                      T0, &err) == 0;
+        if (ours != git_good)
+            fail_msg("case %zu: git verify-commit says %s, mcgit %s (%s)", i,
+                     git_good ? "good" : "bad", ours ? "good" : "bad", err.msg);
+        free(cmd);
+        mcg_buf_free(&sig);
+        mcg_buf_free(&data);
+        mcg_buf_free(&hdr);
+        free(armored);
     }
+    free(line);
+    free(as);
+    free(pub);
 }
 
 int main(void)
@@ -546,7 +559,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mark_bound_to_root, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_long, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_extract_parity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_split_git_parity, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
