@@ -141,6 +141,13 @@ typedef struct mcg_verdict {
     char principal[256];
     char fingerprint[64];
     char reason[512];
+    /* Held: the commit's signature is valid but its key (or an approval's)
+     * is not trusted now — revoked, removed, expired (reason says which).
+     * A held commit is good only when a later good commit of the range
+     * descends from it (docs/trust.md, "Trust changes"): then good is true
+     * and vouched_by names the nearest such commit; else it is bad. */
+    bool held;
+    char vouched_by[MCG_SHA_HEX + 1];
 } mcg_verdict;
 
 typedef struct mcg_verify_report {
@@ -161,8 +168,9 @@ struct mcg_packscan;
 typedef struct mcg_verify_opts {
     /* Verify only what is not reachable from since (trusted as verified).
      * NULL: the repository's verified mark (mcg_gitops_verified_mark) when
-     * tip descends from it, else the whole history. */
+     * tip descends from it (unless from_root), else the whole history. */
     const char *since;
+    bool from_root; /* with since NULL: ignore the verified mark */
     /* Nonzero: this history is arriving now (push, fetch, bundle import) on
      * a receiver that already holds verified history; each commit's key
      * must also be valid at `now` (this host's clock) and its committer
@@ -236,11 +244,12 @@ int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,
 void mcg_gitops_effective_since(char out[MCG_SHA_HEX + 1], mcg_repo *r, const char *tip,
                                 const char *since, const mcg_signers *root);
 /*
- * The last commit of the source branch verified under trust root `root`:
- * true with its id in sha when this repository holds such a mark, made under
- * the same root (mcg_signers_digest) for the same source branch. The mark is
- * a file in the git directory (mcgit/verified) that no push, fetch or
- * bundle can write.
+ * The last commit of the source branch verified: true with its id in sha
+ * when this repository holds such a mark for the same source branch. The
+ * mark is a file in the git directory (mcgit/verified) that no push, fetch
+ * or bundle can write. It is kept across trust root changes (root is not
+ * compared): a trust change applies to history that arrives after it
+ * (docs/trust.md, "Trust changes").
  */
 bool mcg_gitops_verified_mark(mcg_repo *r, const mcg_signers *root, char sha[MCG_SHA_HEX + 1]);
 /*

@@ -106,6 +106,13 @@ size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_re
                        const git_oid *ids, size_t n, const git_oid *notes,
                        const mcg_verify_opts *o, const mcg_signers *root, const atomic_bool *stop);
 
+/*
+ * After a range is verified: each held verdict that a good commit of the
+ * range descends from becomes good (vouched_by set), the rest stay bad and
+ * counted in rep->nbad (repo.c; docs/trust.md, "Trust changes").
+ */
+void mcg_verify_vouch(mcg_verify_report *rep, mcg_repo *r);
+
 /* The last .mcgit/policy.yaml parsed, by blob id. Zero-initialise. */
 typedef struct mcg_policy_cache {
     git_oid blob;

@@ -550,6 +550,10 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
                     mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", prefix, e.msg, why);
                 snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
                 v->principal[0] = '\0';
+                /* a valid signature by a key not trusted now: held */
+                unsigned char d[MCG_SIGMEMO_DIGEST];
+                v->held = mcg_sshsig_check(d, sig.ptr ? sig.ptr : "", sig.len,
+                                           data.ptr ? data.ptr : "", data.len) == 0;
                 goto out;
             }
             if (!v->principal[0]) {
@@ -567,6 +571,7 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
                                  awhy);
                     else
                         mcg_bfmt(v->reason, sizeof(v->reason), "%s", awhy);
+                    v->held = true; /* its own signature holds */
                     goto out;
                 }
             }
@@ -613,10 +618,11 @@ out:
 /*
  * "Verified up to X" is a file in the repository's git directory,
  * mcgit/verified: "<commit> <source branch> <trust digest>\n". No push,
- * fetch or bundle writes there (a ref would be writable by a pusher), and
- * the digest of the trust root it was made under ties it to that root: with
- * another trust file, or another revocation list, history is verified again
- * from the start.
+ * fetch or bundle writes there (a ref would be writable by a pusher). The
+ * digest records the trust root it was made under; it is not compared: a
+ * trust change (a key revoked, a signer removed or added) applies to
+ * history that arrives after it, so history verified before it stays
+ * verified (docs/trust.md, "Trust changes").
  */
 static char *mark_path(const mcg_repo *r)
 {
@@ -632,17 +638,20 @@ static void trust_digest_hex(const mcg_signers *root, char hex[65])
 
 bool mcg_gitops_verified_mark(mcg_repo *r, const mcg_signers *root, char sha[MCG_SHA_HEX + 1])
 {
+    (void)root; /* kept across trust changes: see above */
     char *path = mark_path(r), *data = NULL;
     size_t len = 0;
     bool ok = false;
     sha[0] = '\0';
     if (mcg_read_file(path, 4096, &data, &len, NULL) == 0) {
-        char want[MCG_SHA_HEX + 1 + 256 + 1 + 64 + 2], digest[65];
-        trust_digest_hex(root, digest);
-        snprintf(want, sizeof(want), " %s %s\n", r->source_branch, digest);
+        /* "<commit> <branch> <digest>\n": the digest of the root it was
+         * made under is kept for the record, not compared */
+        char want[MCG_SHA_HEX + 1 + 256 + 2];
+        snprintf(want, sizeof(want), " %s ", r->source_branch);
+        size_t wl = strlen(want);
         git_oid oid;
-        if (len > MCG_SHA_HEX && !strcmp(data + MCG_SHA_HEX, want) &&
-            git_oid_fromstrn(&oid, data, MCG_SHA_HEX) == 0) {
+        if (len > MCG_SHA_HEX + wl && !strncmp(data + MCG_SHA_HEX, want, wl) &&
+            data[len - 1] == '\n' && git_oid_fromstrn(&oid, data, MCG_SHA_HEX) == 0) {
             git_oid_tostr(sha, MCG_SHA_HEX + 1, &oid);
             ok = true;
         }
@@ -701,6 +710,8 @@ int mcg_verify_walk(mcg_vrange *vr, mcg_repo *r, const char *tip, const mcg_veri
     if (o->since) {
         if ((rc = mcg_repo_resolve(r, o->since, since_sha, err)) != 0)
             return rc;
+    } else if (o->from_root) {
+        since_sha[0] = '\0';
     } else if (mcg_gitops_verified_mark(r, root, since_sha) &&
                !mcg_repo_descends(r, tip_sha, since_sha)) {
         since_sha[0] = '\0'; /* not an ancestor: verify everything */
@@ -782,6 +793,52 @@ size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, siz
     return nbad;
 }
 
+/*
+ * Trust changes (docs/trust.md): a held commit — a valid signature by a key
+ * not trusted now, or approvals that no longer count — is part of the
+ * history a later good commit builds on, and that commit's signer vouches
+ * for it, as a signature over a commit id covers the whole history below
+ * it. Children come after parents in rep, so one pass from the end finds,
+ * for each held commit, whether a good commit (good by itself, or vouched
+ * for in turn) has it as a parent; those become good, the rest stay bad.
+ * Nothing is vouched for by a commit outside the range, and a held tip is
+ * always bad: a key not trusted now adds nothing new.
+ */
+void mcg_verify_vouch(mcg_verify_report *rep, mcg_repo *r)
+{
+    size_t held = 0;
+    for (size_t i = 0; i < rep->n; i++)
+        held += !rep->v[i].good && rep->v[i].held;
+    if (!held)
+        return;
+    mcg_oidmap by = {0}; /* commit -> 1 + index of the nearest good child */
+    for (size_t k = rep->n; k-- > 0;) {
+        mcg_verdict *v = &rep->v[k];
+        git_oid id;
+        uint64_t child = 0;
+        if (git_oid_fromstr(&id, v->sha) != 0)
+            continue;
+        if (!v->good && v->held && mcg_oidmap_get(&by, &id, &child) && child) {
+            v->good = true;
+            snprintf(v->vouched_by, sizeof(v->vouched_by), "%s", rep->v[child - 1].sha);
+            rep->nbad--;
+        }
+        if (!v->good)
+            continue;
+        git_commit *c = NULL;
+        if (git_commit_lookup(&c, r->git, &id) != 0)
+            continue;
+        for (unsigned i = 0; i < git_commit_parentcount(c); i++) {
+            const git_oid *pid = git_commit_parent_id(c, i);
+            uint64_t have = 0;
+            if (!mcg_oidmap_get(&by, pid, &have) || !have)
+                mcg_oidmap_put(&by, pid, k + 1);
+        }
+        git_commit_free(c);
+    }
+    mcg_oidmap_free(&by);
+}
+
 int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
                       const mcg_verify_opts *opts, const mcg_signers *root, mcg_err *err)
 {
@@ -795,6 +852,7 @@ int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
     rep->v = mcg_calloc(vr.n ? vr.n : 1, sizeof(*rep->v));
     rep->n = vr.n;
     rep->nbad = mcg_verify_chunk(rep->v, r, &vr, 0, vr.n, o, root);
+    mcg_verify_vouch(rep, r);
     mcg_vrange_free(&vr);
     return 0;
 }
