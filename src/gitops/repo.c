@@ -472,6 +472,66 @@ typedef struct verify_ctx {
 } verify_ctx;
 
 /*
+ * Whether some .mcgit/allowed_signers of c's history (c's ancestors) admits
+ * the signature at time when: the repo managed this key, and a removal in
+ * history is final. Each distinct file is read once.
+ */
+static bool repo_ever_admitted(const verify_ctx *vc, const git_commit *c, const mcg_buf *sig,
+                               const mcg_buf *data, int64_t when)
+{
+    git_revwalk *walk = NULL;
+    mcg_oidmap seen = {0};
+    git_oid id;
+    bool found = false;
+    if (git_revwalk_new(&walk, vc->r->git) != 0)
+        return false;
+    for (unsigned i = 0; i < git_commit_parentcount(c); i++)
+        git_revwalk_push(walk, git_commit_parent_id(c, i));
+    while (!found && git_revwalk_next(&id, walk) == 0) {
+        git_commit *a = NULL;
+        git_tree *tree = NULL;
+        git_tree_entry *ent = NULL;
+        git_blob *blob = NULL;
+        if (git_commit_lookup(&a, vc->r->git, &id) == 0 && git_commit_tree(&tree, a) == 0 &&
+            git_tree_entry_bypath(&ent, tree, ".mcgit/allowed_signers") == 0 &&
+            mcg_oidmap_put(&seen, git_tree_entry_id(ent), 0) &&
+            git_blob_lookup(&blob, vc->r->git, git_tree_entry_id(ent)) == 0) {
+            mcg_signers *set = NULL;
+            mcg_sig_result res = {0};
+            if (mcg_signers_parse(&set, "repo", git_blob_rawcontent(blob),
+                                  (size_t)git_blob_rawsize(blob), NULL) == 0)
+                found = mcg_sshsig_verify(&res, set, sig->ptr, sig->len, data->ptr, data->len,
+                                          when, NULL) == 0;
+            mcg_signers_free(set);
+        }
+        git_blob_free(blob);
+        git_tree_entry_free(ent);
+        git_tree_free(tree);
+        git_commit_free(a);
+    }
+    mcg_oidmap_free(&seen);
+    git_revwalk_free(walk);
+    return found;
+}
+
+/*
+ * A commit refused for who signed it is held (docs/trust.md, "Trust
+ * changes") when its signature itself is valid and the refusal comes from
+ * the trust root given out of band: the key is revoked, or no line admits
+ * it and no .mcgit/allowed_signers of its history ever did (a signer the
+ * repo removed in signed history stays removed).
+ */
+static bool held_signature(const verify_ctx *vc, const git_commit *c, const mcg_buf *sig,
+                           const mcg_buf *data, const mcg_sig_result *res, int64_t when)
+{
+    unsigned char d[MCG_SIGMEMO_DIGEST];
+    if (!sig->ptr || !data->ptr ||
+        mcg_sshsig_check(d, sig->ptr, sig->len, data->ptr, data->len) != 0)
+        return false;
+    return res->revoked || !repo_ever_admitted(vc, c, sig, data, when);
+}
+
+/*
  * The rule (docs/concepts.md, "Which keys may sign a commit"): a commit is
  * good when its signature verifies under the signers of EVERY parent — the
  * trust root plus .mcgit/allowed_signers as it stands in that parent — at
@@ -550,10 +610,7 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
                     mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", prefix, e.msg, why);
                 snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
                 v->principal[0] = '\0';
-                /* a valid signature by a key not trusted now: held */
-                unsigned char d[MCG_SIGMEMO_DIGEST];
-                v->held = mcg_sshsig_check(d, sig.ptr ? sig.ptr : "", sig.len,
-                                           data.ptr ? data.ptr : "", data.len) == 0;
+                v->held = held_signature(vc, c, &sig, &data, &res, when);
                 goto out;
             }
             if (!v->principal[0]) {

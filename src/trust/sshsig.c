@@ -460,8 +460,10 @@ static int verify_ns(mcg_sig_result *res, const mcg_signers *signers, const mcg_
     memset(res, 0, sizeof(*res));
     if (prepare(&p, res, armored, armored_len, msg, msg_len, ns, err) != 0)
         goto out;
-    if (signers && mcg_revoked_check(signers->revoked, &p.k, err) != 0)
+    if (signers && mcg_revoked_check(signers->revoked, &p.k, err) != 0) {
+        res->revoked = true;
         goto out;
+    }
     if (!(signer = find_signer(signers, p.s.pub, p.s.pub_len, &p.k, &p.in, res->fingerprint, when,
                                ns, principal, err)))
         goto out;

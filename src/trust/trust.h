@@ -120,6 +120,7 @@ typedef struct mcg_sig_result {
     char fingerprint[64]; /* "SHA256:<unpadded base64>" of the key (without certificate),
                              as ssh-keygen -l prints it */
     char keytype[64];     /* "ssh-ed25519", "ssh-ed25519-cert-v01@openssh.com", ... */
+    bool revoked;         /* refused because the key or certificate is revoked */
 } mcg_sig_result;
 
 /*

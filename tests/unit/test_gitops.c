@@ -331,7 +331,7 @@ static void test_clock(void **state)
     free(line);
 }
 
-static void test_mark_bound_to_root(void **state)
+static void test_mark_survives_root_change(void **state)
 {
     fx *f = *state;
     git_oid base = commit(f, tree_of(f, "m", NULL), NULL, 0, T0, &f->alice);
@@ -344,12 +344,71 @@ static void test_mark_bound_to_root(void **state)
     assert_int_equal(mcg_gitops_mark_verified(r, sha, f->root, &err), 0);
     assert_true(mcg_gitops_verified_mark(r, f->root, got));
     assert_string_equal(got, sha);
-    /* another trust root: the mark does not count */
+    /* another trust root: the mark still counts (a trust change applies to
+     * history that arrives after it) */
     mcg_signers *other = NULL;
     assert_int_equal(mcg_signers_parse(&other, "o", f->bob_line, strlen(f->bob_line), &err), 0);
-    assert_false(mcg_gitops_verified_mark(r, other, got));
+    assert_true(mcg_gitops_verified_mark(r, other, got));
+    assert_string_equal(got, sha);
     mcg_signers_free(other);
     mcg_repo_free(r);
+}
+
+/*
+ * Trust changes (docs/trust.md): a commit whose valid signature is by a key
+ * the trust root no longer trusts — revoked, or its line deleted — is held,
+ * and good only when a later good commit builds on it; a held tip is bad; a
+ * signer the repo removed in signed history stays removed even when a
+ * trusted commit builds on its commit. With and without hints alike.
+ */
+static void test_vouch(void **state)
+{
+    fx *f = *state;
+    mcg_err err = {0};
+    git_oid c0 = commit(f, tree_of(f, "0", NULL), NULL, 0, T0, &f->alice);
+    git_oid c1 = commit(f, tree_of(f, "1", NULL), &c0, 1, T0 + 10, &f->bob);
+    git_oid c2 = commit(f, tree_of(f, "2", NULL), &c1, 1, T0 + 20, &f->alice);
+    /* bob revoked: c1 vouched for by c2, and bad as the tip */
+    mcg_signers *old = f->root;
+    char *a = mcg_sshkey_public_line(&f->alice, "alice");
+    char *text = mcg_sprintf("alice@example.com %s\n%s", a, f->bob_line);
+    assert_int_equal(mcg_signers_parse(&f->root, "trust", text, strlen(text), &err), 0);
+    char *b = mcg_sshkey_public_line(&f->bob, NULL);
+    assert_int_equal(mcg_signers_revoke(f->root, "revoked", b, strlen(b), &err), 0);
+    mcg_verify_report rep = {0};
+    verify_both(f, &rep, &c2, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 0);
+    const mcg_verdict *v = verdict(&rep, &c1);
+    assert_true(v->good && v->held);
+    assert_non_null(strstr(v->reason, "is revoked"));
+    assert_string_equal(v->vouched_by, git_oid_tostr_s(&c2));
+    assert_true(verdict(&rep, &c2)->good && !verdict(&rep, &c2)->vouched_by[0]);
+    mcg_verify_report_free(&rep);
+    verify_both(f, &rep, &c1, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 1);
+    assert_false(verdict(&rep, &c1)->good);
+    mcg_verify_report_free(&rep);
+    mcg_signers_free(f->root);
+    f->root = old;
+    /* bob's line deleted from the root (it is alice alone): the same */
+    verify_both(f, &rep, &c2, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 0);
+    assert_string_equal(verdict(&rep, &c1)->vouched_by, git_oid_tostr_s(&c2));
+    mcg_verify_report_free(&rep);
+    /* bob added, then removed by the repo in signed history: his commit on
+     * top of the removal stays bad, alice's commit on it notwithstanding */
+    git_oid d0 = commit(f, tree_of(f, "0", f->bob_line), NULL, 0, T0, &f->alice);
+    git_oid d1 = commit(f, tree_of(f, "1", ""), &d0, 1, T0 + 10, &f->alice);
+    git_oid d2 = commit(f, tree_of(f, "2", ""), &d1, 1, T0 + 20, &f->bob);
+    git_oid d3 = commit(f, tree_of(f, "3", ""), &d2, 1, T0 + 30, &f->alice);
+    verify_both(f, &rep, &d3, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 1);
+    assert_false(verdict(&rep, &d2)->good);
+    assert_false(verdict(&rep, &d2)->held);
+    mcg_verify_report_free(&rep);
+    free(b);
+    free(text);
+    free(a);
 }
 
 /*
@@ -556,10 +615,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_removed_signer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_mark_bound_to_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mark_survives_root_change, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_long, setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_git_parity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vouch, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
