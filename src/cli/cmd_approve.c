@@ -20,7 +20,7 @@ const mcg_cmd mcg_cmd_approve = {
     "commit's note in refs/notes/mcgit-approvals. A commit that changes a path\n"
     "an `approvals` rule of .mcgit/policy.yaml names is accepted once its own\n"
     "signature and its approvals come from `required` distinct trusted\n"
-    "principals. Push the approvals with the branch, or before it:\n"
+    "signers (keys; a certificate by its CA and key id). Push the approvals with the branch, or before it:\n"
     "  git push origin main refs/notes/mcgit-approvals\n"
     "Bundles carry them too. Prints the approved commit and the new notes\n"
     "commit; an approval the note already holds changes nothing and says so.\n",

@@ -95,7 +95,8 @@ static int on_delta(const git_diff_delta *d, float progress, void *arg)
     return 0;
 }
 
-/* Count distinct principals among the note's approvals that verify. */
+/* Count distinct signers (keys; a certificate by its CA and key id, see
+ * mcg_sig_result) among the note's approvals that verify. */
 static void count_approvals(mcg_strv *principals, const char *note, const mcg_signers *set,
                             const char *sha, int64_t when, int64_t now)
 {
@@ -112,15 +113,15 @@ static void count_approvals(mcg_strv *principals, const char *note, const mcg_si
                                  MCG_APPROVAL_NAMESPACE, &e) == 0 &&
             (!now || mcg_sshsig_verify_ns(&res, set, p, len, msg, MCG_SHA_HEX + 1, now,
                                           MCG_APPROVAL_NAMESPACE, &e) == 0) &&
-            !mcg_strv_contains(principals, res.principal))
-            mcg_strv_push(principals, res.principal);
+            !mcg_strv_contains(principals, res.signer))
+            mcg_strv_push(principals, res.signer);
         p += len;
     }
 }
 
 int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const git_commit *c,
                         const git_commit *parent, const mcg_signers *set,
-                        const char *commit_principal, const git_oid *notes, int64_t now,
+                        const char *commit_signer, const git_oid *notes, int64_t now,
                         mcg_policy_cache *pc)
 {
     git_tree *ptree = NULL, *ctree = NULL;
@@ -149,7 +150,7 @@ int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const gi
     }
     if (!s.rule || s.rule->required <= 1)
         goto out;
-    mcg_strv_push(&principals, commit_principal);
+    mcg_strv_push(&principals, commit_signer);
     if (notes) {
         git_commit *nc = NULL;
         if (git_commit_lookup(&nc, repo, notes) == 0) {

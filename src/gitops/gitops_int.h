@@ -127,12 +127,13 @@ void mcg_policy_cache_free(mcg_policy_cache *pc);
  * parent's tree, the paths c changes relative to it, and the approvals in
  * the note of c in the notes commit `notes` (NULL: none), verified with set
  * (the signers that parent allows) at c's committer time and, when now is
- * nonzero, at now. commit_principal is who signed c. 0 when satisfied (or
+ * nonzero, at now. commit_signer is who signed c (mcg_sig_result.signer:
+ * distinct signers are distinct keys, a certificate by its CA and key id). 0 when satisfied (or
  * no rule applies); else MCG_ETRUST with the reason in why.
  */
 int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const git_commit *c,
                         const git_commit *parent, const mcg_signers *set,
-                        const char *commit_principal, const git_oid *notes, int64_t now,
+                        const char *commit_signer, const git_oid *notes, int64_t now,
                         mcg_policy_cache *pc);
 
 /* ------------------------------------------------------------ heartbeat.c */

@@ -621,7 +621,7 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
             if (pass == 0 && np && parents[i]) {
                 char awhy[600];
                 int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parents[i], set,
-                                              res.principal, vc->notes, vc->o->now, vc->policy);
+                                              res.signer, vc->notes, vc->o->now, vc->policy);
                 if (arc != 0) {
                     if (np > 1)
                         mcg_bfmt(v->reason, sizeof(v->reason), "parent %u of %u: %s", i + 1, np,

@@ -121,6 +121,9 @@ typedef struct mcg_sig_result {
                              as ssh-keygen -l prints it */
     char keytype[64];     /* "ssh-ed25519", "ssh-ed25519-cert-v01@openssh.com", ... */
     bool revoked;         /* refused because the key or certificate is revoked */
+    char signer[384];     /* on success, who signed for counting distinct signers: "key
+                             SHA256:..." for a plain key, "certificate '<key id>' of CA
+                             SHA256:..." for a certificate (its CA and key id) */
 } mcg_sig_result;
 
 /*
