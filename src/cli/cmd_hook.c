@@ -121,10 +121,10 @@ static bool is_zero(const char *sha)
  * control characters. Anything else — a truncated or overlong line, extra
  * fields, other ids — is not parsed at all (the hook then fails closed).
  */
-static bool parse_update(const char *line, size_t len, char old[64], char new[64], char ref[900])
+static bool parse_update(const char *line, size_t len, char old[64], char new[64], char ref[4096])
 {
     static const char hex[] = "0123456789abcdef";
-    if (len < 2 * MCG_SHA_HEX + 4 || line[len - 1] != '\n' || len - 2 * MCG_SHA_HEX - 3 >= 900)
+    if (len < 2 * MCG_SHA_HEX + 4 || line[len - 1] != '\n' || len - 2 * MCG_SHA_HEX - 3 >= 4096)
         return false;
     for (size_t i = 0; i < 2 * MCG_SHA_HEX + 1; i++) {
         bool sep = i == MCG_SHA_HEX;
@@ -183,7 +183,7 @@ static int receive(const char *which, const char *repo, const char *trust, const
     mcg_strv lines = {0};
     char approvals[64] = "";
     while ((len = getline(&line, &cap, stdin)) >= 0) {
-        char old[64], new[64], ref[900];
+        char old[64], new[64], ref[4096];
         lineno++;
         if (!parse_update(line, (size_t)len, old, new, ref)) {
             /* fail closed: an update not understood is not let through */
@@ -198,7 +198,7 @@ static int receive(const char *which, const char *repo, const char *trust, const
     }
     free(line);
     for (size_t i = 0; i < lines.n; i++) {
-        char old[64], new[64], ref[900];
+        char old[64], new[64], ref[4096];
         parse_update(lines.v[i], strlen(lines.v[i]), old, new, ref);
         if (!strcmp(ref, src) && !is_zero(new))
             source_moved = true;

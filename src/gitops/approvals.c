@@ -226,3 +226,74 @@ out:
     git_signature_free(who);
     return rc;
 }
+
+/* Every note of old is in new, its text kept as the start of new's. */
+static int notes_kept(git_repository *repo, git_commit *oc, git_commit *nc, mcg_err *err)
+{
+    git_note_iterator *it = NULL;
+    git_oid blob_id, annotated;
+    int rc = 0, g;
+    if (git_note_commit_iterator_new(&it, oc) != 0)
+        return mcg_git_err(err, MCG_APPROVALS_REF);
+    while (!rc && (g = git_note_next(&blob_id, &annotated, it)) == 0) {
+        git_note *note = NULL;
+        git_blob *ob = NULL, *nb = NULL;
+        if (git_note_commit_read(&note, repo, nc, &annotated) != 0 ||
+            git_blob_lookup(&ob, repo, &blob_id) != 0 ||
+            git_blob_lookup(&nb, repo, git_note_id(note)) != 0 ||
+            git_blob_rawsize(nb) < git_blob_rawsize(ob) ||
+            memcmp(git_blob_rawcontent(nb), git_blob_rawcontent(ob),
+                   (size_t)git_blob_rawsize(ob)) != 0)
+        {
+            char a[MCG_SHA_HEX + 1], b[MCG_SHA_HEX + 1];
+            git_oid_tostr(a, sizeof(a), git_commit_id(nc));
+            git_oid_tostr(b, sizeof(b), &annotated);
+            rc = mcg_err_set(err, MCG_ECONFLICT,
+                             "%s: %.12s drops or rewrites the approvals of commit %.12s "
+                             "(approvals only grow)",
+                             MCG_APPROVALS_REF, a, b);
+        }
+        git_blob_free(nb);
+        git_blob_free(ob);
+        git_note_free(note);
+    }
+    if (!rc && g != GIT_ITEROVER)
+        rc = mcg_git_err(err, MCG_APPROVALS_REF);
+    git_note_iterator_free(it);
+    return rc;
+}
+
+int mcg_gitops_approvals_grow(mcg_repo *r, const char *old, const char *new, mcg_err *err)
+{
+    git_oid oid, ooid;
+    git_object *obj = NULL;
+    git_commit *oc = NULL;
+    int rc = 0;
+    if (!new || git_oid_fromstr(&oid, new) != 0 || strspn(new, "0") == strlen(new))
+        return mcg_err_set(err, MCG_ECONFLICT,
+                           "%s cannot be deleted (approvals only grow)", MCG_APPROVALS_REF);
+    if (git_object_lookup(&obj, r->git, &oid, GIT_OBJECT_ANY) != 0)
+        return mcg_err_set(err, MCG_EINVAL, "%s: %.12s is missing", MCG_APPROVALS_REF, new);
+    if (git_object_type(obj) != GIT_OBJECT_COMMIT) {
+        rc = mcg_err_set(err, MCG_EINVAL, "%s must point to a notes commit, not a %s (%.12s)",
+                         MCG_APPROVALS_REF, git_object_type2string(git_object_type(obj)), new);
+        goto out;
+    }
+    if (!old || !old[0] || git_oid_fromstr(&ooid, old) != 0 || git_oid_equal(&ooid, &oid) ||
+        strspn(old, "0") == strlen(old))
+        goto out;
+    if (git_commit_lookup(&oc, r->git, &ooid) != 0) /* not a commit before: now it is */
+        goto out;
+    if (git_graph_descendant_of(r->git, &oid, &ooid) != 1) {
+        rc = mcg_err_set(err, MCG_ECONFLICT,
+                         "%s: %.12s does not descend from %.12s: a rewind or rewrite "
+                         "(approvals only grow)",
+                         MCG_APPROVALS_REF, new, old);
+        goto out;
+    }
+    rc = notes_kept(r->git, oc, (git_commit *)obj, err);
+out:
+    git_commit_free(oc);
+    git_object_free(obj);
+    return rc;
+}

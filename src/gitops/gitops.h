@@ -271,6 +271,7 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
  *     new tree loads and renders; when accepted, its plan (mcg_plan_lines)
  *     follows as "plan: ..." lines;
  *   - tags (under refs/tags/): created only, their history verified likewise;
+ *   - refs/notes/mcgit-approvals: only grows (mcg_gitops_approvals_grow);
  *   - anything else: accepted and read by nothing.
  * approvals: the value the same push gives refs/notes/mcgit-approvals
  * (approvals for the two-person rule pushed with the branch), or NULL for
@@ -425,6 +426,15 @@ int mcg_gitops_approve(char note_commit[MCG_SHA_HEX + 1], char approved[MCG_SHA_
                        mcg_repo *r, const char *rev, mcg_commit_sign_fn sign, void *sign_ctx,
                        mcg_err *err);
 
+/*
+ * Whether refs/notes/mcgit-approvals may move from old (NULL or "": it is
+ * not set) to new where refs arrive (push, fetch, bundle import): approvals
+ * only grow. new must name a commit (not a deletion, not a blob), descend
+ * from old, and hold every note old holds with its text kept as the start
+ * of the new text (approvals are appended). 0, or MCG_ECONFLICT/MCG_EINVAL
+ * with one line in err.
+ */
+int mcg_gitops_approvals_grow(mcg_repo *r, const char *old, const char *new, mcg_err *err);
 
 typedef struct mcg_rollback_opts {
     mcg_commit_sign_fn sign; /* required */

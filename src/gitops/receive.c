@@ -133,6 +133,10 @@ int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *o
         rc = check_source(r, root, old, new, ref, now, approvals, out);
     } else if (!strncmp(ref, "refs/tags/", 10)) {
         rc = check_tag(r, root, old, new, ref, now, approvals, out);
+    } else if (!strcmp(ref, MCG_APPROVALS_REF)) {
+        mcg_err err = {0};
+        if ((rc = mcg_gitops_approvals_grow(r, is_zero(old) ? NULL : old, new, &err)) != 0)
+            mcg_diags_add(out, "refusing %s", err.msg);
     }
     free(src);
     free(ren);
