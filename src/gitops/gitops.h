@@ -177,6 +177,12 @@ typedef struct mcg_verify_opts {
      * time no later than now + MCG_CLOCK_SKEW. 0: history already held, or
      * a first fetch, is judged by its own committer times only. */
     int64_t now;
+    /* With now 0: a receiver without verified history (a first push, fetch
+     * or bundle import); nonzero: the newest commit (the tip) must still
+     * verify as arriving at this time, so old history reaches a new
+     * receiver only under a commit signed by a key valid now
+     * (docs/trust.md, "The newest commit must be valid now"). */
+    int64_t tip_now;
     /* Hints that save work and never change a verdict (a test proves it):
      * signatures whose cryptography was already checked, and what a scan
      * of an incoming pack learnt of its trees. Both may be NULL. */
@@ -208,6 +214,7 @@ typedef struct mcg_verify_range {
     const char *tip;       /* a revision */
     const char *since;     /* a revision, or NULL: the verified mark when tip descends from it */
     mcg_verify_report rep; /* the result (free with mcg_verify_report_free) */
+    bool newest;           /* its tip is checked at opts->tip_now (the source branch) */
 } mcg_verify_range;
 
 /* How mcg_gitops_verify_ranges may use a second thread. */

@@ -112,6 +112,13 @@ size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_re
  * counted in rep->nbad (repo.c; docs/trust.md, "Trust changes").
  */
 void mcg_verify_vouch(mcg_verify_report *rep, mcg_repo *r);
+/*
+ * With o->tip_now and no o->now (a receiver without verified history): the
+ * range's newest commit (its tip, last in vr) must also verify as arriving
+ * at o->tip_now; when it does not, its verdict becomes that refusal.
+ */
+void mcg_verify_tip_now(mcg_verify_report *rep, mcg_repo *r, const mcg_vrange *vr,
+                        const mcg_verify_opts *o, const mcg_signers *root);
 
 /* The last .mcgit/policy.yaml parsed, by blob id. Zero-initialise. */
 typedef struct mcg_policy_cache {

@@ -23,11 +23,13 @@ static bool is_zero(const char *sha)
 
 /* One refusal line per bad commit of a verified range. */
 static int verify_range(mcg_repo *r, const mcg_signers *root, const char *ref, const char *tip,
-                        const char *since, int64_t now, const char *approvals, mcg_diags *out)
+                        const char *since, int64_t now, int64_t tip_now, const char *approvals,
+                        mcg_diags *out)
 {
     mcg_verify_report rep = {0};
     mcg_err err = {0};
-    mcg_verify_opts o = {.since = since, .now = now, .approvals = approvals};
+    mcg_verify_opts o = {.since = since, .now = now, .tip_now = now ? 0 : tip_now,
+                         .approvals = approvals};
     int rc = 0;
     if (mcg_gitops_verify(&rep, r, tip, &o, root, &err) != 0) {
         mcg_diags_add(out, "refusing %s: %s", ref, err.msg);
@@ -56,7 +58,10 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
         return MCG_ECONFLICT;
     }
     /* The branch's current tip passed this check when it was pushed. */
-    int rc = verify_range(r, root, ref, new, first ? NULL : old, first ? 0 : now, approvals, out);
+    /* A first push: judged by its own times, but its newest commit must be
+     * valid now (tip_now). */
+    int rc = verify_range(r, root, ref, new, first ? NULL : old, first ? 0 : now, now, approvals,
+                          out);
     if (rc)
         return rc;
     mcg_model *m = NULL;
@@ -113,7 +118,7 @@ static int check_tag(mcg_repo *r, const mcg_signers *root, const char *old, cons
     char *src = mcg_sprintf("refs/heads/%s", r->source_branch);
     bool held = mcg_repo_resolve(r, src, cur, NULL) == 0;
     free(src);
-    return verify_range(r, root, ref, sha, NULL, held ? now : 0, approvals, out);
+    return verify_range(r, root, ref, sha, NULL, held ? now : 0, 0, approvals, out);
 }
 
 int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,

@@ -91,6 +91,7 @@ static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *ol
         git_oid_tostr(approvals, sizeof(approvals), notes);
     mcg_verify_opts o = {.since = old_oid ? since : NULL,
                          .now = old_oid ? now : 0,
+                         .tip_now = old_oid ? 0 : now,
                          .approvals = notes ? approvals : NULL};
     int rc = mcg_gitops_verify(&rep, r, tip, &o, root, err);
     for (size_t i = 0; !rc && i < rep.n; i++)

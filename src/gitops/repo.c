@@ -896,6 +896,25 @@ void mcg_verify_vouch(mcg_verify_report *rep, mcg_repo *r)
     mcg_oidmap_free(&by);
 }
 
+void mcg_verify_tip_now(mcg_verify_report *rep, mcg_repo *r, const mcg_vrange *vr,
+                        const mcg_verify_opts *o, const mcg_signers *root)
+{
+    if (o->now || !o->tip_now || !rep->n || !rep->v[rep->n - 1].good)
+        return;
+    mcg_verdict v;
+    size_t nbad = 0;
+    mcg_verify_opts at = *o;
+    at.now = o->tip_now;
+    mcg_verify_list(&v, NULL, &nbad, r, &vr->order[vr->n - 1], 1,
+                    vr->has_notes ? &vr->notes : NULL, &at, root, NULL);
+    if (!nbad)
+        return;
+    /* the newest commit must be valid now, whatever the history below */
+    v.held = false;
+    rep->v[rep->n - 1] = v;
+    rep->nbad++;
+}
+
 int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
                       const mcg_verify_opts *opts, const mcg_signers *root, mcg_err *err)
 {
@@ -910,6 +929,7 @@ int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
     rep->n = vr.n;
     rep->nbad = mcg_verify_chunk(rep->v, r, &vr, 0, vr.n, o, root);
     mcg_verify_vouch(rep, r);
+    mcg_verify_tip_now(rep, r, &vr, o, root);
     mcg_vrange_free(&vr);
     return 0;
 }

@@ -415,6 +415,8 @@ static void settle(vpool *p, size_t i, mcg_repo *r)
         rep->nbad = mcg_verify_chunk(rep->v + redo, r, &p->vr[i], redo, p->vr[i].n, &o, p->root);
     }
     mcg_verify_vouch(rep, r);
+    if (p->ranges[i].newest)
+        mcg_verify_tip_now(rep, r, &p->vr[i], p->opts, p->root);
 }
 
 int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,

@@ -176,7 +176,16 @@ static void str_list(mcg_pctx *c, const json_t *spec, const char *key,
     }
 }
 
-/* One kernelArguments entry: its arguments appended; an open quote is an error. */
+/*
+ * Characters GRUB's script parser gives a meaning in grub.cfg, where the
+ * boot loader's drop-in puts kernel arguments unquoted (Debian's 10_linux):
+ * "quiet;reboot" would run reboot at every boot, "x='" breaks the file.
+ * Refused, as is a leading '#' (a comment).
+ */
+#define GRUB_META ";|&{}<>'$"
+
+/* One kernelArguments entry: its arguments appended; an open quote or a
+ * character GRUB interprets is an error. */
 static void add_karg(mcg_pctx *c, const json_t *at, const char *s, mcg_osspec *out)
 {
     mcg_strv parts = {0};
@@ -185,8 +194,14 @@ static void add_karg(mcg_pctx *c, const json_t *at, const char *s, mcg_osspec *o
         size_t q = 0;
         for (const char *p = parts.v[i]; *p; p++)
             q += *p == '"';
+        const char *bad = strpbrk(parts.v[i], GRUB_META);
         if (q % 2)
             mcg_pctx_err(c, at, "kernel argument '%s' has an unterminated quote", parts.v[i]);
+        else if (bad || parts.v[i][0] == '#')
+            mcg_pctx_err(c, at,
+                         "kernel argument '%s' holds '%c', which GRUB's script parser "
+                         "interprets (in grub.cfg it would not reach the kernel as written)",
+                         parts.v[i], bad ? *bad : '#');
         else
             mcg_strv_push(&out->kargs, parts.v[i]);
     }
@@ -206,7 +221,17 @@ static void add_extension(mcg_pctx *c, const json_t *at, const char *s, mcg_ossp
     mcg_strv_push(&out->extensions, s);
 }
 
-/* An image reference: one line, no blanks (MCO passes it to rpm-ostree). */
+/* Whether an image reference pins a digest: ...@sha256:<64 hex>. */
+static bool has_digest(const char *ref)
+{
+    const char *at = strrchr(ref, '@');
+    if (!at || strncmp(at + 1, "sha256:", 7) != 0 || strlen(at + 8) != 64)
+        return false;
+    return strspn(at + 8, "0123456789abcdef") == 64;
+}
+
+/* An image reference: one line, no blanks, not an option (MCO passes it to
+ * rpm-ostree, the agent to bootc); osImageURL without a digest is a warning. */
 static void image_ref(mcg_pctx *c, const json_t *spec, const char *key, char **out)
 {
     char name[64];
@@ -224,6 +249,16 @@ static void image_ref(mcg_pctx *c, const json_t *spec, const char *key, char **o
                          name);
             return;
         }
+    if (**out == '-') { /* `bootc switch --help` exits 0: an option, not an image */
+        mcg_pctx_err(c, json_object_get(spec, key),
+                     "field '%s' is not an image reference: '%s' starts with '-'", name, *out);
+        return;
+    }
+    if (!strcmp(key, "osImageURL") && !has_digest(*out))
+        mcg_pctx_warn(c, json_object_get(spec, key),
+                      "field '%s' names no digest (@sha256:...): the image it pulls may "
+                      "change under the same name",
+                      name);
 }
 
 /* The fields beside spec.config into out; problems through c (model_int.h). */
