@@ -2,10 +2,13 @@
  * cmd_approve.c — `mcgit approve`: an approval for the two-person rule.
  */
 #include "cli/cli.h"
+#include "fsio/fsio.h"
 #include "gitops/gitops.h"
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static int run(int argc, char **argv);
 
@@ -27,6 +30,24 @@ const mcg_cmd mcg_cmd_approve = {
     run,
 };
 
+/* Warn, before signing, when the signing key's trust lines leave out approvals. */
+static void warn_namespaces(mcg_repo *r, const char *rev, const char *key)
+{
+    size_t kl = strlen(key);
+    char *pub = kl > 4 && !strcmp(key + kl - 4, ".pub") ? mcg_strdup(key)
+                                                          : mcg_sprintf("%s.pub", key);
+    char *text = NULL;
+    size_t len = 0;
+    mcg_strv w = {0};
+    if (mcg_read_file(pub, 64 * 1024, &text, &len, NULL) == 0)
+        mcg_gitops_approve_warnings(r, rev, text, len, &w);
+    for (size_t i = 0; i < w.n; i++)
+        mcg_cli_error("approve", "warning: %s", w.v[i]);
+    mcg_strv_free(&w);
+    free(text);
+    free(pub);
+}
+
 static int run(int argc, char **argv)
 {
     const char *repo, *key;
@@ -41,6 +62,8 @@ static int run(int argc, char **argv)
     if (!rc)
         rc = mcg_ssh_signer_init(&signer, r, key, &err);
     signer.ns = "mcgit-approval";
+    if (!rc)
+        warn_namespaces(r, argv[optind], signer.key);
     if (!rc)
         rc = mcg_gitops_approve(notes, approved, r, argv[optind], mcg_ssh_signer_sign, &signer,
                                 &err);

@@ -61,6 +61,12 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
  * *out is set either way (free with mcg_model_free).
  */
 int mcg_source_load_dir(mcg_model **out, const char *dir, mcg_diags *diags, mcg_err *err);
+/*
+ * Check dir's .mcgit/policy.yaml, if any (docs/trust.md, "Two-person
+ * rule"): problems go to diags (MCG_EINVAL), and one warning line per path
+ * pattern that matches no file of the tree (.git left out) to warnings.
+ */
+int mcg_source_check_policy_dir(const char *dir, mcg_diags *diags, mcg_strv *warnings);
 
 
 /* ------------------------------------------------------------ git repos */
@@ -441,6 +447,17 @@ int mcg_gitops_approve(char note_commit[MCG_SHA_HEX + 1], char approved[MCG_SHA_
  * of the new text (approvals are appended). 0, or MCG_ECONFLICT/MCG_EINVAL
  * with one line in err.
  */
+/*
+ * Before `mcgit approve` signs with the public key pubkey (len bytes, an
+ * OpenSSH public key line): one warning line per allowed_signers file that
+ * lists that key only on lines whose namespaces= leave out mcgit-approval
+ * (git config gpg.ssh.allowedSignersFile, mcgit.trust, and REV's parent's
+ * .mcgit/allowed_signers), pushed to out. Never fails: what cannot be read
+ * is not checked.
+ */
+void mcg_gitops_approve_warnings(mcg_repo *r, const char *rev, const char *pubkey, size_t len,
+                                 mcg_strv *out);
+
 int mcg_gitops_approvals_grow(mcg_repo *r, const char *old, const char *new, mcg_err *err);
 
 typedef struct mcg_rollback_opts {

@@ -45,6 +45,59 @@ static int verify_range(mcg_repo *r, const mcg_signers *root, const char *ref, c
     return rc;
 }
 
+/* git_tree_walk callback: every blob's path into the strv. */
+static int add_blob_path(const char *root, const git_tree_entry *e, void *arg)
+{
+    if (git_tree_entry_type(e) == GIT_OBJECT_BLOB) {
+        char *p = mcg_sprintf("%s%s", root, git_tree_entry_name(e));
+        mcg_strv_push(arg, p);
+        free(p);
+    }
+    return 0;
+}
+
+/*
+ * The pushed tree's .mcgit/policy.yaml, if any: it must parse (paths
+ * normalised as git does; pathspec magic and paths leaving the tree
+ * refused) — it is the policy every later commit is judged by — and each
+ * path pattern matching no file is a warning.
+ */
+static int check_policy(mcg_repo *r, const char *sha, const char *ref, mcg_diags *out)
+{
+    git_oid oid;
+    git_commit *c = NULL;
+    git_tree *tree = NULL;
+    char *data = NULL;
+    size_t len = 0;
+    int rc = 0;
+    if (git_oid_fromstr(&oid, sha) != 0 || git_commit_lookup(&c, r->git, &oid) != 0 ||
+        git_commit_tree(&tree, c) != 0 ||
+        mcg_git_read_path(&data, &len, r->git, tree, ".mcgit/policy.yaml", NULL) != 0)
+        goto out;
+    mcg_signpolicy *p = NULL;
+    mcg_diags d = {0};
+    if (mcg_signpolicy_parse(&p, ".mcgit/policy.yaml", data, len, &d) != 0) {
+        for (size_t i = 0; i < d.count; i++)
+            mcg_diags_add(out, "refusing %s: %s", ref, d.msgs[i]);
+        rc = MCG_EINVAL;
+    } else {
+        mcg_strv files = {0}, lines = {0};
+        git_tree_walk(tree, GIT_TREEWALK_PRE, add_blob_path, &files);
+        mcg_signpolicy_unmatched(p, &files, &lines);
+        for (size_t i = 0; i < lines.n; i++)
+            mcg_diags_add(out, "%.12s: warning: .mcgit/policy.yaml: %s", sha, lines.v[i]);
+        mcg_strv_free(&lines);
+        mcg_strv_free(&files);
+    }
+    mcg_diags_free(&d);
+    mcg_signpolicy_free(p);
+out:
+    free(data);
+    git_tree_free(tree);
+    git_commit_free(c);
+    return rc;
+}
+
 static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, const char *new,
                         const char *ref, int64_t now, const char *approvals, mcg_diags *out)
 {
@@ -75,6 +128,8 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
     if (m && !m->settings.warnings_as_errors)
         for (size_t i = 0; i < m->warnings.count; i++)
             mcg_diags_add(out, "%.12s: warning: %s", new, m->warnings.msgs[i]);
+    if (check_policy(r, new, ref, out) != 0)
+        rc = MCG_EINVAL;
     mcg_diags_sort(&d); /* by file, then line: as `mcgit validate` prints them */
     for (size_t i = 0; i < d.count; i++)
         mcg_diags_add(out, "refusing %s: %s", ref, d.msgs[i]);

@@ -251,8 +251,10 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
         if (why[0]) {
             /* refused above */
         } else if (e->namespaces && mcg_trust_match_list(ns, e->namespaces) != 1) {
-            snprintf(why, sizeof(why), "key %s is not allowed for namespace %s (%s)", fp,
-                     ns, e->where);
+            snprintf(why, sizeof(why),
+                     "key %s is not allowed for namespace %s (%s); its line (%s) allows "
+                     "namespaces \"%s\"",
+                     fp, ns, e->where, e->principals, e->namespaces);
         } else if ((e->valid_after && when < e->valid_after) ||
                    (e->valid_before && when > e->valid_before)) {
             bool after = e->valid_after && when < e->valid_after;

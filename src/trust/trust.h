@@ -90,6 +90,18 @@ mcg_signers *mcg_signers_union(const mcg_signers *a, const mcg_signers *b);
  */
 void mcg_signers_digest(const mcg_signers *s, unsigned char out[32]);
 
+/*
+ * Whether the plain key of `key` (a set of one line, e.g. a public key file
+ * parsed with a principal in front) may sign namespace ns under s: 1 when a
+ * line of s holding that key admits ns; 0 when lines hold it but none
+ * admits ns (why, may be NULL, says which line and its namespaces, e.g.
+ * `trust:2 (bob@example.com) allows namespaces "git", approvals use
+ * "mcgit-approval"`); -1 when no plain line holds it. Certificate
+ * authorities are not considered.
+ */
+int mcg_signers_key_ns(const mcg_signers *s, const mcg_signers *key, const char *ns, char *why,
+                       size_t whylen);
+
 /* Size limit of a revocation file (KRL or key list). */
 #define MCG_REVOKED_MAX_SIZE (16 * 1024 * 1024)
 
