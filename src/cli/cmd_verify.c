@@ -31,7 +31,9 @@ const mcg_cmd mcg_cmd_verify = {
     "removed, expired), or whose approvals no longer count, is vouched for by a\n"
     "later good commit that builds on it, and bad when none does: a trust\n"
     "change applies to what arrives after it (docs/trust.md). After revoking a\n"
-    "key, `--all` lists every commit it signed (the blast radius).\n"
+    "key, `--all` lists every commit it signed, and after each, one line per\n"
+    "pool whose current rendered config still holds its changes (the blast\n"
+    "radius): `still-in <sha> <pool>: <kind> <key>, ...`.\n"
     "\n"
     "Prints one line per commit, parents first:\n"
     "  good <sha> <principal> <fingerprint>\n"
@@ -42,9 +44,66 @@ const mcg_cmd mcg_cmd_verify = {
     "\n"
     "  --all     verify the whole history, ignoring the last verified commit\n"
     "  -o json   a JSON list of {\"commit\", \"status\" (good, vouched, bad),\n"
-    "            \"principal\", \"fingerprint\", \"reason\", \"vouchedBy\"}\n",
+    "            \"principal\", \"fingerprint\", \"reason\", \"vouchedBy\", \"stillIn\"}\n",
     run,
 };
+
+/* One verdict as an object of the -o json list. */
+static json_t *verdict_json(const mcg_verdict *v, const mcg_strv *radius)
+{
+    const char *st = v->vouched_by[0] ? "vouched" : v->good ? "good" : "bad";
+    json_t *o = json_pack("{s:s,s:s}", "commit", v->sha, "status", st);
+    if (v->good && !v->vouched_by[0]) {
+        json_object_set_new(o, "principal", json_string(v->principal));
+        json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
+    } else {
+        json_object_set_new(o, "reason", json_string(v->reason));
+        if (v->fingerprint[0])
+            json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
+        if (v->vouched_by[0])
+            json_object_set_new(o, "vouchedBy", json_string(v->vouched_by));
+    }
+    if (radius->n) {
+        json_t *ra = json_array();
+        for (size_t k = 0; k < radius->n; k++)
+            json_array_append_new(ra, json_string(radius->v[k]));
+        json_object_set_new(o, "stillIn", ra);
+    }
+    return o;
+}
+
+static void print_json(const mcg_verify_report *rep, const mcg_strv *radius)
+{
+    json_t *arr = json_array();
+    mcg_err err = {0};
+    for (size_t i = 0; i < rep->n; i++)
+        json_array_append_new(arr, verdict_json(&rep->v[i], &radius[i]));
+    mcg_buf b = MCG_BUF_INIT;
+    mcg_json_canonical(arr, &b, &err);
+    fwrite(b.ptr, 1, b.len, stdout);
+    mcg_buf_free(&b);
+    json_decref(arr);
+}
+
+static void print_text(const mcg_verify_report *rep, const mcg_strv *radius, const char *tip,
+                       const char *since)
+{
+    if (!rep->n)
+        printf("nothing to verify: no commit of %s is newer than %s\n", tip,
+               since ? since : "the last verified one");
+    for (size_t i = 0; i < rep->n; i++) {
+        const mcg_verdict *v = &rep->v[i];
+        if (v->vouched_by[0])
+            printf("vouched %s %s %s; vouched for by %s\n", v->sha, v->fingerprint, v->reason,
+                   v->vouched_by);
+        else if (v->good)
+            printf("good %s %s %s\n", v->sha, v->principal, v->fingerprint);
+        else
+            printf("bad %s %s\n", v->sha, v->reason);
+        for (size_t k = 0; k < radius[i].n; k++)
+            printf("still-in %s %s\n", v->sha, radius[i].v[k]);
+    }
+}
 
 static int run(int argc, char **argv)
 {
@@ -108,47 +167,18 @@ static int run(int argc, char **argv)
         mcg_cli_error("verify", "%s", err.msg);
         goto out;
     }
-    if (!strcmp(format, "json")) {
-        json_t *arr = json_array();
-        for (size_t i = 0; i < rep.n; i++) {
-            mcg_verdict *v = &rep.v[i];
-            const char *st = v->vouched_by[0] ? "vouched" : v->good ? "good" : "bad";
-            json_t *o = json_pack("{s:s,s:s}", "commit", v->sha, "status", st);
-            if (v->vouched_by[0]) {
-                json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
-                json_object_set_new(o, "reason", json_string(v->reason));
-                json_object_set_new(o, "vouchedBy", json_string(v->vouched_by));
-            } else if (v->good) {
-                json_object_set_new(o, "principal", json_string(v->principal));
-                json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
-            } else {
-                json_object_set_new(o, "reason", json_string(v->reason));
-                if (v->fingerprint[0])
-                    json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
-            }
-            json_array_append_new(arr, o);
-        }
-        mcg_buf b = MCG_BUF_INIT;
-        mcg_json_canonical(arr, &b, &err);
-        fwrite(b.ptr, 1, b.len, stdout);
-        mcg_buf_free(&b);
-        json_decref(arr);
-    } else {
-        if (!rep.n)
-            printf("nothing to verify: no commit of %s is newer than %s\n",
-                   rev ? rev : mcg_repo_source_branch(r),
-                   since ? since : "the last verified one");
-        for (size_t i = 0; i < rep.n; i++) {
-            mcg_verdict *v = &rep.v[i];
-            if (v->vouched_by[0])
-                printf("vouched %s %s %s; vouched for by %s\n", v->sha, v->fingerprint, v->reason,
-                       v->vouched_by);
-            else if (v->good)
-                printf("good %s %s %s\n", v->sha, v->principal, v->fingerprint);
-            else
-                printf("bad %s %s\n", v->sha, v->reason);
-        }
-    }
+    /* with --all, a commit by a key not trusted now: what it left in the pools */
+    mcg_strv *radius = mcg_calloc(rep.n ? rep.n : 1, sizeof(*radius));
+    for (size_t i = 0; all && i < rep.n; i++)
+        if (rep.v[i].held || rep.v[i].vouched_by[0])
+            mcg_gitops_blast_radius(&radius[i], r, rep.v[i].sha, NULL);
+    if (!strcmp(format, "json"))
+        print_json(&rep, radius);
+    else
+        print_text(&rep, radius, rev ? rev : mcg_repo_source_branch(r), since);
+    for (size_t i = 0; i < rep.n; i++)
+        mcg_strv_free(&radius[i]);
+    free(radius);
     if (rep.nbad)
         rc = MCG_ETRUST;
 out:

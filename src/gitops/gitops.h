@@ -294,6 +294,17 @@ int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *o
                              const char *new, const char *ref, int64_t now,
                              const char *approvals, mcg_diags *out);
 
+/*
+ * The blast radius of source commit `commit` (typically one a revoked key
+ * signed): for each pool whose config at the rendered branch's tip still
+ * holds a change the commit made, one line "<pool>: <kind> <key>[, ...]"
+ * pushed to out (kinds as mcg_diff_kind_name). A change counts as replaced
+ * once the same kind and key changed again between the commit's rendered
+ * commit and the tip. Nothing when the rendered branch does not hold the
+ * commit's render.
+ */
+int mcg_gitops_blast_radius(mcg_strv *out, mcg_repo *r, const char *commit, mcg_err *err);
+
 /* How fresh the verified source is (freeze protection, docs/trust.md). */
 typedef struct mcg_source_freshness {
     char commit[MCG_SHA_HEX + 1]; /* the newest verified source commit, "" none */

@@ -73,6 +73,7 @@ expect_rc 0 "runbook 1: the controller, with --revoked, keeps its verified histo
 expect_rc 1 "runbook 2: verify --all lists the revoked key's commit (the tip: bad until a trusted commit builds on it)" -- \
   "$MCGIT" verify --repo "$SV" --trust "$TR" --revoked "$ETC/revoked" --all
 expect_grep "^bad $EVIL key SHA256:[^ ]+ is revoked" "$T/out" "runbook 2: the thief's commit is named"
+expect_grep "^still-in $EVIL worker: file /etc/motd$" "$T/out" "runbook 2: and what of it the worker pool still runs"
 # 3. the rollback, signed by a key still trusted, and pushed
 git -C "$W" log --format=%H -- .mcgit >"$T/trustlog"
 [ "$(git -C "$W" log --format=%H "$GOOD..main" -- .mcgit)" = "" ] && ok "runbook 3: the thief changed nothing under .mcgit/" ||
@@ -96,6 +97,8 @@ expect_rc 0 "runbook 2 again: verify --all exits 0 now" -- \
   "$MCGIT" verify --repo "$SV" --trust "$TR" --revoked "$ETC/revoked" --all
 expect_grep "^vouched $EVIL SHA256:[^ ]+ key SHA256:[^ ]+ is revoked .*; vouched for by $ROLL$" "$T/out" \
   "the thief's commit is listed as vouched for by the rollback"
+grep -q "^still-in $EVIL" "$T/out" && bad "the rollback did not replace the thief's change: $(grep still-in "$T/out")" ||
+  ok "after the rollback, no pool holds the thief's change any more"
 
 # ---------------------------------------------------------------- the thief afterwards
 git clone -q "$SV" "$T/thief"
