@@ -23,10 +23,14 @@ const mcg_cmd mcg_cmd_approve = {
     "commit's note in refs/notes/mcgit-approvals. A commit that changes a path\n"
     "an `approvals` rule of .mcgit/policy.yaml names is accepted once its own\n"
     "signature and its approvals come from `required` distinct trusted\n"
-    "signers (keys; a certificate by its CA and key id). Push the approvals with the branch, or before it:\n"
+    "signers (keys; a certificate by its CA and key id). Push the approvals\n"
+    "with the branch, or before it:\n"
     "  git push origin main refs/notes/mcgit-approvals\n"
     "Bundles carry them too. Prints the approved commit and the new notes\n"
-    "commit; an approval the note already holds changes nothing and says so.\n",
+    "commit; an approval the note already holds changes nothing and says so.\n"
+    "Warns first when the key's lines in git's gpg.ssh.allowedSignersFile,\n"
+    "git config mcgit.trust or the commit's parent's .mcgit/allowed_signers\n"
+    "leave out namespace mcgit-approval (the approval would not count).\n",
     run,
 };
 
@@ -34,8 +38,8 @@ const mcg_cmd mcg_cmd_approve = {
 static void warn_namespaces(mcg_repo *r, const char *rev, const char *key)
 {
     size_t kl = strlen(key);
-    char *pub = kl > 4 && !strcmp(key + kl - 4, ".pub") ? mcg_strdup(key)
-                                                          : mcg_sprintf("%s.pub", key);
+    char *pub =
+        kl > 4 && !strcmp(key + kl - 4, ".pub") ? mcg_strdup(key) : mcg_sprintf("%s.pub", key);
     char *text = NULL;
     size_t len = 0;
     mcg_strv w = {0};

@@ -131,9 +131,8 @@ static void count_approvals(mcg_strv *principals, mcg_strv *skipped, const char 
 }
 
 int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const git_commit *c,
-                        const git_commit *parent, const mcg_signers *set,
-                        const char *commit_signer, const git_oid *notes, int64_t now,
-                        mcg_policy_cache *pc)
+                        const git_commit *parent, const mcg_signers *set, const char *commit_signer,
+                        const git_oid *notes, int64_t now, mcg_policy_cache *pc)
 {
     git_tree *ptree = NULL, *ctree = NULL;
     git_diff *diff = NULL;
@@ -261,8 +260,7 @@ static int notes_kept(git_repository *repo, git_commit *oc, git_commit *nc, mcg_
             git_blob_lookup(&nb, repo, git_note_id(note)) != 0 ||
             git_blob_rawsize(nb) < git_blob_rawsize(ob) ||
             memcmp(git_blob_rawcontent(nb), git_blob_rawcontent(ob),
-                   (size_t)git_blob_rawsize(ob)) != 0)
-        {
+                   (size_t)git_blob_rawsize(ob)) != 0) {
             char a[MCG_SHA_HEX + 1], b[MCG_SHA_HEX + 1];
             git_oid_tostr(a, sizeof(a), git_commit_id(nc));
             git_oid_tostr(b, sizeof(b), &annotated);
@@ -288,8 +286,8 @@ int mcg_gitops_approvals_grow(mcg_repo *r, const char *old, const char *new, mcg
     git_commit *oc = NULL;
     int rc = 0;
     if (!new || git_oid_fromstr(&oid, new) != 0 || strspn(new, "0") == strlen(new))
-        return mcg_err_set(err, MCG_ECONFLICT,
-                           "%s cannot be deleted (approvals only grow)", MCG_APPROVALS_REF);
+        return mcg_err_set(err, MCG_ECONFLICT, "%s cannot be deleted (approvals only grow)",
+                           MCG_APPROVALS_REF);
     if (git_object_lookup(&obj, r->git, &oid, GIT_OBJECT_ANY) != 0)
         return mcg_err_set(err, MCG_EINVAL, "%s: %.12s is missing", MCG_APPROVALS_REF, new);
     if (git_object_type(obj) != GIT_OBJECT_COMMIT) {

@@ -68,7 +68,6 @@ int mcg_source_load_dir(mcg_model **out, const char *dir, mcg_diags *diags, mcg_
  */
 int mcg_source_check_policy_dir(const char *dir, mcg_diags *diags, mcg_strv *warnings);
 
-
 /* ------------------------------------------------------------ git repos */
 
 #include "trust/trust.h"

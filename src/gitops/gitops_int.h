@@ -139,9 +139,8 @@ void mcg_policy_cache_free(mcg_policy_cache *pc);
  * no rule applies); else MCG_ETRUST with the reason in why.
  */
 int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const git_commit *c,
-                        const git_commit *parent, const mcg_signers *set,
-                        const char *commit_signer, const git_oid *notes, int64_t now,
-                        mcg_policy_cache *pc);
+                        const git_commit *parent, const mcg_signers *set, const char *commit_signer,
+                        const git_oid *notes, int64_t now, mcg_policy_cache *pc);
 
 /* ------------------------------------------------------------ heartbeat.c */
 

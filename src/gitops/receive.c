@@ -28,8 +28,8 @@ static int verify_range(mcg_repo *r, const mcg_signers *root, const char *ref, c
 {
     mcg_verify_report rep = {0};
     mcg_err err = {0};
-    mcg_verify_opts o = {.since = since, .now = now, .tip_now = now ? 0 : tip_now,
-                         .approvals = approvals};
+    mcg_verify_opts o = {
+        .since = since, .now = now, .tip_now = now ? 0 : tip_now, .approvals = approvals};
     int rc = 0;
     if (mcg_gitops_verify(&rep, r, tip, &o, root, &err) != 0) {
         mcg_diags_add(out, "refusing %s: %s", ref, err.msg);
@@ -113,8 +113,8 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
     /* The branch's current tip passed this check when it was pushed. */
     /* A first push: judged by its own times, but its newest commit must be
      * valid now (tip_now). */
-    int rc = verify_range(r, root, ref, new, first ? NULL : old, first ? 0 : now, now, approvals,
-                          out);
+    int rc =
+        verify_range(r, root, ref, new, first ? NULL : old, first ? 0 : now, now, approvals, out);
     if (rc)
         return rc;
     mcg_model *m = NULL;

@@ -500,8 +500,8 @@ static bool repo_ever_admitted(const verify_ctx *vc, const git_commit *c, const 
             mcg_sig_result res = {0};
             if (mcg_signers_parse(&set, "repo", git_blob_rawcontent(blob),
                                   (size_t)git_blob_rawsize(blob), NULL) == 0)
-                found = mcg_sshsig_verify(&res, set, sig->ptr, sig->len, data->ptr, data->len,
-                                          when, NULL) == 0;
+                found = mcg_sshsig_verify(&res, set, sig->ptr, sig->len, data->ptr, data->len, when,
+                                          NULL) == 0;
             mcg_signers_free(set);
         }
         git_blob_free(blob);
@@ -529,6 +529,37 @@ static bool held_signature(const verify_ctx *vc, const git_commit *c, const mcg_
         mcg_sshsig_check(d, sig->ptr, sig->len, data->ptr, data->len) != 0)
         return false;
     return res->revoked || !repo_ever_admitted(vc, c, sig, data, when);
+}
+
+/*
+ * The committer time of a commit: no more than MCG_CLOCK_SKEW before its
+ * first parent's, and for history arriving now, no more than that ahead of
+ * this host's clock. False with the reason in v.
+ */
+static bool times_ok(mcg_verdict *v, const verify_ctx *vc, git_commit *const *parents, unsigned np,
+                     int64_t when)
+{
+    char a[32], b[32];
+    if (np > 0) {
+        if (!parents[0]) {
+            snprintf(v->reason, sizeof(v->reason), "cannot read its parent");
+            return false;
+        }
+        int64_t pt = commit_time(parents[0]);
+        if (when + MCG_CLOCK_SKEW < pt) {
+            snprintf(v->reason, sizeof(v->reason),
+                     "committer time %s is more than %d s before its parent's (%s)",
+                     mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, pt));
+            return false;
+        }
+    }
+    if (vc->o->now && when > vc->o->now + MCG_CLOCK_SKEW) {
+        snprintf(v->reason, sizeof(v->reason),
+                 "committer time %s is more than %d s ahead of this host's clock (%s)",
+                 mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, vc->o->now));
+        return false;
+    }
+    return true;
 }
 
 /*
@@ -600,17 +631,19 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
             }
             mcg_sig_result res = {0};
             mcg_err e = {0};
+            char pfx[48] = ""; /* "[on arrival: ][parent I of N: ]" */
+            snprintf(pfx, sizeof(pfx), "%s", pass ? "on arrival: " : "");
+            if (np > 1)
+                snprintf(pfx + strlen(pfx), sizeof(pfx) - strlen(pfx), "parent %u of %u: ", i + 1,
+                         np);
             if (mcg_sshsig_verify_memo(&res, set, vc->o->memo, sig.ptr ? sig.ptr : "", sig.len,
                                        data.ptr ? data.ptr : "", data.len, t, &e) != 0) {
-                const char *prefix = pass ? "on arrival: " : "";
-                if (np > 1)
-                    mcg_bfmt(v->reason, sizeof(v->reason), "%sparent %u of %u: %s%s", prefix,
-                             i + 1, np, e.msg, why);
-                else
-                    mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", prefix, e.msg, why);
+                mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", pfx, e.msg, why);
                 snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
                 v->principal[0] = '\0';
-                v->held = held_signature(vc, c, &sig, &data, &res, when);
+                /* held: refused at its own time for who signed it (on
+                 * arrival, a key expired now is no trust change: refused) */
+                v->held = pass == 0 && held_signature(vc, c, &sig, &data, &res, when);
                 goto out;
             }
             if (!v->principal[0]) {
@@ -623,11 +656,7 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
                 int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parents[i], set,
                                               res.signer, vc->notes, vc->o->now, vc->policy);
                 if (arc != 0) {
-                    if (np > 1)
-                        mcg_bfmt(v->reason, sizeof(v->reason), "parent %u of %u: %s", i + 1, np,
-                                 awhy);
-                    else
-                        mcg_bfmt(v->reason, sizeof(v->reason), "%s", awhy);
+                    mcg_bfmt(v->reason, sizeof(v->reason), "%s%s", pfx, awhy);
                     v->held = true; /* its own signature holds */
                     goto out;
                 }
@@ -635,28 +664,7 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
         }
     }
     /* Times last: a key outside its window is the better reason. */
-    if (np > 0) {
-        if (!parents[0]) {
-            snprintf(v->reason, sizeof(v->reason), "cannot read its parent");
-            goto out;
-        }
-        int64_t pt = commit_time(parents[0]);
-        if (when + MCG_CLOCK_SKEW < pt) {
-            char a[32], b[32];
-            snprintf(v->reason, sizeof(v->reason),
-                     "committer time %s is more than %d s before its parent's (%s)",
-                     mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, pt));
-            goto out;
-        }
-    }
-    if (vc->o->now && when > vc->o->now + MCG_CLOCK_SKEW) {
-        char a[32], b[32];
-        snprintf(v->reason, sizeof(v->reason),
-                 "committer time %s is more than %d s ahead of this host's clock (%s)",
-                 mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, vc->o->now));
-        goto out;
-    }
-    v->good = true;
+    v->good = times_ok(v, vc, parents, np, when);
 out:
     if (!v->good)
         v->principal[0] = '\0';
@@ -905,8 +913,8 @@ void mcg_verify_tip_now(mcg_verify_report *rep, mcg_repo *r, const mcg_vrange *v
     size_t nbad = 0;
     mcg_verify_opts at = *o;
     at.now = o->tip_now;
-    mcg_verify_list(&v, NULL, &nbad, r, &vr->order[vr->n - 1], 1,
-                    vr->has_notes ? &vr->notes : NULL, &at, root, NULL);
+    mcg_verify_list(&v, NULL, &nbad, r, &vr->order[vr->n - 1], 1, vr->has_notes ? &vr->notes : NULL,
+                    &at, root, NULL);
     if (!nbad)
         return;
     /* the newest commit must be valid now, whatever the history below */

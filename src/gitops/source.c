@@ -210,8 +210,8 @@ static void list_files(int fd, const char *prefix, int depth, mcg_strv *out)
         struct stat st;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
             if (S_ISDIR(st.st_mode) && depth < 32) {
-                int sub = openat(dirfd(d), de->d_name,
-                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int sub =
+                    openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (sub >= 0)
                     list_files(sub, rel, depth + 1, out);
             } else if (!S_ISDIR(st.st_mode)) {

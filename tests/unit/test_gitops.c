@@ -548,13 +548,13 @@ static void test_split_git_parity(void **state)
         const char *payload; /* what is signed */
         const char *object;  /* the commit: @ stands for the gpgsig header */
     } cases[] = {
-        {"%s\nmsg\n", "%s@\nmsg\n"},                              /* git's own placement */
-        {"%s\nmsg\n", "%s\nmsg\n@"},                              /* moved into the message */
-        {"%s\nmsg\n", "%s\nmsg\n\n@"},                            /* after a blank line */
+        {"%s\nmsg\n", "%s@\nmsg\n"},   /* git's own placement */
+        {"%s\nmsg\n", "%s\nmsg\n@"},   /* moved into the message */
+        {"%s\nmsg\n", "%s\nmsg\n\n@"}, /* after a blank line */
         {"%s\nmsg\ngpgsig in the message\n", "%s@\nmsg\ngpgsig in the message\n"},
-        {"%s\nmsg\n", "%sgpgsigx other\n cont\n@\nmsg\n"},        /* another gpgsig field */
+        {"%s\nmsg\n", "%sgpgsigx other\n cont\n@\nmsg\n"},       /* another gpgsig field */
         {"%s\nmsg\n", "%s@gpgsig-sha256 other\n more\n\nmsg\n"}, /* the other hash's */
-        {"%s\nmsg\n", "%s\nmsg\n"},                               /* unsigned */
+        {"%s\nmsg\n", "%s\nmsg\n"},                              /* unsigned */
     };
     char *pub = mcg_sshkey_public_line(&f->alice, NULL);
     char *as = mcg_sprintf("%s/allowed", f->dir);
@@ -593,9 +593,9 @@ static void test_split_git_parity(void **state)
         mcg_buf sig = MCG_BUF_INIT, data = MCG_BUF_INIT;
         mcg_sig_result res = {0};
         mcg_err err = {0};
-        bool ours = mcg_commit_split_signature(&sig, &data, object, strlen(object)) == 0 &&
-                    mcg_sshsig_verify(&res, f->root, sig.ptr, sig.len, data.ptr, data.len,
-                                      T0, &err) == 0;
+        bool ours =
+            mcg_commit_split_signature(&sig, &data, object, strlen(object)) == 0 &&
+            mcg_sshsig_verify(&res, f->root, sig.ptr, sig.len, data.ptr, data.len, T0, &err) == 0;
         if (ours != git_good)
             fail_msg("case %zu: git verify-commit says %s, mcgit %s (%s)", i,
                      git_good ? "good" : "bad", ours ? "good" : "bad", err.msg);
