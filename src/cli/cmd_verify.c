@@ -128,7 +128,9 @@ static int run(int argc, char **argv)
         case 'r': repo = optarg; break;
         case 'R': rev = optarg; break;
         case 's': since = optarg; break;
-        case 'A': all = true; break;
+        case 'A':
+            all = true;
+            break;
         case 't': trust = optarg; break;
         case 'K': revoked = optarg; break;
         case 'o': format = optarg; break;

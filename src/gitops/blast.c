@@ -9,6 +9,7 @@
  * the same kind and key did not change between R(V) and the rendered tip.
  * Commits the rendered branch does not hold report nothing.
  */
+#include "fsio/fsio.h"
 #include "gitops/gitops_int.h"
 
 #include <stdlib.h>
@@ -101,5 +102,99 @@ out:
     git_commit_free(vc);
     mcg_chain_free(ch);
     free(ref);
+    return rc;
+}
+
+/* ------------------------------------------------------------ held commits, cached */
+
+/*
+ * mcgit/untrusted in the git directory: "<trust digest> <source tip>\n" and
+ * one held commit id a line — the commits of the source history whose keys
+ * the trust root no longer trusts (docs/trust.md, "Trust changes"). It is
+ * recomputed from the root when the trust root changes, and extended with
+ * the new commits' held ones when the tip moves on.
+ */
+static char *held_path(const mcg_repo *r)
+{
+    return mcg_sprintf("%smcgit/untrusted", git_repository_path(r->git));
+}
+
+/* The held commits of the range (since, tip] (since "": the whole history). */
+static int held_in(mcg_strv *held, mcg_repo *r, const char *tip, const char *since,
+                   const mcg_signers *root, mcg_err *err)
+{
+    mcg_verify_report rep = {0};
+    mcg_verify_opts o = {.since = since[0] ? since : NULL, .from_root = !since[0]};
+    int rc = mcg_gitops_verify(&rep, r, tip, &o, root, err);
+    for (size_t i = 0; !rc && i < rep.n; i++)
+        if (rep.v[i].held && !mcg_strv_contains(held, rep.v[i].sha))
+            mcg_strv_push(held, rep.v[i].sha);
+    mcg_verify_report_free(&rep);
+    return rc;
+}
+
+static int held_commits(mcg_strv *held, mcg_repo *r, const char *tip, const mcg_signers *root,
+                        mcg_err *err)
+{
+    unsigned char d[32];
+    char digest[65], *path = held_path(r), *data = NULL, since[MCG_SHA_HEX + 1] = "";
+    size_t len = 0;
+    mcg_signers_digest(root, d);
+    mcg_hex(d, sizeof(d), digest);
+    if (mcg_read_file(path, 1 << 24, &data, &len, NULL) == 0 && len > 65 + MCG_SHA_HEX &&
+        !strncmp(data, digest, 64) && data[64] == ' ' && data[65 + MCG_SHA_HEX] == '\n') {
+        memcpy(since, data + 65, MCG_SHA_HEX);
+        for (char *l = data + 66 + MCG_SHA_HEX, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
+            *nl = '\0';
+            if (strlen(l) == MCG_SHA_HEX)
+                mcg_strv_push(held, l);
+        }
+        if (strcmp(since, tip) && !mcg_repo_descends(r, tip, since)) {
+            mcg_strv_free(held); /* history moved sideways: from the root */
+            since[0] = '\0';
+        }
+    }
+    free(data);
+    int rc = strcmp(since, tip) ? held_in(held, r, tip, since, root, err) : 0;
+    if (!rc && strcmp(since, tip)) {
+        mcg_buf b = MCG_BUF_INIT;
+        mcg_buf_puts(&b, digest);
+        mcg_buf_putc(&b, ' ');
+        mcg_buf_puts(&b, tip);
+        mcg_buf_putc(&b, '\n');
+        for (size_t i = 0; i < held->n; i++) {
+            mcg_buf_puts(&b, held->v[i]);
+            mcg_buf_putc(&b, '\n');
+        }
+        mcg_write_file_atomic(path, b.ptr, b.len, 0644, NULL); /* a cache: best effort */
+        mcg_buf_free(&b);
+    }
+    free(path);
+    return rc;
+}
+
+int mcg_gitops_untrusted_pools(mcg_strv *out, mcg_repo *r, const mcg_signers *root, mcg_err *err)
+{
+    char tip[MCG_SHA_HEX + 1];
+    mcg_strv held = {0};
+    if (!mcg_gitops_verified_mark(r, root, tip))
+        return 0; /* nothing verified here yet */
+    int rc = held_commits(&held, r, tip, root, err);
+    for (size_t i = 0; !rc && i < held.n; i++) {
+        mcg_strv lines = {0};
+        if (mcg_gitops_blast_radius(&lines, r, held.v[i], NULL) == 0)
+            for (size_t k = 0; k < lines.n; k++) {
+                /* "<pool>: <changes>" -> "<pool>\t<commit, 12>: <changes>" */
+                char *colon = strchr(lines.v[k], ':');
+                if (!colon)
+                    continue;
+                char *l = mcg_sprintf("%.*s\t%.12s:%s", (int)(colon - lines.v[k]), lines.v[k],
+                                      held.v[i], colon + 1);
+                mcg_strv_push(out, l);
+                free(l);
+            }
+        mcg_strv_free(&lines);
+    }
+    mcg_strv_free(&held);
     return rc;
 }

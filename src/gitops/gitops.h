@@ -304,6 +304,17 @@ int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *o
  */
 int mcg_gitops_blast_radius(mcg_strv *out, mcg_repo *r, const char *commit, mcg_err *err);
 
+/*
+ * The pools whose current rendered config still holds changes from commits
+ * of the verified source history whose keys the trust root `root` no
+ * longer trusts (held commits, docs/trust.md "Trust changes"): one line
+ * "<pool>\t<commit, 12 digits>: <kind> <key>, ..." per pool and commit,
+ * pushed to out. The held commits are kept in mcgit/untrusted in the git
+ * directory (a cache: recomputed from the root when the trust root changes,
+ * extended when the source moves on). Nothing before anything is verified.
+ */
+int mcg_gitops_untrusted_pools(mcg_strv *out, mcg_repo *r, const mcg_signers *root, mcg_err *err);
+
 /* How fresh the verified source is (freeze protection, docs/trust.md). */
 typedef struct mcg_source_freshness {
     char commit[MCG_SHA_HEX + 1]; /* the newest verified source commit, "" none */

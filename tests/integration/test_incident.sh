@@ -48,6 +48,9 @@ git clone -q --bare "$SV" "$T/mirror"
 CL=local:$T/cl
 "$MCGIT" node add --cluster "$CL" w0 --labels node-role.kubernetes.io/worker= >/dev/null
 "$MCGIT" node add --cluster "$CL" w1 --labels node-role.kubernetes.io/worker= >/dev/null
+# cond POOL TYPE: "status reason message" of a pool condition
+cond() { "$MCGIT" status --cluster "$CL" -o json | jq -r --arg p "$1" --arg t "$2" \
+  '.items[] | select(.metadata.name == $p) | .status.conditions[] | select(.type == $t) | "\(.status) \(.reason) \(.message)"'; }
 pass() { # one controller pass (with the given extra options) and the agents
   "$MCGIT" controller --repo "$T/mirror" --trust "$TR" --cluster "$CL" --once "$@" >"$T/ctl.out" 2>"$T/ctl.err" || return 1
   for n in w0 w1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null 2>&1 || true; done
@@ -69,6 +72,9 @@ ssh-keygen -q -k -f "$ETC/revoked" "$T/keys/bob.pub"
 expect_rc 0 "runbook 1: hook install --revoked" -- "$MCGIT" hook install --repo "$SV" --trust "$TR" --revoked "$ETC/revoked"
 expect_rc 0 "runbook 1: the controller, with --revoked, keeps its verified history (no refusal)" -- \
   pass --revoked "$ETC/revoked"
+expect_grep "^True UntrustedSigner changes by keys not trusted now still in force: ${EVIL:0:12}: file /etc/motd$" \
+  <(cond worker UntrustedChanges) "runbook 1: the worker pool says the revoked key's change is in force"
+expect_grep "^False  $" <(cond master UntrustedChanges) "runbook 1: the master pool is not affected"
 # 2. the blast radius
 expect_rc 1 "runbook 2: verify --all lists the revoked key's commit (the tip: bad until a trusted commit builds on it)" -- \
   "$MCGIT" verify --repo "$SV" --trust "$TR" --revoked "$ETC/revoked" --all
@@ -93,6 +99,7 @@ for _ in 1 2 3; do [ "$(motd w0)$(motd w1)" = goodgood ] || pass --revoked "$ETC
   bad "nodes: $(motd w0) $(motd w1)"
 [ "$(git -C "$T/mirror" rev-parse rendered)" = "$SRV_RENDERED" ] && ok "the controller's rendered commit is the server's" ||
   bad "controller rendered differs"
+expect_grep "^False  $" <(cond worker UntrustedChanges) "runbook 4: the condition clears once the rollback replaced the change"
 expect_rc 0 "runbook 2 again: verify --all exits 0 now" -- \
   "$MCGIT" verify --repo "$SV" --trust "$TR" --revoked "$ETC/revoked" --all
 expect_grep "^vouched $EVIL SHA256:[^ ]+ key SHA256:[^ ]+ is revoked .*; vouched for by $ROLL$" "$T/out" \
