@@ -184,8 +184,7 @@ static void str_list(mcg_pctx *c, const json_t *spec, const char *key,
  */
 #define GRUB_META ";|&{}<>'$"
 
-/* One kernelArguments entry: its arguments appended; an open quote or a
- * character GRUB interprets is an error. */
+/* One kernelArguments entry: its arguments appended; an open quote is an error. */
 static void add_karg(mcg_pctx *c, const json_t *at, const char *s, mcg_osspec *out)
 {
     mcg_strv parts = {0};
@@ -194,14 +193,8 @@ static void add_karg(mcg_pctx *c, const json_t *at, const char *s, mcg_osspec *o
         size_t q = 0;
         for (const char *p = parts.v[i]; *p; p++)
             q += *p == '"';
-        const char *bad = strpbrk(parts.v[i], GRUB_META);
         if (q % 2)
             mcg_pctx_err(c, at, "kernel argument '%s' has an unterminated quote", parts.v[i]);
-        else if (bad || parts.v[i][0] == '#')
-            mcg_pctx_err(c, at,
-                         "kernel argument '%s' holds '%c', which GRUB's script parser "
-                         "interprets (in grub.cfg it would not reach the kernel as written)",
-                         parts.v[i], bad ? *bad : '#');
         else
             mcg_strv_push(&out->kargs, parts.v[i]);
     }
@@ -249,16 +242,37 @@ static void image_ref(mcg_pctx *c, const json_t *spec, const char *key, char **o
                          name);
             return;
         }
-    if (**out == '-') { /* `bootc switch --help` exits 0: an option, not an image */
+}
+
+/* An image reference the host tools would misread (mcg_osspec_check_host). */
+static void image_host(mcg_pctx *c, const json_t *spec, const char *key, const char *ref)
+{
+    if (!ref)
+        return;
+    if (ref[0] == '-') { /* `bootc switch --help` exits 0: an option, not an image */
         mcg_pctx_err(c, json_object_get(spec, key),
-                     "field '%s' is not an image reference: '%s' starts with '-'", name, *out);
+                     "field 'spec.%s' is not an image reference: '%s' starts with '-'", key, ref);
         return;
     }
-    if (!strcmp(key, "osImageURL") && !has_digest(*out))
+    if (!strcmp(key, "osImageURL") && !has_digest(ref))
         mcg_pctx_warn(c, json_object_get(spec, key),
-                      "field '%s' names no digest (@sha256:...): the image it pulls may "
+                      "field 'spec.%s' names no digest (@sha256:...): the image it pulls may "
                       "change under the same name",
-                      name);
+                      key);
+}
+
+void mcg_osspec_check_host(mcg_pctx *c, const json_t *spec, const mcg_osspec *o)
+{
+    for (size_t i = 0; i < o->kargs.n; i++) {
+        const char *a = o->kargs.v[i], *bad = strpbrk(a, GRUB_META);
+        if (bad || a[0] == '#')
+            mcg_pctx_err(c, json_object_get(spec, "kernelArguments"),
+                         "kernel argument '%s' holds '%c', which GRUB's script parser "
+                         "interprets (in grub.cfg it would not reach the kernel as written)",
+                         a, bad ? *bad : '#');
+    }
+    image_host(c, spec, "osImageURL", o->os_image_url);
+    image_host(c, spec, "baseOSExtensionsContainerImage", o->ext_image);
 }
 
 /* The fields beside spec.config into out; problems through c (model_int.h). */

@@ -76,7 +76,7 @@ static char *normalize_pattern(const char *s, const char **why)
         return NULL;
     }
     if (s[0] == '/') {
-        *why = "must be a relative path";
+        *why = "must be a non-empty relative path";
         return NULL;
     }
     size_t n = strlen(s);

@@ -120,6 +120,19 @@ expect_rc 1 "a revoked key's new commit is refused by bundle import (even on top
   "$MCGIT" bundle import --repo "$T/site0" "$T/thief.bundle" --trust "$TR" --revoked "$ETC/revoked" -q
 [ -z "$(git -C "$T/site0" for-each-ref)" ] && ok "no ref moved" || bad "bundle import moved refs"
 
+# the thief's commit on a feature branch (nothing reads those), and a trusted
+# signer who builds on it: the server refuses the new history all the same
+git -C "$T/thief" push -q origin HEAD:refs/heads/feature 2>/dev/null
+git -C "$W" fetch -q origin feature
+git -C "$W" checkout -q -b on-feature FETCH_HEAD
+echo "built on feature" >"$W/NOTES"
+scommit "$W" alice "alice builds on the feature branch"
+expect_rc 1 "a trusted commit on top of the revoked key's new commit is refused at the server" -- \
+  git -C "$W" push origin on-feature:main
+expect_grep "new history by a key not trusted now" "$T/err" "the pusher is told why"
+git -C "$W" checkout -q main
+[ "$(git -C "$SV" rev-parse main)" = "$ROLL" ] && ok "server main stays at the rollback" || bad "server main moved"
+
 # ---------------------------------------------------------------- new controllers, mirrors, sites
 git clone -q --bare "$SV" "$T/mirror2"
 expect_rc 0 "a new controller renders the whole history with the revocation" -- \
