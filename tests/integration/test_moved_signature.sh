@@ -5,6 +5,7 @@
 # for the same signed content): `git verify-commit` calls it unsigned, and
 # so do `mcgit verify`, the pre-receive hook and bundle import.
 . "$(dirname "$0")/lib.sh"
+need python3
 
 mkkey alice ed25519
 TR=$T/trust
