@@ -224,6 +224,9 @@ static int plan_refs(session *s, mcg_bundle_report *rep, mcg_repo *r, mcg_bundle
         /* Approvals are notes commits (unsigned): each approval in them is
          * verified where it counts, with the commit it approves. */
         if (!strcmp(br->name, "refs/notes/mcgit-approvals")) {
+            /* approvals only grow: a commit, extending what the repo holds */
+            if ((rc = mcg_gitops_approvals_grow(s->q, br->old_sha, br->new_sha, err)) != 0)
+                goto out;
             memcpy(s->approvals, br->new_sha, sizeof(s->approvals));
             continue;
         }

@@ -35,6 +35,9 @@ int mcg_bundle_verify_all(mcg_repo *q, mcg_repo *q2, mcg_bundle_report *rep,
     /* History arriving at a repo that holds verified history is also
      * checked against this host's clock (mcg_verify_opts.now). */
     o.now = mcg_gitops_verified_mark(q, root, mark) ? (int64_t)time(NULL) : 0;
+    /* Without verified history, the new source tip must still be valid now. */
+    o.tip_now = o.now ? 0 : (int64_t)time(NULL);
+    char *src = mcg_sprintf("refs/heads/%s", mcg_repo_source_branch(q));
     mcg_bundle_conn conn = {.view = q2, .scan = hints->scan, .pack = pack, .tips = tips,
                             .ntips = ntips};
     mcg_verify_threads th = {.helper = q2, .first = connectivity, .first_ctx = &conn,
@@ -48,6 +51,7 @@ int mcg_bundle_verify_all(mcg_repo *q, mcg_repo *q2, mcg_bundle_report *rep,
         if (want[i].tip[0] && want[i].with < 0) {
             ranges[n].tip = want[i].tip;
             ranges[n].since = want[i].since[0] ? want[i].since : NULL;
+            ranges[n].newest = !strcmp(rep->refs[i].name, src);
             which[n++] = i;
         }
     int rc = mcg_gitops_verify_ranges(ranges, n, q, &th, &o, root, &verr);
@@ -67,5 +71,6 @@ int mcg_bundle_verify_all(mcg_repo *q, mcg_repo *q2, mcg_bundle_report *rep,
     }
     free(ranges);
     free(which);
+    free(src);
     return rc;
 }

@@ -2,10 +2,13 @@
  * cmd_approve.c — `mcgit approve`: an approval for the two-person rule.
  */
 #include "cli/cli.h"
+#include "fsio/fsio.h"
 #include "gitops/gitops.h"
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static int run(int argc, char **argv);
 
@@ -20,12 +23,34 @@ const mcg_cmd mcg_cmd_approve = {
     "commit's note in refs/notes/mcgit-approvals. A commit that changes a path\n"
     "an `approvals` rule of .mcgit/policy.yaml names is accepted once its own\n"
     "signature and its approvals come from `required` distinct trusted\n"
-    "principals. Push the approvals with the branch, or before it:\n"
+    "signers (keys; a certificate by its CA and key id). Push the approvals\n"
+    "with the branch, or before it:\n"
     "  git push origin main refs/notes/mcgit-approvals\n"
     "Bundles carry them too. Prints the approved commit and the new notes\n"
-    "commit; an approval the note already holds changes nothing and says so.\n",
+    "commit; an approval the note already holds changes nothing and says so.\n"
+    "Warns first when the key's lines in git's gpg.ssh.allowedSignersFile,\n"
+    "git config mcgit.trust or the commit's parent's .mcgit/allowed_signers\n"
+    "leave out namespace mcgit-approval (the approval would not count).\n",
     run,
 };
+
+/* Warn, before signing, when the signing key's trust lines leave out approvals. */
+static void warn_namespaces(mcg_repo *r, const char *rev, const char *key)
+{
+    size_t kl = strlen(key);
+    char *pub =
+        kl > 4 && !strcmp(key + kl - 4, ".pub") ? mcg_strdup(key) : mcg_sprintf("%s.pub", key);
+    char *text = NULL;
+    size_t len = 0;
+    mcg_strv w = {0};
+    if (mcg_read_file(pub, 64 * 1024, &text, &len, NULL) == 0)
+        mcg_gitops_approve_warnings(r, rev, text, len, &w);
+    for (size_t i = 0; i < w.n; i++)
+        mcg_cli_error("approve", "warning: %s", w.v[i]);
+    mcg_strv_free(&w);
+    free(text);
+    free(pub);
+}
 
 static int run(int argc, char **argv)
 {
@@ -41,6 +66,8 @@ static int run(int argc, char **argv)
     if (!rc)
         rc = mcg_ssh_signer_init(&signer, r, key, &err);
     signer.ns = "mcgit-approval";
+    if (!rc)
+        warn_namespaces(r, argv[optind], signer.key);
     if (!rc)
         rc = mcg_gitops_approve(notes, approved, r, argv[optind], mcg_ssh_signer_sign, &signer,
                                 &err);

@@ -159,6 +159,38 @@ static bool is_zero(const char *sha)
     return strspn(sha, "0") == strlen(sha);
 }
 
+/*
+ * One update line as git's receive-pack writes it to the hooks: "<old>
+ * <new> <ref>\n", ids of 40 hex digits, a ref name without spaces or
+ * control characters. Anything else — a truncated or overlong line, extra
+ * fields, other ids — is not parsed at all (the hook then fails closed).
+ */
+static bool parse_update(const char *line, size_t len, char old[64], char new[64], char ref[4096])
+{
+    static const char hex[] = "0123456789abcdef";
+    if (len < 2 * MCG_SHA_HEX + 4 || line[len - 1] != '\n' || len - 2 * MCG_SHA_HEX - 3 >= 4096)
+        return false;
+    for (size_t i = 0; i < 2 * MCG_SHA_HEX + 1; i++) {
+        bool sep = i == MCG_SHA_HEX;
+        if (sep ? line[i] != ' ' : !line[i] || !strchr(hex, line[i]))
+            return false;
+    }
+    if (line[2 * MCG_SHA_HEX + 1] != ' ')
+        return false;
+    const char *r = line + 2 * MCG_SHA_HEX + 2;
+    size_t rl = len - 2 * MCG_SHA_HEX - 3;
+    for (size_t i = 0; i < rl; i++)
+        if ((unsigned char)r[i] <= ' ' || r[i] == 0x7f)
+            return false;
+    memcpy(old, line, MCG_SHA_HEX);
+    old[MCG_SHA_HEX] = '\0';
+    memcpy(new, line + MCG_SHA_HEX + 1, MCG_SHA_HEX);
+    new[MCG_SHA_HEX] = '\0';
+    memcpy(ref, r, rl);
+    ref[rl] = '\0';
+    return true;
+}
+
 /* Tell the controller (post-receive, after a push to the source branch):
  * a warning when that fails, never a failed push. */
 static void notify(const char *url, const char *token)
@@ -183,7 +215,10 @@ static int receive(const char *which, const char *repo, const char *trust, const
         fprintf(stderr, "mcgit: refusing push: %s\n", err.msg);
         goto out;
     }
-    char line[1024];
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    unsigned lineno = 0;
     bool pre = !strcmp(which, "pre-receive");
     bool source_moved = false;
     int64_t now = (int64_t)time(NULL);
@@ -191,17 +226,24 @@ static int receive(const char *which, const char *repo, const char *trust, const
     /* All updates first: approvals pushed with the branch count for it. */
     mcg_strv lines = {0};
     char approvals[64] = "";
-    while (fgets(line, sizeof(line), stdin)) {
-        char old[64], new[64], ref[900];
-        if (sscanf(line, "%63s %63s %899s", old, new, ref) != 3)
+    while ((len = getline(&line, &cap, stdin)) >= 0) {
+        char old[64], new[64], ref[4096];
+        lineno++;
+        if (!parse_update(line, (size_t)len, old, new, ref)) {
+            /* fail closed: an update not understood is not let through */
+            fprintf(stderr, "mcgit: %s push: cannot parse update line %u: '%.80s'\n",
+                    pre ? "refusing" : "ignoring", lineno, strtok(line, "\n") ? line : "");
+            rc = MCG_EINVAL;
             continue;
+        }
         mcg_strv_push(&lines, line);
         if (!strcmp(ref, "refs/notes/mcgit-approvals") && !is_zero(new))
             snprintf(approvals, sizeof(approvals), "%s", new);
     }
+    free(line);
     for (size_t i = 0; i < lines.n; i++) {
-        char old[64], new[64], ref[900];
-        sscanf(lines.v[i], "%63s %63s %899s", old, new, ref);
+        char old[64], new[64], ref[4096];
+        parse_update(lines.v[i], strlen(lines.v[i]), old, new, ref);
         if (!strcmp(ref, src) && !is_zero(new))
             source_moved = true;
         if (pre) {

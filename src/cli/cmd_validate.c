@@ -42,9 +42,24 @@ static int run(int argc, char **argv)
     mcg_err err = {0};
     mcg_model *m = NULL;
     mcg_render *r = NULL;
+    mcg_strv pwarn = {0};
     int rc = mcg_source_load_dir(&m, dir, &diags, &err);
     if (rc == 0)
         rc = mcg_render_model(&r, m, &diags);
+    if (rc != MCG_EIO) {
+        int prc = mcg_source_check_policy_dir(dir, &diags, &pwarn);
+        if (!rc)
+            rc = prc;
+    }
+    for (size_t i = 0; i < pwarn.n; i++) {
+        if (m && m->settings.warnings_as_errors) {
+            mcg_diags_add(&diags, "%s", pwarn.v[i]);
+            rc = rc ? rc : MCG_EINVAL;
+        } else {
+            mcg_cli_error("validate", "warning: %s", pwarn.v[i]);
+        }
+    }
+    mcg_strv_free(&pwarn);
     if (rc == MCG_EIO)
         mcg_cli_error("validate", "%s", err.msg);
     if (m && !m->settings.warnings_as_errors)

@@ -13,12 +13,12 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_verify = {
     "verify",
     "verify the SSH signature of every new source commit",
-    "usage: mcgit verify --repo R [--rev REV] [--since REV] --trust F [--revoked K]\n"
-    "                    [-o json]\n"
+    "usage: mcgit verify --repo R [--rev REV] [--since REV | --all] --trust F\n"
+    "                    [--revoked K] [-o json]\n"
     "\n"
     "Check every commit reachable from REV (default: the source branch, git\n"
     "config mcgit.sourceBranch, else main) and not from --since (default: the\n"
-    "last commit mcgit verified under the same trust root, else the root),\n"
+    "last commit mcgit verified here, else the root; --all: the root),\n"
     "merges included. A commit is good when its SSH signature (namespace git)\n"
     "verifies at its committer time under the signers of every one of its\n"
     "parents (the trust root F, an allowed_signers file, plus\n"
@@ -27,17 +27,83 @@ const mcg_cmd mcg_cmd_verify = {
     "hour before its first parent's. See docs/concepts.md.\n"
     "With --revoked K (an OpenSSH KRL or a list of public keys, as git's\n"
     "gpg.ssh.revocationFile), a commit by a revoked key or certificate is bad.\n"
+    "A commit whose valid signature is by a key not trusted now (revoked,\n"
+    "removed, expired), or whose approvals no longer count, is vouched for by a\n"
+    "later good commit that builds on it, and bad when none does: a trust\n"
+    "change applies to what arrives after it (docs/trust.md). After revoking a\n"
+    "key, `--all` lists every commit it signed, and after each, one line per\n"
+    "pool whose current rendered config still holds its changes (the blast\n"
+    "radius): `still-in <sha> <pool>: <kind> <key>, ...`.\n"
     "\n"
     "Prints one line per commit, parents first:\n"
     "  good <sha> <principal> <fingerprint>\n"
+    "  vouched <sha> <fingerprint> <reason>; vouched for by <sha>\n"
     "  bad <sha> <reason>\n"
     "When there is no new commit: one line, `nothing to verify: ...`.\n"
     "Exit status 1 if any commit is bad.\n"
     "\n"
-    "  -o json   a JSON list of {\"commit\", \"status\", \"principal\", \"fingerprint\",\n"
-    "            \"reason\"}\n",
+    "  --all     verify the whole history, ignoring the last verified commit\n"
+    "  -o json   a JSON list of {\"commit\", \"status\" (good, vouched, bad),\n"
+    "            \"principal\", \"fingerprint\", \"reason\", \"vouchedBy\", \"stillIn\"}\n",
     run,
 };
+
+/* One verdict as an object of the -o json list. */
+static json_t *verdict_json(const mcg_verdict *v, const mcg_strv *radius)
+{
+    const char *st = v->vouched_by[0] ? "vouched" : v->good ? "good" : "bad";
+    json_t *o = json_pack("{s:s,s:s}", "commit", v->sha, "status", st);
+    if (v->good && !v->vouched_by[0]) {
+        json_object_set_new(o, "principal", json_string(v->principal));
+        json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
+    } else {
+        json_object_set_new(o, "reason", json_string(v->reason));
+        if (v->fingerprint[0])
+            json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
+        if (v->vouched_by[0])
+            json_object_set_new(o, "vouchedBy", json_string(v->vouched_by));
+    }
+    if (radius->n) {
+        json_t *ra = json_array();
+        for (size_t k = 0; k < radius->n; k++)
+            json_array_append_new(ra, json_string(radius->v[k]));
+        json_object_set_new(o, "stillIn", ra);
+    }
+    return o;
+}
+
+static void print_json(const mcg_verify_report *rep, const mcg_strv *radius)
+{
+    json_t *arr = json_array();
+    mcg_err err = {0};
+    for (size_t i = 0; i < rep->n; i++)
+        json_array_append_new(arr, verdict_json(&rep->v[i], &radius[i]));
+    mcg_buf b = MCG_BUF_INIT;
+    mcg_json_canonical(arr, &b, &err);
+    fwrite(b.ptr, 1, b.len, stdout);
+    mcg_buf_free(&b);
+    json_decref(arr);
+}
+
+static void print_text(const mcg_verify_report *rep, const mcg_strv *radius, const char *tip,
+                       const char *since)
+{
+    if (!rep->n)
+        printf("nothing to verify: no commit of %s is newer than %s\n", tip,
+               since ? since : "the last verified one");
+    for (size_t i = 0; i < rep->n; i++) {
+        const mcg_verdict *v = &rep->v[i];
+        if (v->vouched_by[0])
+            printf("vouched %s %s %s; vouched for by %s\n", v->sha, v->fingerprint, v->reason,
+                   v->vouched_by);
+        else if (v->good)
+            printf("good %s %s %s\n", v->sha, v->principal, v->fingerprint);
+        else
+            printf("bad %s %s\n", v->sha, v->reason);
+        for (size_t k = 0; k < radius[i].n; k++)
+            printf("still-in %s %s\n", v->sha, radius[i].v[k]);
+    }
+}
 
 static int run(int argc, char **argv)
 {
@@ -45,12 +111,14 @@ static int run(int argc, char **argv)
                                          {"repo", required_argument, 0, 'r'},
                                          {"rev", required_argument, 0, 'R'},
                                          {"since", required_argument, 0, 's'},
+                                         {"all", no_argument, 0, 'A'},
                                          {"trust", required_argument, 0, 't'},
                                          {"revoked", required_argument, 0, 'K'},
                                          {"output", required_argument, 0, 'o'},
                                          {0, 0, 0, 0}};
     const char *repo = NULL, *rev = NULL, *since = NULL, *trust = NULL, *revoked = NULL,
                *format = "text";
+    bool all = false;
     int c;
     optind = 1;
     while ((c = mcg_cli_getopt(&mcg_cmd_verify, argc, argv, "ho:", opts)) != -1) {
@@ -60,6 +128,9 @@ static int run(int argc, char **argv)
         case 'r': repo = optarg; break;
         case 'R': rev = optarg; break;
         case 's': since = optarg; break;
+        case 'A':
+            all = true;
+            break;
         case 't': trust = optarg; break;
         case 'K': revoked = optarg; break;
         case 'o': format = optarg; break;
@@ -69,6 +140,8 @@ static int run(int argc, char **argv)
     }
     if (!repo || !trust || optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_verify, "--repo and --trust are required");
+    if (all && since)
+        return mcg_cli_usage_error(&mcg_cmd_verify, "--all and --since exclude each other");
     if (strcmp(format, "text") && strcmp(format, "json"))
         return mcg_cli_usage_error(&mcg_cmd_verify, "unknown output format '%s'", format);
     mcg_err err = {0};
@@ -88,46 +161,26 @@ static int run(int argc, char **argv)
         range.tip = rev ? rev : mcg_repo_source_branch(r);
         if (mcg_repo_open(&helper, repo, NULL) == 0)
             th.helper = helper;
-        rc = mcg_gitops_verify_ranges(&range, 1, r, &th, NULL, root, &err);
+        mcg_verify_opts vo = {.from_root = all};
+        rc = mcg_gitops_verify_ranges(&range, 1, r, &th, &vo, root, &err);
         rep = range.rep;
     }
     if (rc) {
         mcg_cli_error("verify", "%s", err.msg);
         goto out;
     }
-    if (!strcmp(format, "json")) {
-        json_t *arr = json_array();
-        for (size_t i = 0; i < rep.n; i++) {
-            mcg_verdict *v = &rep.v[i];
-            json_t *o = json_pack("{s:s,s:s}", "commit", v->sha, "status", v->good ? "good" : "bad");
-            if (v->good) {
-                json_object_set_new(o, "principal", json_string(v->principal));
-                json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
-            } else {
-                json_object_set_new(o, "reason", json_string(v->reason));
-                if (v->fingerprint[0])
-                    json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
-            }
-            json_array_append_new(arr, o);
-        }
-        mcg_buf b = MCG_BUF_INIT;
-        mcg_json_canonical(arr, &b, &err);
-        fwrite(b.ptr, 1, b.len, stdout);
-        mcg_buf_free(&b);
-        json_decref(arr);
-    } else {
-        if (!rep.n)
-            printf("nothing to verify: no commit of %s is newer than %s\n",
-                   rev ? rev : mcg_repo_source_branch(r),
-                   since ? since : "the last verified one");
-        for (size_t i = 0; i < rep.n; i++) {
-            mcg_verdict *v = &rep.v[i];
-            if (v->good)
-                printf("good %s %s %s\n", v->sha, v->principal, v->fingerprint);
-            else
-                printf("bad %s %s\n", v->sha, v->reason);
-        }
-    }
+    /* with --all, a commit by a key not trusted now: what it left in the pools */
+    mcg_strv *radius = mcg_calloc(rep.n ? rep.n : 1, sizeof(*radius));
+    for (size_t i = 0; all && i < rep.n; i++)
+        if (rep.v[i].held || rep.v[i].vouched_by[0])
+            mcg_gitops_blast_radius(&radius[i], r, rep.v[i].sha, NULL);
+    if (!strcmp(format, "json"))
+        print_json(&rep, radius);
+    else
+        print_text(&rep, radius, rev ? rev : mcg_repo_source_branch(r), since);
+    for (size_t i = 0; i < rep.n; i++)
+        mcg_strv_free(&radius[i]);
+    free(radius);
     if (rep.nbad)
         rc = MCG_ETRUST;
 out:

@@ -373,6 +373,32 @@ static void keep_set(mcg_strv *keep, const mcg_node *nodes, size_t nnodes,
     mcg_strv_sort(keep);
 }
 
+/*
+ * Per pool of m (in order), the UntrustedChanges message: the commits by
+ * keys not trusted now whose changes the pool's current config still holds
+ * (mcg_gitops_untrusted_pools), "" when none. What cannot be computed
+ * leaves "" (the condition is an alarm; the pass goes on).
+ */
+static void untrusted_messages(mcg_strv *msgs, mcg_repo *r, const mcg_signers *root,
+                               const mcg_model *m)
+{
+    mcg_strv lines = {0};
+    mcg_gitops_untrusted_pools(&lines, r, root, NULL);
+    for (size_t i = 0; i < m->npools; i++) {
+        mcg_buf b = MCG_BUF_INIT;
+        size_t pl = strlen(m->pools[i].name);
+        for (size_t k = 0; k < lines.n; k++)
+            if (!strncmp(lines.v[k], m->pools[i].name, pl) && lines.v[k][pl] == '\t') {
+                mcg_buf_puts(&b, b.len ? "; " : "changes by keys not trusted now still in force: ");
+                mcg_buf_puts(&b, lines.v[k] + pl + 1);
+            }
+        mcg_buf_putc(&b, '\0');
+        mcg_strv_push(msgs, b.ptr);
+        mcg_buf_free(&b);
+    }
+    mcg_strv_free(&lines);
+}
+
 int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_cluster *c,
                         int64_t now, mcg_err *err)
 {
@@ -390,7 +416,7 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     mcg_rollout_plan *plan = NULL;
     mcg_node_view *views = NULL;
     mcg_pool_view *pviews = NULL;
-    mcg_strv keep = {0}, published = {0};
+    mcg_strv keep = {0}, published = {0}, untrusted = {0};
     char *data = NULL, *render_error = NULL;
     size_t len = 0;
     int rc;
@@ -467,6 +493,7 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
                                    nodes[i].desired, nodes[i].current, nodes[i].state,
                                    nodes[i].reason};
     pviews = mcg_calloc(m->npools ? m->npools : 1, sizeof(*pviews));
+    untrusted_messages(&untrusted, r, root, m);
     for (size_t i = 0; i < m->npools; i++) {
         const char *target = NULL;
         for (size_t j = 0; j < ntips; j++)
@@ -475,10 +502,14 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         json_t *pp = prev_pool(prev_pools, m->pools[i].name);
         const char *configuration = json_string_value(json_object_get(
             json_object_get(json_object_get(pp, "status"), "configuration"), "name"));
-        pviews[i] = (mcg_pool_view){&m->pools[i], target, render_error, configuration,
+        pviews[i] = (mcg_pool_view){&m->pools[i],
+                                    target,
+                                    render_error,
+                                    configuration,
                                     res->refused ? "RenderFailed" : "FetchFailed",
                                     res->stale[0] ? res->stale : NULL,
-                                    mcg_pool_object_operator_paused(pp)};
+                                    mcg_pool_object_operator_paused(pp),
+                                    untrusted.v[i][0] ? untrusted.v[i] : NULL};
     }
     if ((rc = mcg_rollout_plan_make(&plan, views, nnodes, pviews, m->npools, err)) != 0)
         goto out;
@@ -562,6 +593,7 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     }
     rc = 0;
 out:
+    mcg_strv_free(&untrusted);
     mcg_strv_free(&published);
     mcg_strv_free(&keep);
     free(views);

@@ -45,6 +45,8 @@ int mcg_controller_metrics_declare(mcg_metrics *m, mcg_err *err)
          "Nodes of the pool given the target and not Done at it yet."},
         {"mcgit_pool_updated", MCG_METRIC_GAUGE, "pool",
          "1 when every node of the pool is Done at its target, else 0."},
+        {"mcgit_pool_untrusted_changes", MCG_METRIC_GAUGE, "pool",
+         "1 while the pool's config holds changes by keys not trusted now (UntrustedChanges)."},
         {"mcgit_pool_rollout_started_timestamp_seconds", MCG_METRIC_GAUGE, "pool",
          "When the pool's rollout under way began (unix seconds); 0: none under way."},
         {"mcgit_node_state", MCG_METRIC_GAUGE, "node,pool,state",
@@ -136,10 +138,10 @@ void mcg_ctl_record_status(mcg_metrics *m, const mcg_rollout_plan *plan, const m
 {
     if (!m)
         return;
-    static const char *const per_pool[] = {"mcgit_pool_machines", "mcgit_pool_updated_machines",
-                                           "mcgit_pool_ready_machines",
-                                           "mcgit_pool_degraded_machines",
-                                           "mcgit_pool_updating_machines", "mcgit_pool_updated"};
+    static const char *const per_pool[] = {
+        "mcgit_pool_machines",          "mcgit_pool_updated_machines",  "mcgit_pool_ready_machines",
+        "mcgit_pool_degraded_machines", "mcgit_pool_updating_machines", "mcgit_pool_updated",
+        "mcgit_pool_untrusted_changes"};
     for (size_t i = 0; i < sizeof(per_pool) / sizeof(*per_pool); i++)
         mcg_metrics_reset(m, per_pool[i]);
     for (size_t p = 0; p < plan->npools; p++) {
@@ -153,6 +155,8 @@ void mcg_ctl_record_status(mcg_metrics *m, const mcg_rollout_plan *plan, const m
         mcg_metrics_set(m, "mcgit_pool_degraded_machines", lv, (double)st->degraded_count);
         mcg_metrics_set(m, "mcgit_pool_updating_machines", lv, (double)st->updating_count);
         mcg_metrics_set(m, "mcgit_pool_updated", lv, updated ? 1 : 0);
+        mcg_metrics_set(m, "mcgit_pool_untrusted_changes", lv,
+                        st->conds[MCG_COND_UNTRUSTED_CHANGES].status ? 1 : 0);
         double started = 0;
         mcg_metrics_get(m, "mcgit_pool_rollout_started_timestamp_seconds", lv, &started);
         if (!updated && st->target && started == 0)

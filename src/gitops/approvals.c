@@ -11,6 +11,7 @@
  * once per parent, against the paths the commit changes relative to that
  * parent, so a change to the policy obeys the policy before it.
  */
+#include "fsio/fsio.h"
 #include "gitops/gitops_int.h"
 
 #include <stdio.h>
@@ -95,9 +96,10 @@ static int on_delta(const git_diff_delta *d, float progress, void *arg)
     return 0;
 }
 
-/* Count distinct principals among the note's approvals that verify. */
-static void count_approvals(mcg_strv *principals, const char *note, const mcg_signers *set,
-                            const char *sha, int64_t when, int64_t now)
+/* Count distinct signers (keys; a certificate by its CA and key id, see
+ * mcg_sig_result) among the note's approvals that verify. */
+static void count_approvals(mcg_strv *principals, mcg_strv *skipped, const char *note,
+                            const mcg_signers *set, const char *sha, int64_t when, int64_t now)
 {
     char msg[MCG_SHA_HEX + 2];
     snprintf(msg, sizeof(msg), "%s\n", sha);
@@ -108,25 +110,34 @@ static void count_approvals(mcg_strv *principals, const char *note, const mcg_si
         size_t len = (size_t)(end - p) + strlen(END_SIG);
         mcg_sig_result res = {0};
         mcg_err e = {0};
+        char *why = NULL;
         if (mcg_sshsig_verify_ns(&res, set, p, len, msg, MCG_SHA_HEX + 1, when,
-                                 MCG_APPROVAL_NAMESPACE, &e) == 0 &&
-            (!now || mcg_sshsig_verify_ns(&res, set, p, len, msg, MCG_SHA_HEX + 1, now,
-                                          MCG_APPROVAL_NAMESPACE, &e) == 0) &&
-            !mcg_strv_contains(principals, res.principal))
-            mcg_strv_push(principals, res.principal);
+                                 MCG_APPROVAL_NAMESPACE, &e) != 0 ||
+            (now && mcg_sshsig_verify_ns(&res, set, p, len, msg, MCG_SHA_HEX + 1, now,
+                                         MCG_APPROVAL_NAMESPACE, &e) != 0))
+            why = mcg_sprintf("approval not counted: %s", e.msg);
+        else if (mcg_strv_contains(principals, res.signer))
+            why = mcg_sprintf("approval by %s not counted: %s signed already", res.principal,
+                              principals->n && !strcmp(principals->v[0], res.signer)
+                                  ? "its key (the commit's own)"
+                                  : "its key");
+        else
+            mcg_strv_push(principals, res.signer);
+        if (why)
+            mcg_strv_push(skipped, why);
+        free(why);
         p += len;
     }
 }
 
 int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const git_commit *c,
-                        const git_commit *parent, const mcg_signers *set,
-                        const char *commit_principal, const git_oid *notes, int64_t now,
-                        mcg_policy_cache *pc)
+                        const git_commit *parent, const mcg_signers *set, const char *commit_signer,
+                        const git_oid *notes, int64_t now, mcg_policy_cache *pc)
 {
     git_tree *ptree = NULL, *ctree = NULL;
     git_diff *diff = NULL;
     git_note *note = NULL;
-    mcg_strv principals = {0};
+    mcg_strv principals = {0}, skipped = {0};
     const mcg_signpolicy *policy = NULL;
     int rc = MCG_ETRUST;
     char sha[MCG_SHA_HEX + 1];
@@ -149,7 +160,7 @@ int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const gi
     }
     if (!s.rule || s.rule->required <= 1)
         goto out;
-    mcg_strv_push(&principals, commit_principal);
+    mcg_strv_push(&principals, commit_signer);
     if (notes) {
         git_commit *nc = NULL;
         if (git_commit_lookup(&nc, repo, notes) == 0) {
@@ -159,18 +170,25 @@ int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const gi
         }
     }
     if (note && git_note_message(note))
-        count_approvals(&principals, git_note_message(note), set, sha,
+        count_approvals(&principals, &skipped, git_note_message(note), set, sha,
                         (int64_t)git_commit_committer(c)->when.time, now);
     if ((int)principals.n < s.rule->required) {
         size_t missing = (size_t)s.rule->required - principals.n;
-        snprintf(why, whylen,
+        mcg_buf b = MCG_BUF_INIT;
+        for (size_t i = 0; i < skipped.n; i++) {
+            mcg_buf_puts(&b, "; ");
+            mcg_buf_puts(&b, skipped.v[i]);
+        }
+        mcg_bfmt(why, whylen,
                  "approvals rule %zu (%s) needs %d distinct trusted signers, has %zu: %zu "
-                 "approval%s missing (mcgit approve --repo R %.12s)",
+                 "approval%s missing (mcgit approve --repo R %.12s)%.*s",
                  s.rule->index, s.path, s.rule->required, principals.n, missing,
-                 missing == 1 ? "" : "s", sha);
+                 missing == 1 ? "" : "s", sha, (int)b.len, b.ptr ? b.ptr : "");
+        mcg_buf_free(&b);
         rc = MCG_ETRUST;
     }
 out:
+    mcg_strv_free(&skipped);
     mcg_strv_free(&principals);
     git_note_free(note);
     git_diff_free(diff);
@@ -224,4 +242,136 @@ out:
     git_note_free(old);
     git_signature_free(who);
     return rc;
+}
+
+/* Every note of old is in new, its text kept as the start of new's. */
+static int notes_kept(git_repository *repo, git_commit *oc, git_commit *nc, mcg_err *err)
+{
+    git_note_iterator *it = NULL;
+    git_oid blob_id, annotated;
+    int rc = 0, g;
+    if (git_note_commit_iterator_new(&it, oc) != 0)
+        return mcg_git_err(err, MCG_APPROVALS_REF);
+    while (!rc && (g = git_note_next(&blob_id, &annotated, it)) == 0) {
+        git_note *note = NULL;
+        git_blob *ob = NULL, *nb = NULL;
+        if (git_note_commit_read(&note, repo, nc, &annotated) != 0 ||
+            git_blob_lookup(&ob, repo, &blob_id) != 0 ||
+            git_blob_lookup(&nb, repo, git_note_id(note)) != 0 ||
+            git_blob_rawsize(nb) < git_blob_rawsize(ob) ||
+            memcmp(git_blob_rawcontent(nb), git_blob_rawcontent(ob),
+                   (size_t)git_blob_rawsize(ob)) != 0) {
+            char a[MCG_SHA_HEX + 1], b[MCG_SHA_HEX + 1];
+            git_oid_tostr(a, sizeof(a), git_commit_id(nc));
+            git_oid_tostr(b, sizeof(b), &annotated);
+            rc = mcg_err_set(err, MCG_ECONFLICT,
+                             "%s: %.12s drops or rewrites the approvals of commit %.12s "
+                             "(approvals only grow)",
+                             MCG_APPROVALS_REF, a, b);
+        }
+        git_blob_free(nb);
+        git_blob_free(ob);
+        git_note_free(note);
+    }
+    if (!rc && g != GIT_ITEROVER)
+        rc = mcg_git_err(err, MCG_APPROVALS_REF);
+    git_note_iterator_free(it);
+    return rc;
+}
+
+int mcg_gitops_approvals_grow(mcg_repo *r, const char *old, const char *new, mcg_err *err)
+{
+    git_oid oid, ooid;
+    git_object *obj = NULL;
+    git_commit *oc = NULL;
+    int rc = 0;
+    if (!new || git_oid_fromstr(&oid, new) != 0 || strspn(new, "0") == strlen(new))
+        return mcg_err_set(err, MCG_ECONFLICT, "%s cannot be deleted (approvals only grow)",
+                           MCG_APPROVALS_REF);
+    if (git_object_lookup(&obj, r->git, &oid, GIT_OBJECT_ANY) != 0)
+        return mcg_err_set(err, MCG_EINVAL, "%s: %.12s is missing", MCG_APPROVALS_REF, new);
+    if (git_object_type(obj) != GIT_OBJECT_COMMIT) {
+        rc = mcg_err_set(err, MCG_EINVAL, "%s must point to a notes commit, not a %s (%.12s)",
+                         MCG_APPROVALS_REF, git_object_type2string(git_object_type(obj)), new);
+        goto out;
+    }
+    if (!old || !old[0] || git_oid_fromstr(&ooid, old) != 0 || git_oid_equal(&ooid, &oid) ||
+        strspn(old, "0") == strlen(old))
+        goto out;
+    if (git_commit_lookup(&oc, r->git, &ooid) != 0) /* not a commit before: now it is */
+        goto out;
+    if (git_graph_descendant_of(r->git, &oid, &ooid) != 1) {
+        rc = mcg_err_set(err, MCG_ECONFLICT,
+                         "%s: %.12s does not descend from %.12s: a rewind or rewrite "
+                         "(approvals only grow)",
+                         MCG_APPROVALS_REF, new, old);
+        goto out;
+    }
+    rc = notes_kept(r->git, oc, (git_commit *)obj, err);
+out:
+    git_commit_free(oc);
+    git_object_free(obj);
+    return rc;
+}
+
+/* One allowed_signers text checked for key: a warning when its lines hold
+ * the key but none admits approvals. */
+static void ns_warning(mcg_strv *out, const char *name, const char *text, size_t len,
+                       const mcg_signers *key)
+{
+    mcg_signers *set = NULL;
+    char why[768];
+    if (mcg_signers_parse(&set, name, text, len, NULL) != 0)
+        return;
+    if (mcg_signers_key_ns(set, key, MCG_APPROVAL_NAMESPACE, why, sizeof(why)) == 0) {
+        char *w = mcg_sprintf("%s: this approval will not count", why);
+        mcg_strv_push(out, w);
+        free(w);
+    }
+    mcg_signers_free(set);
+}
+
+void mcg_gitops_approve_warnings(mcg_repo *r, const char *rev, const char *pubkey, size_t len,
+                                 mcg_strv *out)
+{
+    size_t n = strcspn(pubkey, "\n");
+    char *line = mcg_sprintf("key %.*s\n", (int)(n < len ? n : len), pubkey);
+    mcg_signers *key = NULL;
+    git_config *cfg = NULL;
+    char sha[MCG_SHA_HEX + 1];
+    if (mcg_signers_parse(&key, "key", line, strlen(line), NULL) != 0)
+        goto out;
+    /* the files a verifier would use: git's, the server's trust root */
+    static const char *const keys[] = {"gpg.ssh.allowedSignersFile", "mcgit.trust"};
+    if (git_repository_config_snapshot(&cfg, r->git) == 0)
+        for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
+            git_buf b = GIT_BUF_INIT_CONST(NULL, 0);
+            memset(&b, 0, sizeof(b));
+            char *text = NULL;
+            size_t tl = 0;
+            if (git_config_get_path(&b, cfg, keys[i]) == 0 &&
+                mcg_read_file(b.ptr, MCG_SIGNERS_MAX_TEXT, &text, &tl, NULL) == 0)
+                ns_warning(out, b.ptr, text, tl, key);
+            free(text);
+            git_buf_dispose(&b);
+        }
+    /* and the repo's own signers, as the approved commit's parent has them */
+    git_oid oid;
+    git_commit *c = NULL, *p = NULL;
+    git_tree *tree = NULL;
+    char *text = NULL;
+    size_t tl = 0;
+    if (mcg_repo_resolve(r, rev, sha, NULL) == 0 && git_oid_fromstr(&oid, sha) == 0 &&
+        git_commit_lookup(&c, r->git, &oid) == 0 && git_commit_parent(&p, c, 0) == 0 &&
+        git_commit_tree(&tree, p) == 0 &&
+        mcg_git_read_path(&text, &tl, r->git, tree, ".mcgit/allowed_signers", NULL) == 0)
+        ns_warning(out, ".mcgit/allowed_signers", text, tl, key);
+    free(text);
+    git_tree_free(tree);
+    git_commit_free(p);
+    git_commit_free(c);
+out:
+    git_config_free(cfg);
+    mcg_signers_free(key);
+    free(line);
 }

@@ -64,7 +64,12 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
  * *out is set either way (free with mcg_model_free).
  */
 int mcg_source_load_dir(mcg_model **out, const char *dir, mcg_diags *diags, mcg_err *err);
-
+/*
+ * Check dir's .mcgit/policy.yaml, if any (docs/trust.md, "Two-person
+ * rule"): problems go to diags (MCG_EINVAL), and one warning line per path
+ * pattern that matches no file of the tree (.git left out) to warnings.
+ */
+int mcg_source_check_policy_dir(const char *dir, mcg_diags *diags, mcg_strv *warnings);
 
 /* ------------------------------------------------------------ git repos */
 
@@ -144,6 +149,13 @@ typedef struct mcg_verdict {
     char principal[256];
     char fingerprint[64];
     char reason[512];
+    /* Held: the commit's signature is valid but its key (or an approval's)
+     * is not trusted now — revoked, removed, expired (reason says which).
+     * A held commit is good only when a later good commit of the range
+     * descends from it (docs/trust.md, "Trust changes"): then good is true
+     * and vouched_by names the nearest such commit; else it is bad. */
+    bool held;
+    char vouched_by[MCG_SHA_HEX + 1];
 } mcg_verdict;
 
 typedef struct mcg_verify_report {
@@ -164,14 +176,21 @@ struct mcg_packscan;
 typedef struct mcg_verify_opts {
     /* Verify only what is not reachable from since (trusted as verified).
      * NULL: the repository's verified mark (mcg_gitops_verified_mark) when
-     * tip descends from it, else the whole history. */
+     * tip descends from it (unless from_root), else the whole history. */
     const char *since;
+    bool from_root; /* with since NULL: ignore the verified mark */
     /* Nonzero: this history is arriving now (push, fetch, bundle import) on
      * a receiver that already holds verified history; each commit's key
      * must also be valid at `now` (this host's clock) and its committer
      * time no later than now + MCG_CLOCK_SKEW. 0: history already held, or
      * a first fetch, is judged by its own committer times only. */
     int64_t now;
+    /* With now 0: a receiver without verified history (a first push, fetch
+     * or bundle import); nonzero: the newest commit (the tip) must still
+     * verify as arriving at this time, so old history reaches a new
+     * receiver only under a commit signed by a key valid now
+     * (docs/trust.md, "The newest commit must be valid now"). */
+    int64_t tip_now;
     /* Hints that save work and never change a verdict (a test proves it):
      * signatures whose cryptography was already checked, and what a scan
      * of an incoming pack learnt of its trees. Both may be NULL. */
@@ -203,6 +222,7 @@ typedef struct mcg_verify_range {
     const char *tip;       /* a revision */
     const char *since;     /* a revision, or NULL: the verified mark when tip descends from it */
     mcg_verify_report rep; /* the result (free with mcg_verify_report_free) */
+    bool newest;           /* its tip is checked at opts->tip_now (the source branch) */
 } mcg_verify_range;
 
 /* How mcg_gitops_verify_ranges may use a second thread. */
@@ -239,11 +259,12 @@ int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,
 void mcg_gitops_effective_since(char out[MCG_SHA_HEX + 1], mcg_repo *r, const char *tip,
                                 const char *since, const mcg_signers *root);
 /*
- * The last commit of the source branch verified under trust root `root`:
- * true with its id in sha when this repository holds such a mark, made under
- * the same root (mcg_signers_digest) for the same source branch. The mark is
- * a file in the git directory (mcgit/verified) that no push, fetch or
- * bundle can write.
+ * The last commit of the source branch verified: true with its id in sha
+ * when this repository holds such a mark for the same source branch. The
+ * mark is a file in the git directory (mcgit/verified) that no push, fetch
+ * or bundle can write. It is kept across trust root changes (root is not
+ * compared): a trust change applies to history that arrives after it
+ * (docs/trust.md, "Trust changes").
  */
 bool mcg_gitops_verified_mark(mcg_repo *r, const mcg_signers *root, char sha[MCG_SHA_HEX + 1]);
 /*
@@ -265,6 +286,7 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
  *     new tree loads and renders; when accepted, its plan (mcg_plan_lines)
  *     follows as "plan: ..." lines;
  *   - tags (under refs/tags/): created only, their history verified likewise;
+ *   - refs/notes/mcgit-approvals: only grows (mcg_gitops_approvals_grow);
  *   - anything else: accepted and read by nothing; another branch (not
  *     deleted) gets one "note: <branch> is not the source branch (<source>):
  *     ..." line.
@@ -275,6 +297,28 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
 int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,
                              const char *new, const char *ref, int64_t now,
                              const char *approvals, mcg_diags *out);
+
+/*
+ * The blast radius of source commit `commit` (typically one a revoked key
+ * signed): for each pool whose config at the rendered branch's tip still
+ * holds a change the commit made, one line "<pool>: <kind> <key>[, ...]"
+ * pushed to out (kinds as mcg_diff_kind_name). A change counts as replaced
+ * once the same kind and key changed again between the commit's rendered
+ * commit and the tip. Nothing when the rendered branch does not hold the
+ * commit's render.
+ */
+int mcg_gitops_blast_radius(mcg_strv *out, mcg_repo *r, const char *commit, mcg_err *err);
+
+/*
+ * The pools whose current rendered config still holds changes from commits
+ * of the verified source history whose keys the trust root `root` no
+ * longer trusts (held commits, docs/trust.md "Trust changes"): one line
+ * "<pool>\t<commit, 12 digits>: <kind> <key>, ..." per pool and commit,
+ * pushed to out. The held commits are kept in mcgit/untrusted in the git
+ * directory (a cache: recomputed from the root when the trust root changes,
+ * extended when the source moves on). Nothing before anything is verified.
+ */
+int mcg_gitops_untrusted_pools(mcg_strv *out, mcg_repo *r, const mcg_signers *root, mcg_err *err);
 
 /* How fresh the verified source is (freeze protection, docs/trust.md). */
 typedef struct mcg_source_freshness {
@@ -421,6 +465,26 @@ int mcg_gitops_approve(char note_commit[MCG_SHA_HEX + 1], char approved[MCG_SHA_
                        mcg_repo *r, const char *rev, mcg_commit_sign_fn sign, void *sign_ctx,
                        mcg_err *err);
 
+/*
+ * Whether refs/notes/mcgit-approvals may move from old (NULL or "": it is
+ * not set) to new where refs arrive (push, fetch, bundle import): approvals
+ * only grow. new must name a commit (not a deletion, not a blob), descend
+ * from old, and hold every note old holds with its text kept as the start
+ * of the new text (approvals are appended). 0, or MCG_ECONFLICT/MCG_EINVAL
+ * with one line in err.
+ */
+/*
+ * Before `mcgit approve` signs with the public key pubkey (len bytes, an
+ * OpenSSH public key line): one warning line per allowed_signers file that
+ * lists that key only on lines whose namespaces= leave out mcgit-approval
+ * (git config gpg.ssh.allowedSignersFile, mcgit.trust, and REV's parent's
+ * .mcgit/allowed_signers), pushed to out. Never fails: what cannot be read
+ * is not checked.
+ */
+void mcg_gitops_approve_warnings(mcg_repo *r, const char *rev, const char *pubkey, size_t len,
+                                 mcg_strv *out);
+
+int mcg_gitops_approvals_grow(mcg_repo *r, const char *old, const char *new, mcg_err *err);
 
 typedef struct mcg_rollback_opts {
     mcg_commit_sign_fn sign; /* required */

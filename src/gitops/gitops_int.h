@@ -107,17 +107,18 @@ size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_re
                        const mcg_verify_opts *o, const mcg_signers *root, const atomic_bool *stop);
 
 /*
- * The signature and the signed data of a commit's raw text, exactly as
- * git_commit_extract_signature (libgit2 1.5) takes them, without reading
- * the object again: the first line, header or not, that starts with
- * "gpgsig " and its continuation lines are the signature (without the
- * field name and the continuations' leading space); every line before it
- * and all that follows it are the signed data. buf is the object's data,
- * NUL-terminated (read as a C string, as libgit2 does). 0 (appended to sig
- * and data), or -1 when there is no such line or it does not end
- * (libgit2's "not signed" and "malformed header").
+ * After a range is verified: each held verdict that a good commit of the
+ * range descends from becomes good (vouched_by set), the rest stay bad and
+ * counted in rep->nbad (repo.c; docs/trust.md, "Trust changes").
  */
-int mcg_git_extract_gpgsig(mcg_buf *sig, mcg_buf *data, const char *buf);
+void mcg_verify_vouch(mcg_verify_report *rep, mcg_repo *r);
+/*
+ * With o->tip_now and no o->now (a receiver without verified history): the
+ * range's newest commit (its tip, last in vr) must also verify as arriving
+ * at o->tip_now; when it does not, its verdict becomes that refusal.
+ */
+void mcg_verify_tip_now(mcg_verify_report *rep, mcg_repo *r, const mcg_vrange *vr,
+                        const mcg_verify_opts *o, const mcg_signers *root);
 
 /* The last .mcgit/policy.yaml parsed, by blob id. Zero-initialise. */
 typedef struct mcg_policy_cache {
@@ -133,13 +134,13 @@ void mcg_policy_cache_free(mcg_policy_cache *pc);
  * parent's tree, the paths c changes relative to it, and the approvals in
  * the note of c in the notes commit `notes` (NULL: none), verified with set
  * (the signers that parent allows) at c's committer time and, when now is
- * nonzero, at now. commit_principal is who signed c. 0 when satisfied (or
+ * nonzero, at now. commit_signer is who signed c (mcg_sig_result.signer:
+ * distinct signers are distinct keys, a certificate by its CA and key id). 0 when satisfied (or
  * no rule applies); else MCG_ETRUST with the reason in why.
  */
 int mcg_approvals_check(char *why, size_t whylen, git_repository *repo, const git_commit *c,
-                        const git_commit *parent, const mcg_signers *set,
-                        const char *commit_principal, const git_oid *notes, int64_t now,
-                        mcg_policy_cache *pc);
+                        const git_commit *parent, const mcg_signers *set, const char *commit_signer,
+                        const git_oid *notes, int64_t now, mcg_policy_cache *pc);
 
 /* ------------------------------------------------------------ heartbeat.c */
 

@@ -24,23 +24,89 @@ static bool is_zero(const char *sha)
 
 /* One refusal line per bad commit of a verified range. */
 static int verify_range(mcg_repo *r, const mcg_signers *root, const char *ref, const char *tip,
-                        const char *since, int64_t now, const char *approvals, mcg_diags *out)
+                        const char *since, int64_t now, int64_t tip_now, const char *approvals,
+                        mcg_diags *out)
 {
     mcg_verify_report rep = {0};
     mcg_err err = {0};
-    mcg_verify_opts o = {.since = since, .now = now, .approvals = approvals};
+    mcg_verify_opts o = {
+        .since = since, .now = now, .tip_now = now ? 0 : tip_now, .approvals = approvals};
     int rc = 0;
     if (mcg_gitops_verify(&rep, r, tip, &o, root, &err) != 0) {
         mcg_diags_add(out, "refusing %s: %s", ref, err.msg);
         return MCG_EIO;
     }
-    for (size_t i = 0; i < rep.n; i++)
-        if (!rep.v[i].good)
-            mcg_diags_add(out, "refusing %s: commit %.12s: %s", ref, rep.v[i].sha,
-                          rep.v[i].reason);
+    for (size_t i = 0; i < rep.n; i++) {
+        const mcg_verdict *v = &rep.v[i];
+        if (!v->good) {
+            mcg_diags_add(out, "refusing %s: commit %.12s: %s", ref, v->sha, v->reason);
+        } else if (now && v->vouched_by[0]) {
+            /* Onto history this server holds, a key not trusted now adds
+             * nothing, even under a trusted commit: vouching is for history
+             * that arrived before the trust change (docs/trust.md). */
+            mcg_diags_add(out,
+                          "refusing %s: commit %.12s: %s (new history by a key not trusted "
+                          "now, even under %.12s)",
+                          ref, v->sha, v->reason, v->vouched_by);
+            rc = MCG_ETRUST;
+        }
+    }
     if (rep.nbad)
         rc = MCG_ETRUST;
     mcg_verify_report_free(&rep);
+    return rc;
+}
+
+/* git_tree_walk callback: every blob's path into the strv. */
+static int add_blob_path(const char *root, const git_tree_entry *e, void *arg)
+{
+    if (git_tree_entry_type(e) == GIT_OBJECT_BLOB) {
+        char *p = mcg_sprintf("%s%s", root, git_tree_entry_name(e));
+        mcg_strv_push(arg, p);
+        free(p);
+    }
+    return 0;
+}
+
+/*
+ * The pushed tree's .mcgit/policy.yaml, if any: it must parse (paths
+ * normalised as git does; pathspec magic and paths leaving the tree
+ * refused) — it is the policy every later commit is judged by — and each
+ * path pattern matching no file is a warning.
+ */
+static int check_policy(mcg_repo *r, const char *sha, const char *ref, mcg_diags *out)
+{
+    git_oid oid;
+    git_commit *c = NULL;
+    git_tree *tree = NULL;
+    char *data = NULL;
+    size_t len = 0;
+    int rc = 0;
+    if (git_oid_fromstr(&oid, sha) != 0 || git_commit_lookup(&c, r->git, &oid) != 0 ||
+        git_commit_tree(&tree, c) != 0 ||
+        mcg_git_read_path(&data, &len, r->git, tree, ".mcgit/policy.yaml", NULL) != 0)
+        goto out;
+    mcg_signpolicy *p = NULL;
+    mcg_diags d = {0};
+    if (mcg_signpolicy_parse(&p, ".mcgit/policy.yaml", data, len, &d) != 0) {
+        for (size_t i = 0; i < d.count; i++)
+            mcg_diags_add(out, "refusing %s: %s", ref, d.msgs[i]);
+        rc = MCG_EINVAL;
+    } else {
+        mcg_strv files = {0}, lines = {0};
+        git_tree_walk(tree, GIT_TREEWALK_PRE, add_blob_path, &files);
+        mcg_signpolicy_unmatched(p, &files, &lines);
+        for (size_t i = 0; i < lines.n; i++)
+            mcg_diags_add(out, "%.12s: warning: .mcgit/policy.yaml: %s", sha, lines.v[i]);
+        mcg_strv_free(&lines);
+        mcg_strv_free(&files);
+    }
+    mcg_diags_free(&d);
+    mcg_signpolicy_free(p);
+out:
+    free(data);
+    git_tree_free(tree);
+    git_commit_free(c);
     return rc;
 }
 
@@ -57,7 +123,10 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
         return MCG_ECONFLICT;
     }
     /* The branch's current tip passed this check when it was pushed. */
-    int rc = verify_range(r, root, ref, new, first ? NULL : old, first ? 0 : now, approvals, out);
+    /* A first push: judged by its own times, but its newest commit must be
+     * valid now (tip_now). */
+    int rc =
+        verify_range(r, root, ref, new, first ? NULL : old, first ? 0 : now, now, approvals, out);
     if (rc)
         return rc;
     mcg_model *m = NULL;
@@ -71,6 +140,8 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
     if (m && !m->settings.warnings_as_errors)
         for (size_t i = 0; i < m->warnings.count; i++)
             mcg_diags_add(out, "%.12s: warning: %s", new, m->warnings.msgs[i]);
+    if (check_policy(r, new, ref, out) != 0)
+        rc = MCG_EINVAL;
     mcg_diags_sort(&d); /* by file, then line: as `mcgit validate` prints them */
     for (size_t i = 0; i < d.count; i++)
         mcg_diags_add(out, "refusing %s: %s", ref, d.msgs[i]);
@@ -114,7 +185,7 @@ static int check_tag(mcg_repo *r, const mcg_signers *root, const char *old, cons
     char *src = mcg_sprintf("refs/heads/%s", r->source_branch);
     bool held = mcg_repo_resolve(r, src, cur, NULL) == 0;
     free(src);
-    return verify_range(r, root, ref, sha, NULL, held ? now : 0, approvals, out);
+    return verify_range(r, root, ref, sha, NULL, held ? now : 0, 0, approvals, out);
 }
 
 int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,
@@ -134,6 +205,10 @@ int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *o
         rc = check_source(r, root, old, new, ref, now, approvals, out);
     } else if (!strncmp(ref, "refs/tags/", 10)) {
         rc = check_tag(r, root, old, new, ref, now, approvals, out);
+    } else if (!strcmp(ref, MCG_APPROVALS_REF)) {
+        mcg_err err = {0};
+        if ((rc = mcg_gitops_approvals_grow(r, is_zero(old) ? NULL : old, new, &err)) != 0)
+            mcg_diags_add(out, "refusing %s", err.msg);
     } else if (!strncmp(ref, "refs/heads/", 11) && !is_zero(new)) {
         /* accepted, but say so: a push to the wrong branch is a common slip */
         mcg_diags_add(out,

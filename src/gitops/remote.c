@@ -40,6 +40,7 @@ static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *ol
         git_oid_tostr(approvals, sizeof(approvals), notes);
     mcg_verify_opts o = {.since = old_oid ? since : NULL,
                          .now = old_oid ? now : 0,
+                         .tip_now = old_oid ? 0 : now,
                          .approvals = notes ? approvals : NULL};
     int rc = mcg_gitops_verify(&rep, r, tip, &o, root, err);
     for (size_t i = 0; !rc && i < rep.n; i++)
@@ -48,6 +49,33 @@ static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *ol
                              rep.v[i].reason,
                              rep.nbad > 1 ? " (and more; `mcgit verify` lists them)" : "");
     mcg_verify_report_free(&rep);
+    return rc;
+}
+
+/*
+ * The fetched approvals replace the local ones only when they grow them
+ * (never a forced copy: a remote whose notes were deleted or rewound is
+ * refused), by compare-and-swap.
+ */
+static int move_approvals(mcg_repo *r, const git_oid *notes, mcg_err *err)
+{
+    git_oid cur;
+    git_reference *nref = NULL;
+    char old[MCG_SHA_HEX + 1] = "", new[MCG_SHA_HEX + 1];
+    bool have = git_reference_name_to_id(&cur, r->git, MCG_APPROVALS_REF) == 0;
+    if (have && git_oid_equal(&cur, notes))
+        return 0;
+    if (have)
+        git_oid_tostr(old, sizeof(old), &cur);
+    git_oid_tostr(new, sizeof(new), notes);
+    int rc = mcg_gitops_approvals_grow(r, old, new, err);
+    if (rc)
+        return rc;
+    if (have ? git_reference_create_matching(&nref, r->git, MCG_APPROVALS_REF, notes, 1, &cur,
+                                             "mcgit fetch")
+             : git_reference_create(&nref, r->git, MCG_APPROVALS_REF, notes, 0, "mcgit fetch"))
+        rc = mcg_git_err(err, MCG_APPROVALS_REF);
+    git_reference_free(nref);
     return rc;
 }
 
@@ -148,15 +176,8 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *ro
     if ((rc = verify_fetched(r, &new_oid, held ? &old_oid : NULL, has_notes ? &notes_oid : NULL,
                              root, now, err)) != 0)
         goto out;
-    if (has_notes) {
-        git_reference *nref = NULL;
-        if (git_reference_create(&nref, r->git, MCG_APPROVALS_REF, &notes_oid, 1, "mcgit fetch") !=
-            0) {
-            rc = mcg_git_err(err, MCG_APPROVALS_REF);
-            goto out;
-        }
-        git_reference_free(nref);
-    }
+    if (has_notes && (rc = move_approvals(r, &notes_oid, err)) != 0)
+        goto out;
     if (held ? git_reference_create_matching(&ref, r->git, local, &new_oid, 1, &old_oid,
                                              "mcgit fetch")
              : git_reference_create(&ref, r->git, local, &new_oid, 0, "mcgit fetch")) {

@@ -835,19 +835,21 @@ out:
 static void commit_signer(char fp[64], char principal[256], mcg_repo *r, git_commit *c,
                           const mcg_signers *root)
 {
-    git_buf sig = GIT_BUF_INIT_CONST(NULL, 0), data = GIT_BUF_INIT_CONST(NULL, 0);
-    memset(&sig, 0, sizeof(sig));
-    memset(&data, 0, sizeof(data));
+    mcg_buf sig = MCG_BUF_INIT, data = MCG_BUF_INIT;
+    git_odb *odb = NULL;
+    git_odb_object *raw = NULL;
     mcg_sig_result res = {0};
     mcg_err e = {0};
     unsigned char digest[MCG_SIGMEMO_DIGEST];
     fp[0] = principal[0] = '\0';
-    if (git_commit_extract_signature(&sig, &data, r->git, (git_oid *)git_commit_id(c), NULL) != 0)
+    if (git_repository_odb(&odb, r->git) != 0 || git_odb_read(&raw, odb, git_commit_id(c)) != 0 ||
+        mcg_commit_split_signature(&sig, &data, git_odb_object_data(raw),
+                                   git_odb_object_size(raw)) != 0)
         goto out;
-    if (mcg_sshsig_check(digest, sig.ptr, sig.size, data.ptr, data.size) != 0)
+    if (mcg_sshsig_check(digest, sig.ptr, sig.len, data.ptr, data.len) != 0)
         goto out; /* no valid signature at all */
     /* parsed strictly by the verifier; an empty set only refuses the key */
-    mcg_sshsig_verify(&res, NULL, sig.ptr, sig.size, data.ptr, data.size, 0, &e);
+    mcg_sshsig_verify(&res, NULL, sig.ptr, sig.len, data.ptr, data.len, 0, &e);
     snprintf(fp, 64, "%s", res.fingerprint);
     if (!root)
         goto out;
@@ -861,7 +863,7 @@ static void commit_signer(char fp[64], char principal[256], mcg_repo *r, git_com
         mcg_git_read_path(&text, &len, r->git, tree, ".mcgit/allowed_signers", NULL) == 0 &&
         mcg_signers_parse(&repo_set, ".mcgit/allowed_signers", text, len, NULL) == 0)
         set = mcg_signers_union(root, repo_set);
-    if (mcg_sshsig_verify(&res, set ? set : root, sig.ptr, sig.size, data.ptr, data.size,
+    if (mcg_sshsig_verify(&res, set ? set : root, sig.ptr, sig.len, data.ptr, data.len,
                           (int64_t)git_commit_committer(c)->when.time, &e) == 0)
         snprintf(principal, 256, "%s", res.principal);
     free(text);
@@ -870,8 +872,10 @@ static void commit_signer(char fp[64], char principal[256], mcg_repo *r, git_com
     git_tree_free(tree);
     git_commit_free(parent);
 out:
-    git_buf_dispose(&sig);
-    git_buf_dispose(&data);
+    mcg_buf_free(&sig);
+    mcg_buf_free(&data);
+    git_odb_object_free(raw);
+    git_odb_free(odb);
 }
 
 int mcg_gitops_log_sources(mcg_log *l, mcg_repo *r, const mcg_signers *root, mcg_err *err)

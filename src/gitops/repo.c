@@ -471,40 +471,95 @@ typedef struct verify_ctx {
     mcg_policy_cache *policy;
 } verify_ctx;
 
-int mcg_git_extract_gpgsig(mcg_buf *sig, mcg_buf *data, const char *buf)
+/*
+ * Whether some .mcgit/allowed_signers of c's history (c's ancestors) admits
+ * the signature at time when: the repo managed this key, and a removal in
+ * history is final. Each distinct file is read once.
+ */
+static bool repo_ever_admitted(const verify_ctx *vc, const git_commit *c, const mcg_buf *sig,
+                               const mcg_buf *data, int64_t when)
 {
-    static const char field[] = "gpgsig";
-    const size_t flen = sizeof(field) - 1;
-    const char *h, *eol;
-    while ((h = strchr(buf, '\n')) && h[1] != '\0') {
-        h++;
-        if (strncmp(buf, field, flen) != 0) {
-            mcg_buf_put(data, buf, (size_t)(h - buf));
-            buf = h;
-            continue;
+    git_revwalk *walk = NULL;
+    mcg_oidmap seen = {0};
+    git_oid id;
+    bool found = false;
+    if (git_revwalk_new(&walk, vc->r->git) != 0)
+        return false;
+    for (unsigned i = 0; i < git_commit_parentcount(c); i++)
+        git_revwalk_push(walk, git_commit_parent_id(c, i));
+    while (!found && git_revwalk_next(&id, walk) == 0) {
+        git_commit *a = NULL;
+        git_tree *tree = NULL;
+        git_tree_entry *ent = NULL;
+        git_blob *blob = NULL;
+        if (git_commit_lookup(&a, vc->r->git, &id) == 0 && git_commit_tree(&tree, a) == 0 &&
+            git_tree_entry_bypath(&ent, tree, ".mcgit/allowed_signers") == 0 &&
+            mcg_oidmap_put(&seen, git_tree_entry_id(ent), 0) &&
+            git_blob_lookup(&blob, vc->r->git, git_tree_entry_id(ent)) == 0) {
+            mcg_signers *set = NULL;
+            mcg_sig_result res = {0};
+            if (mcg_signers_parse(&set, "repo", git_blob_rawcontent(blob),
+                                  (size_t)git_blob_rawsize(blob), NULL) == 0)
+                found = mcg_sshsig_verify(&res, set, sig->ptr, sig->len, data->ptr, data->len, when,
+                                          NULL) == 0;
+            mcg_signers_free(set);
         }
-        h = buf + flen;
-        eol = strchr(h, '\n');
-        if (h[0] != ' ') {
-            buf = h;
-            continue;
-        }
-        if (!eol)
-            return -1;
-        h++;
-        mcg_buf_put(sig, h, (size_t)(eol - h));
-        while (eol[1] == ' ') {
-            mcg_buf_putc(sig, '\n');
-            h = eol + 2;
-            eol = strchr(h, '\n');
-            if (!eol)
-                return -1;
-            mcg_buf_put(sig, h, (size_t)(eol - h));
-        }
-        mcg_buf_puts(data, eol + 1);
-        return 0;
+        git_blob_free(blob);
+        git_tree_entry_free(ent);
+        git_tree_free(tree);
+        git_commit_free(a);
     }
-    return -1;
+    mcg_oidmap_free(&seen);
+    git_revwalk_free(walk);
+    return found;
+}
+
+/*
+ * A commit refused for who signed it is held (docs/trust.md, "Trust
+ * changes") when its signature itself is valid and the refusal comes from
+ * the trust root given out of band: the key is revoked, or no line admits
+ * it and no .mcgit/allowed_signers of its history ever did (a signer the
+ * repo removed in signed history stays removed).
+ */
+static bool held_signature(const verify_ctx *vc, const git_commit *c, const mcg_buf *sig,
+                           const mcg_buf *data, const mcg_sig_result *res, int64_t when)
+{
+    unsigned char d[MCG_SIGMEMO_DIGEST];
+    if (!sig->ptr || !data->ptr ||
+        mcg_sshsig_check(d, sig->ptr, sig->len, data->ptr, data->len) != 0)
+        return false;
+    return res->revoked || !repo_ever_admitted(vc, c, sig, data, when);
+}
+
+/*
+ * The committer time of a commit: no more than MCG_CLOCK_SKEW before its
+ * first parent's, and for history arriving now, no more than that ahead of
+ * this host's clock. False with the reason in v.
+ */
+static bool times_ok(mcg_verdict *v, const verify_ctx *vc, git_commit *const *parents, unsigned np,
+                     int64_t when)
+{
+    char a[32], b[32];
+    if (np > 0) {
+        if (!parents[0]) {
+            snprintf(v->reason, sizeof(v->reason), "cannot read its parent");
+            return false;
+        }
+        int64_t pt = commit_time(parents[0]);
+        if (when + MCG_CLOCK_SKEW < pt) {
+            snprintf(v->reason, sizeof(v->reason),
+                     "committer time %s is more than %d s before its parent's (%s)",
+                     mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, pt));
+            return false;
+        }
+    }
+    if (vc->o->now && when > vc->o->now + MCG_CLOCK_SKEW) {
+        snprintf(v->reason, sizeof(v->reason),
+                 "committer time %s is more than %d s ahead of this host's clock (%s)",
+                 mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, vc->o->now));
+        return false;
+    }
+    return true;
 }
 
 /*
@@ -540,7 +595,8 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
     }
     int64_t when = commit_time(c);
     if (!have_raw || git_odb_object_type(raw) != GIT_OBJECT_COMMIT ||
-        mcg_git_extract_gpgsig(&sig, &data, git_odb_object_data(raw)) != 0) {
+        mcg_commit_split_signature(&sig, &data, git_odb_object_data(raw),
+                                   git_odb_object_size(raw)) != 0) {
         snprintf(v->reason, sizeof(v->reason), "commit is not signed");
         goto out;
     }
@@ -575,16 +631,19 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
             }
             mcg_sig_result res = {0};
             mcg_err e = {0};
+            char pfx[48] = ""; /* "[on arrival: ][parent I of N: ]" */
+            snprintf(pfx, sizeof(pfx), "%s", pass ? "on arrival: " : "");
+            if (np > 1)
+                snprintf(pfx + strlen(pfx), sizeof(pfx) - strlen(pfx), "parent %u of %u: ", i + 1,
+                         np);
             if (mcg_sshsig_verify_memo(&res, set, vc->o->memo, sig.ptr ? sig.ptr : "", sig.len,
                                        data.ptr ? data.ptr : "", data.len, t, &e) != 0) {
-                const char *prefix = pass ? "on arrival: " : "";
-                if (np > 1)
-                    mcg_bfmt(v->reason, sizeof(v->reason), "%sparent %u of %u: %s%s", prefix,
-                             i + 1, np, e.msg, why);
-                else
-                    mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", prefix, e.msg, why);
+                mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", pfx, e.msg, why);
                 snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
                 v->principal[0] = '\0';
+                /* held: refused at its own time for who signed it (on
+                 * arrival, a key expired now is no trust change: refused) */
+                v->held = pass == 0 && held_signature(vc, c, &sig, &data, &res, when);
                 goto out;
             }
             if (!v->principal[0]) {
@@ -595,41 +654,17 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
             if (pass == 0 && np && parents[i]) {
                 char awhy[600];
                 int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parents[i], set,
-                                              res.principal, vc->notes, vc->o->now, vc->policy);
+                                              res.signer, vc->notes, vc->o->now, vc->policy);
                 if (arc != 0) {
-                    if (np > 1)
-                        mcg_bfmt(v->reason, sizeof(v->reason), "parent %u of %u: %s", i + 1, np,
-                                 awhy);
-                    else
-                        mcg_bfmt(v->reason, sizeof(v->reason), "%s", awhy);
+                    mcg_bfmt(v->reason, sizeof(v->reason), "%s%s", pfx, awhy);
+                    v->held = true; /* its own signature holds */
                     goto out;
                 }
             }
         }
     }
     /* Times last: a key outside its window is the better reason. */
-    if (np > 0) {
-        if (!parents[0]) {
-            snprintf(v->reason, sizeof(v->reason), "cannot read its parent");
-            goto out;
-        }
-        int64_t pt = commit_time(parents[0]);
-        if (when + MCG_CLOCK_SKEW < pt) {
-            char a[32], b[32];
-            snprintf(v->reason, sizeof(v->reason),
-                     "committer time %s is more than %d s before its parent's (%s)",
-                     mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, pt));
-            goto out;
-        }
-    }
-    if (vc->o->now && when > vc->o->now + MCG_CLOCK_SKEW) {
-        char a[32], b[32];
-        snprintf(v->reason, sizeof(v->reason),
-                 "committer time %s is more than %d s ahead of this host's clock (%s)",
-                 mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, vc->o->now));
-        goto out;
-    }
-    v->good = true;
+    v->good = times_ok(v, vc, parents, np, when);
 out:
     if (!v->good)
         v->principal[0] = '\0';
@@ -648,10 +683,11 @@ out:
 /*
  * "Verified up to X" is a file in the repository's git directory,
  * mcgit/verified: "<commit> <source branch> <trust digest>\n". No push,
- * fetch or bundle writes there (a ref would be writable by a pusher), and
- * the digest of the trust root it was made under ties it to that root: with
- * another trust file, or another revocation list, history is verified again
- * from the start.
+ * fetch or bundle writes there (a ref would be writable by a pusher). The
+ * digest records the trust root it was made under; it is not compared: a
+ * trust change (a key revoked, a signer removed or added) applies to
+ * history that arrives after it, so history verified before it stays
+ * verified (docs/trust.md, "Trust changes").
  */
 static char *mark_path(const mcg_repo *r)
 {
@@ -667,17 +703,20 @@ static void trust_digest_hex(const mcg_signers *root, char hex[65])
 
 bool mcg_gitops_verified_mark(mcg_repo *r, const mcg_signers *root, char sha[MCG_SHA_HEX + 1])
 {
+    (void)root; /* kept across trust changes: see above */
     char *path = mark_path(r), *data = NULL;
     size_t len = 0;
     bool ok = false;
     sha[0] = '\0';
     if (mcg_read_file(path, 4096, &data, &len, NULL) == 0) {
-        char want[MCG_SHA_HEX + 1 + 256 + 1 + 64 + 2], digest[65];
-        trust_digest_hex(root, digest);
-        snprintf(want, sizeof(want), " %s %s\n", r->source_branch, digest);
+        /* "<commit> <branch> <digest>\n": the digest of the root it was
+         * made under is kept for the record, not compared */
+        char want[MCG_SHA_HEX + 1 + 256 + 2];
+        snprintf(want, sizeof(want), " %s ", r->source_branch);
+        size_t wl = strlen(want);
         git_oid oid;
-        if (len > MCG_SHA_HEX && !strcmp(data + MCG_SHA_HEX, want) &&
-            git_oid_fromstrn(&oid, data, MCG_SHA_HEX) == 0) {
+        if (len > MCG_SHA_HEX + wl && !strncmp(data + MCG_SHA_HEX, want, wl) &&
+            data[len - 1] == '\n' && git_oid_fromstrn(&oid, data, MCG_SHA_HEX) == 0) {
             git_oid_tostr(sha, MCG_SHA_HEX + 1, &oid);
             ok = true;
         }
@@ -736,6 +775,8 @@ int mcg_verify_walk(mcg_vrange *vr, mcg_repo *r, const char *tip, const mcg_veri
     if (o->since) {
         if ((rc = mcg_repo_resolve(r, o->since, since_sha, err)) != 0)
             return rc;
+    } else if (o->from_root) {
+        since_sha[0] = '\0';
     } else if (mcg_gitops_verified_mark(r, root, since_sha) &&
                !mcg_repo_descends(r, tip_sha, since_sha)) {
         since_sha[0] = '\0'; /* not an ancestor: verify everything */
@@ -817,6 +858,71 @@ size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, siz
     return nbad;
 }
 
+/*
+ * Trust changes (docs/trust.md): a held commit — a valid signature by a key
+ * not trusted now, or approvals that no longer count — is part of the
+ * history a later good commit builds on, and that commit's signer vouches
+ * for it, as a signature over a commit id covers the whole history below
+ * it. Children come after parents in rep, so one pass from the end finds,
+ * for each held commit, whether a good commit (good by itself, or vouched
+ * for in turn) has it as a parent; those become good, the rest stay bad.
+ * Nothing is vouched for by a commit outside the range, and a held tip is
+ * always bad: a key not trusted now adds nothing new.
+ */
+void mcg_verify_vouch(mcg_verify_report *rep, mcg_repo *r)
+{
+    size_t held = 0;
+    for (size_t i = 0; i < rep->n; i++)
+        held += !rep->v[i].good && rep->v[i].held;
+    if (!held)
+        return;
+    mcg_oidmap by = {0}; /* commit -> 1 + index of the nearest good child */
+    for (size_t k = rep->n; k-- > 0;) {
+        mcg_verdict *v = &rep->v[k];
+        git_oid id;
+        uint64_t child = 0;
+        if (git_oid_fromstr(&id, v->sha) != 0)
+            continue;
+        if (!v->good && v->held && mcg_oidmap_get(&by, &id, &child) && child) {
+            v->good = true;
+            snprintf(v->vouched_by, sizeof(v->vouched_by), "%s", rep->v[child - 1].sha);
+            rep->nbad--;
+        }
+        if (!v->good)
+            continue;
+        git_commit *c = NULL;
+        if (git_commit_lookup(&c, r->git, &id) != 0)
+            continue;
+        for (unsigned i = 0; i < git_commit_parentcount(c); i++) {
+            const git_oid *pid = git_commit_parent_id(c, i);
+            uint64_t have = 0;
+            if (!mcg_oidmap_get(&by, pid, &have) || !have)
+                mcg_oidmap_put(&by, pid, k + 1);
+        }
+        git_commit_free(c);
+    }
+    mcg_oidmap_free(&by);
+}
+
+void mcg_verify_tip_now(mcg_verify_report *rep, mcg_repo *r, const mcg_vrange *vr,
+                        const mcg_verify_opts *o, const mcg_signers *root)
+{
+    if (o->now || !o->tip_now || !rep->n || !rep->v[rep->n - 1].good)
+        return;
+    mcg_verdict v;
+    size_t nbad = 0;
+    mcg_verify_opts at = *o;
+    at.now = o->tip_now;
+    mcg_verify_list(&v, NULL, &nbad, r, &vr->order[vr->n - 1], 1, vr->has_notes ? &vr->notes : NULL,
+                    &at, root, NULL);
+    if (!nbad)
+        return;
+    /* the newest commit must be valid now, whatever the history below */
+    v.held = false;
+    rep->v[rep->n - 1] = v;
+    rep->nbad++;
+}
+
 int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
                       const mcg_verify_opts *opts, const mcg_signers *root, mcg_err *err)
 {
@@ -830,6 +936,8 @@ int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
     rep->v = mcg_calloc(vr.n ? vr.n : 1, sizeof(*rep->v));
     rep->n = vr.n;
     rep->nbad = mcg_verify_chunk(rep->v, r, &vr, 0, vr.n, o, root);
+    mcg_verify_vouch(rep, r);
+    mcg_verify_tip_now(rep, r, &vr, o, root);
     mcg_vrange_free(&vr);
     return 0;
 }

@@ -192,3 +192,69 @@ int mcg_gitops_init(const char *dir, mcg_err *err)
         init_undo(dir, made);
     return rc;
 }
+
+/* Every regular file below dirfd (prefix: its path), .git skipped, pushed to out. */
+static void list_files(int fd, const char *prefix, int depth, mcg_strv *out)
+{
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+            (!*prefix && !strcmp(de->d_name, ".git")))
+            continue;
+        char *rel = *prefix ? mcg_sprintf("%s/%s", prefix, de->d_name) : mcg_strdup(de->d_name);
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            if (S_ISDIR(st.st_mode) && depth < 32) {
+                int sub =
+                    openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub >= 0)
+                    list_files(sub, rel, depth + 1, out);
+            } else if (!S_ISDIR(st.st_mode)) {
+                mcg_strv_push(out, rel);
+            }
+        }
+        free(rel);
+    }
+    closedir(d);
+}
+
+int mcg_source_check_policy_dir(const char *dir, mcg_diags *diags, mcg_strv *warnings)
+{
+    int rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return 0; /* mcg_source_load_dir reports it */
+    char *data = NULL;
+    size_t len = 0;
+    int rc = 0;
+    if (faccessat(rootfd, ".mcgit/policy.yaml", F_OK, AT_SYMLINK_NOFOLLOW) != 0 ||
+        read_at(rootfd, ".mcgit/policy.yaml", ".mcgit/policy.yaml", &data, &len, diags) != 0) {
+        close(rootfd);
+        return 0;
+    }
+    mcg_signpolicy *p = NULL;
+    if (mcg_signpolicy_parse(&p, ".mcgit/policy.yaml", data, len, diags) != 0) {
+        rc = MCG_EINVAL;
+    } else {
+        mcg_strv files = {0}, lines = {0};
+        int fd = dup(rootfd);
+        if (fd >= 0)
+            list_files(fd, "", 0, &files);
+        mcg_signpolicy_unmatched(p, &files, &lines);
+        for (size_t i = 0; i < lines.n; i++) {
+            char *w = mcg_sprintf(".mcgit/policy.yaml: %s", lines.v[i]);
+            mcg_strv_push(warnings, w);
+            free(w);
+        }
+        mcg_strv_free(&lines);
+        mcg_strv_free(&files);
+    }
+    mcg_signpolicy_free(p);
+    free(data);
+    close(rootfd);
+    return rc;
+}

@@ -288,7 +288,7 @@ static bool ahead_prepare(vpool *p, mcg_repo *r, const mcg_verify_opts *o)
         if (mcg_repo_resolve(r, p->ranges[0].since, sha, NULL) != 0)
             return false;
         p->ahead_has_since = git_oid_fromstr(&p->ahead_since, sha) == 0;
-    } else if (mcg_gitops_verified_mark(r, p->root, sha)) {
+    } else if (!o->from_root && mcg_gitops_verified_mark(r, p->root, sha)) {
         p->ahead_has_since = git_oid_fromstr(&p->ahead_since, sha) == 0;
     }
     /* as mcg_verify_walk takes them; checked against the walk's after it */
@@ -414,6 +414,9 @@ static void settle(vpool *p, size_t i, mcg_repo *r)
         o.since = p->ranges[i].since;
         rep->nbad = mcg_verify_chunk(rep->v + redo, r, &p->vr[i], redo, p->vr[i].n, &o, p->root);
     }
+    mcg_verify_vouch(rep, r);
+    if (p->ranges[i].newest)
+        mcg_verify_tip_now(rep, r, &p->vr[i], p->opts, p->root);
 }
 
 int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,

@@ -191,6 +191,14 @@ static void str_list(mcg_pctx *c, const json_t *spec, const char *key,
     }
 }
 
+/*
+ * Characters GRUB's script parser gives a meaning in grub.cfg, where the
+ * boot loader's drop-in puts kernel arguments unquoted (Debian's 10_linux):
+ * "quiet;reboot" would run reboot at every boot, "x='" breaks the file.
+ * Refused, as is a leading '#' (a comment).
+ */
+#define GRUB_META ";|&{}<>'$"
+
 /* One kernelArguments entry: its arguments appended; an open quote is an error. */
 static void add_karg(mcg_pctx *c, const json_t *at, const char *s, mcg_osspec *out)
 {
@@ -221,7 +229,17 @@ static void add_extension(mcg_pctx *c, const json_t *at, const char *s, mcg_ossp
     mcg_strv_push(&out->extensions, s);
 }
 
-/* An image reference: one line, no blanks (MCO passes it to rpm-ostree). */
+/* Whether an image reference pins a digest: ...@sha256:<64 hex>. */
+static bool has_digest(const char *ref)
+{
+    const char *at = strrchr(ref, '@');
+    if (!at || strncmp(at + 1, "sha256:", 7) != 0 || strlen(at + 8) != 64)
+        return false;
+    return strspn(at + 8, "0123456789abcdef") == 64;
+}
+
+/* An image reference: one line, no blanks, not an option (MCO passes it to
+ * rpm-ostree, the agent to bootc); osImageURL without a digest is a warning. */
 static void image_ref(mcg_pctx *c, const json_t *spec, const char *key, char **out)
 {
     char name[64];
@@ -239,6 +257,37 @@ static void image_ref(mcg_pctx *c, const json_t *spec, const char *key, char **o
                          name);
             return;
         }
+}
+
+/* An image reference the host tools would misread (mcg_osspec_check_host). */
+static void image_host(mcg_pctx *c, const json_t *spec, const char *key, const char *ref)
+{
+    if (!ref)
+        return;
+    if (ref[0] == '-') { /* `bootc switch --help` exits 0: an option, not an image */
+        mcg_pctx_err(c, json_object_get(spec, key),
+                     "field 'spec.%s' is not an image reference: '%s' starts with '-'", key, ref);
+        return;
+    }
+    if (!strcmp(key, "osImageURL") && !has_digest(ref))
+        mcg_pctx_warn(c, json_object_get(spec, key),
+                      "field 'spec.%s' names no digest (@sha256:...): the image it pulls may "
+                      "change under the same name",
+                      key);
+}
+
+void mcg_osspec_check_host(mcg_pctx *c, const json_t *spec, const mcg_osspec *o)
+{
+    for (size_t i = 0; i < o->kargs.n; i++) {
+        const char *a = o->kargs.v[i], *bad = strpbrk(a, GRUB_META);
+        if (bad || a[0] == '#')
+            mcg_pctx_err(c, json_object_get(spec, "kernelArguments"),
+                         "kernel argument '%s' holds '%c', which GRUB's script parser "
+                         "interprets (in grub.cfg it would not reach the kernel as written)",
+                         a, bad ? *bad : '#');
+    }
+    image_host(c, spec, "osImageURL", o->os_image_url);
+    image_host(c, spec, "baseOSExtensionsContainerImage", o->ext_image);
 }
 
 /* The fields beside spec.config into out; problems through c (model_int.h). */

@@ -390,8 +390,8 @@ bool mcg_name_is_unit(const char *s);
 
 /* One `approvals` rule of .mcgit/policy.yaml. */
 typedef struct mcg_signpolicy_rule {
-    mcg_strv paths; /* git pathspec globs */
-    int required;   /* distinct trusted principals, 1..16 */
+    mcg_strv paths; /* git pathspec globs, normalised as git does */
+    int required;   /* distinct trusted signers (keys), 1..16 */
     size_t index;   /* 1-based position in the file, for messages */
 } mcg_signpolicy_rule;
 
@@ -405,7 +405,9 @@ typedef struct mcg_signpolicy {
 /*
  * Parse policy text (file names it in messages, "<file>:<line>: ..."):
  * `approvals` (a list of {paths, required}) and `maxSourceAge` (a duration
- * such as 720h or 1h30m); unknown keys are refused. 0 with *out (free with
+ * such as 720h or 1h30m); unknown keys are refused. Paths are normalised as
+ * git normalises a pathspec ("./x", "a//b", "a/./b", "a/../b"); pathspec
+ * magic (":(glob)x") and paths leaving the tree are refused. 0 with *out (free with
  * mcg_signpolicy_free), or MCG_EINVAL with every problem in diags and *out
  * NULL.
  */
@@ -418,6 +420,12 @@ void mcg_signpolicy_free(mcg_signpolicy *p);
  * '*' also crosses '/'); NULL when none does.
  */
 const mcg_signpolicy_rule *mcg_signpolicy_rule_for(const mcg_signpolicy *p, const char *path);
+/*
+ * One line per pattern of p that matches none of files (paths relative to
+ * the repo root), "approvals[I].paths: 'P' matches no file", pushed to out:
+ * the warning `validate` and the pre-receive hook give.
+ */
+void mcg_signpolicy_unmatched(const mcg_signpolicy *p, const mcg_strv *files, mcg_strv *out);
 
 /* ------------------------------------------------------------ YAML */
 

@@ -117,6 +117,14 @@ int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, m
  * kernelType, osImageURL, baseOSExtensionsContainerImage) of spec into out.
  */
 void mcg_osspec_from_json(mcg_pctx *c, const json_t *spec, mcg_osspec *out);
+/*
+ * What a MachineConfig may not hold because the host tools would misread it
+ * (checked where MachineConfigs are read, not in rendered specs): kernel
+ * arguments with a character GRUB's script parser interprets (;|&{}<>'$) or
+ * a leading '#'; image references starting with '-'; an osImageURL without
+ * a digest is a warning.
+ */
+void mcg_osspec_check_host(mcg_pctx *c, const json_t *spec, const mcg_osspec *o);
 void mcg_osspec_free(mcg_osspec *o);
 /*
  * Translate an Ignition 2.x config into a 3.x one (a new tree sharing

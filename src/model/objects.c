@@ -340,6 +340,7 @@ static void parse_mc(mcg_model *m, mcg_pctx *c, const json_t *root)
         mc.has_config = true;
     }
     mcg_osspec_from_json(c, spec, &mc.config.os);
+    mcg_osspec_check_host(c, spec, &mc.config.os);
 done:
     if (c->errors != before) {
         free(mc.name);

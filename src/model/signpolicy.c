@@ -4,7 +4,7 @@
  *
  *     approvals:
  *     - paths: ["pools/master.yaml", ".mcgit/"]   # git pathspec globs
- *       required: 2                                # distinct trusted principals
+ *       required: 2                                # distinct trusted signers (keys)
  *     maxSourceAge: 720h
  *
  * The file is trusted the way .mcgit/allowed_signers is: as it stands in a
@@ -61,6 +61,60 @@ static int64_t parse_duration(const char *s)
     return total;
 }
 
+/*
+ * A pattern as git normalises a pathspec before matching (prefix_path,
+ * normalize_path_copy): "./x", "a//b", "a/./b" and "a/../b" name x, a/b,
+ * a/b and b; "." (or "./") the whole tree, kept as "*". NULL with *why when
+ * git would not take it as a plain pattern inside the tree: pathspec magic
+ * (a leading ':', as in ":(glob)x" or ":!x"), an absolute path, or one
+ * whose ".." leaves the tree.
+ */
+static char *normalize_pattern(const char *s, const char **why)
+{
+    if (s[0] == ':') {
+        *why = "uses pathspec magic (':'), which mcgit does not read";
+        return NULL;
+    }
+    if (s[0] == '/') {
+        *why = "must be a non-empty relative path";
+        return NULL;
+    }
+    size_t n = strlen(s);
+    char *out = mcg_calloc(1, n + 2);
+    size_t len = 0;
+    for (const char *p = s; *p;) {
+        const char *e = strchr(p, '/');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == 2 && p[0] == '.' && p[1] == '.') {
+            if (!len) {
+                *why = "leaves the repository ('..')";
+                free(out);
+                return NULL;
+            }
+            while (len && out[len - 1] != '/') /* drop the last component */
+                len--;
+            if (len)
+                len--;
+        } else if (k && !(k == 1 && p[0] == '.')) {
+            if (len)
+                out[len++] = '/';
+            memcpy(out + len, p, k);
+            len += k;
+        }
+        p += k;
+        if (*p == '/')
+            p++;
+    }
+    out[len] = '\0';
+    if (!len) { /* "." : everything */
+        free(out);
+        return mcg_strdup("*");
+    }
+    if (n && s[n - 1] == '/') /* a directory pattern keeps its slash */
+        out[len++] = '/', out[len] = '\0';
+    return out;
+}
+
 static void parse_rule(mcg_pctx *c, const json_t *r, size_t i, mcg_signpolicy *p)
 {
     static const char *const keys[] = {"paths", "required", NULL};
@@ -82,11 +136,15 @@ static void parse_rule(mcg_pctx *c, const json_t *r, size_t i, mcg_signpolicy *p
     else
         json_array_foreach(paths, k, v)
         {
-            const char *s = json_string_value(v);
-            if (!s || !*s || s[0] == '/' || strlen(s) > 1024)
+            const char *s = json_string_value(v), *why = NULL;
+            char *norm = NULL;
+            if (!s || !*s || strlen(s) > 1024)
                 mcg_pctx_err(c, v, "%s.paths[%zu] must be a non-empty relative path", name, k);
+            else if (!(norm = normalize_pattern(s, &why)))
+                mcg_pctx_err(c, v, "%s.paths[%zu] '%s' %s", name, k, s, why);
             else
-                mcg_strv_push(&rule.paths, s);
+                mcg_strv_push(&rule.paths, norm);
+            free(norm);
         }
     bool has = false;
     int64_t req = 0;
@@ -180,6 +238,22 @@ static bool pathspec_match(const char *pattern, const char *path)
         (path[n] == '/' || (n && pattern[n - 1] == '/')))
         return true;
     return fnmatch(pattern, path, 0) == 0;
+}
+
+void mcg_signpolicy_unmatched(const mcg_signpolicy *p, const mcg_strv *files, mcg_strv *out)
+{
+    for (size_t i = 0; p && i < p->nrules; i++)
+        for (size_t k = 0; k < p->rules[i].paths.n; k++) {
+            const char *pat = p->rules[i].paths.v[k];
+            bool hit = false;
+            for (size_t f = 0; f < files->n && !hit; f++)
+                hit = pathspec_match(pat, files->v[f]);
+            if (!hit) {
+                char *line = mcg_sprintf("approvals[%zu].paths: '%s' matches no file", i, pat);
+                mcg_strv_push(out, line);
+                free(line);
+            }
+        }
 }
 
 const mcg_signpolicy_rule *mcg_signpolicy_rule_for(const mcg_signpolicy *p, const char *path)

@@ -13,42 +13,6 @@
 
 /* ------------------------------------------------------------ signatures */
 
-/*
- * Split a raw commit as git_commit_extract_signature does: the value of its
- * first "gpgsig" header (continuation lines joined by '\n', each without its
- * leading space) and everything else, which is what was signed. False when
- * there is no such header. (A split that differs from libgit2's only makes
- * a digest nobody looks up.)
- */
-static bool split_signed(const unsigned char *c, size_t n, mcg_buf *sig, mcg_buf *payload)
-{
-    static const char field[] = "gpgsig ";
-    const size_t flen = sizeof(field) - 1;
-    size_t p = 0;
-    while (p < n) {
-        const unsigned char *nl = memchr(c + p, '\n', n - p);
-        if (!nl || nl == c + p)
-            return false; /* the headers ended without one */
-        size_t e = (size_t)(nl - c) + 1;
-        if (e - p > flen && memcmp(c + p, field, flen) == 0) {
-            mcg_buf_put(sig, c + p + flen, e - 1 - (p + flen));
-            while (e < n && c[e] == ' ') {
-                const unsigned char *nl2 = memchr(c + e, '\n', n - e);
-                if (!nl2)
-                    return false;
-                mcg_buf_put(sig, "\n", 1);
-                mcg_buf_put(sig, c + e + 1, (size_t)(nl2 - (c + e + 1)));
-                e = (size_t)(nl2 - c) + 1;
-            }
-            mcg_buf_put(payload, c, p);
-            mcg_buf_put(payload, c + e, n - e);
-            return true;
-        }
-        p = e;
-    }
-    return false;
-}
-
 /* Check the next kept commit's signature, if any (mu held on entry and exit). */
 static bool check_next(mcg_pack_scanner *p)
 {
@@ -61,7 +25,7 @@ static bool check_next(mcg_pack_scanner *p)
     mcg_buf sig = MCG_BUF_INIT, payload = MCG_BUF_INIT;
     unsigned char d[MCG_SIGMEMO_DIGEST];
     pthread_mutex_unlock(&p->mu);
-    bool ok = split_signed(data, len, &sig, &payload) &&
+    bool ok = mcg_commit_split_signature(&sig, &payload, data, len) == 0 &&
               mcg_sshsig_check(d, sig.ptr, sig.len, payload.ptr, payload.len) == 0;
     mcg_buf_free(&sig);
     mcg_buf_free(&payload);

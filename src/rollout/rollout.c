@@ -76,6 +76,7 @@ static const char *const cond_names[MCG_COND_COUNT] = {
     [MCG_COND_NODE_DEGRADED] = "NodeDegraded",
     [MCG_COND_RENDER_DEGRADED] = "RenderDegraded",
     [MCG_COND_SOURCE_STALE] = "SourceStale",
+    [MCG_COND_UNTRUSTED_CHANGES] = "UntrustedChanges",
 };
 
 /* ----------------------------------------------------------- predicates */
@@ -501,6 +502,11 @@ static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_
     /* SourceStale: an attacker may be withholding updates (freeze) */
     cond_set(&st->conds[MCG_COND_SOURCE_STALE], MCG_COND_SOURCE_STALE, pv->stale != NULL,
              pv->stale ? "SourceStale" : "", pv->stale ? mcg_strdup(pv->stale) : NULL);
+
+    /* UntrustedChanges: a revoked or removed key's changes still in force */
+    cond_set(&st->conds[MCG_COND_UNTRUSTED_CHANGES], MCG_COND_UNTRUSTED_CHANGES,
+             pv->untrusted != NULL, pv->untrusted ? "UntrustedSigner" : "",
+             pv->untrusted ? mcg_strdup(pv->untrusted) : NULL);
 
     /* NodeDegraded, RenderDegraded, and Degraded = either */
     bool nodedeg = st->degraded_count > 0, renderdeg = pv->render_error != NULL;

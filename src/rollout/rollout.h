@@ -62,6 +62,9 @@ typedef struct mcg_pool_view {
                                   maxSourceAge (.mcgit/policy.yaml); this message says so */
     bool operator_paused;      /* paused by an operator on the cluster side (`mcgit pool
                                   pause`); the pool is paused when this or pool->paused */
+    const char *untrusted;     /* non-NULL: the pool's current config still holds changes
+                                  from commits by keys not trusted now; this message names
+                                  them (UntrustedChanges) */
 } mcg_pool_view;
 
 /* ------------------------------------------------------------ outputs */
@@ -99,7 +102,8 @@ typedef enum {
     MCG_COND_DEGRADED, /* NodeDegraded or RenderDegraded */
     MCG_COND_NODE_DEGRADED,
     MCG_COND_RENDER_DEGRADED,
-    MCG_COND_SOURCE_STALE, /* the newest verified source commit is older than maxSourceAge */
+    MCG_COND_SOURCE_STALE,      /* the newest verified source commit is older than maxSourceAge */
+    MCG_COND_UNTRUSTED_CHANGES, /* the pool's config holds changes by keys not trusted now */
     MCG_COND_COUNT,
 } mcg_cond_type;
 

@@ -553,3 +553,26 @@ void mcg_signers_digest(const mcg_signers *s, unsigned char out[32])
     EVP_DigestFinal_ex(md, out, &olen);
     EVP_MD_CTX_free(md);
 }
+
+int mcg_signers_key_ns(const mcg_signers *s, const mcg_signers *key, const char *ns, char *why,
+                       size_t whylen)
+{
+    int rc = -1;
+    if (why && whylen)
+        why[0] = '\0';
+    if (!s || !key || key->n != 1)
+        return -1;
+    const mcg_signer *k = &key->v[0];
+    for (size_t i = 0; i < s->n; i++) {
+        const mcg_signer *e = &s->v[i];
+        if (e->ca || e->blob_len != k->blob_len || memcmp(e->blob, k->blob, k->blob_len) != 0)
+            continue;
+        if (!e->namespaces || mcg_trust_match_list(ns, e->namespaces) == 1)
+            return 1;
+        if (rc < 0 && why)
+            snprintf(why, whylen, "%s (%s) allows namespaces \"%s\", approvals use \"%s\"",
+                     e->where, e->principals, e->namespaces, ns);
+        rc = 0;
+    }
+    return rc;
+}

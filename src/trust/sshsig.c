@@ -251,8 +251,10 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
         if (why[0]) {
             /* refused above */
         } else if (e->namespaces && mcg_trust_match_list(ns, e->namespaces) != 1) {
-            snprintf(why, sizeof(why), "key %s is not allowed for namespace %s (%s)", fp,
-                     ns, e->where);
+            snprintf(why, sizeof(why),
+                     "key %s is not allowed for namespace %s (%s); its line (%s) allows "
+                     "namespaces \"%s\"",
+                     fp, ns, e->where, e->principals, e->namespaces);
         } else if ((e->valid_after && when < e->valid_after) ||
                    (e->valid_before && when > e->valid_before)) {
             bool after = e->valid_after && when < e->valid_after;
@@ -446,6 +448,29 @@ int mcg_sshsig_check(unsigned char digest[MCG_SIGMEMO_DIGEST], const char *armor
     return rc;
 }
 
+/*
+ * The identity distinct signers are counted by: a plain key by its
+ * fingerprint; a certificate by its CA key and key id (a certificate is the
+ * CA's statement about one identity, whichever principals it lists). The
+ * key id is printed safely (non-printable bytes as '?').
+ */
+static void signer_id(char *out, size_t outlen, const mcg_sshpub *k, const char *fp)
+{
+    if (!k->is_cert) {
+        snprintf(out, outlen, "key %s", fp);
+        return;
+    }
+    char ca[64], id[200];
+    size_t n = k->cert.key_id_len < sizeof(id) - 1 ? k->cert.key_id_len : sizeof(id) - 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = k->cert.key_id[i];
+        id[i] = (c >= 0x20 && c < 0x7f && c != '\'') ? (char)c : '?';
+    }
+    id[n] = '\0';
+    mcg_ssh_fingerprint(k->cert.ca, k->cert.ca_len, ca);
+    snprintf(out, outlen, "certificate '%s' of CA %s", id, ca);
+}
+
 /* mcg_sshsig_verify_memo for namespace ns. */
 static int verify_ns(mcg_sig_result *res, const mcg_signers *signers, const mcg_sigmemo *memo,
                      const char *armored, size_t armored_len, const void *msg, size_t msg_len,
@@ -460,8 +485,10 @@ static int verify_ns(mcg_sig_result *res, const mcg_signers *signers, const mcg_
     memset(res, 0, sizeof(*res));
     if (prepare(&p, res, armored, armored_len, msg, msg_len, ns, err) != 0)
         goto out;
-    if (signers && mcg_revoked_check(signers->revoked, &p.k, err) != 0)
+    if (signers && mcg_revoked_check(signers->revoked, &p.k, err) != 0) {
+        res->revoked = true;
         goto out;
+    }
     if (!(signer = find_signer(signers, p.s.pub, p.s.pub_len, &p.k, &p.in, res->fingerprint, when,
                                ns, principal, err)))
         goto out;
@@ -472,6 +499,7 @@ static int verify_ns(mcg_sig_result *res, const mcg_signers *signers, const mcg_
                      err) != 0)
         goto out;
     snprintf(res->principal, sizeof(res->principal), "%s", principal);
+    signer_id(res->signer, sizeof(res->signer), &p.k, res->fingerprint);
     rc = 0;
 out:
     prepared_free(&p);

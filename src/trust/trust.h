@@ -90,6 +90,18 @@ mcg_signers *mcg_signers_union(const mcg_signers *a, const mcg_signers *b);
  */
 void mcg_signers_digest(const mcg_signers *s, unsigned char out[32]);
 
+/*
+ * Whether the plain key of `key` (a set of one line, e.g. a public key file
+ * parsed with a principal in front) may sign namespace ns under s: 1 when a
+ * line of s holding that key admits ns; 0 when lines hold it but none
+ * admits ns (why, may be NULL, says which line and its namespaces, e.g.
+ * `trust:2 (bob@example.com) allows namespaces "git", approvals use
+ * "mcgit-approval"`); -1 when no plain line holds it. Certificate
+ * authorities are not considered.
+ */
+int mcg_signers_key_ns(const mcg_signers *s, const mcg_signers *key, const char *ns, char *why,
+                       size_t whylen);
+
 /* Size limit of a revocation file (KRL or key list). */
 #define MCG_REVOKED_MAX_SIZE (16 * 1024 * 1024)
 
@@ -120,6 +132,10 @@ typedef struct mcg_sig_result {
     char fingerprint[64]; /* "SHA256:<unpadded base64>" of the key (without certificate),
                              as ssh-keygen -l prints it */
     char keytype[64];     /* "ssh-ed25519", "ssh-ed25519-cert-v01@openssh.com", ... */
+    bool revoked;         /* refused because the key or certificate is revoked */
+    char signer[384];     /* on success, who signed for counting distinct signers: "key
+                             SHA256:..." for a plain key, "certificate '<key id>' of CA
+                             SHA256:..." for a certificate (its CA and key id) */
 } mcg_sig_result;
 
 /*
@@ -221,6 +237,20 @@ int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers,
  * characters plus NUL. Any bytes are accepted.
  */
 void mcg_ssh_fingerprint(const unsigned char *blob, size_t len, char out[64]);
+
+/*
+ * Split a commit object's data (raw, len bytes; the object's content, not
+ * NUL-terminated) into its signature and the data it signs, as git does
+ * (commit.c, parse_buffer_signed_by_header): from the header only. Every
+ * header line "gpgsig VALUE" and its continuation lines (leading space
+ * removed, newlines kept) are appended to sig; every other line, and the
+ * whole message after the first empty line, to payload; a header of another
+ * hash's signature ("gpgsig-sha256 ...") with its continuations goes to
+ * neither. A "gpgsig" line in the message is message text. Returns 0 when
+ * the header holds a signature, else -1 (the commit is unsigned; sig and
+ * payload are filled as far as they go).
+ */
+int mcg_commit_split_signature(mcg_buf *sig, mcg_buf *payload, const void *raw, size_t len);
 
 /* ------------------------------------------------------------ signing */
 

@@ -146,7 +146,7 @@ jq -e '.apiVersion == "v1" and .kind == "List" and all(.items[];
     (.spec | has("nodeSelector") and has("machineConfigSelector") and has("maxUnavailable") and has("paused")) and
     (.status | (.configuration.name | type) == "string" and
       all(.machineCount, .readyMachineCount, .updatedMachineCount, .unavailableMachineCount, .degradedMachineCount; type == "number")) and
-    ([.status.conditions[].type] | sort) == ["Degraded", "NodeDegraded", "RenderDegraded", "SourceStale", "Updated", "Updating"] and
+    ([.status.conditions[].type] | sort) == ["Degraded", "NodeDegraded", "RenderDegraded", "SourceStale", "UntrustedChanges", "Updated", "Updating"] and
     all(.status.conditions[]; (keys | sort) == ["lastTransitionTime", "message", "reason", "status", "type"] and
       (.status == "True" or .status == "False")))' "$T/pools.json" >/dev/null \
   && ok "pools -o json: MachineConfigPool List shape" || bad "pools -o json shape"

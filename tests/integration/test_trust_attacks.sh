@@ -190,9 +190,14 @@ sign_setup "$X" "$TRX"
 git -C "$X" remote add origin "file://$T/srv5.git"
 scommit "$X" alice "base (2026-01-01)"
 GIT_COMMITTER_DATE=2026-05-01T00:00:00Z scommit "$X" carol "carol, while valid (2026-05-01)"
-# a first push (no verified history yet) is judged by commit times: carol's
-# commit was valid when made, so the history is accepted
-expect_rc 0 "a first push of old history signed while carol was valid is accepted" -- git -C "$X" push -q origin main
+# a first push (no verified history yet) is judged by commit times, but its
+# newest commit must be valid now: carol's key is not, so history whose tip
+# she signed is refused; one fresh commit by a key valid now on top (as a
+# migration adds with `mcgit heartbeat`) lets the same history in
+pushed "a first push whose newest commit is by a key expired now is refused" 1 "$T/srv5.git" -- -C "$X" push origin main
+expect_grep "on arrival: key SHA256:.* is not valid at" "$T/push.out" "the reason: the newest commit's key is not valid now"
+echo fresh >"$X/NOTES"; GIT_COMMITTER_DATE=2026-05-01T12:00:00Z scommit "$X" alice "alice on top"
+expect_rc 0 "the old history under a commit by a key valid now is accepted" -- git -C "$X" push -q origin main
 echo late >"$X/NOTES"
 GIT_COMMITTER_DATE=2026-05-02T00:00:00Z scommit "$X" carol "carol, expired, backdated to 2026-05-02"
 pushed "a backdated commit by an expired key is refused at push" 1 "$T/srv5.git" -- -C "$X" push origin main
@@ -207,10 +212,16 @@ expect_rc 1 "the backdated commit by bundle import is refused" -- "$MCGIT" bundl
 [ "$(state "$T/mirror5")" = "$before" ] && ok "and nothing changed" || bad "mirror changed"
 git -C "$T/mirror5" remote set-url origin "file://$T/lab5.git"
 expect_rc 1 "the backdated commit by fetch is refused" -- "$MCGIT" fetch --repo "$T/mirror5" --trust "$TRX"
-# a fresh mirror still accepts the whole history: each commit was valid when made
+# a fresh mirror judges history by its own times, but the newest commit must
+# be valid now: the backdated tip by carol's expired key is refused there too
 git init -q --bare "$T/fresh5.git"
-expect_rc 0 "a fresh bundle import of history valid when made is accepted" -- \
+expect_rc 1 "a fresh bundle import whose newest commit is by an expired key is refused" -- \
   "$MCGIT" bundle import --repo "$T/fresh5.git" "$T/late.bundle" --trust "$TRX"
+[ -z "$(git -C "$T/fresh5.git" for-each-ref)" ] && ok "(no ref moved)" || bad "fresh5 refs moved"
+git init -q --bare "$T/lab6.git"; git -C "$X" push -q "$T/lab6.git" HEAD~1:refs/heads/main
+git -C "$T/lab6.git" bundle create "$T/old.bundle" main 2>/dev/null
+expect_rc 0 "a fresh bundle import of the history under alice's commit is accepted" -- \
+  "$MCGIT" bundle import --repo "$T/fresh5.git" "$T/old.bundle" --trust "$TRX"
 # backdating below the parent's time is refused everywhere, fresh verification included
 git -C "$X" reset -q --hard HEAD~1
 echo a >"$X/NOTES"; GIT_COMMITTER_DATE=2026-05-20T00:00:00Z scommit "$X" alice "alice, 2026-05-20"

@@ -331,7 +331,7 @@ static void test_clock(void **state)
     free(line);
 }
 
-static void test_mark_bound_to_root(void **state)
+static void test_mark_survives_root_change(void **state)
 {
     fx *f = *state;
     git_oid base = commit(f, tree_of(f, "m", NULL), NULL, 0, T0, &f->alice);
@@ -344,12 +344,71 @@ static void test_mark_bound_to_root(void **state)
     assert_int_equal(mcg_gitops_mark_verified(r, sha, f->root, &err), 0);
     assert_true(mcg_gitops_verified_mark(r, f->root, got));
     assert_string_equal(got, sha);
-    /* another trust root: the mark does not count */
+    /* another trust root: the mark still counts (a trust change applies to
+     * history that arrives after it) */
     mcg_signers *other = NULL;
     assert_int_equal(mcg_signers_parse(&other, "o", f->bob_line, strlen(f->bob_line), &err), 0);
-    assert_false(mcg_gitops_verified_mark(r, other, got));
+    assert_true(mcg_gitops_verified_mark(r, other, got));
+    assert_string_equal(got, sha);
     mcg_signers_free(other);
     mcg_repo_free(r);
+}
+
+/*
+ * Trust changes (docs/trust.md): a commit whose valid signature is by a key
+ * the trust root no longer trusts — revoked, or its line deleted — is held,
+ * and good only when a later good commit builds on it; a held tip is bad; a
+ * signer the repo removed in signed history stays removed even when a
+ * trusted commit builds on its commit. With and without hints alike.
+ */
+static void test_vouch(void **state)
+{
+    fx *f = *state;
+    mcg_err err = {0};
+    git_oid c0 = commit(f, tree_of(f, "0", NULL), NULL, 0, T0, &f->alice);
+    git_oid c1 = commit(f, tree_of(f, "1", NULL), &c0, 1, T0 + 10, &f->bob);
+    git_oid c2 = commit(f, tree_of(f, "2", NULL), &c1, 1, T0 + 20, &f->alice);
+    /* bob revoked: c1 vouched for by c2, and bad as the tip */
+    mcg_signers *old = f->root;
+    char *a = mcg_sshkey_public_line(&f->alice, "alice");
+    char *text = mcg_sprintf("alice@example.com %s\n%s", a, f->bob_line);
+    assert_int_equal(mcg_signers_parse(&f->root, "trust", text, strlen(text), &err), 0);
+    char *b = mcg_sshkey_public_line(&f->bob, NULL);
+    assert_int_equal(mcg_signers_revoke(f->root, "revoked", b, strlen(b), &err), 0);
+    mcg_verify_report rep = {0};
+    verify_both(f, &rep, &c2, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 0);
+    const mcg_verdict *v = verdict(&rep, &c1);
+    assert_true(v->good && v->held);
+    assert_non_null(strstr(v->reason, "is revoked"));
+    assert_string_equal(v->vouched_by, git_oid_tostr_s(&c2));
+    assert_true(verdict(&rep, &c2)->good && !verdict(&rep, &c2)->vouched_by[0]);
+    mcg_verify_report_free(&rep);
+    verify_both(f, &rep, &c1, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 1);
+    assert_false(verdict(&rep, &c1)->good);
+    mcg_verify_report_free(&rep);
+    mcg_signers_free(f->root);
+    f->root = old;
+    /* bob's line deleted from the root (it is alice alone): the same */
+    verify_both(f, &rep, &c2, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 0);
+    assert_string_equal(verdict(&rep, &c1)->vouched_by, git_oid_tostr_s(&c2));
+    mcg_verify_report_free(&rep);
+    /* bob added, then removed by the repo in signed history: his commit on
+     * top of the removal stays bad, alice's commit on it notwithstanding */
+    git_oid d0 = commit(f, tree_of(f, "0", f->bob_line), NULL, 0, T0, &f->alice);
+    git_oid d1 = commit(f, tree_of(f, "1", ""), &d0, 1, T0 + 10, &f->alice);
+    git_oid d2 = commit(f, tree_of(f, "2", ""), &d1, 1, T0 + 20, &f->bob);
+    git_oid d3 = commit(f, tree_of(f, "3", ""), &d2, 1, T0 + 30, &f->alice);
+    verify_both(f, &rep, &d3, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 1);
+    assert_false(verdict(&rep, &d2)->good);
+    assert_false(verdict(&rep, &d2)->held);
+    mcg_verify_report_free(&rep);
+    free(b);
+    free(text);
+    free(a);
 }
 
 /*
@@ -471,71 +530,84 @@ static void test_threads_long(void **state)
 }
 
 /*
- * mcg_git_extract_gpgsig takes from a commit's raw text exactly what
- * git_commit_extract_signature does — the same success, signature and
- * signed data — also for odd placements: no signature, one in the message
- * only, a longer field name, a field without its space, two signatures, an
- * empty one, one that runs off the end, one on the last line, text after
- * a NUL.
+ * mcg_commit_split_signature reads a commit's signature as git does, from
+ * the header only: for each placement of a real signature below, mcgit's
+ * verdict (split, then verify under alice) must equal `git verify-commit`'s
+ * with alice in gpg.ssh.allowedSignersFile. git is the expected value: a
+ * signature moved into the message is no signature to git, and so to mcgit.
  */
-static void test_extract_parity(void **state)
+static void test_split_git_parity(void **state)
 {
     fx *f = *state;
-    static const char *const H = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
-                                 "author T <t@example.com> 1767225600 +0000\n"
-                                 "committer T <t@example.com> 1767225600 +0000\n";
+    static const char H[] = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
+                            "author T <t@example.com> 1767225600 +0000\n"
+                            "committer T <t@example.com> 1767225600 +0000\n";
+    /* %1$s: the header above; SIG: the armored signature of the text
+     * without it (the payload, computed with git's rule below). */
     static const struct {
-        const char *text;
-        size_t len; /* 0: strlen */
+        const char *payload; /* what is signed */
+        const char *object;  /* the commit: @ stands for the gpgsig header */
     } cases[] = {
-        {"%sgpgsig -----BEGIN SSH SIGNATURE-----\n AAAA\n -----END SSH SIGNATURE-----\n\nmsg\n", 0},
-        {"%s\nmsg\n", 0},
-        {"%s\nmsg\ngpgsig in the message\n more\nend\n", 0},
-        {"%sgpgsigx other\ngpgsig real\n cont\n\nmsg\n", 0},
-        {"%sgpgsig\ngpgsig after\n\nmsg\n", 0},
-        {"%sgpgsig one\ngpgsig two\n\nmsg\n", 0},
-        {"%sgpgsig \n\nmsg\n", 0},
-        {"%sgpgsig runs\n off the end", 0},
-        {"%sgpgsig last line\n", 0},
-        {"%s\nmsg without newline", 0},
-        {"%sgpgsig a\n b\n\nmsg\n\n\n", 0},
-        {"%s\nbefore a NUL\n", 1},
+        {"%s\nmsg\n", "%s@\nmsg\n"},   /* git's own placement */
+        {"%s\nmsg\n", "%s\nmsg\n@"},   /* moved into the message */
+        {"%s\nmsg\n", "%s\nmsg\n\n@"}, /* after a blank line */
+        {"%s\nmsg\ngpgsig in the message\n", "%s@\nmsg\ngpgsig in the message\n"},
+        {"%s\nmsg\n", "%sgpgsigx other\n cont\n@\nmsg\n"},       /* another gpgsig field */
+        {"%s\nmsg\n", "%s@gpgsig-sha256 other\n more\n\nmsg\n"}, /* the other hash's */
+        {"%s\nmsg\n", "%s\nmsg\n"},                              /* unsigned */
     };
+    char *pub = mcg_sshkey_public_line(&f->alice, NULL);
+    char *as = mcg_sprintf("%s/allowed", f->dir);
+    char *line = mcg_sprintf("t@example.com %s\n", pub);
+    FILE *fp = fopen(as, "w");
+    assert_non_null(fp);
+    fputs(line, fp);
+    fclose(fp);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char raw[1024];
-        int len = snprintf(raw, sizeof(raw), cases[i].text, H);
-        assert_true(len > 0 && (size_t)len < sizeof(raw) - 32);
-        if (cases[i].len) { /* a NUL, then a signature libgit2 never sees */
-            static const char tail[] = "gpgsig hidden\n\nx\n";
-            memcpy(raw + len + 1, tail, sizeof(tail));
-            len += (int)sizeof(tail);
+        char payload[512], object[4096];
+        snprintf(payload, sizeof(payload), cases[i].payload, H);
+        char *armored = mcg_sshsig_sign(&f->alice, payload, strlen(payload));
+        mcg_buf hdr = MCG_BUF_INIT; /* "gpgsig <line>\n <line>\n ..." */
+        mcg_buf_puts(&hdr, "gpgsig ");
+        for (const char *a = armored; *a; a++) {
+            mcg_buf_putc(&hdr, *a);
+            if (*a == '\n')
+                mcg_buf_putc(&hdr, ' ');
+        }
+        mcg_buf_putc(&hdr, '\n');
+        char tmpl[512];
+        snprintf(tmpl, sizeof(tmpl), cases[i].object, H);
+        char *at = strchr(tmpl, '@');
+        if (at) {
+            *at = '\0';
+            snprintf(object, sizeof(object), "%s%.*s%s", tmpl, (int)hdr.len, hdr.ptr, at + 1);
+        } else {
+            snprintf(object, sizeof(object), "%s", tmpl);
         }
         git_oid id;
-        assert_int_equal(write_raw_commit(&id, f->repo, raw, (size_t)len), 0);
-        git_buf gs = GIT_BUF_INIT, gd = GIT_BUF_INIT;
-        memset(&gs, 0, sizeof(gs));
-        memset(&gd, 0, sizeof(gd));
-        int grc = git_commit_extract_signature(&gs, &gd, f->repo, &id, NULL);
-        git_odb *odb = NULL;
-        git_odb_object *obj = NULL;
-        assert_int_equal(git_repository_odb(&odb, f->repo), 0);
-        assert_int_equal(git_odb_read(&obj, odb, &id), 0);
-        mcg_buf ms = MCG_BUF_INIT, md = MCG_BUF_INIT;
-        int mrc = mcg_git_extract_gpgsig(&ms, &md, git_odb_object_data(obj));
-        assert_int_equal(mrc == 0, grc == 0);
-        if (grc == 0) {
-            assert_int_equal(ms.len, gs.size);
-            assert_int_equal(md.len, gd.size);
-            assert_memory_equal(ms.ptr ? ms.ptr : "", gs.ptr, gs.size);
-            assert_memory_equal(md.ptr ? md.ptr : "", gd.ptr, gd.size);
-        }
-        mcg_buf_free(&ms);
-        mcg_buf_free(&md);
-        git_odb_object_free(obj);
-        git_odb_free(odb);
-        git_buf_dispose(&gs);
-        git_buf_dispose(&gd);
+        assert_int_equal(write_raw_commit(&id, f->repo, object, strlen(object)), 0);
+        char *cmd = mcg_sprintf("git -C '%s' -c gpg.format=ssh -c gpg.ssh.allowedSignersFile='%s' "
+                                "verify-commit %s >/dev/null 2>&1",
+                                f->dir, as, git_oid_tostr_s(&id));
+        bool git_good = system(cmd) == 0;
+        mcg_buf sig = MCG_BUF_INIT, data = MCG_BUF_INIT;
+        mcg_sig_result res = {0};
+        mcg_err err = {0};
+        bool ours =
+            mcg_commit_split_signature(&sig, &data, object, strlen(object)) == 0 &&
+            mcg_sshsig_verify(&res, f->root, sig.ptr, sig.len, data.ptr, data.len, T0, &err) == 0;
+        if (ours != git_good)
+            fail_msg("case %zu: git verify-commit says %s, mcgit %s (%s)", i,
+                     git_good ? "good" : "bad", ours ? "good" : "bad", err.msg);
+        free(cmd);
+        mcg_buf_free(&sig);
+        mcg_buf_free(&data);
+        mcg_buf_free(&hdr);
+        free(armored);
     }
+    free(line);
+    free(as);
+    free(pub);
 }
 
 int main(void)
@@ -543,10 +615,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_removed_signer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_mark_bound_to_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mark_survives_root_change, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_long, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_extract_parity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_split_git_parity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vouch, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

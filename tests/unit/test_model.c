@@ -1608,6 +1608,28 @@ static void test_mc_fields(void **state)
          MCF ":6: field 'spec.osImageURL' is not an image reference", NULL},
         {"kernel argument on two lines", NOCFG "  kernelArguments: [\"a\\nb\"]\n",
          MCF ":6: spec.kernelArguments[0] must be a one-line string", NULL},
+        /* what GRUB's script parser would interpret in grub.cfg */
+        {"kernel argument with ;", NOCFG "  kernelArguments: [\"quiet;reboot\"]\n",
+         MCF ":6: kernel argument 'quiet;reboot' holds ';', which GRUB", NULL},
+        {"kernel argument with a single quote", NOCFG "  kernelArguments: [\"x='\"]\n",
+         MCF ":6: kernel argument 'x='' holds ''', which GRUB", NULL},
+        {"kernel argument with $", NOCFG "  kernelArguments: [\"a=$b\"]\n",
+         MCF ":6: kernel argument 'a=$b' holds '$', which GRUB", NULL},
+        {"kernel argument with |", NOCFG "  kernelArguments: [\"a|b\"]\n",
+         MCF ":6: kernel argument 'a|b' holds '|', which GRUB", NULL},
+        {"kernel argument with &", NOCFG "  kernelArguments: [\"a&b\"]\n",
+         MCF ":6: kernel argument 'a&b' holds '&', which GRUB", NULL},
+        {"kernel argument with {", NOCFG "  kernelArguments: [\"a{b}\"]\n",
+         MCF ":6: kernel argument 'a{b}' holds '{', which GRUB", NULL},
+        {"kernel argument with <", NOCFG "  kernelArguments: [\"a<b\"]\n",
+         MCF ":6: kernel argument 'a<b' holds '<', which GRUB", NULL},
+        {"kernel argument starting with #", NOCFG "  kernelArguments: [\"quiet #x\"]\n",
+         MCF ":6: kernel argument '#x' holds '#', which GRUB", NULL},
+        {"osImageURL starting with -", NOCFG "  osImageURL: \"--help\"\n",
+         MCF ":6: field 'spec.osImageURL' is not an image reference: '--help' starts with '-'",
+         NULL},
+        {"extensions image starting with -", NOCFG "  baseOSExtensionsContainerImage: \"-x\"\n",
+         MCF ":6: field 'spec.baseOSExtensionsContainerImage' is not an image reference", NULL},
     };
 #undef NOCFG
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

@@ -51,6 +51,12 @@ static const bad_case bad[] = {
     {"no paths", "approvals:\n- required: 2\n", "paths must list at least one path"},
     {"empty path", "approvals:\n- paths: ['']\n  required: 2\n", "non-empty relative path"},
     {"absolute path", "approvals:\n- paths: [/etc]\n  required: 2\n", "non-empty relative path"},
+    {"pathspec magic", "approvals:\n- paths: [':(glob)pools/*']\n  required: 2\n",
+     "uses pathspec magic"},
+    {"short magic", "approvals:\n- paths: [':!x']\n  required: 2\n", "uses pathspec magic"},
+    {"leaving the tree", "approvals:\n- paths: [../x]\n  required: 2\n", "leaves the repository"},
+    {"leaving it later", "approvals:\n- paths: [a/../../x]\n  required: 2\n",
+     "leaves the repository"},
     {"rule not a mapping", "approvals:\n- x\n", "must be a mapping"},
     {"approvals not a list", "approvals: 3\n", "approvals"},
     {"bad age", "maxSourceAge: 30d\n", "policy.yaml:1: maxSourceAge '30d' is not a duration"},
@@ -58,7 +64,10 @@ static const bad_case bad[] = {
     {"age without unit", "maxSourceAge: '720'\n", "is not a duration"},
     {"two documents", "maxSourceAge: 1h\n---\nmaxSourceAge: 2h\n", "more than one YAML document"},
     {"YAML syntax", "approvals: [\n", "invalid YAML"},
-    {"too deep", "a: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+    {"too deep",
+     "a: "
+     "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]"
+     "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
      "nesting deeper than 64"},
 };
 
@@ -133,12 +142,52 @@ static void test_match(void **state)
     mcg_signpolicy_free(NULL);
 }
 
+/*
+ * Paths are normalised as git normalises a pathspec: each spelling guards
+ * pools/master.yaml (and nothing else), "." the whole tree; a pattern that
+ * matches no file is reported.
+ */
+static void test_normalise(void **state)
+{
+    (void)state;
+    static const char *const spellings[] = {"./pools/master.yaml",    "pools//master.yaml",
+                                            "pools/./master.yaml",    "pools/../pools/master.yaml",
+                                            "pools/x/../master.yaml", "./pools/./master.yaml"};
+    for (size_t i = 0; i < sizeof(spellings) / sizeof(*spellings); i++) {
+        char *text = mcg_sprintf("approvals:\n- paths: ['%s']\n  required: 2\n", spellings[i]);
+        mcg_signpolicy *p = NULL;
+        mcg_diags d = {0};
+        if (mcg_signpolicy_parse(&p, "p", text, strlen(text), &d) != 0)
+            fail_msg("%s: refused: %s", spellings[i], d.msgs[0]);
+        if (!mcg_signpolicy_rule_for(p, "pools/master.yaml"))
+            fail_msg("%s does not guard pools/master.yaml", spellings[i]);
+        assert_null(mcg_signpolicy_rule_for(p, "pools/worker.yaml"));
+        mcg_signpolicy_free(p);
+        mcg_diags_free(&d);
+        free(text);
+    }
+    const char *text = "approvals:\n- paths: ['.', 'pools/mastr.yaml']\n  required: 2\n";
+    mcg_signpolicy *p = NULL;
+    mcg_diags d = {0};
+    assert_int_equal(mcg_signpolicy_parse(&p, "p", text, strlen(text), &d), 0);
+    assert_non_null(mcg_signpolicy_rule_for(p, "any/file"));
+    mcg_strv files = {0}, out = {0};
+    mcg_strv_push(&files, "pools/master.yaml");
+    mcg_signpolicy_unmatched(p, &files, &out);
+    assert_int_equal(out.n, 1);
+    assert_string_equal(out.v[0], "approvals[0].paths: 'pools/mastr.yaml' matches no file");
+    mcg_strv_free(&files);
+    mcg_strv_free(&out);
+    mcg_signpolicy_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_match),
+        cmocka_unit_test(test_normalise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
