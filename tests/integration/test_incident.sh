@@ -51,9 +51,12 @@ CL=local:$T/cl
 # cond POOL TYPE: "status reason message" of a pool condition
 cond() { "$MCGIT" status --cluster "$CL" -o json | jq -r --arg p "$1" --arg t "$2" \
   '.items[] | select(.metadata.name == $p) | .status.conditions[] | select(.type == $t) | "\(.status) \(.reason) \(.message)"'; }
-pass() { # one controller pass (with the given extra options) and the agents
-  "$MCGIT" controller --repo "$T/mirror" --trust "$TR" --cluster "$CL" --once "$@" >"$T/ctl.out" 2>"$T/ctl.err" || return 1
-  for n in w0 w1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null 2>&1 || true; done
+pass() { # controller passes (with the given extra options) and the agents: one round a node (maxUnavailable 1)
+  local round
+  for round in 1 2; do
+    "$MCGIT" controller --repo "$T/mirror" --trust "$TR" --cluster "$CL" --once "$@" >"$T/ctl.out" 2>"$T/ctl.err" || return 1
+    for n in w0 w1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null 2>&1 || true; done
+  done
 }
 motd() { cat "$T/cl/roots/$1/etc/motd" 2>/dev/null; }
 pass && [ "$(motd w0)" = good ] && [ "$(motd w1)" = good ] && ok "the good config rolled out" || bad "good config: $(motd w0)"
