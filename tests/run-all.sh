@@ -150,7 +150,7 @@ else
   phase_end fuzz "$st" 0 0 1 "$start"
 fi
 
-echo "== summary"
+echo "== run-all: one line per phase"
 printf '%s\n' "${summary[@]}"
 if [ "$any_failed" = 0 ]; then echo "== all phases passed"; else echo "== some phases FAILED"; fi
 exit "$any_failed"
