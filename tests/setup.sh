@@ -28,6 +28,7 @@ esac
 # themselves, on 127.0.0.1.
 updated=0
 installed=()
+setup_start=$(date +%s)
 install() {
   local p missing=()
   for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -60,7 +61,15 @@ quiet_services() {
     done
   done
 }
-trap quiet_services EXIT
+# finish: the services, then one line saying what this run did
+finish() {
+  local rc=$?
+  quiet_services
+  [ "$rc" = 0 ] && [ ${#installed[@]} -gt 0 ] &&
+    echo "tests/setup.sh: ${#installed[@]} packages installed, done in $(($(date +%s) - setup_start)) s" >&2
+  return "$rc"
+}
+trap finish EXIT
 
 # Building mcgit (C only: gcc, not build-essential's g++), and `mcgit demo`,
 # which needs nothing else at run time (not even git: it signs and commits
