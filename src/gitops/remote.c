@@ -102,6 +102,66 @@ static int verify_fetched(mcg_repo *r, const git_oid *new_oid, const git_oid *ol
     return rc;
 }
 
+/*
+ * url with git's url.<base>.insteadOf applied (the longest matching prefix
+ * wins), as a new string. The config is walked entry by entry and matched
+ * here: libgit2 1.5's own rewrite (inside git_remote_lookup) matches a
+ * regex against every entry and leaks the match data of each entry that
+ * does not match, on every fetch.
+ */
+static char *rewrite_url(git_config *cfg, const char *url)
+{
+    static const char pre[] = "url.", suf[] = ".insteadof";
+    git_config_iterator *it = NULL;
+    git_config_entry *e = NULL;
+    char *base = NULL;
+    size_t best = 0;
+    if (git_config_iterator_new(&it, cfg) != 0)
+        return mcg_strdup(url);
+    while (git_config_next(&e, it) == 0) {
+        size_t n = strlen(e->name), vl = e->value ? strlen(e->value) : 0;
+        if (n <= strlen(pre) + strlen(suf) || strncmp(e->name, pre, strlen(pre)) != 0 ||
+            strcmp(e->name + n - strlen(suf), suf) != 0 || vl <= best ||
+            strncmp(url, e->value, vl) != 0)
+            continue;
+        best = vl;
+        free(base);
+        base = mcg_strndup(e->name + strlen(pre), n - strlen(pre) - strlen(suf));
+    }
+    git_config_iterator_free(it);
+    char *out = base ? mcg_sprintf("%s%s", base, url + best) : mcg_strdup(url);
+    free(base);
+    return out;
+}
+
+/*
+ * The remote called name, as an anonymous remote on its URL (rewritten by
+ * url.*.insteadOf): git_remote_lookup's regex matching leaks (above).
+ * GIT_ENOTFOUND when the repository has no such remote.
+ */
+static int remote_open(git_remote **out, git_repository *repo, const char *name)
+{
+    git_config *cfg = NULL;
+    git_buf b = {0};
+    char *key = mcg_sprintf("remote.%s.url", name), *url = NULL;
+    *out = NULL;
+    int rc = git_repository_config_snapshot(&cfg, repo);
+    if (!rc)
+        rc = git_config_get_string_buf(&b, cfg, key);
+    if (!rc) {
+        url = rewrite_url(cfg, b.ptr);
+        git_remote_create_options ro = GIT_REMOTE_CREATE_OPTIONS_INIT;
+        ro.repository = repo;
+        ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+        rc = git_remote_create_with_opts(out, url, &ro);
+    }
+    git_buf_dispose(&b);
+    git_config_free(cfg);
+    free(url);
+    free(key);
+    return rc;
+}
+
 int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *root, int64_t now,
                      char sha_out[MCG_SHA_HEX + 1], mcg_err *err)
 {
@@ -110,7 +170,7 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *ro
     char *fetched = NULL, *local = NULL;
     int rc = 0;
     sha_out[0] = '\0';
-    if (git_remote_lookup(&remote, r->git, remote_name) != 0)
+    if (remote_open(&remote, r->git, remote_name) != 0)
         return mcg_err_set(err, MCG_ENOTFOUND, "no remote '%s'", remote_name);
     /* The fetched tip lands in refs/mcgit/fetched/, which only this
      * function writes; the branch itself moves after verification. */
