@@ -231,6 +231,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (strcmp(method, "GET") && strcmp(method, "HEAD"))
             return answer_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only\n");
         mcg_buf b = MCG_BUF_INIT;
+        mcg_metrics_process_update(s->metrics);
         mcg_metrics_format(s->metrics, &b);
         enum MHD_Result r =
             answer(conn, MHD_HTTP_OK, MCG_METRICS_CONTENT_TYPE, b.ptr ? b.ptr : "", b.len);
@@ -371,6 +372,8 @@ int mcg_metrics_serve(mcg_metrics_server **out, const mcg_metrics_server_opts *o
         mcg_metrics_declare(s->metrics, "mcgit_webhook_requests_total", MCG_METRIC_COUNTER,
                             "Webhook calls by outcome (accepted, unauthorized).", "outcome", NULL,
                             0, NULL); /* already declared by an earlier server: fine */
+    if (s->metrics && (rc = mcg_metrics_process_declare(s->metrics, err)) != 0)
+        goto out;
     s->wake = o->wake;
     s->wake_ctx = o->wake_ctx;
     snprintf(s->who, sizeof(s->who), "%s", o->who ? o->who : "mcgit");
