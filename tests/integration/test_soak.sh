@@ -6,6 +6,7 @@
 #   * a controller on a mirror of a remote, its listener scraped and its
 #     webhook called;
 #   * an idle agent, its listener scraped;
+# and `mcgit sync` asks the first controller for a pass now and then;
 # each passing every second (--interval 1), so a leak per pass or per
 # request shows. Each fails if its resident memory (VmRSS) grows by more
 # than 1 MiB, or its open descriptors grow at all, between the 10th second
@@ -49,7 +50,7 @@ CTL_MIRROR=$!
 pids+=($!)
 AGENT=$!
 
-# scrapes every half second, a webhook call every 2 s
+# scrapes every half second, a webhook call every 2 s, `mcgit sync` every 4 s
 (
   i=0
   while :; do
@@ -58,6 +59,7 @@ AGENT=$!
       curl -s -m 2 -o /dev/null -X POST -H 'Authorization: Bearer s3cret-token' \
         "http://127.0.0.1:$P2/hooks/git" || true
     fi
+    if [ $((i % 8)) = 2 ]; then "$MCGIT" sync --cluster "local:$T/cl1" >/dev/null 2>&1 || true; fi
     i=$((i + 1))
     sleep 0.5
   done
@@ -77,6 +79,17 @@ for i in 0 1 2; do
   if ! kill -0 "$p" 2>/dev/null; then bad "$n died"; sed 's/^/    /' "$T/$n.log" | tail -5; continue; fi
   r1=$(rss "$p") f1=$(fds "$p")
   grow=$((r1 - rss0[i]))
+  port=$P1
+  [ "$n" = ctl-mirror ] && port=$P2
+  [ "$n" = agent ] && port=$P3
+  # the process metrics say the same (the scrape's own connection is one more descriptor)
+  curl -s -m 2 "http://127.0.0.1:$port/metrics" >"$T/$n.prom" || true
+  mf=$(awk '/^process_open_fds / {print $2}' "$T/$n.prom")
+  mr=$(awk '/^process_resident_memory_bytes / {printf "%d", $2 / 1024}' "$T/$n.prom")
+  [ -n "$mf" ] && [ "$mf" -ge "$f1" ] && [ "$mf" -le $((f1 + 2)) ] && [ -n "$mr" ] \
+    && [ "$mr" -ge $((r1 / 2)) ] && [ "$mr" -le $((r1 * 2)) ] \
+    && ok "$n: process_open_fds $mf, process_resident_memory_bytes ${mr} kB agree with /proc" \
+    || bad "$n: process metrics open_fds '$mf' rss '${mr}' kB against /proc $f1 and $r1 kB"
   echo "# $n: VmRSS ${rss0[$i]} kB -> $r1 kB (${grow} kB in ${SECS} s), fds ${fd0[$i]} -> $f1"
   [ "$grow" -le 1024 ] && ok "$n: RSS grew ${grow} kB in ${SECS} s (at most 1024)" \
     || bad "$n: RSS grew ${grow} kB in ${SECS} s (more than 1 MiB)"
