@@ -115,6 +115,16 @@ typedef struct mcg_import_stats {
 } mcg_import_stats;
 int mcg_gitops_note_import(mcg_repo *r, int64_t now, mcg_err *err);
 bool mcg_gitops_import_stats(const mcg_repo *r, mcg_import_stats *out);
+/*
+ * git_libgit2_init with mcgit's settings; every gitops and bundle entry
+ * point calls it instead (balanced by git_libgit2_shutdown, as before), and
+ * so does anything else that writes through libgit2. The first
+ * initialisation turns on GIT_OPT_ENABLE_FSYNC_GITDIR: the objects, packs,
+ * refs and reflogs mcgit writes (server, mirror, bundle import, rollback)
+ * reach the disk before a ref can name them, so a power cut never leaves a
+ * ref naming a lost object. Returns git_libgit2_init's count.
+ */
+int mcg_gitops_lib_init(void);
 /* Resolve a revision (sha, branch, tag, HEAD~2 ...) to a commit sha. */
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err);
 /* The committer time of commit sha in *t; 0, or MCG_ENOTFOUND. */

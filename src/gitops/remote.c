@@ -254,7 +254,7 @@ int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err)
     git_remote *remote = NULL;
     int rc = 0;
     struct stat st;
-    git_libgit2_init(); /* like every gitops entry point */
+    mcg_gitops_lib_init(); /* like every gitops entry point */
     if (stat(dir, &st) == 0) {
         if (git_repository_open_ext(&repo, dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0)
             return mcg_err_set(err, MCG_EINVAL, "%s: exists and is not a git repository", dir);

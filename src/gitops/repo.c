@@ -67,10 +67,18 @@ static int load_settings(mcg_repo *r, mcg_err *err)
     return rc;
 }
 
+int mcg_gitops_lib_init(void)
+{
+    int n = git_libgit2_init();
+    if (n == 1) /* the first initialisation (again after a full shutdown) */
+        git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
+    return n;
+}
+
 int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err)
 {
     *out = NULL;
-    git_libgit2_init();
+    mcg_gitops_lib_init();
     mcg_repo *r = mcg_calloc(1, sizeof(*r));
     if (git_repository_open_ext(&r->git, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0) {
         struct stat st;
@@ -134,7 +142,7 @@ int mcg_repo_open_view(mcg_repo **out, const mcg_repo *r, git_odb *odb, mcg_err 
 {
     mcg_repo *v = mcg_calloc(1, sizeof(*v));
     *out = NULL;
-    git_libgit2_init(); /* balanced by mcg_repo_free */
+    mcg_gitops_lib_init(); /* balanced by mcg_repo_free */
     v->source_branch = mcg_strdup(r->source_branch);
     v->rendered_branch = mcg_strdup(r->rendered_branch);
     if (git_repository_open_ext(&v->git, git_repository_path(r->git), GIT_REPOSITORY_OPEN_NO_SEARCH,
@@ -229,7 +237,7 @@ int mcg_gitops_reset_hard(const char *path, const char *rev, mcg_err *err)
     git_repository *g = NULL;
     git_object *target = NULL;
     int rc = 0;
-    git_libgit2_init();
+    mcg_gitops_lib_init();
     if (git_repository_open_ext(&g, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0 ||
         git_revparse_single(&target, g, rev) != 0 ||
         git_reset(g, target, GIT_RESET_HARD, NULL) != 0)
