@@ -49,8 +49,9 @@ install build-essential debhelper lintian systemd
 # (tests/fuzz/run.sh: libFuzzer, ASan, UBSan), and the install checks
 # (test_install: mandoc, man-db, zsh; test_systemd_units: systemd-analyze,
 # installed above with the packaging tools that package/test_deb uses);
-# strace: test_fsync counts the fsyncs of repository writes.
-install git openssh-client valgrind python3 jq procps gzip coreutils libcmocka-dev strace \
+# strace: test_fsync counts the fsyncs of repository writes; GNU time:
+# test_bundle_bomb measures peak RSS (and the benchmarks use it).
+install git openssh-client valgrind python3 jq procps gzip coreutils libcmocka-dev strace time \
         clang libclang-rt-14-dev \
         mandoc man-db groff-base zsh \
         prometheus  # promtool and a real Prometheus server: test_metrics.sh
