@@ -248,24 +248,56 @@ out:
     return rc;
 }
 
+/* The URL of dir's remote 'origin' (its configuration, not rewritten), or NULL. */
+static char *origin_url(git_repository *repo)
+{
+    git_config *cfg = NULL;
+    git_buf b = {0};
+    char *url = NULL;
+    if (git_repository_config_snapshot(&cfg, repo) == 0 &&
+        git_config_get_string_buf(&b, cfg, "remote.origin.url") == 0)
+        url = mcg_strdup(b.ptr);
+    git_buf_dispose(&b);
+    git_config_free(cfg);
+    return url;
+}
+
+/*
+ * The mirror's remote, written as `git remote add origin URL` writes it.
+ * Set through the configuration: git_remote_lookup and git_remote_create
+ * apply url.*.insteadOf with libgit2 1.5's leaking regex walk.
+ */
+static int origin_add(git_repository *repo, const char *url)
+{
+    git_config *cfg = NULL;
+    int rc = git_repository_config(&cfg, repo);
+    if (!rc)
+        rc = git_config_set_string(cfg, "remote.origin.url", url);
+    if (!rc)
+        rc = git_config_set_string(cfg, "remote.origin.fetch",
+                                   "+refs/heads/*:refs/remotes/origin/*");
+    git_config_free(cfg);
+    return rc;
+}
+
 int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err)
 {
     git_repository *repo = NULL;
-    git_remote *remote = NULL;
     int rc = 0;
     struct stat st;
     mcg_gitops_lib_init(); /* like every gitops entry point */
     if (stat(dir, &st) == 0) {
         if (git_repository_open_ext(&repo, dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0)
             return mcg_err_set(err, MCG_EINVAL, "%s: exists and is not a git repository", dir);
-        if (git_remote_lookup(&remote, repo, "origin") != 0) {
+        char *have = origin_url(repo);
+        if (!have) {
             rc = mcg_err_set(err, MCG_EINVAL, "%s: mirror has no remote 'origin'", dir);
-        } else if (strcmp(git_remote_url(remote), url) != 0) {
+        } else if (strcmp(have, url) != 0) {
             rc = mcg_err_set(err, MCG_ECONFLICT,
-                             "%s: mirror of %s, not of %s; refusing to mix histories", dir,
-                             git_remote_url(remote), url);
+                             "%s: mirror of %s, not of %s; refusing to mix histories", dir, have,
+                             url);
         }
-        git_remote_free(remote);
+        free(have);
         git_repository_free(repo);
         return rc;
     }
@@ -274,10 +306,9 @@ int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err)
     io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
     if (git_repository_init_ext(&repo, tmp, &io) != 0) {
         rc = mcg_git_err(err, tmp);
-    } else if (git_remote_create(&remote, repo, "origin", url) != 0) {
+    } else if (origin_add(repo, url) != 0) {
         rc = mcg_git_err(err, url);
     }
-    git_remote_free(remote);
     git_repository_free(repo);
     if (!rc && rename(tmp, dir) != 0)
         rc = mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
