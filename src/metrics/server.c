@@ -45,6 +45,10 @@
 #define REQUEST_DEADLINE_MS 5000 /* request line, headers, body and answer (deadline.c) */
 #define CONNECTION_TIMEOUT_S 5   /* libmicrohttpd's idle timeout */
 #define CUTS_METRIC "mcgit_listener_deadline_cuts_total"
+/* Connections the kernel queues before libmicrohttpd accepts them: clients
+ * that reconnect as fast as they are refused must not fill the queue, or
+ * everyone else's SYN is dropped and retried a second later. */
+#define LISTEN_BACKLOG 1024
 
 struct mcg_metrics_server {
     struct MHD_Daemon *d;
@@ -346,7 +350,7 @@ static int listen_on(const char *addr, bool *v6, mcg_err *err)
         }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0) {
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, LISTEN_BACKLOG) == 0) {
             *v6 = ai->ai_family == AF_INET6;
             break;
         }

@@ -26,7 +26,11 @@ check() {
   [ "$o" -gt 0 ] && [ "$r" -gt 0 ] && ok "$1: fsyncs on objects ($o) and refs ($r)" \
     || bad "$1: not fsynced (objects $o, refs $r)"
 }
-trace() { strace -f -y -qq -e trace=fsync,fdatasync -o "$T/strace" "$@" >"$T/out" 2>"$T/err"; }
+# (LeakSanitizer cannot run under ptrace: off for the traced runs of the ASan build)
+trace() {
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+    strace -f -y -qq -e trace=fsync,fdatasync -o "$T/strace" "$@" >"$T/out" 2>"$T/err"
+}
 
 trace "$MCGIT" render --repo "$R" --trust "$T/trust" || { bad "render failed"; sed 's/^/    /' "$T/err" | head -3; }
 git -C "$R" rev-parse -q --verify refs/heads/rendered >/dev/null && ok "render wrote the rendered branch" || bad "no rendered branch"
