@@ -12,14 +12,19 @@
 # (the warm-up excluded), as TABLE rows. Target (issue 27): RSS growth
 # <= 1 MiB per hour for each daemon, descriptors flat.
 #
-#   tests/bench/bench_soak.sh [SECONDS]      BUILD=dir for an existing build
+#   tests/bench/bench_soak.sh [SECONDS]      BUILD=dir for an existing build;
+#                                            MCGIT=cmd to run instead (e.g. a
+#                                            wrapper running the controller
+#                                            under valgrind)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 SECS=${1:-3600}
 B=${BUILD:-$SRC/build-release}
-[ -n "${BUILD:-}" ] || cmake -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$B" -j"$(nproc)" --target mcgit >/dev/null
-M=$B/mcgit
+if [ -z "${MCGIT:-}" ]; then
+  [ -n "${BUILD:-}" ] || cmake -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$B" -j"$(nproc)" --target mcgit >/dev/null
+fi
+M=${MCGIT:-$B/mcgit}
 T=$(mktemp -d "${TMPDIR:-/tmp}/mcgit-bench.XXXXXX")
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$T"' EXIT
@@ -32,7 +37,7 @@ printf 'bench-token\n' >"$T/token"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 CP=$(port)
 "$M" hook install --repo "$T/origin.git" --trust "$T/trust" \
-  --webhook-url "http://127.0.0.1:$CP/hooks/git" --webhook-token-file "$T/token" >/dev/null
+  --webhook-url "http://127.0.0.1:$CP/hooks/git" --webhook-token-file "$T/token" >/dev/null 2>&1
 CL=local:$T/cl
 names=(controller)
 ports=("$CP")
@@ -65,7 +70,7 @@ sample() { # sample MINUTE: one line per process into $T/samples
 step=0
 drive() { # one step of the cycle
   case $((step % 5)) in
-    0) bench_mc "v$step"; git -C "$R" push -q "$T/origin.git" main 2>/dev/null ;;
+    0) bench_mc "step$step"; git -C "$R" push -q "$T/origin.git" main 2>/dev/null || true ;;
     1) f=$T/cl/roots/w1/etc/bench.conf; [ -e "$f" ] && echo tampered >"$f"
        "$M" agent --node w1 --cluster "$CL" --once --force -q >/dev/null 2>&1 || true ;;
     2) "$M" rollback --repo "$R" HEAD~1 --key "$T/key" >/dev/null 2>&1 || true

@@ -133,7 +133,6 @@ curl -sf "http://127.0.0.1:$CP/metrics" >"$T/ctl.prom" && ok "127.0.0.1 is serve
 cuts=$(awk '/^mcgit_listener_deadline_cuts_total / {print $2}' "$T/ctl.prom")
 [ "${cuts:-0}" -gt 0 ] 2>/dev/null && ok "cuts counted: mcgit_listener_deadline_cuts_total $cuts" \
   || bad "mcgit_listener_deadline_cuts_total is '${cuts}'"
-for f in ctl agent; do
-  if grep -qE "Sanitizer|runtime error" "$T/$f.log"; then bad "sanitizer report in $f.log"; sed 's/^/    /' "$T/$f.log" | head; fi
-done
+stop_clean controller "${pids[0]}" "$T/ctl.log"
+stop_clean agent "${pids[1]}" "$T/agent.log"
 finish

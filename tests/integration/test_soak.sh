@@ -115,13 +115,5 @@ state() { "$MCGIT" status --cluster "local:$T/$1" nodes -o json | python3 -c 'im
 # build LeakSanitizer reports at exit whatever was never freed: that fails too
 kill "$SCRAPER" 2>/dev/null || true
 wait "$SCRAPER" 2>/dev/null || true
-for i in 0 1 2; do
-  p=${procs[$i]} n=${names[$i]} rc=0
-  kill -TERM "$p" 2>/dev/null || true
-  wait "$p" || rc=$?
-  [ "$rc" = 0 ] && ok "$n: stopped by SIGTERM, exit 0" || bad "$n: exit $rc after SIGTERM"
-done
-for n in "${names[@]}"; do
-  if grep -qE "Sanitizer|runtime error" "$T/$n.log"; then bad "sanitizer report in $n.log"; sed 's/^/    /' "$T/$n.log" | head -30; fi
-done
+for i in 0 1 2; do stop_clean "${names[$i]}" "${procs[$i]}" "$T/${names[$i]}.log"; done
 finish
