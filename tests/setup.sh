@@ -86,8 +86,11 @@ install build-essential debhelper lintian systemd
 # The tests: unit tests, Valgrind, the integration tests' tools, clang
 # (tests/fuzz/run.sh: libFuzzer, ASan, UBSan), and the install checks
 # (test_install: mandoc, man-db, zsh; test_systemd_units: systemd-analyze,
-# installed above with the packaging tools that package/test_deb uses).
-install git openssh-client valgrind python3 jq procps gzip coreutils time util-linux libcmocka-dev \
+# installed above with the packaging tools that package/test_deb uses);
+# strace: test_fsync counts the fsyncs of repository writes; GNU time:
+# test_bundle_bomb and test_kube_backend measure peak RSS (and the benchmarks
+# use it).
+install git openssh-client valgrind python3 jq procps gzip coreutils util-linux libcmocka-dev strace time \
         clang libclang-rt-14-dev \
         mandoc man-db groff-base zsh \
         prometheus  # promtool and a real Prometheus server: test_metrics.sh

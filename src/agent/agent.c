@@ -1120,6 +1120,41 @@ int mcg_agent_apply(mcg_agent_result *res, mcg_agent *a, const char *name, const
     return rc;
 }
 
+/*
+ * A live host is proven to be the node again at the start of every pass,
+ * before a journal is resumed or anything is written, cordoned or reported:
+ * a node unbound and bound to new hardware while this agent runs is not
+ * managed from here any more. 0: proven. MCG_ETRUST: this host is not (or
+ * no longer) the node, err says why in one line. *offline: the node could
+ * not be read (cluster unreachable): nothing proven, the pass may only
+ * check drift without writing.
+ */
+static int reprove_host(mcg_agent *a, mcg_cluster *c, bool *offline, mcg_err *err)
+{
+    mcg_host_identity h;
+    mcg_node n;
+    mcg_err e = {0};
+    *offline = false;
+    if (!a->live)
+        return 0;
+    memset(&n, 0, sizeof(n));
+    if (mcg_agent_host_identity(&h, a->o.root ? a->o.root : "/", &e) != 0)
+        return mcg_err_set(err, MCG_ETRUST, "refusing to manage this host as node %s: %s",
+                           a->o.node, e.msg);
+    int rc = mcg_cluster_get_node(c, a->o.node, &n, &e);
+    if (rc == MCG_ENOTFOUND || rc == MCG_EINVAL)
+        return mcg_err_set(err, MCG_ETRUST, "refusing to manage this host (%s): node %s: %s",
+                           h.hostname, a->o.node, e.msg);
+    if (rc) {
+        *offline = true;
+        logf_(a, 1, "identity not re-proven (%s): checking drift offline, nothing written", e.msg);
+        return 0;
+    }
+    rc = mcg_agent_identity_match(&h, &n, err);
+    mcg_node_clear(&n);
+    return rc;
+}
+
 int mcg_agent_run_once(mcg_agent_result *res, mcg_agent *a, mcg_cluster *c, mcg_err *err)
 {
     memset(res, 0, sizeof(*res));
@@ -1127,9 +1162,17 @@ int mcg_agent_run_once(mcg_agent_result *res, mcg_agent *a, mcg_cluster *c, mcg_
     memset(&n, 0, sizeof(n));
     char *spec = NULL, *cur = NULL;
     size_t len = 0;
-    bool had;
+    bool had, offline;
     mcg_err e = {0};
-    int rc = resume(a, c, res, &had, err);
+    int rc = reprove_host(a, c, &offline, err);
+    if (rc)
+        return rc;
+    if (offline) {
+        drift_pass(a, NULL, NULL, res);
+        res->offline = true;
+        return 0;
+    }
+    rc = resume(a, c, res, &had, err);
     if (rc || (had && res->state != MCG_AGENT_DONE))
         return rc;
     if ((rc = mcg_cluster_get_node(c, a->o.node, &n, &e)) != 0) {
@@ -1238,6 +1281,8 @@ int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig
         clock_gettime(CLOCK_MONOTONIC, &t1);
         record_pass(a, rc, &res, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
                     last_drift, sizeof(last_drift));
+        if (rc == MCG_ETRUST) /* this host is no longer the node: stop, in one line */
+            return mcg_err_set(err, rc, "%s", e.msg);
         if (rc) {
             logf_(a, 1, "pass failed: %s", e.msg);
             if (rc == MCG_ENOTFOUND && first)

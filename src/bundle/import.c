@@ -372,7 +372,7 @@ int mcg_bundle_verify(mcg_bundle_report *rep, mcg_repo *r, const char *path,
 {
     session s = {.lockfd = -1};
     memset(rep, 0, sizeof(*rep));
-    git_libgit2_init();
+    mcg_gitops_lib_init();
     int rc = check_bundle(&s, rep, r, path, root, progress, err);
     session_end(&s);
     git_libgit2_shutdown();
@@ -469,7 +469,7 @@ int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
     bool any = false, blocked = false;
     sigset_t stop, old;
     memset(rep, 0, sizeof(*rep));
-    git_libgit2_init();
+    mcg_gitops_lib_init();
     int rc = check_bundle(&s, rep, r, path, root, progress, err);
     if (rc)
         goto out;

@@ -3,6 +3,8 @@
  * indexer, chunk by chunk as it is read, and the same bytes handed to a
  * pack scan (pack/scan*.c) on a second thread, which reads every commit,
  * tree and tag as it goes by and checks the commits' signatures meanwhile.
+ * Before the indexer resolves a delta, the scan's declared sizes bound what
+ * that will take (check_sizes).
  */
 #include "bundle/bundle_int.h"
 
@@ -58,6 +60,49 @@ static bool pack_sum_ok(pack_sum *c)
     unsigned int len = 0;
     return c->md && c->ntail == GIT_OID_RAWSZ && EVP_DigestFinal_ex(c->md, d, &len) == 1 &&
            len == GIT_OID_RAWSZ && memcmp(d, c->tail, GIT_OID_RAWSZ) == 0;
+}
+
+/*
+ * Bounded memory: libgit2's indexer allocates each delta's result at the
+ * size the delta declares when it resolves it, so a small pack of copy
+ * instructions can ask for gigabytes. Before any delta is resolved, the
+ * scan's sizes (pack/scan.c: every object's declared inflated size) are
+ * checked: no object may exceed MAX_OBJECT (the largest file mcgit reads
+ * from a tree), and all together no more than INFLATE_RATIO times the pack
+ * plus INFLATE_FLOOR — far more than text history compresses by (a config
+ * repository's pack inflates 3 to 30 times), far less than a delta bomb.
+ */
+#define MAX_OBJECT ((uint64_t)MCG_MAX_SOURCE_FILE)
+#define INFLATE_RATIO 1024u
+#define INFLATE_FLOOR ((uint64_t)256 * 1024 * 1024)
+
+static int check_sizes(mcg_pack_scanner *pre, uint64_t pack_bytes, mcg_err *err)
+{
+    mcg_pack_sizes z;
+    /* what was parsed counts even when the rest does not parse */
+    bool whole = mcg_pack_scan_sizes(pre, &z);
+    if (z.largest > MAX_OBJECT)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "refused before indexing: the object at offset %llu of the bundle's "
+                           "pack would inflate to %llu bytes, over the limit of %llu for one "
+                           "object (a delta bomb?)",
+                           (unsigned long long)z.largest_off, (unsigned long long)z.largest,
+                           (unsigned long long)MAX_OBJECT);
+    uint64_t budget = pack_bytes > (UINT64_MAX - INFLATE_FLOOR) / INFLATE_RATIO
+                          ? UINT64_MAX
+                          : INFLATE_FLOOR + pack_bytes * INFLATE_RATIO;
+    if (z.total > budget)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "refused before indexing: the bundle's %llu-byte pack would inflate "
+                           "to %llu bytes, over its budget of %llu (%u times its size and "
+                           "256 MiB)",
+                           (unsigned long long)pack_bytes, (unsigned long long)z.total,
+                           (unsigned long long)budget, INFLATE_RATIO);
+    if (!whole)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "damaged or truncated bundle: its pack does not parse to its end "
+                           "(refused before indexing)");
+    return 0;
 }
 
 /* The indexer's progress: objects received, then deltas resolved. */
@@ -122,6 +167,8 @@ int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *r
         rc = mcg_err_set(err, MCG_EINVAL, "truncated bundle: no pack data");
         goto out;
     }
+    if ((rc = check_sizes(pre, rep->pack_bytes, err)) != 0)
+        goto out;
     if (git_indexer_commit(idx, &stats) != 0) {
         const git_error *e = git_error_last();
         rc = mcg_err_set(err, MCG_EINVAL, "damaged or truncated bundle: %s",

@@ -230,13 +230,13 @@ static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, boo
  * waiting, and the stop flag is lent to the backend only here.
  */
 static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, const char *identity,
-                          const loop_signals *sg, uint64_t answered)
+                          const loop_signals *sg, uint64_t answered, mcg_tip_watch *tw)
 {
     long left = (long)(o->interval * 1000);
     /* a push to the repo itself (no remote to fetch) is seen within a
      * slice: its source branch is looked at between slices of a quarter second */
     char tip0[MCG_SHA_HEX + 1] = "", tip[MCG_SHA_HEX + 1];
-    bool watch_repo = mcg_gitops_source_tip(o->pass.repo, tip0);
+    bool watch_repo = mcg_gitops_tip_watch_read(tw, tip0);
     long since_sync = 0;
     while (left > 0 && !stop && !woken()) {
         long cap = watch_repo ? REPO_SLICE_MS : LEASE_SLICE_MS;
@@ -252,7 +252,7 @@ static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, con
             say("watch: %s", werr.msg);
         if (wrc == 1 || woken())
             return; /* a node changed, or a wake: pass now */
-        if (watch_repo && mcg_gitops_source_tip(o->pass.repo, tip) && strcmp(tip, tip0) != 0)
+        if (watch_repo && mcg_gitops_tip_watch_read(tw, tip) && strcmp(tip, tip0) != 0)
             return; /* a push: pass now */
         left -= slice;
         since_sync += slice;
@@ -345,6 +345,10 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
     }
     mcg_controller_opts po = o->pass;
     po.metrics = mx;
+    /* opened once for the run: the wait looks at the source branch through
+     * it, and it keeps libgit2 initialised between passes */
+    mcg_tip_watch *tw = NULL;
+    (void)mcg_gitops_tip_watch_open(&tw, po.repo); /* NULL: no watch, passes still run */
     loop_signals sg;
     stop = 0;
     atomic_store(&wake_requested, 0);
@@ -386,11 +390,12 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
             mcg_controller_sync_wanted(cl, answered))
             continue; /* asked again during the pass (and no stop waiting): pass again now */
         if (leader && !prc && mcg_cluster_watches(cl))
-            wait_watching(o, cl, identity, &sg, answered);
+            wait_watching(o, cl, identity, &sg, answered, tw);
         else
             wait_sleeping(o->interval, &sg);
     }
     mcg_strv_free(&st.last_unmanaged);
+    mcg_gitops_tip_watch_free(tw);
     signals_end(&sg);
     mcg_metrics_server_free(srv); /* its thread may call mcg_controller_wake: a no-op now */
     mcg_metrics_free(mx);

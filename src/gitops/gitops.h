@@ -123,6 +123,16 @@ typedef struct mcg_import_stats {
 } mcg_import_stats;
 int mcg_gitops_note_import(mcg_repo *r, int64_t now, mcg_err *err);
 bool mcg_gitops_import_stats(const mcg_repo *r, mcg_import_stats *out);
+/*
+ * git_libgit2_init with mcgit's settings; every gitops and bundle entry
+ * point calls it instead (balanced by git_libgit2_shutdown, as before), and
+ * so does anything else that writes through libgit2. The first
+ * initialisation turns on GIT_OPT_ENABLE_FSYNC_GITDIR: the objects, packs,
+ * refs and reflogs mcgit writes (server, mirror, bundle import, rollback)
+ * reach the disk before a ref can name them, so a power cut never leaves a
+ * ref naming a lost object. Returns git_libgit2_init's count.
+ */
+int mcg_gitops_lib_init(void);
 /* Resolve a revision (sha, branch, tag, HEAD~2 ...) to a commit sha. */
 int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 1], mcg_err *err);
 /* The committer time of commit sha in *t; 0, or MCG_ENOTFOUND. */
@@ -133,11 +143,20 @@ int mcg_gitops_commit_time(int64_t *t, mcg_repo *r, const char *sha);
  */
 int mcg_gitops_reset_hard(const char *path, const char *rev, mcg_err *err);
 /*
- * The tip of the source branch of the repository at path, when it has one
- * and no remote (a repo operators push to directly); false otherwise, or
- * when it cannot be opened. Cheap enough to call every second.
+ * A watch on the source branch of the repository at path, for a daemon
+ * that looks at it every quarter second. The repository is opened once and
+ * whether it has a remote is decided once; each read is one ref lookup on
+ * that handle (no configuration is read again, nothing accumulates).
+ * mcg_gitops_tip_watch_open: MCG_EIO when path cannot be opened (*out
+ * NULL). mcg_gitops_tip_watch_read: the branch's tip in sha, when the
+ * repository has no remote (a repo operators push to directly) and the
+ * branch exists; false otherwise (w may be NULL). The watch holds libgit2
+ * initialised until mcg_gitops_tip_watch_free (NULL: no-op).
  */
-bool mcg_gitops_source_tip(const char *path, char sha[MCG_SHA_HEX + 1]);
+typedef struct mcg_tip_watch mcg_tip_watch;
+int mcg_gitops_tip_watch_open(mcg_tip_watch **out, const char *path);
+bool mcg_gitops_tip_watch_read(mcg_tip_watch *w, char sha[MCG_SHA_HEX + 1]);
+void mcg_gitops_tip_watch_free(mcg_tip_watch *w);
 /* Is a a descendant of (or equal to) b? */
 bool mcg_repo_descends(const mcg_repo *r, const char *a, const char *b);
 

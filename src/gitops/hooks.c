@@ -44,7 +44,7 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
     char *hooks = NULL, *head = NULL;
     bool ch = false;
     int rc = 0;
-    git_libgit2_init();
+    mcg_gitops_lib_init();
     if (binary)
         *binary = NULL;
     if (o->source_branch && !mcg_model_branch_name_ok(o->source_branch)) {

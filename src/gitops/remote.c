@@ -129,6 +129,66 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
     return rc;
 }
 
+/*
+ * url with git's url.<base>.insteadOf applied (the longest matching prefix
+ * wins), as a new string. The config is walked entry by entry and matched
+ * here: libgit2 1.5's own rewrite (inside git_remote_lookup) matches a
+ * regex against every entry and leaks the match data of each entry that
+ * does not match, on every fetch.
+ */
+static char *rewrite_url(git_config *cfg, const char *url)
+{
+    static const char pre[] = "url.", suf[] = ".insteadof";
+    git_config_iterator *it = NULL;
+    git_config_entry *e = NULL;
+    char *base = NULL;
+    size_t best = 0;
+    if (git_config_iterator_new(&it, cfg) != 0)
+        return mcg_strdup(url);
+    while (git_config_next(&e, it) == 0) {
+        size_t n = strlen(e->name), vl = e->value ? strlen(e->value) : 0;
+        if (n <= strlen(pre) + strlen(suf) || strncmp(e->name, pre, strlen(pre)) != 0 ||
+            strcmp(e->name + n - strlen(suf), suf) != 0 || vl <= best ||
+            strncmp(url, e->value, vl) != 0)
+            continue;
+        best = vl;
+        free(base);
+        base = mcg_strndup(e->name + strlen(pre), n - strlen(pre) - strlen(suf));
+    }
+    git_config_iterator_free(it);
+    char *out = base ? mcg_sprintf("%s%s", base, url + best) : mcg_strdup(url);
+    free(base);
+    return out;
+}
+
+/*
+ * The remote called name, as an anonymous remote on its URL (rewritten by
+ * url.*.insteadOf): git_remote_lookup's regex matching leaks (above).
+ * GIT_ENOTFOUND when the repository has no such remote.
+ */
+static int remote_open(git_remote **out, git_repository *repo, const char *name)
+{
+    git_config *cfg = NULL;
+    git_buf b = {0};
+    char *key = mcg_sprintf("remote.%s.url", name), *url = NULL;
+    *out = NULL;
+    int rc = git_repository_config_snapshot(&cfg, repo);
+    if (!rc)
+        rc = git_config_get_string_buf(&b, cfg, key);
+    if (!rc) {
+        url = rewrite_url(cfg, b.ptr);
+        git_remote_create_options ro = GIT_REMOTE_CREATE_OPTIONS_INIT;
+        ro.repository = repo;
+        ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+        rc = git_remote_create_with_opts(out, url, &ro);
+    }
+    git_buf_dispose(&b);
+    git_config_free(cfg);
+    free(url);
+    free(key);
+    return rc;
+}
+
 int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *root,
                      const mcg_fetch_opts *o, char sha_out[MCG_SHA_HEX + 1], mcg_err *err)
 {
@@ -138,7 +198,7 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *ro
     int64_t now = o ? o->now : 0;
     int rc = 0;
     sha_out[0] = '\0';
-    if (git_remote_lookup(&remote, r->git, remote_name) != 0)
+    if (remote_open(&remote, r->git, remote_name) != 0)
         return mcg_err_set(err, MCG_ENOTFOUND, "no remote '%s'", remote_name);
     if ((rc = transfer(r, remote, o, err)) != 0)
         goto out;
@@ -194,24 +254,56 @@ out:
     return rc;
 }
 
+/* The URL of dir's remote 'origin' (its configuration, not rewritten), or NULL. */
+static char *origin_url(git_repository *repo)
+{
+    git_config *cfg = NULL;
+    git_buf b = {0};
+    char *url = NULL;
+    if (git_repository_config_snapshot(&cfg, repo) == 0 &&
+        git_config_get_string_buf(&b, cfg, "remote.origin.url") == 0)
+        url = mcg_strdup(b.ptr);
+    git_buf_dispose(&b);
+    git_config_free(cfg);
+    return url;
+}
+
+/*
+ * The mirror's remote, written as `git remote add origin URL` writes it.
+ * Set through the configuration: git_remote_lookup and git_remote_create
+ * apply url.*.insteadOf with libgit2 1.5's leaking regex walk.
+ */
+static int origin_add(git_repository *repo, const char *url)
+{
+    git_config *cfg = NULL;
+    int rc = git_repository_config(&cfg, repo);
+    if (!rc)
+        rc = git_config_set_string(cfg, "remote.origin.url", url);
+    if (!rc)
+        rc = git_config_set_string(cfg, "remote.origin.fetch",
+                                   "+refs/heads/*:refs/remotes/origin/*");
+    git_config_free(cfg);
+    return rc;
+}
+
 int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err)
 {
     git_repository *repo = NULL;
-    git_remote *remote = NULL;
     int rc = 0;
     struct stat st;
-    git_libgit2_init(); /* like every gitops entry point */
+    mcg_gitops_lib_init(); /* like every gitops entry point */
     if (stat(dir, &st) == 0) {
         if (git_repository_open_ext(&repo, dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0)
             return mcg_err_set(err, MCG_EINVAL, "%s: exists and is not a git repository", dir);
-        if (git_remote_lookup(&remote, repo, "origin") != 0) {
+        char *have = origin_url(repo);
+        if (!have) {
             rc = mcg_err_set(err, MCG_EINVAL, "%s: mirror has no remote 'origin'", dir);
-        } else if (strcmp(git_remote_url(remote), url) != 0) {
+        } else if (strcmp(have, url) != 0) {
             rc = mcg_err_set(err, MCG_ECONFLICT,
-                             "%s: mirror of %s, not of %s; refusing to mix histories", dir,
-                             git_remote_url(remote), url);
+                             "%s: mirror of %s, not of %s; refusing to mix histories", dir, have,
+                             url);
         }
-        git_remote_free(remote);
+        free(have);
         git_repository_free(repo);
         return rc;
     }
@@ -220,10 +312,9 @@ int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err)
     io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
     if (git_repository_init_ext(&repo, tmp, &io) != 0) {
         rc = mcg_git_err(err, tmp);
-    } else if (git_remote_create(&remote, repo, "origin", url) != 0) {
+    } else if (origin_add(repo, url) != 0) {
         rc = mcg_git_err(err, url);
     }
-    git_remote_free(remote);
     git_repository_free(repo);
     if (!rc && rename(tmp, dir) != 0)
         rc = mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));

@@ -67,10 +67,18 @@ static int load_settings(mcg_repo *r, mcg_err *err)
     return rc;
 }
 
+int mcg_gitops_lib_init(void)
+{
+    int n = git_libgit2_init();
+    if (n == 1) /* the first initialisation (again after a full shutdown) */
+        git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
+    return n;
+}
+
 int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err)
 {
     *out = NULL;
-    git_libgit2_init();
+    mcg_gitops_lib_init();
     mcg_repo *r = mcg_calloc(1, sizeof(*r));
     if (git_repository_open_ext(&r->git, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0) {
         struct stat st;
@@ -134,7 +142,7 @@ int mcg_repo_open_view(mcg_repo **out, const mcg_repo *r, git_odb *odb, mcg_err 
 {
     mcg_repo *v = mcg_calloc(1, sizeof(*v));
     *out = NULL;
-    git_libgit2_init(); /* balanced by mcg_repo_free */
+    mcg_gitops_lib_init(); /* balanced by mcg_repo_free */
     v->source_branch = mcg_strdup(r->source_branch);
     v->rendered_branch = mcg_strdup(r->rendered_branch);
     if (git_repository_open_ext(&v->git, git_repository_path(r->git), GIT_REPOSITORY_OPEN_NO_SEARCH,
@@ -162,19 +170,66 @@ int mcg_repo_resolve(const mcg_repo *r, const char *rev, char sha[MCG_SHA_HEX + 
     return rc;
 }
 
-bool mcg_gitops_source_tip(const char *path, char sha[MCG_SHA_HEX + 1])
+struct mcg_tip_watch {
+    mcg_repo *r;
+    char *ref; /* refs/heads/<source branch> */
+};
+
+/* Does the configuration name a remote (remote.<name>.url)? Walked entry by
+ * entry: git_remote_list matches a regex, and libgit2 1.5 leaks the match
+ * data of every entry it does not match. */
+static bool has_remote(git_repository *g)
+{
+    git_config *cfg = NULL;
+    git_config_iterator *it = NULL;
+    git_config_entry *e = NULL;
+    bool found = false;
+    if (git_repository_config_snapshot(&cfg, g) != 0)
+        return true; /* cannot tell: do not watch */
+    if (git_config_iterator_new(&it, cfg) != 0) {
+        git_config_free(cfg);
+        return true;
+    }
+    while (!found && git_config_next(&e, it) == 0) {
+        size_t n = strlen(e->name);
+        found = !strncmp(e->name, "remote.", 7) && n > 11 && !strcmp(e->name + n - 4, ".url");
+    }
+    git_config_iterator_free(it);
+    git_config_free(cfg);
+    return found;
+}
+
+int mcg_gitops_tip_watch_open(mcg_tip_watch **out, const char *path)
 {
     mcg_repo *r = NULL;
-    git_strarray remotes = {0};
-    bool ok = false;
-    sha[0] = '\0';
+    *out = NULL;
     if (!path || mcg_repo_open(&r, path, NULL) != 0)
+        return MCG_EIO;
+    mcg_tip_watch *w = mcg_calloc(1, sizeof(*w));
+    w->r = r;
+    if (!has_remote(r->git))
+        w->ref = mcg_sprintf("refs/heads/%s", r->source_branch);
+    *out = w;
+    return 0;
+}
+
+bool mcg_gitops_tip_watch_read(mcg_tip_watch *w, char sha[MCG_SHA_HEX + 1])
+{
+    git_oid oid;
+    sha[0] = '\0';
+    if (!w || !w->ref || git_reference_name_to_id(&oid, w->r->git, w->ref) != 0)
         return false;
-    if (git_remote_list(&remotes, r->git) == 0 && remotes.count == 0)
-        ok = mcg_repo_resolve(r, r->source_branch, sha, NULL) == 0;
-    git_strarray_dispose(&remotes);
-    mcg_repo_free(r);
-    return ok;
+    git_oid_tostr(sha, MCG_SHA_HEX + 1, &oid);
+    return true;
+}
+
+void mcg_gitops_tip_watch_free(mcg_tip_watch *w)
+{
+    if (!w)
+        return;
+    mcg_repo_free(w->r);
+    free(w->ref);
+    free(w);
 }
 
 int mcg_gitops_reset_hard(const char *path, const char *rev, mcg_err *err)
@@ -182,7 +237,7 @@ int mcg_gitops_reset_hard(const char *path, const char *rev, mcg_err *err)
     git_repository *g = NULL;
     git_object *target = NULL;
     int rc = 0;
-    git_libgit2_init();
+    mcg_gitops_lib_init();
     if (git_repository_open_ext(&g, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0 ||
         git_revparse_single(&target, g, rev) != 0 ||
         git_reset(g, target, GIT_RESET_HARD, NULL) != 0)

@@ -331,7 +331,7 @@ int mcg_repo_scratch(mcg_repo **out, git_odb_backend **mem_out, const mcg_repo *
     *out = NULL;
     if (mem_out)
         *mem_out = NULL;
-    git_libgit2_init(); /* balanced by mcg_repo_free */
+    mcg_gitops_lib_init(); /* balanced by mcg_repo_free */
     s->source_branch = mcg_strdup(r->source_branch);
     s->rendered_branch = mcg_strdup(r->rendered_branch);
     char *objects = mcg_sprintf("%sobjects", git_repository_path(r->git));

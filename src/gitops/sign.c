@@ -22,7 +22,7 @@ int mcg_gitops_commit_worktree(char out[MCG_SHA_HEX + 1], const char *path, cons
     char *armored = NULL;
     int rc = 0;
     git_oid tree_oid, commit_oid, parent_oid;
-    git_libgit2_init();
+    mcg_gitops_lib_init();
     if (git_repository_open(&repo, path) != 0 || git_repository_index(&idx, repo) != 0) {
         rc = mcg_git_err(err, path);
         goto out;

@@ -176,7 +176,7 @@ int mcg_gitops_init(const char *dir, mcg_err *err)
             return rc;
         }
     }
-    git_libgit2_init();
+    mcg_gitops_lib_init();
     git_repository *repo = NULL;
     git_repository_init_options opts = GIT_REPOSITORY_INIT_OPTIONS_INIT;
     opts.flags = GIT_REPOSITORY_INIT_MKPATH;

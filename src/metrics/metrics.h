@@ -13,7 +13,9 @@
  *     is given, checks the caller's token in constant time and calls a
  *     wake function (the controller's loop starts a pass at once);
  *   - the caller of that webhook (notify.c, libcurl), used by the
- *     post-receive hook: short timeout, never fails the push.
+ *     post-receive hook: short timeout, never fails the push;
+ *   - the standard process metrics (process.c, from /proc/self), served
+ *     by the listener.
  *
  * Ownership: mcg_metrics and mcg_metrics_server objects are the caller's,
  * released with their _free (NULL is a no-op). Strings passed in are copied.
@@ -84,6 +86,20 @@ void mcg_metrics_format(mcg_metrics *m, mcg_buf *out);
 
 /* The content type of mcg_metrics_format's output. */
 #define MCG_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* ------------------------------------------------------ process metrics */
+
+/*
+ * The standard process metrics (process.c): process_cpu_seconds_total,
+ * process_open_fds, process_max_fds, process_resident_memory_bytes,
+ * process_virtual_memory_bytes, process_start_time_seconds. _declare adds
+ * the families (those already declared are left alone; MCG_EINVAL only if
+ * a name is taken by something else); _update reads /proc/self and sets
+ * them (a value that cannot be read keeps its last one). The listener
+ * declares them and updates them before each scrape.
+ */
+int mcg_metrics_process_declare(mcg_metrics *m, mcg_err *err);
+void mcg_metrics_process_update(mcg_metrics *m);
 
 /* --------------------------------------------------------------- listener */
 

@@ -15,10 +15,14 @@
  * length does not leak either); a GitHub-style HMAC signature of the body
  * is checked the same way. A refused call is logged with the peer address
  * and what was wrong, never with what it sent. Bodies are bounded
- * (MCG_WEBHOOK_MAX_BODY), connections and their time too.
+ * (MCG_WEBHOOK_MAX_BODY), connections and their time too: at most
+ * MAX_CONNECTIONS in all and MAX_PER_ADDRESS from one client address, and
+ * each request has REQUEST_DEADLINE_MS from its start to its answer, however
+ * slowly its client trickles bytes (deadline.c), so slow clients from one
+ * address lock out nobody else and hold a connection for seconds at most.
  */
 #include "fsio/fsio.h"
-#include "metrics/metrics.h"
+#include "metrics/metrics_int.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -36,11 +40,19 @@
 #include <unistd.h>
 
 #define HOOK_PATH "/hooks/git"
-#define MAX_CONNECTIONS 32
-#define CONNECTION_TIMEOUT_S 10
+#define MAX_CONNECTIONS 128      /* in all */
+#define MAX_PER_ADDRESS 8        /* from one client address */
+#define REQUEST_DEADLINE_MS 5000 /* request line, headers, body and answer (deadline.c) */
+#define CONNECTION_TIMEOUT_S 5   /* libmicrohttpd's idle timeout */
+#define CUTS_METRIC "mcgit_listener_deadline_cuts_total"
+/* Connections the kernel queues before libmicrohttpd accepts them: clients
+ * that reconnect as fast as they are refused must not fill the queue, or
+ * everyone else's SYN is dropped and retried a second later. */
+#define LISTEN_BACKLOG 1024
 
 struct mcg_metrics_server {
     struct MHD_Daemon *d;
+    mcg_conn_guard *guard;
     int fd;
     unsigned port;
     mcg_metrics *metrics;
@@ -231,6 +243,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (strcmp(method, "GET") && strcmp(method, "HEAD"))
             return answer_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only\n");
         mcg_buf b = MCG_BUF_INIT;
+        double cut = 0;
+        if (mcg_metrics_get(s->metrics, CUTS_METRIC, NULL, &cut) &&
+            (double)mcg_conn_guard_cuts(s->guard) > cut)
+            mcg_metrics_add(s->metrics, CUTS_METRIC, NULL,
+                            (double)mcg_conn_guard_cuts(s->guard) - cut);
+        mcg_metrics_process_update(s->metrics);
         mcg_metrics_format(s->metrics, &b);
         enum MHD_Result r =
             answer(conn, MHD_HTTP_OK, MCG_METRICS_CONTENT_TYPE, b.ptr ? b.ptr : "", b.len);
@@ -270,9 +288,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)conn;
+    mcg_metrics_server *s = cls;
     (void)toe;
+    mcg_conn_guard_request_done(s->guard, conn);
     request *rq = *con_cls;
     if (!rq)
         return;
@@ -332,7 +350,7 @@ static int listen_on(const char *addr, bool *v6, mcg_err *err)
         }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0) {
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, LISTEN_BACKLOG) == 0) {
             *v6 = ai->ai_family == AF_INET6;
             break;
         }
@@ -371,6 +389,17 @@ int mcg_metrics_serve(mcg_metrics_server **out, const mcg_metrics_server_opts *o
         mcg_metrics_declare(s->metrics, "mcgit_webhook_requests_total", MCG_METRIC_COUNTER,
                             "Webhook calls by outcome (accepted, unauthorized).", "outcome", NULL,
                             0, NULL); /* already declared by an earlier server: fine */
+    if (s->metrics && (rc = mcg_metrics_process_declare(s->metrics, err)) != 0)
+        goto out;
+    double seen;
+    if (s->metrics && !mcg_metrics_get(s->metrics, CUTS_METRIC, NULL, &seen)) {
+        if ((rc = mcg_metrics_declare(s->metrics, CUTS_METRIC, MCG_METRIC_COUNTER,
+                                      "Connections cut at the listener's request deadline "
+                                      "(slow or stalled clients).",
+                                      NULL, NULL, 0, err)) != 0)
+            goto out;
+        mcg_metrics_add(s->metrics, CUTS_METRIC, NULL, 0);
+    }
     s->wake = o->wake;
     s->wake_ctx = o->wake_ctx;
     snprintf(s->who, sizeof(s->who), "%s", o->who ? o->who : "mcgit");
@@ -384,15 +413,20 @@ int mcg_metrics_serve(mcg_metrics_server **out, const mcg_metrics_server_opts *o
     if (getsockname(s->fd, (struct sockaddr *)&ss, &sl) == 0)
         s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                  : ((struct sockaddr_in *)&ss)->sin_port);
-    /* libmicrohttpd's threads inherit this mask: no signal is delivered to them */
+    /* libmicrohttpd's threads and the guard's inherit this mask: no signal
+     * is delivered to them */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    s->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL,
-                            NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->fd,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+    s->guard = mcg_conn_guard_new(MAX_CONNECTIONS + 8, REQUEST_DEADLINE_MS);
+    if (s->guard)
+        s->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL,
+                                NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->fd,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MAX_PER_ADDRESS,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+                                MHD_OPTION_NOTIFY_CONNECTION, mcg_conn_guard_notify, s->guard,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!s->d) {
         rc = mcg_err_set(err, MCG_EIO, "cannot serve on %s: libmicrohttpd did not start", o->bind);
@@ -418,6 +452,7 @@ void mcg_metrics_server_free(mcg_metrics_server *s)
         return;
     if (s->d)
         MHD_stop_daemon(s->d);
+    mcg_conn_guard_free(s->guard); /* after the daemon: it reports every connection closed */
     if (s->fd >= 0)
         close(s->fd);
     free(s->token_file);

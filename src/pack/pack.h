@@ -230,6 +230,18 @@ int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_p
 typedef struct mcg_pack_scanner mcg_pack_scanner;
 typedef struct mcg_packscan mcg_packscan;
 
+/*
+ * What a pack's objects declare they inflate to, before anything inflates
+ * them: a whole object's size from its entry header, a delta's result size
+ * from its delta header (the first bytes of its data) — what libgit2's
+ * indexer allocates when it resolves that delta.
+ */
+typedef struct mcg_pack_sizes {
+    uint64_t total;       /* the sum over all objects (saturating) */
+    uint64_t largest;     /* the largest one */
+    uint64_t largest_off; /* its offset in the pack */
+} mcg_pack_sizes;
+
 mcg_pack_scanner *mcg_pack_scan_start(void);
 /*
  * Before the first feed: a REF_DELTA whose base is not in the pack (a
@@ -241,6 +253,14 @@ int mcg_pack_scan_bases(mcg_pack_scanner *p, const char *objects);
 void mcg_pack_scan_feed(mcg_pack_scanner *p, const void *buf, size_t n);
 mcg_packscan *mcg_pack_scan_finish(mcg_pack_scanner *p);
 void mcg_pack_scan_abort(mcg_pack_scanner *p);
+/*
+ * After the last feed, before the indexer resolves any delta: wait until
+ * the scan has parsed every byte fed (its signature checks go on), then the
+ * declared sizes in *out. False when the scan did not parse the whole pack
+ * (no thread, a damaged or truncated pack): the sizes are then unknown. The
+ * scanner stays for finish or abort.
+ */
+bool mcg_pack_scan_sizes(mcg_pack_scanner *p, mcg_pack_sizes *out);
 
 void mcg_packscan_free(mcg_packscan *s);
 /* The memo of commit signatures that verified (owned by s), and how many. */

@@ -334,6 +334,44 @@ static bool repo_base(mcg_pack_scanner *p, mcg_scan_obj *o)
     return true;
 }
 
+/* Account one object's declared inflated size v (the object at offset off). */
+static void size_add(mcg_pack_scanner *p, uint64_t v, uint64_t off)
+{
+    mcg_pack_sizes *z = &p->sizes;
+    z->total = z->total > UINT64_MAX - v ? UINT64_MAX : z->total + v;
+    if (v > z->largest) {
+        z->largest = v;
+        z->largest_off = off;
+    }
+    p->sc.sized = true;
+}
+
+/*
+ * A delta's declared result size, from the first n bytes of its data: two
+ * varints, the base's size and the result's. Data that ends inside them is
+ * damaged (the indexer refuses it); one that overflows is taken as huge.
+ */
+static void delta_sized(mcg_pack_scanner *p, const unsigned char *d, size_t n)
+{
+    uint64_t v[2] = {0, 0};
+    size_t i = 0;
+    for (int k = 0; k < 2; k++)
+        for (int shift = 0;; shift += 7) {
+            if (i >= n)
+                goto out;
+            if (shift > 63) {
+                v[1] = UINT64_MAX;
+                goto out;
+            }
+            unsigned char c = d[i++];
+            v[k] |= (uint64_t)(c & 0x7f) << shift;
+            if (!(c & 0x80))
+                break;
+        }
+out:
+    size_add(p, v[1], p->sc.off);
+}
+
 /* An object header is complete: record the object, find its base, start inflating. */
 static void objhdr_start(mcg_pack_scanner *p)
 {
@@ -351,6 +389,9 @@ static void objhdr_start(mcg_pack_scanner *p)
         s->size |= (uint64_t)(h[i] & 0x7f) << shift;
     }
     i++;
+    s->sized = false;
+    if (s->type != MCG_PACK_OFS && s->type != MCG_PACK_REF)
+        size_add(p, s->size, s->off); /* a whole object: its header says it */
     if (p->nobjs == p->capobjs) {
         /* signature checks on the other thread read commits through objs */
         pthread_mutex_lock(&p->mu);
@@ -505,6 +546,8 @@ void mcg_scan_bytes(mcg_pack_scanner *p, const unsigned char *b, size_t n)
                         zr = Z_DATA_ERROR;
                         break;
                     }
+                    if (!s->sized) /* a delta: its header is in the first scratchful */
+                        delta_sized(p, s->scratch, MCG_SCAN_SCRATCH);
                     s->z.next_out = s->scratch;
                     s->z.avail_out = MCG_SCAN_SCRATCH;
                     continue;
@@ -525,6 +568,9 @@ void mcg_scan_bytes(mcg_pack_scanner *p, const unsigned char *b, size_t n)
                     scan_break(p);
                     break;
                 }
+                if (!s->sized)
+                    delta_sized(p, s->keep ? s->out : s->scratch,
+                                s->keep ? (size_t)s->size : MCG_SCAN_SCRATCH - s->z.avail_out);
                 object_done(p);
             } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
                 scan_break(p);

@@ -120,6 +120,23 @@ void mcg_pack_scan_feed(mcg_pack_scanner *p, const void *buf, size_t n)
     pthread_mutex_unlock(&p->mu);
 }
 
+bool mcg_pack_scan_sizes(mcg_pack_scanner *p, mcg_pack_sizes *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!p || !p->threaded)
+        return false;
+    pthread_mutex_lock(&p->mu);
+    p->eof = true;
+    pthread_cond_broadcast(&p->cv);
+    while (!p->scan_done)
+        pthread_cond_wait(&p->cv, &p->mu);
+    /* the parser is done with sc and sizes: only signature checks follow */
+    bool whole = mcg_scan_reached_end(p);
+    *out = p->sizes;
+    pthread_mutex_unlock(&p->mu);
+    return whole;
+}
+
 void mcg_scan_objs_free(mcg_scan_obj *objs, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -5,7 +5,9 @@
 # reboot. Local backend: a fake host root (its own etc/machine-id) bound to
 # the node with `mcgit node bind` / `node add --machine-id`. Kube backend
 # (real kube-apiserver): the Node's status.nodeInfo (machineID, bootID) as a
-# kubelet reports it. The boot id is always the real kernel's.
+# kubelet reports it. The boot id is always the real kernel's. A running
+# agent proves it again at every pass: a node moved to other hardware while
+# it runs is not managed from the old host any more.
 . "$(dirname "$0")/lib.sh"
 need python3
 
@@ -118,6 +120,59 @@ node_json
 expect_rc 1 "nodeInfo.machineID of another machine: refused though bound" -- live
 expect_grep "node n1 has machine-id $OTHER" "$T/err" "nodeInfo mismatch named"
 untouched "nodeInfo mismatch"
+
+# --------------------------------------- local: re-proven at every pass
+# A running agent (--live, a pass a second) manages n3 from host H3. Then n3
+# moves to new hardware (`node unbind`, `node bind` another machine-id) and
+# gets a new desiredConfig: the agent on the old host must stop at its next
+# pass with one line, before writing the new file or reporting anything.
+H3=$T/host3
+mkdir -p "$H3/etc"
+echo "$MID" >"$H3/etc/machine-id"
+cp "$HOST/etc/passwd" "$HOST/etc/group" "$H3/etc/"
+"$MCGIT" node add --cluster "local:$CL" n3 --machine-id "$MID" >/dev/null
+desire3() { # desire3 WORD: publish a config giving core an SSH key with comment WORD (no
+  # reboot needed), make it n3's desiredConfig
+  python3 - "$CL" "$1" <<'EOF'
+import hashlib, json, sys
+cl, word = sys.argv[1], sys.argv[2]
+key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGVxYW1wbGVrZXlleGFtcGxla2V5ZXhhbXBsZWtleTE " + word
+cfg = {"ignition": {"version": "3.4.0"}, "passwd": {"users": [
+    {"name": "core", "sshAuthorizedKeys": [key]}]}}
+b = (json.dumps({"config": cfg}, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+name = "rendered-worker-" + hashlib.sha256(b).hexdigest()[:32]
+open("%s/configs/%s.json" % (cl, name), "wb").write(b)
+p = "%s/nodes/n3.json" % cl
+n = json.load(open(p))
+n["metadata"].setdefault("annotations", {})["machineconfiguration.mcgit.io/desiredConfig"] = name
+json.dump(n, open(p, "w"))
+EOF
+}
+n3state() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"].get("annotations",{}).get("machineconfiguration.mcgit.io/state",""))' "$CL/nodes/n3.json"; }
+desire3 before-move
+keys3() { cat "$H3/home/core/.ssh/authorized_keys.d/mcgit" 2>/dev/null || true; }
+"$MCGIT" agent --node n3 --cluster "local:$CL" --root "$H3" --live --interval 1 -q \
+  --systemctl "echo >>$T/systemctl3.log" --reboot-command true >"$T/a3.out" 2>"$T/a3.err" &
+A3=$!
+for _ in $(seq 100); do [ "$(n3state)" = Done ] && break; sleep 0.1; done
+[ "$(n3state)" = Done ] && keys3 | grep -q before-move && ok "running agent manages its proven node (Done)" \
+  || bad "set-up: n3 is '$(n3state)'"
+"$MCGIT" node unbind --cluster "local:$CL" n3 >/dev/null
+"$MCGIT" node bind --cluster "local:$CL" n3 --machine-id "$OTHER" >/dev/null
+desire3 after-move
+cp "$CL/nodes/n3.json" "$T/n3.moved"
+rc=running
+for _ in $(seq 100); do kill -0 "$A3" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$A3" 2>/dev/null; then kill "$A3"; wait "$A3" || true; else rc=0; wait "$A3" || rc=$?; fi
+[ "$rc" = 1 ] && ok "the agent on the old host stopped (exit 1) once the node moved" \
+  || bad "the agent on the old host did not stop (exit '$rc')"
+[ "$(grep -c . "$T/a3.err")" = 1 ] && ok "with one line" || bad "stop message is $(grep -c . "$T/a3.err") lines"
+expect_grep "refusing to manage this host.*node n3 has (bound machine-id $OTHER|no machine-id)" "$T/a3.err" \
+  "the line names the node and the mismatch"
+keys3 | grep -q after-move && bad "the old host applied the moved node's config" \
+  || ok "the moved node's new config was not written on the old host"
+cmp -s "$CL/nodes/n3.json" "$T/n3.moved" && ok "nothing reported on the moved node (status, cordon)" \
+  || bad "the old host wrote to the moved node: $(diff "$T/n3.moved" "$CL/nodes/n3.json" | head -3)"
 
 # --------------------------------------------------------------------- kube
 [ "$FAIL" = 0 ] || { finish; exit 1; } # a kube skip must not hide these

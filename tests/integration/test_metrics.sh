@@ -60,6 +60,11 @@ expect_grep '^mcgit_render_duration_seconds_count 1$' "$T/ctl.prom" "render dura
 expect_grep '^mcgit_fetch_failures_total 0$|^# TYPE mcgit_fetch_failures_total counter$' "$T/ctl.prom" "fetch failures exposed"
 expect_grep '^mcgit_agent_node_state\{node="w0",state="Done"\} 1$' "$T/agent.prom" "agent: node state"
 expect_grep '^mcgit_agent_applies_total\{node="w0"\} 1$' "$T/agent.prom" "agent: one apply"
+for f in ctl agent; do
+  for m in process_resident_memory_bytes process_open_fds process_cpu_seconds_total process_start_time_seconds; do
+    expect_grep "^$m [0-9]" "$T/$f.prom" "$f: $m"
+  done
+done
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$AP/hooks/git" -X POST)
 [ "$code" = 404 ] && ok "the agent has no webhook (404)" || bad "agent webhook answered $code"
 

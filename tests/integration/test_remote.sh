@@ -41,4 +41,15 @@ printf 's3cret\n' >"$T/creds/password"
 expect_rc 0 "fetch with the right credentials" -- "$MCGIT" fetch --repo "$T/mirror" --trust "$T/trust"
 [ "$(git -C "$T/mirror" rev-parse main)" = "$(git -C "$T/src" rev-parse main)" ] \
   && ok "source branch fetched" || bad "source branch not fetched"
+
+# url.<base>.insteadOf rewrites the remote's URL (the longest prefix wins),
+# as git and libgit2 do: mcgit applies it itself, without libgit2's leaking
+# regex walk of the configuration
+git init -q --bare "$T/mirror2"
+git -C "$T/mirror2" remote add origin "nowhere://config.git"
+git -C "$T/mirror2" config url."http://127.0.0.1:1/".insteadOf "nowhere://"
+git -C "$T/mirror2" config url."http://127.0.0.1:$(cat "$T/port")/config".insteadOf "nowhere://config"
+expect_rc 0 "fetch through url.*.insteadOf" -- "$MCGIT" fetch --repo "$T/mirror2" --trust "$T/trust"
+[ "$(git -C "$T/mirror2" rev-parse -q --verify main)" = "$(git -C "$T/src" rev-parse main)" ] \
+  && ok "insteadOf: source branch fetched from the rewritten URL" || bad "insteadOf: not fetched"
 finish

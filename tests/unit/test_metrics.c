@@ -2,14 +2,16 @@
  * test_metrics.c — the metrics registry and its text format: declarations
  * that must pass and must fail (a table), the exact bytes of a small
  * registry (sorting, escaping, histogram buckets, values), misuse counted
- * instead of crashing, reset and get; and the listener's bind address
- * errors (nothing listens).
+ * instead of crashing, reset and get; the listener's bind address
+ * errors (nothing listens); the process metrics from /proc/self.
  */
 #include "testlib.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "metrics/metrics.h"
 
@@ -213,12 +215,64 @@ static void test_serve_refusals(void **state)
     mcg_metrics_free(m);
 }
 
+/* The process metrics: declared once (a second declare is fine), read
+ * from /proc/self, plausible against what this process can see itself. */
+static void test_process_metrics(void **state)
+{
+    (void)state;
+    mcg_metrics *m = mcg_metrics_new();
+    mcg_err err = {0};
+    assert_int_equal(mcg_metrics_process_declare(m, &err), 0);
+    assert_int_equal(mcg_metrics_process_declare(m, &err), 0);
+    double rss = 0, vsz = 0, fds = 0, maxfds = 0, start = 0, cpu = -1;
+    assert_true(mcg_metrics_get(m, "process_resident_memory_bytes", NULL, &rss));
+    assert_true(rss == 0); /* nothing read yet */
+    mcg_metrics_process_update(m);
+    assert_true(mcg_metrics_get(m, "process_resident_memory_bytes", NULL, &rss));
+    assert_true(mcg_metrics_get(m, "process_virtual_memory_bytes", NULL, &vsz));
+    assert_true(mcg_metrics_get(m, "process_open_fds", NULL, &fds));
+    assert_true(mcg_metrics_get(m, "process_max_fds", NULL, &maxfds));
+    assert_true(mcg_metrics_get(m, "process_start_time_seconds", NULL, &start));
+    assert_true(mcg_metrics_get(m, "process_cpu_seconds_total", NULL, &cpu));
+    assert_true(rss > 512 * 1024 && vsz >= rss);
+    assert_true(fds >= 3 && (maxfds < 0 || maxfds >= fds));
+    double now = (double)time(NULL);
+    assert_true(start > now - 3600 && start <= now + 1);
+    assert_true(cpu >= 0);
+    /* one more descriptor open: counted */
+    FILE *f = fopen("/proc/self/status", "r");
+    assert_non_null(f);
+    double fds2 = 0;
+    mcg_metrics_process_update(m);
+    assert_true(mcg_metrics_get(m, "process_open_fds", NULL, &fds2));
+    assert_true(fds2 == fds + 1);
+    fclose(f);
+    /* the counter only grows, and the text format has every family */
+    volatile double spin = 0;
+    for (long i = 0; i < 30000000; i++)
+        spin += (double)i;
+    double cpu2 = 0;
+    mcg_metrics_process_update(m);
+    assert_true(mcg_metrics_get(m, "process_cpu_seconds_total", NULL, &cpu2));
+    assert_true(cpu2 >= cpu);
+    mcg_buf b = MCG_BUF_INIT;
+    mcg_metrics_format(m, &b);
+    mcg_buf_put(&b, "", 1);
+    assert_contains(b.ptr, "# TYPE process_cpu_seconds_total counter\n");
+    assert_contains(b.ptr, "# TYPE process_resident_memory_bytes gauge\n");
+    assert_contains(b.ptr, "\nprocess_open_fds ");
+    assert_contains(b.ptr, "\nprocess_start_time_seconds ");
+    assert_null(strstr(b.ptr, "\nmcgit_metrics_errors_total ")); /* no misuse counted */
+    mcg_buf_free(&b);
+    mcg_metrics_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_declare_table),  cmocka_unit_test(test_format_exact),
         cmocka_unit_test(test_misuse_counted), cmocka_unit_test(test_reset_and_get),
-        cmocka_unit_test(test_serve_refusals),
+        cmocka_unit_test(test_serve_refusals), cmocka_unit_test(test_process_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
