@@ -18,8 +18,8 @@
  * The fields beside the config follow MCO's MergeMachineConfigs: kernel
  * arguments concatenated in merge order (repeats kept: `y=0 z=4` then
  * `y=1 z=4` gives `y=0 z=4 y=1 z=4`, as MCO's e2e test 67825 expects),
- * extensions appended, fips true if any MC sets it, kernelType
- * realtime over 64k-pages over default, osImageURL and
+ * extensions appended, fips true if any MC sets it, kernelType the last
+ * non-default value in merge order (realtime or 64k-pages), osImageURL and
  * baseOSExtensionsContainerImage the last non-empty value; kernel-devel is
  * refused with a non-default kernel. They are part of the spec (omitted when
  * they hold their defaults, so configs without them keep their names) and
@@ -406,7 +406,7 @@ static void merger_add(merger *mg, const mcg_ignition *src)
         mcg_strv_push(&d->os.extensions, src->os.extensions.v[i]);
     d->os.fips = d->os.fips || src->os.fips;
     const char *kt = src->os.kernel_type;
-    if (kt && (!d->os.kernel_type || !strcmp(kt, "realtime"))) {
+    if (kt && (!d->os.kernel_type || strcmp(kt, "default") != 0)) { /* the last non-default */
         free(d->os.kernel_type);
         d->os.kernel_type = mcg_strdup(kt);
     }
