@@ -11,6 +11,13 @@
  * sshkey rule; a file or unit without a rule needs a Reboot, SSH keys
  * without a rule need nothing. Any Reboot makes the whole result one
  * Reboot (MCO). Pure: no I/O.
+ *
+ * Files also have MCO's built-in rules (its defaultClusterPolicies): the
+ * container runtime's registries and signature policy reload crio, the
+ * user CA bundle restarts the CA trust service and crio, the kubelet's and
+ * the internal registry's pull secrets need nothing. A rule of the
+ * policy for the same path replaces the built-in one; otherwise the longest
+ * match of either wins (a policy rule on a tie).
  */
 #include "model/model.h"
 
@@ -48,28 +55,90 @@ static void add_actions(mcg_disruption *out, const mcg_action *acts, size_t n)
             if (acts[i].service && !mcg_strv_contains(&out->restart, acts[i].service))
                 mcg_strv_push(&out->restart, acts[i].service);
             break;
+        case MCG_ACT_SPECIAL: /* MCO skips the drain when mirrors are only added */
+            out->drain = true;
+            if (!mcg_strv_contains(&out->reload, "crio.service"))
+                mcg_strv_push(&out->reload, "crio.service");
+            break;
         }
     }
 }
 
+/* How much of path a rule's key covers: its length when it is the path or a
+ * directory above it, else 0. */
+static size_t key_match(const char *k, const char *path)
+{
+    size_t kl = strlen(k), pl = strlen(path);
+    while (kl > 1 && k[kl - 1] == '/')
+        kl--;
+    bool match = (kl == pl && !memcmp(k, path, pl)) ||
+                 (kl < pl && !memcmp(k, path, kl) && (path[kl] == '/' || kl == 1));
+    return match ? kl : 0;
+}
+
 /* The policy rule for a file path: exact, else the longest directory prefix. */
-static const mcg_policy_rule *file_rule(const mcg_disruption_policy *p, const char *path)
+static const mcg_policy_rule *file_rule(const mcg_disruption_policy *p, const char *path,
+                                        size_t *len)
 {
     const mcg_policy_rule *best = NULL;
-    size_t best_len = 0, pl = strlen(path);
+    *len = 0;
     for (size_t i = 0; p && i < p->nfiles; i++) {
-        const char *k = p->files[i].key;
-        size_t kl = strlen(k);
-        while (kl > 1 && k[kl - 1] == '/')
-            kl--;
-        bool match = (kl == pl && !memcmp(k, path, pl)) ||
-                     (kl < pl && !memcmp(k, path, kl) && (path[kl] == '/' || kl == 1));
-        if (match && (!best || kl > best_len)) {
+        size_t kl = key_match(p->files[i].key, path);
+        if (kl && kl > *len) {
             best = &p->files[i];
-            best_len = kl;
+            *len = kl;
         }
     }
     return best;
+}
+
+/* MCO's built-in file rules (apihelpers.go, defaultClusterPolicies). */
+static const mcg_action act_none[] = {{MCG_ACT_NONE, NULL}};
+static const mcg_action act_reload_crio[] = {{MCG_ACT_RELOAD, (char *)"crio.service"}};
+static const mcg_action act_special[] = {{MCG_ACT_SPECIAL, NULL}};
+static const mcg_action act_ca[] = {{MCG_ACT_RESTART, (char *)"coreos-update-ca-trust.service"},
+                                    {MCG_ACT_RESTART, (char *)"crio.service"}};
+static const struct {
+    const char *path;
+    const mcg_action *acts;
+    size_t n;
+} builtin[] = {
+    {"/etc/mco/internal-registry-pull-secret.json", act_none, 1},
+    {"/var/lib/kubelet/config.json", act_none, 1},
+    {"/etc/machine-config-daemon/no-reboot/containers-gpg.pub", act_reload_crio, 1},
+    {"/etc/containers/policy.json", act_reload_crio, 1},
+    {"/etc/containers/registries.conf", act_special, 1},
+    {"/etc/containers/registries.d", act_reload_crio, 1},
+    {"/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", act_ca, 2},
+};
+
+/* Whether the policy has a rule for exactly this key. */
+static bool policy_has(const mcg_disruption_policy *p, const char *key)
+{
+    for (size_t i = 0; p && i < p->nfiles; i++)
+        if (key_match(p->files[i].key, key) == strlen(key))
+            return true;
+    return false;
+}
+
+/* The actions for a changed file: the policy's rule or a built-in one,
+ * whichever matches longer; false when neither matches. */
+static bool file_actions(mcg_disruption *out, const mcg_disruption_policy *p, const char *path)
+{
+    size_t ulen = 0, blen = 0, bi = 0;
+    const mcg_policy_rule *r = file_rule(p, path, &ulen);
+    for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
+        size_t kl = key_match(builtin[i].path, path);
+        if (kl > blen && !policy_has(p, builtin[i].path)) {
+            blen = kl;
+            bi = i;
+        }
+    }
+    if (r && ulen >= blen)
+        add_actions(out, r->actions, r->nactions);
+    else if (blen)
+        add_actions(out, builtin[bi].acts, builtin[bi].n);
+    return r || blen;
 }
 
 /* The policy rule for a unit, by exact name; NULL when none (or no policy). */
@@ -87,8 +156,9 @@ void mcg_disruption_add(mcg_disruption *out, const mcg_disruption_policy *policy
     const mcg_policy_rule *r = NULL;
     switch (kind) {
     case MCG_DISRUPT_FILE:
-        r = file_rule(policy, key);
-        break;
+        if (!file_actions(out, policy, key))
+            out->reboot = true;
+        return;
     case MCG_DISRUPT_UNIT:
         r = unit_rule(policy, key);
         break;

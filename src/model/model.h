@@ -214,6 +214,7 @@ typedef enum {
     MCG_ACT_RELOAD,
     MCG_ACT_RESTART,
     MCG_ACT_DAEMON_RELOAD,
+    MCG_ACT_SPECIAL, /* MCO's for registries.conf: mcgit drains and reloads crio.service */
 } mcg_action_type;
 
 typedef struct mcg_action {

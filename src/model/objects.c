@@ -392,10 +392,12 @@ static void parse_actions(mcg_pctx *c, const json_t *holder, const char *name, m
             act.type = MCG_ACT_RELOAD, sub = "reload";
         else if (!strcmp(type, "Restart"))
             act.type = MCG_ACT_RESTART, sub = "restart";
+        else if (!strcmp(type, "Special"))
+            act.type = MCG_ACT_SPECIAL;
         else {
             mcg_pctx_err(c, json_object_get(a, "type"),
                          "action type '%s' is not one of None, Reboot, Drain, Reload, Restart, "
-                         "DaemonReload", type);
+                         "DaemonReload, Special", type);
             free(type);
             continue;
         }
@@ -476,8 +478,8 @@ int mcg_policy_from_json(mcg_pctx *c, const json_t *spec, mcg_disruption_policy 
 
 static json_t *actions_json(const mcg_action *a, size_t n)
 {
-    static const char *const names[] = {"None", "Reboot", "Drain", "Reload", "Restart",
-                                        "DaemonReload"};
+    static const char *const names[] = {"None",    "Reboot",       "Drain",  "Reload",
+                                        "Restart", "DaemonReload", "Special"};
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_pack("{s:s}", "type", names[a[i].type]);

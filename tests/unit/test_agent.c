@@ -1021,14 +1021,18 @@ static void test_policy(void **state)
             fail_msg("case %zu: got '%s', want '%s'", i, got, cases[i].want);
         free(got);
         mcg_disruption_free(&act);
-        /* with no policy: Reboot for files and units, None for SSH keys */
+        /* with no policy: Reboot for files and units, None for SSH keys,
+         * MCO's built-in rules (registries.d: Reload crio.service) */
         mcg_plan_decide(&act, o, n, NULL);
         got = mcg_disruption_str(&act);
         bool ssh = strstr(cases[i].new_json, "sshAuthorized") != NULL;
         bool nochange = !strcmp(cases[i].old_json, cases[i].new_json);
+        bool builtin = strstr(cases[i].new_json, "/etc/containers/registries.d/") != NULL;
         if (!*cases[i].new_json)
             ssh = false;
-        assert_string_equal(got, ssh || nochange ? "None" : "Reboot");
+        assert_string_equal(got, builtin            ? "Reload crio.service"
+                                 : ssh || nochange ? "None"
+                                                   : "Reboot");
         free(got);
         mcg_disruption_free(&act);
         mcg_acfg_free(o);

@@ -1014,19 +1014,32 @@ static void test_disruption_rules(void **state)
     (void)state;
     mcg_action restart = {MCG_ACT_RESTART, "crio.service"}, none = {MCG_ACT_NONE, NULL};
     mcg_action reload = {MCG_ACT_RELOAD, "sshd.service"}, drain = {MCG_ACT_DRAIN, NULL};
-    mcg_policy_rule files[] = {{"/etc/containers/", &restart, 1}, {"/etc/containers/x", &none, 1}};
+    mcg_policy_rule files[] = {{"/etc/containers/", &restart, 1},
+                               {"/etc/containers/x", &none, 1},
+                               {"/etc/containers/policy.json", &drain, 1}};
     mcg_policy_rule units[] = {{"chronyd.service", &drain, 1}};
-    mcg_disruption_policy pol = {true, files, 2, units, 1, true, &reload, 1};
+    mcg_disruption_policy pol = {true, files, 3, units, 1, true, &reload, 1};
     static const struct {
         mcg_disrupt_kind kind;
         const char *key;
         bool with_policy;
         const char *want;
     } tcases[] = {
-        {MCG_DISRUPT_FILE, "/etc/containers/registries.conf", true, "Restart crio.service"},
+        {MCG_DISRUPT_FILE, "/etc/containers/storage.conf", true, "Restart crio.service"},
         {MCG_DISRUPT_FILE, "/etc/containers/x", true, "None"},  /* exact beats prefix */
         {MCG_DISRUPT_FILE, "/etc/containersx", true, "Reboot"}, /* not below the directory */
-        {MCG_DISRUPT_FILE, "/etc/containers/registries.conf", false, "Reboot"},
+        {MCG_DISRUPT_FILE, "/etc/containers/storage.conf", false, "Reboot"},
+        /* MCO's built-in rules: the longest match of policy and built-in wins,
+         * a policy rule for the same path replaces the built-in one */
+        {MCG_DISRUPT_FILE, "/etc/containers/registries.conf", true, "Drain, Reload crio.service"},
+        {MCG_DISRUPT_FILE, "/etc/containers/registries.conf", false, "Drain, Reload crio.service"},
+        {MCG_DISRUPT_FILE, "/etc/containers/policy.json", false, "Reload crio.service"},
+        {MCG_DISRUPT_FILE, "/etc/containers/policy.json", true, "Drain"},
+        {MCG_DISRUPT_FILE, "/etc/containers/registries.d/a.yaml", false, "Reload crio.service"},
+        {MCG_DISRUPT_FILE, "/var/lib/kubelet/config.json", false, "None"},
+        {MCG_DISRUPT_FILE, "/etc/mco/internal-registry-pull-secret.json", false, "None"},
+        {MCG_DISRUPT_FILE, "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
+         false, "Restart coreos-update-ca-trust.service, Restart crio.service"},
         {MCG_DISRUPT_UNIT, "chronyd.service", true, "Drain"},
         {MCG_DISRUPT_UNIT, "other.service", true, "Reboot"},
         {MCG_DISRUPT_SSHKEY, "sshkey", true, "Reload sshd.service"},
