@@ -508,6 +508,99 @@ int mcg_git_extract_gpgsig(mcg_buf *sig, mcg_buf *data, const char *buf)
 }
 
 /*
+ * One check of verify_one, against parent i of c (of np; none: the root
+ * alone): the signature sig over data under the signers that parent puts
+ * in force, at the committer time (pass 0) or at o->now (pass 1, history
+ * arriving), and on pass 0 the two-person rule of that parent's policy.
+ * False when it fails, with the reason in v.
+ */
+static bool verify_parent(mcg_verdict *v, const verify_ctx *vc, git_commit *c, git_commit **parents,
+                          unsigned np, unsigned i, unsigned pass, const mcg_buf *sig,
+                          const mcg_buf *data)
+{
+    mcg_repo *r = vc->r;
+    int64_t t = pass ? vc->o->now : commit_time(c);
+    const mcg_signers *set = vc->root;
+    char why[600] = "";
+    if (np) {
+        const git_oid *pid = git_commit_parent_id(c, i);
+        /* A parent outside this run is below the last verified
+         * commit or before the run, taken as good (mcg_verify_chunk);
+         * one inside it came first, parents before children. */
+        bool parent_ok = !oidset_has(vc->bad, pid);
+        if (parent_ok && parents[i])
+            set = signers_for(vc->cache, r, vc->o->scan, parents[i], vc->root, why, sizeof(why));
+        if (!parent_ok)
+            snprintf(why, sizeof(why), " (parent %.12s failed verification)", git_oid_tostr_s(pid));
+    }
+    mcg_sig_result res = {0};
+    mcg_err e = {0};
+    if (mcg_sshsig_verify_memo(&res, set, vc->o->memo, sig->ptr ? sig->ptr : "", sig->len,
+                               data->ptr ? data->ptr : "", data->len, t, &e) != 0) {
+        const char *prefix = pass ? "on arrival: " : "";
+        if (np > 1)
+            mcg_bfmt(v->reason, sizeof(v->reason), "%sparent %u of %u: %s%s", prefix, i + 1, np,
+                     e.msg, why);
+        else
+            mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", prefix, e.msg, why);
+        snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
+        v->principal[0] = '\0';
+        return false;
+    }
+    if (!v->principal[0]) {
+        snprintf(v->principal, sizeof(v->principal), "%s", res.principal);
+        snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
+    }
+    /* The two-person rule of the policy this parent puts in force. */
+    if (pass == 0 && np && parents[i]) {
+        char awhy[600];
+        int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parents[i], set, res.principal,
+                                      vc->notes, vc->o->now, vc->policy);
+        if (arc != 0) {
+            if (np > 1)
+                mcg_bfmt(v->reason, sizeof(v->reason), "parent %u of %u: %s", i + 1, np, awhy);
+            else
+                mcg_bfmt(v->reason, sizeof(v->reason), "%s", awhy);
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * The committer time when (checked last: a key outside its window is the
+ * better reason): not more than MCG_CLOCK_SKEW before the first parent's
+ * (parent0, of np parents) nor, for history arriving, past o->now. False
+ * when it fails, with the reason in v.
+ */
+static bool verify_times(mcg_verdict *v, const verify_ctx *vc, int64_t when,
+                         const git_commit *parent0, unsigned np)
+{
+    if (np > 0) {
+        if (!parent0) {
+            snprintf(v->reason, sizeof(v->reason), "cannot read its parent");
+            return false;
+        }
+        int64_t pt = commit_time(parent0);
+        if (when + MCG_CLOCK_SKEW < pt) {
+            char a[32], b[32];
+            snprintf(v->reason, sizeof(v->reason),
+                     "committer time %s is more than %d s before its parent's (%s)",
+                     mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, pt));
+            return false;
+        }
+    }
+    if (vc->o->now && when > vc->o->now + MCG_CLOCK_SKEW) {
+        char a[32], b[32];
+        snprintf(v->reason, sizeof(v->reason),
+                 "committer time %s is more than %d s ahead of this host's clock (%s)",
+                 mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, vc->o->now));
+        return false;
+    }
+    return true;
+}
+
+/*
  * The rule (docs/concepts.md, "Which keys may sign a commit"): a commit is
  * good when its signature verifies under the signers of EVERY parent — the
  * trust root plus .mcgit/allowed_signers as it stands in that parent — at
@@ -555,80 +648,12 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
     /* One check per parent (a parentless commit: the root), then, for
      * history arriving now, the same against this host's clock. */
     unsigned nsets = np ? np : 1;
-    for (unsigned pass = 0; pass < (vc->o->now ? 2u : 1u); pass++) {
-        int64_t t = pass ? vc->o->now : when;
-        for (unsigned i = 0; i < nsets; i++) {
-            const mcg_signers *set = vc->root;
-            char why[600] = "";
-            if (np) {
-                const git_oid *pid = git_commit_parent_id(c, i);
-                /* A parent outside this run is below the last verified
-                 * commit or before the run, taken as good (mcg_verify_chunk);
-                 * one inside it came first, parents before children. */
-                bool parent_ok = !oidset_has(vc->bad, pid);
-                if (parent_ok && parents[i])
-                    set = signers_for(vc->cache, r, vc->o->scan, parents[i], vc->root, why,
-                                      sizeof(why));
-                if (!parent_ok)
-                    snprintf(why, sizeof(why), " (parent %.12s failed verification)",
-                             git_oid_tostr_s(pid));
-            }
-            mcg_sig_result res = {0};
-            mcg_err e = {0};
-            if (mcg_sshsig_verify_memo(&res, set, vc->o->memo, sig.ptr ? sig.ptr : "", sig.len,
-                                       data.ptr ? data.ptr : "", data.len, t, &e) != 0) {
-                const char *prefix = pass ? "on arrival: " : "";
-                if (np > 1)
-                    mcg_bfmt(v->reason, sizeof(v->reason), "%sparent %u of %u: %s%s", prefix,
-                             i + 1, np, e.msg, why);
-                else
-                    mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", prefix, e.msg, why);
-                snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
-                v->principal[0] = '\0';
+    for (unsigned pass = 0; pass < (vc->o->now ? 2u : 1u); pass++)
+        for (unsigned i = 0; i < nsets; i++)
+            if (!verify_parent(v, vc, c, parents, np, i, pass, &sig, &data))
                 goto out;
-            }
-            if (!v->principal[0]) {
-                snprintf(v->principal, sizeof(v->principal), "%s", res.principal);
-                snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
-            }
-            /* The two-person rule of the policy this parent puts in force. */
-            if (pass == 0 && np && parents[i]) {
-                char awhy[600];
-                int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parents[i], set,
-                                              res.principal, vc->notes, vc->o->now, vc->policy);
-                if (arc != 0) {
-                    if (np > 1)
-                        mcg_bfmt(v->reason, sizeof(v->reason), "parent %u of %u: %s", i + 1, np,
-                                 awhy);
-                    else
-                        mcg_bfmt(v->reason, sizeof(v->reason), "%s", awhy);
-                    goto out;
-                }
-            }
-        }
-    }
-    /* Times last: a key outside its window is the better reason. */
-    if (np > 0) {
-        if (!parents[0]) {
-            snprintf(v->reason, sizeof(v->reason), "cannot read its parent");
-            goto out;
-        }
-        int64_t pt = commit_time(parents[0]);
-        if (when + MCG_CLOCK_SKEW < pt) {
-            char a[32], b[32];
-            snprintf(v->reason, sizeof(v->reason),
-                     "committer time %s is more than %d s before its parent's (%s)",
-                     mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, pt));
-            goto out;
-        }
-    }
-    if (vc->o->now && when > vc->o->now + MCG_CLOCK_SKEW) {
-        char a[32], b[32];
-        snprintf(v->reason, sizeof(v->reason),
-                 "committer time %s is more than %d s ahead of this host's clock (%s)",
-                 mcg_time_iso(a, when), MCG_CLOCK_SKEW, mcg_time_iso(b, vc->o->now));
+    if (!verify_times(v, vc, when, np ? parents[0] : NULL, np))
         goto out;
-    }
     v->good = true;
 out:
     if (!v->good)
