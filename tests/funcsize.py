@@ -43,7 +43,6 @@ PENDING = {
     ("cluster/kube_http.c", "mcg_kube_list"),
     ("cluster/kube_nodes.c", "mcg_kube_op_patch_nodes"),
     ("cluster/kube_objects.c", "converge"),
-    ("controller/loop.c", "report"),
     ("gitops/hooks.c", "mcg_gitops_hook_install"),
     ("gitops/rendered.c", "mcg_gitops_render"),
     ("gitops/rollback.c", "mcg_gitops_rollback"),
