@@ -70,6 +70,36 @@ const mcg_cmd mcg_cmd_controller = {
     run,
 };
 
+/* --interval: seconds, 0.05 to 86400. */
+static bool parse_interval(const char *arg, double *interval)
+{
+    char *end;
+    *interval = strtod(arg, &end);
+    return !(end == arg || *end || !(*interval >= 0.05 && *interval <= 86400));
+}
+
+/* Which options go together: -1 when they do, else the exit status. */
+static int check_usage(const mcg_controller_opts *o, const char *cluster, const char *mirror,
+                       const char *metrics_bind, const char *webhook_token, bool extra_args)
+{
+    if (!o->repo || !o->trust || !cluster || extra_args)
+        return mcg_cli_usage_error(&mcg_cmd_controller,
+                                   "--repo, --trust and --cluster are required");
+    if (webhook_token && !metrics_bind)
+        return mcg_cli_usage_error(
+            &mcg_cmd_controller,
+            "--webhook-token-file needs --metrics-bind-address (its listener)");
+    bool url = mcg_gitops_is_url(o->repo);
+    if (url && !mirror)
+        return mcg_cli_usage_error(&mcg_cmd_controller,
+                                   "--repo URL needs --mirror DIR (where to keep the clone)");
+    if (!url && mirror)
+        return mcg_cli_usage_error(&mcg_cmd_controller, "--mirror goes with --repo URL");
+    if (url && o->remote && strcmp(o->remote, "origin") != 0)
+        return mcg_cli_usage_error(&mcg_cmd_controller, "a mirror fetches from origin only");
+    return -1;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
@@ -109,13 +139,10 @@ static int run(int argc, char **argv)
         case 'v': mcg_verbosity = 2; break;
         case 'M': metrics_bind = optarg; break;
         case 'W': webhook_token = optarg; break;
-        case 'i': {
-            char *end;
-            interval = strtod(optarg, &end);
-            if (end == optarg || *end || !(interval >= 0.05 && interval <= 86400))
+        case 'i':
+            if (!parse_interval(optarg, &interval))
                 return mcg_cli_usage_error(&mcg_cmd_controller, "bad --interval '%s'", optarg);
             break;
-        }
         case 'k':
             if (!mcg_parse_u64(optarg, &keep) || keep > 1000)
                 return mcg_cli_usage_error(&mcg_cmd_controller,
@@ -125,20 +152,11 @@ static int run(int argc, char **argv)
         }
     }
     cluster = mcg_cli_cluster(cluster);
-    if (!o.repo || !o.trust || !cluster || optind != argc)
-        return mcg_cli_usage_error(&mcg_cmd_controller, "--repo, --trust and --cluster are required");
-    if (webhook_token && !metrics_bind)
-        return mcg_cli_usage_error(&mcg_cmd_controller,
-                                   "--webhook-token-file needs --metrics-bind-address (its listener)");
+    int status = check_usage(&o, cluster, mirror, metrics_bind, webhook_token, optind != argc);
+    if (status >= 0)
+        return status;
     o.keep_configs = (unsigned)keep;
     bool url = mcg_gitops_is_url(o.repo);
-    if (url && !mirror)
-        return mcg_cli_usage_error(&mcg_cmd_controller,
-                                   "--repo URL needs --mirror DIR (where to keep the clone)");
-    if (!url && mirror)
-        return mcg_cli_usage_error(&mcg_cmd_controller, "--mirror goes with --repo URL");
-    if (url && o.remote && strcmp(o.remote, "origin") != 0)
-        return mcg_cli_usage_error(&mcg_cmd_controller, "a mirror fetches from origin only");
     mcg_err err = {0};
     if (url) {
         if (mcg_gitops_mirror(o.repo, mirror, &err) != 0) {
