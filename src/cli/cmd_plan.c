@@ -104,6 +104,38 @@ static void print_plan(const mcg_plan *p)
 }
 
 /* Parse, verify (as render --repo), plan, count nodes if a cluster is known, print. */
+/* Each commit rep refused, on stderr; the refusal. */
+static int refuse_bad(const mcg_verify_report *rep, mcg_err *err)
+{
+    for (size_t i = 0; i < rep->n; i++)
+        if (!rep->v[i].good)
+            mcg_cli_error("plan", "bad %s %s", rep->v[i].sha, rep->v[i].reason);
+    return mcg_err_set(err, MCG_ETRUST, "%zu commit%s refused; nothing planned", rep->nbad,
+                       rep->nbad == 1 ? "" : "s");
+}
+
+/* The model's warnings on stderr, then the plan on stdout as text or JSON. */
+static int show_plan(const mcg_plan *p, const char *format, mcg_err *err)
+{
+    int rc = 0;
+    if (!p->model->settings.warnings_as_errors)
+        for (size_t i = 0; i < p->model->warnings.count; i++)
+            mcg_cli_error("plan", "warning: %s", p->model->warnings.msgs[i]);
+    if (!strcmp(format, "json")) {
+        json_t *doc = mcg_plan_json(p);
+        mcg_buf b = MCG_BUF_INIT;
+        if ((rc = mcg_json_canonical(doc, &b, err)) == 0)
+            fwrite(b.ptr, 1, b.len, stdout);
+        else
+            mcg_cli_error("plan", "%s", err->msg);
+        mcg_buf_free(&b);
+        json_decref(doc);
+    } else {
+        print_plan(p);
+    }
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -150,13 +182,8 @@ static int run(int argc, char **argv)
     }
     if (!rc)
         rc = mcg_gitops_verify(&rep, r, sha, NULL, root, &err);
-    if (!rc && rep.nbad) {
-        for (size_t i = 0; i < rep.n; i++)
-            if (!rep.v[i].good)
-                mcg_cli_error("plan", "bad %s %s", rep.v[i].sha, rep.v[i].reason);
-        rc = mcg_err_set(&err, MCG_ETRUST, "%zu commit%s refused; nothing planned", rep.nbad,
-                         rep.nbad == 1 ? "" : "s");
-    }
+    if (!rc && rep.nbad)
+        rc = refuse_bad(&rep, &err);
     if (!rc)
         rc = mcg_gitops_plan(&p, r, sha, &diags, &err);
     if (!rc && cluster)
@@ -166,21 +193,7 @@ static int run(int argc, char **argv)
         mcg_cli_error("plan", "%s", err.msg);
         goto out;
     }
-    if (!p->model->settings.warnings_as_errors)
-        for (size_t i = 0; i < p->model->warnings.count; i++)
-            mcg_cli_error("plan", "warning: %s", p->model->warnings.msgs[i]);
-    if (!strcmp(format, "json")) {
-        json_t *doc = mcg_plan_json(p);
-        mcg_buf b = MCG_BUF_INIT;
-        if ((rc = mcg_json_canonical(doc, &b, &err)) == 0)
-            fwrite(b.ptr, 1, b.len, stdout);
-        else
-            mcg_cli_error("plan", "%s", err.msg);
-        mcg_buf_free(&b);
-        json_decref(doc);
-    } else {
-        print_plan(p);
-    }
+    rc = show_plan(p, format, &err);
 out:
     free(src);
     mcg_plan_free(p);
