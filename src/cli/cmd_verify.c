@@ -39,6 +39,46 @@ const mcg_cmd mcg_cmd_verify = {
     run,
 };
 
+/* The verdicts as one JSON document. */
+static void print_json(const mcg_verify_report *rep, mcg_err *err)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < rep->n; i++) {
+        const mcg_verdict *v = &rep->v[i];
+        json_t *o = json_pack("{s:s,s:s}", "commit", v->sha, "status", v->good ? "good" : "bad");
+        if (v->good) {
+            json_object_set_new(o, "principal", json_string(v->principal));
+            json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
+        } else {
+            json_object_set_new(o, "reason", json_string(v->reason));
+            if (v->fingerprint[0])
+                json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
+        }
+        json_array_append_new(arr, o);
+    }
+    mcg_buf b = MCG_BUF_INIT;
+    mcg_json_canonical(arr, &b, err);
+    fwrite(b.ptr, 1, b.len, stdout);
+    mcg_buf_free(&b);
+    json_decref(arr);
+}
+
+/* The verdicts as lines "good SHA PRINCIPAL FINGERPRINT" / "bad SHA REASON" (tip, since: what was
+ * asked). */
+static void print_text(const mcg_verify_report *rep, const char *tip, const char *since)
+{
+    if (!rep->n)
+        printf("nothing to verify: no commit of %s is newer than %s\n", tip,
+               since ? since : "the last verified one");
+    for (size_t i = 0; i < rep->n; i++) {
+        const mcg_verdict *v = &rep->v[i];
+        if (v->good)
+            printf("good %s %s %s\n", v->sha, v->principal, v->fingerprint);
+        else
+            printf("bad %s %s\n", v->sha, v->reason);
+    }
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
@@ -95,39 +135,10 @@ static int run(int argc, char **argv)
         mcg_cli_error("verify", "%s", err.msg);
         goto out;
     }
-    if (!strcmp(format, "json")) {
-        json_t *arr = json_array();
-        for (size_t i = 0; i < rep.n; i++) {
-            mcg_verdict *v = &rep.v[i];
-            json_t *o = json_pack("{s:s,s:s}", "commit", v->sha, "status", v->good ? "good" : "bad");
-            if (v->good) {
-                json_object_set_new(o, "principal", json_string(v->principal));
-                json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
-            } else {
-                json_object_set_new(o, "reason", json_string(v->reason));
-                if (v->fingerprint[0])
-                    json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
-            }
-            json_array_append_new(arr, o);
-        }
-        mcg_buf b = MCG_BUF_INIT;
-        mcg_json_canonical(arr, &b, &err);
-        fwrite(b.ptr, 1, b.len, stdout);
-        mcg_buf_free(&b);
-        json_decref(arr);
-    } else {
-        if (!rep.n)
-            printf("nothing to verify: no commit of %s is newer than %s\n",
-                   rev ? rev : mcg_repo_source_branch(r),
-                   since ? since : "the last verified one");
-        for (size_t i = 0; i < rep.n; i++) {
-            mcg_verdict *v = &rep.v[i];
-            if (v->good)
-                printf("good %s %s %s\n", v->sha, v->principal, v->fingerprint);
-            else
-                printf("bad %s %s\n", v->sha, v->reason);
-        }
-    }
+    if (!strcmp(format, "json"))
+        print_json(&rep, &err);
+    else
+        print_text(&rep, rev ? rev : mcg_repo_source_branch(r), since);
     if (rep.nbad)
         rc = MCG_ETRUST;
 out:
