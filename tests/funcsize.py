@@ -33,7 +33,6 @@ MAX_BRANCHES = 25
 PENDING = {
     ("bundle/create.c", "mcg_bundle_create"),
     ("bundle/format.c", "mcg_bundle_hdr_parse"),
-    ("cli/cmd_bundle.c", "do_check"),
     ("cluster/kube_config.c", "mcg_kube_config_parse"),
     ("cluster/kube_http.c", "mcg_kube_call"),
     ("cluster/kube_http.c", "mcg_kube_list"),
