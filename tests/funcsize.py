@@ -39,8 +39,6 @@ PENDING = {
     ("cluster/kube_nodes.c", "mcg_kube_op_patch_nodes"),
     ("cluster/kube_objects.c", "converge"),
     ("gitops/hooks.c", "mcg_gitops_hook_install"),
-    ("gitops/rollback.c", "mcg_gitops_rollback"),
-    ("gitops/rollback.c", "mcg_ssh_signer_sign"),
     ("gitops/verify_pool.c", "mcg_gitops_verify_ranges"),
     ("metrics/registry.c", "declare_locked"),
     ("pack/reuse.c", "mcg_pack_reuse_copy"),
