@@ -38,7 +38,6 @@ PENDING = {
     ("cluster/kube_http.c", "mcg_kube_list"),
     ("cluster/kube_nodes.c", "mcg_kube_op_patch_nodes"),
     ("cluster/kube_objects.c", "converge"),
-    ("gitops/hooks.c", "mcg_gitops_hook_install"),
     ("gitops/verify_pool.c", "mcg_gitops_verify_ranges"),
     ("metrics/registry.c", "declare_locked"),
     ("pack/reuse.c", "mcg_pack_reuse_copy"),
