@@ -32,8 +32,6 @@ MAX_BRANCHES = 25
 # The list only shrinks; a new function over a limit is refused.
 PENDING = {
     ("pack/reuse.c", "mcg_pack_reuse_copy"),
-    ("pack/scan.c", "mcg_scan_bytes"),
-    ("pack/scan.c", "objhdr_start"),
     ("pack/writer.c", "mcg_pack_writer_stream"),
 }
 

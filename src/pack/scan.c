@@ -334,6 +334,21 @@ static bool repo_base(mcg_pack_scanner *p, mcg_scan_obj *o)
     return true;
 }
 
+/* An OFS_DELTA's base, from the offset encoded at h, into p->sc.base; false when bad. */
+static bool ofs_base(mcg_pack_scanner *p, const unsigned char *h)
+{
+    mcg_scan_state *s = &p->sc;
+    size_t i = 0;
+    uint64_t ofs = h[i] & 0x7f;
+    while (h[i] & 0x80) {
+        i++;
+        if (ofs > (UINT64_MAX >> 8))
+            return false;
+        ofs = ((ofs + 1) << 7) | (h[i] & 0x7f);
+    }
+    return !(ofs == 0 || ofs > s->off || !obj_at(p, s->off - ofs, &s->base));
+}
+
 /* An object header is complete: record the object, find its base, start inflating. */
 static void objhdr_start(mcg_pack_scanner *p)
 {
@@ -365,16 +380,7 @@ static void objhdr_start(mcg_pack_scanner *p)
     if (s->type >= MCG_PACK_COMMIT && s->type <= MCG_PACK_TAG) {
         o->type = (unsigned char)s->type;
     } else if (s->type == MCG_PACK_OFS) {
-        uint64_t ofs = h[i] & 0x7f;
-        while (h[i] & 0x80) {
-            i++;
-            if (ofs > (UINT64_MAX >> 8)) {
-                scan_break(p);
-                return;
-            }
-            ofs = ((ofs + 1) << 7) | (h[i] & 0x7f);
-        }
-        if (ofs == 0 || ofs > s->off || !obj_at(p, s->off - ofs, &s->base)) {
+        if (!ofs_base(p, h + i)) {
             scan_break(p);
             return;
         }
@@ -456,6 +462,37 @@ static void object_done(mcg_pack_scanner *p)
 }
 
 /* Feed n pack bytes through the parser's states (scanner thread only). */
+/*
+ * Inflate what s->z holds of the current object: a kept object into its
+ * buffer (more than the header said is Z_DATA_ERROR), a blob through the
+ * scratch buffer. zlib's last result.
+ */
+static int zdata_inflate(mcg_scan_state *s)
+{
+    int zr;
+    for (;;) {
+        zr = inflate(&s->z, Z_NO_FLUSH);
+        if (zr == Z_STREAM_END || (zr != Z_OK && zr != Z_BUF_ERROR))
+            break;
+        if (s->z.avail_out == 0) {
+            if (s->keep) { /* more than the header said */
+                zr = Z_DATA_ERROR;
+                break;
+            }
+            s->z.next_out = s->scratch;
+            s->z.avail_out = MCG_SCAN_SCRATCH;
+            continue;
+        }
+        if (s->z.avail_in == 0)
+            break; /* the rest comes with the next mcg_scan_chunk */
+        if (zr == Z_BUF_ERROR) {
+            zr = Z_DATA_ERROR;
+            break;
+        }
+    }
+    return zr;
+}
+
 void mcg_scan_bytes(mcg_pack_scanner *p, const unsigned char *b, size_t n)
 {
     mcg_scan_state *s = &p->sc;
@@ -495,27 +532,7 @@ void mcg_scan_bytes(mcg_pack_scanner *p, const unsigned char *b, size_t n)
             s->z.next_in = (unsigned char *)b;
             s->z.avail_in = (uInt)(n > UINT32_MAX ? UINT32_MAX : n);
             uInt before = s->z.avail_in;
-            int zr;
-            for (;;) {
-                zr = inflate(&s->z, Z_NO_FLUSH);
-                if (zr == Z_STREAM_END || (zr != Z_OK && zr != Z_BUF_ERROR))
-                    break;
-                if (s->z.avail_out == 0) {
-                    if (s->keep) { /* more than the header said */
-                        zr = Z_DATA_ERROR;
-                        break;
-                    }
-                    s->z.next_out = s->scratch;
-                    s->z.avail_out = MCG_SCAN_SCRATCH;
-                    continue;
-                }
-                if (s->z.avail_in == 0)
-                    break; /* the rest comes with the next mcg_scan_chunk */
-                if (zr == Z_BUF_ERROR) {
-                    zr = Z_DATA_ERROR;
-                    break;
-                }
-            }
+            int zr = zdata_inflate(s);
             size_t used = before - s->z.avail_in;
             b += used;
             n -= used;
