@@ -103,7 +103,6 @@ static void print_plan(const mcg_plan *p)
     mcg_strv_free(&lines);
 }
 
-/* Parse, verify (as render --repo), plan, count nodes if a cluster is known, print. */
 /* Each commit rep refused, on stderr; the refusal. */
 static int refuse_bad(const mcg_verify_report *rep, mcg_err *err)
 {
@@ -136,6 +135,7 @@ static int show_plan(const mcg_plan *p, const char *format, mcg_err *err)
     return rc;
 }
 
+/* Parse, verify (as render --repo), plan, count nodes if a cluster is known, print. */
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {

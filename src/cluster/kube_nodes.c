@@ -554,18 +554,6 @@ static json_t *batch_body(mcg_kube *k, bool cache_ok, const char *name, const mc
 }
 
 /*
- * Several node patches at once (a rollout wave): each goes out as the
- * merge patch patch_node would send first, concurrently through
- * mcg_kube_call_many (bounded in flight, one connection pool), each write
- * fenced on its own just before it is sent. What cannot go out that way,
- * or lost its compare-and-swap race (409), then takes patch_node's path
- * one at a time, fenced too: re-read, compare, patch again. Every node
- * gets its own result in rcs; a failed write leaves its node as it was.
- * The return value is 0 unless a node failed other than by a lost race
- * (MCG_ECONFLICT) or being gone (MCG_ENOTFOUND): then the first such
- * failure, with its node's name and the names of the others that failed.
- */
-/*
  * The outcome of a batch of n node patches (rcs, errs: each one's; refused:
  * the fence refused it, g: why). Writes the fence refused fail the batch,
  * saying how many; else the first failure other than a lost race or a
@@ -600,6 +588,18 @@ static int batch_outcome(const char *const *names, size_t n, const int *rcs, con
     return rc;
 }
 
+/*
+ * Several node patches at once (a rollout wave): each goes out as the
+ * merge patch patch_node would send first, concurrently through
+ * mcg_kube_call_many (bounded in flight, one connection pool), each write
+ * fenced on its own just before it is sent. What cannot go out that way,
+ * or lost its compare-and-swap race (409), then takes patch_node's path
+ * one at a time, fenced too: re-read, compare, patch again. Every node
+ * gets its own result in rcs; a failed write leaves its node as it was.
+ * The return value is 0 unless a node failed other than by a lost race
+ * (MCG_ECONFLICT) or being gone (MCG_ENOTFOUND): then the first such
+ * failure, with its node's name and the names of the others that failed.
+ */
 int mcg_kube_op_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_node_patch *patches,
                             size_t n, int *rcs, mcg_err *err)
 {

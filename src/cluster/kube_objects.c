@@ -332,13 +332,6 @@ int mcg_kube_op_list_pools(mcg_cluster *c, json_t **items, mcg_err *err)
     return 0;
 }
 
-/*
- * Bring one object to the wanted spec (and status, through the status
- * subresource), creating it when missing. path is the collection;
- * cache (may be NULL) holds the last seen objects by name. Merge patches
- * carry the resourceVersion they were computed from, so a concurrent change
- * makes them fail (409) and they are recomputed.
- */
 /* Create object name of kind in collection coll with labels and spec; *cur: what was made. */
 static int create_obj(mcg_kube *k, const char *coll, const char *kind, const char *name,
                       const json_t *labels, const json_t *want_spec, long *st, json_t **cur,
@@ -378,6 +371,13 @@ static int patch_field(mcg_kube *k, const char *path, const char *field, const j
     return rc;
 }
 
+/*
+ * Bring one object to the wanted spec (and status, through the status
+ * subresource), creating it when missing. path is the collection;
+ * cache (may be NULL) holds the last seen objects by name. Merge patches
+ * carry the resourceVersion they were computed from, so a concurrent change
+ * makes them fail (409) and they are recomputed.
+ */
 static int converge(mcg_kube *k, const char *coll, const char *kind, const char *name,
                     json_t *cache, const json_t *labels, const json_t *want_spec,
                     const json_t *want_status, mcg_err *err)

@@ -461,7 +461,6 @@ static void object_done(mcg_pack_scanner *p)
     s->state = s->i == s->nobj ? S_TRAILER : S_OBJHDR;
 }
 
-/* Feed n pack bytes through the parser's states (scanner thread only). */
 /*
  * Inflate what s->z holds of the current object: a kept object into its
  * buffer (more than the header said is Z_DATA_ERROR), a blob through the
@@ -493,6 +492,7 @@ static int zdata_inflate(mcg_scan_state *s)
     return zr;
 }
 
+/* Feed n pack bytes through the parser's states (scanner thread only). */
 void mcg_scan_bytes(mcg_pack_scanner *p, const unsigned char *b, size_t n)
 {
     mcg_scan_state *s = &p->sc;

@@ -445,7 +445,6 @@ static int parse_krl(mcg_revoked *r, const unsigned char *data, size_t len, cons
     return 0;
 }
 
-/* A text list of public keys ("type base64 [comment]"), as sshkey_in_file reads it. */
 /*
  * The key of a key list line (type: tn bytes, its base64: bn bytes) added
  * to r as its plain key; key and plain are scratch buffers.
@@ -474,6 +473,7 @@ static int list_key(mcg_revoked *r, const char *type, size_t tn, const char *b64
     return 0;
 }
 
+/* A text list of public keys ("type base64 [comment]"), as sshkey_in_file reads it. */
 static int parse_list(mcg_revoked *r, const char *text, size_t len, const char *name, mcg_err *err)
 {
     size_t lineno = 0;
