@@ -30,9 +30,7 @@ MAX_BRANCHES = 25
 
 # Functions still over a limit, waiting to be split: (file under src/, name).
 # The list only shrinks; a new function over a limit is refused.
-PENDING = {
-    ("pack/writer.c", "mcg_pack_writer_stream"),
-}
+PENDING = set()
 
 BRANCH = re.compile(r"\b(?:if|for|while|case)\b|&&|\|\||\?")
 NAME = re.compile(r"([A-Za-z_]\w*)\s*\($")

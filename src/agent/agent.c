@@ -25,6 +25,13 @@
  *   finish  -> record current, report Done, uncordon, drop the journal
  * A failure in apply rolls the disk back to the old config (the same
  * executor run backwards) and leaves the node Degraded with the reason.
+ *
+ * In the code: do_update plans (update_load, update_plan), cordons and
+ * drains (update_drain) and writes the journal (journal_new); journal_run
+ * then calls one function per phase over the typed journal: phase_write
+ * (backups, then files; phase_revert on failure), phase_os,
+ * phase_disruption, phase_reboot, phase_commit. A health phase goes
+ * between the disruption (or reboot) and the commit (update_phase).
  */
 #include "agent/agent_int.h"
 #include "fsio/fsio.h"
