@@ -127,18 +127,41 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "hqv", opts, NULL)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_controller);
-        case 'r': o.repo = optarg; break;
-        case 't': o.trust = optarg; break;
-        case 'K': o.revoked = *optarg ? optarg : NULL; break;
-        case 'c': cluster = optarg; break;
-        case 'R': o.remote = optarg; break;
-        case 'm': mirror = optarg; break;
-        case '1': once = true; break;
-        case 'q': mcg_verbosity = 0; break;
-        case 'v': mcg_verbosity = 2; break;
-        case 'M': metrics_bind = optarg; break;
-        case 'W': webhook_token = optarg; break;
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_controller);
+        case 'r':
+            o.repo = optarg;
+            break;
+        case 't':
+            o.trust = optarg;
+            break;
+        case 'K':
+            o.revoked = *optarg ? optarg : NULL;
+            break;
+        case 'c':
+            cluster = optarg;
+            break;
+        case 'R':
+            o.remote = optarg;
+            break;
+        case 'm':
+            mirror = optarg;
+            break;
+        case '1':
+            once = true;
+            break;
+        case 'q':
+            mcg_verbosity = 0;
+            break;
+        case 'v':
+            mcg_verbosity = 2;
+            break;
+        case 'M':
+            metrics_bind = optarg;
+            break;
+        case 'W':
+            webhook_token = optarg;
+            break;
         case 'i':
             if (!parse_interval(optarg, &interval))
                 return mcg_cli_usage_error(&mcg_cmd_controller, "bad --interval '%s'", optarg);
@@ -148,7 +171,8 @@ static int run(int argc, char **argv)
                 return mcg_cli_usage_error(&mcg_cmd_controller,
                                            "--keep-configs: expected 0..1000, got '%s'", optarg);
             break;
-        default: return mcg_cli_usage_error(&mcg_cmd_controller, NULL);
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_controller, NULL);
         }
     }
     cluster = mcg_cli_cluster(cluster);
@@ -166,8 +190,8 @@ static int run(int argc, char **argv)
         o.repo = mirror;
         o.remote = "origin";
     }
-    mcg_controller_run_opts ro = {o, cluster, NULL, interval, once, mcg_verbosity, metrics_bind,
-                                  webhook_token};
+    mcg_controller_run_opts ro = {o,    cluster,       NULL,         interval,
+                                  once, mcg_verbosity, metrics_bind, webhook_token};
     bool failed = false;
     if (mcg_controller_run(&ro, &failed, &err) != 0) {
         mcg_cli_error("controller", "%s", err.msg);

@@ -202,24 +202,32 @@ static int node_list(mcg_cluster *cl, mcg_err *err)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"cluster", required_argument, 0, 'c'},
-                                         {"labels", required_argument, 0, 'l'},
-                                         {"machine-id", required_argument, 0, 'm'},
-                                         {"root", required_argument, 0, 'r'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"help", no_argument, 0, 'h'},         {"cluster", required_argument, 0, 'c'},
+        {"labels", required_argument, 0, 'l'}, {"machine-id", required_argument, 0, 'm'},
+        {"root", required_argument, 0, 'r'},   {0, 0, 0, 0}};
     const char *cluster = NULL;
     node_opts o = {NULL, NULL, NULL};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_node);
-        case 'c': cluster = optarg; break;
-        case 'l': o.labels = optarg; break;
-        case 'm': o.machine_id = optarg; break;
-        case 'r': o.root = optarg; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_node, NULL);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_node);
+        case 'c':
+            cluster = optarg;
+            break;
+        case 'l':
+            o.labels = optarg;
+            break;
+        case 'm':
+            o.machine_id = optarg;
+            break;
+        case 'r':
+            o.root = optarg;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_node, NULL);
         }
     }
     cluster = mcg_cli_cluster(cluster);

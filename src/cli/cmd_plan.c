@@ -139,9 +139,9 @@ static int show_plan(const mcg_plan *p, const char *format, mcg_err *err)
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},         {"output", required_argument, 0, 'o'},
-        {"repo", required_argument, 0, 'r'},   {"rev", required_argument, 0, 'R'},
-        {"trust", required_argument, 0, 't'},  {"revoked", required_argument, 0, 'K'},
+        {"help", no_argument, 0, 'h'},          {"output", required_argument, 0, 'o'},
+        {"repo", required_argument, 0, 'r'},    {"rev", required_argument, 0, 'R'},
+        {"trust", required_argument, 0, 't'},   {"revoked", required_argument, 0, 'K'},
         {"cluster", required_argument, 0, 'c'}, {0, 0, 0, 0}};
     const char *format = "text", *repo = NULL, *rev = NULL, *trust = NULL, *revoked = NULL,
                *cluster = NULL;
@@ -149,14 +149,28 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_plan);
-        case 'o': format = optarg; break;
-        case 'r': repo = optarg; break;
-        case 'R': rev = optarg; break;
-        case 't': trust = optarg; break;
-        case 'K': revoked = optarg; break;
-        case 'c': cluster = optarg; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_plan, NULL);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_plan);
+        case 'o':
+            format = optarg;
+            break;
+        case 'r':
+            repo = optarg;
+            break;
+        case 'R':
+            rev = optarg;
+            break;
+        case 't':
+            trust = optarg;
+            break;
+        case 'K':
+            revoked = optarg;
+            break;
+        case 'c':
+            cluster = optarg;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_plan, NULL);
         }
     }
     if (strcmp(format, "text") && strcmp(format, "json"))

@@ -353,11 +353,19 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:w", opts, NULL)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_status);
-        case 'c': cluster = optarg; break;
-        case 'o': format = optarg; break;
-        case 'w': watch = true; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_status, NULL);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_status);
+        case 'c':
+            cluster = optarg;
+            break;
+        case 'o':
+            format = optarg;
+            break;
+        case 'w':
+            watch = true;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_status, NULL);
         }
     }
     if (optind < argc)

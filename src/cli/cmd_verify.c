@@ -81,14 +81,11 @@ static void print_text(const mcg_verify_report *rep, const char *tip, const char
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"rev", required_argument, 0, 'R'},
-                                         {"since", required_argument, 0, 's'},
-                                         {"trust", required_argument, 0, 't'},
-                                         {"revoked", required_argument, 0, 'K'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"help", no_argument, 0, 'h'},         {"repo", required_argument, 0, 'r'},
+        {"rev", required_argument, 0, 'R'},    {"since", required_argument, 0, 's'},
+        {"trust", required_argument, 0, 't'},  {"revoked", required_argument, 0, 'K'},
+        {"output", required_argument, 0, 'o'}, {0, 0, 0, 0}};
     const char *repo = NULL, *rev = NULL, *since = NULL, *trust = NULL, *revoked = NULL,
                *format = "text";
     int c;
@@ -97,12 +94,24 @@ static int run(int argc, char **argv)
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_verify);
-        case 'r': repo = optarg; break;
-        case 'R': rev = optarg; break;
-        case 's': since = optarg; break;
-        case 't': trust = optarg; break;
-        case 'K': revoked = optarg; break;
-        case 'o': format = optarg; break;
+        case 'r':
+            repo = optarg;
+            break;
+        case 'R':
+            rev = optarg;
+            break;
+        case 's':
+            since = optarg;
+            break;
+        case 't':
+            trust = optarg;
+            break;
+        case 'K':
+            revoked = optarg;
+            break;
+        case 'o':
+            format = optarg;
+            break;
         default:
             return mcg_cli_usage_error(&mcg_cmd_verify, NULL);
         }
