@@ -23,6 +23,7 @@ exits 0. Run by ctest as tests/integration/test_funcsize.sh.
 """
 import os
 import re
+import signal
 import sys
 
 MAX_LINES = 100
@@ -201,4 +202,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # --list | head
     sys.exit(main(sys.argv[1:]))
