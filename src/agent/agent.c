@@ -25,6 +25,13 @@
  *   finish  -> record current, report Done, uncordon, drop the journal
  * A failure in apply rolls the disk back to the old config (the same
  * executor run backwards) and leaves the node Degraded with the reason.
+ *
+ * In the code: do_update plans (update_load, update_plan), cordons and
+ * drains (update_drain) and writes the journal (journal_new); journal_run
+ * then calls one function per phase over the typed journal: phase_write
+ * (backups, then files; phase_revert on failure), phase_os,
+ * phase_disruption, phase_reboot, phase_commit. A health phase goes
+ * between the disruption (or reboot) and the commit (update_phase).
  */
 #include "agent/agent_int.h"
 #include "fsio/fsio.h"
@@ -604,262 +611,408 @@ static void uncordon(mcg_agent *a, mcg_cluster *c)
 }
 
 /*
- * Carry out the journal j from its recorded phase. Takes ownership of old
- * and new_cfg (either may be NULL: loaded from the state directory).
- * Always leaves the outcome in res; returns 0 unless the state directory
- * itself fails.
+ * The phases of an update, in order, under the names journal.json gives
+ * them. Each is recorded in the journal before it starts, so a restarted
+ * agent carries on from the phase it had reached.
+ */
+typedef enum {
+    PHASE_WRITE,   /* "apply": back up, then write the files; a failure reverts */
+    PHASE_OS,      /* "os": the OS steps, one at a time ("osStep") */
+    PHASE_ACTIONS, /* "actions": daemon-reload / reload / restart, or the reboot decided */
+    PHASE_REBOOT,  /* "reboot": the reboot command run, done when the boot id changed */
+    /* the health phase goes here: checks after the actions or the reboot,
+     * before the commit, a failure reverting the update */
+    PHASE_COMMIT,  /* "finish": record current, report Done, uncordon, drop the journal */
+    PHASE_UNKNOWN, /* anything else: the journal is refused */
+} update_phase;
+
+static const char *const phase_names[PHASE_UNKNOWN] = {"apply", "os", "actions", "reboot",
+                                                       "finish"};
+
+/*
+ * The update in progress, typed. journal.json stays the record, written
+ * back at every phase change; these fields are read from it once, when the
+ * journal is opened (journal_open).
+ */
+typedef struct {
+    json_t *j;               /* journal.json (borrowed) */
+    const char *target;      /* the config applied (in j) */
+    const char *from;        /* the config it replaces, NULL: none (in j) */
+    update_phase phase;      /* where the update is */
+    bool resumed;            /* left by an earlier run */
+    bool cordoned;           /* the update cordoned the node */
+    bool force;              /* rewrite every path, not only the changed ones */
+    mcg_plan_disk disk;      /* backups, restores, directories the update makes */
+    mcg_acfg *old, *new_cfg; /* owned; new_cfg moves to a->cur at the commit */
+    bool stop;               /* the pass ends here: Degraded, or waiting for the reboot */
+} journal;
+
+static void journal_free(journal *jr)
+{
+    mcg_plan_disk_free(&jr->disk);
+    mcg_acfg_free(jr->old);
+    mcg_acfg_free(jr->new_cfg);
+    jr->old = jr->new_cfg = NULL;
+}
+
+/* Record that the update enters phase, and go there. */
+static int journal_enter(mcg_agent *a, journal *jr, update_phase phase, mcg_err *err)
+{
+    json_object_set_new(jr->j, "phase", json_string(phase_names[phase]));
+    jr->phase = phase;
+    return journal_write(a, jr->j, err);
+}
+
+/*
+ * Read the typed fields of jr->j and load the configs not given. A target
+ * that cannot be loaded ends the update: journal dropped, node uncordoned
+ * and Degraded (jr->stop). Fails only on a malformed journal.
+ */
+static int journal_open(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_result *res,
+                        mcg_err *err)
+{
+    json_t *j = jr->j;
+    const char *phase = jstr(j, "phase");
+    mcg_err e = {0};
+    jr->target = jstr(j, "target");
+    jr->from = jstr(j, "from");
+    jr->cordoned = json_is_true(json_object_get(j, "cordoned"));
+    if (!jr->target || !phase || !mcg_name_is_dns_subdomain(jr->target) ||
+        (jr->from && !mcg_name_is_dns_subdomain(jr->from)))
+        return mcg_err_set(err, MCG_EINVAL, "state journal.json: malformed");
+    jr->phase = PHASE_UNKNOWN;
+    for (int k = 0; k < PHASE_UNKNOWN; k++)
+        if (!strcmp(phase, phase_names[k]))
+            jr->phase = (update_phase)k;
+    if (!jr->new_cfg && load_state_cfg(a, jr->target, true, &jr->new_cfg, &e) != 0) {
+        set_reason(res, MCG_AGENT_DEGRADED, "resuming update to %s: %s", jr->target, e.msg);
+        unlinkat(a->statefd, "journal.json", 0);
+        if (jr->cordoned)
+            uncordon(a, c);
+        report_degraded(a, c, res);
+        jr->stop = true;
+        return 0;
+    }
+    if (!jr->old && jr->from && load_state_cfg(a, jr->from, false, &jr->old, &e) != 0)
+        logf_(a, 1, "previous config %s: %s (treating as none)", jr->from, e.msg);
+    snprintf(res->config, sizeof(res->config), "%s", jr->from ? jr->from : "");
+    json_strv(&jr->disk.backups, json_object_get(j, "backups"));
+    json_strv(&jr->disk.restores, json_object_get(j, "restores"));
+    json_strv(&jr->disk.mkdirs, json_object_get(j, "mkdirs"));
+    mcg_strv_sort(&jr->disk.backups);
+    mcg_strv_sort(&jr->disk.restores);
+    mcg_strv_sort(&jr->disk.mkdirs);
+    jr->force = json_is_true(json_object_get(j, "force"));
+    return 0;
+}
+
+/*
+ * Revert: the disk rolled back to the old config after a failed write
+ * (why), the journal dropped, the node uncordoned and left Degraded.
+ */
+static void phase_revert(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_strv *created,
+                         mcg_agent_result *res, const mcg_err *why)
+{
+    rollback(a, jr->old, jr->new_cfg, &jr->disk, created);
+    mcg_err e2 = {0};
+    if (save_created(a, created, &e2) != 0)
+        logf_(a, 1, "%s", e2.msg);
+    unlinkat(a->statefd, "journal.json", 0);
+    fsync(a->statefd);
+    if (jr->cordoned)
+        uncordon(a, c);
+    set_reason(res, MCG_AGENT_DEGRADED, "applying %s: %s", jr->target, why->msg);
+    report_degraded(a, c, res);
+    jr->stop = true;
+}
+
+/*
+ * Back up and write: mcg_plan_execute takes the backups of what mcgit
+ * overwrites first (synced), then makes the disk match the target. A
+ * failure reverts (phase_revert).
+ */
+static int phase_write(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_result *res,
+                       mcg_err *err)
+{
+    mcg_exec_stats st = {0, 0};
+    mcg_strv created = {0};
+    mcg_err e = {0};
+    int rc = 0;
+    load_created(a, &created);
+    logf_(a, 1, "%s %s (from %s)", jr->resumed ? "resuming update to" : "updating to", jr->target,
+          jr->from ? jr->from : "nothing");
+    if (mcg_plan_execute(&a->root, a->statefd, jr->old, jr->new_cfg, &jr->disk, jr->force, &created,
+                         &st, &e) != 0) {
+        phase_revert(a, c, jr, &created, res, &e);
+        goto out;
+    }
+    if ((rc = save_created(a, &created, err)) != 0)
+        goto out;
+    if (jr->resumed) {
+        mcg_plan_clean_temps(&a->root, jr->new_cfg);
+        mcg_plan_clean_temps(&a->root, jr->old);
+    }
+    res->applied = true;
+    res->written += st.written;
+    res->removed += st.removed;
+    rc = journal_enter(
+        a, jr, json_array_size(json_object_get(jr->j, "os")) ? PHASE_OS : PHASE_ACTIONS, err);
+out:
+    mcg_strv_free(&created);
+    return rc;
+}
+
+/* One OS step (a command, or a file step); false when it failed (reported Degraded). */
+static bool os_step(mcg_agent *a, mcg_cluster *c, const json_t *step, mcg_agent_result *res)
+{
+    const char *field = jstr(step, "field"), *run = jstr(step, "run");
+    mcg_err e = {0};
+    if (!field)
+        field = "?";
+    if (run && !a->live && !a->o.host_exec) {
+        logf_(a, 1, "skipped (not live): %s", run);
+        return true;
+    }
+    if (run) {
+        char *cmd = a->o.host_exec ? mcg_sprintf("%s %s", a->o.host_exec, run) : mcg_strdup(run);
+        int st = run_cmd(a, cmd);
+        if (st != 0)
+            set_reason(res, MCG_AGENT_DEGRADED, "%s: '%s' failed (exit %d) on node %s", field, cmd,
+                       st, a->o.node ? a->o.node : "?");
+        free(cmd);
+        if (st != 0) {
+            report_degraded(a, c, res);
+            return false;
+        }
+        return true;
+    }
+    if (mcg_osstep_file(&a->root, step, &e) != 0) {
+        set_reason(res, MCG_AGENT_DEGRADED, "%s: %s on node %s", field, e.msg,
+                   a->o.node ? a->o.node : "?");
+        report_degraded(a, c, res);
+        return false;
+    }
+    return true;
+}
+
+/* The OS steps from the one the journal reached ("osStep"), each recorded when done. */
+static int phase_os(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_result *res, mcg_err *err)
+{
+    const json_t *steps = json_object_get(jr->j, "os");
+    json_int_t k = json_integer_value(json_object_get(jr->j, "osStep"));
+    int rc;
+    for (; k >= 0 && (size_t)k < json_array_size(steps); k++) {
+        if (!os_step(a, c, json_array_get(steps, (size_t)k), res)) {
+            jr->stop = true; /* the journal retries this step on the next pass */
+            return 0;
+        }
+        json_object_set_new(jr->j, "osStep", json_integer(k + 1));
+        if ((rc = journal_write(a, jr->j, err)) != 0)
+            return rc;
+    }
+    return journal_enter(a, jr, PHASE_ACTIONS, err);
+}
+
+/* The systemctl verbs of the journal's actions: daemon-reload, reload 'u', restart 'u'. */
+static void action_cmds(const json_t *j, mcg_strv *cmds)
+{
+    mcg_strv reload = {0}, restart = {0};
+    json_strv(&reload, json_object_get(j, "reload"));
+    json_strv(&restart, json_object_get(j, "restart"));
+    if (json_is_true(json_object_get(j, "daemonReload")))
+        mcg_strv_push(cmds, "daemon-reload");
+    for (size_t i = 0; i < reload.n; i++) {
+        char *s = mcg_sprintf("reload '%s'", reload.v[i]);
+        mcg_strv_push(cmds, s);
+        free(s);
+    }
+    for (size_t i = 0; i < restart.n; i++) {
+        char *s = mcg_sprintf("restart '%s'", restart.v[i]);
+        mcg_strv_push(cmds, s);
+        free(s);
+    }
+    mcg_strv_free(&reload);
+    mcg_strv_free(&restart);
+}
+
+/* Run the journal's systemctl actions (live only); false when one failed (reason set). */
+static bool run_actions(mcg_agent *a, const json_t *j, mcg_agent_result *res)
+{
+    const char *sc = a->o.systemctl ? a->o.systemctl : "systemctl";
+    mcg_strv cmds = {0};
+    action_cmds(j, &cmds);
+    bool failed = false;
+    for (size_t i = 0; i < cmds.n && !failed; i++) {
+        if (!a->live) {
+            logf_(a, 1, "skipped (not live): systemctl %s", cmds.v[i]);
+            continue;
+        }
+        char *cmd = mcg_sprintf("%s %s", sc, cmds.v[i]);
+        int st = run_cmd(a, cmd);
+        if (st != 0) {
+            set_reason(res, MCG_AGENT_DEGRADED, "%s failed (exit %d)", cmd, st);
+            failed = true;
+        }
+        free(cmd);
+    }
+    mcg_strv_free(&cmds);
+    return !failed;
+}
+
+/*
+ * Disruption: a reboot is recorded with the boot id it must change, for
+ * phase_reboot; otherwise daemon-reload, reload and restart run.
+ */
+static int phase_disruption(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_result *res,
+                            mcg_err *err)
+{
+    if (json_is_true(json_object_get(jr->j, "reboot"))) {
+        char bid[64];
+        read_boot_id(bid);
+        json_object_set_new(jr->j, "bootId", json_string(bid));
+        return journal_enter(a, jr, PHASE_REBOOT, err);
+    }
+    if (!run_actions(a, jr->j, res)) { /* files are in place; the journal retries the actions */
+        report_degraded(a, c, res);
+        jr->stop = true;
+        return 0;
+    }
+    return journal_enter(a, jr, PHASE_COMMIT, err);
+}
+
+/*
+ * The reboot of a live node: run the reboot command once, then wait (the
+ * pass ends Working) until the boot id differs from the journal's. True
+ * when the pass ends here (waiting, or the command failed).
+ */
+static bool reboot_live(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_result *res)
+{
+    char bid[64];
+    read_boot_id(bid);
+    const char *was = jstr(jr->j, "bootId");
+    if (was && strcmp(was, bid) != 0) {
+        logf_(a, 1, "reboot done (boot id %s)", bid);
+        return false;
+    }
+    if (!a->reboot_issued) {
+        a->reboot_issued = true;
+        event(a, c, false, "Reboot", "Node will reboot into config %s", jr->target);
+        const char *cmd = a->o.reboot_command ? a->o.reboot_command : "systemctl reboot";
+        int st = run_cmd(a, cmd);
+        if (st != 0) {
+            a->reboot_issued = false;
+            set_reason(res, MCG_AGENT_DEGRADED, "reboot command '%s' failed (exit %d)", cmd, st);
+            report_degraded(a, c, res);
+            return true;
+        }
+    }
+    set_reason(res, MCG_AGENT_WORKING, "waiting for the reboot into %s", jr->target);
+    snprintf(res->config, sizeof(res->config), "%s", jr->from ? jr->from : "");
+    return true;
+}
+
+/* The reboot: on a live node run and awaited; otherwise its command run, or only recorded. */
+static int phase_reboot(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_result *res,
+                        mcg_err *err)
+{
+    res->rebooted = true;
+    if (a->live) {
+        if (reboot_live(a, c, jr, res)) {
+            jr->stop = true;
+            return 0;
+        }
+    } else if (a->o.reboot_command) {
+        event(a, c, false, "Reboot", "Node will reboot into config %s", jr->target);
+        int st = run_cmd(a, a->o.reboot_command);
+        if (st != 0) {
+            set_reason(res, MCG_AGENT_DEGRADED, "reboot command '%s' failed (exit %d)",
+                       a->o.reboot_command, st);
+            report_degraded(a, c, res);
+            jr->stop = true;
+            return 0;
+        }
+    } else {
+        event(a, c, false, "Reboot", "Node will reboot into config %s (recorded: not live)",
+              jr->target);
+        logf_(a, 1, "reboot recorded (not live: nothing run)");
+    }
+    return journal_enter(a, jr, PHASE_COMMIT, err);
+}
+
+/*
+ * Commit: record current, report Done (and uncordon), drop the journal and
+ * keep the target as the current config. With the cluster unreachable the
+ * journal stays, so that Done is reported on a later pass.
+ */
+static int phase_commit(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_result *res,
+                        mcg_err *err)
+{
+    const char *target = jr->target;
+    char *line = mcg_sprintf("%s\n", target);
+    int rc = state_write(a, "current", line, strlen(line), err);
+    free(line);
+    if (rc)
+        return rc;
+    prune_configs(a, target);
+    mcg_node_patch p = MCG_NODE_PATCH_INIT;
+    p.current = target;
+    p.state = "Done";
+    p.reason = "";
+    if (jr->cordoned)
+        p.unschedulable = 0;
+    snprintf(res->config, sizeof(res->config), "%s", target);
+    res->state = MCG_AGENT_DONE;
+    res->reason[0] = '\0';
+    logf_(a, 1, "Done: %s", target);
+    if (patch(a, c, &p) != 0) {
+        res->offline = true; /* keep the journal: report once the cluster is back */
+        return 0;
+    }
+    if (jr->cordoned)
+        event(a, c, false, "Uncordon",
+              "Update completed for config %s and node has been uncordoned", target);
+    event(a, c, false, "NodeDone", "Setting node %s, currentConfig %s to Done", a->o.node, target);
+    a->degraded_evented[0] = '\0';
+    unlinkat(a->statefd, "journal.json", 0);
+    fsync(a->statefd);
+    mcg_acfg_free(a->cur);
+    a->cur = NULL;
+    /* a streamed config borrows the caller's spec: it goes, and the next
+     * drift check loads the kept copy instead */
+    if (!jr->new_cfg->borrows) {
+        a->cur = jr->new_cfg; /* transferred */
+        jr->new_cfg = NULL;
+    }
+    return 0;
+}
+
+/*
+ * Carry out the journal j from its recorded phase, one phase function
+ * after another until the update is committed or a phase stops the pass.
+ * Takes ownership of old and new_cfg (either may be NULL: loaded from the
+ * state directory). Always leaves the outcome in res; returns 0 unless the
+ * state directory itself fails.
  */
 static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, mcg_acfg *new_cfg,
                        bool resumed, mcg_agent_result *res, mcg_err *err)
 {
-    const char *target = jstr(j, "target"), *from = jstr(j, "from");
-    const char *phase = jstr(j, "phase");
-    bool cordoned = json_is_true(json_object_get(j, "cordoned"));
-    mcg_plan_disk disk = {0};
-    mcg_err e = {0};
-    int rc = 0;
-    if (!target || !phase || !mcg_name_is_dns_subdomain(target) ||
-        (from && !mcg_name_is_dns_subdomain(from))) {
-        rc = mcg_err_set(err, MCG_EINVAL, "state journal.json: malformed");
-        goto out;
-    }
-    if (!new_cfg && load_state_cfg(a, target, true, &new_cfg, &e) != 0) {
-        set_reason(res, MCG_AGENT_DEGRADED, "resuming update to %s: %s", target, e.msg);
-        unlinkat(a->statefd, "journal.json", 0);
-        if (cordoned)
-            uncordon(a, c);
-        report_degraded(a, c, res);
-        goto out;
-    }
-    if (!old && from && load_state_cfg(a, from, false, &old, &e) != 0)
-        logf_(a, 1, "previous config %s: %s (treating as none)", from, e.msg);
-    snprintf(res->config, sizeof(res->config), "%s", from ? from : "");
-    json_strv(&disk.backups, json_object_get(j, "backups"));
-    json_strv(&disk.restores, json_object_get(j, "restores"));
-    json_strv(&disk.mkdirs, json_object_get(j, "mkdirs"));
-    mcg_strv_sort(&disk.backups);
-    mcg_strv_sort(&disk.restores);
-    mcg_strv_sort(&disk.mkdirs);
-    bool force = json_is_true(json_object_get(j, "force"));
-
-    if (!strcmp(phase, "apply")) {
-        mcg_exec_stats st = {0, 0};
-        mcg_strv created = {0};
-        load_created(a, &created);
-        logf_(a, 1, "%s %s (from %s)", resumed ? "resuming update to" : "updating to", target,
-              from ? from : "nothing");
-        if (mcg_plan_execute(&a->root, a->statefd, old, new_cfg, &disk, force, &created, &st, &e) !=
-            0) {
-            rollback(a, old, new_cfg, &disk, &created);
-            mcg_err e2 = {0};
-            if (save_created(a, &created, &e2) != 0)
-                logf_(a, 1, "%s", e2.msg);
-            mcg_strv_free(&created);
-            unlinkat(a->statefd, "journal.json", 0);
-            fsync(a->statefd);
-            if (cordoned)
-                uncordon(a, c);
-            set_reason(res, MCG_AGENT_DEGRADED, "applying %s: %s", target, e.msg);
-            report_degraded(a, c, res);
-            goto out;
-        }
-        rc = save_created(a, &created, err);
-        mcg_strv_free(&created);
-        if (rc)
-            goto out;
-        if (resumed) {
-            mcg_plan_clean_temps(&a->root, new_cfg);
-            mcg_plan_clean_temps(&a->root, old);
-        }
-        res->applied = true;
-        res->written += st.written;
-        res->removed += st.removed;
-        phase = json_array_size(json_object_get(j, "os")) ? "os" : "actions";
-        json_object_set_new(j, "phase", json_string(phase));
-        phase = jstr(j, "phase");
-        if ((rc = journal_write(a, j, err)) != 0)
-            goto out;
-    }
-    if (!strcmp(phase, "os")) {
-        const json_t *steps = json_object_get(j, "os");
-        json_int_t k = json_integer_value(json_object_get(j, "osStep"));
-        for (; k >= 0 && (size_t)k < json_array_size(steps); k++) {
-            const json_t *step = json_array_get(steps, (size_t)k);
-            const char *field = jstr(step, "field"), *run = jstr(step, "run");
-            if (!field)
-                field = "?";
-            if (run && !a->live && !a->o.host_exec) {
-                logf_(a, 1, "skipped (not live): %s", run);
-            } else if (run) {
-                char *cmd =
-                    a->o.host_exec ? mcg_sprintf("%s %s", a->o.host_exec, run) : mcg_strdup(run);
-                int st = run_cmd(a, cmd);
-                if (st != 0) { /* the journal retries this step on the next pass */
-                    set_reason(res, MCG_AGENT_DEGRADED, "%s: '%s' failed (exit %d) on node %s",
-                               field, cmd, st, a->o.node ? a->o.node : "?");
-                    free(cmd);
-                    report_degraded(a, c, res);
-                    goto out;
-                }
-                free(cmd);
-            } else if (mcg_osstep_file(&a->root, step, &e) != 0) {
-                set_reason(res, MCG_AGENT_DEGRADED, "%s: %s on node %s", field, e.msg,
-                           a->o.node ? a->o.node : "?");
-                report_degraded(a, c, res);
-                goto out;
-            }
-            json_object_set_new(j, "osStep", json_integer(k + 1));
-            if ((rc = journal_write(a, j, err)) != 0)
-                goto out;
-        }
-        json_object_set_new(j, "phase", json_string("actions"));
-        if ((rc = journal_write(a, j, err)) != 0)
-            goto out;
-        phase = jstr(j, "phase");
-    }
-    if (!strcmp(phase, "actions")) {
-        if (json_is_true(json_object_get(j, "reboot"))) {
-            char bid[64];
-            read_boot_id(bid);
-            json_object_set_new(j, "bootId", json_string(bid));
-            json_object_set_new(j, "phase", json_string("reboot"));
-            if ((rc = journal_write(a, j, err)) != 0)
-                goto out;
-            phase = jstr(j, "phase");
-        } else {
-            mcg_strv reload = {0}, restart = {0};
-            json_strv(&reload, json_object_get(j, "reload"));
-            json_strv(&restart, json_object_get(j, "restart"));
-            const char *sc = a->o.systemctl ? a->o.systemctl : "systemctl";
-            mcg_strv cmds = {0};
-            if (json_is_true(json_object_get(j, "daemonReload")))
-                mcg_strv_push(&cmds, "daemon-reload");
-            for (size_t i = 0; i < reload.n; i++) {
-                char *s = mcg_sprintf("reload '%s'", reload.v[i]);
-                mcg_strv_push(&cmds, s);
-                free(s);
-            }
-            for (size_t i = 0; i < restart.n; i++) {
-                char *s = mcg_sprintf("restart '%s'", restart.v[i]);
-                mcg_strv_push(&cmds, s);
-                free(s);
-            }
-            bool failed = false;
-            for (size_t i = 0; i < cmds.n && !failed; i++) {
-                if (!a->live) {
-                    logf_(a, 1, "skipped (not live): systemctl %s", cmds.v[i]);
-                    continue;
-                }
-                char *cmd = mcg_sprintf("%s %s", sc, cmds.v[i]);
-                int st = run_cmd(a, cmd);
-                if (st != 0) {
-                    set_reason(res, MCG_AGENT_DEGRADED, "%s failed (exit %d)", cmd, st);
-                    failed = true;
-                }
-                free(cmd);
-            }
-            mcg_strv_free(&cmds);
-            mcg_strv_free(&reload);
-            mcg_strv_free(&restart);
-            if (failed) { /* files are in place; the journal retries the actions */
-                report_degraded(a, c, res);
-                goto out;
-            }
-            json_object_set_new(j, "phase", json_string("finish"));
-            if ((rc = journal_write(a, j, err)) != 0)
-                goto out;
-            phase = jstr(j, "phase");
-        }
-    }
-    if (!strcmp(phase, "reboot")) {
-        res->rebooted = true;
-        if (a->live) {
-            char bid[64];
-            read_boot_id(bid);
-            const char *was = jstr(j, "bootId");
-            if (!was || !strcmp(was, bid)) {
-                if (!a->reboot_issued) {
-                    a->reboot_issued = true;
-                    event(a, c, false, "Reboot", "Node will reboot into config %s", target);
-                    const char *cmd =
-                        a->o.reboot_command ? a->o.reboot_command : "systemctl reboot";
-                    int st = run_cmd(a, cmd);
-                    if (st != 0) {
-                        a->reboot_issued = false;
-                        set_reason(res, MCG_AGENT_DEGRADED, "reboot command '%s' failed (exit %d)",
-                                   cmd, st);
-                        report_degraded(a, c, res);
-                        goto out;
-                    }
-                }
-                set_reason(res, MCG_AGENT_WORKING, "waiting for the reboot into %s", target);
-                snprintf(res->config, sizeof(res->config), "%s", from ? from : "");
-                goto out;
-            }
-            logf_(a, 1, "reboot done (boot id %s)", bid);
-        } else if (a->o.reboot_command) {
-            event(a, c, false, "Reboot", "Node will reboot into config %s", target);
-            int st = run_cmd(a, a->o.reboot_command);
-            if (st != 0) {
-                set_reason(res, MCG_AGENT_DEGRADED, "reboot command '%s' failed (exit %d)",
-                           a->o.reboot_command, st);
-                report_degraded(a, c, res);
-                goto out;
-            }
-        } else {
-            event(a, c, false, "Reboot", "Node will reboot into config %s (recorded: not live)",
-                  target);
-            logf_(a, 1, "reboot recorded (not live: nothing run)");
-        }
-        json_object_set_new(j, "phase", json_string("finish"));
-        if ((rc = journal_write(a, j, err)) != 0)
-            goto out;
-        phase = jstr(j, "phase");
-    }
-    if (!strcmp(phase, "finish")) {
-        char *line = mcg_sprintf("%s\n", target);
-        rc = state_write(a, "current", line, strlen(line), err);
-        free(line);
-        if (rc)
-            goto out;
-        prune_configs(a, target);
-        mcg_node_patch p = MCG_NODE_PATCH_INIT;
-        p.current = target;
-        p.state = "Done";
-        p.reason = "";
-        if (cordoned)
-            p.unschedulable = 0;
-        snprintf(res->config, sizeof(res->config), "%s", target);
-        res->state = MCG_AGENT_DONE;
-        res->reason[0] = '\0';
-        logf_(a, 1, "Done: %s", target);
-        if (patch(a, c, &p) != 0) {
-            res->offline = true; /* keep the journal: report once the cluster is back */
-            goto out;
-        }
-        if (cordoned)
-            event(a, c, false, "Uncordon",
-                  "Update completed for config %s and node has been uncordoned", target);
-        event(a, c, false, "NodeDone", "Setting node %s, currentConfig %s to Done", a->o.node,
-              target);
-        a->degraded_evented[0] = '\0';
-        unlinkat(a->statefd, "journal.json", 0);
-        fsync(a->statefd);
-        mcg_acfg_free(a->cur);
-        a->cur = NULL;
-        /* a streamed config borrows the caller's spec: it goes, and the next
-         * drift check loads the kept copy instead */
-        if (!new_cfg->borrows) {
-            a->cur = new_cfg; /* transferred */
-            new_cfg = NULL;
-        }
-    } else if (strcmp(phase, "reboot") != 0) {
-        rc = mcg_err_set(err, MCG_EINVAL, "state journal.json: unknown phase '%s'", phase);
-    }
-out:
-    mcg_plan_disk_free(&disk);
-    mcg_acfg_free(old);
-    mcg_acfg_free(new_cfg);
+    journal jr = {.j = j, .resumed = resumed, .old = old, .new_cfg = new_cfg};
+    int rc = journal_open(a, c, &jr, res, err);
+    if (!rc && !jr.stop && jr.phase == PHASE_WRITE)
+        rc = phase_write(a, c, &jr, res, err);
+    if (!rc && !jr.stop && jr.phase == PHASE_OS)
+        rc = phase_os(a, c, &jr, res, err);
+    if (!rc && !jr.stop && jr.phase == PHASE_ACTIONS)
+        rc = phase_disruption(a, c, &jr, res, err);
+    if (!rc && !jr.stop && jr.phase == PHASE_REBOOT)
+        rc = phase_reboot(a, c, &jr, res, err);
+    /* the health phase goes here (see update_phase) */
+    if (!rc && !jr.stop && jr.phase == PHASE_COMMIT)
+        rc = phase_commit(a, c, &jr, res, err);
+    else if (!rc && !jr.stop && jr.phase == PHASE_UNKNOWN)
+        rc = mcg_err_set(err, MCG_EINVAL, "state journal.json: unknown phase '%s'",
+                         jstr(j, "phase"));
+    journal_free(&jr);
     return rc;
 }
 
@@ -873,149 +1026,211 @@ static bool under_state(const mcg_agent *a, const char *path)
     return !strncmp(path, a->state_rel, n) && (path[n] == '\0' || path[n] == '/');
 }
 
-/* Update the disk to config name/spec (the hash is checked here). */
-static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char *spec, size_t len,
-                     mcg_agent_result *res, mcg_err *err)
+/*
+ * An update as do_update works it out before anything changes: what it
+ * replaces, the parsed target, the OS steps, the disk plan, the
+ * disruption. Freed with update_free.
+ */
+typedef struct {
+    char *from;              /* the name in `current`, NULL: none */
+    mcg_acfg *old, *new_cfg; /* owned until the journal takes them */
+    mcg_disruption_policy pol;
+    mcg_plan_disk disk;
+    mcg_disruption act;
+    json_t *os_steps;
+    bool cordoned;      /* the update cordoned the node */
+    state_pending copy; /* the kept copy of the target, until it is written */
+} update;
+
+static void update_free(mcg_agent *a, update *u)
+{
+    state_write_abort(a, &u->copy); /* only when the update stopped before it was finished */
+    json_decref(u->os_steps);
+    mcg_disruption_free(&u->act);
+    mcg_plan_disk_free(&u->disk);
+    mcg_policy_free(&u->pol);
+    mcg_acfg_free(u->old);
+    mcg_acfg_free(u->new_cfg);
+    free(u->from);
+}
+
+/*
+ * Plan, first part: the target name/spec checked against its hash and
+ * parsed (its kept copy written meanwhile), the old config found. False
+ * when the update is refused (reason in res).
+ */
+static bool update_load(mcg_agent *a, update *u, const char *name, const char *spec, size_t len,
+                        mcg_agent_result *res)
 {
     mcg_err e = {0};
-    char *from = read_current(a);
-    mcg_acfg *old = NULL, *new_cfg = NULL;
-    mcg_disruption_policy pol;
-    memset(&pol, 0, sizeof(pol));
-    mcg_plan_disk disk = {0};
-    mcg_disruption act;
-    memset(&act, 0, sizeof(act));
-    json_t *j = NULL;
-    int rc = 0;
-    bool cordoned = false, os_reboot = false;
-    json_t *os_steps = NULL;
-    state_pending copy = {-1, NULL, NULL};
-
     if (!mcg_render_name_matches(name, spec, len) || !mcg_name_is_dns_subdomain(name)) {
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s does not match its hash", name);
-        goto degraded;
+        return false;
     }
-    if (from && a->cur && !strcmp(a->cur->name, from)) {
-        old = a->cur; /* parsed already (drift checks): transferred */
+    if (u->from && a->cur && !strcmp(a->cur->name, u->from)) {
+        u->old = a->cur; /* parsed already (drift checks): transferred */
         a->cur = NULL;
-    } else if (from && load_state_cfg(a, from, false, &old, &e) != 0) {
-        logf_(a, 1, "previous config %s: %s (treating as none)", from, e.msg);
-        old = NULL;
+    } else if (u->from && load_state_cfg(a, u->from, false, &u->old, &e) != 0) {
+        logf_(a, 1, "previous config %s: %s (treating as none)", u->from, e.msg);
+        u->old = NULL;
     }
     /* the kept copy of the config is written back while it is parsed */
     char *cpath = mcg_sprintf("configs/%s.json", name);
-    rc = state_write_start(a, cpath, spec, len, &copy, &e);
+    int rc = state_write_start(a, cpath, spec, len, &u->copy, &e);
     free(cpath);
     if (rc) {
-        rc = 0;
         set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
-        goto degraded;
+        return false;
     }
     /* streamed: the files are decoded from spec as they are written, never
-     * all in memory at once (spec outlives new_cfg: both end with this call) */
-    if (mcg_acfg_load(&new_cfg, &a->root, name, spec, len, true, true, &e) != 0) {
+     * all in memory at once (spec outlives new_cfg: both end with do_update) */
+    if (mcg_acfg_load(&u->new_cfg, &a->root, name, spec, len, true, true, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
-        goto degraded;
+        return false;
     }
-    if (state_write_finish(a, &copy, &e) != 0) {
+    if (state_write_finish(a, &u->copy, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
-        goto degraded;
+        return false;
     }
-    for (size_t i = 0; i < new_cfg->n; i++)
-        if (under_state(a, new_cfg->ents[i].path)) {
+    for (size_t i = 0; i < u->new_cfg->n; i++)
+        if (under_state(a, u->new_cfg->ents[i].path)) {
             set_reason(res, MCG_AGENT_DEGRADED, "/%s is inside the agent's state directory",
-                       new_cfg->ents[i].path);
-            goto degraded;
+                       u->new_cfg->ents[i].path);
+            return false;
         }
+    return true;
+}
+
+/*
+ * Plan, second part: the OS steps, the node disruption policy, the disk
+ * plan (mcg_plan_prepare: nothing is written yet) and the actions. False
+ * when the update is refused (reason in res).
+ */
+static bool update_plan(mcg_agent *a, mcg_cluster *c, update *u, const char *name,
+                        mcg_agent_result *res)
+{
+    mcg_err e = {0};
+    bool os_reboot = false;
     mcg_host host;
     mcg_host_detect(&host, &a->root, a->live);
-    if (mcg_osplan_make(&os_steps, &os_reboot, &a->root, &host, old, new_cfg, a->o.node, &e) != 0) {
+    if (mcg_osplan_make(&u->os_steps, &os_reboot, &a->root, &host, u->old, u->new_cfg, a->o.node,
+                        &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
-        goto degraded;
+        return false;
     }
-    if (json_array_size(os_steps))
-        logf_(a, 1, "OS steps: %zu (boot loader: %s)", json_array_size(os_steps),
+    if (json_array_size(u->os_steps))
+        logf_(a, 1, "OS steps: %zu (boot loader: %s)", json_array_size(u->os_steps),
               mcg_boot_name(host.boot));
-    if (c && mcg_cluster_get_policy(c, &pol, &e) != 0) {
+    if (c && mcg_cluster_get_policy(c, &u->pol, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "node disruption policy: %s", e.msg);
-        goto degraded;
+        return false;
     }
-    if (mcg_plan_prepare(&disk, &a->root, a->statefd, old, new_cfg, &e) != 0) {
+    if (mcg_plan_prepare(&u->disk, &a->root, a->statefd, u->old, u->new_cfg, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
-        goto degraded;
+        return false;
     }
-    mcg_plan_decide(&act, old, new_cfg, c ? &pol : NULL);
+    mcg_plan_decide(&u->act, u->old, u->new_cfg, c ? &u->pol : NULL);
     if (os_reboot) /* MCO: kernel arguments, OS image, extensions, kernel type need one */
-        act.reboot = true;
-    char *acts = mcg_disruption_str(&act);
-    logf_(a, 1, "update %s -> %s: actions %s", from ? from : "nothing", name, acts);
+        u->act.reboot = true;
+    char *acts = mcg_disruption_str(&u->act);
+    logf_(a, 1, "update %s -> %s: actions %s", u->from ? u->from : "nothing", name, acts);
     free(acts);
+    return true;
+}
 
+/*
+ * Before the journal: the node reported Working, and cordoned and drained
+ * when the update reboots or drains. False when the drain failed (reason
+ * in res, node uncordoned).
+ */
+static bool update_drain(mcg_agent *a, mcg_cluster *c, update *u, const char *name,
+                         mcg_agent_result *res)
+{
+    mcg_err e = {0};
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
     p.state = "Working";
     p.reason = "";
     patch(a, c, &p);
-    if (c && (act.reboot || act.drain)) {
-        mcg_node_patch q = MCG_NODE_PATCH_INIT;
-        q.unschedulable = 1;
-        /* once per target: a drain that keeps failing is retried every pass */
-        bool tell = strcmp(a->drain_evented, name) != 0;
-        if (patch(a, c, &q) == 0) {
-            cordoned = true;
-            if (tell)
-                event(a, c, false, "Cordon", "Cordoned node to apply update");
-        }
+    if (!c || !(u->act.reboot || u->act.drain))
+        return true;
+    mcg_node_patch q = MCG_NODE_PATCH_INIT;
+    q.unschedulable = 1;
+    /* once per target: a drain that keeps failing is retried every pass */
+    bool tell = strcmp(a->drain_evented, name) != 0;
+    if (patch(a, c, &q) == 0) {
+        u->cordoned = true;
         if (tell)
-            event(a, c, false, "Drain", "Draining node to update config.");
-        snprintf(a->drain_evented, sizeof(a->drain_evented), "%s", name);
-        if (mcg_cluster_drain(c, a->o.node, &e) != 0) {
-            set_reason(res, MCG_AGENT_DEGRADED, "drain: %s", e.msg);
-            if (cordoned)
-                uncordon(a, c);
-            goto degraded;
-        }
+            event(a, c, false, "Cordon", "Cordoned node to apply update");
     }
-    j = json_object();
+    if (tell)
+        event(a, c, false, "Drain", "Draining node to update config.");
+    snprintf(a->drain_evented, sizeof(a->drain_evented), "%s", name);
+    if (mcg_cluster_drain(c, a->o.node, &e) != 0) {
+        set_reason(res, MCG_AGENT_DEGRADED, "drain: %s", e.msg);
+        if (u->cordoned)
+            uncordon(a, c);
+        return false;
+    }
+    return true;
+}
+
+/* The journal of update u to name, at its first phase; takes u->os_steps. */
+static json_t *journal_new(const mcg_agent *a, update *u, const char *name)
+{
+    json_t *j = json_object();
     json_object_set_new(j, "version", json_integer(1));
     json_object_set_new(j, "target", json_string(name));
-    json_object_set_new(j, "from", from ? json_string(from) : json_null());
+    json_object_set_new(j, "from", u->from ? json_string(u->from) : json_null());
     json_object_set_new(j, "force", json_boolean(a->force));
-    json_object_set_new(j, "phase", json_string("apply"));
-    json_object_set_new(j, "backups", strv_json(&disk.backups));
-    json_object_set_new(j, "restores", strv_json(&disk.restores));
-    json_object_set_new(j, "mkdirs", strv_json(&disk.mkdirs));
-    json_object_set_new(j, "reboot", json_boolean(act.reboot));
-    json_object_set_new(j, "drain", json_boolean(act.drain));
-    json_object_set_new(j, "daemonReload", json_boolean(act.daemon_reload));
-    json_object_set_new(j, "reload", strv_json(&act.reload));
-    json_object_set_new(j, "restart", strv_json(&act.restart));
-    json_object_set_new(j, "cordoned", json_boolean(cordoned));
-    json_object_set_new(j, "os", os_steps);
-    os_steps = NULL;
+    json_object_set_new(j, "phase", json_string(phase_names[PHASE_WRITE]));
+    json_object_set_new(j, "backups", strv_json(&u->disk.backups));
+    json_object_set_new(j, "restores", strv_json(&u->disk.restores));
+    json_object_set_new(j, "mkdirs", strv_json(&u->disk.mkdirs));
+    json_object_set_new(j, "reboot", json_boolean(u->act.reboot));
+    json_object_set_new(j, "drain", json_boolean(u->act.drain));
+    json_object_set_new(j, "daemonReload", json_boolean(u->act.daemon_reload));
+    json_object_set_new(j, "reload", strv_json(&u->act.reload));
+    json_object_set_new(j, "restart", strv_json(&u->act.restart));
+    json_object_set_new(j, "cordoned", json_boolean(u->cordoned));
+    json_object_set_new(j, "os", u->os_steps);
+    u->os_steps = NULL;
     json_object_set_new(j, "osStep", json_integer(0));
-    if ((rc = journal_write(a, j, &e)) != 0) {
-        rc = 0;
-        if (cordoned)
+    return j;
+}
+
+/*
+ * Update the disk to config name/spec (the hash is checked here): plan,
+ * cordon and drain, write the journal, then carry it out (journal_run).
+ */
+static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char *spec, size_t len,
+                     mcg_agent_result *res, mcg_err *err)
+{
+    mcg_err e = {0};
+    update u;
+    memset(&u, 0, sizeof(u));
+    u.copy.fd = -1;
+    json_t *j = NULL;
+    int rc = 0;
+    u.from = read_current(a);
+    if (!update_load(a, &u, name, spec, len, res) || !update_plan(a, c, &u, name, res) ||
+        !update_drain(a, c, &u, name, res))
+        goto degraded;
+    j = journal_new(a, &u, name);
+    if (journal_write(a, j, &e) != 0) {
+        if (u.cordoned)
             uncordon(a, c);
         set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
         goto degraded;
     }
-    rc = journal_run(a, c, j, old, new_cfg, false, res, err);
-    old = new_cfg = NULL; /* transferred */
+    rc = journal_run(a, c, j, u.old, u.new_cfg, false, res, err);
+    u.old = u.new_cfg = NULL; /* transferred */
     goto out;
 degraded:
     report_degraded(a, c, res);
-    snprintf(res->config, sizeof(res->config), "%s", from ? from : "");
+    snprintf(res->config, sizeof(res->config), "%s", u.from ? u.from : "");
 out:
-    state_write_abort(a, &copy); /* only when the update stopped before it was finished */
-    json_decref(os_steps);
     json_decref(j);
-    mcg_disruption_free(&act);
-    mcg_plan_disk_free(&disk);
-    mcg_policy_free(&pol);
-    mcg_acfg_free(old);
-    mcg_acfg_free(new_cfg);
-    free(from);
+    update_free(a, &u);
     return rc;
 }
 

@@ -278,72 +278,74 @@ static bool is_linkish(const mcg_ent *e)
     return e && (e->kind == MCG_ENT_SYMLINK || e->kind == MCG_ENT_HARDLINK);
 }
 
-int mcg_plan_prepare(mcg_plan_disk *out, mcg_sroot *r, int statefd, const mcg_acfg *old,
-                     const mcg_acfg *new_cfg, mcg_err *err)
+/*
+ * One path e of the new config (o: the old config's entry, or NULL),
+ * before anything is written: no symlink where a file or directory goes
+ * unless the old config put it there, no file where a directory goes and
+ * no directory where something else goes. What mcgit finds at a path it
+ * did not manage yet goes on the backup list.
+ */
+static int prepare_entry(mcg_plan_disk *out, mcg_sroot *r, int statefd, const mcg_ent *e,
+                         const mcg_ent *o, mcg_err *err)
 {
-    memset(out, 0, sizeof(*out));
-    int rc = 0;
-    mcg_sroot_forget(r);
-    for (size_t i = 0; i < new_cfg->n; i++) {
-        const mcg_ent *e = &new_cfg->ents[i];
-        const mcg_ent *o = mcg_acfg_find(old, e->path);
-        int dfd;
-        const char *base;
-        rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, err);
-        if (rc == MCG_ENOTFOUND) {
-            rc = 0;
-            continue; /* created later, below a directory we make */
+    int dfd;
+    const char *base;
+    int rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, err);
+    if (rc == MCG_ENOTFOUND)
+        return 0; /* created later, below a directory we make */
+    if (rc)
+        return rc;
+    if (e->kind == MCG_ENT_HARDLINK) {
+        int tfd;
+        const char *tb;
+        if ((rc = mcg_sroot_parent(r, e->target, false, &tfd, &tb, err)) != 0) {
+            mcg_err_prefix(err, "hard link /%s", e->path);
+            return rc;
         }
-        if (rc)
-            goto out;
-        if (e->kind == MCG_ENT_HARDLINK) {
-            int tfd;
-            const char *tb;
-            if ((rc = mcg_sroot_parent(r, e->target, false, &tfd, &tb, err)) != 0) {
-                mcg_err_prefix(err, "hard link /%s", e->path);
-                goto out;
-            }
-            /* the cache now holds the target's parent: look e up again */
-            if ((rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, err)) != 0)
-                goto out;
-        }
-        struct stat st;
-        if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            continue; /* nothing there yet */
-        if (S_ISLNK(st.st_mode) && !is_linkish(o) &&
-            (e->kind == MCG_ENT_FILE || e->kind == MCG_ENT_DIR)) {
-            rc = mcg_err_set(err, MCG_ETRUST, "/%s: is a symbolic link (refusing to replace it)",
-                             e->path);
-            goto out;
-        }
-        if (e->kind == MCG_ENT_DIR && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) {
-            rc = mcg_err_set(err, MCG_EINVAL, "/%s: exists and is not a directory", e->path);
-            goto out;
-        }
-        if (e->kind != MCG_ENT_DIR && e->kind != MCG_ENT_ABSENT && S_ISDIR(st.st_mode)) {
-            rc = mcg_err_set(err, MCG_EINVAL, "/%s: is a directory", e->path);
-            goto out;
-        }
-        if (!o && e->kind != MCG_ENT_DIR && e->kind != MCG_ENT_ABSENT &&
-            (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && !backup_exists(statefd, e->path))
-            mcg_strv_push(&out->backups, e->path);
+        /* the cache now holds the target's parent: look e up again */
+        if ((rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, err)) != 0)
+            return rc;
     }
+    struct stat st;
+    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return 0; /* nothing there yet */
+    if (S_ISLNK(st.st_mode) && !is_linkish(o) &&
+        (e->kind == MCG_ENT_FILE || e->kind == MCG_ENT_DIR))
+        return mcg_err_set(err, MCG_ETRUST, "/%s: is a symbolic link (refusing to replace it)",
+                           e->path);
+    if (e->kind == MCG_ENT_DIR && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+        return mcg_err_set(err, MCG_EINVAL, "/%s: exists and is not a directory", e->path);
+    if (e->kind != MCG_ENT_DIR && e->kind != MCG_ENT_ABSENT && S_ISDIR(st.st_mode))
+        return mcg_err_set(err, MCG_EINVAL, "/%s: is a directory", e->path);
+    if (!o && e->kind != MCG_ENT_DIR && e->kind != MCG_ENT_ABSENT &&
+        (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && !backup_exists(statefd, e->path))
+        mcg_strv_push(&out->backups, e->path);
+    return 0;
+}
+
+/* The paths leaving the config whose backup is restored (the rest are removed). */
+static int prepare_restores(mcg_plan_disk *out, mcg_sroot *r, int statefd, const mcg_acfg *old,
+                            const mcg_acfg *new_cfg, mcg_err *err)
+{
     for (size_t i = 0; old && i < old->n; i++) {
         const mcg_ent *o = &old->ents[i];
         if (mcg_acfg_find(new_cfg, o->path) || o->kind == MCG_ENT_DIR || o->kind == MCG_ENT_ABSENT)
             continue;
         int dfd;
         const char *base;
-        rc = mcg_sroot_parent(r, o->path, false, &dfd, &base, err);
-        if (rc == MCG_ENOTFOUND)
-            rc = 0;
-        else if (rc)
-            goto out;
+        int rc = mcg_sroot_parent(r, o->path, false, &dfd, &base, err);
+        if (rc && rc != MCG_ENOTFOUND)
+            return rc;
         if (backup_exists(statefd, o->path))
             mcg_strv_push(&out->restores, o->path);
     }
-    /* the directories that do not exist yet: parents come first, and a
-     * directory below a missing one is missing too */
+    return 0;
+}
+
+/* The directories that do not exist yet: parents come first, and a
+ * directory below a missing one is missing too. */
+static void prepare_mkdirs(mcg_plan_disk *out, mcg_sroot *r, const mcg_acfg *new_cfg)
+{
     mcg_strv need = {0};
     needed_dirs(new_cfg, &need);
     for (size_t i = 0; i < need.n; i++) {
@@ -368,6 +370,22 @@ int mcg_plan_prepare(mcg_plan_disk *out, mcg_sroot *r, int statefd, const mcg_ac
             mcg_strv_push(&out->mkdirs, d);
     }
     mcg_strv_free(&need);
+}
+
+int mcg_plan_prepare(mcg_plan_disk *out, mcg_sroot *r, int statefd, const mcg_acfg *old,
+                     const mcg_acfg *new_cfg, mcg_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = 0;
+    mcg_sroot_forget(r);
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        const mcg_ent *e = &new_cfg->ents[i];
+        if ((rc = prepare_entry(out, r, statefd, e, mcg_acfg_find(old, e->path), err)) != 0)
+            goto out;
+    }
+    if ((rc = prepare_restores(out, r, statefd, old, new_cfg, err)) != 0)
+        goto out;
+    prepare_mkdirs(out, r, new_cfg);
 out:
     mcg_sroot_forget(r);
     if (rc)
@@ -470,15 +488,14 @@ static int batch_flush(batch *b, mcg_err *err)
     return rc;
 }
 
-static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
+/*
+ * The batch's slot of the directory dfd holding e (base: e's name in it),
+ * taken when the batch has none yet (flushing a batch of full slots).
+ */
+static int batch_slot(batch *b, int dfd, const mcg_ent *e, const char *base, int *out, mcg_err *err)
 {
-    int dfd;
-    const char *base;
-    int rc = mcg_sroot_parent(r, e->path, true, &dfd, &base, err);
-    if (rc)
-        return rc;
     size_t dl = (size_t)(base - e->path);
-    int slot = -1;
+    int rc, slot = -1;
     for (int i = b->ndirs - 1; i >= 0 && slot < 0; i--)
         if (strlen(b->paths[i]) == dl && !memcmp(b->paths[i], e->path, dl))
             slot = i;
@@ -498,6 +515,17 @@ static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
         b->gids[slot] = st.st_gid;
         b->paths[slot] = mcg_strndup(e->path, dl);
     }
+    *out = slot;
+    return 0;
+}
+
+static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
+{
+    int dfd, slot;
+    const char *base;
+    int rc = mcg_sroot_parent(r, e->path, true, &dfd, &base, err);
+    if (rc || (rc = batch_slot(b, dfd, e, base, &slot, err)) != 0)
+        return rc;
     pending *p = &b->p[b->n];
     p->e = e;
     p->slot = slot;
@@ -636,15 +664,108 @@ static void prune_dirs(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *created, mcg
     mcg_strv_free(&need);
 }
 
+/* Whether e is to be written: forced, new, or changed since old. */
+static bool exec_changed(const mcg_acfg *old, const mcg_ent *e, bool force)
+{
+    const mcg_ent *o = mcg_acfg_find(old, e->path);
+    return force || !o || !mcg_ent_equal(o, e);
+}
+
+/* 1. Backups of what was there before mcgit, durable before any overwrite. */
+static int exec_backups(mcg_sroot *r, int statefd, const mcg_plan_disk *disk, mcg_err *err)
+{
+    int rc;
+    bool any_backup = false;
+    for (size_t i = 0; i < disk->backups.n; i++) {
+        if (backup_exists(statefd, disk->backups.v[i]))
+            continue;
+        if ((rc = take_backup(r, statefd, disk->backups.v[i], err)) != 0)
+            return rc;
+        any_backup = true;
+    }
+    if (any_backup && fsync(statefd) != 0)
+        return mcg_err_set(err, MCG_EIO, "state directory: fsync: %s", strerror(errno));
+    return 0;
+}
+
+/* 2. Directories, parents first (sorted by path). */
+static int exec_dirs(batch *b, mcg_sroot *r, const mcg_acfg *old, const mcg_acfg *new_cfg,
+                     bool force, mcg_err *err)
+{
+    int rc;
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        const mcg_ent *e = &new_cfg->ents[i];
+        if (e->kind == MCG_ENT_DIR && exec_changed(old, e, force)) {
+            if ((rc = write_dir(r, e, b->as_root, err)) != 0)
+                return rc;
+            b->st->written++;
+        }
+    }
+    return 0;
+}
+
+/* 3. Paths leaving the config: restore what mcgit found there, or remove. */
+static int exec_leaving(batch *b, mcg_sroot *r, int statefd, const mcg_acfg *old,
+                        const mcg_acfg *new_cfg, const mcg_plan_disk *disk, mcg_err *err)
+{
+    int rc;
+    for (size_t i = 0; old && i < old->n; i++) {
+        const mcg_ent *o = &old->ents[i];
+        if (o->kind == MCG_ENT_DIR || o->kind == MCG_ENT_ABSENT || mcg_acfg_find(new_cfg, o->path))
+            continue;
+        if (mcg_sorted_has(&disk->restores, o->path))
+            rc = restore_backup(r, statefd, o->path, err);
+        else
+            rc = remove_path(r, o, false, err);
+        if (rc)
+            return rc;
+        b->st->removed++;
+    }
+    return 0;
+}
+
+/* 4. Files, in synced batches. */
+static int exec_files(batch *b, mcg_sroot *r, const mcg_acfg *old, const mcg_acfg *new_cfg,
+                      bool force, mcg_err *err)
+{
+    int rc;
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        const mcg_ent *e = &new_cfg->ents[i];
+        if (e->kind == MCG_ENT_FILE && exec_changed(old, e, force))
+            if ((rc = batch_add(b, r, e, err)) != 0)
+                return rc;
+    }
+    return batch_flush(b, err);
+}
+
+/* 5. Links, and links that must go. */
+static int exec_links(batch *b, mcg_sroot *r, const mcg_acfg *old, const mcg_acfg *new_cfg,
+                      bool force, mcg_err *err)
+{
+    int rc;
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        const mcg_ent *e = &new_cfg->ents[i];
+        if (e->kind == MCG_ENT_FILE || e->kind == MCG_ENT_DIR || !exec_changed(old, e, force))
+            continue;
+        if (e->kind == MCG_ENT_ABSENT)
+            rc = remove_path(r, e, true, err);
+        else
+            rc = write_link(r, e, b->as_root, err);
+        if (rc)
+            return rc;
+        b->st->written++;
+    }
+    return 0;
+}
+
 int mcg_plan_execute(mcg_sroot *r, int statefd, const mcg_acfg *old, const mcg_acfg *new_cfg,
                      const mcg_plan_disk *disk, bool force, mcg_strv *created, mcg_exec_stats *st,
                      mcg_err *err)
 {
     int rc = 0;
-    bool as_root = geteuid() == 0;
     batch b;
     memset(&b, 0, sizeof(b));
-    b.as_root = as_root;
+    b.as_root = geteuid() == 0;
     b.umask = umask(0);
     umask(b.umask);
     b.euid = geteuid();
@@ -658,69 +779,12 @@ int mcg_plan_execute(mcg_sroot *r, int statefd, const mcg_acfg *old, const mcg_a
     for (size_t i = 0; i < disk->mkdirs.n; i++)
         mcg_strv_push(created, disk->mkdirs.v[i]);
     r->made = created;
-    /* 1. backups of what was there before mcgit, durable before any overwrite */
-    bool any_backup = false;
-    for (size_t i = 0; i < disk->backups.n; i++) {
-        if (backup_exists(statefd, disk->backups.v[i]))
-            continue;
-        if ((rc = take_backup(r, statefd, disk->backups.v[i], err)) != 0)
-            goto out;
-        any_backup = true;
-    }
-    if (any_backup && fsync(statefd) != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "state directory: fsync: %s", strerror(errno));
+    if ((rc = exec_backups(r, statefd, disk, err)) != 0 ||
+        (rc = exec_dirs(&b, r, old, new_cfg, force, err)) != 0 ||
+        (rc = exec_leaving(&b, r, statefd, old, new_cfg, disk, err)) != 0 ||
+        (rc = exec_files(&b, r, old, new_cfg, force, err)) != 0 ||
+        (rc = exec_links(&b, r, old, new_cfg, force, err)) != 0)
         goto out;
-    }
-    /* 2. directories, parents first (sorted by path) */
-    for (size_t i = 0; i < new_cfg->n; i++) {
-        const mcg_ent *e = &new_cfg->ents[i];
-        const mcg_ent *o = mcg_acfg_find(old, e->path);
-        if (e->kind == MCG_ENT_DIR && (force || !o || !mcg_ent_equal(o, e))) {
-            if ((rc = write_dir(r, e, as_root, err)) != 0)
-                goto out;
-            st->written++;
-        }
-    }
-    /* 3. paths leaving the config: restore what mcgit found there, or remove */
-    for (size_t i = 0; old && i < old->n; i++) {
-        const mcg_ent *o = &old->ents[i];
-        if (o->kind == MCG_ENT_DIR || o->kind == MCG_ENT_ABSENT || mcg_acfg_find(new_cfg, o->path))
-            continue;
-        if (mcg_sorted_has(&disk->restores, o->path))
-            rc = restore_backup(r, statefd, o->path, err);
-        else
-            rc = remove_path(r, o, false, err);
-        if (rc)
-            goto out;
-        st->removed++;
-    }
-    /* 4. files, in synced batches */
-    for (size_t i = 0; i < new_cfg->n; i++) {
-        const mcg_ent *e = &new_cfg->ents[i];
-        if (e->kind != MCG_ENT_FILE)
-            continue;
-        const mcg_ent *o = mcg_acfg_find(old, e->path);
-        if (force || !o || !mcg_ent_equal(o, e))
-            if ((rc = batch_add(&b, r, e, err)) != 0)
-                goto out;
-    }
-    if ((rc = batch_flush(&b, err)) != 0)
-        goto out;
-    /* 5. links, and links that must go */
-    for (size_t i = 0; i < new_cfg->n; i++) {
-        const mcg_ent *e = &new_cfg->ents[i];
-        const mcg_ent *o = mcg_acfg_find(old, e->path);
-        if (e->kind == MCG_ENT_FILE || e->kind == MCG_ENT_DIR ||
-            !(force || !o || !mcg_ent_equal(o, e)))
-            continue;
-        if (e->kind == MCG_ENT_ABSENT)
-            rc = remove_path(r, e, true, err);
-        else
-            rc = write_link(r, e, as_root, err);
-        if (rc)
-            goto out;
-        st->written++;
-    }
     /* 6. directories mcgit made that the config no longer needs */
     prune_dirs(r, new_cfg, created, st);
     /* 7. everything above (renames, links, removals, directories), durable:
@@ -835,119 +899,160 @@ static void owner_part(mcg_buf *m, const struct stat *st, const mcg_ent *e)
              (unsigned)e->uid, (unsigned)e->gid);
 }
 
+/* "mode HAVE, want WANT" unless the mode is the wanted one. */
+static void mode_part(mcg_buf *m, mode_t have_mode, mode_t want_mode)
+{
+    char have[16], want[16];
+    if (have_mode == want_mode)
+        return;
+    mode_str(have, have_mode);
+    mode_str(want, want_mode);
+    part(m, "mode %s, want %s", have, want);
+}
+
+/* What the scratch buffers of a drift check hold, and whether owners count. */
+typedef struct {
+    char *buf;
+    unsigned char *dec;
+    size_t bufsz;
+    bool owners; /* owners are only set by an agent running as root: only then are they checked */
+} drift_bufs;
+
+/* A file: type, mode, owner, size and content. */
+static void drift_file(mcg_buf *m, int dfd, const char *base, const mcg_ent *e, const drift_bufs *d)
+{
+    struct stat st;
+    int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            part(m, "missing");
+        else if (errno == ELOOP)
+            part(m, "is a symbolic link, want a file");
+        else
+            part(m, "%s", strerror(errno));
+        return;
+    }
+    if (fstat(fd, &st) != 0) {
+        part(m, "%s", strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        char have[16], want[16];
+        mode_str(have, st.st_mode);
+        mode_str(want, S_IFREG | (mode_t)e->mode);
+        part(m, "mode %s, want %s", have, want);
+    } else {
+        mode_part(m, st.st_mode, S_IFREG | (mode_t)e->mode);
+        if (d->owners)
+            owner_part(m, &st, e);
+        if ((size_t)st.st_size != e->len ||
+            !same_content(fd, e, d->buf, d->bufsz, d->dec, d->bufsz))
+            part(m, "content differs");
+    }
+    close(fd);
+}
+
+/* A directory: type, mode and owner. */
+static void drift_dir(mcg_buf *m, int dfd, const char *base, const mcg_ent *e, bool owners)
+{
+    struct stat st;
+    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        part(m, "missing");
+        return;
+    }
+    mode_part(m, st.st_mode, S_IFDIR | (mode_t)e->mode);
+    if (owners && S_ISDIR(st.st_mode))
+        owner_part(m, &st, e);
+}
+
+/* A symbolic link: its target and owner. */
+static void drift_symlink(mcg_buf *m, int dfd, const char *base, const mcg_ent *e, bool owners)
+{
+    struct stat st;
+    char cur[4096];
+    ssize_t n = readlinkat(dfd, base, cur, sizeof(cur) - 1);
+    if (n < 0) {
+        if (errno == ENOENT)
+            part(m, "missing");
+        else
+            part(m, "not a symbolic link, want a link to %s", e->target);
+        return;
+    }
+    cur[n] = '\0';
+    if (strcmp(cur, e->target))
+        part(m, "link to %s, want %s", cur, e->target);
+    if (owners && fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        owner_part(m, &st, e);
+}
+
+/* A hard link: the same inode as its target (its owner and mode are the
+ * target's, checked with the target). */
+static void drift_hardlink(mcg_buf *m, mcg_sroot *r, int dfd, const char *base, const mcg_ent *e)
+{
+    struct stat st, ts;
+    int tfd;
+    const char *tb;
+    mcg_err pe = {0};
+    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        part(m, "missing");
+        return;
+    }
+    dev_t dev = st.st_dev;
+    ino_t ino = st.st_ino;
+    if (mcg_sroot_parent(r, e->target, false, &tfd, &tb, &pe) != 0 ||
+        fstatat(tfd, tb, &ts, AT_SYMLINK_NOFOLLOW) != 0 || ts.st_dev != dev || ts.st_ino != ino)
+        part(m, "not a hard link to /%s", e->target);
+}
+
+/* How the disk differs from entry e, into m (empty: it does not). */
+static void drift_entry(mcg_buf *m, mcg_sroot *r, const mcg_ent *e, const drift_bufs *d)
+{
+    int dfd;
+    const char *base;
+    mcg_err pe = {0};
+    struct stat st;
+    int rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, &pe);
+    if (rc) {
+        if (e->kind == MCG_ENT_ABSENT && rc == MCG_ENOTFOUND)
+            return;
+        if (rc == MCG_ENOTFOUND)
+            part(m, "missing");
+        else
+            mcg_buf_puts(m, pe.msg); /* "/etc: is a symbolic link ..." */
+        return;
+    }
+    switch (e->kind) {
+    case MCG_ENT_FILE:
+        drift_file(m, dfd, base, e, d);
+        break;
+    case MCG_ENT_DIR:
+        drift_dir(m, dfd, base, e, d->owners);
+        break;
+    case MCG_ENT_SYMLINK:
+        drift_symlink(m, dfd, base, e, d->owners);
+        break;
+    case MCG_ENT_HARDLINK:
+        drift_hardlink(m, r, dfd, base, e);
+        break;
+    case MCG_ENT_ABSENT:
+        if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+            part(m, "present, want absent (unit disabled)");
+        break;
+    }
+}
+
 int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *err)
 {
     (void)err;
-    size_t bufsz = 1u << 17;
-    char *buf = mcg_malloc(bufsz);
-    unsigned char *dec = mcg_malloc(bufsz);
-    /* Owners are only set by an agent running as root: only then are they checked. */
-    bool owners = geteuid() == 0;
+    drift_bufs d;
+    d.bufsz = 1u << 17;
+    d.buf = mcg_malloc(d.bufsz);
+    d.dec = mcg_malloc(d.bufsz);
+    d.owners = geteuid() == 0;
     mcg_buf m = MCG_BUF_INIT;
     mcg_sroot_forget(r);
     for (size_t i = 0; i < cfg->n; i++) {
         const mcg_ent *e = &cfg->ents[i];
-        int dfd;
-        const char *base;
-        mcg_err pe = {0};
-        int rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, &pe);
         m.len = 0;
-        if (rc) {
-            if (e->kind == MCG_ENT_ABSENT && rc == MCG_ENOTFOUND)
-                continue;
-            if (rc == MCG_ENOTFOUND)
-                part(&m, "missing");
-            else
-                mcg_buf_puts(&m, pe.msg); /* "/etc: is a symbolic link ..." */
-            goto report;
-        }
-        struct stat st;
-        char have[16], want[16];
-        switch (e->kind) {
-        case MCG_ENT_FILE: {
-            int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-            if (fd < 0) {
-                if (errno == ENOENT)
-                    part(&m, "missing");
-                else if (errno == ELOOP)
-                    part(&m, "is a symbolic link, want a file");
-                else
-                    part(&m, "%s", strerror(errno));
-                break;
-            }
-            if (fstat(fd, &st) != 0) {
-                part(&m, "%s", strerror(errno));
-            } else if (!S_ISREG(st.st_mode)) {
-                mode_str(have, st.st_mode);
-                mode_str(want, S_IFREG | (mode_t)e->mode);
-                part(&m, "mode %s, want %s", have, want);
-            } else {
-                if (st.st_mode != (S_IFREG | (mode_t)e->mode)) {
-                    mode_str(have, st.st_mode);
-                    mode_str(want, S_IFREG | (mode_t)e->mode);
-                    part(&m, "mode %s, want %s", have, want);
-                }
-                if (owners)
-                    owner_part(&m, &st, e);
-                if ((size_t)st.st_size != e->len || !same_content(fd, e, buf, bufsz, dec, bufsz))
-                    part(&m, "content differs");
-            }
-            close(fd);
-            break;
-        }
-        case MCG_ENT_DIR:
-            if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                part(&m, "missing");
-                break;
-            }
-            if (st.st_mode != (S_IFDIR | (mode_t)e->mode)) {
-                mode_str(have, st.st_mode);
-                mode_str(want, S_IFDIR | (mode_t)e->mode);
-                part(&m, "mode %s, want %s", have, want);
-            }
-            if (owners && S_ISDIR(st.st_mode))
-                owner_part(&m, &st, e);
-            break;
-        case MCG_ENT_SYMLINK: {
-            char cur[4096];
-            ssize_t n = readlinkat(dfd, base, cur, sizeof(cur) - 1);
-            if (n < 0) {
-                if (errno == ENOENT)
-                    part(&m, "missing");
-                else
-                    part(&m, "not a symbolic link, want a link to %s", e->target);
-                break;
-            }
-            cur[n] = '\0';
-            if (strcmp(cur, e->target))
-                part(&m, "link to %s, want %s", cur, e->target);
-            if (owners && fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                owner_part(&m, &st, e);
-            break;
-        }
-        case MCG_ENT_HARDLINK: {
-            /* its owner and mode are the target's, checked with the target */
-            struct stat ts;
-            int tfd;
-            const char *tb;
-            if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                part(&m, "missing");
-                break;
-            }
-            dev_t dev = st.st_dev;
-            ino_t ino = st.st_ino;
-            if (mcg_sroot_parent(r, e->target, false, &tfd, &tb, &pe) != 0 ||
-                fstatat(tfd, tb, &ts, AT_SYMLINK_NOFOLLOW) != 0 || ts.st_dev != dev ||
-                ts.st_ino != ino)
-                part(&m, "not a hard link to /%s", e->target);
-            break;
-        }
-        case MCG_ENT_ABSENT:
-            if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-                part(&m, "present, want absent (unit disabled)");
-            break;
-        }
-    report:
+        drift_entry(&m, r, e, &d);
         if (m.len) {
             char *msg = mcg_sprintf("/%s: %s", e->path, m.ptr);
             mcg_strv_push(out, msg);
@@ -956,7 +1061,7 @@ int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *e
     }
     mcg_sroot_forget(r);
     mcg_buf_free(&m);
-    free(buf);
-    free(dec);
+    free(d.buf);
+    free(d.dec);
     return 0;
 }

@@ -214,6 +214,35 @@ static void push_words(mcg_strv *v, const char *s, size_t n)
     }
 }
 
+/* One line of the [Install] section (n bytes, trimmed): KEY=VALUE into s. */
+static void install_key(install_sec *s, const char *line, size_t n)
+{
+    const char *eq = memchr(line, '=', n);
+    if (!eq)
+        return;
+    size_t kl = (size_t)(eq - line);
+    while (kl && (line[kl - 1] == ' ' || line[kl - 1] == '\t'))
+        kl--;
+    const char *v = eq + 1;
+    size_t vl = n - (size_t)(v - line);
+#define KEY(k) (kl == strlen(k) && !memcmp(line, k, kl))
+    if (KEY("WantedBy"))
+        push_words(&s->wanted, v, vl);
+    else if (KEY("RequiredBy"))
+        push_words(&s->required, v, vl);
+    else if (KEY("UpheldBy"))
+        push_words(&s->upheld, v, vl);
+    else if (KEY("Alias"))
+        push_words(&s->alias, v, vl);
+    else if (KEY("DefaultInstance")) {
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        free(s->default_instance);
+        s->default_instance = mcg_strndup(v, vl);
+    }
+#undef KEY
+}
+
 static void parse_install(install_sec *s, const char *text)
 {
     bool in = false;
@@ -226,32 +255,8 @@ static void parse_install(install_sec *s, const char *text)
             line++, n--;
         if (n && line[0] == '[')
             in = n == 9 && !memcmp(line, "[Install]", 9);
-        else if (in && n && line[0] != '#' && line[0] != ';') {
-            const char *eq = memchr(line, '=', n);
-            if (eq) {
-                size_t kl = (size_t)(eq - line);
-                while (kl && (line[kl - 1] == ' ' || line[kl - 1] == '\t'))
-                    kl--;
-                const char *v = eq + 1;
-                size_t vl = n - (size_t)(v - line);
-#define KEY(k) (kl == strlen(k) && !memcmp(line, k, kl))
-                if (KEY("WantedBy"))
-                    push_words(&s->wanted, v, vl);
-                else if (KEY("RequiredBy"))
-                    push_words(&s->required, v, vl);
-                else if (KEY("UpheldBy"))
-                    push_words(&s->upheld, v, vl);
-                else if (KEY("Alias"))
-                    push_words(&s->alias, v, vl);
-                else if (KEY("DefaultInstance")) {
-                    while (vl && (*v == ' ' || *v == '\t'))
-                        v++, vl--;
-                    free(s->default_instance);
-                    s->default_instance = mcg_strndup(v, vl);
-                }
-#undef KEY
-            }
-        }
+        else if (in && n && line[0] != '#' && line[0] != ';')
+            install_key(s, line, n);
         line = end ? end + 1 : NULL;
     }
 }
@@ -392,104 +397,101 @@ void mcg_acfg_free(mcg_acfg *c)
     free(c);
 }
 
-int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, const char *name, const char *spec, size_t len,
-                  bool strict, bool stream, mcg_err *err)
+/* The entry of storage item s (a file, directory or link) with its owner. */
+static int add_storage(entv *ev, idtab *ids, mcg_sroot *r, mcg_storage *s, bool strict,
+                       mcg_err *err)
 {
-    *out = NULL;
-    mcg_acfg *c = mcg_calloc(1, sizeof(*c));
-    c->name = mcg_strdup(name);
-    c->borrows = stream;
-    entv ev = {0};
-    idtab ids = {0};
-    int rc = stream ? mcg_ignition_parse_json_refs(&c->ign, name, spec, len, err)
-                    : mcg_ignition_parse_json_consume(&c->ign, name, spec, len, err);
-    if (rc)
-        goto out;
-    for (size_t i = 0; i < c->ign.nstorage; i++) {
-        mcg_storage *s = &c->ign.storage[i];
-        long uid, gid;
-        if ((rc = resolve_owner(&ids, r, &s->user, true, strict, &uid, err)) != 0 ||
-            (rc = resolve_owner(&ids, r, &s->group, false, strict, &gid, err)) != 0) {
-            mcg_err_prefix(err, "%s", s->path);
-            goto out;
-        }
-        mcg_ent *e = push(&ev);
-        e->origin = MCG_ORIG_STORAGE;
-        e->path = mcg_strdup(s->path + 1);
-        e->key = s->path;
-        e->uid = (uid_t)uid;
-        e->gid = (gid_t)gid;
-        switch (s->kind) {
-        case MCG_NODE_FILE:
-            e->kind = MCG_ENT_FILE;
-            e->mode = s->has_mode ? s->mode : 0644;
-            e->data = s->data ? s->data : s->ref.p ? NULL : (const unsigned char *)"";
-            e->len = s->data || s->ref.p ? s->data_len : 0;
-            e->ref = !s->data && s->ref.p ? &s->ref : NULL;
-            break;
-        case MCG_NODE_DIR:
-            e->kind = MCG_ENT_DIR;
-            e->mode = s->has_mode ? s->mode : 0755;
-            break;
-        case MCG_NODE_LINK:
-            if (s->hard == MCG_TRUE) {
-                e->kind = MCG_ENT_HARDLINK;
-                e->target = mcg_strdup(s->target + 1); /* clean absolute, checked by model */
-            } else {
-                e->kind = MCG_ENT_SYMLINK;
-                e->target = mcg_strdup(s->target ? s->target : "");
-            }
-            break;
-        }
+    long uid, gid;
+    int rc;
+    if ((rc = resolve_owner(ids, r, &s->user, true, strict, &uid, err)) != 0 ||
+        (rc = resolve_owner(ids, r, &s->group, false, strict, &gid, err)) != 0) {
+        mcg_err_prefix(err, "%s", s->path);
+        return rc;
     }
-    for (size_t i = 0; i < c->ign.nunits; i++)
-        if ((rc = add_unit(&ev, r, &c->ign.units[i], strict, err)) != 0)
-            goto out;
-    if (c->ign.ssh_keys.n) {
-        long uid = 0, gid = 0;
-        idtab_load(&ids, r);
-        if (!id_lookup(ids.passwd, "core", &uid, &gid)) {
-            if (strict) {
-                rc = mcg_err_set(err, MCG_ENOTFOUND, "user 'core' not found in /etc/passwd");
-                goto out;
-            }
-            uid = gid = 0;
-        }
-        static const char *const dirs[] = {SSH_DIR, SSH_KEYS_DIR};
-        for (size_t i = 0; i < 2; i++) {
-            mcg_ent *e = push(&ev);
-            e->kind = MCG_ENT_DIR;
-            e->origin = MCG_ORIG_SSH;
-            e->path = mcg_strdup(dirs[i]);
-            e->key = "sshkey";
-            e->mode = 0700;
-            e->uid = (uid_t)uid;
-            e->gid = (gid_t)gid;
-        }
-        mcg_buf b = MCG_BUF_INIT;
-        for (size_t i = 0; i < c->ign.ssh_keys.n; i++) {
-            mcg_buf_puts(&b, c->ign.ssh_keys.v[i]);
-            mcg_buf_putc(&b, '\n');
-        }
-        mcg_ent *e = push(&ev);
+    mcg_ent *e = push(ev);
+    e->origin = MCG_ORIG_STORAGE;
+    e->path = mcg_strdup(s->path + 1);
+    e->key = s->path;
+    e->uid = (uid_t)uid;
+    e->gid = (gid_t)gid;
+    switch (s->kind) {
+    case MCG_NODE_FILE:
         e->kind = MCG_ENT_FILE;
+        e->mode = s->has_mode ? s->mode : 0644;
+        e->data = s->data ? s->data : s->ref.p ? NULL : (const unsigned char *)"";
+        e->len = s->data || s->ref.p ? s->data_len : 0;
+        e->ref = !s->data && s->ref.p ? &s->ref : NULL;
+        break;
+    case MCG_NODE_DIR:
+        e->kind = MCG_ENT_DIR;
+        e->mode = s->has_mode ? s->mode : 0755;
+        break;
+    case MCG_NODE_LINK:
+        if (s->hard == MCG_TRUE) {
+            e->kind = MCG_ENT_HARDLINK;
+            e->target = mcg_strdup(s->target + 1); /* clean absolute, checked by model */
+        } else {
+            e->kind = MCG_ENT_SYMLINK;
+            e->target = mcg_strdup(s->target ? s->target : "");
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Core's SSH keys: its .ssh directories and the keys file, owned by core. */
+static int add_ssh_keys(entv *ev, idtab *ids, mcg_sroot *r, const mcg_strv *keys, bool strict,
+                        mcg_err *err)
+{
+    long uid = 0, gid = 0;
+    idtab_load(ids, r);
+    if (!id_lookup(ids->passwd, "core", &uid, &gid)) {
+        if (strict)
+            return mcg_err_set(err, MCG_ENOTFOUND, "user 'core' not found in /etc/passwd");
+        uid = gid = 0;
+    }
+    static const char *const dirs[] = {SSH_DIR, SSH_KEYS_DIR};
+    for (size_t i = 0; i < 2; i++) {
+        mcg_ent *e = push(ev);
+        e->kind = MCG_ENT_DIR;
         e->origin = MCG_ORIG_SSH;
-        e->path = mcg_strdup(SSH_FILE);
+        e->path = mcg_strdup(dirs[i]);
         e->key = "sshkey";
-        e->mode = 0600;
+        e->mode = 0700;
         e->uid = (uid_t)uid;
         e->gid = (gid_t)gid;
-        e->data_owned = (unsigned char *)mcg_buf_detach(&b, &e->len);
-        e->data = e->data_owned;
     }
-    if (ev.n > 1)
-        qsort(ev.v, ev.n, sizeof(*ev.v), ent_cmp);
-    /* One path, one owner: a disabled unit's absent link yields to anything
-     * that puts something there; two real entries on one path are refused. */
+    mcg_buf b = MCG_BUF_INIT;
+    for (size_t i = 0; i < keys->n; i++) {
+        mcg_buf_puts(&b, keys->v[i]);
+        mcg_buf_putc(&b, '\n');
+    }
+    mcg_ent *e = push(ev);
+    e->kind = MCG_ENT_FILE;
+    e->origin = MCG_ORIG_SSH;
+    e->path = mcg_strdup(SSH_FILE);
+    e->key = "sshkey";
+    e->mode = 0600;
+    e->uid = (uid_t)uid;
+    e->gid = (gid_t)gid;
+    e->data_owned = (unsigned char *)mcg_buf_detach(&b, &e->len);
+    e->data = e->data_owned;
+    return 0;
+}
+
+/*
+ * Sort the entries by path. One path, one owner: a disabled unit's absent
+ * link yields to anything that puts something there; two real entries on
+ * one path are refused.
+ */
+static int sort_unique_paths(entv *ev, mcg_err *err)
+{
+    if (ev->n > 1)
+        qsort(ev->v, ev->n, sizeof(*ev->v), ent_cmp);
     size_t k = 0;
-    for (size_t i = 0; i < ev.n; i++) {
-        if (k && !strcmp(ev.v[k - 1].path, ev.v[i].path)) {
-            mcg_ent *prev = &ev.v[k - 1], *cur = &ev.v[i];
+    for (size_t i = 0; i < ev->n; i++) {
+        if (k && !strcmp(ev->v[k - 1].path, ev->v[i].path)) {
+            mcg_ent *prev = &ev->v[k - 1], *cur = &ev->v[i];
             if (cur->kind == MCG_ENT_ABSENT) {
                 ent_free(cur);
                 continue;
@@ -504,16 +506,41 @@ int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, const char *name, const char *sp
                 ent_free(cur);
                 continue;
             }
-            rc = mcg_err_set(err, MCG_EINVAL, "/%s is managed twice (by %s and %s)", cur->path,
-                             prev->key, cur->key);
-            for (size_t j = i; j < ev.n; j++)
-                ent_free(&ev.v[j]);
-            ev.n = k;
-            goto out;
+            int rc = mcg_err_set(err, MCG_EINVAL, "/%s is managed twice (by %s and %s)", cur->path,
+                                 prev->key, cur->key);
+            for (size_t j = i; j < ev->n; j++)
+                ent_free(&ev->v[j]);
+            ev->n = k;
+            return rc;
         }
-        ev.v[k++] = ev.v[i];
+        ev->v[k++] = ev->v[i];
     }
-    ev.n = k;
+    ev->n = k;
+    return 0;
+}
+
+int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, const char *name, const char *spec, size_t len,
+                  bool strict, bool stream, mcg_err *err)
+{
+    *out = NULL;
+    mcg_acfg *c = mcg_calloc(1, sizeof(*c));
+    c->name = mcg_strdup(name);
+    c->borrows = stream;
+    entv ev = {0};
+    idtab ids = {0};
+    int rc = stream ? mcg_ignition_parse_json_refs(&c->ign, name, spec, len, err)
+                    : mcg_ignition_parse_json_consume(&c->ign, name, spec, len, err);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < c->ign.nstorage; i++)
+        if ((rc = add_storage(&ev, &ids, r, &c->ign.storage[i], strict, err)) != 0)
+            goto out;
+    for (size_t i = 0; i < c->ign.nunits; i++)
+        if ((rc = add_unit(&ev, r, &c->ign.units[i], strict, err)) != 0)
+            goto out;
+    if (c->ign.ssh_keys.n && (rc = add_ssh_keys(&ev, &ids, r, &c->ign.ssh_keys, strict, err)) != 0)
+        goto out;
+    rc = sort_unique_paths(&ev, err);
 out:
     free(ids.passwd);
     free(ids.group);

@@ -260,19 +260,16 @@ static bool section_equal(const json_t *a, const json_t *b, const char *key)
 
 /* ------------------------------------------------------------ plan */
 
-int mcg_osplan_make(json_t **out, bool *reboot, mcg_sroot *r, const mcg_host *h,
-                    const mcg_acfg *old, const mcg_acfg *new_cfg, const char *node, mcg_err *err)
+/*
+ * What MCO refuses on an installed node, checked before anything is
+ * planned: a changed section of disks, RAID, filesystems, LUKS, groups,
+ * users or Ignition kernel arguments, a changed or mismatched fips, an
+ * extensions container image.
+ */
+static int os_check_reconcilable(const mcg_host *h, const mcg_acfg *old, const mcg_ignition *oi,
+                                 const mcg_ignition *ni, const char *nn, mcg_err *err)
 {
-    static const mcg_ignition none = {0};
-    const mcg_ignition *oi = old ? &old->ign : &none, *ni = &new_cfg->ign;
     const mcg_osspec *o = &oi->os, *n = &ni->os;
-    const char *nn = node && *node ? node : "this node";
-    json_t *steps = json_array();
-    int rc = 0;
-    *out = NULL;
-    *reboot = false;
-
-    /* what MCO refuses on an installed node: before anything is planned */
     static const struct {
         const char *key, *name, *why;
     } secs[] = {
@@ -286,209 +283,272 @@ int mcg_osplan_make(json_t **out, bool *reboot, mcg_sroot *r, const mcg_host *h,
          "use the MachineConfig's kernelArguments, which change in place"},
     };
     for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
-        if (!section_equal(oi->extra, ni->extra, secs[i].key)) {
-            rc = mcg_err_set(err, MCG_EINVAL, "unreconcilable: %s %s on node %s (%s)", secs[i].name,
-                             old ? "changed" : "cannot be applied", nn, secs[i].why);
-            goto out;
-        }
-    if (old && o->fips != n->fips) {
-        rc = mcg_err_set(err, MCG_EINVAL,
-                         "unreconcilable: fips changed from %s to %s on node %s (FIPS mode is set "
-                         "at install and cannot change)",
-                         o->fips ? "true" : "false", n->fips ? "true" : "false", nn);
-        goto out;
-    }
-    if (h->fips >= 0 && h->fips != (int)n->fips) {
-        rc = mcg_err_set(err, MCG_EINVAL,
-                         "unreconcilable: fips is %s but node %s runs with FIPS mode %s (it is set "
-                         "at install and cannot change)",
-                         n->fips ? "true" : "false", nn, h->fips ? "on" : "off");
-        goto out;
-    }
-    if (!str_equal(o->ext_image, n->ext_image) && n->ext_image) {
-        rc = mcg_err_set(err, MCG_EINVAL,
-                         "baseOSExtensionsContainerImage: node %s cannot use it (mcgit installs "
-                         "extensions from the host's rpm-ostree repositories; remove the field)",
-                         nn);
-        goto out;
-    }
+        if (!section_equal(oi->extra, ni->extra, secs[i].key))
+            return mcg_err_set(err, MCG_EINVAL, "unreconcilable: %s %s on node %s (%s)",
+                               secs[i].name, old ? "changed" : "cannot be applied", nn,
+                               secs[i].why);
+    if (old && o->fips != n->fips)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "unreconcilable: fips changed from %s to %s on node %s (FIPS mode is "
+                           "set at install and cannot change)",
+                           o->fips ? "true" : "false", n->fips ? "true" : "false", nn);
+    if (h->fips >= 0 && h->fips != (int)n->fips)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "unreconcilable: fips is %s but node %s runs with FIPS mode %s (it is "
+                           "set at install and cannot change)",
+                           n->fips ? "true" : "false", nn, h->fips ? "on" : "off");
+    if (!str_equal(o->ext_image, n->ext_image) && n->ext_image)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "baseOSExtensionsContainerImage: node %s cannot use it (mcgit installs "
+                           "extensions from the host's rpm-ostree repositories; remove the field)",
+                           nn);
+    return 0;
+}
 
-    /* the OS image */
-    if (!str_equal(o->os_image_url, n->os_image_url) && n->os_image_url) {
-        mcg_buf c = MCG_BUF_INIT;
-        if (h->rpm_ostree) {
-            mcg_buf_puts(&c, "rpm-ostree rebase --experimental ");
-            char *ref = mcg_sprintf("ostree-unverified-registry:%s", n->os_image_url);
-            sh_quote(&c, ref);
-            free(ref);
-        } else if (h->bootc) {
-            mcg_buf_puts(&c, "bootc switch ");
-            sh_quote(&c, n->os_image_url);
-        } else {
-            rc = mcg_err_set(err, MCG_EINVAL,
-                             "osImageURL: node %s is not image-based (no rpm-ostree or bootc)", nn);
-            goto out;
-        }
-        step_run(steps, "osImageURL", &c);
+/* The OS image: rpm-ostree rebase or bootc switch. */
+static int os_plan_image(json_t *steps, const mcg_host *h, const mcg_osspec *o, const mcg_osspec *n,
+                         const char *nn, mcg_err *err)
+{
+    if (str_equal(o->os_image_url, n->os_image_url) || !n->os_image_url)
+        return 0;
+    mcg_buf c = MCG_BUF_INIT;
+    if (h->rpm_ostree) {
+        mcg_buf_puts(&c, "rpm-ostree rebase --experimental ");
+        char *ref = mcg_sprintf("ostree-unverified-registry:%s", n->os_image_url);
+        sh_quote(&c, ref);
+        free(ref);
+    } else if (h->bootc) {
+        mcg_buf_puts(&c, "bootc switch ");
+        sh_quote(&c, n->os_image_url);
+    } else {
+        return mcg_err_set(err, MCG_EINVAL,
+                           "osImageURL: node %s is not image-based (no rpm-ostree or bootc)", nn);
     }
-    /* the kernel type */
+    step_run(steps, "osImageURL", &c);
+    return 0;
+}
+
+/* The kernel type: back to the default kernel, then to the new type (rpm-ostree). */
+static int os_plan_kernel_type(json_t *steps, const mcg_host *h, const mcg_osspec *o,
+                               const mcg_osspec *n, const char *nn, mcg_err *err)
+{
     const char *ok = o->kernel_type, *nk = n->kernel_type;
-    if (!str_equal(ok, nk)) {
-        if (!h->rpm_ostree) {
-            rc = mcg_err_set(err, MCG_EINVAL,
-                             "kernelType: node %s cannot switch to the %s kernel (no rpm-ostree)",
-                             nn, nk ? nk : "default");
-            goto out;
-        }
-        if (ok) { /* back to the default kernel first */
-            mcg_buf c = MCG_BUF_INIT;
-            mcg_buf_puts(&c, "rpm-ostree override reset");
-            for (const char *const *p = default_kernel; *p; p++)
-                mcg_buf_printf(&c, " %s", *p);
-            for (const char *const *p = kernel_pkgs(ok); *p; p++)
-                mcg_buf_printf(&c, " --uninstall %s", *p);
-            step_run(steps, "kernelType", &c);
-        }
-        if (nk) {
-            mcg_buf c = MCG_BUF_INIT;
-            mcg_buf_puts(&c, "rpm-ostree override remove");
-            for (const char *const *p = default_kernel; *p; p++)
-                mcg_buf_printf(&c, " %s", *p);
-            for (const char *const *p = kernel_pkgs(nk); *p; p++)
-                mcg_buf_printf(&c, " --install %s", *p);
-            step_run(steps, "kernelType", &c);
-        }
-    }
-    /* extensions */
-    if (!strv_equal(&o->extensions, &n->extensions)) {
-        mcg_strv op = {0}, np = {0};
-        ext_pkgs(&op, &o->extensions);
-        ext_pkgs(&np, &n->extensions);
+    if (str_equal(ok, nk))
+        return 0;
+    if (!h->rpm_ostree)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "kernelType: node %s cannot switch to the %s kernel (no rpm-ostree)", nn,
+                           nk ? nk : "default");
+    if (ok) { /* back to the default kernel first */
         mcg_buf c = MCG_BUF_INIT;
-        mcg_buf_puts(&c, "rpm-ostree update");
-        size_t before = c.len;
-        for (size_t i = 0; i < np.n; i++)
-            if (!mcg_strv_contains(&op, np.v[i]))
-                mcg_buf_printf(&c, " --install %s", np.v[i]);
-        for (size_t i = 0; i < op.n; i++)
-            if (!mcg_strv_contains(&np, op.v[i]))
-                mcg_buf_printf(&c, " --uninstall %s", op.v[i]);
-        mcg_strv_free(&op);
-        mcg_strv_free(&np);
-        if (c.len != before && !h->rpm_ostree) {
-            mcg_buf_free(&c);
-            rc = mcg_err_set(err, MCG_EINVAL,
-                             "extensions: node %s cannot install extensions (no rpm-ostree)", nn);
-            goto out;
-        }
-        if (c.len != before)
-            step_run(steps, "extensions", &c);
-        else
-            mcg_buf_free(&c);
+        mcg_buf_puts(&c, "rpm-ostree override reset");
+        for (const char *const *p = default_kernel; *p; p++)
+            mcg_buf_printf(&c, " %s", *p);
+        for (const char *const *p = kernel_pkgs(ok); *p; p++)
+            mcg_buf_printf(&c, " --uninstall %s", *p);
+        step_run(steps, "kernelType", &c);
     }
-    /* kernel arguments */
-    if (!strv_equal(&o->kargs, &n->kargs)) {
-        mcg_strv all = {0};
-        kargs_union(&all, &o->kargs, &n->kargs);
+    if (nk) {
         mcg_buf c = MCG_BUF_INIT;
-        switch (h->boot) {
-        case MCG_BOOT_RPM_OSTREE:
-            mcg_buf_puts(&c, "rpm-ostree kargs");
-            for (size_t i = 0; i < all.n; i++) {
-                char *a = mcg_sprintf("--delete-if-present=%s", all.v[i]);
-                mcg_buf_putc(&c, ' ');
-                sh_quote(&c, a);
-                free(a);
-            }
-            for (size_t i = 0; i < n->kargs.n; i++) {
-                char *a = mcg_sprintf("--append=%s", n->kargs.v[i]);
-                mcg_buf_putc(&c, ' ');
-                sh_quote(&c, a);
-                free(a);
-            }
-            step_run(steps, "kernelArguments", &c);
-            break;
-        case MCG_BOOT_KERNEL_INSTALL: {
-            char *cur = read_rel(r, KERNEL_CMDLINE);
-            char *text = cmdline_edit(cur ? cur : "", &all, &n->kargs);
-            free(cur);
-            json_array_append_new(steps, json_pack("{s:s,s:s,s:s}", "field", "kernelArguments",
-                                                   "write", KERNEL_CMDLINE, "data", text));
-            free(text);
-            mcg_buf_puts(&c, "kernel-install add-all");
-            step_run(steps, "kernelArguments", &c);
-            break;
-        }
-        case MCG_BOOT_GRUBBY: {
-            mcg_buf_puts(&c, "grubby --update-kernel=ALL --remove-args=");
-            mcg_buf words = MCG_BUF_INIT;
-            for (size_t i = 0; i < all.n; i++)
-                mcg_buf_printf(&words, "%s%s", i ? " " : "", all.v[i]);
-            sh_quote(&c, words.ptr ? words.ptr : "");
-            mcg_buf_free(&words);
-            step_run(steps, "kernelArguments", &c);
-            if (n->kargs.n) {
-                mcg_buf_puts(&c, "grubby --update-kernel=ALL --args=");
-                for (size_t i = 0; i < n->kargs.n; i++)
-                    mcg_buf_printf(&words, "%s%s", i ? " " : "", n->kargs.v[i]);
-                sh_quote(&c, words.ptr);
-                mcg_buf_free(&words);
-                step_run(steps, "kernelArguments", &c);
-            }
-            break;
-        }
-        case MCG_BOOT_GRUB: {
-            if (n->kargs.n) {
-                /* GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX a b", for sh's "..." */
-                mcg_buf d = MCG_BUF_INIT;
-                mcg_buf_puts(&d, "# written by mcgit: the MachineConfig kernelArguments\n"
-                                 "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX");
-                for (size_t i = 0; i < n->kargs.n; i++) {
-                    mcg_buf_putc(&d, ' ');
-                    for (const char *p = n->kargs.v[i]; *p; p++) {
-                        if (strchr("\"\\$`", *p))
-                            mcg_buf_putc(&d, '\\');
-                        mcg_buf_putc(&d, *p);
-                    }
-                }
-                mcg_buf_puts(&d, "\"\n");
-                json_array_append_new(steps, json_pack("{s:s,s:s,s:s}", "field", "kernelArguments",
-                                                       "write", GRUB_DROPIN, "data", d.ptr));
-                mcg_buf_free(&d);
-            } else {
-                json_array_append_new(steps, json_pack("{s:s,s:s}", "field", "kernelArguments",
-                                                       "remove", GRUB_DROPIN));
-            }
-            mcg_buf_puts(&c, h->grub_update);
-            step_run(steps, "kernelArguments", &c);
-            break;
-        }
-        case MCG_BOOT_NONE:
-            mcg_strv_free(&all);
-            rc =
-                mcg_err_set(err, MCG_EINVAL,
-                            "kernelArguments: node %s has no boot loader configuration mcgit can "
-                            "change (rpm-ostree, /etc/kernel/cmdline, grubby or /etc/default/grub)",
-                            nn);
-            goto out;
-        }
-        mcg_strv_free(&all);
+        mcg_buf_puts(&c, "rpm-ostree override remove");
+        for (const char *const *p = default_kernel; *p; p++)
+            mcg_buf_printf(&c, " %s", *p);
+        for (const char *const *p = kernel_pkgs(nk); *p; p++)
+            mcg_buf_printf(&c, " --install %s", *p);
+        step_run(steps, "kernelType", &c);
     }
+    return 0;
+}
+
+/* Extensions: one rpm-ostree update installing and uninstalling their packages. */
+static int os_plan_extensions(json_t *steps, const mcg_host *h, const mcg_osspec *o,
+                              const mcg_osspec *n, const char *nn, mcg_err *err)
+{
+    if (strv_equal(&o->extensions, &n->extensions))
+        return 0;
+    mcg_strv op = {0}, np = {0};
+    ext_pkgs(&op, &o->extensions);
+    ext_pkgs(&np, &n->extensions);
+    mcg_buf c = MCG_BUF_INIT;
+    mcg_buf_puts(&c, "rpm-ostree update");
+    size_t before = c.len;
+    for (size_t i = 0; i < np.n; i++)
+        if (!mcg_strv_contains(&op, np.v[i]))
+            mcg_buf_printf(&c, " --install %s", np.v[i]);
+    for (size_t i = 0; i < op.n; i++)
+        if (!mcg_strv_contains(&np, op.v[i]))
+            mcg_buf_printf(&c, " --uninstall %s", op.v[i]);
+    mcg_strv_free(&op);
+    mcg_strv_free(&np);
+    if (c.len != before && !h->rpm_ostree) {
+        mcg_buf_free(&c);
+        return mcg_err_set(err, MCG_EINVAL,
+                           "extensions: node %s cannot install extensions (no rpm-ostree)", nn);
+    }
+    if (c.len != before)
+        step_run(steps, "extensions", &c);
+    else
+        mcg_buf_free(&c);
+    return 0;
+}
+
+/* Kernel arguments through rpm-ostree kargs: all deleted if present, the new appended. */
+static void kargs_rpm_ostree(json_t *steps, const mcg_strv *all, const mcg_strv *nargs)
+{
+    mcg_buf c = MCG_BUF_INIT;
+    mcg_buf_puts(&c, "rpm-ostree kargs");
+    for (size_t i = 0; i < all->n; i++) {
+        char *a = mcg_sprintf("--delete-if-present=%s", all->v[i]);
+        mcg_buf_putc(&c, ' ');
+        sh_quote(&c, a);
+        free(a);
+    }
+    for (size_t i = 0; i < nargs->n; i++) {
+        char *a = mcg_sprintf("--append=%s", nargs->v[i]);
+        mcg_buf_putc(&c, ' ');
+        sh_quote(&c, a);
+        free(a);
+    }
+    step_run(steps, "kernelArguments", &c);
+}
+
+/* Kernel arguments through etc/kernel/cmdline, then kernel-install add-all. */
+static void kargs_kernel_install(json_t *steps, mcg_sroot *r, const mcg_strv *all,
+                                 const mcg_strv *nargs)
+{
+    mcg_buf c = MCG_BUF_INIT;
+    char *cur = read_rel(r, KERNEL_CMDLINE);
+    char *text = cmdline_edit(cur ? cur : "", all, nargs);
+    free(cur);
+    json_array_append_new(steps, json_pack("{s:s,s:s,s:s}", "field", "kernelArguments", "write",
+                                           KERNEL_CMDLINE, "data", text));
+    free(text);
+    mcg_buf_puts(&c, "kernel-install add-all");
+    step_run(steps, "kernelArguments", &c);
+}
+
+/* Kernel arguments through grubby: all removed, then the new added. */
+static void kargs_grubby(json_t *steps, const mcg_strv *all, const mcg_strv *nargs)
+{
+    mcg_buf c = MCG_BUF_INIT;
+    mcg_buf_puts(&c, "grubby --update-kernel=ALL --remove-args=");
+    mcg_buf words = MCG_BUF_INIT;
+    for (size_t i = 0; i < all->n; i++)
+        mcg_buf_printf(&words, "%s%s", i ? " " : "", all->v[i]);
+    sh_quote(&c, words.ptr ? words.ptr : "");
+    mcg_buf_free(&words);
+    step_run(steps, "kernelArguments", &c);
+    if (nargs->n) {
+        mcg_buf_puts(&c, "grubby --update-kernel=ALL --args=");
+        for (size_t i = 0; i < nargs->n; i++)
+            mcg_buf_printf(&words, "%s%s", i ? " " : "", nargs->v[i]);
+        sh_quote(&c, words.ptr);
+        mcg_buf_free(&words);
+        step_run(steps, "kernelArguments", &c);
+    }
+}
+
+/* Kernel arguments through a drop-in of etc/default/grub.d (removed when none), then grub's update.
+ */
+static void kargs_grub(json_t *steps, const mcg_host *h, const mcg_strv *nargs)
+{
+    mcg_buf c = MCG_BUF_INIT;
+    if (nargs->n) {
+        /* GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX a b", for sh's "..." */
+        mcg_buf d = MCG_BUF_INIT;
+        mcg_buf_puts(&d, "# written by mcgit: the MachineConfig kernelArguments\n"
+                         "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX");
+        for (size_t i = 0; i < nargs->n; i++) {
+            mcg_buf_putc(&d, ' ');
+            for (const char *p = nargs->v[i]; *p; p++) {
+                if (strchr("\"\\$`", *p))
+                    mcg_buf_putc(&d, '\\');
+                mcg_buf_putc(&d, *p);
+            }
+        }
+        mcg_buf_puts(&d, "\"\n");
+        json_array_append_new(steps, json_pack("{s:s,s:s,s:s}", "field", "kernelArguments", "write",
+                                               GRUB_DROPIN, "data", d.ptr));
+        mcg_buf_free(&d);
+    } else {
+        json_array_append_new(
+            steps, json_pack("{s:s,s:s}", "field", "kernelArguments", "remove", GRUB_DROPIN));
+    }
+    mcg_buf_puts(&c, h->grub_update);
+    step_run(steps, "kernelArguments", &c);
+}
+
+/* Kernel arguments, through the node's boot-loader configuration. */
+static int os_plan_kargs(json_t *steps, mcg_sroot *r, const mcg_host *h, const mcg_osspec *o,
+                         const mcg_osspec *n, const char *nn, mcg_err *err)
+{
+    if (strv_equal(&o->kargs, &n->kargs))
+        return 0;
+    mcg_strv all = {0};
+    kargs_union(&all, &o->kargs, &n->kargs);
+    int rc = 0;
+    switch (h->boot) {
+    case MCG_BOOT_RPM_OSTREE:
+        kargs_rpm_ostree(steps, &all, &n->kargs);
+        break;
+    case MCG_BOOT_KERNEL_INSTALL:
+        kargs_kernel_install(steps, r, &all, &n->kargs);
+        break;
+    case MCG_BOOT_GRUBBY:
+        kargs_grubby(steps, &all, &n->kargs);
+        break;
+    case MCG_BOOT_GRUB:
+        kargs_grub(steps, h, &n->kargs);
+        break;
+    case MCG_BOOT_NONE:
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "kernelArguments: node %s has no boot loader configuration mcgit can "
+                         "change (rpm-ostree, /etc/kernel/cmdline, grubby or /etc/default/grub)",
+                         nn);
+        break;
+    }
+    mcg_strv_free(&all);
+    return rc;
+}
+
+/* Core's password hash, set in etc/shadow: no reboot (MCO: a passwd change needs none). */
+static int os_plan_password(json_t *steps, mcg_sroot *r, const mcg_ignition *oi,
+                            const mcg_ignition *ni, const char *nn, mcg_err *err)
+{
+    if (str_equal(oi->password_hash, ni->password_hash))
+        return 0;
+    char *shadow = read_rel(r, SHADOW);
+    bool has_core = shadow && (!strncmp(shadow, "core:", 5) || strstr(shadow, "\ncore:"));
+    free(shadow);
+    if (!has_core)
+        return mcg_err_set(err, MCG_EINVAL,
+                           "passwordHash: user core is not in /etc/shadow on node %s", nn);
+    /* unset after being set: locked, as MCO leaves it ("*") */
+    json_array_append_new(steps, json_pack("{s:s,s:s}", "field", "passwordHash", "shadow",
+                                           ni->password_hash ? ni->password_hash : "*"));
+    return 0;
+}
+
+int mcg_osplan_make(json_t **out, bool *reboot, mcg_sroot *r, const mcg_host *h,
+                    const mcg_acfg *old, const mcg_acfg *new_cfg, const char *node, mcg_err *err)
+{
+    static const mcg_ignition none = {0};
+    const mcg_ignition *oi = old ? &old->ign : &none, *ni = &new_cfg->ign;
+    const mcg_osspec *o = &oi->os, *n = &ni->os;
+    const char *nn = node && *node ? node : "this node";
+    json_t *steps = json_array();
+    int rc = 0;
+    *out = NULL;
+    *reboot = false;
+    if ((rc = os_check_reconcilable(h, old, oi, ni, nn, err)) != 0 ||
+        (rc = os_plan_image(steps, h, o, n, nn, err)) != 0 ||
+        (rc = os_plan_kernel_type(steps, h, o, n, nn, err)) != 0 ||
+        (rc = os_plan_extensions(steps, h, o, n, nn, err)) != 0 ||
+        (rc = os_plan_kargs(steps, r, h, o, n, nn, err)) != 0)
+        goto out;
     *reboot = json_array_size(steps) > 0;
-    /* core's password hash: no reboot (MCO: a passwd change needs none) */
-    if (!str_equal(oi->password_hash, ni->password_hash)) {
-        char *shadow = read_rel(r, SHADOW);
-        bool has_core = shadow && (!strncmp(shadow, "core:", 5) || strstr(shadow, "\ncore:"));
-        free(shadow);
-        if (!has_core) {
-            rc = mcg_err_set(err, MCG_EINVAL,
-                             "passwordHash: user core is not in /etc/shadow on node %s", nn);
-            goto out;
-        }
-        /* unset after being set: locked, as MCO leaves it ("*") */
-        json_array_append_new(steps, json_pack("{s:s,s:s}", "field", "passwordHash", "shadow",
-                                               ni->password_hash ? ni->password_hash : "*"));
-    }
+    if ((rc = os_plan_password(steps, r, oi, ni, nn, err)) != 0)
+        goto out;
     *out = steps;
     steps = NULL;
 out:

@@ -256,6 +256,45 @@ static int select_refs(mcg_bundle_reflist *refs, mcg_oidv *prereqs, git_oid *sin
     return 0;
 }
 
+/* The repository's own packs, for their stored entries to be reused (NULL: none). */
+static mcg_pack_reuse *open_reuse(mcg_repo *r)
+{
+    git_buf objdir = GIT_BUF_INIT;
+    mcg_pack_reuse *packs = NULL;
+    if (git_repository_item_path(&objdir, mcg_repo_git(r), GIT_REPOSITORY_ITEM_OBJECTS) == 0) {
+        char *dir = mcg_sprintf("%spack", objdir.ptr);
+        packs = mcg_pack_reuse_open(dir);
+        free(dir);
+    }
+    git_buf_dispose(&objdir);
+    return packs;
+}
+
+/* Every object the refs reach, and their tags, into the packbuilder (*walk: the caller's). */
+static int insert_walk(git_packbuilder *pb, git_revwalk **walk, mcg_repo *r,
+                       const mcg_bundle_reflist *refs, mcg_err *err)
+{
+    int rc;
+    if ((rc = mcg_bundle_walk_new(walk, r, refs, NULL, err)) != 0)
+        return rc;
+    if (git_packbuilder_insert_walk(pb, *walk) != 0)
+        return mcg_git_err(err, "pack");
+    return insert_tags(pb, mcg_repo_git(r), refs, err);
+}
+
+/* The packbuilder's pack through the writer (path: for messages). */
+static int write_packbuilder(write_ctx *w, git_packbuilder *pb, const char *path, mcg_err *err)
+{
+    int rc;
+    if (git_packbuilder_foreach(pb, pack_write_cb, w) == 0 && mcg_pack_writer_done(w->pw))
+        return 0;
+    if ((rc = writer_err(err, w->pw, path)) != 0)
+        return rc;
+    if (!mcg_pack_writer_done(w->pw))
+        return mcg_err_set(err, MCG_EIO, "pack: the pack ended early");
+    return mcg_git_err(err, "pack");
+}
+
 int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
                       const mcg_bundle_create_opts *opts, mcg_err *err)
 {
@@ -270,7 +309,6 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
     write_ctx w = {0};
     mcg_bundle_objset set = {0};
     mcg_pack_reuse *packs = NULL;
-    git_buf objdir = GIT_BUF_INIT;
     bool reuse = false;
     int rc = 0;
     const mcg_bundle_progress *prog = &opts->progress;
@@ -290,11 +328,7 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
     git_packbuilder_set_threads(pb, 0); /* one per CPU for the delta search */
     if (prog->fn)
         git_packbuilder_set_callbacks(pb, pack_progress_cb, (void *)prog);
-    if (git_repository_item_path(&objdir, mcg_repo_git(r), GIT_REPOSITORY_ITEM_OBJECTS) == 0) {
-        char *dir = mcg_sprintf("%spack", objdir.ptr);
-        packs = mcg_pack_reuse_open(dir);
-        free(dir);
-    }
+    packs = open_reuse(r);
     if (since) {
         if ((rc = collect_thin(&set, r, &refs, since, &prereqs, err)) != 0)
             goto out;
@@ -302,16 +336,8 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
                (rc = plan_reuse(&reuse, &set, packs, pb, r, &refs, since, &prereqs, err)) != 0) {
         goto out;
     }
-    if (!reuse && !since) {
-        if ((rc = mcg_bundle_walk_new(&walk, r, &refs, since, err)) != 0)
-            goto out;
-        if (git_packbuilder_insert_walk(pb, walk) != 0) {
-            rc = mcg_git_err(err, "pack");
-            goto out;
-        }
-        if ((rc = insert_tags(pb, mcg_repo_git(r), &refs, err)) != 0)
-            goto out;
-    }
+    if (!reuse && !since && (rc = insert_walk(pb, &walk, r, &refs, err)) != 0)
+        goto out;
 
     if ((rc = mcg_bundle_out_open(&out, path, err)) != 0)
         goto out;
@@ -324,21 +350,14 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
         rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
         goto out;
     }
-    if (since) {
-        if ((rc = write_thin(&w, &set, packs, r, err)) != 0)
-            goto out;
-    } else if (reuse) {
-        if ((rc = write_reused(&w, &set, packs, r, err)) != 0)
-            goto out;
-    } else if (git_packbuilder_foreach(pb, pack_write_cb, &w) != 0 || !mcg_pack_writer_done(w.pw)) {
-        if ((rc = writer_err(err, w.pw, path)) != 0)
-            goto out;
-        if (!mcg_pack_writer_done(w.pw))
-            rc = mcg_err_set(err, MCG_EIO, "pack: the pack ended early");
-        else
-            rc = mcg_git_err(err, "pack");
+    if (since)
+        rc = write_thin(&w, &set, packs, r, err);
+    else if (reuse)
+        rc = write_reused(&w, &set, packs, r, err);
+    else
+        rc = write_packbuilder(&w, pb, path, err);
+    if (rc)
         goto out;
-    }
     mcg_bundle_tick(prog, NULL, 0, 0);
     if ((rc = mcg_bundle_out_commit(&out, err)) != 0)
         goto out;
@@ -353,7 +372,6 @@ out:
     mcg_pack_writer_free(w.pw);
     mcg_bundle_out_close(&out);
     mcg_buf_free(&hdr);
-    git_buf_dispose(&objdir);
     mcg_pack_reuse_free(packs);
     mcg_bundle_objset_free(&set);
     git_packbuilder_free(pb);

@@ -166,6 +166,48 @@ static const char *untrusted(char out[96], const char *s)
     return out;
 }
 
+/* The first line (complete: it ended with a newline): "# v2 git bundle" or "# v3 git bundle". */
+static int hdr_version(mcg_bundle_hdr *h, const char *line, bool complete, mcg_err *err)
+{
+    char safe[96];
+    if (complete && !strcmp(line, "# v2 git bundle"))
+        h->version = 2;
+    else if (complete && !strcmp(line, "# v3 git bundle"))
+        h->version = 3;
+    else if (complete && !strncmp(line, "# v", 3) && strstr(line, " git bundle"))
+        return mcg_err_set(err, MCG_EINVAL, "unsupported bundle version: %s",
+                           untrusted(safe, line + 2));
+    else
+        return mcg_err_set(err, MCG_EINVAL, "not a git bundle (no '# v2 git bundle' header)");
+    return 0;
+}
+
+/* A ref line: 40 hex digits, a space, a ref name listed once (names: those so far). */
+static int hdr_ref(mcg_bundle_hdr *h, nameset *names, const char *line, mcg_err *err)
+{
+    char safe[96];
+    git_oid oid;
+    /* the name is looked at only past the space */
+    int valid = 0;
+    const char *name = NULL;
+    if (!mcg_pack_parse_oid(&oid, line) || line[MCG_SHA_HEX] != ' ' ||
+        git_reference_name_is_valid(&valid, name = line + MCG_SHA_HEX + 1) != 0 || !valid)
+        return mcg_err_set(err, MCG_EINVAL, "bad ref line: %s", untrusted(safe, line));
+    char *copy = mcg_strdup(name);
+    if (!nameset_add(names, copy)) {
+        free(copy);
+        return mcg_err_set(err, MCG_EINVAL, "ref %s is listed twice", untrusted(safe, name));
+    }
+    if (h->nrefs == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 16;
+        h->refs = mcg_realloc(h->refs, h->cap * sizeof(*h->refs));
+    }
+    h->refs[h->nrefs].oid = oid;
+    h->refs[h->nrefs].name = copy; /* transferred */
+    h->nrefs++;
+    return 0;
+}
+
 int mcg_bundle_hdr_parse(mcg_bundle_hdr *h, mcg_bundle_reader *rd, mcg_err *err)
 {
     mcg_buf line = MCG_BUF_INIT;
@@ -173,20 +215,9 @@ int mcg_bundle_hdr_parse(mcg_bundle_hdr *h, mcg_bundle_reader *rd, mcg_err *err)
     bool complete;
     char safe[96];
     int rc;
-    if ((rc = rd_line(rd, &line, &complete, err)) != 0)
+    if ((rc = rd_line(rd, &line, &complete, err)) != 0 ||
+        (rc = hdr_version(h, line.ptr, complete, err)) != 0)
         goto out;
-    if (complete && !strcmp(line.ptr, "# v2 git bundle"))
-        h->version = 2;
-    else if (complete && !strcmp(line.ptr, "# v3 git bundle"))
-        h->version = 3;
-    else if (complete && !strncmp(line.ptr, "# v", 3) && strstr(line.ptr, " git bundle")) {
-        rc = mcg_err_set(err, MCG_EINVAL, "unsupported bundle version: %s",
-                         untrusted(safe, line.ptr + 2));
-        goto out;
-    } else {
-        rc = mcg_err_set(err, MCG_EINVAL, "not a git bundle (no '# v2 git bundle' header)");
-        goto out;
-    }
     for (;;) {
         if ((rc = rd_line(rd, &line, &complete, err)) != 0)
             goto out;
@@ -230,27 +261,8 @@ int mcg_bundle_hdr_parse(mcg_bundle_hdr *h, mcg_bundle_reader *rd, mcg_err *err)
             mcg_oidv_push(&h->prereqs, &oid);
             continue;
         }
-        /* 40 hex digits, a space, a ref name (name is looked at only past the space) */
-        int valid = 0;
-        const char *name = NULL;
-        if (!mcg_pack_parse_oid(&oid, line.ptr) || line.ptr[MCG_SHA_HEX] != ' ' ||
-            git_reference_name_is_valid(&valid, name = line.ptr + MCG_SHA_HEX + 1) != 0 || !valid) {
-            rc = mcg_err_set(err, MCG_EINVAL, "bad ref line: %s", untrusted(safe, line.ptr));
+        if ((rc = hdr_ref(h, &names, line.ptr, err)) != 0)
             goto out;
-        }
-        char *copy = mcg_strdup(name);
-        if (!nameset_add(&names, copy)) {
-            free(copy);
-            rc = mcg_err_set(err, MCG_EINVAL, "ref %s is listed twice", untrusted(safe, name));
-            goto out;
-        }
-        if (h->nrefs == h->cap) {
-            h->cap = h->cap ? h->cap * 2 : 16;
-            h->refs = mcg_realloc(h->refs, h->cap * sizeof(*h->refs));
-        }
-        h->refs[h->nrefs].oid = oid;
-        h->refs[h->nrefs].name = copy; /* transferred */
-        h->nrefs++;
     }
     if (!h->nrefs)
         rc = mcg_err_set(err, MCG_EINVAL, "bundle lists no refs");

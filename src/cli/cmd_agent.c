@@ -69,7 +69,32 @@ static void on_signal(int sig)
     stop_flag = 1;
 }
 
-static int run(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct {
+    mcg_agent_opts o;
+    const char *cluster;
+    const char *metrics_bind;
+    bool once;
+    uint64_t interval;
+} agent_args;
+
+/* What the options must say together: -1 when they do, else the exit status. */
+static int check_args(agent_args *args, bool extra_args)
+{
+    const mcg_agent_opts *o = &args->o;
+    args->cluster = mcg_cli_cluster(args->cluster);
+    if (!o->node || !args->cluster || extra_args)
+        return mcg_cli_usage_error(&mcg_cmd_agent, "--node and --cluster are required");
+    if (o->root && !*o->root)
+        return mcg_cli_usage_error(&mcg_cmd_agent, "--root: empty path");
+    if (args->once && args->metrics_bind)
+        return mcg_cli_usage_error(&mcg_cmd_agent,
+                                   "--metrics-bind-address goes with the loop, not --once");
+    return -1;
+}
+
+/* Parse the command line into args: -1 when the agent is to run, else the exit status. */
+static int parse_args(int argc, char **argv, agent_args *args)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"node", required_argument, 0, 'n'},
@@ -87,13 +112,10 @@ static int run(int argc, char **argv)
                                          {"quiet", no_argument, 0, 'q'},
                                          {"metrics-bind-address", required_argument, 0, 'M'},
                                          {0, 0, 0, 0}};
-    const char *metrics_bind = NULL;
-    mcg_agent_opts o;
-    memset(&o, 0, sizeof(o));
-    o.verbosity = 1;
-    const char *cluster = NULL;
-    bool once = false;
-    uint64_t interval = 30;
+    mcg_agent_opts *o = &args->o;
+    memset(args, 0, sizeof(*args));
+    o->verbosity = 1;
+    args->interval = 30;
     int ch;
     optind = 1;
     while ((ch = mcg_cli_getopt(&mcg_cmd_agent, argc, argv, "hvq", opts)) != -1) {
@@ -101,68 +123,116 @@ static int run(int argc, char **argv)
         case 'h':
             return mcg_cli_help(&mcg_cmd_agent);
         case 'n':
-            o.node = optarg;
+            o->node = optarg;
             break;
         case 'c':
-            cluster = optarg;
+            args->cluster = optarg;
             break;
         case 'r':
-            o.root = optarg;
+            o->root = optarg;
             break;
         case 's':
-            o.state_dir = optarg;
+            o->state_dir = optarg;
             break;
         case 'L':
-            o.live = true;
+            o->live = true;
             break;
         case '1':
-            once = true;
+            args->once = true;
             break;
         case 'i':
-            if (!mcg_parse_u64(optarg, &interval) || interval == 0 || interval > 86400)
+            if (!mcg_parse_u64(optarg, &args->interval) || args->interval == 0 ||
+                args->interval > 86400)
                 return mcg_cli_usage_error(&mcg_cmd_agent, "--interval: expected 1..86400 seconds");
             break;
         case 'f':
-            o.force = true;
+            o->force = true;
             break;
         case 'R':
-            o.reboot_command = optarg;
+            o->reboot_command = optarg;
             break;
         case 'S':
-            o.systemctl = optarg;
+            o->systemctl = optarg;
             break;
         case 'X':
-            o.host_exec = optarg;
+            o->host_exec = optarg;
             break;
         case 'v':
-            o.verbosity = 2;
+            o->verbosity = 2;
             break;
         case 'q':
-            o.verbosity = 0;
+            o->verbosity = 0;
             break;
         case 'M':
-            metrics_bind = optarg;
+            args->metrics_bind = optarg;
             break;
         default:
             return mcg_cli_usage_error(&mcg_cmd_agent, NULL);
         }
     }
-    cluster = mcg_cli_cluster(cluster);
-    if (!o.node || !cluster || optind != argc)
-        return mcg_cli_usage_error(&mcg_cmd_agent, "--node and --cluster are required");
-    if (o.root && !*o.root)
-        return mcg_cli_usage_error(&mcg_cmd_agent, "--root: empty path");
-    if (once && metrics_bind)
-        return mcg_cli_usage_error(&mcg_cmd_agent, "--metrics-bind-address goes with the loop, not --once");
+    return check_args(args, optind != argc);
+}
 
+/* --once: one pass, its outcome printed; the exit status. */
+static int run_once(mcg_agent *a, mcg_cluster *c, const char *node)
+{
+    mcg_err err = {0};
+    mcg_agent_result res;
+    if (mcg_agent_run_once(&res, a, c, &err) != 0) {
+        mcg_cli_error("agent", "%s", err.msg);
+        return MCG_EXIT_FAIL;
+    }
+    printf("%s %s %s%s%s\n", node, mcg_agent_state_name(res.state),
+           res.config[0] ? res.config : "-", res.reason[0] ? " " : "", res.reason);
+    return res.state == MCG_AGENT_DEGRADED ? MCG_EXIT_FAIL : MCG_EXIT_OK;
+}
+
+/* The loop until SIGTERM or SIGINT, with the metrics listener when asked; the exit status. */
+static int run_loop(mcg_agent *a, mcg_cluster *c, const agent_args *args, mcg_metrics *mx)
+{
+    mcg_err err = {0};
+    mcg_metrics_server *srv = NULL;
+    int status = MCG_EXIT_FAIL;
+    if (args->metrics_bind) {
+        mcg_metrics_server_opts so = {args->metrics_bind, mx, NULL, NULL, NULL, "agent"};
+        if (mcg_metrics_serve(&srv, &so, &err) != 0) {
+            mcg_cli_error("agent", "--metrics-bind-address: %s", err.msg);
+            goto out;
+        }
+        if (args->o.verbosity > 0)
+            fprintf(stderr, "mcgit agent: node=%s: serving metrics on %s (port %u)\n", args->o.node,
+                    args->metrics_bind, mcg_metrics_server_port(srv));
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    if (mcg_agent_loop(a, c, (unsigned)args->interval, &stop_flag, &err) != 0) {
+        mcg_cli_error("agent", "%s", err.msg);
+        goto out;
+    }
+    status = MCG_EXIT_OK;
+out:
+    mcg_metrics_server_free(srv);
+    return status;
+}
+
+static int run(int argc, char **argv)
+{
+    agent_args args;
+    int status = parse_args(argc, argv, &args);
+    if (status >= 0)
+        return status;
+    mcg_agent_opts o = args.o;
     mcg_err err = {0};
     mcg_cluster *c = NULL;
     mcg_agent *a = NULL;
     mcg_metrics *mx = NULL;
-    mcg_metrics_server *srv = NULL;
     char *root = NULL;
-    int status = MCG_EXIT_FAIL;
-    if (mcg_cluster_open(&c, cluster, &err) != 0) {
+    status = MCG_EXIT_FAIL;
+    if (mcg_cluster_open(&c, args.cluster, &err) != 0) {
         mcg_cli_error("agent", "%s", err.msg);
         goto out;
     }
@@ -176,7 +246,7 @@ static int run(int argc, char **argv)
         root = mcg_cluster_node_root(c, o.node);
         o.root = root ? root : "/";
     }
-    if (metrics_bind) {
+    if (args.metrics_bind) {
         o.metrics = mx = mcg_metrics_new();
         if (mcg_agent_metrics_declare(mx, &err) != 0) {
             mcg_cli_error("agent", "%s", err.msg);
@@ -187,40 +257,8 @@ static int run(int argc, char **argv)
         mcg_cli_error("agent", "%s", err.msg);
         goto out;
     }
-    if (once) {
-        mcg_agent_result res;
-        if (mcg_agent_run_once(&res, a, c, &err) != 0) {
-            mcg_cli_error("agent", "%s", err.msg);
-            goto out;
-        }
-        printf("%s %s %s%s%s\n", o.node, mcg_agent_state_name(res.state),
-               res.config[0] ? res.config : "-", res.reason[0] ? " " : "", res.reason);
-        status = res.state == MCG_AGENT_DEGRADED ? MCG_EXIT_FAIL : MCG_EXIT_OK;
-        goto out;
-    }
-    if (metrics_bind) {
-        mcg_metrics_server_opts so = {metrics_bind, mx, NULL, NULL, NULL, "agent"};
-        if (mcg_metrics_serve(&srv, &so, &err) != 0) {
-            mcg_cli_error("agent", "--metrics-bind-address: %s", err.msg);
-            goto out;
-        }
-        if (o.verbosity > 0)
-            fprintf(stderr, "mcgit agent: node=%s: serving metrics on %s (port %u)\n", o.node,
-                    metrics_bind, mcg_metrics_server_port(srv));
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    if (mcg_agent_loop(a, c, (unsigned)interval, &stop_flag, &err) != 0) {
-        mcg_cli_error("agent", "%s", err.msg);
-        goto out;
-    }
-    status = MCG_EXIT_OK;
+    status = args.once ? run_once(a, c, o.node) : run_loop(a, c, &args, mx);
 out:
-    mcg_metrics_server_free(srv);
     mcg_agent_free(a);
     mcg_metrics_free(mx);
     mcg_cluster_free(c);

@@ -264,14 +264,40 @@ static void print_report(const mcg_bundle_report *rep, const char *file)
     }
 }
 
+/* The plan of the bundle's source tip against the rendered branch, or why there is none. */
+static void print_plan(const mcg_bundle_report *rep)
+{
+    for (size_t i = 0; i < rep->plan.n; i++)
+        printf("%s\n", rep->plan.v[i]);
+    if (rep->plan_error)
+        printf("plan: not available: %s\n", rep->plan_error);
+}
+
+/* What an import moved: each ref created or forwarded, the plan, the render. */
+static void print_imported(const mcg_bundle_report *rep, mcg_repo *r)
+{
+    for (size_t i = 0; i < rep->nrefs; i++) {
+        const mcg_bundle_ref *br = &rep->refs[i];
+        if (br->action != MCG_BUNDLE_CREATE && br->action != MCG_BUNDLE_FORWARD)
+            continue;
+        printf("%s %s -> %s (", br->name, br->old_sha[0] ? br->old_sha : "(none)", br->new_sha);
+        if (br->verified_with)
+            printf("verified with %s)\n", br->verified_with);
+        else
+            printf("%zu commit%s verified)\n", br->verify.n, br->verify.n == 1 ? "" : "s");
+    }
+    print_plan(rep);
+    if (rep->rendered && rep->render.created)
+        mcg_cli_info("rendered %.12s as %s %.12s", rep->render.source, mcg_repo_rendered_branch(r),
+                     rep->render.rendered);
+}
+
 static int do_check(int argc, char **argv, bool import)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"trust", required_argument, 0, 't'},
-                                         {"revoked", required_argument, 0, 'K'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"help", no_argument, 0, 'h'},        {"repo", required_argument, 0, 'r'},
+        {"trust", required_argument, 0, 't'}, {"revoked", required_argument, 0, 'K'},
+        {"quiet", no_argument, 0, 'q'},       {0, 0, 0, 0}};
     const char *repo = NULL, *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
@@ -325,30 +351,11 @@ static int do_check(int argc, char **argv, bool import)
     }
     if (!import) {
         print_report(&rep, file);
-        for (size_t i = 0; i < rep.plan.n; i++)
-            printf("%s\n", rep.plan.v[i]);
-        if (rep.plan_error)
-            printf("plan: not available: %s\n", rep.plan_error);
+        print_plan(&rep);
         if (rep.version)
             printf("%s\n", rc ? "refused" : "accepted");
     } else if (rep.imported) {
-        for (size_t i = 0; i < rep.nrefs; i++) {
-            const mcg_bundle_ref *br = &rep.refs[i];
-            if (br->action != MCG_BUNDLE_CREATE && br->action != MCG_BUNDLE_FORWARD)
-                continue;
-            printf("%s %s -> %s (", br->name, br->old_sha[0] ? br->old_sha : "(none)", br->new_sha);
-            if (br->verified_with)
-                printf("verified with %s)\n", br->verified_with);
-            else
-                printf("%zu commit%s verified)\n", br->verify.n, br->verify.n == 1 ? "" : "s");
-        }
-        for (size_t i = 0; i < rep.plan.n; i++)
-            printf("%s\n", rep.plan.v[i]);
-        if (rep.plan_error)
-            printf("plan: not available: %s\n", rep.plan_error);
-        if (rep.rendered && rep.render.created)
-            mcg_cli_info("rendered %.12s as %s %.12s", rep.render.source,
-                         mcg_repo_rendered_branch(r), rep.render.rendered);
+        print_imported(&rep, r);
     } else if (!rc) {
         mcg_cli_info("bundle %s: already up to date; nothing imported", file);
     }

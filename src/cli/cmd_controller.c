@@ -75,7 +75,71 @@ const mcg_cmd mcg_cmd_controller = {
     run,
 };
 
-static int run(int argc, char **argv)
+/* --interval: seconds, 0.05 to 86400. */
+static bool parse_interval(const char *arg, double *interval)
+{
+    char *end;
+    *interval = strtod(arg, &end);
+    return !(end == arg || *end || !(*interval >= 0.05 && *interval <= 86400));
+}
+
+/* Which options go together: -1 when they do, else the exit status. */
+static int check_usage(const mcg_controller_opts *o, const char *cluster, const char *mirror,
+                       const char *metrics_bind, const char *webhook_token, bool extra_args)
+{
+    if (!o->repo || !o->trust || !cluster || extra_args)
+        return mcg_cli_usage_error(&mcg_cmd_controller,
+                                   "--repo, --trust and --cluster are required");
+    if (webhook_token && !metrics_bind)
+        return mcg_cli_usage_error(
+            &mcg_cmd_controller,
+            "--webhook-token-file needs --metrics-bind-address (its listener)");
+    bool url = mcg_gitops_is_url(o->repo);
+    if (url && !mirror)
+        return mcg_cli_usage_error(&mcg_cmd_controller,
+                                   "--repo URL needs --mirror DIR (where to keep the clone)");
+    if (!url && mirror)
+        return mcg_cli_usage_error(&mcg_cmd_controller, "--mirror goes with --repo URL");
+    if (url && o->remote && strcmp(o->remote, "origin") != 0)
+        return mcg_cli_usage_error(&mcg_cmd_controller, "a mirror fetches from origin only");
+    return -1;
+}
+
+/* The command line, as run reads it. */
+typedef struct ctl_args {
+    mcg_controller_opts o;
+    const char *cluster, *mirror, *metrics_bind, *webhook_token;
+    bool once;
+    double interval;
+    uint64_t keep, fetch_timeout;
+} ctl_args;
+
+/* An option that takes a number: -1 when it is good, else the exit status. */
+static int number_opt(int c, ctl_args *a)
+{
+    switch (c) {
+    case 'i':
+        if (!parse_interval(optarg, &a->interval))
+            return mcg_cli_usage_error(&mcg_cmd_controller, "bad --interval '%s'", optarg);
+        break;
+    case 'T':
+        if (!mcg_parse_u64(optarg, &a->fetch_timeout) || !a->fetch_timeout ||
+            a->fetch_timeout > 86400)
+            return mcg_cli_usage_error(&mcg_cmd_controller, "bad --fetch-timeout '%s'", optarg);
+        break;
+    case 'k':
+        if (!mcg_parse_u64(optarg, &a->keep) || a->keep > 1000)
+            return mcg_cli_usage_error(&mcg_cmd_controller,
+                                       "--keep-configs: expected 0..1000, got '%s'", optarg);
+        break;
+    default:
+        return mcg_cli_usage_error(&mcg_cmd_controller, NULL);
+    }
+    return -1;
+}
+
+/* Parse the options into a: -1 when run goes on, else the exit status. */
+static int parse_args(int argc, char **argv, ctl_args *a)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"repo", required_argument, 0, 'r'},
@@ -93,74 +157,78 @@ static int run(int argc, char **argv)
                                          {"metrics-bind-address", required_argument, 0, 'M'},
                                          {"webhook-token-file", required_argument, 0, 'W'},
                                          {0, 0, 0, 0}};
-    const char *metrics_bind = NULL, *webhook_token = NULL;
-    mcg_controller_opts o = {0};
-    const char *cluster = NULL, *mirror = NULL;
-    bool once = false;
-    double interval = 5;
-    uint64_t keep = MCG_KEEP_CONFIGS_DEFAULT, fetch_timeout = MCG_FETCH_TIMEOUT_DEFAULT;
-    int c;
+    int c, st = -1;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_controller, argc, argv, "hqv", opts)) != -1) {
+    while (st < 0 && (c = mcg_cli_getopt(&mcg_cmd_controller, argc, argv, "hqv", opts)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_controller);
-        case 'r': o.repo = optarg; break;
-        case 't': o.trust = optarg; break;
-        case 'K': o.revoked = *optarg ? optarg : NULL; break;
-        case 'c': cluster = optarg; break;
-        case 'R': o.remote = optarg; break;
-        case 'm': mirror = optarg; break;
-        case '1': once = true; break;
-        case 'q': mcg_verbosity = 0; break;
-        case 'v': mcg_verbosity = 2; break;
-        case 'M': metrics_bind = optarg; break;
-        case 'W': webhook_token = optarg; break;
-        case 'i': {
-            char *end;
-            interval = strtod(optarg, &end);
-            if (end == optarg || *end || !(interval >= 0.05 && interval <= 86400))
-                return mcg_cli_usage_error(&mcg_cmd_controller, "bad --interval '%s'", optarg);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_controller);
+        case 'r':
+            a->o.repo = optarg;
             break;
-        }
-        case 'T':
-            if (!mcg_parse_u64(optarg, &fetch_timeout) || !fetch_timeout || fetch_timeout > 86400)
-                return mcg_cli_usage_error(&mcg_cmd_controller, "bad --fetch-timeout '%s'", optarg);
+        case 't':
+            a->o.trust = optarg;
             break;
-        case 'k':
-            if (!mcg_parse_u64(optarg, &keep) || keep > 1000)
-                return mcg_cli_usage_error(&mcg_cmd_controller,
-                                           "--keep-configs: expected 0..1000, got '%s'", optarg);
+        case 'K':
+            a->o.revoked = *optarg ? optarg : NULL;
             break;
-        default: return mcg_cli_usage_error(&mcg_cmd_controller, NULL);
+        case 'c':
+            a->cluster = optarg;
+            break;
+        case 'R':
+            a->o.remote = optarg;
+            break;
+        case 'm':
+            a->mirror = optarg;
+            break;
+        case '1':
+            a->once = true;
+            break;
+        case 'q':
+            mcg_verbosity = 0;
+            break;
+        case 'v':
+            mcg_verbosity = 2;
+            break;
+        case 'M':
+            a->metrics_bind = optarg;
+            break;
+        case 'W':
+            a->webhook_token = optarg;
+            break;
+        default:
+            st = number_opt(c, a);
         }
     }
-    cluster = mcg_cli_cluster(cluster);
-    if (!o.repo || !o.trust || !cluster || optind != argc)
-        return mcg_cli_usage_error(&mcg_cmd_controller, "--repo, --trust and --cluster are required");
-    if (webhook_token && !metrics_bind)
-        return mcg_cli_usage_error(&mcg_cmd_controller,
-                                   "--webhook-token-file needs --metrics-bind-address (its listener)");
-    o.keep_configs = (unsigned)keep;
-    o.fetch_timeout = (unsigned)fetch_timeout;
-    bool url = mcg_gitops_is_url(o.repo);
-    if (url && !mirror)
-        return mcg_cli_usage_error(&mcg_cmd_controller,
-                                   "--repo URL needs --mirror DIR (where to keep the clone)");
-    if (!url && mirror)
-        return mcg_cli_usage_error(&mcg_cmd_controller, "--mirror goes with --repo URL");
-    if (url && o.remote && strcmp(o.remote, "origin") != 0)
-        return mcg_cli_usage_error(&mcg_cmd_controller, "a mirror fetches from origin only");
+    if (st >= 0)
+        return st;
+    a->cluster = mcg_cli_cluster(a->cluster);
+    return check_usage(&a->o, a->cluster, a->mirror, a->metrics_bind, a->webhook_token,
+                       optind != argc);
+}
+
+static int run(int argc, char **argv)
+{
+    ctl_args a = {.interval = 5,
+                  .keep = MCG_KEEP_CONFIGS_DEFAULT,
+                  .fetch_timeout = MCG_FETCH_TIMEOUT_DEFAULT};
+    int status = parse_args(argc, argv, &a);
+    if (status >= 0)
+        return status;
+    mcg_controller_opts o = a.o;
+    o.keep_configs = (unsigned)a.keep;
+    o.fetch_timeout = (unsigned)a.fetch_timeout;
     mcg_err err = {0};
-    if (url) {
-        if (mcg_gitops_mirror(o.repo, mirror, &err) != 0) {
+    if (mcg_gitops_is_url(o.repo)) {
+        if (mcg_gitops_mirror(o.repo, a.mirror, &err) != 0) {
             mcg_cli_error("controller", "%s", err.msg);
             return MCG_EXIT_FAIL;
         }
-        o.repo = mirror;
+        o.repo = a.mirror;
         o.remote = "origin";
     }
-    mcg_controller_run_opts ro = {o, cluster, NULL, interval, once, mcg_verbosity, metrics_bind,
-                                  webhook_token};
+    mcg_controller_run_opts ro = {o,      a.cluster,     NULL,           a.interval,
+                                  a.once, mcg_verbosity, a.metrics_bind, a.webhook_token};
     bool failed = false;
     if (mcg_controller_run(&ro, &failed, &err) != 0) {
         mcg_cli_error("controller", "%s", err.msg);

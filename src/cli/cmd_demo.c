@@ -482,9 +482,11 @@ static int demo_sign(char **armored, const char *buf, size_t len, void *ctx, mcg
     return *armored ? 0 : mcg_err_set(err, MCG_EIO, "signing failed");
 }
 
-static int story(demo *d)
+/* Chapter 1: the first commit rendered and rolled out everywhere. */
+static int story_first(demo *d, char first_render[MCG_SHA_HEX + 1], char *first_worker,
+                       size_t nworker)
 {
-    char sha[MCG_SHA_HEX + 1], first_render[MCG_SHA_HEX + 1] = "", first_worker[128];
+    char sha[MCG_SHA_HEX + 1];
     say("A config repo with pools master, worker and infra (a custom pool that inherits "
         "worker's MachineConfigs), signed with a throwaway ed25519 key");
     term("MachineConfig", "a YAML file in machineconfigs/: files, systemd units and SSH keys "
@@ -503,12 +505,18 @@ static int story(demo *d)
     mcg_err err = {0};
     mcg_log log = {0};
     if (mcg_repo_open(&r, d->repo, &err) == 0 && mcg_gitops_log(&log, r, &err) == 0 && log.n)
-        memcpy(first_render, log.e[0].rendered, sizeof(first_render));
+        memcpy(first_render, log.e[0].rendered, MCG_SHA_HEX + 1);
     mcg_log_free(&log);
     mcg_repo_free(r);
-    worker_target(d, first_worker, sizeof(first_worker));
+    worker_target(d, first_worker, nworker);
     printf("    first render: rendered commit %.12s\n", first_render);
+    return 0;
+}
 
+/* Chapter 2: a signed change rolled out to the workers one at a time. */
+static int story_chrony(demo *d, const char *first_worker)
+{
+    char sha[MCG_SHA_HEX + 1];
     say("A signed change for the workers: /etc/chrony.conf and chronyd.service enabled. "
         "Workers update one at a time (maxUnavailable: 1), oldest first; infra inherits it");
     term("maxUnavailable", "how many of a pool's nodes may be updating (not Done) at once");
@@ -531,7 +539,13 @@ static int story(demo *d)
     if (max_updating)
         printf("    at most %zu worker node%s updating at any sample (maxUnavailable: 1)\n",
                max_updating, max_updating == 1 ? " was" : "s were");
+    return 0;
+}
 
+/* Chapter 3: a file edited by hand is drift; put back, the node is Done again. */
+static int story_drift(demo *d)
+{
+    mcg_err err = {0};
     say("Someone edits /etc/chrony.conf on worker-1 by hand: drift");
     char *path = mcg_sprintf("%s/cluster/roots/worker-1/etc/chrony.conf", d->dir);
     char *orig = NULL;
@@ -564,51 +578,66 @@ static int story(demo *d)
     if (wait_node_state(d, "worker-1", "Done", 20, NULL, 0))
         return -1;
     print_nodes(d);
+    return 0;
+}
 
+/* Whether a pool says RenderDegraded (its message printed, once). */
+static bool render_degraded(demo *d)
+{
+    mcg_err err = {0};
+    json_t *items = NULL;
+    bool refused = false;
+    if (mcg_cluster_list_pools(d->cl, &items, &err) == 0) {
+        size_t i;
+        json_t *pl;
+        json_array_foreach(items, i, pl)
+        {
+            size_t j;
+            json_t *c;
+            json_array_foreach(json_object_get(json_object_get(pl, "status"), "conditions"), j, c)
+            {
+                const char *t = json_string_value(json_object_get(c, "type"));
+                const char *s = json_string_value(json_object_get(c, "status"));
+                if (!refused && t && s && !strcmp(t, "RenderDegraded") && !strcmp(s, "True")) {
+                    printf("    RenderDegraded: %s\n",
+                           json_string_value(json_object_get(c, "message")));
+                    refused = true;
+                }
+            }
+        }
+    }
+    json_decref(items);
+    return refused;
+}
+
+/* Chapter 4: an unsigned commit is refused, then dropped by the operator. */
+static int story_unsigned(demo *d)
+{
     say("An UNSIGNED commit lands on main: the controller refuses it and rolls it out nowhere");
-    p = mcg_sprintf("%s/machineconfigs/60-evil.yaml", d->repo);
-    rc = write_text(p, "apiVersion: machineconfiguration.openshift.io/v1\n"
-                       "kind: MachineConfig\n"
-                       "metadata:\n"
-                       "  name: 60-evil\n"
-                       "  labels:\n"
-                       "    machineconfiguration.openshift.io/role: worker\n"
-                       "spec:\n"
-                       "  config:\n"
-                       "    ignition: {version: 3.4.0}\n"
-                       "    passwd:\n"
-                       "      users:\n"
-                       "      - name: core\n"
-                       "        sshAuthorizedKeys: [\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEvil intruder\"]\n");
+    char *p = mcg_sprintf("%s/machineconfigs/60-evil.yaml", d->repo);
+    int rc = write_text(p, "apiVersion: machineconfiguration.openshift.io/v1\n"
+                           "kind: MachineConfig\n"
+                           "metadata:\n"
+                           "  name: 60-evil\n"
+                           "  labels:\n"
+                           "    machineconfiguration.openshift.io/role: worker\n"
+                           "spec:\n"
+                           "  config:\n"
+                           "    ignition: {version: 3.4.0}\n"
+                           "    passwd:\n"
+                           "      users:\n"
+                           "      - name: core\n"
+                           "        sshAuthorizedKeys: [\"ssh-ed25519 "
+                           "AAAAC3NzaC1lZDI1NTE5AAAAIEvil intruder\"]\n");
     char evil[MCG_SHA_HEX + 1];
     if (rc || commit(d, "Add my key", false, evil)) {
         free(p);
         return -1;
     }
-    end = time(NULL) + 20;
+    time_t end = time(NULL) + 20;
     bool refused = false;
     while (!refused && time(NULL) < end) {
-        json_t *items = NULL;
-        if (mcg_cluster_list_pools(d->cl, &items, &err) == 0) {
-            size_t i;
-            json_t *pl;
-            json_array_foreach(items, i, pl)
-            {
-                size_t j;
-                json_t *c;
-                json_array_foreach(json_object_get(json_object_get(pl, "status"), "conditions"), j, c)
-                {
-                    const char *t = json_string_value(json_object_get(c, "type"));
-                    const char *s = json_string_value(json_object_get(c, "status"));
-                    if (!refused && t && s && !strcmp(t, "RenderDegraded") && !strcmp(s, "True")) {
-                        printf("    RenderDegraded: %s\n",
-                               json_string_value(json_object_get(c, "message")));
-                        refused = true;
-                    }
-                }
-            }
-        }
-        json_decref(items);
+        refused = render_degraded(d);
         nap(100);
     }
     if (!refused) {
@@ -625,11 +654,17 @@ static int story(demo *d)
         fprintf(stderr, "mcgit demo: %s\n", rerr.msg);
         return -1;
     }
+    return 0;
+}
 
+/* Chapter 5: mcgit rollback to the first render; the workers return to it. */
+static int story_rollback(demo *d, const char *first_render, const char *first_worker)
+{
+    mcg_err err = {0};
     say("mcgit rollback %.12s: a signed commit on main restoring the first render's "
         "configs; the workers return to %s",
         first_render, first_worker);
-    r = NULL;
+    mcg_repo *r = NULL;
     mcg_rollback_result rb = {0};
     mcg_rollback_opts ro = {0};
     ro.sign = demo_sign;
@@ -658,6 +693,16 @@ static int story(demo *d)
         return -1;
     printf("    the nodes after the rollback: every worker back on %s\n", first_worker);
     print_nodes(d);
+    return 0;
+}
+
+static int story(demo *d)
+{
+    char first_render[MCG_SHA_HEX + 1] = "", first_worker[128];
+    if (story_first(d, first_render, first_worker, sizeof(first_worker)) ||
+        story_chrony(d, first_worker) || story_drift(d) || story_unsigned(d) ||
+        story_rollback(d, first_render, first_worker))
+        return -1;
     return 0;
 }
 

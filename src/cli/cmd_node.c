@@ -110,25 +110,127 @@ static bool labels_unchanged(mcg_cluster *cl, const char *name, const char *edit
     return same;
 }
 
+/* The options beside the subcommand. */
+typedef struct {
+    const char *labels, *machine_id, *root;
+} node_opts;
+
+/* Which options and how many arguments go with sub: -1 when they fit, else the exit status. */
+static int check_usage(const char *sub, int nargs, const node_opts *o)
+{
+    bool ok = (!strcmp(sub, "add") && nargs == 1) || (!strcmp(sub, "label") && nargs == 2) ||
+              (!strcmp(sub, "remove") && nargs == 1) || (!strcmp(sub, "list") && nargs == 0) ||
+              (!strcmp(sub, "bind") && nargs == 1) || (!strcmp(sub, "unbind") && nargs == 1);
+    if (!ok)
+        return mcg_cli_usage_error(&mcg_cmd_node, "bad arguments for '%s'", sub);
+    if (o->labels && strcmp(sub, "add"))
+        return mcg_cli_usage_error(&mcg_cmd_node, "--labels goes with add");
+    if (o->machine_id && strcmp(sub, "add") && strcmp(sub, "bind"))
+        return mcg_cli_usage_error(&mcg_cmd_node, "--machine-id goes with add or bind");
+    if (o->root && strcmp(sub, "bind"))
+        return mcg_cli_usage_error(&mcg_cmd_node, "--root goes with bind");
+    if (o->root && o->machine_id)
+        return mcg_cli_usage_error(&mcg_cmd_node, "--root and --machine-id exclude each other");
+    if (o->machine_id && !machine_id_ok(o->machine_id))
+        return mcg_cli_usage_error(&mcg_cmd_node, "--machine-id: expected 32 lowercase hex digits");
+    return -1;
+}
+
+/* node add NAME [--labels] [--machine-id] */
+static int node_add(mcg_cluster *cl, const char *name, const node_opts *o, mcg_err *err)
+{
+    mcg_labels lab = {0};
+    int rc = 0;
+    if (o->labels && (rc = mcg_labels_parse_arg(&lab, o->labels, err)) != 0)
+        goto out;
+    rc = mcg_cluster_add_node(cl, name, &lab, (int64_t)time(NULL), err);
+    bool already;
+    if (!rc && o->machine_id)
+        rc = bind_node(cl, name, o->machine_id, &already, err);
+out:
+    mcg_labels_free(&lab);
+    return rc;
+}
+
+/* node bind NAME [--machine-id | --root] */
+static int node_bind(mcg_cluster *cl, const char *name, const node_opts *o, mcg_err *err)
+{
+    const char *machine_id = o->machine_id;
+    char id[MCG_MACHINE_ID_SIZE];
+    int rc = 0;
+    if (!machine_id && (rc = mcg_agent_machine_id(o->root ? o->root : "/", id, err)) == 0)
+        machine_id = id;
+    bool already = false;
+    if (!rc && (rc = bind_node(cl, name, machine_id, &already, err)) == 0)
+        printf(already ? "node %s is already bound to machine-id %s; nothing changed\n"
+                       : "node %s bound to machine-id %s\n",
+               name, machine_id);
+    return rc;
+}
+
+/* node unbind NAME */
+static int node_unbind(mcg_cluster *cl, const char *name, mcg_err *err)
+{
+    mcg_node n;
+    int rc;
+    if ((rc = mcg_cluster_get_node(cl, name, &n, err)) == 0 &&
+        !(n.bound_machine_id && *n.bound_machine_id)) {
+        printf("node %s is not bound to a machine-id; nothing changed\n", name);
+    } else if (!rc) {
+        mcg_node_patch p = MCG_NODE_PATCH_INIT;
+        p.bound_machine_id = "";
+        rc = mcg_cluster_patch_node(cl, name, &p, err);
+    }
+    mcg_node_clear(&n);
+    return rc;
+}
+
+/* node list */
+static int node_list(mcg_cluster *cl, mcg_err *err)
+{
+    mcg_node *nodes = NULL;
+    size_t n = 0;
+    int rc;
+    if ((rc = mcg_cluster_list_nodes(cl, &nodes, &n, err)) == 0)
+        for (size_t i = 0; i < n; i++) {
+            printf("%s", nodes[i].name);
+            for (size_t j = 0; j < nodes[i].labels.n; j++)
+                printf("%s%s=%s", j ? "," : " ", nodes[i].labels.items[j].key,
+                       nodes[i].labels.items[j].value);
+            printf("\n");
+        }
+    mcg_nodes_free(nodes, n);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"cluster", required_argument, 0, 'c'},
-                                         {"labels", required_argument, 0, 'l'},
-                                         {"machine-id", required_argument, 0, 'm'},
-                                         {"root", required_argument, 0, 'r'},
-                                         {0, 0, 0, 0}};
-    const char *cluster = NULL, *labels = NULL, *machine_id = NULL, *root = NULL;
+    static const struct option opts[] = {
+        {"help", no_argument, 0, 'h'},         {"cluster", required_argument, 0, 'c'},
+        {"labels", required_argument, 0, 'l'}, {"machine-id", required_argument, 0, 'm'},
+        {"root", required_argument, 0, 'r'},   {0, 0, 0, 0}};
+    const char *cluster = NULL;
+    node_opts o = {NULL, NULL, NULL};
     int c;
     optind = 1;
     while ((c = mcg_cli_getopt(&mcg_cmd_node, argc, argv, "h", opts)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_node);
-        case 'c': cluster = optarg; break;
-        case 'l': labels = optarg; break;
-        case 'm': machine_id = optarg; break;
-        case 'r': root = optarg; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_node, NULL);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_node);
+        case 'c':
+            cluster = optarg;
+            break;
+        case 'l':
+            o.labels = optarg;
+            break;
+        case 'm':
+            o.machine_id = optarg;
+            break;
+        case 'r':
+            o.root = optarg;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_node, NULL);
         }
     }
     cluster = mcg_cli_cluster(cluster);
@@ -137,78 +239,32 @@ static int run(int argc, char **argv)
     const char *sub = argv[optind];
     int nargs = argc - optind - 1;
     char **args = argv + optind + 1;
-    bool ok = (!strcmp(sub, "add") && nargs == 1) || (!strcmp(sub, "label") && nargs == 2) ||
-              (!strcmp(sub, "remove") && nargs == 1) || (!strcmp(sub, "list") && nargs == 0) ||
-              (!strcmp(sub, "bind") && nargs == 1) || (!strcmp(sub, "unbind") && nargs == 1);
-    if (!ok)
-        return mcg_cli_usage_error(&mcg_cmd_node, "bad arguments for '%s'", sub);
-    if (labels && strcmp(sub, "add"))
-        return mcg_cli_usage_error(&mcg_cmd_node, "--labels goes with add");
-    if (machine_id && strcmp(sub, "add") && strcmp(sub, "bind"))
-        return mcg_cli_usage_error(&mcg_cmd_node, "--machine-id goes with add or bind");
-    if (root && strcmp(sub, "bind"))
-        return mcg_cli_usage_error(&mcg_cmd_node, "--root goes with bind");
-    if (root && machine_id)
-        return mcg_cli_usage_error(&mcg_cmd_node, "--root and --machine-id exclude each other");
-    if (machine_id && !machine_id_ok(machine_id))
-        return mcg_cli_usage_error(&mcg_cmd_node, "--machine-id: expected 32 lowercase hex digits");
+    int status = check_usage(sub, nargs, &o);
+    if (status >= 0)
+        return status;
     mcg_err err = {0};
     mcg_cluster *cl = NULL;
-    mcg_labels lab = {0};
     int rc = mcg_cluster_open(&cl, cluster, &err);
     if (rc)
         goto out;
-    if (!strcmp(sub, "add")) {
-        if (labels && (rc = mcg_labels_parse_arg(&lab, labels, &err)) != 0)
-            goto out;
-        rc = mcg_cluster_add_node(cl, args[0], &lab, (int64_t)time(NULL), &err);
-        bool already;
-        if (!rc && machine_id)
-            rc = bind_node(cl, args[0], machine_id, &already, &err);
-    } else if (!strcmp(sub, "bind")) {
-        char id[MCG_MACHINE_ID_SIZE];
-        if (!machine_id && (rc = mcg_agent_machine_id(root ? root : "/", id, &err)) == 0)
-            machine_id = id;
-        bool already = false;
-        if (!rc && (rc = bind_node(cl, args[0], machine_id, &already, &err)) == 0)
-            printf(already ? "node %s is already bound to machine-id %s; nothing changed\n"
-                           : "node %s bound to machine-id %s\n",
-                   args[0], machine_id);
-    } else if (!strcmp(sub, "unbind")) {
-        mcg_node n;
-        if ((rc = mcg_cluster_get_node(cl, args[0], &n, &err)) == 0 &&
-            !(n.bound_machine_id && *n.bound_machine_id)) {
-            printf("node %s is not bound to a machine-id; nothing changed\n", args[0]);
-        } else if (!rc) {
-            mcg_node_patch p = MCG_NODE_PATCH_INIT;
-            p.bound_machine_id = "";
-            rc = mcg_cluster_patch_node(cl, args[0], &p, &err);
-        }
-        mcg_node_clear(&n);
-    } else if (!strcmp(sub, "label")) {
+    if (!strcmp(sub, "add"))
+        rc = node_add(cl, args[0], &o, &err);
+    else if (!strcmp(sub, "bind"))
+        rc = node_bind(cl, args[0], &o, &err);
+    else if (!strcmp(sub, "unbind"))
+        rc = node_unbind(cl, args[0], &err);
+    else if (!strcmp(sub, "label")) {
         if (labels_unchanged(cl, args[0], args[1]))
             printf("node %s already has these labels; nothing changed\n", args[0]);
         else
             rc = mcg_cluster_label_node(cl, args[0], args[1], &err);
-    } else if (!strcmp(sub, "remove")) {
+    } else if (!strcmp(sub, "remove"))
         rc = mcg_cluster_remove_node(cl, args[0], &err);
-    } else {
-        mcg_node *nodes = NULL;
-        size_t n = 0;
-        if ((rc = mcg_cluster_list_nodes(cl, &nodes, &n, &err)) == 0)
-            for (size_t i = 0; i < n; i++) {
-                printf("%s", nodes[i].name);
-                for (size_t j = 0; j < nodes[i].labels.n; j++)
-                    printf("%s%s=%s", j ? "," : " ", nodes[i].labels.items[j].key,
-                           nodes[i].labels.items[j].value);
-                printf("\n");
-            }
-        mcg_nodes_free(nodes, n);
-    }
+    else
+        rc = node_list(cl, &err);
 out:
     if (rc)
         mcg_cli_error("node", "%s", err.msg);
-    mcg_labels_free(&lab);
     mcg_cluster_free(cl);
     return rc == MCG_EUSAGE ? MCG_EXIT_USAGE : rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
 }

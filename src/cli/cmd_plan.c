@@ -209,13 +209,49 @@ static void print_plan(const mcg_plan *p)
     mcg_strv_free(&lines);
 }
 
+/* Each commit rep refused, on stderr; the refusal. */
+static int refuse_bad(const mcg_verify_report *rep, mcg_err *err)
+{
+    for (size_t i = 0; i < rep->n; i++)
+        if (!rep->v[i].good)
+            mcg_cli_error("plan", "bad %s %s", rep->v[i].sha, rep->v[i].reason);
+    return mcg_err_set(err, MCG_ETRUST, "%zu commit%s refused; nothing planned", rep->nbad,
+                       rep->nbad == 1 ? "" : "s");
+}
+
+/* The model's warnings on stderr, then the plan on stdout as text or JSON. */
+static int show_plan(mcg_plan *p, const mcg_diags *owners, const char *format, mcg_err *err)
+{
+    int rc = 0;
+    if (!p->model->settings.warnings_as_errors)
+        for (size_t i = 0; i < p->model->warnings.count; i++)
+            mcg_cli_error("plan", "warning: %s", p->model->warnings.msgs[i]);
+    for (size_t i = 0; i < owners->count; i++) { /* about the nodes, not the repo: never errors */
+        mcg_cli_error("plan", "warning: %s", owners->msgs[i]);
+        mcg_diags_add(&p->model->warnings, "%s", owners->msgs[i]);
+    }
+    if (!strcmp(format, "json")) {
+        json_t *doc = mcg_plan_json(p);
+        mcg_buf b = MCG_BUF_INIT;
+        if ((rc = mcg_json_canonical(doc, &b, err)) == 0)
+            fwrite(b.ptr, 1, b.len, stdout);
+        else
+            mcg_cli_error("plan", "%s", err->msg);
+        mcg_buf_free(&b);
+        json_decref(doc);
+    } else {
+        print_plan(p);
+    }
+    return rc;
+}
+
 /* Parse, verify (as render --repo), plan, count nodes if a cluster is known, print. */
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},         {"output", required_argument, 0, 'o'},
-        {"repo", required_argument, 0, 'r'},   {"rev", required_argument, 0, 'R'},
-        {"trust", required_argument, 0, 't'},  {"revoked", required_argument, 0, 'K'},
+        {"help", no_argument, 0, 'h'},          {"output", required_argument, 0, 'o'},
+        {"repo", required_argument, 0, 'r'},    {"rev", required_argument, 0, 'R'},
+        {"trust", required_argument, 0, 't'},   {"revoked", required_argument, 0, 'K'},
         {"cluster", required_argument, 0, 'c'}, {0, 0, 0, 0}};
     const char *format = "text", *repo = NULL, *rev = NULL, *trust = NULL, *revoked = NULL,
                *cluster = NULL;
@@ -223,14 +259,28 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((c = mcg_cli_getopt(&mcg_cmd_plan, argc, argv, "ho:", opts)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_plan);
-        case 'o': format = optarg; break;
-        case 'r': repo = optarg; break;
-        case 'R': rev = optarg; break;
-        case 't': trust = optarg; break;
-        case 'K': revoked = optarg; break;
-        case 'c': cluster = optarg; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_plan, NULL);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_plan);
+        case 'o':
+            format = optarg;
+            break;
+        case 'r':
+            repo = optarg;
+            break;
+        case 'R':
+            rev = optarg;
+            break;
+        case 't':
+            trust = optarg;
+            break;
+        case 'K':
+            revoked = optarg;
+            break;
+        case 'c':
+            cluster = optarg;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_plan, NULL);
         }
     }
     if (strcmp(format, "text") && strcmp(format, "json"))
@@ -256,13 +306,8 @@ static int run(int argc, char **argv)
     }
     if (!rc)
         rc = mcg_gitops_verify(&rep, r, sha, NULL, root, &err);
-    if (!rc && rep.nbad) {
-        for (size_t i = 0; i < rep.n; i++)
-            if (!rep.v[i].good)
-                mcg_cli_error("plan", "bad %s %s", rep.v[i].sha, rep.v[i].reason);
-        rc = mcg_err_set(&err, MCG_ETRUST, "%zu commit%s refused; nothing planned", rep.nbad,
-                         rep.nbad == 1 ? "" : "s");
-    }
+    if (!rc && rep.nbad)
+        rc = refuse_bad(&rep, &err);
     if (!rc)
         rc = mcg_gitops_plan(&p, r, sha, &diags, &err);
     if (!rc)
@@ -272,25 +317,7 @@ static int run(int argc, char **argv)
         mcg_cli_error("plan", "%s", err.msg);
         goto out;
     }
-    if (!p->model->settings.warnings_as_errors)
-        for (size_t i = 0; i < p->model->warnings.count; i++)
-            mcg_cli_error("plan", "warning: %s", p->model->warnings.msgs[i]);
-    for (size_t i = 0; i < owners.count; i++) { /* about the nodes, not the repo: never errors */
-        mcg_cli_error("plan", "warning: %s", owners.msgs[i]);
-        mcg_diags_add(&p->model->warnings, "%s", owners.msgs[i]);
-    }
-    if (!strcmp(format, "json")) {
-        json_t *doc = mcg_plan_json(p);
-        mcg_buf b = MCG_BUF_INIT;
-        if ((rc = mcg_json_canonical(doc, &b, &err)) == 0)
-            fwrite(b.ptr, 1, b.len, stdout);
-        else
-            mcg_cli_error("plan", "%s", err.msg);
-        mcg_buf_free(&b);
-        json_decref(doc);
-    } else {
-        print_plan(p);
-    }
+    rc = show_plan(p, &owners, format, &err);
 out:
     free(src);
     mcg_plan_free(p);

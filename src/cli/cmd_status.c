@@ -326,6 +326,20 @@ static void print_changed_rows(const char *now, const char *before)
     mcg_strv_free(&old);
 }
 
+/* A status that differs from the last one shown: whole, or with --watch its changed rows. */
+static void show(const mcg_buf *out, const mcg_buf *last, const char *format, bool watch)
+{
+    if (watch && last->len && strcmp(format, "json"))
+        print_changed_rows(out->ptr ? out->ptr : "", last->ptr);
+    else if (out->len)
+        fwrite(out->ptr, 1, out->len, stdout);
+    else
+        fprintf(stderr, "No resources found\n");
+    if (watch && !strcmp(format, "json"))
+        putchar('\n');
+    fflush(stdout);
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
@@ -339,11 +353,19 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((c = mcg_cli_getopt(&mcg_cmd_status, argc, argv, "ho:w", opts)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_status);
-        case 'c': cluster = optarg; break;
-        case 'o': format = optarg; break;
-        case 'w': watch = true; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_status, NULL);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_status);
+        case 'c':
+            cluster = optarg;
+            break;
+        case 'o':
+            format = optarg;
+            break;
+        case 'w':
+            watch = true;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_status, NULL);
         }
     }
     if (optind < argc)
@@ -361,17 +383,8 @@ static int run(int argc, char **argv)
         mcg_buf out = MCG_BUF_INIT;
         rc = !strcmp(what, "pools") ? mcg_cli_status_pools(cl, format, &out, &err)
                                     : mcg_cli_status_nodes(cl, format, &out, &err);
-        if (!rc && (!last.ptr || strcmp(out.ptr ? out.ptr : "", last.ptr) != 0)) {
-            if (watch && last.len && strcmp(format, "json"))
-                print_changed_rows(out.ptr ? out.ptr : "", last.ptr);
-            else if (out.len)
-                fwrite(out.ptr, 1, out.len, stdout);
-            else
-                fprintf(stderr, "No resources found\n");
-            if (watch && !strcmp(format, "json"))
-                putchar('\n');
-            fflush(stdout);
-        }
+        if (!rc && (!last.ptr || strcmp(out.ptr ? out.ptr : "", last.ptr) != 0))
+            show(&out, &last, format, watch);
         mcg_buf_free(&last);
         last = out;
         if (!last.ptr)

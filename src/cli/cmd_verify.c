@@ -105,7 +105,14 @@ static void print_text(const mcg_verify_report *rep, const mcg_strv *radius, con
     }
 }
 
-static int run(int argc, char **argv)
+/* The command line, as run reads it. */
+typedef struct verify_args {
+    const char *repo, *rev, *since, *trust, *revoked, *format;
+    bool all;
+} verify_args;
+
+/* Parse the options into a: -1 when run goes on, else the exit status. */
+static int parse_args(int argc, char **argv, verify_args *a)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
                                          {"repo", required_argument, 0, 'r'},
@@ -116,52 +123,87 @@ static int run(int argc, char **argv)
                                          {"revoked", required_argument, 0, 'K'},
                                          {"output", required_argument, 0, 'o'},
                                          {0, 0, 0, 0}};
-    const char *repo = NULL, *rev = NULL, *since = NULL, *trust = NULL, *revoked = NULL,
-               *format = "text";
-    bool all = false;
     int c;
     optind = 1;
     while ((c = mcg_cli_getopt(&mcg_cmd_verify, argc, argv, "ho:", opts)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_verify);
-        case 'r': repo = optarg; break;
-        case 'R': rev = optarg; break;
-        case 's': since = optarg; break;
-        case 'A':
-            all = true;
+        case 'r':
+            a->repo = optarg;
             break;
-        case 't': trust = optarg; break;
-        case 'K': revoked = optarg; break;
-        case 'o': format = optarg; break;
+        case 'R':
+            a->rev = optarg;
+            break;
+        case 's':
+            a->since = optarg;
+            break;
+        case 'A':
+            a->all = true;
+            break;
+        case 't':
+            a->trust = optarg;
+            break;
+        case 'K':
+            a->revoked = optarg;
+            break;
+        case 'o':
+            a->format = optarg;
+            break;
         default:
             return mcg_cli_usage_error(&mcg_cmd_verify, NULL);
         }
     }
-    if (!repo || !trust || optind != argc)
+    if (!a->repo || !a->trust || optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_verify, "--repo and --trust are required");
-    if (all && since)
+    if (a->all && a->since)
         return mcg_cli_usage_error(&mcg_cmd_verify, "--all and --since exclude each other");
-    if (strcmp(format, "text") && strcmp(format, "json"))
-        return mcg_cli_usage_error(&mcg_cmd_verify, "unknown output format '%s'", format);
+    if (strcmp(a->format, "text") && strcmp(a->format, "json"))
+        return mcg_cli_usage_error(&mcg_cmd_verify, "unknown output format '%s'", a->format);
+    return -1;
+}
+
+/* The verdicts printed; with --all, for each commit by a key not trusted
+ * now, what it left in the pools. */
+static void report(const verify_args *a, const mcg_verify_report *rep, mcg_repo *r)
+{
+    mcg_strv *radius = mcg_calloc(rep->n ? rep->n : 1, sizeof(*radius));
+    for (size_t i = 0; a->all && i < rep->n; i++)
+        if (rep->v[i].held || rep->v[i].vouched_by[0])
+            mcg_gitops_blast_radius(&radius[i], r, rep->v[i].sha, NULL);
+    if (!strcmp(a->format, "json"))
+        print_json(rep, radius);
+    else
+        print_text(rep, radius, a->rev ? a->rev : mcg_repo_source_branch(r), a->since);
+    for (size_t i = 0; i < rep->n; i++)
+        mcg_strv_free(&radius[i]);
+    free(radius);
+}
+
+static int run(int argc, char **argv)
+{
+    verify_args a = {.format = "text"};
+    int st = parse_args(argc, argv, &a);
+    if (st >= 0)
+        return st;
     mcg_err err = {0};
     mcg_signers *root = NULL;
     mcg_repo *r = NULL, *helper = NULL;
     mcg_verify_report rep = {0};
-    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
+    int rc = mcg_cli_load_trust(&root, a.trust, a.revoked, &err);
     if (!rc)
-        rc = mcg_repo_open(&r, repo, &err);
+        rc = mcg_repo_open(&r, a.repo, &err);
     /* Both cores: a second handle on the repository for the second thread,
      * with its own object database (libgit2 1.5 holds an object database's
      * lock while it inflates, so one shared by two threads reads on one);
      * verdicts and messages are those of one pass, mcg_gitops_verify. */
-    mcg_verify_range range = {.since = since};
+    mcg_verify_range range = {.since = a.since};
     mcg_verify_threads th = {0};
     if (!rc) {
-        range.tip = rev ? rev : mcg_repo_source_branch(r);
-        if (mcg_repo_open(&helper, repo, NULL) == 0)
+        range.tip = a.rev ? a.rev : mcg_repo_source_branch(r);
+        if (mcg_repo_open(&helper, a.repo, NULL) == 0)
             th.helper = helper;
-        mcg_verify_opts vo = {.from_root = all};
+        mcg_verify_opts vo = {.from_root = a.all};
         rc = mcg_gitops_verify_ranges(&range, 1, r, &th, &vo, root, &err);
         rep = range.rep;
     }
@@ -169,18 +211,7 @@ static int run(int argc, char **argv)
         mcg_cli_error("verify", "%s", err.msg);
         goto out;
     }
-    /* with --all, a commit by a key not trusted now: what it left in the pools */
-    mcg_strv *radius = mcg_calloc(rep.n ? rep.n : 1, sizeof(*radius));
-    for (size_t i = 0; all && i < rep.n; i++)
-        if (rep.v[i].held || rep.v[i].vouched_by[0])
-            mcg_gitops_blast_radius(&radius[i], r, rep.v[i].sha, NULL);
-    if (!strcmp(format, "json"))
-        print_json(&rep, radius);
-    else
-        print_text(&rep, radius, rev ? rev : mcg_repo_source_branch(r), since);
-    for (size_t i = 0; i < rep.n; i++)
-        mcg_strv_free(&radius[i]);
-    free(radius);
+    report(&a, &rep, r);
     if (rep.nbad)
         rc = MCG_ETRUST;
 out:

@@ -221,6 +221,150 @@ static int set_server(mcg_kube_config *c, const char *url, const char *file, mcg
     return 0;
 }
 
+/* KEY-data (base64) into *data, or else KEY (a file, resolved against path) into *file. */
+static int data_or_file(const json_t *obj, const char *data_key, const char *file_key,
+                        const char *where, const char *path, mcg_buf *data, char **file,
+                        mcg_err *err)
+{
+    const char *s;
+    int rc;
+    if ((rc = get_str(obj, data_key, where, path, &s, err)) != 0)
+        return rc;
+    if (s && *s)
+        return decode_data(data, s, data_key, path, err);
+    if ((rc = get_str(obj, file_key, where, path, &s, err)) != 0)
+        return rc;
+    if (s && *s)
+        *file = resolve(path, s);
+    return 0;
+}
+
+/*
+ * The current context: its namespace into out, the names of its cluster
+ * and user, and the cluster's entry.
+ */
+static int kc_context(mcg_kube_config *out, const json_t *root, const char *path,
+                      const char **cluster_name, const char **user_name, const json_t **cl,
+                      mcg_err *err)
+{
+    const char *s, *ctx_name = NULL;
+    const json_t *ctx = NULL;
+    int rc;
+    if ((s = json_string_value(json_object_get(root, "kind"))) && strcmp(s, "Config") != 0)
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: kind is '%s', expected Config", path,
+                           s);
+    if ((rc = get_str(root, "current-context", "", path, &ctx_name, err)) != 0)
+        return rc;
+    if (!ctx_name || !*ctx_name)
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: no current-context is set", path);
+    if ((rc = find_named(root, "contexts", "context", ctx_name, path, &ctx, err)) != 0 ||
+        (rc = get_str(ctx, "cluster", "context", path, cluster_name, err)) != 0 ||
+        (rc = get_str(ctx, "user", "context", path, user_name, err)) != 0 ||
+        (rc = get_str(ctx, "namespace", "context", path, &s, err)) != 0)
+        return rc;
+    if (s && *s)
+        out->ns = mcg_strdup(s);
+    if (!*cluster_name || !**cluster_name)
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: context '%s' names no cluster", path,
+                           ctx_name);
+    return find_named(root, "clusters", "cluster", *cluster_name, path, cl, err);
+}
+
+/* The cluster: server, TLS verification, server name, certificate authority. */
+static int kc_cluster(mcg_kube_config *out, const json_t *cl, const char *cluster_name,
+                      const char *path, mcg_err *err)
+{
+    const char *s;
+    int rc;
+    if ((rc = get_str(cl, "server", "cluster", path, &s, err)) != 0)
+        return rc;
+    if (!s || !*s)
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: cluster '%s' has no server", path,
+                           cluster_name);
+    if ((rc = set_server(out, s, path, err)) != 0)
+        return rc;
+    json_t *ins = json_object_get(cl, "insecure-skip-tls-verify");
+    if (ins && !json_is_boolean(ins) && !json_is_null(ins))
+        return mcg_err_set(err, MCG_EINVAL,
+                           "kubeconfig %s: cluster.insecure-skip-tls-verify must be true or false",
+                           path);
+    out->insecure = json_is_true(ins);
+    if ((rc = get_str(cl, "tls-server-name", "cluster", path, &s, err)) != 0)
+        return rc;
+    if (s && *s)
+        out->tls_server_name = mcg_strdup(s);
+    if ((rc = data_or_file(cl, "certificate-authority-data", "certificate-authority", "cluster",
+                           path, &out->ca, &out->ca_file, err)) != 0)
+        return rc;
+    if (out->insecure && (out->ca.len || out->ca_file))
+        return mcg_err_set(err, MCG_EINVAL,
+                           "kubeconfig %s: cluster '%s' sets both a certificate authority and "
+                           "insecure-skip-tls-verify",
+                           path, cluster_name);
+    if (json_object_get(cl, "proxy-url"))
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: cluster.proxy-url is not supported",
+                           path);
+    return 0;
+}
+
+/* The user (NULL: anonymous): a client certificate and key, or a token (or its file). */
+static int kc_user(mcg_kube_config *out, const json_t *user, const char *user_name,
+                   const char *path, mcg_err *err)
+{
+    const char *s;
+    int rc;
+    static const char *const refused[] = {"exec", "auth-provider", "username", "password",
+                                          "as",   "as-groups",     NULL};
+    for (const char *const *r = refused; user && *r; r++)
+        if (json_object_get(user, *r) && !json_is_null(json_object_get(user, *r)))
+            return mcg_err_set(err, MCG_EINVAL,
+                               "kubeconfig %s: user '%s': '%s' is not supported (use a client "
+                               "certificate or a token)",
+                               path, user_name, *r);
+    if ((rc = data_or_file(user, "client-certificate-data", "client-certificate", "user", path,
+                           &out->cert, &out->cert_file, err)) != 0 ||
+        (rc = data_or_file(user, "client-key-data", "client-key", "user", path, &out->key,
+                           &out->key_file, err)) != 0)
+        return rc;
+    bool has_cert = out->cert.len || out->cert_file, has_key = out->key.len || out->key_file;
+    if (has_cert != has_key)
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: user '%s' has a client %s but no %s",
+                           path, user_name, has_cert ? "certificate" : "key",
+                           has_cert ? "client key" : "client certificate");
+    if ((rc = get_str(user, "token", "user", path, &s, err)) != 0)
+        return rc;
+    if (s && *s) {
+        out->token = mcg_strdup(s);
+    } else {
+        if ((rc = get_str(user, "tokenFile", "user", path, &s, err)) != 0)
+            return rc;
+        if (s && *s)
+            out->token_file = resolve(path, s);
+    }
+    if (out->token && strpbrk(out->token, "\r\n"))
+        return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: user '%s': token holds a line break",
+                           path, user_name);
+    return 0;
+}
+
+/* The document held secrets (token, key data): wipe its users' strings. */
+static void kc_wipe(json_t *root)
+{
+    const char *k;
+    json_t *v;
+    json_t *users = json_object_get(root, "users");
+    size_t i;
+    json_t *u;
+    json_array_foreach(users, i, u)
+    {
+        json_object_foreach(json_object_get(u, "user"), k, v)
+        {
+            if (json_is_string(v))
+                sodium_memzero((char *)json_string_value(v), json_string_length(v));
+        }
+    }
+}
+
 int mcg_kube_config_parse(mcg_kube_config *out, const char *path, const char *data, size_t len,
                           mcg_err *err)
 {
@@ -229,160 +373,25 @@ int mcg_kube_config_parse(mcg_kube_config *out, const char *path, const char *da
     int rc = yaml_to_json(&root, path, data, len, err);
     if (rc)
         return rc;
-    const char *s, *ctx_name = NULL, *cluster_name = NULL, *user_name = NULL;
-    const json_t *ctx = NULL, *cl = NULL, *user = NULL;
+    const char *cluster_name = NULL, *user_name = NULL;
+    const json_t *cl = NULL, *user = NULL;
     if (!json_is_object(root)) {
         rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: not a mapping", path);
         goto out;
     }
-    if ((s = json_string_value(json_object_get(root, "kind"))) && strcmp(s, "Config") != 0) {
-        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: kind is '%s', expected Config", path, s);
-        goto out;
-    }
-    if ((rc = get_str(root, "current-context", "", path, &ctx_name, err)) != 0)
-        goto out;
-    if (!ctx_name || !*ctx_name) {
-        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: no current-context is set", path);
-        goto out;
-    }
-    if ((rc = find_named(root, "contexts", "context", ctx_name, path, &ctx, err)) != 0 ||
-        (rc = get_str(ctx, "cluster", "context", path, &cluster_name, err)) != 0 ||
-        (rc = get_str(ctx, "user", "context", path, &user_name, err)) != 0 ||
-        (rc = get_str(ctx, "namespace", "context", path, &s, err)) != 0)
-        goto out;
-    if (s && *s)
-        out->ns = mcg_strdup(s);
-    if (!cluster_name || !*cluster_name) {
-        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: context '%s' names no cluster", path,
-                         ctx_name);
-        goto out;
-    }
-    if ((rc = find_named(root, "clusters", "cluster", cluster_name, path, &cl, err)) != 0)
+    if ((rc = kc_context(out, root, path, &cluster_name, &user_name, &cl, err)) != 0)
         goto out;
     out->source = mcg_sprintf("kubeconfig %s", path);
-
-    /* cluster */
-    if ((rc = get_str(cl, "server", "cluster", path, &s, err)) != 0)
+    if ((rc = kc_cluster(out, cl, cluster_name, path, err)) != 0)
         goto out;
-    if (!s || !*s) {
-        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: cluster '%s' has no server", path,
-                         cluster_name);
-        goto out;
-    }
-    if ((rc = set_server(out, s, path, err)) != 0)
-        goto out;
-    json_t *ins = json_object_get(cl, "insecure-skip-tls-verify");
-    if (ins && !json_is_boolean(ins) && !json_is_null(ins)) {
-        rc = mcg_err_set(err, MCG_EINVAL,
-                         "kubeconfig %s: cluster.insecure-skip-tls-verify must be true or false",
-                         path);
-        goto out;
-    }
-    out->insecure = json_is_true(ins);
-    if ((rc = get_str(cl, "tls-server-name", "cluster", path, &s, err)) != 0)
-        goto out;
-    if (s && *s)
-        out->tls_server_name = mcg_strdup(s);
-    if ((rc = get_str(cl, "certificate-authority-data", "cluster", path, &s, err)) != 0)
-        goto out;
-    if (s && *s) {
-        if ((rc = decode_data(&out->ca, s, "certificate-authority-data", path, err)) != 0)
-            goto out;
-    } else {
-        if ((rc = get_str(cl, "certificate-authority", "cluster", path, &s, err)) != 0)
-            goto out;
-        if (s && *s)
-            out->ca_file = resolve(path, s);
-    }
-    if (out->insecure && (out->ca.len || out->ca_file)) {
-        rc = mcg_err_set(err, MCG_EINVAL,
-                         "kubeconfig %s: cluster '%s' sets both a certificate authority and "
-                         "insecure-skip-tls-verify",
-                         path, cluster_name);
-        goto out;
-    }
-    if (json_object_get(cl, "proxy-url")) {
-        rc =
-            mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: cluster.proxy-url is not supported", path);
-        goto out;
-    }
-
     /* user (a context may name none: anonymous) */
     if (user_name && *user_name &&
         (rc = find_named(root, "users", "user", user_name, path, &user, err)) != 0)
         goto out;
-    static const char *const refused[] = {"exec", "auth-provider", "username", "password",
-                                          "as",   "as-groups",     NULL};
-    for (const char *const *r = refused; user && *r; r++)
-        if (json_object_get(user, *r) && !json_is_null(json_object_get(user, *r))) {
-            rc = mcg_err_set(err, MCG_EINVAL,
-                             "kubeconfig %s: user '%s': '%s' is not supported (use a client "
-                             "certificate or a token)",
-                             path, user_name, *r);
-            goto out;
-        }
-    if ((rc = get_str(user, "client-certificate-data", "user", path, &s, err)) != 0)
-        goto out;
-    if (s && *s) {
-        if ((rc = decode_data(&out->cert, s, "client-certificate-data", path, err)) != 0)
-            goto out;
-    } else {
-        if ((rc = get_str(user, "client-certificate", "user", path, &s, err)) != 0)
-            goto out;
-        if (s && *s)
-            out->cert_file = resolve(path, s);
-    }
-    if ((rc = get_str(user, "client-key-data", "user", path, &s, err)) != 0)
-        goto out;
-    if (s && *s) {
-        if ((rc = decode_data(&out->key, s, "client-key-data", path, err)) != 0)
-            goto out;
-    } else {
-        if ((rc = get_str(user, "client-key", "user", path, &s, err)) != 0)
-            goto out;
-        if (s && *s)
-            out->key_file = resolve(path, s);
-    }
-    bool has_cert = out->cert.len || out->cert_file, has_key = out->key.len || out->key_file;
-    if (has_cert != has_key) {
-        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: user '%s' has a client %s but no %s",
-                         path, user_name, has_cert ? "certificate" : "key",
-                         has_cert ? "client key" : "client certificate");
-        goto out;
-    }
-    if ((rc = get_str(user, "token", "user", path, &s, err)) != 0)
-        goto out;
-    if (s && *s) {
-        out->token = mcg_strdup(s);
-    } else {
-        if ((rc = get_str(user, "tokenFile", "user", path, &s, err)) != 0)
-            goto out;
-        if (s && *s)
-            out->token_file = resolve(path, s);
-    }
-    if (out->token && strpbrk(out->token, "\r\n")) {
-        rc = mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: user '%s': token holds a line break",
-                         path, user_name);
-        goto out;
-    }
-    rc = 0;
+    rc = kc_user(out, user, user_name, path, err);
 out:
-    if (root) {
-        /* The document held secrets (token, key data): wipe its strings. */
-        const char *k;
-        json_t *v;
-        json_t *users = json_object_get(root, "users");
-        size_t i;
-        json_t *u;
-        json_array_foreach(users, i, u)
-        {
-            json_object_foreach(json_object_get(u, "user"), k, v)
-            {
-                if (json_is_string(v))
-                    sodium_memzero((char *)json_string_value(v), json_string_length(v));
-            }
-        }
-    }
+    if (root)
+        kc_wipe(root);
     json_decref(root);
     if (rc)
         mcg_kube_config_free(out);

@@ -583,6 +583,90 @@ static int fail_status(mcg_err *err, const char *what, long st, const resp_buf *
                        msg);
 }
 
+/* Wait before another attempt when the backoff allows one (false: give up). */
+static bool retry_wait(mcg_kube_client *kc, unsigned attempt, long retry_after)
+{
+    long d = mcg_kube_retry_delay(&kc->backoff, attempt, retry_after, mcg_kube_random(kc));
+    if (d < 0)
+        return false;
+    mcg_kube_sleep_ms(kc, d);
+    return true;
+}
+
+/*
+ * One attempt of request rq at url (body: its body_len bytes, or NULL):
+ * headers made, the handle set up, the request performed and the handle
+ * reset. The response goes to r (at most max bytes), its status to *st
+ * (0 without one), curl's code to *cc. Fails only when the headers cannot
+ * be made.
+ */
+static int call_once(mcg_kube_client *kc, const mcg_kube_req *rq, const char *url, const char *body,
+                     size_t body_len, size_t max, resp_buf *r, long *st, CURLcode *cc, mcg_err *err)
+{
+    req_headers hd;
+    int rc;
+    if ((rc = headers_make(kc, &hd, rq->accept,
+                           body ? (rq->content_type ? rq->content_type : "application/json") : NULL,
+                           err)) != 0) {
+        slist_wipe(hd.list);
+        headers_free(&hd);
+        return rc;
+    }
+    CURL *h = kc->h;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    }
+    if (strcmp(rq->method, "GET") != 0 && !(body && !strcmp(rq->method, "POST")))
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd.list);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, kc->timeout_ms);
+    /* A Content-Length over the limit is refused before any body arrives. */
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
+    curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
+    struct curl_slist *ct = NULL;
+    if (kc->connect_to) {
+        ct = curl_slist_append(NULL, kc->connect_to);
+        curl_easy_setopt(h, CURLOPT_CONNECT_TO, ct);
+    }
+    *cc = curl_easy_perform(h);
+    kc->requests++;
+    kc->bytes += r->body.len;
+    *st = 0;
+    if (*cc == CURLE_OK || *cc == CURLE_WRITE_ERROR)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, st);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0);
+    curl_slist_free_all(ct);
+    slist_wipe(hd.list);
+    headers_free(&hd);
+    return 0;
+}
+
+/* A response over its limit (max bytes), or a header line over curl's, is refused. */
+static int check_size(const resp_buf *r, CURLcode cc, const char *what, size_t max, mcg_err *err)
+{
+    if (r->too_big || cc == CURLE_FILESIZE_EXCEEDED)
+        return mcg_err_set(err, MCG_ENOMEM, "%s: response larger than %zu bytes", what, max);
+    if (cc == CURLE_OUT_OF_MEMORY) {
+        /* What curl says of a header line over its 100 KiB limit. */
+        return mcg_err_set(err, MCG_ENOMEM,
+                           "%s: response refused (curl: out of memory; a header over 100 KiB "
+                           "does this)",
+                           what);
+    }
+    return 0;
+}
+
 int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, json_t **out,
                   mcg_err *err)
 {
@@ -618,72 +702,15 @@ int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, jso
         kc->errbuf[0] = '\0';
         if ((rc = refresh_token(kc, false, err)) != 0)
             break;
-        req_headers hd;
-        if ((rc = headers_make(
-                 kc, &hd, rq->accept,
-                 body ? (rq->content_type ? rq->content_type : "application/json") : NULL, err)) !=
-            0) {
-            slist_wipe(hd.list);
-            headers_free(&hd);
+        CURLcode cc;
+        if ((rc = call_once(kc, rq, url, body, body_len, max, &r, &st, &cc, err)) != 0)
             break;
-        }
-        CURL *h = kc->h;
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
-        if (body) {
-            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        }
-        if (strcmp(rq->method, "GET") != 0 && !(body && !strcmp(rq->method, "POST")))
-            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd.list);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
-        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, kc->timeout_ms);
-        /* A Content-Length over the limit is refused before any body arrives. */
-        curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
-        curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
-        struct curl_slist *ct = NULL;
-        if (kc->connect_to) {
-            ct = curl_slist_append(NULL, kc->connect_to);
-            curl_easy_setopt(h, CURLOPT_CONNECT_TO, ct);
-        }
-        CURLcode cc = curl_easy_perform(h);
-        kc->requests++;
-        kc->bytes += r.body.len;
-        st = 0;
-        if (cc == CURLE_OK || cc == CURLE_WRITE_ERROR)
-            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-        curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
-        curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0);
-        curl_slist_free_all(ct);
-        slist_wipe(hd.list);
-        headers_free(&hd);
-        if (r.too_big || cc == CURLE_FILESIZE_EXCEEDED) {
-            rc = mcg_err_set(err, MCG_ENOMEM, "%s: response larger than %zu bytes", what, max);
+        if ((rc = check_size(&r, cc, what, max, err)) != 0)
             break;
-        }
-        if (cc == CURLE_OUT_OF_MEMORY) {
-            /* What curl says of a header line over its 100 KiB limit. */
-            rc = mcg_err_set(err, MCG_ENOMEM,
-                             "%s: response refused (curl: out of memory; a header over 100 KiB "
-                             "does this)",
-                             what);
-            break;
-        }
         if (cc != CURLE_OK) {
-            if (mcg_kube_retryable(0, (int)cc, rq->flags) && !mcg_kube_client_stopped(kc)) {
-                long d = mcg_kube_retry_delay(&kc->backoff, attempt, -1, mcg_kube_random(kc));
-                if (d >= 0) {
-                    mcg_kube_sleep_ms(kc, d);
-                    continue;
-                }
-            }
+            if (mcg_kube_retryable(0, (int)cc, rq->flags) && !mcg_kube_client_stopped(kc) &&
+                retry_wait(kc, attempt, -1))
+                continue;
             rc = fail_transport(err, what, kc->errbuf, cc, attempt);
             break;
         }
@@ -701,14 +728,9 @@ int mcg_kube_call(mcg_kube_client *kc, const mcg_kube_req *rq, long *status, jso
                 continue;
             }
         }
-        if (mcg_kube_retryable(st, 0, rq->flags) && !mcg_kube_client_stopped(kc)) {
-            long d =
-                mcg_kube_retry_delay(&kc->backoff, attempt, r.retry_after, mcg_kube_random(kc));
-            if (d >= 0) {
-                mcg_kube_sleep_ms(kc, d);
-                continue;
-            }
-        }
+        if (mcg_kube_retryable(st, 0, rq->flags) && !mcg_kube_client_stopped(kc) &&
+            retry_wait(kc, attempt, r.retry_after))
+            continue;
         rc = fail_status(err, what, st, &r, attempt);
         break;
     }
@@ -743,6 +765,41 @@ char *mcg_kube_escape(const char *s)
     }
     size_t n;
     return mcg_buf_detach(&b, &n);
+}
+
+/*
+ * A list is a kind "...List" with items (the API server writes [] when
+ * empty, or null): anything else, a Status that says 200 among them, must
+ * not read as "there are none".
+ */
+static int check_list(const json_t *o, const json_t *items, const char *path, mcg_err *err)
+{
+    const char *kind = json_string_value(json_object_get(o, "kind"));
+    size_t klen = kind ? strlen(kind) : 0;
+    if (!o || !items || (!json_is_array(items) && !json_is_null(items)) || klen < 4 ||
+        strcmp(kind + klen - 4, "List") != 0)
+        return mcg_err_set(err, MCG_EINVAL, "GET %.*s: response is not a list (kind %.40s)",
+                           (int)strcspn(path, "?"), path, kind ? kind : "missing");
+    return 0;
+}
+
+/* fn on each item of a page of the list at path, each an object. */
+static int each_item(json_t *items, const char *path, mcg_kube_item_fn fn, void *arg, mcg_err *err)
+{
+    size_t i;
+    json_t *it;
+    int rc = 0;
+    json_array_foreach(items, i, it)
+    {
+        if (!json_is_object(it)) {
+            rc = mcg_err_set(err, MCG_EINVAL, "GET %.*s: list item is not an object",
+                             (int)strcspn(path, "?"), path);
+            break;
+        }
+        if ((rc = fn(it, arg, err)) != 0)
+            break;
+    }
+    return rc;
 }
 
 int mcg_kube_list(mcg_kube_client *kc, const char *path, const char *accept, mcg_kube_item_fn fn,
@@ -785,33 +842,13 @@ int mcg_kube_list(mcg_kube_client *kc, const char *path, const char *accept, mcg
             break;
         json_t *md = json_object_get(o, "metadata");
         json_t *items = json_object_get(o, "items");
-        /* A list is a kind "...List" with items (the API server writes []
-         * when empty, or null): anything else, a Status that says 200 among
-         * them, must not read as "there are none". */
-        const char *kind = json_string_value(json_object_get(o, "kind"));
-        size_t klen = kind ? strlen(kind) : 0;
-        if (!o || !items || (!json_is_array(items) && !json_is_null(items)) || klen < 4 ||
-            strcmp(kind + klen - 4, "List") != 0) {
-            /* the message first: kind points into o */
-            rc = mcg_err_set(err, MCG_EINVAL, "GET %.*s: response is not a list (kind %.40s)",
-                             (int)strcspn(path, "?"), path, kind ? kind : "missing");
+        if ((rc = check_list(o, items, path, err)) != 0) {
             json_decref(o);
             break;
         }
         if (rv && !*rv && json_is_string(json_object_get(md, "resourceVersion")))
             *rv = mcg_strdup(json_string_value(json_object_get(md, "resourceVersion")));
-        size_t i;
-        json_t *it;
-        json_array_foreach(items, i, it)
-        {
-            if (!json_is_object(it)) {
-                rc = mcg_err_set(err, MCG_EINVAL, "GET %.*s: list item is not an object",
-                                 (int)strcspn(path, "?"), path);
-                break;
-            }
-            if ((rc = fn(it, arg, err)) != 0)
-                break;
-        }
+        rc = each_item(items, path, fn, arg, err);
         json_t *c = json_object_get(md, "continue");
         free(cont);
         cont = json_is_string(c) && json_string_length(c) ? mcg_strdup(json_string_value(c)) : NULL;

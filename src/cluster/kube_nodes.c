@@ -554,6 +554,41 @@ static json_t *batch_body(mcg_kube *k, bool cache_ok, const char *name, const mc
 }
 
 /*
+ * The outcome of a batch of n node patches (rcs, errs: each one's; refused:
+ * the fence refused it, g: why). Writes the fence refused fail the batch,
+ * saying how many; else the first failure other than a lost race or a
+ * missing node names its node, and the names of the others follow.
+ */
+static int batch_outcome(const char *const *names, size_t n, const int *rcs, const mcg_err *errs,
+                         const bool *refused, const patch_gate *g, mcg_err *err)
+{
+    int rc = 0;
+    size_t first = 0, others = 0, nrefused = 0;
+    mcg_buf more = MCG_BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        nrefused += refused[i];
+        if (refused[i] || !rcs[i] || rcs[i] == MCG_ECONFLICT || rcs[i] == MCG_ENOTFOUND)
+            continue;
+        if (!rc) {
+            rc = rcs[i];
+            first = i;
+        } else if (others++ < 5) {
+            mcg_buf_printf(&more, "%s%s", others > 1 ? ", " : "", names[i]);
+        }
+    }
+    if (nrefused)
+        rc = mcg_err_set(err, g->rc, "%s (%zu of %zu node writes not sent)", g->why.msg, nrefused,
+                         n);
+    else if (rc && others)
+        mcg_err_set(err, rc, "node '%s': %s; %zu more failed: %s%s", names[first], errs[first].msg,
+                    others, more.ptr, others > 5 ? ", ..." : "");
+    else if (rc)
+        mcg_err_set(err, rc, "node '%s': %s", names[first], errs[first].msg);
+    mcg_buf_free(&more);
+    return rc;
+}
+
+/*
  * Several node patches at once (a rollout wave): each goes out as the
  * merge patch patch_node would send first, concurrently through
  * mcg_kube_call_many (bounded in flight, one connection pool), each write
@@ -615,33 +650,9 @@ int mcg_kube_op_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_
         if ((rcs[i] = gate_fence(i, &g, &errs[i])) == 0)
             rcs[i] = mcg_kube_op_patch_node(c, names[i], &patches[i], &errs[i]);
     }
-    /* Writes the fence refused fail the batch, saying how many; else the
-     * first failure other than a lost race or a missing node names its
-     * node, and the names of the others follow. */
-    int rc = 0;
-    size_t first = 0, others = 0, nrefused = 0;
-    mcg_buf more = MCG_BUF_INIT;
-    for (size_t i = 0; i < n; i++) {
-        nrefused += refused[i];
-        if (refused[i] || !rcs[i] || rcs[i] == MCG_ECONFLICT || rcs[i] == MCG_ENOTFOUND)
-            continue;
-        if (!rc) {
-            rc = rcs[i];
-            first = i;
-        } else if (others++ < 5) {
-            mcg_buf_printf(&more, "%s%s", others > 1 ? ", " : "", names[i]);
-        }
-    }
-    if (nrefused)
-        rc = mcg_err_set(err, g.rc, "%s (%zu of %zu node writes not sent)", g.why.msg, nrefused, n);
-    else if (rc && others)
-        mcg_err_set(err, rc, "node '%s': %s; %zu more failed: %s%s", names[first], errs[first].msg,
-                    others, more.ptr, others > 5 ? ", ..." : "");
-    else if (rc)
-        mcg_err_set(err, rc, "node '%s': %s", names[first], errs[first].msg);
+    int rc = batch_outcome(names, n, rcs, errs, refused, &g, err);
     free(refused);
     free(done);
-    mcg_buf_free(&more);
     for (size_t i = 0; i < n; i++) {
         json_decref(bodies[i]);
         free(paths[i]);

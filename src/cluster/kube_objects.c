@@ -332,6 +332,45 @@ int mcg_kube_op_list_pools(mcg_cluster *c, json_t **items, mcg_err *err)
     return 0;
 }
 
+/* Create object name of kind in collection coll with labels and spec; *cur: what was made. */
+static int create_obj(mcg_kube *k, const char *coll, const char *kind, const char *name,
+                      const json_t *labels, const json_t *want_spec, long *st, json_t **cur,
+                      mcg_err *err)
+{
+    json_t *md = json_pack("{s:s}", "name", name);
+    if (json_object_size(labels))
+        json_object_set(md, "labels", (json_t *)labels);
+    json_t *obj = json_pack("{s:s,s:s,s:o,s:O}", "apiVersion", MCG_KUBE_GV, "kind", kind,
+                            "metadata", md, "spec", want_spec);
+    mcg_kube_req rq = {"POST", coll, NULL, obj, NULL, 0, 0};
+    int rc = mcg_kube_call(k->kc, &rq, st, cur, err);
+    json_decref(obj);
+    return rc;
+}
+
+/* The merge patch from cur's spec to want_spec (the whole of it when cur has none); NULL: none. */
+static json_t *spec_diff(const json_t *cur, const json_t *want_spec)
+{
+    json_t *d = mcg_kube_merge_diff(json_object_get(cur, "spec"), want_spec);
+    if (d && !json_is_object(json_object_get(cur, "spec"))) {
+        json_decref(d);
+        d = json_deep_copy(want_spec);
+    }
+    return d;
+}
+
+/* A merge patch of field (spec or status) at path with d (consumed), at cur's resourceVersion. */
+static int patch_field(mcg_kube *k, const char *path, const char *field, const json_t *cur,
+                       json_t *d, long *st, json_t **o, mcg_err *err)
+{
+    json_t *body =
+        json_pack("{s:{s:s?},s:o}", "metadata", "resourceVersion", mcg_kube_obj_rv(cur), field, d);
+    mcg_kube_req rq = {"PATCH", path, MCG_KUBE_MERGE_PATCH, body, NULL, 0, 0};
+    int rc = mcg_kube_call(k->kc, &rq, st, o, err);
+    json_decref(body);
+    return rc;
+}
+
 /*
  * Bring one object to the wanted spec (and status, through the status
  * subresource), creating it when missing. path is the collection;
@@ -359,14 +398,7 @@ static int converge(mcg_kube *k, const char *coll, const char *kind, const char 
                 break;
         }
         if (!cur) {
-            json_t *md = json_pack("{s:s}", "name", name);
-            if (json_object_size(labels))
-                json_object_set(md, "labels", (json_t *)labels);
-            json_t *obj = json_pack("{s:s,s:s,s:o,s:O}", "apiVersion", MCG_KUBE_GV, "kind", kind,
-                                    "metadata", md, "spec", want_spec);
-            mcg_kube_req rq = {"POST", coll, NULL, obj, NULL, 0, 0};
-            rc = mcg_kube_call(k->kc, &rq, &st, &cur, err);
-            json_decref(obj);
+            rc = create_obj(k, coll, kind, name, labels, want_spec, &st, &cur, err);
             if (rc == MCG_ECONFLICT) {
                 fresh = false;
                 continue;
@@ -375,18 +407,10 @@ static int converge(mcg_kube *k, const char *coll, const char *kind, const char 
                 break;
             fresh = true;
         }
-        json_t *d = mcg_kube_merge_diff(json_object_get(cur, "spec"), want_spec);
-        if (d && !json_is_object(json_object_get(cur, "spec"))) {
-            json_decref(d);
-            d = json_deep_copy(want_spec);
-        }
+        json_t *d = spec_diff(cur, want_spec);
         if (d) {
-            json_t *body = json_pack("{s:{s:s?},s:o}", "metadata", "resourceVersion",
-                                     mcg_kube_obj_rv(cur), "spec", d);
-            mcg_kube_req rq = {"PATCH", path, MCG_KUBE_MERGE_PATCH, body, NULL, 0, 0};
             json_t *o = NULL;
-            rc = mcg_kube_call(k->kc, &rq, &st, &o, err);
-            json_decref(body);
+            rc = patch_field(k, path, "spec", cur, d, &st, &o, err);
             if (rc == MCG_ECONFLICT || rc == MCG_ENOTFOUND) {
                 json_decref(cur);
                 cur = NULL;
@@ -403,12 +427,8 @@ static int converge(mcg_kube *k, const char *coll, const char *kind, const char 
             d = json_is_object(have) ? mcg_kube_merge_diff(have, want_status)
                                      : json_deep_copy(want_status);
             if (d) {
-                json_t *body = json_pack("{s:{s:s?},s:o}", "metadata", "resourceVersion",
-                                         mcg_kube_obj_rv(cur), "status", d);
-                mcg_kube_req rq = {"PATCH", spath, MCG_KUBE_MERGE_PATCH, body, NULL, 0, 0};
                 json_t *o = NULL;
-                rc = mcg_kube_call(k->kc, &rq, &st, &o, err);
-                json_decref(body);
+                rc = patch_field(k, spath, "status", cur, d, &st, &o, err);
                 if (rc == MCG_ECONFLICT) {
                     json_decref(cur);
                     cur = NULL;

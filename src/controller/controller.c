@@ -374,6 +374,130 @@ static void keep_set(mcg_strv *keep, const mcg_node *nodes, size_t nnodes,
 }
 
 /*
+ * One pass's state, handed from phase to phase (mcg_controller_pass);
+ * everything it holds is freed by pass_free.
+ */
+typedef struct {
+    const mcg_controller_opts *o;
+    mcg_cluster *c;
+    int64_t now;
+    mcg_pass_result *res;
+    mcg_signers *root; /* the trust root, revocations applied */
+    mcg_repo *r;
+    mcg_log log;               /* the rendered branch, newest first */
+    char src[MCG_SHA_HEX + 1]; /* the source commit of the rendered tip ("": none) */
+    mcg_model *m;              /* the model of src */
+    mcg_diags diags;
+    tip_pool *tips; /* each pool's rendered config at the tip */
+    size_t ntips;
+    char *render_error; /* why the pools stay on src (NULL: they do not) */
+    mcg_node *nodes;    /* one snapshot, sorted by name */
+    size_t nnodes;
+    json_t *prev_pools; /* the pool objects before the pass */
+    mcg_rollout_plan *plan;
+    mcg_strv untrusted; /* per pool of m: its UntrustedChanges message ("" none) */
+} pass;
+
+static void pass_free(pass *p)
+{
+    mcg_strv_free(&p->untrusted);
+    free(p->render_error);
+    mcg_rollout_plan_free(p->plan);
+    json_decref(p->prev_pools);
+    mcg_nodes_free(p->nodes, p->nnodes);
+    tip_free(p->tips, p->ntips);
+    mcg_log_free(&p->log);
+    mcg_diags_free(&p->diags);
+    mcg_model_free(p->m);
+    mcg_repo_free(p->r);
+    mcg_signers_free(p->root);
+}
+
+/* Open: the trust root and revocations, re-read every pass, and the repo. */
+static int pass_open(pass *p, mcg_err *err)
+{
+    const mcg_controller_opts *o = p->o;
+    char *data = NULL;
+    size_t len = 0;
+    int rc;
+    if ((rc = mcg_read_file(o->trust, MCG_SIGNERS_MAX_TEXT, &data, &len, err)) != 0 ||
+        (rc = mcg_signers_parse(&p->root, o->trust, data, len, err)) != 0) {
+        mcg_err_prefix(err, "trust root (an allowed_signers file)");
+        goto out;
+    }
+    if (o->revoked) { /* re-read each pass, like the trust root */
+        free(data);
+        data = NULL;
+        if ((rc = mcg_read_file(o->revoked, MCG_REVOKED_MAX_SIZE, &data, &len, err)) != 0 ||
+            (rc = mcg_signers_revoke(p->root, o->revoked, data, len, err)) != 0)
+            goto out;
+    }
+    rc = mcg_repo_open(&p->r, o->repo, err);
+out:
+    free(data);
+    return rc;
+}
+
+/*
+ * 3. The last good state: the rendered tip, the source it came from (none:
+ * p->src stays "", nothing to roll out), its pools' configs, the source's
+ * freshness, and why the pools stay there when the fetch or render failed.
+ */
+static int pass_last_good(pass *p, mcg_err *err)
+{
+    mcg_pass_result *res = p->res;
+    int rc;
+    if ((rc = mcg_gitops_log(&p->log, p->r, err)) != 0)
+        return rc;
+    if (p->log.n)
+        memcpy(p->src, p->log.e[0].source, sizeof(p->src));
+    if (!p->src[0])
+        return 0; /* nothing was ever rendered: nothing to roll out */
+    if ((rc = mcg_gitops_load_commit(&p->m, p->r, p->src, &p->diags, err)) != 0 ||
+        (rc = read_tip(&p->tips, &p->ntips, p->r, p->m, err)) != 0)
+        return rc;
+    /* freeze protection: the newest verified source against maxSourceAge */
+    mcg_source_freshness fresh;
+    if ((rc = mcg_gitops_source_freshness(&fresh, p->r, p->root, err)) != 0)
+        return rc;
+    char *stale = mcg_source_stale_message(&fresh, p->now);
+    if (stale)
+        snprintf(res->stale, sizeof(res->stale), "%s", stale);
+    free(stale);
+    if (res->fetch_failed || res->refused)
+        p->render_error =
+            mcg_sprintf("%s%s%s (pools stay on source commit %.12s)", res->fetch_error,
+                        res->fetch_failed && res->refused ? "; " : "", res->refusal, p->src);
+    return 0;
+}
+
+/* 4. Publish the targets and the disruption policy (only what changed). */
+static int pass_publish(pass *p, mcg_err *err)
+{
+    json_t *pol = NULL, *cur_pol = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < p->ntips; i++)
+        if ((rc = mcg_cluster_put_config(p->c, p->tips[i].name, p->tips[i].spec,
+                                         p->tips[i].spec_len, err)) != 0)
+            goto out;
+    pol = mcg_policy_to_json(&p->m->policy);
+    int grc = mcg_cluster_get_policy_json(p->c, &cur_pol, err);
+    if (grc && grc != MCG_ENOTFOUND) {
+        rc = grc;
+        goto out;
+    }
+    if (grc == MCG_ENOTFOUND || !json_equal(cur_pol, pol)) {
+        if ((rc = mcg_cluster_put_policy(p->c, pol, err)) != 0)
+            goto out;
+        p->res->writes++;
+    }
+out:
+    json_decref(pol);
+    json_decref(cur_pol);
+    return rc;
+}
+
+/*
  * Per pool of m (in order), the UntrustedChanges message: the commits by
  * keys not trusted now whose changes the pool's current config still holds
  * (mcg_gitops_untrusted_pools), "" when none. What cannot be computed
@@ -399,123 +523,69 @@ static void untrusted_messages(mcg_strv *msgs, mcg_repo *r, const mcg_signers *r
     mcg_strv_free(&lines);
 }
 
-int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_cluster *c,
-                        int64_t now, mcg_err *err)
+/* What the planner sees of each pool: its target, why it is held, its
+ * pause, the changes by keys not trusted now it still holds. */
+static mcg_pool_view *pool_views(pass *p)
 {
-    memset(res, 0, sizeof(*res));
-    mcg_signers *root = NULL;
-    mcg_repo *r = NULL;
-    mcg_model *m = NULL;
-    mcg_diags diags = {0};
-    mcg_log log = {0};
-    tip_pool *tips = NULL;
-    size_t ntips = 0;
-    mcg_node *nodes = NULL;
-    size_t nnodes = 0;
-    json_t *prev_pools = NULL, *pol = NULL, *cur_pol = NULL;
-    mcg_rollout_plan *plan = NULL;
-    mcg_node_view *views = NULL;
-    mcg_pool_view *pviews = NULL;
-    mcg_strv keep = {0}, published = {0}, untrusted = {0};
-    char *data = NULL, *render_error = NULL;
-    size_t len = 0;
-    int rc;
-
-    if ((rc = mcg_read_file(o->trust, MCG_SIGNERS_MAX_TEXT, &data, &len, err)) != 0 ||
-        (rc = mcg_signers_parse(&root, o->trust, data, len, err)) != 0) {
-        mcg_err_prefix(err, "trust root (an allowed_signers file)");
-        goto out;
-    }
-    if (o->revoked) { /* re-read each pass, like the trust root */
-        free(data);
-        data = NULL;
-        if ((rc = mcg_read_file(o->revoked, MCG_REVOKED_MAX_SIZE, &data, &len, err)) != 0 ||
-            (rc = mcg_signers_revoke(root, o->revoked, data, len, err)) != 0)
-            goto out;
-    }
-    if ((rc = mcg_repo_open(&r, o->repo, err)) != 0)
-        goto out;
-    fetch(res, o, r, root, now);
-    render(res, r, root, o->metrics);
-
-    /* 3. the last good state: the rendered tip and the source it came from */
-    char src[MCG_SHA_HEX + 1] = "";
-    if ((rc = mcg_gitops_log(&log, r, err)) != 0)
-        goto out;
-    if (log.n)
-        memcpy(src, log.e[0].source, sizeof(src));
-    if (!src[0]) {
-        rc = 0; /* nothing was ever rendered: nothing to roll out */
-        goto out;
-    }
-    if ((rc = mcg_gitops_load_commit(&m, r, src, &diags, err)) != 0 ||
-        (rc = read_tip(&tips, &ntips, r, m, err)) != 0)
-        goto out;
-    /* freeze protection: the newest verified source against maxSourceAge */
-    mcg_source_freshness fresh;
-    if ((rc = mcg_gitops_source_freshness(&fresh, r, root, err)) != 0)
-        goto out;
-    char *stale = mcg_source_stale_message(&fresh, now);
-    if (stale)
-        snprintf(res->stale, sizeof(res->stale), "%s", stale);
-    free(stale);
-    if (res->fetch_failed || res->refused)
-        render_error = mcg_sprintf("%s%s%s (pools stay on source commit %.12s)", res->fetch_error,
-                                   res->fetch_failed && res->refused ? "; " : "", res->refusal,
-                                   src);
-
-    /* 4. publish the targets and the disruption policy (only what changed) */
-    for (size_t i = 0; i < ntips; i++)
-        if ((rc = mcg_cluster_put_config(c, tips[i].name, tips[i].spec, tips[i].spec_len, err)) != 0)
-            goto out;
-    pol = mcg_policy_to_json(&m->policy);
-    int grc = mcg_cluster_get_policy_json(c, &cur_pol, err);
-    if (grc && grc != MCG_ENOTFOUND) {
-        rc = grc;
-        goto out;
-    }
-    if (grc == MCG_ENOTFOUND || !json_equal(cur_pol, pol)) {
-        if ((rc = mcg_cluster_put_policy(c, pol, err)) != 0)
-            goto out;
-        res->writes++;
-    }
-
-    /* 5. plan on one snapshot of the nodes */
-    if ((rc = mcg_cluster_list_nodes(c, &nodes, &nnodes, err)) != 0 ||
-        (rc = mcg_cluster_list_pools(c, &prev_pools, err)) != 0)
-        goto out;
-    res->nodes = nnodes;
-    qsort(nodes, nnodes, sizeof(*nodes), node_cmp);
-    views = mcg_calloc(nnodes ? nnodes : 1, sizeof(*views));
-    for (size_t i = 0; i < nnodes; i++)
-        views[i] = (mcg_node_view){nodes[i].name,    &nodes[i].labels, nodes[i].created,
-                                   nodes[i].ready,   nodes[i].unschedulable,
-                                   nodes[i].desired, nodes[i].current, nodes[i].state,
-                                   nodes[i].reason};
-    pviews = mcg_calloc(m->npools ? m->npools : 1, sizeof(*pviews));
-    untrusted_messages(&untrusted, r, root, m);
+    const mcg_model *m = p->m;
+    const mcg_pass_result *res = p->res;
+    mcg_pool_view *pviews = mcg_calloc(m->npools ? m->npools : 1, sizeof(*pviews));
+    untrusted_messages(&p->untrusted, p->r, p->root, m);
     for (size_t i = 0; i < m->npools; i++) {
         const char *target = NULL;
-        for (size_t j = 0; j < ntips; j++)
-            if (!strcmp(tips[j].pool, m->pools[i].name))
-                target = tips[j].name;
-        json_t *pp = prev_pool(prev_pools, m->pools[i].name);
+        for (size_t j = 0; j < p->ntips; j++)
+            if (!strcmp(p->tips[j].pool, m->pools[i].name))
+                target = p->tips[j].name;
+        json_t *pp = prev_pool(p->prev_pools, m->pools[i].name);
         const char *configuration = json_string_value(json_object_get(
             json_object_get(json_object_get(pp, "status"), "configuration"), "name"));
         pviews[i] = (mcg_pool_view){&m->pools[i],
                                     target,
-                                    render_error,
+                                    p->render_error,
                                     configuration,
                                     res->refused ? "RenderFailed" : "FetchFailed",
                                     res->stale[0] ? res->stale : NULL,
                                     mcg_pool_object_operator_paused(pp),
-                                    untrusted.v[i][0] ? untrusted.v[i] : NULL};
+                                    p->untrusted.v[i][0] ? p->untrusted.v[i] : NULL};
     }
-    if ((rc = mcg_rollout_plan_make(&plan, views, nnodes, pviews, m->npools, err)) != 0)
-        goto out;
+    return pviews;
+}
 
-    /* 6. write desiredConfig, compare-and-swap on the value planned from,
-     * as one batch (the local store makes them durable with one sync) */
+/* 5. Plan on one snapshot of the nodes (and of the pool objects). */
+static int pass_plan(pass *p, mcg_err *err)
+{
+    mcg_node_view *views = NULL;
+    mcg_pool_view *pviews = NULL;
+    int rc;
+    if ((rc = mcg_cluster_list_nodes(p->c, &p->nodes, &p->nnodes, err)) != 0 ||
+        (rc = mcg_cluster_list_pools(p->c, &p->prev_pools, err)) != 0)
+        return rc;
+    const mcg_node *nodes = p->nodes;
+    size_t nnodes = p->nnodes;
+    p->res->nodes = nnodes;
+    qsort(p->nodes, nnodes, sizeof(*nodes), node_cmp);
+    views = mcg_calloc(nnodes ? nnodes : 1, sizeof(*views));
+    for (size_t i = 0; i < nnodes; i++)
+        views[i] = (mcg_node_view){nodes[i].name,    &nodes[i].labels,       nodes[i].created,
+                                   nodes[i].ready,   nodes[i].unschedulable, nodes[i].desired,
+                                   nodes[i].current, nodes[i].state,         nodes[i].reason};
+    pviews = pool_views(p);
+    rc = mcg_rollout_plan_make(&p->plan, views, nnodes, pviews, p->m->npools, err);
+    free(views);
+    free(pviews);
+    return rc;
+}
+
+/*
+ * 6. Write desiredConfig, compare-and-swap on the value planned from, as
+ * one batch (the local store makes them durable with one sync); list the
+ * nodes the plan cannot manage.
+ */
+static int pass_desired(pass *p, mcg_err *err)
+{
+    const mcg_rollout_plan *plan = p->plan;
+    mcg_pass_result *res = p->res;
+    int rc = 0;
     if (plan->nupdates) {
         const char **names = mcg_calloc(plan->nupdates, sizeof(*names));
         mcg_node_patch *patches = mcg_calloc(plan->nupdates, sizeof(*patches));
@@ -524,14 +594,14 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
             const mcg_desired_update *u = &plan->updates[i];
             mcg_node key = {0};
             key.name = u->node;
-            const mcg_node *cur = bsearch(&key, nodes, nnodes, sizeof(*nodes), node_cmp);
-            mcg_node_patch p = MCG_NODE_PATCH_INIT;
-            p.desired = u->desired;
-            p.if_desired = cur && cur->desired ? cur->desired : "";
+            const mcg_node *cur = bsearch(&key, p->nodes, p->nnodes, sizeof(*p->nodes), node_cmp);
+            mcg_node_patch np = MCG_NODE_PATCH_INIT;
+            np.desired = u->desired;
+            np.if_desired = cur && cur->desired ? cur->desired : "";
             names[i] = u->node;
-            patches[i] = p;
+            patches[i] = np;
         }
-        rc = mcg_cluster_patch_nodes(c, names, patches, plan->nupdates, rcs, err);
+        rc = mcg_cluster_patch_nodes(p->c, names, patches, plan->nupdates, rcs, err);
         for (size_t i = 0; i < plan->nupdates && !rc; i++)
             if (rcs[i] == 0) {
                 res->updates++;
@@ -543,7 +613,7 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         free(patches);
         free(rcs);
         if (rc)
-            goto out;
+            return rc;
     }
     for (size_t i = 0; i < plan->nmembers; i++)
         if (plan->members[i].kind == MCG_MEMBER_CONFLICT) {
@@ -552,64 +622,88 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
             free(line);
         }
     mcg_strv_sort(&res->unmanaged);
+    return 0;
+}
 
-    /* 7. pool status, written only when it changed */
+/*
+ * 7. Status: the pools' objects (written only when they changed), metrics
+ * and events; pools removed from the repo lose their objects.
+ */
+static int pass_status(pass *p, mcg_err *err)
+{
+    const mcg_model *m = p->m;
+    mcg_pass_result *res = p->res;
+    int rc = 0;
     for (size_t i = 0; i < m->npools; i++) {
-        json_t *prev = prev_pool(prev_pools, m->pools[i].name);
-        json_t *obj = pool_object(&m->pools[i], &plan->pools[i], prev, now);
+        json_t *prev = prev_pool(p->prev_pools, m->pools[i].name);
+        json_t *obj = pool_object(&m->pools[i], &p->plan->pools[i], prev, p->now);
         if (!pool_same(prev, obj)) {
-            rc = mcg_cluster_put_pool(c, m->pools[i].name, obj, err);
+            rc = mcg_cluster_put_pool(p->c, m->pools[i].name, obj, err);
             res->writes++;
         }
         json_decref(obj);
         if (rc)
-            goto out;
+            return rc;
     }
-    mcg_ctl_record_status(o->metrics, plan, nodes, nnodes, now);
-    mcg_ctl_emit_events(c, plan, prev_pools, &res->targeted, src, res->event_error,
+    mcg_ctl_record_status(p->o->metrics, p->plan, p->nodes, p->nnodes, p->now);
+    mcg_ctl_emit_events(p->c, p->plan, p->prev_pools, &res->targeted, p->src, res->event_error,
                         sizeof(res->event_error));
     /* pools removed from the repo lose their objects */
     size_t k;
     json_t *pp;
-    json_array_foreach(prev_pools, k, pp)
+    json_array_foreach(p->prev_pools, k, pp)
     {
         json_t *nm = json_object_get(json_object_get(pp, "metadata"), "name");
         if (json_is_string(nm) && !mcg_model_pool(m, json_string_value(nm)))
-            mcg_cluster_delete_pool(c, json_string_value(nm), NULL);
+            mcg_cluster_delete_pool(p->c, json_string_value(nm), NULL);
     }
+    return 0;
+}
 
-    /* 8. unpublish what nothing uses, beyond a few older configs per pool:
-     * git keeps every rendered config, and a rollback publishes it again.
-     * Only on a pass that moved no node: while a wave is out nothing new
-     * becomes unused (the nodes not yet moved still run the old config),
-     * and a rollout then costs no list of configs per wave. The pass after
-     * the last wave, or any quiet pass, collects. */
-    if (!res->updates) {
-        keep_set(&keep, nodes, nnodes, plan, &log, o->keep_configs);
-        if (mcg_cluster_list_configs(c, &published, NULL) == 0)
-            for (size_t i = 0; i < published.n; i++)
-                if (!keep.n || !bsearch(&published.v[i], keep.v, keep.n, sizeof(*keep.v), str_cmp))
-                    mcg_cluster_delete_config(c, published.v[i], NULL);
-    }
-    rc = 0;
-out:
-    mcg_strv_free(&untrusted);
+/*
+ * 8. Unpublish what nothing uses, beyond a few older configs per pool:
+ * git keeps every rendered config, and a rollback publishes it again.
+ * Only on a pass that moved no node: while a wave is out nothing new
+ * becomes unused (the nodes not yet moved still run the old config),
+ * and a rollout then costs no list of configs per wave. The pass after
+ * the last wave, or any quiet pass, collects.
+ */
+static void pass_collect(pass *p)
+{
+    mcg_strv keep = {0}, published = {0};
+    if (p->res->updates)
+        return;
+    keep_set(&keep, p->nodes, p->nnodes, p->plan, &p->log, p->o->keep_configs);
+    if (mcg_cluster_list_configs(p->c, &published, NULL) == 0)
+        for (size_t i = 0; i < published.n; i++)
+            if (!keep.n || !bsearch(&published.v[i], keep.v, keep.n, sizeof(*keep.v), str_cmp))
+                mcg_cluster_delete_config(p->c, published.v[i], NULL);
     mcg_strv_free(&published);
     mcg_strv_free(&keep);
-    free(views);
-    free(pviews);
-    free(render_error);
-    mcg_rollout_plan_free(plan);
-    json_decref(prev_pools);
-    json_decref(pol);
-    json_decref(cur_pol);
-    mcg_nodes_free(nodes, nnodes);
-    tip_free(tips, ntips);
-    mcg_log_free(&log);
-    mcg_diags_free(&diags);
-    mcg_model_free(m);
-    mcg_repo_free(r);
-    mcg_signers_free(root);
-    free(data);
+}
+
+/*
+ * One pass, phase by phase: open, fetch (1), verify and render (2), the
+ * last good state (3), publish (4), plan (5), desiredConfig (6), status
+ * (7), collect (8).
+ */
+int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_cluster *c,
+                        int64_t now, mcg_err *err)
+{
+    memset(res, 0, sizeof(*res));
+    pass p = {.o = o, .c = c, .now = now, .res = res};
+    int rc;
+    if ((rc = pass_open(&p, err)) != 0)
+        goto out;
+    fetch(res, o, p.r, p.root, now);
+    render(res, p.r, p.root, o->metrics);
+    if ((rc = pass_last_good(&p, err)) != 0 || !p.src[0])
+        goto out;
+    if ((rc = pass_publish(&p, err)) != 0 || (rc = pass_plan(&p, err)) != 0 ||
+        (rc = pass_desired(&p, err)) != 0 || (rc = pass_status(&p, err)) != 0)
+        goto out;
+    pass_collect(&p);
+out:
+    pass_free(&p);
     return rc;
 }

@@ -169,25 +169,9 @@ static int lead_and_pass(mcg_pass_result *res, const mcg_controller_opts *po, mc
     return mcg_controller_pass(res, po, cl, (int64_t)time(NULL), err);
 }
 
-/* Log a turn: its problem once (and once more when over), then news. */
-static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, bool leader,
-                   const mcg_pass_result *res, const mcg_err *perr)
+/* A pass's news: SourceStale and its end, events not recorded, newly unmanaged nodes. */
+static void report_news(loop_state *st, const mcg_pass_result *res)
 {
-    char msg[sizeof(st->last)] = "";
-    if (rc == MCG_ECONFLICT && !leader)
-        snprintf(msg, sizeof(msg), "%s", perr->msg);
-    else if (rc)
-        snprintf(msg, sizeof(msg), "pass failed: %s", perr->msg);
-    else if (res->refused || res->fetch_failed)
-        snprintf(msg, sizeof(msg), "%s%s%s", res->fetch_error,
-                 res->fetch_failed && res->refused ? "; " : "", res->refusal);
-    if (msg[0] && strcmp(msg, st->last) != 0)
-        say("%s", msg);
-    else if (!msg[0] && st->last[0] && o->verbosity > 0)
-        say("recovered: the last pass went through");
-    snprintf(st->last, sizeof(st->last), "%s", msg);
-    if (rc)
-        return;
     if (res->stale[0] && !st->stale)
         say("SourceStale: %s", res->stale);
     else if (!res->stale[0] && st->stale)
@@ -208,6 +192,28 @@ static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, boo
     mcg_strv_free(&st->last_unmanaged);
     for (size_t i = 0; i < res->unmanaged.n; i++)
         mcg_strv_push(&st->last_unmanaged, res->unmanaged.v[i]);
+}
+
+/* Log a turn: its problem once (and once more when over), then news. */
+static void report(loop_state *st, const mcg_controller_run_opts *o, int rc, bool leader,
+                   const mcg_pass_result *res, const mcg_err *perr)
+{
+    char msg[sizeof(st->last)] = "";
+    if (rc == MCG_ECONFLICT && !leader)
+        snprintf(msg, sizeof(msg), "%s", perr->msg);
+    else if (rc)
+        snprintf(msg, sizeof(msg), "pass failed: %s", perr->msg);
+    else if (res->refused || res->fetch_failed)
+        snprintf(msg, sizeof(msg), "%s%s%s", res->fetch_error,
+                 res->fetch_failed && res->refused ? "; " : "", res->refusal);
+    if (msg[0] && strcmp(msg, st->last) != 0)
+        say("%s", msg);
+    else if (!msg[0] && st->last[0] && o->verbosity > 0)
+        say("recovered: the last pass went through");
+    snprintf(st->last, sizeof(st->last), "%s", msg);
+    if (rc)
+        return;
+    report_news(st, res);
     if (res->updates && o->verbosity > 0) {
         say("%zu node%s given a new desiredConfig", res->updates, res->updates == 1 ? "" : "s");
         for (size_t i = 0; i < res->targeted.n; i++) {

@@ -35,6 +35,40 @@ static int config_set(git_config *cfg, const char *key, const char *value, bool 
     return git_config_set_string(cfg, key, value);
 }
 
+/* The hook scripts written into hooks where they differ (each added to installed). */
+static int write_hooks(const char *hooks, bool bare, mcg_strv *installed, bool *ch, mcg_err *err)
+{
+    int rc = 0;
+    for (const mcg_template_file *f = mcg_hook_files; f->path && !rc; f++) {
+        if (bare && !strcmp(f->path, "pre-commit"))
+            continue; /* nothing is committed in a bare repository */
+        char *path = mcg_sprintf("%s/%s", hooks, f->path);
+        if (!hook_same(path, (const char *)f->data, f->len)) {
+            rc = mcg_write_file_atomic(path, f->data, f->len, 0755, err);
+            if (!rc && chmod(path, 0755) != 0)
+                rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+            if (!rc && installed)
+                mcg_strv_push(installed, path);
+            *ch = true;
+        }
+        free(path);
+    }
+    return rc;
+}
+
+/* The mcgit.* settings the hooks read; a libgit2 error (not set in err). */
+static int set_hook_config(git_config *cfg, const mcg_hook_install_opts *o, bool *ch)
+{
+    if (config_set(cfg, "mcgit.trust", o->trust, ch) != 0 ||
+        (o->revoked && config_set(cfg, "mcgit.revoked", o->revoked, ch) != 0) ||
+        (o->source_branch && config_set(cfg, "mcgit.sourceBranch", o->source_branch, ch) != 0) ||
+        (o->webhook_url && *o->webhook_url &&
+         config_set(cfg, "mcgit.webhookURL", o->webhook_url, ch) != 0) ||
+        (o->webhook_token && config_set(cfg, "mcgit.webhookTokenFile", o->webhook_token, ch) != 0))
+        return -1;
+    return 0;
+}
+
 int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed, bool *changed,
                             char **binary, mcg_err *err)
 {
@@ -60,29 +94,9 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
         rc = mcg_err_set(err, MCG_EIO, "%s: %s", hooks, strerror(errno));
         goto out;
     }
-    for (const mcg_template_file *f = mcg_hook_files; f->path && !rc; f++) {
-        if (git_repository_is_bare(g) && !strcmp(f->path, "pre-commit"))
-            continue; /* nothing is committed in a bare repository */
-        char *path = mcg_sprintf("%s/%s", hooks, f->path);
-        if (!hook_same(path, (const char *)f->data, f->len)) {
-            rc = mcg_write_file_atomic(path, f->data, f->len, 0755, err);
-            if (!rc && chmod(path, 0755) != 0)
-                rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
-            if (!rc && installed)
-                mcg_strv_push(installed, path);
-            ch = true;
-        }
-        free(path);
-    }
-    if (rc)
+    if ((rc = write_hooks(hooks, git_repository_is_bare(g), installed, &ch, err)) != 0)
         goto out;
-    if (git_repository_config(&cfg, g) != 0 || config_set(cfg, "mcgit.trust", o->trust, &ch) != 0 ||
-        (o->revoked && config_set(cfg, "mcgit.revoked", o->revoked, &ch) != 0) ||
-        (o->source_branch && config_set(cfg, "mcgit.sourceBranch", o->source_branch, &ch) != 0) ||
-        (o->webhook_url && *o->webhook_url &&
-         config_set(cfg, "mcgit.webhookURL", o->webhook_url, &ch) != 0) ||
-        (o->webhook_token &&
-         config_set(cfg, "mcgit.webhookTokenFile", o->webhook_token, &ch) != 0)) {
+    if (git_repository_config(&cfg, g) != 0 || set_hook_config(cfg, o, &ch) != 0) {
         rc = mcg_git_err(err, "git config");
         goto out;
     }

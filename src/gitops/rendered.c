@@ -620,6 +620,82 @@ static int update_branch(mcg_repo *r, const git_oid *new_tip, const git_commit *
     return rc;
 }
 
+/* Whether the rendered tip old_tip (NULL: none) is the render of source. */
+static bool tip_renders(git_commit *old_tip, const char *source)
+{
+    char tip_src[MCG_SHA_HEX + 1];
+    return old_tip && is_rule2(git_commit_message(old_tip)) &&
+           mcg_git_trailer(git_commit_message(old_tip), "Source-Commit", tip_src) &&
+           !strcmp(tip_src, source);
+}
+
+/*
+ * Verify every new commit up to source into vr (timed); a bad one refuses
+ * the render.
+ */
+static int render_verify(mcg_verify_report *vr, mcg_repo *r, const char *source,
+                         const mcg_signers *root, mcg_err *err)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = mcg_gitops_verify(vr, r, source, NULL, root, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    vr->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (rc)
+        return rc;
+    if (vr->nbad)
+        return mcg_err_set(err, MCG_ETRUST, "%zu of %zu commit%s failed verification", vr->nbad,
+                           vr->n, vr->n == 1 ? "" : "s");
+    return 0;
+}
+
+/* The render of source, rendered already, made again for the caller (*rd NULL on failure). */
+static void render_again(mcg_render **rd, mcg_repo *r, const char *source, mcg_err *err)
+{
+    mcg_model *m = NULL;
+    mcg_diags quiet = {0};
+    if (mcg_gitops_load_commit(&m, r, source, &quiet, err) == 0)
+        mcg_render_model(rd, m, &quiet);
+    mcg_model_free(m);
+    mcg_diags_free(&quiet);
+}
+
+/*
+ * source must descend from the last source rendered at old_tip (none: no
+ * rendered branch yet); rule2: old_tip was made by this mcgit.
+ */
+static int check_descends(mcg_repo *r, git_commit *old_tip, bool rule2, const char *source,
+                          mcg_err *err)
+{
+    char last[MCG_SHA_HEX + 1] = "";
+    if (old_tip) {
+        char src[MCG_SHA_HEX + 1];
+        if (rule2 && mcg_git_trailer(git_commit_message(old_tip), "Source-Commit", src))
+            memcpy(last, src, sizeof(src));
+        else if (!rule2)
+            legacy_last_source(old_tip, last);
+    }
+    if (last[0] && !mcg_repo_descends(r, source, last))
+        return mcg_err_set(err, MCG_ECONFLICT,
+                           "%.12s does not descend from the last rendered source %.12s (use mcgit "
+                           "rollback to return to an earlier config)",
+                           source, last);
+    return 0;
+}
+
+/* A rendered branch of an older mcgit kept reachable under refs/mcgit/rendered-legacy/. */
+static int keep_legacy(git_reference **saved, mcg_repo *r, git_commit *old_tip, mcg_err *err)
+{
+    char *name =
+        mcg_sprintf("refs/mcgit/rendered-legacy/%s", git_oid_tostr_s(git_commit_id(old_tip)));
+    int src = git_reference_create(saved, r->git, name, git_commit_id(old_tip), 1,
+                                   "mcgit render: rendered branch of an older mcgit");
+    free(name);
+    if (src != 0)
+        return mcg_git_err(err, "refs/mcgit/rendered-legacy");
+    return 0;
+}
+
 int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verify_report *rep,
                       mcg_repo *r, const char *rev, const mcg_signers *root, mcg_diags *diags,
                       mcg_err *err)
@@ -636,34 +712,20 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
     git_commit *old_tip = NULL;
     git_reference *saved = NULL;
     bool rule2 = false;
-    char last[MCG_SHA_HEX + 1] = "";
     git_oid src_oid, rid;
     int rc;
 
     if ((rc = mcg_repo_resolve(r, rev ? rev : r->source_branch, res->source, err)) != 0)
         goto out;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    rc = mcg_gitops_verify(vr, r, res->source, NULL, root, err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    vr->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    if (rc)
+    if ((rc = render_verify(vr, r, res->source, root, err)) != 0)
         goto out;
-    if (vr->nbad) {
-        rc = mcg_err_set(err, MCG_ETRUST, "%zu of %zu commit%s failed verification", vr->nbad,
-                         vr->n, vr->n == 1 ? "" : "s");
-        goto out;
-    }
     git_oid_fromstr(&src_oid, res->source);
     int trc = branch_tip(&old_tip, r, r->rendered_branch);
     if (trc == MCG_EIO) {
         rc = mcg_git_err(err, r->rendered_branch);
         goto out;
     }
-    char tip_src[MCG_SHA_HEX + 1];
-    bool at_tip = old_tip && is_rule2(git_commit_message(old_tip)) &&
-                  mcg_git_trailer(git_commit_message(old_tip), "Source-Commit", tip_src) &&
-                  !strcmp(tip_src, res->source);
+    bool at_tip = tip_renders(old_tip, res->source);
     if (at_tip)
         rid = *git_commit_id(old_tip); /* the common case: nothing new, no walk */
     else if ((rc = mcg_repo_scratch(&scratch, &mem, r, err)) != 0 ||
@@ -672,31 +734,13 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
     if (at_tip || mcg_chain_lookup(ch, &src_oid, &rid)) {
         /* rendered already: the branch stays where it is */
         git_oid_tostr(res->rendered, sizeof(res->rendered), &rid);
-        if (out_render) {
-            mcg_model *m = NULL;
-            mcg_diags quiet = {0};
-            if (mcg_gitops_load_commit(&m, r, res->source, &quiet, err) == 0)
-                mcg_render_model(&rd, m, &quiet);
-            mcg_model_free(m);
-            mcg_diags_free(&quiet);
-        }
+        if (out_render)
+            render_again(&rd, r, res->source, err);
         rc = mcg_gitops_mark_verified(r, res->source, root, err);
         goto out;
     }
-    if (old_tip) {
-        char src[MCG_SHA_HEX + 1];
-        if (rule2 && mcg_git_trailer(git_commit_message(old_tip), "Source-Commit", src))
-            memcpy(last, src, sizeof(src));
-        else if (!rule2)
-            legacy_last_source(old_tip, last);
-    }
-    if (last[0] && !mcg_repo_descends(r, res->source, last)) {
-        rc = mcg_err_set(err, MCG_ECONFLICT,
-                         "%.12s does not descend from the last rendered source %.12s (use mcgit "
-                         "rollback to return to an earlier config)",
-                         res->source, last);
+    if ((rc = check_descends(r, old_tip, rule2, res->source, err)) != 0)
         goto out;
-    }
     if (!rule2) {
         /* made by an older mcgit: rendered again from the start */
         mcg_chain_free(ch);
@@ -711,18 +755,9 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
     /* Made in memory (scratch.c): written out together, before any ref names them. */
     if (made && (rc = mcg_repo_scratch_persist(r, scratch, mem, err)) != 0)
         goto out;
-    if (old_tip && !rule2) {
-        /* made by an older mcgit: keep it reachable, then replace it */
-        char *name =
-            mcg_sprintf("refs/mcgit/rendered-legacy/%s", git_oid_tostr_s(git_commit_id(old_tip)));
-        int src = git_reference_create(&saved, r->git, name, git_commit_id(old_tip), 1,
-                                       "mcgit render: rendered branch of an older mcgit");
-        free(name);
-        if (src != 0) {
-            rc = mcg_git_err(err, "refs/mcgit/rendered-legacy");
-            goto out;
-        }
-    }
+    /* made by an older mcgit: keep it reachable, then replace it */
+    if (old_tip && !rule2 && (rc = keep_legacy(&saved, r, old_tip, err)) != 0)
+        goto out;
     if ((rc = update_branch(r, &rid, old_tip, "mcgit render", err)) != 0)
         goto out;
     git_oid_tostr(res->rendered, sizeof(res->rendered), &rid);

@@ -633,6 +633,67 @@ static bool times_ok(mcg_verdict *v, const verify_ctx *vc, git_commit *const *pa
  * The commit's object is read once (its raw text, then parsed from the
  * object cache) and each parent looked up once.
  */
+/*
+ * One check of verify_one, against parent i of c (of np; none: the root
+ * alone): the signature sig over data under the signers that parent puts in
+ * force, at the committer time when (pass 0) or at o->now (pass 1, history
+ * arriving), and on pass 0 the two-person rule of that parent's policy.
+ * False when it fails, with the reason in v.
+ */
+static bool verify_parent(mcg_verdict *v, const verify_ctx *vc, git_commit *c,
+                          git_commit **parents, unsigned np, unsigned i, unsigned pass,
+                          int64_t when, const mcg_buf *sig, const mcg_buf *data)
+{
+    mcg_repo *r = vc->r;
+    int64_t t = pass ? vc->o->now : when;
+    const mcg_signers *set = vc->root;
+    char why[600] = "";
+    if (np) {
+        const git_oid *pid = git_commit_parent_id(c, i);
+        /* A parent outside this run is below the last verified commit or
+         * before the run, taken as good (mcg_verify_chunk); one inside it
+         * came first, parents before children. */
+        bool parent_ok = !oidset_has(vc->bad, pid);
+        if (parent_ok && parents[i])
+            set = signers_for(vc->cache, r, vc->o->scan, parents[i], vc->root, why, sizeof(why));
+        if (!parent_ok)
+            snprintf(why, sizeof(why), " (parent %.12s failed verification)",
+                     git_oid_tostr_s(pid));
+    }
+    mcg_sig_result res = {0};
+    mcg_err e = {0};
+    char pfx[48] = ""; /* "[on arrival: ][parent I of N: ]" */
+    snprintf(pfx, sizeof(pfx), "%s", pass ? "on arrival: " : "");
+    if (np > 1)
+        snprintf(pfx + strlen(pfx), sizeof(pfx) - strlen(pfx), "parent %u of %u: ", i + 1, np);
+    if (mcg_sshsig_verify_memo(&res, set, vc->o->memo, sig->ptr ? sig->ptr : "", sig->len,
+                               data->ptr ? data->ptr : "", data->len, t, &e) != 0) {
+        mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", pfx, e.msg, why);
+        snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
+        v->principal[0] = '\0';
+        /* held: refused at its own time for who signed it (on arrival, a key
+         * expired now is no trust change: refused) */
+        v->held = pass == 0 && held_signature(vc, c, sig, data, &res, when);
+        return false;
+    }
+    if (!v->principal[0]) {
+        snprintf(v->principal, sizeof(v->principal), "%s", res.principal);
+        snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
+    }
+    /* The two-person rule of the policy this parent puts in force. */
+    if (pass == 0 && np && parents[i]) {
+        char awhy[600];
+        int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parents[i], set, res.signer,
+                                      vc->notes, vc->o->now, vc->policy);
+        if (arc != 0) {
+            mcg_bfmt(v->reason, sizeof(v->reason), "%s%s", pfx, awhy);
+            v->held = true; /* its own signature holds */
+            return false;
+        }
+    }
+    return true;
+}
+
 static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
 {
     mcg_buf sig = MCG_BUF_INIT, data = MCG_BUF_INIT;
@@ -667,55 +728,9 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
      * history arriving now, the same against this host's clock. */
     unsigned nsets = np ? np : 1;
     for (unsigned pass = 0; pass < (vc->o->now ? 2u : 1u); pass++) {
-        int64_t t = pass ? vc->o->now : when;
         for (unsigned i = 0; i < nsets; i++) {
-            const mcg_signers *set = vc->root;
-            char why[600] = "";
-            if (np) {
-                const git_oid *pid = git_commit_parent_id(c, i);
-                /* A parent outside this run is below the last verified
-                 * commit or before the run, taken as good (mcg_verify_chunk);
-                 * one inside it came first, parents before children. */
-                bool parent_ok = !oidset_has(vc->bad, pid);
-                if (parent_ok && parents[i])
-                    set = signers_for(vc->cache, r, vc->o->scan, parents[i], vc->root, why,
-                                      sizeof(why));
-                if (!parent_ok)
-                    snprintf(why, sizeof(why), " (parent %.12s failed verification)",
-                             git_oid_tostr_s(pid));
-            }
-            mcg_sig_result res = {0};
-            mcg_err e = {0};
-            char pfx[48] = ""; /* "[on arrival: ][parent I of N: ]" */
-            snprintf(pfx, sizeof(pfx), "%s", pass ? "on arrival: " : "");
-            if (np > 1)
-                snprintf(pfx + strlen(pfx), sizeof(pfx) - strlen(pfx), "parent %u of %u: ", i + 1,
-                         np);
-            if (mcg_sshsig_verify_memo(&res, set, vc->o->memo, sig.ptr ? sig.ptr : "", sig.len,
-                                       data.ptr ? data.ptr : "", data.len, t, &e) != 0) {
-                mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", pfx, e.msg, why);
-                snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
-                v->principal[0] = '\0';
-                /* held: refused at its own time for who signed it (on
-                 * arrival, a key expired now is no trust change: refused) */
-                v->held = pass == 0 && held_signature(vc, c, &sig, &data, &res, when);
+            if (!verify_parent(v, vc, c, parents, np, i, pass, when, &sig, &data))
                 goto out;
-            }
-            if (!v->principal[0]) {
-                snprintf(v->principal, sizeof(v->principal), "%s", res.principal);
-                snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
-            }
-            /* The two-person rule of the policy this parent puts in force. */
-            if (pass == 0 && np && parents[i]) {
-                char awhy[600];
-                int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parents[i], set,
-                                              res.signer, vc->notes, vc->o->now, vc->policy);
-                if (arc != 0) {
-                    mcg_bfmt(v->reason, sizeof(v->reason), "%s%s", pfx, awhy);
-                    v->held = true; /* its own signature holds */
-                    goto out;
-                }
-            }
         }
     }
     /* Times last: a key outside its window is the better reason. */

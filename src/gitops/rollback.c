@@ -111,6 +111,30 @@ out:
 
 #define MAX_SIGNATURE (64 * 1024) /* an armored signature longer than this is refused */
 
+/* What ssh-keygen writes on fd, up to MAX_SIGNATURE bytes (the rest is read and dropped). */
+static void read_signature(int fd, mcg_buf *out)
+{
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read(fd, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0 && out->len + (size_t)n <= MAX_SIGNATURE)
+            mcg_buf_put(out, chunk, (size_t)n);
+}
+
+/* The SSH signature armor in out, as git stores it (without the final newline). */
+static int take_armor(char **armored, mcg_buf *out, const char *program, mcg_err *err)
+{
+    mcg_buf_put(out, "", 1);
+    if (strncmp(out->ptr, "-----BEGIN SSH SIGNATURE-----\n", 30) != 0 ||
+        !strstr(out->ptr, "-----END SSH SIGNATURE-----"))
+        return mcg_err_set(err, MCG_EINVAL, "signing: %s -Y sign wrote no SSH signature", program);
+    size_t l = strlen(out->ptr);
+    while (l && out->ptr[l - 1] == '\n')
+        out->ptr[--l] = '\0';
+    *armored = mcg_buf_detach(out, NULL);
+    return 0;
+}
+
 int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, mcg_err *err)
 {
     const mcg_ssh_signer *s = ctx;
@@ -135,8 +159,8 @@ int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, 
     fa_init = true;
     posix_spawn_file_actions_adddup2(&fa, fileno(in), 0);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-    char *argv[] = {s->program, "-Y", "sign", "-n", (char *)(s->ns ? s->ns : "git"), "-f", s->key,
-                    NULL};
+    char *argv[] = {s->program, "-Y",   "sign", "-n", (char *)(s->ns ? s->ns : "git"),
+                    "-f",       s->key, NULL};
     int src = posix_spawnp(&pid, s->program, &fa, NULL, argv, environ);
     close(pfd[1]);
     pfd[1] = -1;
@@ -145,11 +169,7 @@ int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, 
         rc = mcg_err_set(err, MCG_EIO, "signing: cannot run %s: %s", s->program, strerror(src));
         goto out;
     }
-    char chunk[4096];
-    ssize_t n;
-    while ((n = read(pfd[0], chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
-        if (n > 0 && out.len + (size_t)n <= MAX_SIGNATURE)
-            mcg_buf_put(&out, chunk, (size_t)n);
+    read_signature(pfd[0], &out);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
@@ -159,17 +179,7 @@ int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, 
                          s->program, WIFEXITED(status) ? WEXITSTATUS(status) : 128);
         goto out;
     }
-    mcg_buf_put(&out, "", 1);
-    if (strncmp(out.ptr, "-----BEGIN SSH SIGNATURE-----\n", 30) != 0 ||
-        !strstr(out.ptr, "-----END SSH SIGNATURE-----")) {
-        rc = mcg_err_set(err, MCG_EINVAL, "signing: %s -Y sign wrote no SSH signature", s->program);
-        goto out;
-    }
-    /* git stores the armor without the final newline */
-    size_t l = strlen(out.ptr);
-    while (l && out.ptr[l - 1] == '\n')
-        out.ptr[--l] = '\0';
-    *armored = mcg_buf_detach(&out, NULL);
+    rc = take_armor(armored, &out, s->program, err);
 out:
     if (pid > 0)
         waitpid(pid, NULL, 0);
@@ -415,18 +425,74 @@ static int checkout(git_repository *g, const git_tree *tree, bool dry, mcg_err *
     return 0;
 }
 
+/* The tip's tree with the target's machineconfigs/ and pools/ (*newtree: the caller's). */
+static int rollback_tree(git_oid *tree_oid, git_tree **newtree, mcg_repo *r, git_tree *tiptree,
+                         const git_tree *ttree, mcg_err *err)
+{
+    static const char *const restored[] = {"machineconfigs", "pools"};
+    git_treebuilder *tb = NULL;
+    int rc = 0;
+    if (git_treebuilder_new(&tb, r->git, tiptree) != 0)
+        return mcg_git_err(err, "tree");
+    for (size_t i = 0; i < sizeof(restored) / sizeof(restored[0]); i++) {
+        const git_tree_entry *e = git_tree_entry_byname(ttree, restored[i]);
+        int g = e ? git_treebuilder_insert(NULL, tb, restored[i], git_tree_entry_id(e),
+                                           git_tree_entry_filemode(e))
+                  : (git_treebuilder_get(tb, restored[i]) ? git_treebuilder_remove(tb, restored[i])
+                                                          : 0);
+        if (g != 0) {
+            rc = mcg_git_err(err, restored[i]);
+            goto out;
+        }
+    }
+    if (git_treebuilder_write(tree_oid, tb) != 0 || git_tree_lookup(newtree, r->git, tree_oid) != 0)
+        rc = mcg_git_err(err, "tree");
+out:
+    git_treebuilder_free(tb);
+    return rc;
+}
+
+/*
+ * What the nodes get, old -> new (pure: renders of the two trees), into
+ * res->pools; a rollback that does not render is refused.
+ */
+static int rollback_changes(mcg_rollback_result *res, mcg_repo *r, git_tree *tiptree,
+                            git_tree *newtree, mcg_err *err)
+{
+    mcg_render *oldr = NULL, *newr = NULL;
+    mcg_diags diags = {0}, quiet = {0};
+    int rc = 0;
+    oldr = render_tree(r, tiptree, "the source tip", &quiet);
+    mcg_diags_free(&quiet);
+    char label[64];
+    snprintf(label, sizeof(label), "the rollback to %.12s", res->target);
+    if (!(newr = render_tree(r, newtree, label, &diags)))
+        rc = mcg_err_set(err, MCG_EINVAL, "the rollback to %.12s does not render: %s", res->target,
+                         diags.count ? diags.msgs[0] : "invalid");
+    else
+        pool_changes(&res->pools, oldr, newr);
+    mcg_render_free(oldr);
+    mcg_render_free(newr);
+    mcg_diags_free(&diags);
+    return rc;
+}
+
+/* Whether the repository has a work tree whose HEAD is branch_ref (*head: the caller's). */
+static bool head_is(git_reference **head, mcg_repo *r, const char *branch_ref)
+{
+    return !git_repository_is_bare(r->git) && git_reference_lookup(head, r->git, "HEAD") == 0 &&
+           git_reference_type(*head) == GIT_REFERENCE_SYMBOLIC &&
+           !strcmp(git_reference_symbolic_target(*head), branch_ref);
+}
+
 int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
                         const mcg_rollback_opts *o, mcg_err *err)
 {
-    static const char *const restored[] = {"machineconfigs", "pools"};
     git_oid tip_oid, target_oid, tree_oid, commit_oid;
     git_commit *tip = NULL, *tc = NULL;
     git_tree *tiptree = NULL, *ttree = NULL, *newtree = NULL;
-    git_treebuilder *tb = NULL;
     git_signature *sig = NULL;
     git_reference *head = NULL, *moved = NULL;
-    mcg_render *oldr = NULL, *newr = NULL;
-    mcg_diags diags = {0};
     char *msg = NULL, *branch_ref = NULL;
     bool worktree = false;
     int rc;
@@ -442,51 +508,18 @@ int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
         rc = mcg_git_err(err, "source branch");
         goto out;
     }
-    /* the tip's tree with the target's machineconfigs/ and pools/ */
-    if (git_treebuilder_new(&tb, r->git, tiptree) != 0) {
-        rc = mcg_git_err(err, "tree");
+    if ((rc = rollback_tree(&tree_oid, &newtree, r, tiptree, ttree, err)) != 0)
         goto out;
-    }
-    for (size_t i = 0; i < sizeof(restored) / sizeof(restored[0]); i++) {
-        const git_tree_entry *e = git_tree_entry_byname(ttree, restored[i]);
-        int g = e ? git_treebuilder_insert(NULL, tb, restored[i], git_tree_entry_id(e),
-                                           git_tree_entry_filemode(e))
-                  : (git_treebuilder_get(tb, restored[i]) ? git_treebuilder_remove(tb, restored[i])
-                                                          : 0);
-        if (g != 0) {
-            rc = mcg_git_err(err, restored[i]);
-            goto out;
-        }
-    }
-    if (git_treebuilder_write(&tree_oid, tb) != 0 ||
-        git_tree_lookup(&newtree, r->git, &tree_oid) != 0) {
-        rc = mcg_git_err(err, "tree");
-        goto out;
-    }
     if (git_oid_equal(&tree_oid, git_tree_id(tiptree))) {
         res->unchanged = true; /* nothing to roll back: nothing written */
         rc = 0;
         goto out;
     }
-    /* what the nodes get, old -> new (pure: renders of the two trees) */
-    {
-        mcg_diags quiet = {0};
-        oldr = render_tree(r, tiptree, "the source tip", &quiet);
-        mcg_diags_free(&quiet);
-    }
-    char label[64];
-    snprintf(label, sizeof(label), "the rollback to %.12s", res->target);
-    if (!(newr = render_tree(r, newtree, label, &diags))) {
-        rc = mcg_err_set(err, MCG_EINVAL, "the rollback to %.12s does not render: %s", res->target,
-                         diags.count ? diags.msgs[0] : "invalid");
+    if ((rc = rollback_changes(res, r, tiptree, newtree, err)) != 0)
         goto out;
-    }
-    pool_changes(&res->pools, oldr, newr);
     /* a work tree on the source branch is updated; check it can be, first */
     branch_ref = mcg_sprintf("refs/heads/%s", r->source_branch);
-    if (!git_repository_is_bare(r->git) && git_reference_lookup(&head, r->git, "HEAD") == 0 &&
-        git_reference_type(head) == GIT_REFERENCE_SYMBOLIC &&
-        !strcmp(git_reference_symbolic_target(head), branch_ref)) {
+    if (head_is(&head, r, branch_ref)) {
         worktree = true;
         if ((rc = checkout(r->git, newtree, true, err)) != 0)
             goto out;
@@ -519,13 +552,9 @@ out:
     }
     free(branch_ref);
     free(msg);
-    mcg_render_free(oldr);
-    mcg_render_free(newr);
-    mcg_diags_free(&diags);
     git_reference_free(moved);
     git_reference_free(head);
     git_signature_free(sig);
-    git_treebuilder_free(tb);
     git_tree_free(newtree);
     git_tree_free(ttree);
     git_tree_free(tiptree);

@@ -420,32 +420,24 @@ static int cmp_entry(const void *a, const void *b)
 }
 
 /*
- * Everything held as one pack with its version-2 index, both made here:
- * the ids are known (libgit2 hashed each object as it was written, with
- * its collision-detecting SHA-1), so nothing is inflated or hashed again.
- * Objects are whole (no deltas; `git gc` finds them). The pack is written
- * first, then its index — readers look for the index — each to a
- * temporary file, fsynced and renamed (mcg_write_file_atomic), under the
- * pack's name: pack-<SHA-1 of its contents>.
+ * The pack of s's objects into pack (header, whole objects deflated, the
+ * SHA-1 trailer, also in sum), each object's id, offset and CRC-32 into
+ * pos.
  */
-static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
+static int write_pack(mcg_buf *pack, entry_pos *pos, store_backend *s,
+                      unsigned char sum[GIT_OID_RAWSZ], mcg_err *err)
 {
-    mcg_buf pack = MCG_BUF_INIT, idx = MCG_BUF_INIT;
-    entry_pos *pos = mcg_calloc(s->n, sizeof(*pos));
-    unsigned char *z = NULL, sum[GIT_OID_RAWSZ], isum[GIT_OID_RAWSZ];
+    unsigned char *z = NULL;
     size_t zcap = 0;
-    char *path = NULL;
     int rc = 0;
     z_stream zs;
     memset(&zs, 0, sizeof(zs));
     /* zlib's fastest level: the objects are small, and git gc repacks */
-    if (deflateInit(&zs, Z_BEST_SPEED) != Z_OK) {
-        free(pos);
-        return mcg_err_set(err, MCG_EIO, "writing the rendered objects: no zlib");
-    }
-    mcg_buf_put(&pack, "PACK", 4);
-    put32(&pack, 2);
-    put32(&pack, (uint32_t)s->n);
+    if (deflateInit(&zs, Z_BEST_SPEED) != Z_OK)
+        return mcg_err_set(err, MCG_EIO, "no zlib");
+    mcg_buf_put(pack, "PACK", 4);
+    put32(pack, 2);
+    put32(pack, (uint32_t)s->n);
     for (size_t i = 0; i < s->n && !rc; i++) {
         const stored *o = &s->v[i];
         unsigned char eh[16];
@@ -470,58 +462,72 @@ static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
         }
         size_t zl = zcap - zs.avail_out;
         pos[i].id = &o->id;
-        pos[i].off = pack.len;
+        pos[i].off = pack->len;
         uLong crc = crc32(0L, eh, (uInt)ehl);
         pos[i].crc = (uint32_t)crc32(crc, z, (uInt)zl);
-        mcg_buf_put(&pack, eh, ehl);
-        mcg_buf_put(&pack, z, zl);
+        mcg_buf_put(pack, eh, ehl);
+        mcg_buf_put(pack, z, zl);
     }
     deflateEnd(&zs);
     free(z);
-    if (!rc && !sha1(sum, pack.ptr, pack.len))
+    if (!rc && !sha1(sum, pack->ptr, pack->len))
         rc = mcg_err_set(err, MCG_EIO, "no SHA-1");
-    if (rc)
-        goto out;
-    mcg_buf_put(&pack, sum, sizeof(sum));
+    if (!rc)
+        mcg_buf_put(pack, sum, GIT_OID_RAWSZ);
+    return rc;
+}
 
+/* The version-2 index of the n objects at pos (sorted here) of the pack whose SHA-1 is sum. */
+static int write_index(mcg_buf *idx, entry_pos *pos, size_t n,
+                       const unsigned char sum[GIT_OID_RAWSZ], mcg_err *err)
+{
+    unsigned char isum[GIT_OID_RAWSZ];
     /* the index: fan-out, ids, CRC-32s, offsets (64-bit ones apart), checksums */
-    qsort(pos, s->n, sizeof(*pos), cmp_entry);
-    mcg_buf_put(&idx, "\377tOc", 4);
-    put32(&idx, 2);
+    qsort(pos, n, sizeof(*pos), cmp_entry);
+    mcg_buf_put(idx, "\377tOc", 4);
+    put32(idx, 2);
     for (unsigned first = 0, k = 0; first < 256; first++) {
-        while (k < s->n && pos[k].id->id[0] <= first)
+        while (k < n && pos[k].id->id[0] <= first)
             k++;
-        put32(&idx, (uint32_t)k);
+        put32(idx, (uint32_t)k);
     }
-    for (size_t i = 0; i < s->n; i++)
-        mcg_buf_put(&idx, pos[i].id->id, GIT_OID_RAWSZ);
-    for (size_t i = 0; i < s->n; i++)
-        put32(&idx, pos[i].crc);
+    for (size_t i = 0; i < n; i++)
+        mcg_buf_put(idx, pos[i].id->id, GIT_OID_RAWSZ);
+    for (size_t i = 0; i < n; i++)
+        put32(idx, pos[i].crc);
     uint32_t nlarge = 0;
-    for (size_t i = 0; i < s->n; i++)
-        put32(&idx, pos[i].off < 0x80000000u ? (uint32_t)pos[i].off : (0x80000000u | nlarge++));
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < n; i++)
+        put32(idx, pos[i].off < 0x80000000u ? (uint32_t)pos[i].off : (0x80000000u | nlarge++));
+    for (size_t i = 0; i < n; i++)
         if (pos[i].off >= 0x80000000u) {
-            put32(&idx, (uint32_t)(pos[i].off >> 32));
-            put32(&idx, (uint32_t)pos[i].off);
+            put32(idx, (uint32_t)(pos[i].off >> 32));
+            put32(idx, (uint32_t)pos[i].off);
         }
-    mcg_buf_put(&idx, sum, sizeof(sum));
-    if (!sha1(isum, idx.ptr, idx.len)) {
-        rc = mcg_err_set(err, MCG_EIO, "no SHA-1");
-        goto out;
-    }
-    mcg_buf_put(&idx, isum, sizeof(isum));
+    mcg_buf_put(idx, sum, GIT_OID_RAWSZ);
+    if (!sha1(isum, idx->ptr, idx->len))
+        return mcg_err_set(err, MCG_EIO, "no SHA-1");
+    mcg_buf_put(idx, isum, sizeof(isum));
+    return 0;
+}
 
+/*
+ * The pack, then its index, written under packdir as pack-<sum>; a pack
+ * whose index cannot be written is removed (unless it was there before).
+ */
+static int write_pack_files(const char *packdir, const unsigned char sum[GIT_OID_RAWSZ],
+                            const mcg_buf *pack, const mcg_buf *idx, mcg_err *err)
+{
     char hex[2 * GIT_OID_RAWSZ + 1];
-    mcg_hex(sum, sizeof(sum), hex);
+    int rc;
+    mcg_hex(sum, GIT_OID_RAWSZ, hex);
     if ((rc = mcg_mkdirs(packdir, 0755, err)) != 0)
-        goto out;
-    path = mcg_sprintf("%s/pack-%s.pack", packdir, hex);
+        return rc;
+    char *path = mcg_sprintf("%s/pack-%s.pack", packdir, hex);
     bool had = access(path, F_OK) == 0; /* the same objects, packed by another render */
-    if ((rc = mcg_write_file_atomic(path, pack.ptr, pack.len, 0444, err)) != 0)
+    if ((rc = mcg_write_file_atomic(path, pack->ptr, pack->len, 0444, err)) != 0)
         goto out;
     char *idxpath = mcg_sprintf("%s/pack-%s.idx", packdir, hex);
-    rc = mcg_write_file_atomic(idxpath, idx.ptr, idx.len, 0444, err);
+    rc = mcg_write_file_atomic(idxpath, idx->ptr, idx->len, 0444, err);
     free(idxpath);
     if (rc) {
         if (!had)
@@ -530,9 +536,29 @@ static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
     }
     mcg_fsync_dir(packdir);
 out:
-    if (rc)
-        mcg_err_prefix(err, "writing the rendered objects");
     free(path);
+    return rc;
+}
+
+/*
+ * Everything held as one pack with its version-2 index, both made here:
+ * the ids are known (libgit2 hashed each object as it was written, with
+ * its collision-detecting SHA-1), so nothing is inflated or hashed again.
+ * Objects are whole (no deltas; `git gc` finds them). The pack is written
+ * first, then its index — readers look for the index — each to a
+ * temporary file, fsynced and renamed (mcg_write_file_atomic), under the
+ * pack's name: pack-<SHA-1 of its contents>.
+ */
+static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
+{
+    mcg_buf pack = MCG_BUF_INIT, idx = MCG_BUF_INIT;
+    entry_pos *pos = mcg_calloc(s->n, sizeof(*pos));
+    unsigned char sum[GIT_OID_RAWSZ];
+    int rc;
+    if ((rc = write_pack(&pack, pos, s, sum, err)) != 0 ||
+        (rc = write_index(&idx, pos, s->n, sum, err)) != 0 ||
+        (rc = write_pack_files(packdir, sum, &pack, &idx, err)) != 0)
+        mcg_err_prefix(err, "writing the rendered objects");
     free(pos);
     mcg_buf_free(&pack);
     mcg_buf_free(&idx);

@@ -419,6 +419,61 @@ static void settle(vpool *p, size_t i, mcg_repo *r)
         mcg_verify_tip_now(rep, r, &p->vr[i], p->opts, p->root);
 }
 
+/*
+ * The helper thread on the second repository handle, with the read-ahead
+ * prepared when there are ranges (n); false when it could not start.
+ */
+static bool start_helper(pthread_t *helper, vpool *pool, mcg_repo *r, const mcg_verify_opts *o,
+                         size_t n)
+{
+    pool->ahead_on = n > 0 && ahead_prepare(pool, r, o);
+    /* The helper takes no signals: they go to the calling thread. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    bool threaded = pthread_create(helper, NULL, helper_main, pool) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return threaded;
+}
+
+/* Each range's report settled (rc 0) or dropped, and everything the pool holds freed. */
+static void pool_finish(vpool *pool, mcg_verify_range *ranges, size_t n, mcg_repo *r, int rc)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!rc)
+            settle(pool, i, r);
+        else
+            mcg_verify_report_free(&ranges[i].rep);
+        if (pool->vl[i].pos) {
+            free(pool->vl[i].ids);
+            free(pool->vl[i].pos);
+        }
+        mcg_vrange_free(&pool->vr[i]);
+    }
+    for (size_t b = 0; b < pool->nahead; b++) {
+        free(pool->ahead[b].ids);
+        free(pool->ahead[b].pos);
+        free(pool->ahead[b].v);
+    }
+    free(pool->ahead);
+    free(pool->vr);
+    free(pool->vl);
+    free(pool->jobs);
+    pthread_cond_destroy(&pool->cv);
+    pthread_mutex_destroy(&pool->mu);
+}
+
+/* Commits the read-ahead verified were never a job: the bar still ends at
+ * every commit of the n ranges. */
+static void tick_all(const vpool *pool, size_t n)
+{
+    uint64_t all = 0;
+    for (size_t i = 0; i < n; i++)
+        all += pool->vr[i].n;
+    if (all && pool->th && pool->th->tick)
+        pool->th->tick(pool->th->tick_ctx, all, all);
+}
+
 int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,
                              const mcg_verify_threads *th, const mcg_verify_opts *opts,
                              const mcg_signers *root, mcg_err *err)
@@ -444,15 +499,8 @@ int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,
     }
     pthread_mutex_init(&pool.mu, NULL);
     pthread_cond_init(&pool.cv, NULL);
-    if (th && th->helper) {
-        pool.ahead_on = n > 0 && ahead_prepare(&pool, r, &o);
-        /* The helper takes no signals: they go to the calling thread. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        threaded = pthread_create(&helper, NULL, helper_main, &pool) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    if (th && th->helper)
+        threaded = start_helper(&helper, &pool, r, &o, n);
     if (!threaded && th && th->first)
         th->first(th->first_ctx); /* one thread: it runs everything in turn */
 
@@ -483,36 +531,8 @@ int mcg_gitops_verify_ranges(mcg_verify_range *ranges, size_t n, mcg_repo *r,
     vpool_run(&pool, r);
     if (threaded)
         pthread_join(helper, NULL);
-    /* Commits the read-ahead verified were never a job: the bar still ends
-     * at every commit of the ranges. */
-    if (!rc && th && th->tick) {
-        uint64_t all = 0;
-        for (size_t i = 0; i < n; i++)
-            all += pool.vr[i].n;
-        if (all)
-            th->tick(th->tick_ctx, all, all);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!rc)
-            settle(&pool, i, r);
-        else
-            mcg_verify_report_free(&ranges[i].rep);
-        if (pool.vl[i].pos) {
-            free(pool.vl[i].ids);
-            free(pool.vl[i].pos);
-        }
-        mcg_vrange_free(&pool.vr[i]);
-    }
-    for (size_t b = 0; b < pool.nahead; b++) {
-        free(pool.ahead[b].ids);
-        free(pool.ahead[b].pos);
-        free(pool.ahead[b].v);
-    }
-    free(pool.ahead);
-    free(pool.vr);
-    free(pool.vl);
-    free(pool.jobs);
-    pthread_cond_destroy(&pool.cv);
-    pthread_mutex_destroy(&pool.mu);
+    if (!rc)
+        tick_all(&pool, n);
+    pool_finish(&pool, ranges, n, r, rc);
     return rc;
 }

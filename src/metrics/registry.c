@@ -94,6 +94,32 @@ static void family_clear(family *f)
     f->n = f->cap = 0;
 }
 
+/* The label names of family f (metric name), comma-separated, each valid and given once. */
+static int parse_labels(family *f, const char *name, const char *labels, mcg_err *err)
+{
+    const char *p = labels;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char *l = mcg_strndup(p, len);
+        bool bad = !name_ok(l, true) || !strcmp(l, "le") || f->nlabels == MCG_METRICS_MAX_LABELS;
+        for (size_t j = 0; j < f->nlabels && !bad; j++)
+            bad = !strcmp(f->labels[j], l);
+        if (bad) {
+            int rc = mcg_err_set(err, MCG_EINVAL, "metric '%s': bad label name '%s'", name, l);
+            free(l);
+            for (size_t j = 0; j < f->nlabels; j++)
+                free(f->labels[j]);
+            return rc;
+        }
+        f->labels[f->nlabels++] = l;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
 /* mcg_metrics_declare with the lock held (or before the registry is shared);
  * err may be NULL. */
 static int declare_locked(mcg_metrics *m, const char *name, mcg_metric_type type, const char *help,
@@ -114,28 +140,9 @@ static int declare_locked(mcg_metrics *m, const char *name, mcg_metric_type type
         return mcg_err_set(err, MCG_EINVAL, "metric '%s': declared twice", name);
     family f;
     memset(&f, 0, sizeof(f));
-    if (labels && *labels) {
-        const char *p = labels;
-        for (;;) {
-            const char *comma = strchr(p, ',');
-            size_t len = comma ? (size_t)(comma - p) : strlen(p);
-            char *l = mcg_strndup(p, len);
-            bool bad = !name_ok(l, true) || !strcmp(l, "le") || f.nlabels == MCG_METRICS_MAX_LABELS;
-            for (size_t j = 0; j < f.nlabels && !bad; j++)
-                bad = !strcmp(f.labels[j], l);
-            if (bad) {
-                int rc = mcg_err_set(err, MCG_EINVAL, "metric '%s': bad label name '%s'", name, l);
-                free(l);
-                for (size_t j = 0; j < f.nlabels; j++)
-                    free(f.labels[j]);
-                return rc;
-            }
-            f.labels[f.nlabels++] = l;
-            if (!comma)
-                break;
-            p = comma + 1;
-        }
-    }
+    int rc;
+    if (labels && *labels && (rc = parse_labels(&f, name, labels, err)) != 0)
+        return rc;
     f.name = mcg_strdup(name);
     f.help = mcg_strdup(help ? help : "");
     f.type = type;

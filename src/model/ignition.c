@@ -135,6 +135,24 @@ static void check_verification(mcg_pctx *c, const json_t *ver, const char *name,
         mcg_pctx_err(c, h, "field '%s.hash' does not match the contents", name);
 }
 
+/* The URL of contents ct: a span of the spec text (no copy), or the
+ * string itself (kept in st->source); NULL when there is none. */
+static const char *contents_url(mcg_pctx *c, const json_t *ct, const char *cname, mcg_storage *st,
+                                size_t *url_len)
+{
+    size_t soff, slen;
+    if (c->text && mcg_json_span(json_object_get(ct, "source"), &soff, &slen) &&
+        soff <= c->text_len && slen <= c->text_len - soff) {
+        *url_len = slen;
+        return c->text + soff;
+    }
+    if (mcg_get_str(c, ct, "source", cname, &st->source) && st->source) {
+        *url_len = strlen(st->source);
+        return st->source;
+    }
+    return NULL;
+}
+
 static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mcg_storage *st)
 {
     json_t *ct = mcg_get_obj(c, file, "contents", name);
@@ -148,17 +166,8 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
     refuse(c, ct, "httpHeaders", "contents.httpHeaders", "only data: URLs are supported");
     st->has_contents = true;
     int before = c->errors;
-    /* the URL: a span of the spec text (no copy), or the string itself */
-    const char *url = NULL;
-    size_t url_len = 0, soff, slen;
-    if (c->text && mcg_json_span(json_object_get(ct, "source"), &soff, &slen) &&
-        soff <= c->text_len && slen <= c->text_len - soff) {
-        url = c->text + soff;
-        url_len = slen;
-    } else if (mcg_get_str(c, ct, "source", cname, &st->source) && st->source) {
-        url = st->source;
-        url_len = strlen(st->source);
-    }
+    size_t url_len = 0;
+    const char *url = contents_url(c, ct, cname, st, &url_len);
     mcg_get_str(c, ct, "compression", cname, &st->compression);
     if (st->compression && !*st->compression) {
         free(st->compression);
@@ -484,6 +493,37 @@ static bool is_blank(char ch)
 }
 
 /*
+ * The next logical line of unit text at *line: the following line(s)
+ * joined at a trailing backslash, blanks trimmed (*l, *ln bytes). *lineno
+ * counts the physical lines; returns the number of the first. *line moves
+ * past it (NULL at the end of the text).
+ */
+static int unit_next_line(const char **line, const char **l, size_t *ln, int *lineno)
+{
+    const char *s = *line;
+    const char *end = strchr(s, '\n');
+    size_t n = end ? (size_t)(end - s) : strlen(s);
+    int first = ++*lineno;
+    const char *next = end ? end + 1 : NULL;
+    /* a continuation joins the following line(s) into this one */
+    while (n && s[n - 1] == '\\' && next && *next) {
+        const char *e2 = strchr(next, '\n');
+        n = (size_t)((e2 ? e2 : next + strlen(next)) - s);
+        next = e2 ? e2 + 1 : NULL;
+        (*lineno)++;
+    }
+    size_t a = 0;
+    while (a < n && is_blank(s[a]))
+        a++;
+    while (n > a && is_blank(s[n - 1]))
+        n--;
+    *l = s + a;
+    *ln = n - a;
+    *line = next;
+    return first;
+}
+
+/*
  * Check unit file text as systemd's parser (and go-systemd's, which
  * Ignition uses) reads it: lines joined at a trailing backslash; blank
  * lines and lines starting with '#' or ';' are comments; "[Section]" opens
@@ -499,25 +539,9 @@ static bool check_unit_text(mcg_pctx *c, const json_t *at, const char *what, con
     int lineno = 0;
     *has_install = false;
     for (const char *line = text; line && *line;) {
-        const char *end = strchr(line, '\n');
-        size_t n = end ? (size_t)(end - line) : strlen(line);
-        int first = ++lineno;
-        const char *next = end ? end + 1 : NULL;
-        /* a continuation joins the following line(s) into this one */
-        while (n && line[n - 1] == '\\' && next && *next) {
-            const char *e2 = strchr(next, '\n');
-            n = (size_t)((e2 ? e2 : next + strlen(next)) - line);
-            next = e2 ? e2 + 1 : NULL;
-            lineno++;
-        }
-        size_t a = 0;
-        while (a < n && is_blank(line[a]))
-            a++;
-        while (n > a && is_blank(line[n - 1]))
-            n--;
-        const char *l = line + a;
-        size_t ln = n - a;
-        line = next;
+        const char *l;
+        size_t ln;
+        int first = unit_next_line(&line, &l, &ln, &lineno);
         if (!ln || l[0] == '#' || l[0] == ';')
             continue;
         if (l[0] == '[') {
@@ -563,6 +587,94 @@ static void dropins_push(mcg_unit *u, size_t *cap, mcg_dropin d)
     u->dropins[u->ndropins++] = d;
 }
 
+/*
+ * One drop-in of unit u (d: its mapping, dname: where it is), kept when it
+ * is valid and not given twice (dseen: the names so far).
+ */
+static void parse_dropin(mcg_pctx *c, json_t *d, const char *dname, mcg_unit *u, size_t *cap,
+                         keyset *dseen)
+{
+    if (!json_is_object(d)) {
+        mcg_pctx_err(c, d, "field '%s' must be a mapping", dname);
+        return;
+    }
+    static const char *const dk[] = {"name", "contents", NULL};
+    mcg_check_keys_warn(c, d, dname, dk);
+    mcg_dropin di = {0};
+    di.loc.file = c->file;
+    di.loc.line = mcg_pctx_line(c, d);
+    mcg_get_str(c, d, "name", dname, &di.name);
+    mcg_get_str(c, d, "contents", dname, &di.contents);
+    bool ok = true, install;
+    int first;
+    if (!di.name) {
+        mcg_pctx_err(c, d, "field '%s.name' is required", dname);
+        ok = false;
+    } else if (!valid_dropin_name(di.name)) {
+        mcg_pctx_err(c, json_object_get(d, "name"), "'%s' is not a valid drop-in name (NAME.conf)",
+                     di.name);
+        ok = false;
+    } else if (di.contents) {
+        char what[360];
+        snprintf(what, sizeof(what), "%s.contents", dname);
+        ok = check_unit_text(c, json_object_get(d, "contents"), what, di.contents, &install);
+    }
+    if (ok && !keyset_add(dseen, di.name, di.loc.line, &first)) {
+        mcg_pctx_err(c, d, "drop-in '%s' is given twice for unit '%s'", di.name,
+                     u->name ? u->name : "?");
+        ok = false;
+    }
+    if (!ok) {
+        free(di.name);
+        free(di.contents);
+        return;
+    }
+    dropins_push(u, cap, di); /* di.name stays where dseen points */
+}
+
+/* The drop-ins of unit u (e: its mapping, name: where it is). */
+static void parse_dropins(mcg_pctx *c, json_t *e, const char *name, mcg_unit *u)
+{
+    json_t *dr = mcg_get_arr(c, e, "dropins", name);
+    keyset dseen = {0};
+    size_t cap = 0;
+    size_t j;
+    json_t *d;
+    json_array_foreach(dr, j, d)
+    {
+        char dname[340];
+        snprintf(dname, sizeof(dname), "%s.dropins[%zu]", name, j);
+        parse_dropin(c, d, dname, u, &cap, &dseen);
+    }
+    keyset_free(&dseen);
+}
+
+/* The fields of unit u but its drop-ins: name, enabled, mask, contents. */
+static void parse_unit_fields(mcg_pctx *c, json_t *e, const char *name, mcg_unit *u)
+{
+    u->loc.file = c->file;
+    u->loc.line = mcg_pctx_line(c, e);
+    mcg_get_str(c, e, "name", name, &u->name);
+    if (!u->name)
+        mcg_pctx_err(c, e, "field '%s.name' is required", name);
+    else if (!mcg_name_is_unit(u->name))
+        mcg_pctx_err(c, json_object_get(e, "name"), "'%s' is not a valid systemd unit name",
+                     u->name);
+    mcg_get_bool(c, e, "enabled", name, &u->enabled);
+    mcg_get_bool(c, e, "mask", name, &u->mask);
+    mcg_get_str(c, e, "contents", name, &u->contents);
+    if (u->contents) {
+        char what[340];
+        bool install;
+        snprintf(what, sizeof(what), "%s.contents", name);
+        if (check_unit_text(c, json_object_get(e, "contents"), what, u->contents, &install) &&
+            !install && u->enabled == MCG_TRUE && *u->contents)
+            mcg_pctx_warn(c, json_object_get(e, "contents"),
+                          "unit '%s' is enabled but has no [Install] section",
+                          u->name ? u->name : "?");
+    }
+}
+
 static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
 {
     static const char *const keys[] = {"units", NULL};
@@ -583,75 +695,8 @@ static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
         int before = c->errors;
         mcg_check_keys_warn(c, e, name, uk);
         mcg_unit u = {0};
-        size_t cap = 0;
-        u.loc.file = c->file;
-        u.loc.line = mcg_pctx_line(c, e);
-        mcg_get_str(c, e, "name", name, &u.name);
-        if (!u.name)
-            mcg_pctx_err(c, e, "field '%s.name' is required", name);
-        else if (!mcg_name_is_unit(u.name))
-            mcg_pctx_err(c, json_object_get(e, "name"), "'%s' is not a valid systemd unit name",
-                         u.name);
-        mcg_get_bool(c, e, "enabled", name, &u.enabled);
-        mcg_get_bool(c, e, "mask", name, &u.mask);
-        mcg_get_str(c, e, "contents", name, &u.contents);
-        if (u.contents) {
-            char what[340];
-            bool install;
-            snprintf(what, sizeof(what), "%s.contents", name);
-            if (check_unit_text(c, json_object_get(e, "contents"), what, u.contents, &install) &&
-                !install && u.enabled == MCG_TRUE && *u.contents)
-                mcg_pctx_warn(c, json_object_get(e, "contents"),
-                              "unit '%s' is enabled but has no [Install] section",
-                              u.name ? u.name : "?");
-        }
-        json_t *dr = mcg_get_arr(c, e, "dropins", name);
-        keyset dseen = {0};
-        size_t j;
-        json_t *d;
-        json_array_foreach(dr, j, d)
-        {
-            char dname[340];
-            snprintf(dname, sizeof(dname), "%s.dropins[%zu]", name, j);
-            if (!json_is_object(d)) {
-                mcg_pctx_err(c, d, "field '%s' must be a mapping", dname);
-                continue;
-            }
-            static const char *const dk[] = {"name", "contents", NULL};
-            mcg_check_keys_warn(c, d, dname, dk);
-            mcg_dropin di = {0};
-            di.loc.file = c->file;
-            di.loc.line = mcg_pctx_line(c, d);
-            mcg_get_str(c, d, "name", dname, &di.name);
-            mcg_get_str(c, d, "contents", dname, &di.contents);
-            bool ok = true, install;
-            int first;
-            if (!di.name) {
-                mcg_pctx_err(c, d, "field '%s.name' is required", dname);
-                ok = false;
-            } else if (!valid_dropin_name(di.name)) {
-                mcg_pctx_err(c, json_object_get(d, "name"),
-                             "'%s' is not a valid drop-in name (NAME.conf)", di.name);
-                ok = false;
-            } else if (di.contents) {
-                char what[360];
-                snprintf(what, sizeof(what), "%s.contents", dname);
-                ok = check_unit_text(c, json_object_get(d, "contents"), what, di.contents,
-                                     &install);
-            }
-            if (ok && !keyset_add(&dseen, di.name, di.loc.line, &first)) {
-                mcg_pctx_err(c, d, "drop-in '%s' is given twice for unit '%s'", di.name,
-                             u.name ? u.name : "?");
-                ok = false;
-            }
-            if (!ok) {
-                free(di.name);
-                free(di.contents);
-                continue;
-            }
-            dropins_push(&u, &cap, di); /* di.name stays where dseen points */
-        }
-        keyset_free(&dseen);
+        parse_unit_fields(c, e, name, &u);
+        parse_dropins(c, e, name, &u);
         int first;
         if (c->errors == before && !keyset_add(&seen, u.name, u.loc.line, &first))
             mcg_pctx_err(c, e, "unit '%s' is given twice in this config", u.name);

@@ -261,6 +261,65 @@ static json_t *conv_scalar(conv *cv, const yaml_event_t *ev)
     return v;
 }
 
+static json_t *conv_node(conv *cv, yaml_event_t *ev);
+
+/* The rest of a mapping whose start event was read: its pairs through its
+ * end, or NULL after reporting a problem. */
+static json_t *conv_mapping(conv *cv)
+{
+    json_t *out = json_object();
+    yaml_event_t e;
+    for (;;) {
+        if (!next_event(cv, &e))
+            goto fail;
+        if (e.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&e);
+            break;
+        }
+        if (e.type != YAML_SCALAR_EVENT) {
+            conv_err(cv, &e.start_mark, "mapping keys must be scalars");
+            yaml_event_delete(&e);
+            goto fail;
+        }
+        const char *key = (const char *)e.data.scalar.value;
+        if (strlen(key) != e.data.scalar.length) {
+            conv_err(cv, &e.start_mark, "NUL byte in key");
+            yaml_event_delete(&e);
+            goto fail;
+        }
+        if (json_object_get(out, key)) {
+            conv_err(cv, &e.start_mark, "duplicate key '%s'", key);
+            yaml_event_delete(&e);
+            goto fail;
+        }
+        yaml_event_t ve;
+        if (!next_event(cv, &ve)) {
+            yaml_event_delete(&e);
+            goto fail;
+        }
+        json_t *jv = conv_node(cv, &ve);
+        if (!jv) {
+            yaml_event_delete(&e);
+            goto fail;
+        }
+        /* Keys that are not valid UTF-8 are refused by jansson. */
+        if (json_object_set_new(out, key, jv) != 0) {
+            conv_err(cv, &e.start_mark, "key is not valid UTF-8");
+            yaml_event_delete(&e);
+            goto fail;
+        }
+        /* the key's own line (mcg_pctx_key_line): jansson keeps its copy
+         * of the key where it is until the key is deleted */
+        mcg_linemap_put(cv->lines, json_object_iter_key(json_object_iter_at(out, key)),
+                        mark_line(cv, &e.start_mark));
+        yaml_event_delete(&e);
+    }
+    return out;
+fail:
+    json_decref(out);
+    return NULL;
+}
+
 /*
  * Convert the node that starts with *ev (which this function deletes),
  * consuming its events through the node's end. Returns NULL after reporting
@@ -308,52 +367,8 @@ static json_t *conv_node(conv *cv, yaml_event_t *ev)
         break;
     case YAML_MAPPING_START_EVENT:
         yaml_event_delete(ev);
-        out = json_object();
-        for (;;) {
-            if (!next_event(cv, &e))
-                goto fail;
-            if (e.type == YAML_MAPPING_END_EVENT) {
-                yaml_event_delete(&e);
-                break;
-            }
-            if (e.type != YAML_SCALAR_EVENT) {
-                conv_err(cv, &e.start_mark, "mapping keys must be scalars");
-                yaml_event_delete(&e);
-                goto fail;
-            }
-            const char *key = (const char *)e.data.scalar.value;
-            if (strlen(key) != e.data.scalar.length) {
-                conv_err(cv, &e.start_mark, "NUL byte in key");
-                yaml_event_delete(&e);
-                goto fail;
-            }
-            if (json_object_get(out, key)) {
-                conv_err(cv, &e.start_mark, "duplicate key '%s'", key);
-                yaml_event_delete(&e);
-                goto fail;
-            }
-            yaml_event_t ve;
-            if (!next_event(cv, &ve)) {
-                yaml_event_delete(&e);
-                goto fail;
-            }
-            json_t *jv = conv_node(cv, &ve);
-            if (!jv) {
-                yaml_event_delete(&e);
-                goto fail;
-            }
-            /* Keys that are not valid UTF-8 are refused by jansson. */
-            if (json_object_set_new(out, key, jv) != 0) {
-                conv_err(cv, &e.start_mark, "key is not valid UTF-8");
-                yaml_event_delete(&e);
-                goto fail;
-            }
-            /* the key's own line (mcg_pctx_key_line): jansson keeps its copy
-             * of the key where it is until the key is deleted */
-            mcg_linemap_put(cv->lines, json_object_iter_key(json_object_iter_at(out, key)),
-                            mark_line(cv, &e.start_mark));
-            yaml_event_delete(&e);
-        }
+        if (!(out = conv_mapping(cv)))
+            return NULL;
         break;
     default:
         /* Not a node (the parser only puts nodes here). */

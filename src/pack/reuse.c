@@ -188,6 +188,90 @@ struct mcg_pack_reuse {
     size_t n;
 };
 
+/* Object o's entry in pack p, where its index says, with the CRC it records (*len: its length). */
+static int entry_checked(const rpack *p, const mcg_pack_place *o, size_t *len, mcg_err *err)
+{
+    const unsigned char *e = p->pack + o->off;
+    uint32_t pos;
+    uint64_t end;
+    if (!rpack_entry(p, o->off, &pos, &end) || pos != o->pos)
+        return mcg_err_set(err, MCG_EIO, "pack: index and pack disagree");
+    *len = (size_t)(end - o->off);
+    if ((uint32_t)crc32_z(0, e, *len) != mcg_pack_be32(p->crcs + 4 * (size_t)pos)) {
+        char sha[GIT_OID_HEXSZ + 1];
+        git_oid_tostr(sha, sizeof(sha), &o->id);
+        return mcg_err_set(err, MCG_EIO, "pack: object %s is damaged (CRC mismatch; run git fsck)",
+                           sha);
+    }
+    return 0;
+}
+
+/*
+ * A stored delta (n bytes at d) of object id, written at offset at as an
+ * OFS_DELTA on base, written earlier at base_out.
+ */
+static int emit_ofs_delta(mcg_pack_writer *w, const git_oid *id, const git_oid *base, uint64_t at,
+                          uint64_t base_out, uint64_t size, const unsigned char *d, size_t n,
+                          mcg_err *err)
+{
+    w->out_start = at;
+    w->base_out = base_out;
+    w->has_base = true;
+    w->type = MCG_PACK_OFS;
+    w->size = size;
+    if (mcg_pack_writer_header(w) != 0 || mcg_pack_writer_emit(w, d, n, true) != 0)
+        return mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+    if (w->thin)
+        mcg_oidmap_put(&w->depth, id, mcg_pack_thin_depth(w, base) + 1);
+    return 0;
+}
+
+/* An entry's type and size (len bytes at e); *h: the header's length so far. */
+static bool entry_type_size(const unsigned char *e, size_t len, size_t *h, int *type,
+                            uint64_t *size)
+{
+    *type = (e[0] >> 4) & 7;
+    *size = e[0] & 15;
+    for (int shift = 4; e[(*h)++] & 0x80; shift += 7) {
+        if (*h >= len || shift > 57)
+            return false;
+        *size |= (uint64_t)(e[*h] & 0x7f) << shift;
+    }
+    return true;
+}
+
+/* An OFS_DELTA entry's base (its offset at e + *h, *h moved past it), in pack p. */
+static int ofs_entry_base(git_oid *base, const rpack *p, const mcg_pack_place *o,
+                          const unsigned char *e, size_t len, size_t *h, mcg_err *err)
+{
+    uint64_t ofs = e[*h] & 127;
+    while (e[(*h)++] & 0x80) {
+        if (*h >= len || ofs >> 56)
+            return mcg_err_set(err, MCG_EIO, "pack: bad delta offset");
+        ofs = ((ofs + 1) << 7) | (e[*h] & 127);
+    }
+    uint32_t bpos;
+    uint64_t bend;
+    if (!ofs || ofs > o->off || !rpack_entry(p, o->off - ofs, &bpos, &bend))
+        return mcg_err_set(err, MCG_EIO, "pack: a delta's base is not in its pack");
+    git_oid_fromraw(base, p->oids + 20 * (size_t)bpos);
+    return 0;
+}
+
+/* A stored delta (n bytes at d) of object id written as a REF_DELTA on base. */
+static int emit_ref_delta(mcg_pack_writer *w, const git_oid *id, const git_oid *base, uint64_t size,
+                          const unsigned char *d, size_t n, mcg_err *err)
+{
+    int rc = 0;
+    unsigned char hd[48];
+    size_t nd = mcg_pack_entry_header(hd, MCG_PACK_REF, size, 0, base);
+    if (mcg_pack_writer_emit(w, hd, nd, true) != 0 || mcg_pack_writer_emit(w, d, n, true) != 0)
+        rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+    mcg_oidmap_put(&w->depth, id, 1);
+    w->refs++;
+    return rc;
+}
+
 /*
  * Copy one stored entry: a whole object as it is, a delta whose base has
  * been written as an OFS_DELTA to it, any other delta written whole.
@@ -197,26 +281,16 @@ int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_p
 {
     const rpack *p = &r->packs[o->pack];
     const unsigned char *e = p->pack + o->off;
-    uint32_t pos;
-    uint64_t end;
-    if (!rpack_entry(p, o->off, &pos, &end) || pos != o->pos)
-        return mcg_err_set(err, MCG_EIO, "pack: index and pack disagree");
-    size_t len = (size_t)(end - o->off);
-    if ((uint32_t)crc32_z(0, e, len) != mcg_pack_be32(p->crcs + 4 * (size_t)pos)) {
-        char sha[GIT_OID_HEXSZ + 1];
-        git_oid_tostr(sha, sizeof(sha), &o->id);
-        return mcg_err_set(err, MCG_EIO, "pack: object %s is damaged (CRC mismatch; run git fsck)",
-                           sha);
-    }
+    size_t len;
+    int rc = entry_checked(p, o, &len, err);
+    if (rc)
+        return rc;
     /* The header: type, size, then a delta's base. */
     size_t h = 0;
-    int type = (e[0] >> 4) & 7;
-    uint64_t size = e[0] & 15;
-    for (int shift = 4; e[h++] & 0x80; shift += 7) {
-        if (h >= len || shift > 57)
-            return mcg_err_set(err, MCG_EIO, "pack: bad entry header");
-        size |= (uint64_t)(e[h] & 0x7f) << shift;
-    }
+    int type;
+    uint64_t size;
+    if (!entry_type_size(e, len, &h, &type, &size))
+        return mcg_err_set(err, MCG_EIO, "pack: bad entry header");
     uint64_t at = w->written;
     git_oid base;
     bool delta = type == MCG_PACK_OFS || type == MCG_PACK_REF, have_base = false;
@@ -224,17 +298,8 @@ int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_p
     if ((type == MCG_PACK_OFS || type == MCG_PACK_REF) && h >= len)
         return mcg_err_set(err, MCG_EIO, "pack: bad entry header");
     if (type == MCG_PACK_OFS) {
-        uint64_t ofs = e[h] & 127;
-        while (e[h++] & 0x80) {
-            if (h >= len || ofs >> 56)
-                return mcg_err_set(err, MCG_EIO, "pack: bad delta offset");
-            ofs = ((ofs + 1) << 7) | (e[h] & 127);
-        }
-        uint32_t bpos;
-        uint64_t bend;
-        if (!ofs || ofs > o->off || !rpack_entry(p, o->off - ofs, &bpos, &bend))
-            return mcg_err_set(err, MCG_EIO, "pack: a delta's base is not in its pack");
-        git_oid_fromraw(&base, p->oids + 20 * (size_t)bpos);
+        if ((rc = ofs_entry_base(&base, p, o, e, len, &h, err)) != 0)
+            return rc;
         have_base = mcg_oidmap_get(&w->ids, &base, &base_out);
     } else if (type == MCG_PACK_REF) {
         if (len - h < GIT_OID_RAWSZ)
@@ -245,7 +310,6 @@ int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_p
     } else if (type < MCG_PACK_COMMIT || type > MCG_PACK_TAG) {
         return mcg_err_set(err, MCG_EIO, "pack: unknown entry type");
     }
-    int rc = 0;
     bool wrote = false;
     /* a thin pack: a stored delta on a base written too deep in a chain is not copied */
     if (have_base && w->thin && mcg_pack_thin_depth(w, &base) >= MCG_PACK_MAX_DEPTH)
@@ -257,24 +321,10 @@ int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_p
         if (!wrote && mcg_pack_writer_emit(w, e, len, true) != 0)
             rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
     } else if (have_base) {
-        w->out_start = at;
-        w->base_out = base_out;
-        w->has_base = true;
-        w->type = MCG_PACK_OFS;
-        w->size = size;
-        if (mcg_pack_writer_header(w) != 0 || mcg_pack_writer_emit(w, e + h, len - h, true) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
-        else if (w->thin)
-            mcg_oidmap_put(&w->depth, &o->id, mcg_pack_thin_depth(w, &base) + 1);
+        rc = emit_ofs_delta(w, &o->id, &base, at, base_out, size, e + h, len - h, err);
     } else if (w->thin && mcg_oidmap_get(w->thin, &base, NULL)) {
         /* its base is the receiver's: the stored delta, naming the base (REF_DELTA) */
-        unsigned char hd[48];
-        size_t nd = mcg_pack_entry_header(hd, MCG_PACK_REF, size, 0, &base);
-        if (mcg_pack_writer_emit(w, hd, nd, true) != 0 ||
-            mcg_pack_writer_emit(w, e + h, len - h, true) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
-        mcg_oidmap_put(&w->depth, &o->id, 1);
-        w->refs++;
+        rc = emit_ref_delta(w, &o->id, &base, size, e + h, len - h, err);
     } else {
         /* no base here: a delta on the thin pack's candidate, or whole */
         rc = mcg_pack_thin_entry(w, odb, o, 0, &wrote, err);

@@ -372,7 +372,49 @@ out:
     size_add(p, v[1], p->sc.off);
 }
 
+/* An OFS_DELTA's base, from the offset encoded at h, into p->sc.base; false when bad. */
+static bool ofs_base(mcg_pack_scanner *p, const unsigned char *h)
+{
+    mcg_scan_state *s = &p->sc;
+    size_t i = 0;
+    uint64_t ofs = h[i] & 0x7f;
+    while (h[i] & 0x80) {
+        i++;
+        if (ofs > (UINT64_MAX >> 8))
+            return false;
+        ofs = ((ofs + 1) << 7) | (h[i] & 0x7f);
+    }
+    return !(ofs == 0 || ofs > s->off || !obj_at(p, s->off - ofs, &s->base));
+}
+
 /* An object header is complete: record the object, find its base, start inflating. */
+/* A new, zeroed entry at the end of p->objs. */
+static mcg_scan_obj *obj_push(mcg_pack_scanner *p)
+{
+    if (p->nobjs == p->capobjs) {
+        /* signature checks on the other thread read commits through objs */
+        pthread_mutex_lock(&p->mu);
+        p->capobjs = p->capobjs ? p->capobjs * 2 : 4096;
+        p->objs = mcg_realloc(p->objs, p->capobjs * sizeof(*p->objs));
+        pthread_mutex_unlock(&p->mu);
+    }
+    mcg_scan_obj *o = &p->objs[p->nobjs++];
+    memset(o, 0, sizeof(*o));
+    return o;
+}
+
+/* A REF_DELTA base neither in the pack so far nor in the repository:
+ * remembered, its number (from 1) returned. */
+static uint32_t ref_push(mcg_pack_scanner *p, const git_oid *base)
+{
+    if (p->nrefs == p->caprefs) {
+        p->caprefs = p->caprefs ? p->caprefs * 2 : 64;
+        p->refs = mcg_realloc(p->refs, p->caprefs * sizeof(*p->refs));
+    }
+    p->refs[p->nrefs++] = *base;
+    return (uint32_t)p->nrefs;
+}
+
 static void objhdr_start(mcg_pack_scanner *p)
 {
     mcg_scan_state *s = &p->sc;
@@ -392,30 +434,13 @@ static void objhdr_start(mcg_pack_scanner *p)
     s->sized = false;
     if (s->type != MCG_PACK_OFS && s->type != MCG_PACK_REF)
         size_add(p, s->size, s->off); /* a whole object: its header says it */
-    if (p->nobjs == p->capobjs) {
-        /* signature checks on the other thread read commits through objs */
-        pthread_mutex_lock(&p->mu);
-        p->capobjs = p->capobjs ? p->capobjs * 2 : 4096;
-        p->objs = mcg_realloc(p->objs, p->capobjs * sizeof(*p->objs));
-        pthread_mutex_unlock(&p->mu);
-    }
-    mcg_scan_obj *o = &p->objs[p->nobjs++];
-    memset(o, 0, sizeof(*o));
+    mcg_scan_obj *o = obj_push(p);
     o->off = s->off;
     s->base_known = false;
     if (s->type >= MCG_PACK_COMMIT && s->type <= MCG_PACK_TAG) {
         o->type = (unsigned char)s->type;
     } else if (s->type == MCG_PACK_OFS) {
-        uint64_t ofs = h[i] & 0x7f;
-        while (h[i] & 0x80) {
-            i++;
-            if (ofs > (UINT64_MAX >> 8)) {
-                scan_break(p);
-                return;
-            }
-            ofs = ((ofs + 1) << 7) | (h[i] & 0x7f);
-        }
-        if (ofs == 0 || ofs > s->off || !obj_at(p, s->off - ofs, &s->base)) {
+        if (!ofs_base(p, h + i)) {
             scan_break(p);
             return;
         }
@@ -438,12 +463,7 @@ static void objhdr_start(mcg_pack_scanner *p)
     } else if (s->type == MCG_PACK_REF && repo_base(p, o)) {
         /* typed (and its base kept) from the repository */
     } else if (s->type == MCG_PACK_REF) {
-        if (p->nrefs == p->caprefs) {
-            p->caprefs = p->caprefs ? p->caprefs * 2 : 64;
-            p->refs = mcg_realloc(p->refs, p->caprefs * sizeof(*p->refs));
-        }
-        p->refs[p->nrefs++] = s->ref_base;
-        o->ref = (uint32_t)p->nrefs;
+        o->ref = ref_push(p, &s->ref_base);
     }
     /* Read commits, trees and tags (and deltas on them) whole; blobs only to their end. */
     s->keep = o->type != MCG_PACK_NONE && o->type != MCG_PACK_BLOB;
@@ -496,6 +516,40 @@ static void object_done(mcg_pack_scanner *p)
     s->state = s->i == s->nobj ? S_TRAILER : S_OBJHDR;
 }
 
+/*
+ * Inflate what s->z holds of the current object: a kept object into its
+ * buffer (more than the header said is Z_DATA_ERROR), a blob through the
+ * scratch buffer. zlib's last result.
+ */
+static int zdata_inflate(mcg_pack_scanner *p)
+{
+    mcg_scan_state *s = &p->sc;
+    int zr;
+    for (;;) {
+        zr = inflate(&s->z, Z_NO_FLUSH);
+        if (zr == Z_STREAM_END || (zr != Z_OK && zr != Z_BUF_ERROR))
+            break;
+        if (s->z.avail_out == 0) {
+            if (s->keep) { /* more than the header said */
+                zr = Z_DATA_ERROR;
+                break;
+            }
+            if (!s->sized) /* a delta: its header is in the first scratchful */
+                delta_sized(p, s->scratch, MCG_SCAN_SCRATCH);
+            s->z.next_out = s->scratch;
+            s->z.avail_out = MCG_SCAN_SCRATCH;
+            continue;
+        }
+        if (s->z.avail_in == 0)
+            break; /* the rest comes with the next mcg_scan_chunk */
+        if (zr == Z_BUF_ERROR) {
+            zr = Z_DATA_ERROR;
+            break;
+        }
+    }
+    return zr;
+}
+
 /* Feed n pack bytes through the parser's states (scanner thread only). */
 void mcg_scan_bytes(mcg_pack_scanner *p, const unsigned char *b, size_t n)
 {
@@ -536,29 +590,7 @@ void mcg_scan_bytes(mcg_pack_scanner *p, const unsigned char *b, size_t n)
             s->z.next_in = (unsigned char *)b;
             s->z.avail_in = (uInt)(n > UINT32_MAX ? UINT32_MAX : n);
             uInt before = s->z.avail_in;
-            int zr;
-            for (;;) {
-                zr = inflate(&s->z, Z_NO_FLUSH);
-                if (zr == Z_STREAM_END || (zr != Z_OK && zr != Z_BUF_ERROR))
-                    break;
-                if (s->z.avail_out == 0) {
-                    if (s->keep) { /* more than the header said */
-                        zr = Z_DATA_ERROR;
-                        break;
-                    }
-                    if (!s->sized) /* a delta: its header is in the first scratchful */
-                        delta_sized(p, s->scratch, MCG_SCAN_SCRATCH);
-                    s->z.next_out = s->scratch;
-                    s->z.avail_out = MCG_SCAN_SCRATCH;
-                    continue;
-                }
-                if (s->z.avail_in == 0)
-                    break; /* the rest comes with the next mcg_scan_chunk */
-                if (zr == Z_BUF_ERROR) {
-                    zr = Z_DATA_ERROR;
-                    break;
-                }
-            }
+            int zr = zdata_inflate(p);
             size_t used = before - s->z.avail_in;
             b += used;
             n -= used;

@@ -284,6 +284,55 @@ int mcg_pack_writer_end(mcg_pack_writer *w)
     return mcg_pack_writer_emit(w, sum, len, false) != 0 || pw_flush(w) != 0 ? -1 : 0;
 }
 
+/* One byte c of an object's header (OS_HEAD): type and size, then what follows it. */
+static int pw_head_byte(mcg_pack_writer *w, unsigned char c)
+{
+    if (w->nhold == 0) {
+        w->in_start = w->in;
+        w->out_start = w->written;
+    }
+    if (w->nhold == 10)
+        return pw_bad(w, "an object header is too long");
+    w->hold[w->nhold++] = c;
+    if (c & 0x80)
+        return 0;
+    w->type = (w->hold[0] >> 4) & 7;
+    w->size = w->hold[0] & 15;
+    for (size_t i = 1; i < w->nhold; i++)
+        w->size |= (uint64_t)(w->hold[i] & 0x7f) << (4 + 7 * (i - 1));
+    w->has_base = false;
+    w->hlen = w->nhold;
+    if (w->type == MCG_PACK_REF) {
+        w->st = OS_REF;
+    } else if (w->type == MCG_PACK_OFS) {
+        w->st = OS_OFS;
+        w->nhold = 0;
+    } else if (w->type >= MCG_PACK_COMMIT && w->type <= MCG_PACK_TAG) {
+        if (pw_start_data(w) != 0)
+            return -1;
+    } else {
+        return pw_bad(w, "an object has an unknown type");
+    }
+    return 0;
+}
+
+/* One byte c of an OFS_DELTA's base offset (OS_OFS); the base must be in the pack. */
+static int pw_ofs_byte(mcg_pack_writer *w, unsigned char c)
+{
+    if (w->nhold == 10)
+        return pw_bad(w, "a delta offset is too long");
+    w->hold[w->nhold++] = c;
+    if (c & 0x80)
+        return 0;
+    uint64_t ofs = w->hold[0] & 127;
+    for (size_t i = 1; i < w->nhold; i++)
+        ofs = ((ofs + 1) << 7) | (w->hold[i] & 127);
+    if (ofs == 0 || ofs > w->in_start || !pw_in_to_out(w, w->in_start - ofs, &w->base_out))
+        return pw_bad(w, "a delta's base is not in the pack");
+    w->has_base = true;
+    return pw_start_data(w) != 0 ? -1 : 0;
+}
+
 int mcg_pack_writer_stream(mcg_pack_writer *w, const void *data, size_t n)
 {
     const unsigned char *p = data;
@@ -303,32 +352,8 @@ int mcg_pack_writer_stream(mcg_pack_writer *w, const void *data, size_t n)
             }
             break;
         case OS_HEAD:
-            if (w->nhold == 0) {
-                w->in_start = w->in;
-                w->out_start = w->written;
-            }
-            if (w->nhold == 10)
-                return pw_bad(w, "an object header is too long");
-            w->hold[w->nhold++] = *p;
-            if (!(*p & 0x80)) {
-                w->type = (w->hold[0] >> 4) & 7;
-                w->size = w->hold[0] & 15;
-                for (size_t i = 1; i < w->nhold; i++)
-                    w->size |= (uint64_t)(w->hold[i] & 0x7f) << (4 + 7 * (i - 1));
-                w->has_base = false;
-                w->hlen = w->nhold;
-                if (w->type == MCG_PACK_REF) {
-                    w->st = OS_REF;
-                } else if (w->type == MCG_PACK_OFS) {
-                    w->st = OS_OFS;
-                    w->nhold = 0;
-                } else if (w->type >= MCG_PACK_COMMIT && w->type <= MCG_PACK_TAG) {
-                    if (pw_start_data(w) != 0)
-                        return -1;
-                } else {
-                    return pw_bad(w, "an object has an unknown type");
-                }
-            }
+            if (pw_head_byte(w, *p) != 0)
+                return -1;
             break;
         case OS_REF:
             /* The base's id: the GIT_OID_RAWSZ bytes after the header. */
@@ -342,20 +367,8 @@ int mcg_pack_writer_stream(mcg_pack_writer *w, const void *data, size_t n)
             }
             break;
         case OS_OFS:
-            if (w->nhold == 10)
-                return pw_bad(w, "a delta offset is too long");
-            w->hold[w->nhold++] = *p;
-            if (!(*p & 0x80)) {
-                uint64_t ofs = w->hold[0] & 127;
-                for (size_t i = 1; i < w->nhold; i++)
-                    ofs = ((ofs + 1) << 7) | (w->hold[i] & 127);
-                if (ofs == 0 || ofs > w->in_start ||
-                    !pw_in_to_out(w, w->in_start - ofs, &w->base_out))
-                    return pw_bad(w, "a delta's base is not in the pack");
-                w->has_base = true;
-                if (pw_start_data(w) != 0)
-                    return -1;
-            }
+            if (pw_ofs_byte(w, *p) != 0)
+                return -1;
             break;
         case OS_DATA:
             if (pw_data(w, p, n, &used) != 0)

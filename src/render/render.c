@@ -588,114 +588,130 @@ static void set_tri(json_t *o, const char *key, mcg_tri t)
         json_object_set_new(o, key, json_boolean(t == MCG_TRUE));
 }
 
-json_t *mcg_render_spec_json(const mcg_ignition *ign)
+/* passwd: core (its password hash and SSH keys) and the users and groups kept as they were. */
+static void spec_passwd(json_t *cfg, const mcg_ignition *ign)
 {
-    json_t *cfg = json_object();
-    json_object_set_new(cfg, "ignition", json_pack("{s:s}", "version", "3.4.0"));
     json_t *ex_users = extra_get(ign, "users"), *ex_groups = extra_get(ign, "groups");
-    if (has_core(ign) || ex_users || ex_groups) {
-        json_t *users = json_array(), *passwd = json_object();
-        if (has_core(ign)) {
-            json_t *core = json_pack("{s:s}", "name", "core");
-            if (ign->password_hash)
-                json_object_set_new(core, "passwordHash", json_string(ign->password_hash));
-            if (ign->ssh_keys.n) {
-                json_t *keys = json_array();
-                for (size_t i = 0; i < ign->ssh_keys.n; i++)
-                    json_array_append_new(keys, json_string(ign->ssh_keys.v[i]));
-                json_object_set_new(core, "sshAuthorizedKeys", keys);
-            }
-            json_array_append_new(users, core);
+    if (!has_core(ign) && !ex_users && !ex_groups)
+        return;
+    json_t *users = json_array(), *passwd = json_object();
+    if (has_core(ign)) {
+        json_t *core = json_pack("{s:s}", "name", "core");
+        if (ign->password_hash)
+            json_object_set_new(core, "passwordHash", json_string(ign->password_hash));
+        if (ign->ssh_keys.n) {
+            json_t *keys = json_array();
+            for (size_t i = 0; i < ign->ssh_keys.n; i++)
+                json_array_append_new(keys, json_string(ign->ssh_keys.v[i]));
+            json_object_set_new(core, "sshAuthorizedKeys", keys);
         }
-        size_t i;
-        json_t *u;
-        json_array_foreach(ex_users, i, u)
-        {
-            json_array_append(users, u);
-        }
-        if (json_array_size(users) > 1)
-            json_array_sort_by(users, "name");
-        if (json_array_size(users))
-            json_object_set(passwd, "users", users);
-        json_decref(users);
-        if (ex_groups)
-            json_object_set(passwd, "groups", ex_groups);
-        json_object_set_new(cfg, "passwd", passwd);
+        json_array_append_new(users, core);
     }
-    if (extra_get(ign, "kernelArguments"))
-        json_object_set(cfg, "kernelArguments", extra_get(ign, "kernelArguments"));
+    size_t i;
+    json_t *u;
+    json_array_foreach(ex_users, i, u)
+    {
+        json_array_append(users, u);
+    }
+    if (json_array_size(users) > 1)
+        json_array_sort_by(users, "name");
+    if (json_array_size(users))
+        json_object_set(passwd, "users", users);
+    json_decref(users);
+    if (ex_groups)
+        json_object_set(passwd, "groups", ex_groups);
+    json_object_set_new(cfg, "passwd", passwd);
+}
+
+/* One file, directory or link of storage. */
+static json_t *storage_entry_json(const mcg_storage *s)
+{
+    json_t *e = json_pack("{s:s}", "path", s->path);
+    set_tri(e, "overwrite", s->overwrite);
+    if (s->user.name || s->user.has_id)
+        json_object_set_new(e, "user", owner_json(&s->user));
+    if (s->group.name || s->group.has_id)
+        json_object_set_new(e, "group", owner_json(&s->group));
+    if (s->kind != MCG_NODE_LINK && s->has_mode)
+        json_object_set_new(e, "mode", json_integer(s->mode));
+    if (s->kind == MCG_NODE_FILE && s->source) {
+        json_t *ct = json_pack("{s:s}", "source", s->source);
+        if (s->compression)
+            json_object_set_new(ct, "compression", json_string(s->compression));
+        json_object_set_new(e, "contents", ct);
+    }
+    if (s->kind == MCG_NODE_LINK) {
+        if (s->target)
+            json_object_set_new(e, "target", json_string(s->target));
+        set_tri(e, "hard", s->hard);
+    }
+    return e;
+}
+
+/* storage: files, directories and links, and the sections kept as they were. */
+static void spec_storage(json_t *cfg, const mcg_ignition *ign)
+{
     static const char *const storage_extra[] = {"disks", "filesystems", "luks", "raid", NULL};
     bool storage_ex = false;
     for (const char *const *k = storage_extra; *k; k++)
         storage_ex = storage_ex || extra_get(ign, *k);
-    if (ign->nstorage || storage_ex) {
-        json_t *files = json_array(), *dirs = json_array(), *links = json_array();
-        for (size_t i = 0; i < ign->nstorage; i++) {
-            const mcg_storage *s = &ign->storage[i];
-            json_t *e = json_pack("{s:s}", "path", s->path);
-            set_tri(e, "overwrite", s->overwrite);
-            if (s->user.name || s->user.has_id)
-                json_object_set_new(e, "user", owner_json(&s->user));
-            if (s->group.name || s->group.has_id)
-                json_object_set_new(e, "group", owner_json(&s->group));
-            if (s->kind != MCG_NODE_LINK && s->has_mode)
-                json_object_set_new(e, "mode", json_integer(s->mode));
-            if (s->kind == MCG_NODE_FILE && s->source) {
-                json_t *ct = json_pack("{s:s}", "source", s->source);
-                if (s->compression)
-                    json_object_set_new(ct, "compression", json_string(s->compression));
-                json_object_set_new(e, "contents", ct);
-            }
-            if (s->kind == MCG_NODE_LINK) {
-                if (s->target)
-                    json_object_set_new(e, "target", json_string(s->target));
-                set_tri(e, "hard", s->hard);
-            }
-            json_array_append_new(s->kind == MCG_NODE_FILE  ? files
-                                  : s->kind == MCG_NODE_DIR ? dirs
-                                                            : links,
-                                  e);
-        }
-        json_t *st = json_object();
-        if (json_array_size(files))
-            json_object_set(st, "files", files);
-        if (json_array_size(dirs))
-            json_object_set(st, "directories", dirs);
-        if (json_array_size(links))
-            json_object_set(st, "links", links);
-        json_decref(files);
-        json_decref(dirs);
-        json_decref(links);
-        for (const char *const *k = storage_extra; *k; k++)
-            if (extra_get(ign, *k))
-                json_object_set(st, *k, extra_get(ign, *k));
-        json_object_set_new(cfg, "storage", st);
+    if (!ign->nstorage && !storage_ex)
+        return;
+    json_t *files = json_array(), *dirs = json_array(), *links = json_array();
+    for (size_t i = 0; i < ign->nstorage; i++) {
+        const mcg_storage *s = &ign->storage[i];
+        json_array_append_new(s->kind == MCG_NODE_FILE  ? files
+                              : s->kind == MCG_NODE_DIR ? dirs
+                                                        : links,
+                              storage_entry_json(s));
     }
-    if (ign->nunits) {
-        json_t *units = json_array();
-        for (size_t i = 0; i < ign->nunits; i++) {
-            const mcg_unit *u = &ign->units[i];
-            json_t *e = json_pack("{s:s}", "name", u->name);
-            set_tri(e, "enabled", u->enabled);
-            set_tri(e, "mask", u->mask);
-            if (u->contents)
-                json_object_set_new(e, "contents", json_string(u->contents));
-            if (u->ndropins) {
-                json_t *dr = json_array();
-                for (size_t j = 0; j < u->ndropins; j++) {
-                    json_t *d = json_pack("{s:s}", "name", u->dropins[j].name);
-                    if (u->dropins[j].contents)
-                        json_object_set_new(d, "contents", json_string(u->dropins[j].contents));
-                    json_array_append_new(dr, d);
-                }
-                json_object_set_new(e, "dropins", dr);
+    json_t *st = json_object();
+    if (json_array_size(files))
+        json_object_set(st, "files", files);
+    if (json_array_size(dirs))
+        json_object_set(st, "directories", dirs);
+    if (json_array_size(links))
+        json_object_set(st, "links", links);
+    json_decref(files);
+    json_decref(dirs);
+    json_decref(links);
+    for (const char *const *k = storage_extra; *k; k++)
+        if (extra_get(ign, *k))
+            json_object_set(st, *k, extra_get(ign, *k));
+    json_object_set_new(cfg, "storage", st);
+}
+
+/* systemd: the units with their drop-ins. */
+static void spec_units(json_t *cfg, const mcg_ignition *ign)
+{
+    if (!ign->nunits)
+        return;
+    json_t *units = json_array();
+    for (size_t i = 0; i < ign->nunits; i++) {
+        const mcg_unit *u = &ign->units[i];
+        json_t *e = json_pack("{s:s}", "name", u->name);
+        set_tri(e, "enabled", u->enabled);
+        set_tri(e, "mask", u->mask);
+        if (u->contents)
+            json_object_set_new(e, "contents", json_string(u->contents));
+        if (u->ndropins) {
+            json_t *dr = json_array();
+            for (size_t j = 0; j < u->ndropins; j++) {
+                json_t *d = json_pack("{s:s}", "name", u->dropins[j].name);
+                if (u->dropins[j].contents)
+                    json_object_set_new(d, "contents", json_string(u->dropins[j].contents));
+                json_array_append_new(dr, d);
             }
-            json_array_append_new(units, e);
+            json_object_set_new(e, "dropins", dr);
         }
-        json_object_set_new(cfg, "systemd", json_pack("{s:o}", "units", units));
+        json_array_append_new(units, e);
     }
-    json_t *spec = json_pack("{s:o}", "config", cfg);
-    const mcg_osspec *os = &ign->os;
+    json_object_set_new(cfg, "systemd", json_pack("{s:o}", "units", units));
+}
+
+/* The fields of the spec beside config: extensions, fips, kernel, OS image. */
+static void spec_os(json_t *spec, const mcg_osspec *os)
+{
     if (os->ext_image)
         json_object_set_new(spec, "baseOSExtensionsContainerImage", json_string(os->ext_image));
     if (os->extensions.n) {
@@ -716,6 +732,19 @@ json_t *mcg_render_spec_json(const mcg_ignition *ign)
         json_object_set_new(spec, "kernelType", json_string(os->kernel_type));
     if (os->os_image_url)
         json_object_set_new(spec, "osImageURL", json_string(os->os_image_url));
+}
+
+json_t *mcg_render_spec_json(const mcg_ignition *ign)
+{
+    json_t *cfg = json_object();
+    json_object_set_new(cfg, "ignition", json_pack("{s:s}", "version", "3.4.0"));
+    spec_passwd(cfg, ign);
+    if (extra_get(ign, "kernelArguments"))
+        json_object_set(cfg, "kernelArguments", extra_get(ign, "kernelArguments"));
+    spec_storage(cfg, ign);
+    spec_units(cfg, ign);
+    json_t *spec = json_pack("{s:o}", "config", cfg);
+    spec_os(spec, &ign->os);
     return spec;
 }
 
@@ -971,16 +1000,115 @@ static void w_core(mcg_buf *b, const mcg_ignition *ign)
     w_close(b, 4, '}');
 }
 
-static void spec_canonical(const mcg_ignition *ign, mcg_buf *b)
+/* config.passwd, a member at depth 2 (cfg: the members of config so far). */
+static void w_passwd(mcg_buf *b, const mcg_ignition *ign, int *cfg)
 {
-    int top = 0, cfg = 0, n = 0, m = 0;
-    const mcg_osspec *os = &ign->os;
+    int n = 0;
+    json_t *ex_users = extra_get(ign, "users"), *ex_groups = extra_get(ign, "groups");
+    if (!has_core(ign) && !ex_users && !ex_groups)
+        return;
+    w_key(b, 2, cfg, "passwd");
     mcg_buf_putc(b, '{');
-    if (os->ext_image) {
-        w_key(b, 1, &top, "baseOSExtensionsContainerImage");
-        w_str(b, os->ext_image);
+    if (ex_groups) {
+        w_key(b, 3, &n, "groups");
+        w_raw(b, 3, ex_groups);
     }
-    w_key(b, 1, &top, "config");
+    if (has_core(ign) || ex_users) {
+        int users = 0;
+        bool core_done = !has_core(ign);
+        w_key(b, 3, &n, "users");
+        mcg_buf_putc(b, '[');
+        /* sorted by name: core at its place among the others (sorted) */
+        for (size_t i = 0; i <= json_array_size(ex_users); i++) {
+            json_t *u = json_array_get(ex_users, i);
+            const char *un = u ? json_string_value(json_object_get(u, "name")) : NULL;
+            if (!core_done && (!u || strcmp(un ? un : "", "core") > 0)) {
+                w_elem(b, 4, &users);
+                w_core(b, ign);
+                core_done = true;
+            }
+            if (u) {
+                w_elem(b, 4, &users);
+                w_raw(b, 4, u);
+            }
+        }
+        w_close(b, 3, ']');
+    }
+    w_close(b, 2, '}');
+}
+
+/* config.storage, a member at depth 2. */
+static void w_storage_section(mcg_buf *b, const mcg_ignition *ign, int *cfg)
+{
+    static const char *const storage_extra[] = {"disks", "filesystems", "luks", "raid", NULL};
+    bool storage_ex = false;
+    for (const char *const *k = storage_extra; *k; k++)
+        storage_ex = storage_ex || extra_get(ign, *k);
+    if (!ign->nstorage && !storage_ex)
+        return;
+    /* keys in sorted order, the kept sections among the managed lists */
+    static const struct {
+        const char *key;
+        int kind; /* mcg_node_kind, or -1: a kept section */
+    } lists[] = {{"directories", MCG_NODE_DIR},
+                 {"disks", -1},
+                 {"files", MCG_NODE_FILE},
+                 {"filesystems", -1},
+                 {"links", MCG_NODE_LINK},
+                 {"luks", -1},
+                 {"raid", -1}};
+    int n = 0;
+    w_key(b, 2, cfg, "storage");
+    mcg_buf_putc(b, '{');
+    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+        if (lists[l].kind < 0) {
+            json_t *v = extra_get(ign, lists[l].key);
+            if (v) {
+                w_key(b, 3, &n, lists[l].key);
+                w_raw(b, 3, v);
+            }
+            continue;
+        }
+        int k = 0;
+        for (size_t i = 0; i < ign->nstorage; i++) {
+            if ((int)ign->storage[i].kind != lists[l].kind)
+                continue;
+            if (!k) {
+                w_key(b, 3, &n, lists[l].key);
+                mcg_buf_putc(b, '[');
+            }
+            w_elem(b, 4, &k);
+            w_storage(b, 4, &ign->storage[i]);
+        }
+        if (k)
+            w_close(b, 3, ']');
+    }
+    w_close(b, 2, '}');
+}
+
+/* config.systemd, a member at depth 2. */
+static void w_systemd(mcg_buf *b, const mcg_ignition *ign, int *cfg)
+{
+    int k = 0, m = 0;
+    if (!ign->nunits)
+        return;
+    w_key(b, 2, cfg, "systemd");
+    mcg_buf_putc(b, '{');
+    w_key(b, 3, &m, "units");
+    mcg_buf_putc(b, '[');
+    for (size_t i = 0; i < ign->nunits; i++) {
+        w_elem(b, 4, &k);
+        w_unit(b, 4, &ign->units[i]);
+    }
+    w_close(b, 3, ']');
+    w_close(b, 2, '}');
+}
+
+/* config, the member at depth 1: ignition, kernelArguments, passwd, storage, systemd. */
+static void w_config(mcg_buf *b, const mcg_ignition *ign, int *top)
+{
+    int cfg = 0, n = 0;
+    w_key(b, 1, top, "config");
     mcg_buf_putc(b, '{');
     w_key(b, 2, &cfg, "ignition");
     mcg_buf_putc(b, '{');
@@ -991,116 +1119,48 @@ static void spec_canonical(const mcg_ignition *ign, mcg_buf *b)
         w_key(b, 2, &cfg, "kernelArguments");
         w_raw(b, 2, extra_get(ign, "kernelArguments"));
     }
-    json_t *ex_users = extra_get(ign, "users"), *ex_groups = extra_get(ign, "groups");
-    if (has_core(ign) || ex_users || ex_groups) {
-        n = 0;
-        w_key(b, 2, &cfg, "passwd");
-        mcg_buf_putc(b, '{');
-        if (ex_groups) {
-            w_key(b, 3, &n, "groups");
-            w_raw(b, 3, ex_groups);
-        }
-        if (has_core(ign) || ex_users) {
-            int users = 0;
-            bool core_done = !has_core(ign);
-            w_key(b, 3, &n, "users");
-            mcg_buf_putc(b, '[');
-            /* sorted by name: core at its place among the others (sorted) */
-            for (size_t i = 0; i <= json_array_size(ex_users); i++) {
-                json_t *u = json_array_get(ex_users, i);
-                const char *un = u ? json_string_value(json_object_get(u, "name")) : NULL;
-                if (!core_done && (!u || strcmp(un ? un : "", "core") > 0)) {
-                    w_elem(b, 4, &users);
-                    w_core(b, ign);
-                    core_done = true;
-                }
-                if (u) {
-                    w_elem(b, 4, &users);
-                    w_raw(b, 4, u);
-                }
-            }
-            w_close(b, 3, ']');
-        }
-        w_close(b, 2, '}');
-    }
-    static const char *const storage_extra[] = {"disks", "filesystems", "luks", "raid", NULL};
-    bool storage_ex = false;
-    for (const char *const *k = storage_extra; *k; k++)
-        storage_ex = storage_ex || extra_get(ign, *k);
-    if (ign->nstorage || storage_ex) {
-        /* keys in sorted order, the kept sections among the managed lists */
-        static const struct {
-            const char *key;
-            int kind; /* mcg_node_kind, or -1: a kept section */
-        } lists[] = {{"directories", MCG_NODE_DIR},
-                     {"disks", -1},
-                     {"files", MCG_NODE_FILE},
-                     {"filesystems", -1},
-                     {"links", MCG_NODE_LINK},
-                     {"luks", -1},
-                     {"raid", -1}};
-        n = 0;
-        w_key(b, 2, &cfg, "storage");
-        mcg_buf_putc(b, '{');
-        for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
-            if (lists[l].kind < 0) {
-                json_t *v = extra_get(ign, lists[l].key);
-                if (v) {
-                    w_key(b, 3, &n, lists[l].key);
-                    w_raw(b, 3, v);
-                }
-                continue;
-            }
-            int k = 0;
-            for (size_t i = 0; i < ign->nstorage; i++) {
-                if ((int)ign->storage[i].kind != lists[l].kind)
-                    continue;
-                if (!k) {
-                    w_key(b, 3, &n, lists[l].key);
-                    mcg_buf_putc(b, '[');
-                }
-                w_elem(b, 4, &k);
-                w_storage(b, 4, &ign->storage[i]);
-            }
-            if (k)
-                w_close(b, 3, ']');
-        }
-        w_close(b, 2, '}');
-    }
-    if (ign->nunits) {
-        int k = 0;
-        w_key(b, 2, &cfg, "systemd");
-        mcg_buf_putc(b, '{');
-        w_key(b, 3, &m, "units");
-        mcg_buf_putc(b, '[');
-        for (size_t i = 0; i < ign->nunits; i++) {
-            w_elem(b, 4, &k);
-            w_unit(b, 4, &ign->units[i]);
-        }
-        w_close(b, 3, ']');
-        w_close(b, 2, '}');
-    }
+    w_passwd(b, ign, &cfg);
+    w_storage_section(b, ign, &cfg);
+    w_systemd(b, ign, &cfg);
     w_close(b, 1, '}');
+}
+
+/* The members after config: extensions, fips, kernelArguments, kernelType, osImageURL. */
+static void w_os_fields(mcg_buf *b, const mcg_osspec *os, int *top)
+{
     if (os->extensions.n) {
-        w_key(b, 1, &top, "extensions");
+        w_key(b, 1, top, "extensions");
         w_strv(b, 1, &os->extensions);
     }
     if (os->fips) {
-        w_key(b, 1, &top, "fips");
+        w_key(b, 1, top, "fips");
         mcg_buf_puts(b, "true");
     }
     if (os->kargs.n) {
-        w_key(b, 1, &top, "kernelArguments");
+        w_key(b, 1, top, "kernelArguments");
         w_strv(b, 1, &os->kargs);
     }
     if (os->kernel_type) {
-        w_key(b, 1, &top, "kernelType");
+        w_key(b, 1, top, "kernelType");
         w_str(b, os->kernel_type);
     }
     if (os->os_image_url) {
-        w_key(b, 1, &top, "osImageURL");
+        w_key(b, 1, top, "osImageURL");
         w_str(b, os->os_image_url);
     }
+}
+
+static void spec_canonical(const mcg_ignition *ign, mcg_buf *b)
+{
+    int top = 0;
+    const mcg_osspec *os = &ign->os;
+    mcg_buf_putc(b, '{');
+    if (os->ext_image) {
+        w_key(b, 1, &top, "baseOSExtensionsContainerImage");
+        w_str(b, os->ext_image);
+    }
+    w_config(b, ign, &top);
+    w_os_fields(b, os, &top);
     w_close(b, 0, '}');
     mcg_buf_putc(b, '\n');
 }

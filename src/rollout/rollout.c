@@ -320,6 +320,38 @@ static void push_update(updates *u, const mcg_node_view *n, const mcg_pool *p, c
     d->kind = kind;
 }
 
+/* 1. New nodes, in rollout order, get newcfg while *capacity lasts, each
+ * using one unit of it. */
+static void plan_new_nodes(const mcg_pool *p, const char *newcfg, const mcg_node_view *nodes,
+                           const size_t *members, size_t nm, const char **eff, cand *scratch,
+                           updates *u, int64_t *capacity)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < nm; i++)
+        if (is_new(&nodes[members[i]], eff[members[i]]))
+            scratch[k++] = make_cand(nodes, members[i]);
+    qsort(scratch, k, sizeof(*scratch), cand_cmp);
+    for (size_t i = 0; i < k && *capacity > 0; i++, (*capacity)--) {
+        push_update(u, scratch[i].n, p, newcfg, MCG_UPDATE_NEW_NODE);
+        eff[scratch[i].idx] = newcfg;
+    }
+}
+
+/* 3. Capacity, from the nodes as they were: a node waiting for its first
+ * config uses none yet; one applying it does. */
+static int64_t pool_capacity(const mcg_pool *p, const mcg_node_view *nodes, const size_t *members,
+                             size_t nm, const char *const *eff)
+{
+    int64_t maxu = mcg_rollout_max_unavailable(p, nm);
+    int64_t unavail = 0;
+    for (size_t i = 0; i < nm; i++) {
+        const mcg_node_view *n = &nodes[members[i]];
+        if (!is_new(n, eff[members[i]]) && unavailable(n, eff[members[i]]))
+            unavail++;
+    }
+    return maxu > unavail ? maxu - unavail : 0;
+}
+
 /*
  * Plan one pool's writes (steps 1–6 above). members[0..nm) are indices into
  * nodes; eff[] holds each node's desiredConfig as it will be, and is updated
@@ -332,30 +364,12 @@ static void plan_pool(const mcg_pool_view *pv, const mcg_node_view *nodes, const
     const char *target = nz(pv->target) ? pv->target : NULL;
     bool rolling = target && !p->paused && !pv->operator_paused;
     const char *newcfg = rolling ? target : (nz(pv->configuration) ? pv->configuration : NULL);
-    size_t k = 0;
 
-    /* 3. capacity, from the nodes as they were: a node waiting for its first
-     * config uses none yet; one applying it does */
-    int64_t maxu = mcg_rollout_max_unavailable(p, nm);
-    int64_t unavail = 0;
-    for (size_t i = 0; i < nm; i++) {
-        const mcg_node_view *n = &nodes[members[i]];
-        if (!is_new(n, eff[members[i]]) && unavailable(n, eff[members[i]]))
-            unavail++;
-    }
-    int64_t capacity = maxu > unavail ? maxu - unavail : 0;
-
-    /* 1. new nodes, in rollout order, while capacity lasts */
-    if (newcfg) {
-        for (size_t i = 0; i < nm; i++)
-            if (is_new(&nodes[members[i]], eff[members[i]]))
-                scratch[k++] = make_cand(nodes, members[i]);
-        qsort(scratch, k, sizeof(*scratch), cand_cmp);
-        for (size_t i = 0; i < k && capacity > 0; i++, capacity--) {
-            push_update(u, scratch[i].n, p, newcfg, MCG_UPDATE_NEW_NODE);
-            eff[scratch[i].idx] = newcfg;
-        }
-    }
+    /* 3. (first: new nodes use it too) */
+    int64_t capacity = pool_capacity(p, nodes, members, nm, eff);
+    /* 1. */
+    if (newcfg)
+        plan_new_nodes(p, newcfg, nodes, members, nm, eff, scratch, u, &capacity);
     /* 2. */
     if (!rolling)
         return;
@@ -449,15 +463,10 @@ static char *degraded_message(const mcg_node_view *nodes, const size_t *members,
     return mcg_buf_detach(&b, NULL);
 }
 
-static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_node_view *nodes,
-                        const size_t *members, size_t nm, const char *const *eff)
+/* The machine counts of a pool whose target is target (NULL: none). */
+static void status_counts(mcg_pool_status *st, const char *target, const mcg_node_view *nodes,
+                          const size_t *members, size_t nm, const char *const *eff)
 {
-    const mcg_pool *p = pv->pool;
-    const char *target = nz(pv->target) ? pv->target : NULL;
-
-    st->pool = mcg_strdup(p->name);
-    st->target = target ? mcg_strdup(target) : NULL;
-    st->max_unavailable = mcg_rollout_max_unavailable(p, nm);
     st->machine_count = nm;
     for (size_t i = 0; i < nm; i++) {
         const mcg_node_view *n = &nodes[members[i]];
@@ -469,10 +478,13 @@ static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_
         st->degraded_count += failing(n);
         st->updating_count += target && cfg_eq(des, target) && !done;
     }
+}
 
-    /* Updated / Updating (MCO calculateStatus) */
-    bool all =
-        target && st->updated_count == nm && st->ready_count == nm && st->unavailable_count == 0;
+/* Updated / Updating (MCO calculateStatus); all: every node is updated to target. */
+static void status_updated(mcg_pool_status *st, const mcg_pool_view *pv, const char *target,
+                           size_t nm, bool all)
+{
+    const mcg_pool *p = pv->pool;
     if (all) {
         cond_set(&st->conds[MCG_COND_UPDATED], MCG_COND_UPDATED, true, "AllNodesUpdated",
                  mcg_sprintf("All nodes are updated with %s", target));
@@ -496,19 +508,12 @@ static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_
                 &st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, true, "Updating",
                 mcg_sprintf("%zu of %zu nodes updating to %s", st->updating_count, nm, target));
     }
-    st->configuration =
-        all ? mcg_strdup(target) : (nz(pv->configuration) ? mcg_strdup(pv->configuration) : NULL);
+}
 
-    /* SourceStale: an attacker may be withholding updates (freeze) */
-    cond_set(&st->conds[MCG_COND_SOURCE_STALE], MCG_COND_SOURCE_STALE, pv->stale != NULL,
-             pv->stale ? "SourceStale" : "", pv->stale ? mcg_strdup(pv->stale) : NULL);
-
-    /* UntrustedChanges: a revoked or removed key's changes still in force */
-    cond_set(&st->conds[MCG_COND_UNTRUSTED_CHANGES], MCG_COND_UNTRUSTED_CHANGES,
-             pv->untrusted != NULL, pv->untrusted ? "UntrustedSigner" : "",
-             pv->untrusted ? mcg_strdup(pv->untrusted) : NULL);
-
-    /* NodeDegraded, RenderDegraded, and Degraded = either */
+/* NodeDegraded, RenderDegraded, and Degraded = either. */
+static void status_degraded(mcg_pool_status *st, const mcg_pool_view *pv,
+                            const mcg_node_view *nodes, const size_t *members, size_t nm)
+{
     bool nodedeg = st->degraded_count > 0, renderdeg = pv->render_error != NULL;
     const char *rreason = nz(pv->render_reason) ? pv->render_reason : "RenderFailed";
     char *nodemsg = nodedeg ? degraded_message(nodes, members, nm, st->degraded_count) : NULL;
@@ -528,6 +533,34 @@ static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_
         cond_set(&st->conds[MCG_COND_DEGRADED], MCG_COND_DEGRADED, false, "", NULL);
     }
     free(nodemsg);
+}
+
+static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_node_view *nodes,
+                        const size_t *members, size_t nm, const char *const *eff)
+{
+    const mcg_pool *p = pv->pool;
+    const char *target = nz(pv->target) ? pv->target : NULL;
+
+    st->pool = mcg_strdup(p->name);
+    st->target = target ? mcg_strdup(target) : NULL;
+    st->max_unavailable = mcg_rollout_max_unavailable(p, nm);
+    status_counts(st, target, nodes, members, nm, eff);
+    bool all =
+        target && st->updated_count == nm && st->ready_count == nm && st->unavailable_count == 0;
+    status_updated(st, pv, target, nm, all);
+    st->configuration =
+        all ? mcg_strdup(target) : (nz(pv->configuration) ? mcg_strdup(pv->configuration) : NULL);
+
+    /* SourceStale: an attacker may be withholding updates (freeze) */
+    cond_set(&st->conds[MCG_COND_SOURCE_STALE], MCG_COND_SOURCE_STALE, pv->stale != NULL,
+             pv->stale ? "SourceStale" : "", pv->stale ? mcg_strdup(pv->stale) : NULL);
+
+    /* UntrustedChanges: a revoked or removed key's changes still in force */
+    cond_set(&st->conds[MCG_COND_UNTRUSTED_CHANGES], MCG_COND_UNTRUSTED_CHANGES,
+             pv->untrusted != NULL, pv->untrusted ? "UntrustedSigner" : "",
+             pv->untrusted ? mcg_strdup(pv->untrusted) : NULL);
+
+    status_degraded(st, pv, nodes, members, nm);
 }
 
 /* ---------------------------------------------------------------- plan */

@@ -286,6 +286,34 @@ static int krl_err(mcg_err *err, const char *name, const char *what)
     return mcg_err_set(err, MCG_EINVAL, "%s: KRL %s", name, what);
 }
 
+/* A serial bitmap subsection (s): an offset, then a bit per serial revoked. */
+static int serial_bitmap(rev_ca *c, mcg_wire *s, const char *name, mcg_err *err)
+{
+    const unsigned char *bm;
+    size_t bn;
+    uint64_t lo;
+    if (!wire_u64(s, &lo) || !mcg_wire_string(s, &bm, &bn))
+        return krl_err(err, name, "serial bitmap is truncated");
+    if (bn && (bm[0] & 0x80))
+        return krl_err(err, name, "serial bitmap is negative");
+    while (bn && bm[0] == 0) {
+        bm++;
+        bn--;
+    }
+    if (bn > BITMAP_MAX_BYTES)
+        return krl_err(err, name, "serial bitmap is too large");
+    for (size_t bit = 0; bit < bn * 8; bit++) {
+        if (!(bm[bn - 1 - bit / 8] & (1u << (bit % 8))))
+            continue;
+        if (bit > 0 && lo + bit < lo)
+            return krl_err(err, name, "serial bitmap wraps");
+        if (lo + bit == 0)
+            return krl_err(err, name, "revokes serial 0");
+        range_add(c, lo + bit, lo + bit);
+    }
+    return 0;
+}
+
 /* A KRL certificates section: CA key, reserved, then serial and key id subsections. */
 static int parse_certs(mcg_revoked *r, mcg_wire *w, const char *name, mcg_err *err)
 {
@@ -328,27 +356,9 @@ static int parse_certs(mcg_revoked *r, mcg_wire *w, const char *name, mcg_err *e
             range_add(c, lo, hi);
             break;
         case CERT_SERIAL_BITMAP: {
-            const unsigned char *bm;
-            size_t bn;
-            if (!wire_u64(&s, &lo) || !mcg_wire_string(&s, &bm, &bn))
-                return krl_err(err, name, "serial bitmap is truncated");
-            if (bn && (bm[0] & 0x80))
-                return krl_err(err, name, "serial bitmap is negative");
-            while (bn && bm[0] == 0) {
-                bm++;
-                bn--;
-            }
-            if (bn > BITMAP_MAX_BYTES)
-                return krl_err(err, name, "serial bitmap is too large");
-            for (size_t bit = 0; bit < bn * 8; bit++) {
-                if (!(bm[bn - 1 - bit / 8] & (1u << (bit % 8))))
-                    continue;
-                if (bit > 0 && lo + bit < lo)
-                    return krl_err(err, name, "serial bitmap wraps");
-                if (lo + bit == 0)
-                    return krl_err(err, name, "revokes serial 0");
-                range_add(c, lo + bit, lo + bit);
-            }
+            int rc = serial_bitmap(c, &s, name, err);
+            if (rc)
+                return rc;
             break;
         }
         case CERT_KEY_ID:
@@ -435,6 +445,34 @@ static int parse_krl(mcg_revoked *r, const unsigned char *data, size_t len, cons
     return 0;
 }
 
+/*
+ * The key of a key list line (type: tn bytes, its base64: bn bytes) added
+ * to r as its plain key; key and plain are scratch buffers.
+ */
+static int list_key(mcg_revoked *r, const char *type, size_t tn, const char *b64, size_t bn,
+                    mcg_buf *key, mcg_buf *plain, const char *name, size_t lineno, mcg_err *err)
+{
+    mcg_err derr = {0, ""};
+    key->len = 0;
+    if (mcg_base64_decode(b64, bn, key, &derr) != 0)
+        return mcg_err_set(err, MCG_EINVAL, "%s:%zu: bad base64 in key: %s", name, lineno,
+                           derr.msg);
+    mcg_sshpub k;
+    char why[160];
+    mcg_wire w = {(const unsigned char *)key->ptr, key->len};
+    const unsigned char *bt;
+    size_t btn;
+    if (!mcg_wire_string(&w, &bt, &btn) || btn != tn || memcmp(bt, type, tn) != 0)
+        return mcg_err_set(err, MCG_EINVAL, "%s:%zu: key type does not match the key blob", name,
+                           lineno);
+    if (!mcg_sshkey_parse(&k, (const unsigned char *)key->ptr, key->len, why, sizeof(why)))
+        return mcg_err_set(err, MCG_EINVAL, "%s:%zu: %s", name, lineno, why);
+    plain->len = 0;
+    mcg_sshkey_plain_blob(&k, plain);
+    blob_add(&r->key, &r->nkey, &r->capkey, plain->ptr, plain->len);
+    return 0;
+}
+
 /* A text list of public keys ("type base64 [comment]"), as sshkey_in_file reads it. */
 static int parse_list(mcg_revoked *r, const char *text, size_t len, const char *name, mcg_err *err)
 {
@@ -472,29 +510,8 @@ static int parse_list(mcg_revoked *r, const char *text, size_t len, const char *
                         lineno);
             goto out;
         }
-        mcg_err derr = {0, ""};
-        key.len = 0;
-        if (mcg_base64_decode(line + b0, i - b0, &key, &derr) != 0) {
-            mcg_err_set(err, MCG_EINVAL, "%s:%zu: bad base64 in key: %s", name, lineno, derr.msg);
+        if (list_key(r, line + t0, tn, line + b0, i - b0, &key, &plain, name, lineno, err) != 0)
             goto out;
-        }
-        mcg_sshpub k;
-        char why[160];
-        mcg_wire w = {(const unsigned char *)key.ptr, key.len};
-        const unsigned char *bt;
-        size_t btn;
-        if (!mcg_wire_string(&w, &bt, &btn) || btn != tn || memcmp(bt, line + t0, tn) != 0) {
-            mcg_err_set(err, MCG_EINVAL, "%s:%zu: key type does not match the key blob", name,
-                        lineno);
-            goto out;
-        }
-        if (!mcg_sshkey_parse(&k, (const unsigned char *)key.ptr, key.len, why, sizeof(why))) {
-            mcg_err_set(err, MCG_EINVAL, "%s:%zu: %s", name, lineno, why);
-            goto out;
-        }
-        plain.len = 0;
-        mcg_sshkey_plain_blob(&k, &plain);
-        blob_add(&r->key, &r->nkey, &r->capkey, plain.ptr, plain.len);
     }
     rc = 0;
 out:

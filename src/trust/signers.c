@@ -183,6 +183,35 @@ static int dequote(const char **pp, char **out, const char *where, const char *o
     return 0;
 }
 
+/*
+ * The value of option opt (namespaces, valid-after or valid-before) into
+ * e, each at most once; *val is taken when it is kept (set to NULL).
+ */
+static int option_value(mcg_signer *e, const char *opt, char **val, const char *where, mcg_err *err)
+{
+    if (opt[0] == 'n') {
+        if (e->namespaces)
+            return mcg_err_set(err, MCG_EINVAL, "%s: option namespaces given twice", where);
+        if (!**val)
+            return mcg_err_set(err, MCG_EINVAL, "%s: option namespaces is empty", where);
+        e->namespaces = *val; /* transferred */
+        *val = NULL;
+        return 0;
+    }
+    int64_t *t = strcmp(opt, "valid-after") == 0 ? &e->valid_after : &e->valid_before;
+    if (*t)
+        return mcg_err_set(err, MCG_EINVAL, "%s: option %s given twice", where, opt);
+    if (!parse_time(*val, t)) {
+        char v[64];
+        mcg_trust_printable((const unsigned char *)*val, strlen(*val), v, sizeof(v));
+        return mcg_err_set(err, MCG_EINVAL, "%s: invalid %s time '%s' (want YYYYMMDD[HHMM[SS]][Z])",
+                           where, opt, v);
+    }
+    free(*val);
+    *val = NULL;
+    return 0;
+}
+
 /* Parse the options field at *pp into e, leaving *pp after it. */
 static int parse_options(mcg_signer *e, const char **pp, const char *where, mcg_err *err)
 {
@@ -228,34 +257,9 @@ static int parse_options(mcg_signer *e, const char **pp, const char *where, mcg_
         p++;
         if ((rc = dequote(&p, &val, where, opt, err)) != 0)
             goto out;
+        if ((rc = option_value(e, opt, &val, where, err)) != 0)
+            goto out;
         rc = MCG_EINVAL;
-        if (opt[0] == 'n') {
-            if (e->namespaces) {
-                mcg_err_set(err, MCG_EINVAL, "%s: option namespaces given twice", where);
-                goto out;
-            }
-            if (!*val) {
-                mcg_err_set(err, MCG_EINVAL, "%s: option namespaces is empty", where);
-                goto out;
-            }
-            e->namespaces = val; /* transferred */
-            val = NULL;
-        } else {
-            int64_t *t = strcmp(opt, "valid-after") == 0 ? &e->valid_after : &e->valid_before;
-            if (*t) {
-                mcg_err_set(err, MCG_EINVAL, "%s: option %s given twice", where, opt);
-                goto out;
-            }
-            if (!parse_time(val, t)) {
-                char v[64];
-                mcg_trust_printable((const unsigned char *)val, strlen(val), v, sizeof(v));
-                mcg_err_set(err, MCG_EINVAL,
-                            "%s: invalid %s time '%s' (want YYYYMMDD[HHMM[SS]][Z])", where, opt, v);
-                goto out;
-            }
-            free(val);
-            val = NULL;
-        }
     next:
         if (*p == '\0' || is_ws(*p))
             break;
@@ -283,61 +287,49 @@ out:
     return rc;
 }
 
-/*
- * Parse one NUL-terminated line into e. Returns 1 for a blank or comment
- * line (e untouched), 0 for an entry, or an error.
- */
-static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_err *err)
+/* The principals at *pp, maybe quoted, into e; *pp is left after them. */
+static int parse_principals(mcg_signer *e, const char **pp, const char *where, mcg_err *err)
 {
-    const char *p = skip_ws(line), *start;
-    mcg_buf key = MCG_BUF_INIT;
-    mcg_err derr = {0, ""};
-    char why[160], *type = NULL;
-    int rc = MCG_EINVAL;
+    const char *p = *pp, *start;
     size_t n;
-
-    if (*p == '\0' || *p == '#')
-        return 1;
-
-    /* principals, maybe quoted */
     if (*p == '"') {
         start = ++p;
         n = strcspn(p, "\"");
-        if (p[n] != '"') {
-            mcg_err_set(err, MCG_EINVAL, "%s: unterminated quote in principals", where);
-            goto out;
-        }
+        if (p[n] != '"')
+            return mcg_err_set(err, MCG_EINVAL, "%s: unterminated quote in principals", where);
         p += n + 1;
-        if (*p && !is_ws(*p)) {
-            mcg_err_set(err, MCG_EINVAL, "%s: unexpected text after quoted principals", where);
-            goto out;
-        }
+        if (*p && !is_ws(*p))
+            return mcg_err_set(err, MCG_EINVAL, "%s: unexpected text after quoted principals",
+                               where);
     } else {
         start = p;
         n = strcspn(p, " \t");
         p += n;
-        if (is_key_type(start, n)) {
-            mcg_err_set(err, MCG_EINVAL, "%s: missing principals before the key", where);
-            goto out;
-        }
+        if (is_key_type(start, n))
+            return mcg_err_set(err, MCG_EINVAL, "%s: missing principals before the key", where);
     }
-    if (n == 0) {
-        mcg_err_set(err, MCG_EINVAL, "%s: empty principals", where);
-        goto out;
-    }
-    if (n > 255) { /* must fit mcg_sig_result.principal */
-        mcg_err_set(err, MCG_EINVAL, "%s: principals are longer than 255 bytes", where);
-        goto out;
-    }
+    if (n == 0)
+        return mcg_err_set(err, MCG_EINVAL, "%s: empty principals", where);
+    if (n > 255) /* must fit mcg_sig_result.principal */
+        return mcg_err_set(err, MCG_EINVAL, "%s: principals are longer than 255 bytes", where);
     e->principals = mcg_strndup(start, n);
+    *pp = p;
+    return 0;
+}
 
-    /* [options] keytype */
-    p = skip_ws(p);
-    n = strcspn(p, " \t");
-    if (n == 0) {
-        mcg_err_set(err, MCG_EINVAL, "%s: missing key", where);
-        goto out;
-    }
+/*
+ * [options] keytype at *pp: the options into e, the key type (n bytes)
+ * left at *pp. A word that is no option but is followed by a key is
+ * refused as an unknown key type.
+ */
+static int parse_options_type(mcg_signer *e, const char **pp, size_t *tn, const char *where,
+                              mcg_err *err)
+{
+    const char *p = skip_ws(*pp);
+    size_t n = strcspn(p, " \t");
+    int rc;
+    if (n == 0)
+        return mcg_err_set(err, MCG_EINVAL, "%s: missing key", where);
     if (!is_key_type(p, n)) {
         const char *next = skip_ws(p + n);
         if (!memchr(p, '=', n) && !memchr(p, '"', n) && !memchr(p, ',', n) &&
@@ -345,34 +337,36 @@ static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_er
             !ascii_ieq(p, n, "verify-required") && strncmp(next, "AAAA", 4) == 0) {
             char t[64];
             mcg_trust_printable((const unsigned char *)p, n, t, sizeof(t));
-            mcg_err_set(err, MCG_EINVAL, "%s: unknown key type '%s'", where, t);
-            goto out;
+            return mcg_err_set(err, MCG_EINVAL, "%s: unknown key type '%s'", where, t);
         }
         if ((rc = parse_options(e, &p, where, err)) != 0)
-            goto out;
-        rc = MCG_EINVAL;
+            return rc;
         p = skip_ws(p);
         n = strcspn(p, " \t");
-        if (n == 0) {
-            mcg_err_set(err, MCG_EINVAL, "%s: missing key", where);
-            goto out;
-        }
+        if (n == 0)
+            return mcg_err_set(err, MCG_EINVAL, "%s: missing key", where);
     }
     if (!is_key_type(p, n)) {
         char t[64];
         mcg_trust_printable((const unsigned char *)p, n, t, sizeof(t));
-        mcg_err_set(err, MCG_EINVAL, "%s: unknown key type '%s'", where, t);
-        goto out;
+        return mcg_err_set(err, MCG_EINVAL, "%s: unknown key type '%s'", where, t);
     }
-    type = mcg_strndup(p, n);
+    *pp = p;
+    *tn = n;
+    return 0;
+}
 
-    /* base64 key; anything after it is a comment */
-    p = skip_ws(p + n);
-    n = strcspn(p, " \t");
-    if (n == 0) {
-        mcg_err_set(err, MCG_EINVAL, "%s: missing key after %s", where, type);
-        goto out;
-    }
+/*
+ * The base64 key at p (n bytes), of the type the line names, into e: the
+ * blob's own type must be that type; a CA keeps its plain key.
+ */
+static int parse_key(mcg_signer *e, const char *p, size_t n, const char *type, const char *where,
+                     mcg_err *err)
+{
+    mcg_buf key = MCG_BUF_INIT;
+    mcg_err derr = {0, ""};
+    char why[160];
+    int rc = MCG_EINVAL;
     if (mcg_base64_decode(p, n, &key, &derr) != 0) {
         mcg_err_set(err, MCG_EINVAL, "%s: bad base64 in key: %s", where, derr.msg);
         goto out;
@@ -406,11 +400,43 @@ static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_er
         e->blob_len = key.len;
         e->blob = (unsigned char *)mcg_buf_detach(&key, NULL); /* transferred */
     }
+    rc = 0;
+out:
+    mcg_buf_free(&key);
+    return rc;
+}
+
+/*
+ * Parse one NUL-terminated line into e. Returns 1 for a blank or comment
+ * line (e untouched), 0 for an entry, or an error.
+ */
+static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_err *err)
+{
+    const char *p = skip_ws(line);
+    char *type = NULL;
+    int rc = MCG_EINVAL;
+    size_t n;
+
+    if (*p == '\0' || *p == '#')
+        return 1;
+    if ((rc = parse_principals(e, &p, where, err)) != 0 ||
+        (rc = parse_options_type(e, &p, &n, where, err)) != 0)
+        goto out;
+    rc = MCG_EINVAL;
+    type = mcg_strndup(p, n);
+    /* base64 key; anything after it is a comment */
+    p = skip_ws(p + n);
+    n = strcspn(p, " \t");
+    if (n == 0) {
+        mcg_err_set(err, MCG_EINVAL, "%s: missing key after %s", where, type);
+        goto out;
+    }
+    if ((rc = parse_key(e, p, n, type, where, err)) != 0)
+        goto out;
     e->where = mcg_strdup(where);
     rc = 0;
 out:
     free(type);
-    mcg_buf_free(&key);
     return rc;
 }
 

@@ -193,6 +193,32 @@ static size_t ec_point_len(int bits)
     return 1 + 2 * (((size_t)bits + 7) / 8);
 }
 
+/* An RSA key's exponent and modulus; one under 2048 bits is parsed but refused. */
+static bool rsa_fields(mcg_sshpub *k, mcg_wire *w, char *why, size_t whylen)
+{
+    if (!wire_posint(w, &k->e, &k->e_len) || !wire_posint(w, &k->n, &k->n_len)) {
+        snprintf(why, whylen, "ssh-rsa key blob is truncated or not canonical");
+        return false;
+    }
+    if (k->e_len > 8 || !(k->e[k->e_len - 1] & 1) || (k->e_len == 1 && k->e[0] < 3)) {
+        snprintf(why, whylen, "ssh-rsa exponent is not an odd number from 3 to 2^64");
+        return false;
+    }
+    size_t bits = bit_length(k->n, k->n_len);
+    if (bits < MCG_RSA_OPENSSH_MIN || bits > MCG_RSA_MAX_BITS) {
+        snprintf(why, whylen, "ssh-rsa key is %zu bits, must be %d to %d", bits, MCG_RSA_MIN_BITS,
+                 MCG_RSA_MAX_BITS);
+        return false;
+    }
+    if (!(k->n[k->n_len - 1] & 1)) {
+        snprintf(why, whylen, "ssh-rsa modulus is even");
+        return false;
+    }
+    if (bits < MCG_RSA_MIN_BITS)
+        k->refused = "ssh-rsa keys under 2048 bits are not trusted";
+    return true;
+}
+
 /* Read the key fields of type kt (after the type name, and a cert's nonce). */
 static bool parse_fields(mcg_sshpub *k, mcg_wire *w, char *why, size_t whylen)
 {
@@ -230,26 +256,8 @@ static bool parse_fields(mcg_sshpub *k, mcg_wire *w, char *why, size_t whylen)
         }
         break;
     case MCG_KEY_RSA:
-        if (!wire_posint(w, &k->e, &k->e_len) || !wire_posint(w, &k->n, &k->n_len)) {
-            snprintf(why, whylen, "ssh-rsa key blob is truncated or not canonical");
+        if (!rsa_fields(k, w, why, whylen))
             return false;
-        }
-        if (k->e_len > 8 || !(k->e[k->e_len - 1] & 1) || (k->e_len == 1 && k->e[0] < 3)) {
-            snprintf(why, whylen, "ssh-rsa exponent is not an odd number from 3 to 2^64");
-            return false;
-        }
-        size_t bits = bit_length(k->n, k->n_len);
-        if (bits < MCG_RSA_OPENSSH_MIN || bits > MCG_RSA_MAX_BITS) {
-            snprintf(why, whylen, "ssh-rsa key is %zu bits, must be %d to %d", bits,
-                     MCG_RSA_MIN_BITS, MCG_RSA_MAX_BITS);
-            return false;
-        }
-        if (!(k->n[k->n_len - 1] & 1)) {
-            snprintf(why, whylen, "ssh-rsa modulus is even");
-            return false;
-        }
-        if (bits < MCG_RSA_MIN_BITS)
-            k->refused = "ssh-rsa keys under 2048 bits are not trusted";
         break;
     case MCG_KEY_DSA:
         for (int i = 0; i < 4; i++) {

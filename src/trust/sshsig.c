@@ -214,6 +214,43 @@ static bool cert_admits(const mcg_sshpub *k, const mcg_signer *e, int64_t when, 
 }
 
 /*
+ * Whether line e, which holds the signing key, refuses the signature: its
+ * namespaces, its validity window at `when`, and for sk keys the flags it
+ * requires. The reason goes to why (whylen bytes).
+ */
+static bool line_refuses(const mcg_signer *e, bool sk, const mcg_sigval *v, const char *fp,
+                         int64_t when, const char *ns, char *why, size_t whylen)
+{
+    if (e->namespaces && mcg_trust_match_list(ns, e->namespaces) != 1) {
+        snprintf(why, whylen,
+                 "key %s is not allowed for namespace %s (%s); its line (%s) allows "
+                 "namespaces \"%s\"",
+                 fp, ns, e->where, e->principals, e->namespaces);
+    } else if ((e->valid_after && when < e->valid_after) ||
+               (e->valid_before && when > e->valid_before)) {
+        bool after = e->valid_after && when < e->valid_after;
+        char at[32], lim[32];
+        mcg_time_iso(at, when);
+        mcg_time_iso(lim, after ? e->valid_after : e->valid_before);
+        snprintf(why, whylen, "key %s is not valid at %s (%s %s, %s)", fp, at,
+                 after ? "valid-after" : "valid-before", lim, e->where);
+    } else if (sk && !e->no_touch && !(v->flags & MCG_SK_USER_PRESENT)) {
+        snprintf(why, whylen,
+                 "key %s signed without user presence (flags 0x%02x; %s has no "
+                 "no-touch-required)",
+                 fp, v->flags, e->where);
+    } else if (sk && e->verify_required && !(v->flags & MCG_SK_USER_VERIFIED)) {
+        snprintf(why, whylen,
+                 "key %s signed without user verification (flags 0x%02x; %s has "
+                 "verify-required)",
+                 fp, v->flags, e->where);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/*
  * Find the allowed_signers line that lets this key sign namespace git at
  * `when`: a plain line holding the same key (a certificate only matches
  * that very certificate, not its key), or a cert-authority line
@@ -248,34 +285,9 @@ static const mcg_signer *find_signer(const mcg_signers *signers, const unsigned 
                 continue;
             cert_admits(k, e, when, principal, 256, why, sizeof(why));
         }
-        if (why[0]) {
-            /* refused above */
-        } else if (e->namespaces && mcg_trust_match_list(ns, e->namespaces) != 1) {
-            snprintf(why, sizeof(why),
-                     "key %s is not allowed for namespace %s (%s); its line (%s) allows "
-                     "namespaces \"%s\"",
-                     fp, ns, e->where, e->principals, e->namespaces);
-        } else if ((e->valid_after && when < e->valid_after) ||
-                   (e->valid_before && when > e->valid_before)) {
-            bool after = e->valid_after && when < e->valid_after;
-            char at[32], lim[32];
-            mcg_time_iso(at, when);
-            mcg_time_iso(lim, after ? e->valid_after : e->valid_before);
-            snprintf(why, sizeof(why), "key %s is not valid at %s (%s %s, %s)", fp, at,
-                     after ? "valid-after" : "valid-before", lim, e->where);
-        } else if (sk && !e->no_touch && !(v->flags & MCG_SK_USER_PRESENT)) {
-            snprintf(why, sizeof(why),
-                     "key %s signed without user presence (flags 0x%02x; %s has no "
-                     "no-touch-required)",
-                     fp, v->flags, e->where);
-        } else if (sk && e->verify_required && !(v->flags & MCG_SK_USER_VERIFIED)) {
-            snprintf(why, sizeof(why),
-                     "key %s signed without user verification (flags 0x%02x; %s has "
-                     "verify-required)",
-                     fp, v->flags, e->where);
-        } else {
+        /* why set: refused above */
+        if (!why[0] && !line_refuses(e, sk, v, fp, when, ns, why, sizeof(why)))
             return e;
-        }
         if (!first[0])
             snprintf(first, sizeof(first), "%s", why);
         principal[0] = '\0';

@@ -227,6 +227,51 @@ static const unsigned char *jplain_run(const unsigned char *p, const unsigned ch
 }
 
 /*
+ * The escape at *p (a backslash) of a string, decoded into r->tmp; *p
+ * moves past it. False (r failed) when it is invalid.
+ */
+static bool jescape(jreader *r, const unsigned char **pp)
+{
+    const unsigned char *p = *pp, *end = r->end;
+    if (end - p < 2) {
+        jfail(r, "premature end of input in a string");
+        return false;
+    }
+    char e = (char)p[1];
+    const char *simple = strchr("\"\\/bfnrt", e);
+    if (e && simple) {
+        static const char repl[] = "\"\\/\b\f\n\r\t";
+        mcg_buf_putc(&r->tmp, repl[simple - "\"\\/bfnrt"]);
+        *pp = p + 2;
+        return true;
+    }
+    long cp = e == 'u' && end - p >= 6 ? hex4(p + 2) : -1;
+    if (cp < 0) {
+        jfail(r, "invalid escape in a string");
+        return false;
+    }
+    p += 6;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        long lo = end - p >= 6 && p[0] == '\\' && p[1] == 'u' ? hex4(p + 2) : -1;
+        if (lo < 0xDC00 || lo > 0xDFFF) {
+            jfail(r, "invalid Unicode '\\u%04lX'", cp);
+            return false;
+        }
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        p += 6;
+    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+        jfail(r, "invalid Unicode '\\u%04lX'", cp);
+        return false;
+    } else if (cp == 0) {
+        jfail(r, "\\u0000 is not allowed");
+        return false;
+    }
+    utf8_put(&r->tmp, (uint32_t)cp);
+    *pp = p;
+    return true;
+}
+
+/*
  * The string at r->p (its opening quote). *s points into the input (no
  * escapes: the common case) or into r->tmp, valid until the next string;
  * not NUL-terminated.
@@ -269,41 +314,8 @@ static bool jstring(jreader *r, const char **s, size_t *n)
             const unsigned char *q = jplain_run(p, end);
             mcg_buf_put(&r->tmp, p, (size_t)(q - p));
             p = q;
-        } else {
-            if (end - p < 2) {
-                jfail(r, "premature end of input in a string");
-                return false;
-            }
-            char e = (char)p[1];
-            const char *simple = strchr("\"\\/bfnrt", e);
-            if (e && simple) {
-                static const char repl[] = "\"\\/\b\f\n\r\t";
-                mcg_buf_putc(&r->tmp, repl[simple - "\"\\/bfnrt"]);
-                p += 2;
-                continue;
-            }
-            long cp = e == 'u' && end - p >= 6 ? hex4(p + 2) : -1;
-            if (cp < 0) {
-                jfail(r, "invalid escape in a string");
-                return false;
-            }
-            p += 6;
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                long lo = end - p >= 6 && p[0] == '\\' && p[1] == 'u' ? hex4(p + 2) : -1;
-                if (lo < 0xDC00 || lo > 0xDFFF) {
-                    jfail(r, "invalid Unicode '\\u%04lX'", cp);
-                    return false;
-                }
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                p += 6;
-            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                jfail(r, "invalid Unicode '\\u%04lX'", cp);
-                return false;
-            } else if (cp == 0) {
-                jfail(r, "\\u0000 is not allowed");
-                return false;
-            }
-            utf8_put(&r->tmp, (uint32_t)cp);
+        } else if (!jescape(r, &p)) {
+            return false;
         }
     }
     *s = r->tmp.ptr ? r->tmp.ptr : "";
