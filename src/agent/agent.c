@@ -1129,7 +1129,10 @@ static bool update_plan(mcg_agent *a, mcg_cluster *c, update *u, const char *nam
         set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
         return false;
     }
-    mcg_plan_decide(&u->act, u->old, u->new_cfg, c ? &u->pol : NULL);
+    if (u->old)
+        mcg_plan_decide(&u->act, u->old, u->new_cfg, c ? &u->pol : NULL);
+    else /* a first apply: what the node already holds needs nothing */
+        mcg_plan_decide_first(&u->act, &a->root, u->new_cfg, c ? &u->pol : NULL);
     if (os_reboot) /* MCO: kernel arguments, OS image, extensions, kernel type need one */
         u->act.reboot = true;
     char *acts = mcg_disruption_str(&u->act);

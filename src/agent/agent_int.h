@@ -161,6 +161,14 @@ void mcg_plan_decide(mcg_disruption *out, const mcg_acfg *old, const mcg_acfg *n
                      const mcg_disruption_policy *policy);
 
 /*
+ * The same for a first apply (no current config): an entry the disk under r
+ * already holds as new_cfg says (mcg_drift_check's comparison) needs no
+ * action, so a node whose entries all match takes no disruption.
+ */
+void mcg_plan_decide_first(mcg_disruption *out, mcg_sroot *r, const mcg_acfg *new_cfg,
+                           const mcg_disruption_policy *policy);
+
+/*
  * The disk-dependent part of a plan, fixed in the journal before any
  * change. Each list is sorted.
  */

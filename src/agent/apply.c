@@ -1039,14 +1039,40 @@ static void drift_entry(mcg_buf *m, mcg_sroot *r, const mcg_ent *e, const drift_
     }
 }
 
+static void drift_bufs_init(drift_bufs *d)
+{
+    d->bufsz = 1u << 17;
+    d->buf = mcg_malloc(d->bufsz);
+    d->dec = mcg_malloc(d->bufsz);
+    d->owners = geteuid() == 0;
+}
+
+void mcg_plan_decide_first(mcg_disruption *out, mcg_sroot *r, const mcg_acfg *new_cfg,
+                           const mcg_disruption_policy *policy)
+{
+    drift_bufs d;
+    drift_bufs_init(&d);
+    mcg_buf m = MCG_BUF_INIT;
+    memset(out, 0, sizeof(*out));
+    mcg_sroot_forget(r);
+    for (size_t i = 0; i < new_cfg->n; i++) {
+        m.len = 0;
+        drift_entry(&m, r, &new_cfg->ents[i], &d);
+        if (m.len) /* differs from the disk: it changes */
+            decide_one(out, &new_cfg->ents[i], policy);
+    }
+    mcg_sroot_forget(r);
+    mcg_disruption_finish(out);
+    mcg_buf_free(&m);
+    free(d.buf);
+    free(d.dec);
+}
+
 int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *err)
 {
     (void)err;
     drift_bufs d;
-    d.bufsz = 1u << 17;
-    d.buf = mcg_malloc(d.bufsz);
-    d.dec = mcg_malloc(d.bufsz);
-    d.owners = geteuid() == 0;
+    drift_bufs_init(&d);
     mcg_buf m = MCG_BUF_INIT;
     mcg_sroot_forget(r);
     for (size_t i = 0; i < cfg->n; i++) {
