@@ -218,6 +218,23 @@ expect_grep "^FetchFailed fetch from origin failed: .*host key refused: .*$HOSTF
 [ "$(git -C "$T/ctl-mirror" for-each-ref --format='%(refname) %(objectname)')" = "$before" ] \
   && ok "controller: mirror refs unchanged" || bad "controller: mirror refs moved"
 
+# the controller against a server that closes mid-pack: that pass fails and
+# moves nothing, the next pass recovers
+hostline "$T/sshd/host_ed25519.pub" >"$T/creds/known_hosts"
+expect_rc 0 "controller with the host key back: passes" -- "${CTL[@]}"
+head -c 400000 /dev/urandom | base64 >"$T/src/blob2.txt"
+scommit "$T/src" alice "another large file"
+push
+before=$(git -C "$T/ctl-mirror" for-each-ref --format='%(refname) %(objectname)')
+touch "$T/cut"
+expect_rc 1 "controller against a server that closes mid-pack: exit 1" -- "${CTL[@]}"
+[ "$(git -C "$T/ctl-mirror" for-each-ref --format='%(refname) %(objectname)')" = "$before" ] \
+  && ok "controller: mirror refs unchanged after the cut" || bad "controller: mirror refs moved by a cut pack"
+rm "$T/cut"
+expect_rc 0 "the controller's next pass recovers" -- "${CTL[@]}"
+[ "$(git -C "$T/ctl-mirror" rev-parse main)" = "$(git -C "$T/src" rev-parse main)" ] \
+  && ok "and its mirror holds the whole history" || bad "controller mirror behind after recovery"
+
 # --- a server with an ECDSA host key too: libssh2 prefers ECDSA, so a
 # known_hosts with the Ed25519 key only is refused, saying which type is missing
 kill "$SSHD"; timeout 5 tail --pid="$SSHD" -f /dev/null 2>/dev/null || true
