@@ -44,7 +44,8 @@ static void hashed(char *out, size_t n, const char *name)
     HMAC(EVP_sha1(), salt, 20, (const unsigned char *)name, strlen(name), mac, &len);
     b64_of(s64, sizeof(s64), salt, 20);
     b64_of(h64, sizeof(h64), mac, 20);
-    snprintf(out, n, "|1|%s|%s", s64, h64);
+    int w = snprintf(out, n, "|1|%s|%s", s64, h64);
+    assert_true(w > 0 && (size_t)w < n); /* 2 x 28 base64 digits: fits */
 }
 
 typedef struct kh_case {
