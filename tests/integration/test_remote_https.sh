@@ -11,6 +11,10 @@
 # never answers is stopped by the deadline. Proxies come from https_proxy and
 # no_proxy (tinyproxy).
 . "$(dirname "$0")/lib.sh"
+# libgit2 1.5's leaks inside git_remote_connect_ext on refused connections
+# (lsan-transport.supp); full stacks so that the suppression matches by name
+export LSAN_OPTIONS="suppressions=$SRC/tests/integration/lsan-transport.supp"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 need git openssl python3 timeout jq
 for b in /usr/sbin/nginx /usr/sbin/fcgiwrap /usr/lib/git-core/git-http-backend; do
   [ -x "$b" ] || skip "$b not found (nginx, fcgiwrap, git)"

@@ -8,6 +8,10 @@
 # and every refusal leaves the mirror's refs as they were. The controller
 # mirrors over ssh and `bundle create` writes from that mirror.
 . "$(dirname "$0")/lib.sh"
+# libgit2 1.5's leaks inside git_remote_connect_ext on refused connections
+# (lsan-transport.supp); full stacks so that the suppression matches by name
+export LSAN_OPTIONS="suppressions=$SRC/tests/integration/lsan-transport.supp"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 need git ssh-keygen git-shell python3 jq timeout
 [ -x /usr/sbin/sshd ] || skip "/usr/sbin/sshd not found (openssh-server)"
 
