@@ -45,6 +45,15 @@ chmod +x "$T/ns/bin/apt-get"
 expect_grep 'Good "git" signature for me@example.com' "$T/ns/out" "git log --show-signature: a good signature"
 expect_grep '^worker rendered-worker-[0-9a-f]{32}' "$T/ns/out" "mcgit render renders the signed commit"
 
+# What a newcomer tripped over in the docs
+if tr '\n' ' ' <"$SRC/docs/operations.md" | grep -qE "not part of +this +release"; then bad "operations.md says the kube backend is not part of this release"
+else ok "operations.md points to the kube backend's guide"; fi
+awk '/kubectl apply -f deploy\/crds\//{a=NR} /kubectl wait --for condition=established/{if (a && NR - a <= 2) f=1} END{exit !f}' "$SRC/docs/kubernetes.md" &&
+  ok "kubernetes.md waits for the CRDs to be established right after applying them" ||
+  bad "kubernetes.md: kubectl get mcp right after the CRDs' apply fails; no wait for condition=established"
+grep -q 'still building' "$SRC/tests/kube/build-apiserver.sh" && ok "the apiserver build prints progress" ||
+  bad "the apiserver build is silent for minutes"
+
 expect_rc 2 "unknown command is a usage error" -- "$MCGIT" no-such-command
 expect_rc 0 "version" -- "$MCGIT" version
 finish
