@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -58,6 +59,7 @@ typedef struct demo {
     size_t npids;
     mcg_cluster *cl;
     int64_t clock; /* commit times: fixed start, one minute per commit */
+    bool keep;     /* --keep: the processes outlive the demo */
 } demo;
 
 static const char *const nodes[][2] = {
@@ -102,8 +104,13 @@ static int write_text(const char *path, const char *text)
 static pid_t spawn(demo *d, const char *log, char *const argv[])
 {
     char *path = mcg_sprintf("%s/logs/%s.log", d->dir, log);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* Unless kept, a demo that dies (Ctrl-C, its output closed, a kill)
+         * takes its controller and agents with it. */
+        if (!d->keep && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent))
+            _exit(1);
         int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
@@ -729,6 +736,7 @@ static int run(int argc, char **argv)
     demo d;
     memset(&d, 0, sizeof(d));
     d.clock = 1767225600; /* 2026-01-01T00:00:00Z */
+    d.keep = keep;
     if (dir) {
         mcg_err err = {0};
         if (mcg_mkdirs(dir, 0755, &err) != 0 || !realpath(dir, d.dir)) {

@@ -32,4 +32,10 @@ git -C "$T/demo/repo" log -1 --format=%B main >"$T/main"
 expect_grep "^Rollback-To: [0-9a-f]{40}$" "$T/main" "the rollback is a commit on main"
 expect_grep "^    worker: rendered-worker-[0-9a-f]+ -> rendered-worker-[0-9a-f]+$" "$T/demo.out" "the demo prints worker's rendered name, old -> new"
 pgrep -f "$T/demo" >/dev/null && bad "demo left processes running" || ok "no processes left"
+# a demo that dies early (its output closed: `mcgit demo | head`) takes its
+# controller and agents with it
+{ timeout 60 "$MCGIT" demo --dir "$T/cut" | head -3 >/dev/null; } 2>/dev/null || true
+for _ in $(seq 1 30); do pgrep -f "$T/cut/" >/dev/null || break; sleep 0.2; done
+pgrep -f "$T/cut/" >/dev/null && { bad "a demo cut short left processes running"; pkill -f "$T/cut/"; } ||
+  ok "a demo cut short (its output closed) leaves no process behind"
 finish
