@@ -43,8 +43,9 @@ const mcg_cmd mcg_cmd_demo = {
     "refused; and `mcgit rollback` to the first render (a signed commit on\n"
     "main restoring its configs). Finally print where the\n"
     "repo and the cluster are, to explore with `git log -p rendered` and\n"
-    "`mcgit status`. The controller and agents are stopped at the end unless\n"
-    "--keep is given (then their PIDs are printed).\n",
+    "`mcgit status`. The controller and agents are stopped at the end, or when\n"
+    "the demo is interrupted, unless --keep is given (then their PIDs are\n"
+    "printed).\n",
     run,
 };
 
