@@ -521,7 +521,7 @@ static int batch_slot(batch *b, int dfd, const mcg_ent *e, const char *base, int
 
 static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
 {
-    int dfd, slot;
+    int dfd, slot = -1;
     const char *base;
     int rc = mcg_sroot_parent(r, e->path, true, &dfd, &base, err);
     if (rc || (rc = batch_slot(b, dfd, e, base, &slot, err)) != 0)

@@ -281,7 +281,7 @@ int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_p
 {
     const rpack *p = &r->packs[o->pack];
     const unsigned char *e = p->pack + o->off;
-    size_t len;
+    size_t len = 0;
     int rc = entry_checked(p, o, &len, err);
     if (rc)
         return rc;

@@ -415,7 +415,7 @@ static int parse_line(mcg_signer *e, const char *line, const char *where, mcg_er
     const char *p = skip_ws(line);
     char *type = NULL;
     int rc = MCG_EINVAL;
-    size_t n;
+    size_t n = 0;
 
     if (*p == '\0' || *p == '#')
         return 1;
