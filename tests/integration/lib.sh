@@ -54,6 +54,14 @@ stop_clean() {
     sed 's/^/    /' "$3" | head -30
   fi
 }
+# freeport: a TCP port free on 127.0.0.1 now (for a server a test starts).
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+# wait_port PORT: until something listens on 127.0.0.1:PORT (10 s at most).
+wait_port() {
+  local i
+  for i in $(seq 100); do timeout 1 bash -c "</dev/tcp/127.0.0.1/$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
 # need TOOL...: skip unless every TOOL is on PATH.
 need() { local t; for t in "$@"; do command -v "$t" >/dev/null || skip "$t not found"; done; }
 

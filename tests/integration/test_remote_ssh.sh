@@ -23,13 +23,6 @@ stop_all() {
   for p in "${PIDS[@]}"; do timeout 5 tail --pid="$p" -f /dev/null 2>/dev/null || kill -9 "$p" 2>/dev/null || true; done
 }
 trap 'stop_all; rm -rf "$T"' EXIT
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-# wait_port PORT: until something listens on 127.0.0.1:PORT (10 s at most)
-wait_port() {
-  local i
-  for i in $(seq 100); do timeout 1 bash -c "</dev/tcp/127.0.0.1/$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
 
 # --- the config repo and its server ---------------------------------------------
 mkkey alice ed25519
