@@ -957,7 +957,11 @@ static int phase_commit(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
     p.current = target;
     p.state = "Done";
-    p.reason = "";
+    /* MCO clears the reason on Done; a first config says what it took as installed */
+    const char *installed = json_string_value(json_object_get(jr->j, "installed"));
+    p.reason = installed ? installed : "";
+    if (installed)
+        logf_(a, 1, "%s", installed);
     if (jr->cordoned)
         p.unschedulable = 0;
     snprintf(res->config, sizeof(res->config), "%s", target);
@@ -1178,7 +1182,7 @@ static bool update_drain(mcg_agent *a, mcg_cluster *c, update *u, const char *na
 }
 
 /* The journal of update u to name, at its first phase; takes u->os_steps. */
-static json_t *journal_new(const mcg_agent *a, update *u, const char *name)
+static json_t *journal_new(mcg_agent *a, update *u, const char *name)
 {
     json_t *j = json_object();
     json_object_set_new(j, "version", json_integer(1));
@@ -1198,6 +1202,11 @@ static json_t *journal_new(const mcg_agent *a, update *u, const char *name)
     json_object_set_new(j, "os", u->os_steps);
     u->os_steps = NULL;
     json_object_set_new(j, "osStep", json_integer(0));
+    /* a first config: the install-time sections it holds, for the status */
+    char *note = u->old ? NULL : mcg_osconf_installed_note(&a->root, u->new_cfg);
+    if (note)
+        json_object_set_new(j, "installed", json_string(note));
+    free(note);
     return j;
 }
 

@@ -258,6 +258,15 @@ const char *mcg_boot_name(mcg_boot_kind k);
 int mcg_osplan_make(json_t **steps, bool *reboot, mcg_sroot *root, const mcg_host *h,
                     const mcg_acfg *old, const mcg_acfg *new_cfg, const char *node, mcg_err *err);
 
+/*
+ * A node's first config holds the sections MCO makes at install only
+ * (disks, RAID, filesystems, LUKS, users, groups, Ignition kernel
+ * arguments): "taken as installed: storage.disks (not checked),
+ * passwd.users (checked), ..." for the node's status, NULL when it holds
+ * none. The check itself is mcg_osplan_make's (a mismatch refuses).
+ */
+char *mcg_osconf_installed_note(mcg_sroot *root, const mcg_acfg *new_cfg);
+
 /* Carry out one file step (write, remove, shadow) under the root. */
 int mcg_osstep_file(mcg_sroot *root, const json_t *step, mcg_err *err);
 
