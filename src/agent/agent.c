@@ -1092,6 +1092,8 @@ static bool update_load(mcg_agent *a, update *u, const char *name, const char *s
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
         return false;
     }
+    for (size_t i = 0; i < u->new_cfg->notes.n; i++) /* skipped, as MCO's daemon skips it */
+        logf_(a, 1, "%s", u->new_cfg->notes.v[i]);
     if (state_write_finish(a, &u->copy, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
         return false;

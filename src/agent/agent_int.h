@@ -72,6 +72,8 @@ typedef enum {
     MCG_ENT_SYMLINK,
     MCG_ENT_HARDLINK,
     MCG_ENT_ABSENT, /* a symlink that must not exist (a disabled unit's link) */
+    MCG_ENT_REMOVED, /* a file or link that must not exist (keys sshd would read for core);
+                        what was there first is backed up, and restored when it leaves */
 } mcg_ent_kind;
 
 typedef enum { MCG_ORIG_STORAGE, MCG_ORIG_UNIT, MCG_ORIG_SSH } mcg_ent_origin;
@@ -106,6 +108,8 @@ typedef struct mcg_acfg {
     mcg_ent *ents;
     size_t n;
     bool borrows; /* file contents are in the caller's spec text (stream) */
+    mcg_strv notes; /* what the node skips, as MCO's daemon does (a unit to enable that is
+                       not on disk, core's keys on a host without core): for the log */
 } mcg_acfg;
 
 /*

@@ -12,8 +12,13 @@
  *   RequiredBy=T -> etc/systemd/system/T.requires/<unit>
  *   UpheldBy=T   -> etc/systemd/system/T.upholds/<unit>
  *   Alias=A      -> etc/systemd/system/A
- * core's SSH keys become home/core/.ssh/authorized_keys.d/mcgit (0600) in
- * 0700 directories owned by core. Owners given by name are looked up in the
+ * core's SSH keys become home/core/.ssh/authorized_keys.d/ignition (0600) in
+ * 0700 directories owned by core: the file Ignition and MCO keep them in
+ * (backed up on the first write, like any file found at a path). The other
+ * files sshd reads keys for core from — .ssh/authorized_keys, which MCO
+ * removes too, and authorized_keys.d/mcgit, where mcgit kept them before —
+ * must be absent (what was there is backed up and comes back when core's
+ * keys leave the config). Owners given by name are looked up in the
  * root's etc/passwd and etc/group, never the host's.
  *
  * Once expanded, old and new configs are compared entry by entry, so the
@@ -32,12 +37,15 @@
 #define UNIT_DIR "etc/systemd/system"
 #define SSH_DIR "home/core/.ssh"
 #define SSH_KEYS_DIR SSH_DIR "/authorized_keys.d"
-#define SSH_FILE SSH_KEYS_DIR "/mcgit"
+#define SSH_FILE SSH_KEYS_DIR "/ignition"
+/* Other files sshd reads core's keys from: OpenSSH's default, and an older mcgit's file. */
+static const char *const ssh_other_files[] = {SSH_DIR "/authorized_keys", SSH_KEYS_DIR "/mcgit"};
 #define MAX_SMALL (4u * 1024u * 1024u)
 
 typedef struct {
     mcg_ent *v;
     size_t n, cap;
+    mcg_strv notes; /* what was skipped, for the log (moved to the config) */
 } entv;
 
 static mcg_ent *push(entv *ev)
@@ -311,12 +319,13 @@ static void add_install_links(entv *ev, const mcg_unit *u, const char *unit_path
     install_free(&s);
 }
 
-static int add_unit(entv *ev, mcg_sroot *r, const mcg_unit *u, bool strict, mcg_err *err)
+static void add_unit(entv *ev, mcg_sroot *r, const mcg_unit *u, bool strict)
 {
     char *upath = mcg_sprintf(UNIT_DIR "/%s", u->name);
-    int rc = 0;
     bool masked = u->mask == MCG_TRUE;
-    if (masked || u->contents) {
+    /* contents "" is unset, as MCO reads it (a 0-byte unit is masked to systemd) */
+    const char *contents = u->contents && *u->contents ? u->contents : NULL;
+    if (masked || contents) {
         mcg_ent *e = push(ev);
         e->origin = MCG_ORIG_UNIT;
         e->path = mcg_strdup(upath);
@@ -327,13 +336,21 @@ static int add_unit(entv *ev, mcg_sroot *r, const mcg_unit *u, bool strict, mcg_
         } else {
             e->kind = MCG_ENT_FILE;
             e->mode = 0644;
-            e->data = (const unsigned char *)u->contents;
-            e->len = strlen(u->contents);
+            e->data = (const unsigned char *)contents;
+            e->len = strlen(contents);
         }
+    } else if (u->mask == MCG_FALSE) {
+        /* mask: false unmasks: no /dev/null link at the unit's path */
+        mcg_ent *e = push(ev);
+        e->kind = MCG_ENT_ABSENT;
+        e->origin = MCG_ORIG_UNIT;
+        e->path = mcg_strdup(upath);
+        e->key = u->name;
+        e->target = mcg_strdup("/dev/null");
     }
     for (size_t i = 0; i < u->ndropins; i++) {
         const mcg_dropin *d = &u->dropins[i];
-        if (!d->contents)
+        if (!d->contents || !*d->contents) /* "": removed, as MCO reads it */
             continue;
         mcg_ent *e = push(ev);
         e->kind = MCG_ENT_FILE;
@@ -346,8 +363,8 @@ static int add_unit(entv *ev, mcg_sroot *r, const mcg_unit *u, bool strict, mcg_
     }
     if (!masked && u->enabled != MCG_UNSET) {
         bool enable = u->enabled == MCG_TRUE;
-        if (u->contents) {
-            add_install_links(ev, u, upath, u->contents, enable);
+        if (contents) {
+            add_install_links(ev, u, upath, contents, enable);
         } else {
             /* the unit ships with the OS: find its file as systemd would */
             static const char *const dirs[] = {UNIT_DIR, "usr/lib/systemd/system",
@@ -367,15 +384,16 @@ static int add_unit(entv *ev, mcg_sroot *r, const mcg_unit *u, bool strict, mcg_
                 }
                 free(p);
             }
-            if (!*d && strict && enable)
-                rc = mcg_err_set(err, MCG_ENOTFOUND,
-                                 "unit %s: cannot enable it: no unit file in the config or "
-                                 "under /etc/systemd/system, /usr/lib/systemd/system",
-                                 u->name);
+            if (!*d && strict && enable) { /* MCO's daemon skips it, and logs */
+                char *note = mcg_sprintf("unit %s: not enabled: no unit file in the config or "
+                                         "under /etc/systemd/system, /usr/lib/systemd/system",
+                                         u->name);
+                mcg_strv_push(&ev->notes, note);
+                free(note);
+            }
         }
     }
     free(upath);
-    return rc;
 }
 
 /* ------------------------------------------------------------ config */
@@ -392,6 +410,7 @@ void mcg_acfg_free(mcg_acfg *c)
     for (size_t i = 0; i < c->n; i++)
         ent_free(&c->ents[i]);
     free(c->ents);
+    mcg_strv_free(&c->notes);
     mcg_ignition_free(&c->ign);
     free(c->name);
     free(c);
@@ -440,15 +459,14 @@ static int add_storage(entv *ev, idtab *ids, mcg_sroot *r, mcg_storage *s, bool 
 }
 
 /* Core's SSH keys: its .ssh directories and the keys file, owned by core. */
-static int add_ssh_keys(entv *ev, idtab *ids, mcg_sroot *r, const mcg_strv *keys, bool strict,
-                        mcg_err *err)
+static void add_ssh_keys(entv *ev, idtab *ids, mcg_sroot *r, const mcg_strv *keys)
 {
     long uid = 0, gid = 0;
     idtab_load(ids, r);
     if (!id_lookup(ids->passwd, "core", &uid, &gid)) {
-        if (strict)
-            return mcg_err_set(err, MCG_ENOTFOUND, "user 'core' not found in /etc/passwd");
-        uid = gid = 0;
+        /* MCO's daemon too: no core, no keys to manage */
+        mcg_strv_push(&ev->notes, "user core is not in /etc/passwd: its SSH keys are skipped");
+        return;
     }
     static const char *const dirs[] = {SSH_DIR, SSH_KEYS_DIR};
     for (size_t i = 0; i < 2; i++) {
@@ -476,7 +494,13 @@ static int add_ssh_keys(entv *ev, idtab *ids, mcg_sroot *r, const mcg_strv *keys
     e->gid = (gid_t)gid;
     e->data_owned = (unsigned char *)mcg_buf_detach(&b, &e->len);
     e->data = e->data_owned;
-    return 0;
+    for (size_t i = 0; i < sizeof(ssh_other_files) / sizeof(ssh_other_files[0]); i++) {
+        e = push(ev);
+        e->kind = MCG_ENT_REMOVED;
+        e->origin = MCG_ORIG_SSH;
+        e->path = mcg_strdup(ssh_other_files[i]);
+        e->key = "sshkey";
+    }
 }
 
 /*
@@ -536,16 +560,16 @@ int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, const char *name, const char *sp
         if ((rc = add_storage(&ev, &ids, r, &c->ign.storage[i], strict, err)) != 0)
             goto out;
     for (size_t i = 0; i < c->ign.nunits; i++)
-        if ((rc = add_unit(&ev, r, &c->ign.units[i], strict, err)) != 0)
-            goto out;
-    if (c->ign.ssh_keys.n && (rc = add_ssh_keys(&ev, &ids, r, &c->ign.ssh_keys, strict, err)) != 0)
-        goto out;
+        add_unit(&ev, r, &c->ign.units[i], strict);
+    if (c->ign.ssh_keys.n)
+        add_ssh_keys(&ev, &ids, r, &c->ign.ssh_keys);
     rc = sort_unique_paths(&ev, err);
 out:
     free(ids.passwd);
     free(ids.group);
     c->ents = ev.v;
     c->n = ev.n;
+    c->notes = ev.notes;
     if (rc) {
         mcg_acfg_free(c);
         return rc;
@@ -686,6 +710,7 @@ bool mcg_ent_equal(const mcg_ent *a, const mcg_ent *b)
     case MCG_ENT_HARDLINK:
         return a->uid == b->uid && a->gid == b->gid && !strcmp(a->target, b->target);
     case MCG_ENT_ABSENT:
+    case MCG_ENT_REMOVED:
         return true;
     }
     return false;

@@ -286,9 +286,13 @@ static void diff_ssh(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n,
         mcg_disruption_add(&it->actions, policy, MCG_DISRUPT_SSHKEY, "sshkey");
     }
     mcg_strv_free(&what);
-    if (!str_eq(o->password_hash, n->password_hash))
-        add_item(d, MCG_DIFF_PASSWORD, op_of(o->password_hash, n->password_hash), "core");
-    /* a password hash changes in place (MCO: no disruption) */
+    /* a password hash changes in place, under the sshkey rule as MCO's daemon
+     * applies it (its default: None) */
+    if (!str_eq(o->password_hash, n->password_hash)) {
+        mcg_diff_item *it =
+            add_item(d, MCG_DIFF_PASSWORD, op_of(o->password_hash, n->password_hash), "core");
+        mcg_disruption_add(&it->actions, policy, MCG_DISRUPT_SSHKEY, "sshkey");
+    }
 }
 
 /* One OS string field (NULL: unset); a change needs a Reboot. */

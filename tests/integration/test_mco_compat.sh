@@ -79,7 +79,7 @@ R=$CL/roots/w1
 grep -q '^server clock.corp.example.com iburst$' "$R/etc/chrony.conf" && ok "the chrony docs example (filesystem: root) applied" || bad "chrony.conf"
 grep -q '^Storage=volatile$' "$R/etc/systemd/journald.conf" && ok "the journald docs example (Ignition 3.5) applied" || bad "journald.conf"
 [ -f "$R/etc/systemd/system/crio.service.d/10-mco-default-madv.conf" ] && ok "a drop-in for a unit the OS ships" || bad "crio drop-in"
-grep -q 'admin@example.com' "$R/home/core/.ssh/authorized_keys.d/mcgit" && ok "MCO's 99-worker-ssh (empty tls) applied" || bad "ssh key"
+grep -q 'admin@example.com' "$R/home/core/.ssh/authorized_keys.d/ignition" && ok "MCO's 99-worker-ssh (empty tls) applied" || bad "ssh key"
 # the same config again: nothing more is issued
 expect_rc 0 "w1 again: nothing to do" -- agent w1
 [ "$(grep -c . "$T/cmds.log")" = 3 ] && ok "no command issued twice" || bad "commands repeated"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# test_unit_details.sh — systemd units as MCO's daemon leaves them:
+#   - a unit the OS ships, disabled by a MachineConfig, is enabled again
+#     (its [Install] links put back as they were) when that MachineConfig
+#     is deleted;
+#   - `contents: ""` is unset: no 0-byte unit file (systemd would load it as
+#     masked), and a drop-in whose contents become "" is removed;
+#   - `enabled: true` for a unit not on the node is skipped with a log line,
+#     not Degraded;
+#   - `mask: false` unmasks: a /dev/null link at the unit's path goes.
+. "$(dirname "$0")/lib.sh"
+need jq
+
+mkkey op ed25519
+signer_line op@example.com op >"$T/trust"
+R=$T/cfg
+"$MCGIT" init "$R" >/dev/null 2>&1
+sign_setup "$R" "$T/trust"
+CL=local:$T/cl
+"$MCGIT" node add --cluster "$CL" w0 --labels node-role.kubernetes.io/worker= >/dev/null
+N=$T/cl/roots/w0
+mkdir -p "$N/usr/lib/systemd/system" "$N/etc/systemd/system/multi-user.target.wants"
+printf '[Service]\nExecStart=/usr/sbin/chronyd\n[Install]\nWantedBy=multi-user.target\n' >"$N/usr/lib/systemd/system/chronyd.service"
+ln -s /usr/lib/systemd/system/chronyd.service "$N/etc/systemd/system/multi-user.target.wants/chronyd.service"
+printf '[Service]\nExecStart=/usr/bin/kubelet\n' >"$N/usr/lib/systemd/system/kubelet.service"
+ln -s /dev/null "$N/etc/systemd/system/debug-shell.service"
+WANTS=$N/etc/systemd/system/multi-user.target.wants/chronyd.service
+ctl() { "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --once >/dev/null 2>&1 || true; }
+agent() { "$MCGIT" agent --node w0 --cluster "$CL" --once -v >"$T/agent.out" 2>&1 || true; }
+state() { jq -r '.metadata.annotations["machineconfiguration.mcgit.io/state"] + " " + (.metadata.annotations["machineconfiguration.mcgit.io/reason"] // "")' "$T/cl/nodes/w0.json"; }
+units_mc() { # NAME UNITS-YAML
+  printf 'apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: %s\n  labels: {machineconfiguration.openshift.io/role: worker}\nspec:\n  config:\n    ignition: {version: 3.4.0}\n    systemd:\n      units:\n%s\n' "$1" "$2" >"$R/machineconfigs/$1.yaml"
+}
+
+units_mc 50-chrony-off '      - {name: chronyd.service, enabled: false}'
+units_mc 60-units '      - {name: kubelet.service, contents: "", enabled: true}
+      - name: crio.service
+        dropins: [{name: 10-x.conf, contents: "[Service]\nEnvironment=X=1\n"}]
+      - {name: not-installed.service, enabled: true}
+      - {name: debug-shell.service, mask: false}'
+scommit "$R" op "units"
+ctl; agent
+[ "$(state)" = "Done " ] && ok "w0 Done" || bad "w0: $(state)"
+[ ! -e "$WANTS" ] && [ ! -L "$WANTS" ] && ok "chronyd disabled: its link removed" || bad "chronyd still enabled"
+[ ! -e "$N/etc/systemd/system/kubelet.service" ] && ok 'contents: "" writes no unit file (no 0-byte unit, which systemd masks)' ||
+  bad "kubelet.service written ($(stat -c %s "$N/etc/systemd/system/kubelet.service") bytes)"
+[ "$(readlink "$N/etc/systemd/system/multi-user.target.wants/kubelet.service" 2>/dev/null)" = "" ] &&
+  ok "kubelet has no [Install]: nothing to enable" || bad "kubelet link"
+[ -f "$N/etc/systemd/system/crio.service.d/10-x.conf" ] && ok "the drop-in written" || bad "drop-in missing"
+grep -q "unit not-installed.service: not enabled: no unit file" "$T/agent.out" &&
+  ok "enabled: true for a unit not on the node: skipped with a log line" || { bad "no log line"; sed 's/^/    /' "$T/agent.out" | head -5; }
+[ ! -L "$N/etc/systemd/system/debug-shell.service" ] && ok "mask: false unmasks (the /dev/null link removed)" ||
+  bad "debug-shell still masked"
+
+units_mc 60-units '      - {name: kubelet.service, contents: "", enabled: true}
+      - name: crio.service
+        dropins: [{name: 10-x.conf, contents: ""}]'
+scommit "$R" op "drop-in emptied"
+ctl; agent
+[ "$(state)" = "Done " ] && ok "w0 Done" || bad "w0: $(state)"
+[ ! -e "$N/etc/systemd/system/crio.service.d/10-x.conf" ] && ok 'a drop-in whose contents become "" is removed' ||
+  bad "drop-in still there"
+
+git -C "$R" rm -q machineconfigs/50-chrony-off.yaml
+scommit "$R" op "chrony no longer disabled"
+ctl; agent
+[ "$(readlink "$WANTS")" = /usr/lib/systemd/system/chronyd.service ] &&
+  ok "the MachineConfig that disabled chronyd deleted: enabled again, its link as before" || bad "chronyd left disabled"
+[ "$(state)" = "Done " ] && ok "w0 Done" || bad "w0: $(state)"
+finish
