@@ -1328,6 +1328,25 @@ static int resume(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res, bool *had
     return rc;
 }
 
+/* MCO's way to make its daemon apply its config again, whatever the disk holds. */
+#define FORCE_FILE "run/machine-config-daemon-force"
+
+/* Whether the root holds FORCE_FILE; it is removed, and the pass applies with force. */
+static bool take_force_file(mcg_agent *a)
+{
+    int dfd;
+    const char *base;
+    mcg_err e = {0};
+    struct stat st;
+    if (mcg_sroot_parent(&a->root, FORCE_FILE, false, &dfd, &base, &e) != 0 ||
+        fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return false;
+    if (unlinkat(dfd, base, 0) != 0)
+        logf_(a, 1, "/%s: cannot remove it: %s", FORCE_FILE, strerror(errno));
+    a->force = true;
+    return true;
+}
+
 int mcg_agent_apply(mcg_agent_result *res, mcg_agent *a, const char *name, const char *spec,
                     size_t len, mcg_err *err)
 {
@@ -1414,6 +1433,9 @@ int mcg_agent_run_once(mcg_agent_result *res, mcg_agent *a, mcg_cluster *c, mcg_
         goto out;
     }
     cur = read_current(a);
+    if (take_force_file(a))
+        logf_(a, 1, "/%s found (and removed): re-applying %s", FORCE_FILE,
+              n.desired ? n.desired : "nothing");
     if (!n.desired || !*n.desired) {
         drift_pass(a, cur ? c : NULL, &n, res);
         goto out;

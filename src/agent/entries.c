@@ -117,16 +117,41 @@ typedef struct {
     bool loaded;
 } idtab;
 
+/*
+ * The database etc/<db>, then usr/lib/<db> (the OS image's users and groups
+ * on RHCOS and Fedora CoreOS, which NSS reads through nss-altfiles after
+ * files): one text, etc's entries first, so a name found in both is etc's.
+ * NULL when neither exists.
+ */
+static char *nss_db(mcg_sroot *r, const char *db)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    static const char *const dirs[] = {"etc", "usr/lib"};
+    for (size_t i = 0; i < 2; i++) {
+        char *rel = mcg_sprintf("%s/%s", dirs[i], db), *data = NULL;
+        size_t len = 0;
+        mcg_err e = {0};
+        if (read_small(r, rel, &data, &len, &e) == 0) {
+            mcg_buf_put(&b, data, len);
+            if (len && data[len - 1] != '\n')
+                mcg_buf_putc(&b, '\n');
+        }
+        free(data);
+        free(rel);
+    }
+    if (!b.ptr)
+        return NULL;
+    mcg_buf_putc(&b, '\0');
+    size_t n;
+    return mcg_buf_detach(&b, &n);
+}
+
 static void idtab_load(idtab *t, mcg_sroot *r)
 {
     if (t->loaded)
         return;
-    size_t len;
-    mcg_err e = {0};
-    if (read_small(r, "etc/passwd", &t->passwd, &len, &e))
-        t->passwd = NULL;
-    if (read_small(r, "etc/group", &t->group, &len, &e))
-        t->group = NULL;
+    t->passwd = nss_db(r, "passwd");
+    t->group = nss_db(r, "group");
     t->loaded = true;
 }
 
@@ -176,8 +201,9 @@ static int resolve_owner(idtab *t, mcg_sroot *r, const mcg_owner *o, bool user, 
     }
     if (!strict)
         return 0;
-    return mcg_err_set(err, MCG_ENOTFOUND, "%s '%s' not found in /etc/%s", user ? "user" : "group",
-                       o->name, user ? "passwd" : "group");
+    return mcg_err_set(err, MCG_ENOTFOUND, "%s '%s' not found in /etc/%s or /usr/lib/%s",
+                       user ? "user" : "group", o->name, user ? "passwd" : "group",
+                       user ? "passwd" : "group");
 }
 
 /* ------------------------------------------------------------ units */

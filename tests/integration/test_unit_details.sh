@@ -7,7 +7,9 @@
 #     masked), and a drop-in whose contents become "" is removed;
 #   - `enabled: true` for a unit not on the node is skipped with a log line,
 #     not Degraded;
-#   - `mask: false` unmasks: a /dev/null link at the unit's path goes.
+#   - `mask: false` unmasks: a /dev/null link at the unit's path goes;
+#   - `touch /run/machine-config-daemon-force` re-applies the config over
+#     drift, and the file is removed.
 . "$(dirname "$0")/lib.sh"
 need jq
 
@@ -67,4 +69,20 @@ ctl; agent
 [ "$(readlink "$WANTS")" = /usr/lib/systemd/system/chronyd.service ] &&
   ok "the MachineConfig that disabled chronyd deleted: enabled again, its link as before" || bad "chronyd left disabled"
 [ "$(state)" = "Done " ] && ok "w0 Done" || bad "w0: $(state)"
+
+# MCO's force file: re-apply whatever the disk holds, then remove the file
+units_mc 60-units '      - name: crio.service
+        dropins: [{name: 20-y.conf, contents: "[Service]\nEnvironment=Y=1\n"}]'
+scommit "$R" op "drop-in y"
+ctl; agent
+echo tampered >"$N/etc/systemd/system/crio.service.d/20-y.conf"
+agent
+case "$(state)" in "Degraded drift: "*20-y.conf*) ok "a tampered drop-in: Degraded (drift)" ;; *) bad "after tampering: $(state)" ;; esac
+mkdir -p "$N/run" && : >"$N/run/machine-config-daemon-force"
+agent
+[ "$(state)" = "Done " ] && ok "touch /run/machine-config-daemon-force: re-applied, Done" || bad "after force: $(state)"
+[ "$(cat "$N/etc/systemd/system/crio.service.d/20-y.conf")" = "$(printf '[Service]\nEnvironment=Y=1')" ] &&
+  ok "the drop-in rewritten" || bad "drop-in: $(cat "$N/etc/systemd/system/crio.service.d/20-y.conf")"
+[ ! -e "$N/run/machine-config-daemon-force" ] && ok "the force file removed" || bad "force file left"
+grep -q "machine-config-daemon-force found (and removed): re-applying" "$T/agent.out" && ok "and logged" || bad "not logged"
 finish
