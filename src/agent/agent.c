@@ -12,6 +12,8 @@
  *   backups/<sha256>     what was at a path before mcgit first overwrote it
  *   created-dirs.json    the directories mcgit created (removed, when empty,
  *                        once no config needs them)
+ *   base-image           the image the node booted before its first rebase
+ *                        (baseimage.c), until osImageURL is unset again
  * Every state file is written to a temp name, fsync'd and renamed.
  *
  * An update's phases, each recorded in the journal before it starts:
@@ -762,6 +764,48 @@ out:
     return rc;
 }
 
+/*
+ * The image step of osImageURL (baseimage.c): "record" keeps what the node
+ * boots now, once, before its first rebase; "restore" rebases back to it
+ * when the field goes (without a record the node stays on its image).
+ * *run: the command to run, if any (caller frees). False: failed (reason set).
+ */
+static bool base_image_step(mcg_agent *a, const json_t *step, char **run, mcg_agent_result *res)
+{
+    char *rec = NULL;
+    size_t len = 0;
+    mcg_err e = {0};
+    bool have = state_read(a, "base-image", &rec, &len, &e) == 0;
+    *run = NULL;
+    if (jstr(step, "record")) {
+        free(rec);
+        if (have || (!a->live && !a->o.host_exec))
+            return true;
+        rec = mcg_booted_image_query(a->o.host_exec, json_is_true(json_object_get(step, "bootc")),
+                                     &e);
+        bool ok = rec && state_write(a, "base-image", rec, strlen(rec), &e) == 0;
+        if (ok)
+            logf_(a, 1, "booted image before the first rebase: %s", rec);
+        else
+            set_reason(res, MCG_AGENT_DEGRADED, "osImageURL: cannot record the booted image: %s",
+                       e.msg);
+        free(rec);
+        return ok;
+    }
+    if (!have) {
+        logf_(a, 1, "osImageURL unset: no image was recorded before a rebase, the node stays on "
+                    "its image");
+        return true;
+    }
+    rec[strcspn(rec, "\n")] = '\0';
+    *run = mcg_booted_image_command(rec);
+    if (!*run)
+        set_reason(res, MCG_AGENT_DEGRADED, "osImageURL: the recorded booted image '%s' is not "
+                   "understood", rec);
+    free(rec);
+    return *run != NULL;
+}
+
 /* One OS step (a command, or a file step); false when it failed (reported Degraded). */
 static bool os_step(mcg_agent *a, mcg_cluster *c, const json_t *step, mcg_agent_result *res)
 {
@@ -769,6 +813,22 @@ static bool os_step(mcg_agent *a, mcg_cluster *c, const json_t *step, mcg_agent_
     mcg_err e = {0};
     if (!field)
         field = "?";
+    if (jstr(step, "record") || jstr(step, "restore")) {
+        char *back = NULL;
+        if (!base_image_step(a, step, &back, res)) {
+            report_degraded(a, c, res);
+            return false;
+        }
+        if (!back)
+            return true;
+        json_t *s2 = json_pack("{s:s,s:s}", "field", field, "run", back);
+        bool ok = os_step(a, c, s2, res);
+        if (ok)
+            unlinkat(a->statefd, "base-image", 0);
+        json_decref(s2);
+        free(back);
+        return ok;
+    }
     if (run && !a->live && !a->o.host_exec) {
         logf_(a, 1, "skipped (not live): %s", run);
         return true;

@@ -271,6 +271,19 @@ int mcg_osplan_make(json_t **steps, bool *reboot, mcg_sroot *root, const mcg_hos
  */
 char *mcg_osconf_installed_note(mcg_sroot *root, const mcg_acfg *new_cfg);
 
+/* Append s to b quoted for sh ('...', with ' as '\''). */
+void mcg_sh_quote(mcg_buf *b, const char *s);
+
+/*
+ * The image this node boots now (baseimage.c), asked of rpm-ostree (or
+ * bootc) through the host_exec prefix (NULL: none): "rpm-ostree container
+ * REF", "rpm-ostree ostree REFSPEC" or "bootc image REF"; NULL with err set
+ * when the command fails or its answer names none. Caller frees.
+ */
+char *mcg_booted_image_query(const char *host_exec, bool bootc, mcg_err *err);
+/* The command that rebases the node back to a record of the above; NULL when malformed. */
+char *mcg_booted_image_command(const char *rec);
+
 /* Carry out one file step (write, remove, shadow) under the root. */
 int mcg_osstep_file(mcg_sroot *root, const json_t *step, mcg_err *err);
 

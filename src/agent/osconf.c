@@ -136,7 +136,7 @@ const char *mcg_boot_name(mcg_boot_kind k)
 /* ------------------------------------------------------------ helpers */
 
 /* s quoted for sh: 'a'\''b' */
-static void sh_quote(mcg_buf *b, const char *s)
+void mcg_sh_quote(mcg_buf *b, const char *s)
 {
     mcg_buf_putc(b, '\'');
     for (; *s; s++) {
@@ -436,17 +436,25 @@ static int os_check_reconcilable(mcg_sroot *r, const mcg_host *h, const mcg_acfg
 static int os_plan_image(json_t *steps, const mcg_host *h, const mcg_osspec *o, const mcg_osspec *n,
                          const char *nn, mcg_err *err)
 {
-    if (str_equal(o->os_image_url, n->os_image_url) || !n->os_image_url)
+    if (str_equal(o->os_image_url, n->os_image_url))
         return 0;
+    if (!n->os_image_url) { /* back to the image booted before the first rebase */
+        json_array_append_new(steps, json_pack("{s:s,s:s}", "field", "osImageURL", "restore",
+                                               "base-image"));
+        return 0;
+    }
+    if (!o->os_image_url && (h->rpm_ostree || h->bootc)) /* what it boots now, kept first */
+        json_array_append_new(steps, json_pack("{s:s,s:s,s:b}", "field", "osImageURL", "record",
+                                               "base-image", "bootc", !h->rpm_ostree));
     mcg_buf c = MCG_BUF_INIT;
     if (h->rpm_ostree) {
         mcg_buf_puts(&c, "rpm-ostree rebase --experimental ");
         char *ref = mcg_sprintf("ostree-unverified-registry:%s", n->os_image_url);
-        sh_quote(&c, ref);
+        mcg_sh_quote(&c, ref);
         free(ref);
     } else if (h->bootc) {
         mcg_buf_puts(&c, "bootc switch ");
-        sh_quote(&c, n->os_image_url);
+        mcg_sh_quote(&c, n->os_image_url);
     } else {
         return mcg_err_set(err, MCG_EINVAL,
                            "osImageURL: node %s is not image-based (no rpm-ostree or bootc)", nn);
@@ -527,13 +535,13 @@ static void kargs_rpm_ostree(json_t *steps, const mcg_strv *all, const mcg_strv 
     for (size_t i = 0; i < all->n; i++) {
         char *a = mcg_sprintf("--delete-if-present=%s", all->v[i]);
         mcg_buf_putc(&c, ' ');
-        sh_quote(&c, a);
+        mcg_sh_quote(&c, a);
         free(a);
     }
     for (size_t i = 0; i < nargs->n; i++) {
         char *a = mcg_sprintf("--append=%s", nargs->v[i]);
         mcg_buf_putc(&c, ' ');
-        sh_quote(&c, a);
+        mcg_sh_quote(&c, a);
         free(a);
     }
     step_run(steps, "kernelArguments", &c);
@@ -562,14 +570,14 @@ static void kargs_grubby(json_t *steps, const mcg_strv *all, const mcg_strv *nar
     mcg_buf words = MCG_BUF_INIT;
     for (size_t i = 0; i < all->n; i++)
         mcg_buf_printf(&words, "%s%s", i ? " " : "", all->v[i]);
-    sh_quote(&c, words.ptr ? words.ptr : "");
+    mcg_sh_quote(&c, words.ptr ? words.ptr : "");
     mcg_buf_free(&words);
     step_run(steps, "kernelArguments", &c);
     if (nargs->n) {
         mcg_buf_puts(&c, "grubby --update-kernel=ALL --args=");
         for (size_t i = 0; i < nargs->n; i++)
             mcg_buf_printf(&words, "%s%s", i ? " " : "", nargs->v[i]);
-        sh_quote(&c, words.ptr);
+        mcg_sh_quote(&c, words.ptr);
         mcg_buf_free(&words);
         step_run(steps, "kernelArguments", &c);
     }

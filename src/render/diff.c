@@ -303,6 +303,8 @@ static void os_field(mcg_diff *d, const char *key, const char *a, const char *b)
     mcg_diff_item *it = add_item(d, MCG_DIFF_OS, op_of(a, b), key);
     if (b)
         mcg_strv_push(&it->what, b);
+    else if (!strcmp(key, "osImageURL")) /* the agent rebases back (agent/baseimage.c) */
+        mcg_strv_push(&it->what, "back to the image booted before the first rebase");
     mcg_disruption_add(&it->actions, NULL, MCG_DISRUPT_REBOOT, key);
 }
 

@@ -1618,9 +1618,16 @@ static void make_host(fx *f, int h)
  */
 static char *recorder(fx *f)
 {
-    char *script = mcg_sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >>'%s/cmds.log'\n"
-                               "[ -f '%s/status' ] && exit \"$(cat '%s/status')\"\nexit 0\n",
-                               f->dir, f->dir, f->dir);
+    /* queries (what the node boots) are answered, not logged: only changes are */
+    char *script = mcg_sprintf(
+        "#!/bin/sh\ncase \"$*\" in\n"
+        "'rpm-ostree status --json --booted') printf '%%s' '{\"deployments\":[{\"booted\":true,"
+        "\"origin\":\"fedora:fedora/x86_64/coreos/stable\"}]}'; exit 0;;\n"
+        "'bootc status --json') printf '%%s' '{\"status\":{\"booted\":{\"image\":{\"image\":"
+        "{\"image\":\"quay.io/base:1\"}}}}}'; exit 0;;\nesac\n"
+        "printf '%%s\\n' \"$*\" >>'%s/cmds.log'\n"
+        "[ -f '%s/status' ] && exit \"$(cat '%s/status')\"\nexit 0\n",
+        f->dir, f->dir, f->dir);
     put(f->dir, "rec", script, 0755);
     free(script);
     return mcg_sprintf("%s/rec", f->dir);
@@ -1898,9 +1905,12 @@ static void test_os_resume(void **state)
     make_host(f, H_OSTREE);
     /* the first command succeeds, then the agent "dies" in the second (exit 9
      * stands in for the kill: the journal still says step 1) */
-    char *script = mcg_sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >>'%s/cmds.log'\n"
-                               "case \"$*\" in *kargs*) exit 9;; esac\nexit 0\n",
-                               f->dir);
+    char *script = mcg_sprintf(
+        "#!/bin/sh\ncase \"$*\" in *status*) printf '%%s' '{\"deployments\":[{\"booted\":true,"
+        "\"origin\":\"fedora:fedora/x86_64/coreos/stable\"}]}'; exit 0;; esac\n"
+        "printf '%%s\\n' \"$*\" >>'%s/cmds.log'\n"
+        "case \"$*\" in *kargs*) exit 9;; esac\nexit 0\n",
+        f->dir);
     put(f->dir, "rec", script, 0755);
     free(script);
     char *n1 = deploy_spec(f, "{" IGN "},\"kernelArguments\":[\"nosmt\"],"
@@ -1917,9 +1927,23 @@ static void test_os_resume(void **state)
                              "rpm-ostree kargs --delete-if-present=nosmt --append=nosmt\n");
     free(log);
     assert_node(f, "Done", n1, NULL);
+    /* the image booted before the first rebase was kept */
+    char *base = get(f->root, "var/lib/mcgit/base-image");
+    assert_non_null(base);
+    assert_string_equal(base, "rpm-ostree ostree fedora:fedora/x86_64/coreos/stable");
+    free(base);
+    /* osImageURL unset again: back to it */
+    rm_file(f->dir, "cmds.log");
+    char *n2 = deploy_spec(f, "{" IGN "},\"kernelArguments\":[\"nosmt\"]}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    log = get(f->dir, "cmds.log");
+    assert_string_equal(log, "rpm-ostree rebase fedora:fedora/x86_64/coreos/stable\n");
+    free(log);
+    assert_false(exists(f->root, "var/lib/mcgit/base-image")); /* used: gone */
     f->o.host_exec = NULL;
     free(rec);
     free(n1);
+    free(n2);
 }
 
 int main(void)
