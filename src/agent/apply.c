@@ -54,6 +54,9 @@ static void decide_one(mcg_disruption *out, const mcg_ent *e, const mcg_disrupti
         [MCG_ORIG_SSH] = MCG_DISRUPT_SSHKEY,
     };
     mcg_disruption_add(out, policy, kinds[e->origin], e->key);
+    /* a unit's links (enabled, mask) changed: systemd reloads, unless it reboots anyway */
+    if (e->origin == MCG_ORIG_UNIT && e->kind != MCG_ENT_FILE)
+        out->daemon_reload = true;
 }
 
 void mcg_plan_decide(mcg_disruption *out, const mcg_acfg *old, const mcg_acfg *new_cfg,

@@ -216,7 +216,7 @@ static bool is_template(const char *unit)
 
 /* Words of the [Install] keys we act on, from unit file text. */
 typedef struct {
-    mcg_strv wanted, required, upheld, alias;
+    mcg_strv wanted, required, upheld, alias, also;
     char *default_instance;
 } install_sec;
 
@@ -226,6 +226,7 @@ static void install_free(install_sec *s)
     mcg_strv_free(&s->required);
     mcg_strv_free(&s->upheld);
     mcg_strv_free(&s->alias);
+    mcg_strv_free(&s->also);
     free(s->default_instance);
 }
 
@@ -268,6 +269,8 @@ static void install_key(install_sec *s, const char *line, size_t n)
         push_words(&s->upheld, v, vl);
     else if (KEY("Alias"))
         push_words(&s->alias, v, vl);
+    else if (KEY("Also"))
+        push_words(&s->also, v, vl);
     else if (KEY("DefaultInstance")) {
         while (vl && (*v == ' ' || *v == '\t'))
             v++, vl--;
@@ -300,10 +303,13 @@ static void parse_install(install_sec *s, const char *text)
  * entries (enable) or ABSENT entries (disable).
  */
 static void add_install_links(entv *ev, const mcg_unit *u, const char *unit_path, const char *text,
-                              bool enable)
+                              bool enable, mcg_strv *also)
 {
     install_sec s = {0};
     parse_install(&s, text);
+    for (size_t i = 0; also && i < s.also.n; i++)
+        if (mcg_name_is_unit(s.also.v[i]) && !mcg_strv_contains(also, s.also.v[i]))
+            mcg_strv_push(also, s.also.v[i]);
     char *inst = NULL;
     if (is_template(u->name)) {
         if (s.default_instance && *s.default_instance) {
@@ -327,7 +333,7 @@ static void add_install_links(entv *ev, const mcg_unit *u, const char *unit_path
             e->kind = enable ? MCG_ENT_SYMLINK : MCG_ENT_ABSENT;
             e->origin = MCG_ORIG_UNIT;
             e->path = mcg_sprintf(UNIT_DIR "/%s.%s/%s", t, deps[d].suffix, inst);
-            e->key = u->name;
+            e->key = e->key_owned = mcg_strdup(u->name); /* u may be a stand-in */
             e->target = mcg_sprintf("/%s", unit_path);
         }
     }
@@ -338,14 +344,55 @@ static void add_install_links(entv *ev, const mcg_unit *u, const char *unit_path
         e->kind = enable ? MCG_ENT_SYMLINK : MCG_ENT_ABSENT;
         e->origin = MCG_ORIG_UNIT;
         e->path = mcg_sprintf(UNIT_DIR "/%s", s.alias.v[i]);
-        e->key = u->name;
+        e->key = e->key_owned = mcg_strdup(u->name);
         e->target = mcg_sprintf("/%s", unit_path);
     }
     free(inst);
     install_free(&s);
 }
 
-static void add_unit(entv *ev, mcg_sroot *r, const mcg_unit *u, bool strict)
+/*
+ * The [Install] links of unit u (enable: made, else absent), from contents
+ * (the config's file) or, when NULL, the unit file the OS ships; the Also=
+ * units it names pushed to also (when given). A unit to enable found
+ * nowhere is skipped, with a note, as MCO's daemon skips it.
+ */
+static void unit_links(entv *ev, mcg_sroot *r, const mcg_unit *u, const char *contents,
+                       bool enable, bool strict, mcg_strv *also)
+{
+    if (contents) {
+        char *upath = mcg_sprintf(UNIT_DIR "/%s", u->name);
+        add_install_links(ev, u, upath, contents, enable, also);
+        free(upath);
+        return;
+    }
+    /* the unit ships with the OS: find its file as systemd would */
+    static const char *const dirs[] = {UNIT_DIR, "usr/lib/systemd/system", "lib/systemd/system",
+                                       NULL};
+    char *text = NULL;
+    size_t len;
+    mcg_err e2 = {0};
+    for (const char *const *d = dirs; *d; d++) {
+        char *p = mcg_sprintf("%s/%s", *d, u->name);
+        int r2 = read_small(r, p, &text, &len, &e2);
+        if (!r2)
+            add_install_links(ev, u, p, text, enable, also);
+        free(p);
+        free(text);
+        if (!r2)
+            return;
+    }
+    if (strict && enable) {
+        char *note = mcg_sprintf("unit %s: not enabled: no unit file in the config or under "
+                                 "/etc/systemd/system, /usr/lib/systemd/system",
+                                 u->name);
+        mcg_strv_push(&ev->notes, note);
+        free(note);
+    }
+}
+
+static void add_unit(entv *ev, mcg_sroot *r, const mcg_ignition *ign, const mcg_unit *u,
+                     bool strict)
 {
     char *upath = mcg_sprintf(UNIT_DIR "/%s", u->name);
     bool masked = u->mask == MCG_TRUE;
@@ -389,35 +436,20 @@ static void add_unit(entv *ev, mcg_sroot *r, const mcg_unit *u, bool strict)
     }
     if (!masked && u->enabled != MCG_UNSET) {
         bool enable = u->enabled == MCG_TRUE;
-        if (contents) {
-            add_install_links(ev, u, upath, contents, enable);
-        } else {
-            /* the unit ships with the OS: find its file as systemd would */
-            static const char *const dirs[] = {UNIT_DIR, "usr/lib/systemd/system",
-                                               "lib/systemd/system", NULL};
-            char *text = NULL;
-            size_t len;
-            const char *const *d;
-            mcg_err e2 = {0};
-            for (d = dirs; *d; d++) {
-                char *p = mcg_sprintf("%s/%s", *d, u->name);
-                int r2 = read_small(r, p, &text, &len, &e2);
-                if (!r2) {
-                    add_install_links(ev, u, p, text, enable);
-                    free(p);
-                    free(text);
-                    break;
-                }
-                free(p);
-            }
-            if (!*d && strict && enable) { /* MCO's daemon skips it, and logs */
-                char *note = mcg_sprintf("unit %s: not enabled: no unit file in the config or "
-                                         "under /etc/systemd/system, /usr/lib/systemd/system",
-                                         u->name);
-                mcg_strv_push(&ev->notes, note);
-                free(note);
-            }
+        mcg_strv also = {0};
+        unit_links(ev, r, u, contents, enable, strict, &also);
+        /* Also= units are enabled (disabled) with it, as systemctl does */
+        for (size_t i = 0; i < also.n; i++) {
+            const mcg_unit *au = NULL;
+            for (size_t k = 0; k < ign->nunits && !au; k++)
+                if (!strcmp(ign->units[k].name, also.v[i]))
+                    au = &ign->units[k];
+            mcg_unit tmp = {0};
+            tmp.name = also.v[i];
+            const char *ac = au && au->contents && *au->contents ? au->contents : NULL;
+            unit_links(ev, r, au ? au : &tmp, ac, enable, strict, NULL);
         }
+        mcg_strv_free(&also);
     }
     free(upath);
 }
@@ -586,7 +618,7 @@ int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, const char *name, const char *sp
         if ((rc = add_storage(&ev, &ids, r, &c->ign.storage[i], strict, err)) != 0)
             goto out;
     for (size_t i = 0; i < c->ign.nunits; i++)
-        add_unit(&ev, r, &c->ign.units[i], strict);
+        add_unit(&ev, r, &c->ign, &c->ign.units[i], strict);
     if (c->ign.ssh_keys.n)
         add_ssh_keys(&ev, &ids, r, &c->ign.ssh_keys);
     rc = sort_unique_paths(&ev, err);

@@ -222,11 +222,14 @@ static void diff_units(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n
     while (i < o->nunits || j < n->nunits) {
         int c = i == o->nunits ? 1 : j == n->nunits ? -1 : strcmp(a[i]->name, b[j]->name);
         mcg_diff_item *it = NULL;
+        bool links = false; /* its enablement or mask changes: systemd must reload */
         if (c < 0) {
             it = add_item(d, MCG_DIFF_UNIT, MCG_DIFF_REMOVED, a[i]->name);
+            links = a[i]->enabled != MCG_UNSET || a[i]->mask == MCG_TRUE;
             i++;
         } else if (c > 0) {
             it = add_item(d, MCG_DIFF_UNIT, MCG_DIFF_ADDED, b[j]->name);
+            links = b[j]->enabled != MCG_UNSET || b[j]->mask != MCG_UNSET;
             j++;
         } else {
             mcg_strv what = {0};
@@ -234,11 +237,14 @@ static void diff_units(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n
             if (what.n) {
                 it = add_item(d, MCG_DIFF_UNIT, MCG_DIFF_CHANGED, b[j]->name);
                 it->what = what; /* transferred */
+                links = mcg_strv_contains(&what, "enabled") || mcg_strv_contains(&what, "mask");
             }
             i++, j++;
         }
         if (it)
             mcg_disruption_add(&it->actions, policy, MCG_DISRUPT_UNIT, it->key);
+        if (it && links) /* as MCO's daemon: a daemon-reload, unless it reboots anyway */
+            it->actions.daemon_reload = true;
     }
     free(a);
     free(b);

@@ -8,6 +8,9 @@
 #   - `enabled: true` for a unit not on the node is skipped with a log line,
 #     not Degraded;
 #   - `mask: false` unmasks: a /dev/null link at the unit's path goes;
+#   - enabling a unit enables the units its Also= names;
+#   - an enablement change under a rule that does not reboot adds a
+#     daemon-reload;
 #   - `touch /run/machine-config-daemon-force` re-applies the config over
 #     drift, and the file is removed.
 . "$(dirname "$0")/lib.sh"
@@ -26,6 +29,8 @@ printf '[Service]\nExecStart=/usr/sbin/chronyd\n[Install]\nWantedBy=multi-user.t
 ln -s /usr/lib/systemd/system/chronyd.service "$N/etc/systemd/system/multi-user.target.wants/chronyd.service"
 printf '[Service]\nExecStart=/usr/bin/kubelet\n' >"$N/usr/lib/systemd/system/kubelet.service"
 ln -s /dev/null "$N/etc/systemd/system/debug-shell.service"
+printf '[Service]\nExecStart=/usr/bin/iscsid\n[Install]\nWantedBy=multi-user.target\nAlso=iscsid.socket\n' >"$N/usr/lib/systemd/system/iscsid.service"
+printf '[Socket]\nListenStream=@ISCSIADM_ABSTRACT_NAMESPACE\n[Install]\nWantedBy=sockets.target\n' >"$N/usr/lib/systemd/system/iscsid.socket"
 WANTS=$N/etc/systemd/system/multi-user.target.wants/chronyd.service
 ctl() { "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --once >/dev/null 2>&1 || true; }
 agent() { "$MCGIT" agent --node w0 --cluster "$CL" --once -v >"$T/agent.out" 2>&1 || true; }
@@ -39,7 +44,8 @@ units_mc 60-units '      - {name: kubelet.service, contents: "", enabled: true}
       - name: crio.service
         dropins: [{name: 10-x.conf, contents: "[Service]\nEnvironment=X=1\n"}]
       - {name: not-installed.service, enabled: true}
-      - {name: debug-shell.service, mask: false}'
+      - {name: debug-shell.service, mask: false}
+      - {name: iscsid.service, enabled: true}'
 scommit "$R" op "units"
 ctl; agent
 [ "$(state)" = "Done " ] && ok "w0 Done" || bad "w0: $(state)"
@@ -53,6 +59,10 @@ grep -q "unit not-installed.service: not enabled: no unit file" "$T/agent.out" &
   ok "enabled: true for a unit not on the node: skipped with a log line" || { bad "no log line"; sed 's/^/    /' "$T/agent.out" | head -5; }
 [ ! -L "$N/etc/systemd/system/debug-shell.service" ] && ok "mask: false unmasks (the /dev/null link removed)" ||
   bad "debug-shell still masked"
+[ "$(readlink "$N/etc/systemd/system/multi-user.target.wants/iscsid.service")" = /usr/lib/systemd/system/iscsid.service ] &&
+  [ "$(readlink "$N/etc/systemd/system/sockets.target.wants/iscsid.socket")" = /usr/lib/systemd/system/iscsid.socket ] &&
+  ok "enabling iscsid.service enables its Also=iscsid.socket, as systemctl enable does" ||
+  bad "Also= not followed: $(ls "$N/etc/systemd/system/"*.wants 2>&1 | tr '\n' ' ')"
 
 units_mc 60-units '      - {name: kubelet.service, contents: "", enabled: true}
       - name: crio.service
@@ -63,9 +73,22 @@ ctl; agent
 [ ! -e "$N/etc/systemd/system/crio.service.d/10-x.conf" ] && ok 'a drop-in whose contents become "" is removed' ||
   bad "drop-in still there"
 
+cat >"$R/machineconfigs/policy.yaml" <<'YAML'
+apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata: {name: cluster}
+spec:
+  nodeDisruptionPolicy:
+    units:
+    - name: chronyd.service
+      actions: [{type: None}]
+YAML
 git -C "$R" rm -q machineconfigs/50-chrony-off.yaml
 scommit "$R" op "chrony no longer disabled"
 ctl; agent
+grep -q "actions DaemonReload" "$T/agent.out" &&
+  ok "its enablement changed under a None rule: a daemon-reload, as MCO's daemon does" ||
+  { bad "actions"; grep actions "$T/agent.out" | sed 's/^/    /'; }
 [ "$(readlink "$WANTS")" = /usr/lib/systemd/system/chronyd.service ] &&
   ok "the MachineConfig that disabled chronyd deleted: enabled again, its link as before" || bad "chronyd left disabled"
 [ "$(state)" = "Done " ] && ok "w0 Done" || bad "w0: $(state)"

@@ -1480,14 +1480,15 @@ static const diff_case diff_cases[] = {
      "removed file /etc/chrony.conf: Restart chronyd.service; added directory /etc/d: Reboot; "
      "added file /etc/new.conf: Reboot",
      "Reboot"},
-    {"unit drop-ins and enabled, under a Drain rule",
+    {"unit drop-ins and enabled, under a Drain rule: and a daemon-reload (links changed)",
      "    systemd:\n      units:\n      - name: crio.service\n        dropins:\n"
      "        - name: 10-a.conf\n          contents: \"[Service]\\nA=1\\n\"\n",
      "    systemd:\n      units:\n      - name: crio.service\n        enabled: true\n"
      "        dropins:\n        - name: 10-a.conf\n          contents: \"[Service]\\nA=2\\n\"\n"
      "        - name: 20-b.conf\n          contents: \"[Service]\\nB=1\\n\"\n",
-     true, "changed unit crio.service (enabled, dropin 10-a.conf, dropin 20-b.conf): Drain",
-     "Drain"},
+     true,
+     "changed unit crio.service (enabled, dropin 10-a.conf, dropin 20-b.conf): Drain, DaemonReload",
+     "Drain, DaemonReload"},
     {"a unit added without a rule, to a node with no config", NULL,
      "    systemd:\n      units:\n      - name: x.service\n        contents: \"[Unit]\\n\"\n", true,
      "added unit x.service: Reboot", "Reboot"},
