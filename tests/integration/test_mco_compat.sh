@@ -96,7 +96,8 @@ custom() {
   local pool=$1 d; shift; d=$(mktemp -d "$T/custom.XXXXXX")
   mkdir -p "$d/machineconfigs"; cp -r "$FIXTURES/mco/pools" "$d/"
   cp "$FIXTURES"/mco/machineconfigs/00-*.yaml "$d/machineconfigs/"
-  for f in "$@"; do cp "$FIXTURES/mco/machineconfigs/$f" "$d/machineconfigs/"; done
+  for f in "$@"; do case $f in */*) cp "$FIXTURES/$f" "$d/machineconfigs/" ;;
+    *) cp "$FIXTURES/mco/machineconfigs/$f" "$d/machineconfigs/" ;; esac; done
   "$MCGIT" render "$d" -o json >"$d/r.json" || return 1
   python3 - "$d/r.json" "$CL" "$pool" <<'PY'
 import json, sys
@@ -114,6 +115,23 @@ expect_rc 0 "w2 applies the kernel arguments through GRUB" -- agent w2
 GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX enforcing=0 nosmt enforcing=0 systemd.unified_cgroup_hierarchy=1"' ] \
   && ok "the GRUB drop-in holds the merged arguments" || { bad "GRUB drop-in"; cat "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg"; }
 [ "$(cat "$T/cmds.log")" = update-grub ] && ok "then update-grub" || bad "commands: $(cat "$T/cmds.log")"
+
+# MCO's e2e test 67825: repeated kernel arguments kept, in MachineConfig order
+: >"$T/cmds.log"
+K2=$(custom worker mco-e2e/67825-worker-kargs-1.yaml mco-e2e/67825-worker-kargs-2.yaml)
+desire w2 "$K2"
+expect_rc 0 "w2 takes MCO test 67825's kernel arguments" -- agent w2
+grep -q '^GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX y=0 z=4 y=1 z=4"$' "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg" &&
+  ok "test 67825: y=0 z=4 y=1 z=4, as MCO expects" || { bad "67825 kernel arguments"; cat "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg"; }
+
+# MCO's e2e test 72136: Ignition kernelArguments are install-time only (a later
+# change is refused at render: test_unreconcilable), so in a first config
+# they are taken as installed
+IK=$(custom worker mco-e2e/72136-worker-ignition-kargs.yaml)
+mkdir -p "$CL/roots/w3/etc"; "$MCGIT" node add --cluster "local:$CL" w3 >/dev/null
+desire w3 "$IK"
+expect_rc 0 "test 72136's MachineConfig in a first config" -- agent w3 -v
+expect_grep "taken as installed: Ignition kernelArguments \(not checked\)" "$T/err" "taken as installed, said so"
 
 # ---------------------------------------------------------------- master
 # The master config holds OpenShift's documented 98-var-partition (disks,
