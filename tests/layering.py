@@ -21,8 +21,9 @@ import re
 import sys
 
 # The module graph, bottom up: each module and the modules it may use.
-# Modules on one line of the DESIGN.md table may not use each other
-# (render and rollout; bundle and cluster).
+# docs/architecture.md ("The module graph") explains it level by level;
+# modules on one level may not use each other (render and rollout; pack,
+# metrics and cluster; bundle and agent), and a change here changes that table.
 CORE = ["util", "model", "render", "rollout", "trust"]
 MAY_USE = {
     "util": [],
