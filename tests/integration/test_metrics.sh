@@ -56,7 +56,11 @@ expect_grep '^mcgit_node_state\{node="w0",pool="worker",state="Done"\} 1$' "$T/c
 expect_grep '^mcgit_rollout_duration_seconds_count\{pool="worker"\} 1$' "$T/ctl.prom" "one rollout timed"
 expect_grep '^mcgit_verify_duration_seconds_count 1$' "$T/ctl.prom" "verify duration observed"
 expect_grep '^mcgit_render_duration_seconds_count 1$' "$T/ctl.prom" "render duration observed"
-expect_grep '^mcgit_fetch_failures_total 0$|^# TYPE mcgit_fetch_failures_total counter$' "$T/ctl.prom" "fetch failures exposed"
+# The family is declared at start; a series appears with the first failure,
+# and this controller's repository has no remote, so there must be none.
+expect_grep '^# TYPE mcgit_fetch_failures_total counter$' "$T/ctl.prom" "fetch failures exposed"
+grep -qE '^mcgit_fetch_failures_total [^0]' "$T/ctl.prom" && bad "fetch failures counted: $(grep '^mcgit_fetch_failures_total ' "$T/ctl.prom")" ||
+  ok "no fetch failure counted"
 expect_grep '^mcgit_agent_node_state\{node="w0",state="Done"\} 1$' "$T/agent.prom" "agent: node state"
 expect_grep '^mcgit_agent_applies_total\{node="w0"\} 1$' "$T/agent.prom" "agent: one apply"
 for f in ctl agent; do
