@@ -10,14 +10,6 @@ mkkey op ed25519
 mkkey eve ed25519
 signer_line op@example.com op >"$T/trust"
 
-# snap REPO: refs, and every file under objects/ with its sha256.
-snap() {
-  local gd
-  gd=$(git -C "$1" rev-parse --absolute-git-dir)
-  git -C "$1" for-each-ref --format='%(objectname) %(refname)'
-  (cd "$gd/objects" && find . -type f | sort | xargs -r sha256sum)
-  (cd "$gd/objects" && find . -maxdepth 1 -name '*incoming-*')
-}
 # refused DESC PATTERN REPO BUNDLE: import must exit 1 with PATTERN on
 # stderr, and leave REPO exactly as it was.
 refused() {

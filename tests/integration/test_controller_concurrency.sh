@@ -8,17 +8,11 @@
 . "$(dirname "$0")/lib.sh"
 need jq
 
-PIDS=()
-stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap 'stop_all; rm -rf "$T"' EXIT
 CL=local:$T/cl
 R=$T/repo
 N=${CONC_NODES:-40}
 LABELS=${CONC_LABELS:-6}
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
-"$MCGIT" init "$R" >/dev/null
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R"
 sed -i 's/maxUnavailable: 1/maxUnavailable: "100%"/' "$R/pools/worker.yaml"
 mc() { write_mc "$R" 10-worker worker /etc/test.conf "$1"; }
 worker_target() {

@@ -8,9 +8,6 @@
 need jq
 need python3
 
-PIDS=()
-stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap 'stop_all; rm -rf "$T"' EXIT
 mkkey op ed25519
 mkkey mallory ed25519
 signer_line op@example.com op >"$T/trust"

@@ -466,10 +466,7 @@ expect_grep "^mcgit status: kubeconfig $T/bad.kubeconfig: context 'x' not found\
 
 # ------------------------------------- controller, agent and status end to end
 R=$T/repo
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
-"$MCGIT" init "$R" >/dev/null
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R"
 write_mc "$R" 10-worker worker /etc/mcgit-kube-test 'hello%20kube%0A'
 scommit "$R" op "worker file"
 kt "$CTL" patch w1 desired= current= state= reason=

@@ -35,10 +35,7 @@ kube_api PATCH /api/v1/namespaces/apps/pods/db-1/status '{"status":{"phase":"Run
 
 # ---------------------------------------------------------------- repo
 R=$T/repo
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
-"$MCGIT" init "$R" >/dev/null
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R"
 scommit "$R" op "initial"
 
 # ---------------------------------------------------------------- fault proxy
