@@ -39,7 +39,10 @@ MAY_USE = {
     "metrics": ["util", "fsio"],
     "agent": CORE + ["fsio", "cluster", "metrics"],
     "controller": CORE + ["fsio", "pack", "gitops", "bundle", "cluster", "metrics"],
-    "cli": CORE + ["fsio", "pack", "gitops", "bundle", "cluster", "agent", "controller", "metrics"],
+    # `mcgit demo`'s story: it drives gitops and a local cluster, as an operator would
+    "demo": CORE + ["fsio", "gitops", "cluster"],
+    "cli": CORE
+    + ["fsio", "pack", "gitops", "bundle", "cluster", "agent", "controller", "metrics", "demo"],
     "main": ["cli"],  # src/main.c: the command table
 }
 LIBGIT2 = {"pack", "gitops", "bundle"}
