@@ -434,7 +434,13 @@ bool mcg_pool_object_operator_paused(const json_t *pool)
 {
     json_t *ann = json_object_get(json_object_get(pool, "metadata"), "annotations");
     json_t *v = json_object_get(ann, MCG_ANN_PAUSED);
-    return json_is_string(v) && !strcmp(json_string_value(v), "true");
+    return json_is_true(json_object_get(json_object_get(pool, "spec"), "paused")) ||
+           (json_is_string(v) && !strcmp(json_string_value(v), "true"));
+}
+
+bool mcg_pool_object_git_paused(const json_t *pool)
+{
+    return json_is_true(json_object_get(json_object_get(pool, "status"), MCG_POOL_PAUSED_IN_GIT));
 }
 
 int mcg_cluster_get_sync(mcg_cluster *c, mcg_sync_state *out, mcg_err *err)

@@ -348,15 +348,40 @@ static int create_obj(mcg_kube *k, const char *coll, const char *kind, const cha
     return rc;
 }
 
-/* The merge patch from cur's spec to want_spec (the whole of it when cur has none); NULL: none. */
-static json_t *spec_diff(const json_t *cur, const json_t *want_spec)
+/*
+ * The merge patch from cur's spec to want_spec (the whole of it when cur has
+ * none), without the key theirs (NULL: none), which someone else owns;
+ * NULL: no change.
+ */
+static json_t *spec_diff(const json_t *cur, const json_t *want_spec, const char *theirs)
 {
     json_t *d = mcg_kube_merge_diff(json_object_get(cur, "spec"), want_spec);
     if (d && !json_is_object(json_object_get(cur, "spec"))) {
         json_decref(d);
         d = json_deep_copy(want_spec);
     }
+    if (d && theirs) {
+        json_object_del(d, theirs);
+        if (!json_object_size(d)) {
+            json_decref(d);
+            d = NULL;
+        }
+    }
     return d;
+}
+
+/*
+ * The status to write over cur: want_status, with observedGeneration (when
+ * it has one) set to cur's metadata.generation, the spec this pass wrote or
+ * saw. A new reference.
+ */
+static json_t *status_for(const json_t *cur, const json_t *want_status)
+{
+    json_t *ws = json_deep_copy(want_status);
+    json_t *gen = json_object_get(json_object_get(cur, "metadata"), "generation");
+    if (json_object_get(ws, "observedGeneration") && json_is_integer(gen))
+        json_object_set(ws, "observedGeneration", gen);
+    return ws;
 }
 
 /* A merge patch of field (spec or status) at path with d (consumed), at cur's resourceVersion. */
@@ -373,14 +398,15 @@ static int patch_field(mcg_kube *k, const char *path, const char *field, const j
 
 /*
  * Bring one object to the wanted spec (and status, through the status
- * subresource), creating it when missing. path is the collection;
+ * subresource), creating it when missing; the spec key theirs (NULL: none)
+ * is left as the object holds it. path is the collection;
  * cache (may be NULL) holds the last seen objects by name. Merge patches
  * carry the resourceVersion they were computed from, so a concurrent change
  * makes them fail (409) and they are recomputed.
  */
 static int converge(mcg_kube *k, const char *coll, const char *kind, const char *name,
                     json_t *cache, const json_t *labels, const json_t *want_spec,
-                    const json_t *want_status, mcg_err *err)
+                    const char *theirs, const json_t *want_status, mcg_err *err)
 {
     char *path = mcg_sprintf("%s/%s", coll, name);
     char *spath = mcg_sprintf("%s/%s/status", coll, name);
@@ -407,7 +433,7 @@ static int converge(mcg_kube *k, const char *coll, const char *kind, const char 
                 break;
             fresh = true;
         }
-        json_t *d = spec_diff(cur, want_spec);
+        json_t *d = spec_diff(cur, want_spec, theirs);
         if (d) {
             json_t *o = NULL;
             rc = patch_field(k, path, "spec", cur, d, &st, &o, err);
@@ -424,8 +450,9 @@ static int converge(mcg_kube *k, const char *coll, const char *kind, const char 
         }
         if (want_status) {
             json_t *have = json_object_get(cur, "status");
-            d = json_is_object(have) ? mcg_kube_merge_diff(have, want_status)
-                                     : json_deep_copy(want_status);
+            json_t *ws = status_for(cur, want_status);
+            d = json_is_object(have) ? mcg_kube_merge_diff(have, ws) : json_incref(ws);
+            json_decref(ws);
             if (d) {
                 json_t *o = NULL;
                 rc = patch_field(k, spath, "status", cur, d, &st, &o, err);
@@ -469,8 +496,9 @@ int mcg_kube_op_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mc
     json_t *ws = json_is_object(spec) ? mcg_kube_strip_nulls(spec) : json_object();
     json_t *wst = json_is_object(status) ? mcg_kube_strip_nulls(status) : NULL;
     json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
+    /* spec.paused is the operator's (cluster.h): never written from here */
     int rc = converge(k, MCG_KUBE_MCP_PATH, "MachineConfigPool", name, k->pools,
-                      json_is_object(labels) ? labels : NULL, ws, wst, err);
+                      json_is_object(labels) ? labels : NULL, ws, "paused", wst, err);
     json_decref(ws);
     json_decref(wst);
     return rc;
@@ -488,7 +516,7 @@ int mcg_kube_op_put_policy(mcg_cluster *c, const json_t *spec, mcg_err *err)
     mcg_kube *k = mcg_kube_of(c);
     json_t *ws = json_is_object(spec) ? mcg_kube_strip_nulls(spec) : json_object();
     int rc = converge(k, MCG_KUBE_CRD_PATH "/machineconfigurations", "MachineConfiguration",
-                      "cluster", NULL, NULL, ws, NULL, err);
+                      "cluster", NULL, NULL, ws, NULL, NULL, err);
     json_decref(ws);
     return rc;
 }
