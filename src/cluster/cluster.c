@@ -49,6 +49,15 @@ void mcg_cluster_set_stop(mcg_cluster *c, volatile sig_atomic_t *stop)
     c->stop = stop;
 }
 
+char *mcg_cluster_config_pool(const char *name)
+{
+    size_t pre = strlen("rendered-");
+    const char *dash = strrchr(name, '-');
+    if (strncmp(name, "rendered-", pre) != 0 || !dash || dash <= name + pre)
+        return NULL;
+    return mcg_strndup(name + pre, (size_t)(dash - name) - pre);
+}
+
 bool mcg_cluster_config_name_ok(const char *name)
 {
     return !strncmp(name, "rendered-", 9) && mcg_name_is_dns_subdomain(name);

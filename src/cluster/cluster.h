@@ -138,6 +138,15 @@ char *mcg_cluster_node_root(mcg_cluster *c, const char *name);
 
 /* ------------------------------------------------------ rendered configs */
 
+/*
+ * A published rendered config is owned by its pool (ownerReferences, kube:
+ * with the pool object's uid, so that deleting the pool deletes its configs)
+ * and carries MCO's annotation naming the version of the controller that
+ * generated it (mcgit's, MCGIT_VERSION). local:DIR keeps this metadata
+ * beside the spec bytes, in DIR/configs/.meta/NAME.json.
+ */
+#define MCG_ANN_GENERATED_BY "machineconfiguration.openshift.io/generated-by-controller-version"
+
 /* Publish canonical spec bytes under their rendered name (idempotent). */
 int mcg_cluster_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
                            mcg_err *err);

@@ -120,11 +120,97 @@ static bool mc_holds(const json_t *mc, const char *name, const char *spec, size_
     return same;
 }
 
+/*
+ * The ownerReference of rendered config name to its pool (rendered-POOL-HASH),
+ * as MCO sets it, when that pool's object (and so its uid) is known; NULL
+ * until the controller has written or listed it.
+ */
+static json_t *owner_ref(mcg_kube *k, const char *name)
+{
+    char *pool = mcg_cluster_config_pool(name);
+    if (!pool)
+        return NULL;
+    const char *uid = mcg_kube_str_at(json_object_get(k->pools, pool), "metadata", "uid");
+    json_t *ref = uid ? json_pack("{s:s,s:s,s:s,s:s,s:b}", "apiVersion", MCG_KUBE_GV, "kind",
+                                  "MachineConfigPool", "name", pool, "uid", uid, "controller", 1)
+                      : NULL;
+    free(pool);
+    return ref;
+}
+
+/* The metadata merge patch that gives o what obj's metadata adds (owner,
+ * version annotation), or NULL when o has it: a version already there is
+ * kept (it names the controller that made the config). */
+static json_t *meta_patch(const json_t *o, const json_t *obj)
+{
+    const json_t *om = json_object_get(o, "metadata"), *want = json_object_get(obj, "metadata");
+    json_t *md = json_object();
+    json_t *refs = json_object_get(want, "ownerReferences");
+    if (refs && !json_equal(json_object_get(om, "ownerReferences"), refs))
+        json_object_set(md, "ownerReferences", refs);
+    if (!mcg_kube_str_at(om, "annotations", MCG_ANN_GENERATED_BY))
+        json_object_set_new(md, "annotations", json_pack("{s:s}", MCG_ANN_GENERATED_BY,
+                                                         MCGIT_VERSION));
+    if (!json_object_size(md)) {
+        json_decref(md);
+        return NULL;
+    }
+    return json_pack("{s:o}", "metadata", md);
+}
+
+/* The MachineConfig object of a rendered config (spec consumed). */
+static json_t *mc_object(mcg_kube *k, const char *name, json_t *specobj, const char *hex)
+{
+    json_t *obj =
+        json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s,s:s}},s:o}", "apiVersion", MCG_KUBE_GV, "kind",
+                  "MachineConfig", "metadata", "name", name, "labels", MCG_KUBE_LABEL_RENDERED,
+                  "true", "annotations", MCG_KUBE_ANN_SPEC_HASH, hex, MCG_ANN_GENERATED_BY,
+                  MCGIT_VERSION, "spec", specobj);
+    json_t *ref = owner_ref(k, name);
+    if (ref)
+        json_object_set_new(json_object_get(obj, "metadata"), "ownerReferences",
+                            json_pack("[o]", ref));
+    return obj;
+}
+
+/*
+ * It exists (o, at path): put the real bytes back when they were altered
+ * in the cluster, else add what its metadata lacks (owner, version).
+ */
+static int mc_repair(mcg_kube *k, const char *path, json_t *obj, json_t **o, const char *name,
+                     const char *spec, size_t len, const char *hex, mcg_err *err)
+{
+    long st = 0;
+    int rc = 0;
+    if (!mc_holds(*o, name, spec, len) ||
+        !mcg_kube_str_eq(
+            mcg_kube_str_at(json_object_get(*o, "metadata"), "annotations", MCG_KUBE_ANN_SPEC_HASH),
+            hex)) {
+        json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
+                            json_string(mcg_kube_obj_rv(*o) ? mcg_kube_obj_rv(*o) : ""));
+        json_decref(*o);
+        *o = NULL;
+        mcg_kube_req put = {"PUT", path, NULL, obj, NULL, 0, 0};
+        rc = mcg_kube_call(k->kc, &put, &st, o, err);
+        json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
+        return rc;
+    }
+    json_t *mp = meta_patch(*o, obj);
+    if (mp) {
+        json_decref(*o);
+        *o = NULL;
+        mcg_kube_req rq = {"PATCH", path, MCG_KUBE_MERGE_PATCH, mp, NULL, 0, 0};
+        rc = mcg_kube_call(k->kc, &rq, &st, o, err);
+        json_decref(mp);
+    }
+    return rc;
+}
+
 int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
                            mcg_err *err)
 {
     mcg_kube *k = mcg_kube_of(c);
-    if (mcg_strv_contains(&k->published, name))
+    if (mcg_strv_contains(&k->owned, name))
         return 0;
     json_error_t je;
     json_t *specobj = json_loadb(spec, len, JSON_REJECT_DUPLICATES, &je);
@@ -134,10 +220,7 @@ int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, s
     }
     char hex[2 * MCG_SHA256_LEN + 1];
     sha_hex(spec, len, hex);
-    json_t *obj =
-        json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:o}", "apiVersion", MCG_KUBE_GV, "kind",
-                  "MachineConfig", "metadata", "name", name, "labels", MCG_KUBE_LABEL_RENDERED,
-                  "true", "annotations", MCG_KUBE_ANN_SPEC_HASH, hex, "spec", specobj);
+    json_t *obj = mc_object(k, name, specobj, hex);
     mcg_kube_req rq = {"POST", MCG_KUBE_MC_PATH, NULL, obj, NULL, 0, 0};
     json_t *o = NULL;
     long st = 0;
@@ -146,19 +229,8 @@ int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, s
         /* it exists: the name is a content hash, but check the stored bytes */
         char *path = mcg_sprintf(MCG_KUBE_MC_PATH "/%s", name);
         rc = mcg_kube_simple(k->kc, "GET", path, &st, &o, err);
-        if (!rc && (!mc_holds(o, name, spec, len) ||
-                    !mcg_kube_str_eq(mcg_kube_str_at(json_object_get(o, "metadata"), "annotations",
-                                                     MCG_KUBE_ANN_SPEC_HASH),
-                                     hex))) {
-            /* altered in the cluster: put the real bytes back */
-            json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
-                                json_string(mcg_kube_obj_rv(o) ? mcg_kube_obj_rv(o) : ""));
-            json_decref(o);
-            o = NULL;
-            mcg_kube_req put = {"PUT", path, NULL, obj, NULL, 0, 0};
-            rc = mcg_kube_call(k->kc, &put, &st, &o, err);
-            json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
-        }
+        if (!rc)
+            rc = mc_repair(k, path, obj, &o, name, spec, len, hex, err);
         free(path);
         if (rc == MCG_ENOTFOUND) { /* deleted meanwhile: create again */
             rc = mcg_kube_call(k->kc, &rq, &st, &o, err);
@@ -169,10 +241,13 @@ int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, s
                          "MachineConfig %s: the API server stored a different spec than was sent "
                          "(does the CRD keep unknown fields under spec.config?)",
                          name);
+    bool whole = json_object_get(json_object_get(obj, "metadata"), "ownerReferences") != NULL;
     json_decref(o);
     json_decref(obj);
-    if (!rc)
+    if (!rc && !mcg_strv_contains(&k->published, name))
         mcg_strv_push(&k->published, name);
+    if (!rc && whole) /* without its owner yet: checked again on the next put */
+        mcg_strv_push(&k->owned, name);
     return rc;
 }
 
@@ -275,6 +350,7 @@ int mcg_kube_op_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
 {
     mcg_kube *k = mcg_kube_of(c);
     strv_remove(&k->published, name);
+    strv_remove(&k->owned, name);
     return delete_object(k, MCG_KUBE_MC_PATH, name, err);
 }
 

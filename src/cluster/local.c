@@ -4,6 +4,7 @@
  * DIR holds Kubernetes-shaped JSON objects, one file each:
  *   nodes/<name>.json            Node (labels, annotations, unschedulable, Ready)
  *   configs/<rendered-name>.json published rendered configs (canonical spec bytes)
+ *   configs/.meta/<rendered-name>.json  their metadata: owner pool, version
  *   pools/<pool>.json            MachineConfigPool with status
  *   machineconfiguration.json    the MachineConfiguration "cluster" spec
  *   sync.json                    operator sync requests and the controller's answer
@@ -663,6 +664,34 @@ static int l_label_node(mcg_cluster *c, const char *name, const char *edits, mcg
     return modify_node((local *)c, name, edit_labels, edits, err);
 }
 
+/*
+ * DIR/configs/.meta/NAME.json: the metadata of a published config (cluster.h),
+ * written once: its owner pool, by name, and the version that made it.
+ */
+static int put_config_meta(local *l, const char *name, mcg_err *err)
+{
+    char *dir = mcg_sprintf("%s/configs/.meta", l->dir);
+    char *path = mcg_sprintf("%s/%s.json", dir, name);
+    char *pool = mcg_cluster_config_pool(name);
+    int rc = 0;
+    if (access(path, F_OK) != 0 && (rc = mcg_mkdirs(dir, 0755, err)) == 0) {
+        json_t *md = json_pack("{s:s,s:{s:s}}", "name", name, "annotations", MCG_ANN_GENERATED_BY,
+                               MCGIT_VERSION);
+        if (pool)
+            json_object_set_new(md, "ownerReferences",
+                                json_pack("[{s:s,s:s,s:s,s:b}]", "apiVersion", MCG_API_OPENSHIFT,
+                                          "kind", "MachineConfigPool", "name", pool, "controller",
+                                          1));
+        json_t *o = json_pack("{s:o}", "metadata", md);
+        rc = write_json(path, o, err);
+        json_decref(o);
+    }
+    free(pool);
+    free(path);
+    free(dir);
+    return rc;
+}
+
 static int l_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
                         mcg_err *err)
 {
@@ -672,6 +701,8 @@ static int l_put_config(mcg_cluster *c, const char *name, const char *spec, size
         return rc;
     char *path = mcg_sprintf("%s/configs/%s.json", l->dir, name);
     rc = access(path, F_OK) == 0 ? 0 : mcg_write_file_atomic(path, spec, len, 0644, err);
+    if (!rc)
+        rc = put_config_meta(l, name, err);
     free(path);
     return rc;
 }
@@ -731,7 +762,8 @@ static int remove_object(local *l, const char *sub, const char *name, mcg_err *e
 
 static int l_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
 {
-    return remove_object((local *)c, "configs", name, err);
+    int rc = remove_object((local *)c, "configs", name, err);
+    return rc ? rc : remove_object((local *)c, "configs/.meta", name, err);
 }
 
 /* metadata.generation of a pool object (1 when it has none). */

@@ -10,6 +10,7 @@
 # node (Degraded, nothing written).
 . "$(dirname "$0")/lib.sh"
 need python3
+need jq
 
 CL=$T/cl
 for n in w1 w2 m1; do "$MCGIT" node add --cluster "local:$CL" "$n" >/dev/null; done
@@ -119,13 +120,15 @@ GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX enforcing=0 nosmt enforcing=0 systemd.un
 : >"$T/cmds.log"
 desire m1 "$MASTER"
 expect_rc 1 "m1: a /var partition cannot be made on a running node" -- agent m1
-expect_grep "^m1 Degraded - rendered config $MASTER: unreconcilable: storage.disks cannot be applied on node m1" "$T/out" "Degraded: unreconcilable, naming the section and node"
+expect_grep "^m1 Unreconcilable - rendered config $MASTER: unreconcilable: storage.disks cannot be applied on node m1" "$T/out" "Unreconcilable (MCO's state), naming the section and node"
 [ ! -e "$CL/roots/m1/etc/systemd/system/var.mount" ] && [ ! -s "$T/cmds.log" ] && ok "nothing written, nothing run" || bad "m1 half-applied"
+[ "$("$MCGIT" status --cluster "local:$CL" nodes -o json | jq -r '.items[] | select(.metadata.name == "m1") | .metadata.annotations["machineconfiguration.mcgit.io/state"]')" = Unreconcilable ] \
+  && ok "the node's state is Unreconcilable, as MCO writes it" || bad "m1's state: $("$MCGIT" status --cluster "local:$CL" nodes | grep '^m1 ')"
 # FIPS is set at install: fips: true on a node whose kernel runs without it
 FIPS=$(custom master 99-master-fips.yaml 99-master-ssh.yaml)
 desire m1 "$FIPS"
 expect_rc 1 "m1: fips: true on a node without FIPS mode" -- agent m1
-expect_grep "^m1 Degraded - rendered config $FIPS: unreconcilable: fips is true but node m1 runs with FIPS mode off" "$T/out" "Degraded, naming fips and the node"
+expect_grep "^m1 Unreconcilable - rendered config $FIPS: unreconcilable: fips is true but node m1 runs with FIPS mode off" "$T/out" "Unreconcilable, naming fips and the node"
 [ ! -e "$CL/roots/m1/etc/shadow" ] && [ ! -e "$CL/roots/m1/home/core" ] && ok "core's keys and password untouched" || bad "m1 half-applied (fips)"
 echo 1 >"$CL/roots/m1/proc/sys/crypto/fips_enabled"
 printf 'root:*:19000::::::\ncore:!!:19000::::::\n' >"$CL/roots/m1/etc/shadow"

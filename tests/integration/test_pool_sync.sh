@@ -53,6 +53,11 @@ for round in 1 2; do # a first rollout goes one node at a time, as any other
 done
 V1=$(target)
 [ -n "$V1" ] && [ "$(desired w0)" = "$V1" ] && ok "set-up: worker on $V1" || bad "set-up: target '$V1'"
+# a rendered config's metadata: owned by its pool, with the version that made it
+M=$T/cl/configs/.meta/$V1.json
+[ "$(jq -r '.metadata.ownerReferences[0] | "\(.kind) \(.name) \(.controller)"' "$M")" = "MachineConfigPool worker true" ] \
+  && [ "$(jq -r '.metadata.annotations["machineconfiguration.openshift.io/generated-by-controller-version"]' "$M")" = "$("$MCGIT" --version | head -1 | awk '{print $2}')" ] \
+  && ok "$V1: owned by pool worker, generated-by-controller-version = mcgit's version" || bad "config metadata: $(cat "$M" 2>&1)"
 expect_rc 1 "pause of a pool the repo does not have" -- "$MCGIT" pool pause infra --cluster "$CL"
 expect_grep "has no pool 'infra'" "$T/err" "(named)"
 
