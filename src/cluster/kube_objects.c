@@ -122,14 +122,23 @@ static bool mc_holds(const json_t *mc, const char *name, const char *spec, size_
 
 /*
  * The ownerReference of rendered config name to its pool (rendered-POOL-HASH),
- * as MCO sets it, when that pool's object (and so its uid) is known; NULL
- * until the controller has written or listed it.
+ * as MCO sets it, when that pool's object (and so its uid) exists: from the
+ * cache, else one GET; NULL until the controller has made the pool.
  */
 static json_t *owner_ref(mcg_kube *k, const char *name)
 {
     char *pool = mcg_cluster_config_pool(name);
     if (!pool)
         return NULL;
+    if (!json_object_get(k->pools, pool)) { /* not seen by this process yet: ask once */
+        char *path = mcg_sprintf(MCG_KUBE_MCP_PATH "/%s", pool);
+        json_t *o = NULL;
+        long st = 0;
+        if (mcg_kube_simple(k->kc, "GET", path, &st, &o, NULL) == 0 && json_is_object(o))
+            json_object_set(k->pools, pool, o);
+        json_decref(o);
+        free(path);
+    }
     const char *uid = mcg_kube_str_at(json_object_get(k->pools, pool), "metadata", "uid");
     json_t *ref = uid ? json_pack("{s:s,s:s,s:s,s:s,s:b}", "apiVersion", MCG_KUBE_GV, "kind",
                                   "MachineConfigPool", "name", pool, "uid", uid, "controller", 1)
