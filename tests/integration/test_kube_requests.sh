@@ -205,6 +205,9 @@ nstate() { kubectl get node f1 -o json | jq -r --arg k "$A/$1" '.metadata.annota
 [ "$(nstate state)" = Unreconcilable ] && ok "the node's state annotation is Unreconcilable, as MCO writes it" \
   || bad "f1's state: $(nstate state)"
 expect_grep "unreconcilable: fips" <(nstate reason) "(its reason names fips)"
+# docs/kubernetes.md's line for MCO's state key, as written there
+kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.annotations.machineconfiguration\.mcgit\.io/state}{"\n"}{end}' >"$T/states"
+expect_grep "^f1 Unreconcilable$" "$T/states" "the documented jsonpath reads it"
 ctl_once && ok "controller pass" || bad "controller pass failed"
 kubectl get mcp.$A fips -o json | jq -r '.status.conditions[] | select(.type == "NodeDegraded") | "\(.status) \(.message)"' >"$T/cond"
 expect_grep "^True Node f1 is reporting: \"rendered config $F: unreconcilable: fips is true" "$T/cond" "NodeDegraded: MCO's message"
