@@ -141,6 +141,13 @@ expect_grep "^pool worker resumed" "$T/out" "(says so)"
 sed -i 's/paused: false/paused: true/' "$R/pools/worker.yaml"
 scommit "$R" op "pause worker in git"
 ctl_once
+# an object as an earlier mcgit wrote it: git's pause in spec.paused, no
+# status.pausedInGit; the pass takes that spec.paused as git's and clears it
+jq '.spec.paused = true | del(.status.pausedInGit)' "$T/cl/pools/worker.json" >"$T/p.json" && mv "$T/p.json" "$T/cl/pools/worker.json"
+ctl_once
+[ "$(wpool .spec.paused)" = false ] && [ "$(wpool .status.pausedInGit)" = true ] \
+  && ok "upgrade: an earlier mcgit's spec.paused (git's) is cleared once, git's pause kept" \
+  || bad "after the upgrade pass: spec.paused $(wpool .spec.paused), pausedInGit $(wpool .status.pausedInGit)"
 expect_rc 0 "status" -- "$MCGIT" status --cluster "$CL"
 expect_grep "^worker: paused in git \(spec.paused; resumed by a signed commit\)$" "$T/out" "status: paused in git"
 [ "$(wpool .status.pausedInGit)" = true ] && [ "$(wpool .spec.paused)" = false ] \
