@@ -506,7 +506,7 @@ static void report_degraded(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res)
         snprintf(a->degraded_evented, sizeof(a->degraded_evented), "%s", res->reason);
     }
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
-    p.state = "Degraded";
+    p.state = res->unreconcilable ? "Unreconcilable" : "Degraded"; /* MCO's states */
     p.reason = res->reason;
     patch(a, c, &p);
 }
@@ -1182,6 +1182,8 @@ static bool update_plan(mcg_agent *a, mcg_cluster *c, update *u, const char *nam
     if (mcg_osplan_make(&u->os_steps, &os_reboot, &a->root, &host, u->old, u->new_cfg, a->o.node,
                         &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
+        /* the OS plan names a refusal of MCO's isConfigReconcilable so */
+        res->unreconcilable = !strncmp(e.msg, "unreconcilable: ", 16);
         return false;
     }
     if (json_array_size(u->os_steps))

@@ -10,6 +10,7 @@
 # its first config and cannot change later (Degraded, nothing written).
 . "$(dirname "$0")/lib.sh"
 need python3
+need jq
 
 CL=$T/cl
 for n in w1 w2 m1; do "$MCGIT" node add --cluster "local:$CL" "$n" >/dev/null; done
@@ -141,7 +142,9 @@ expect_grep "taken as installed: Ignition kernelArguments \(not checked\)" "$T/e
 : >"$T/cmds.log"
 desire m1 "$MASTER"
 expect_rc 1 "m1: fips: true on a node without FIPS mode" -- agent m1
-expect_grep "^m1 Degraded - rendered config $MASTER: unreconcilable: fips is true but node m1 runs with FIPS mode off" "$T/out" "Degraded, naming fips and the node"
+expect_grep "^m1 Unreconcilable - rendered config $MASTER: unreconcilable: fips is true but node m1 runs with FIPS mode off" "$T/out" "Unreconcilable (MCO's state), naming fips and the node"
+[ "$("$MCGIT" status --cluster "local:$CL" nodes -o json | jq -r '.items[] | select(.metadata.name == "m1") | .metadata.annotations["machineconfiguration.mcgit.io/state"]')" = Unreconcilable ] \
+  && ok "the node's state is Unreconcilable, as MCO writes it" || bad "m1's state: $("$MCGIT" status --cluster "local:$CL" nodes | grep '^m1 ')"
 [ ! -e "$CL/roots/m1/etc/systemd/system/var.mount" ] && [ ! -e "$CL/roots/m1/home/core" ] && [ ! -s "$T/cmds.log" ] &&
   ok "nothing written, nothing run" || bad "m1 half-applied (fips)"
 echo 1 >"$CL/roots/m1/proc/sys/crypto/fips_enabled"
@@ -161,7 +164,7 @@ grep -q '^core:\$6\$rounds=4096\$saltsalt\$' "$CL/roots/m1/etc/shadow" && ok "co
 NOVAR=$(custom master 99-master-fips.yaml 99-master-ssh.yaml)
 desire m1 "$NOVAR"
 expect_rc 1 "m1: dropping 98-var-partition later is refused" -- agent m1
-expect_grep "^m1 Degraded $MASTER rendered config $NOVAR: unreconcilable: storage.disks changed on node m1" "$T/out" "Degraded: unreconcilable, naming the section and node"
+expect_grep "^m1 Unreconcilable $MASTER rendered config $NOVAR: unreconcilable: storage.disks changed on node m1" "$T/out" "Unreconcilable, naming the section and node"
 [ -f "$CL/roots/m1/etc/systemd/system/var.mount" ] && ok "nothing removed" || bad "m1 half-applied (var)"
 
 finish

@@ -1726,7 +1726,9 @@ static void test_os_fields(void **state)
             if (r.state != MCG_AGENT_DEGRADED || !strstr(r.reason, t[i].reason))
                 fail_msg("%s: state %d reason '%s'", t[i].name, r.state, r.reason);
             assert_false(exists(f->root, "etc/x")); /* nothing half-applied */
-            assert_node(f, "Degraded", NULL, t[i].reason);
+            bool unrec = !strncmp(t[i].reason, "unreconcilable: ", 16);
+            assert_int_equal(r.unreconcilable, unrec);
+            assert_node(f, unrec ? "Unreconcilable" : "Degraded", NULL, t[i].reason);
         } else {
             if (r.state != MCG_AGENT_DONE)
                 fail_msg("%s: %s", t[i].name, r.reason);
@@ -1848,13 +1850,15 @@ static void test_os_fips(void **state)
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
     assert_contains(r.reason, "unreconcilable: fips changed from false to true on node n1");
+    assert_true(r.unreconcilable); /* the node's state: Unreconcilable, as MCO writes it */
+    assert_node(f, "Unreconcilable", NULL, "fips changed");
     assert_string_equal(r.config, n1);
     /* a node whose kernel says FIPS is off cannot take fips: true */
     mcg_test_rm_rf(f->root);
     put(f->root, "etc/passwd", "core:x:1000:1000::/home/core:/bin/sh\n", 0644);
     put(f->root, "proc/sys/crypto/fips_enabled", "0\n", 0444);
     assert_int_equal(pass(f).state, MCG_AGENT_DEGRADED);
-    assert_node(f, "Degraded", NULL, "fips is true but node n1 runs with FIPS mode off");
+    assert_node(f, "Unreconcilable", NULL, "fips is true but node n1 runs with FIPS mode off");
     /* ... and one that is on, can */
     put(f->root, "proc/sys/crypto/fips_enabled", "1\n", 0444);
     r = pass(f);
