@@ -180,6 +180,13 @@ typedef struct mcg_ignition {
      */
     json_t *extra;
     mcg_osspec os;
+    /*
+     * Rendered specs only: the pool's health checks, as the render writes
+     * them under "mcgitHealth" ({"checks": [{"name", "unit"} | {"name",
+     * "command"}], "onFailure": "Revert"|"Halt", "timeout": seconds}), so a
+     * node runs only checks signed with its config. NULL: none. Owned.
+     */
+    json_t *health;
 } mcg_ignition;
 
 void mcg_ignition_free(mcg_ignition *ign);
