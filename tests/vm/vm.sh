@@ -25,7 +25,9 @@
 #       qemu-guest-agent): its stdout, stderr and exit status
 #   tests/vm/vm.sh reboot NAME           a clean reboot, waiting for multi-user
 #   tests/vm/vm.sh cut NAME              a power cut: QEMU killed at once
-#   tests/vm/vm.sh fsck NAME             e2fsck -fn of NAME's root (after a cut)
+#   tests/vm/vm.sh fsck NAME [--cat PATH]...   e2fsck -fn of NAME's root (after a
+#       cut, before the next boot), on a copy whose journal is replayed
+#       first, as the next mount does; then each PATH's bytes on that disk
 #   tests/vm/vm.sh stop NAME             power off, remove NAME's overlay
 #   tests/vm/vm.sh accel [DIR]           print the accelerator start would use
 #
@@ -223,13 +225,13 @@ cmd_image() {
 # accel [KERNEL]: kvm when the image's kernel (DIR/vmlinuz), booted under KVM
 # without a root, reaches its panic within 20 s (here KVM hangs in the
 # kernel's early boot: under TCG this takes 4 s), else tcg; remembered in
-# $run/accel. A guest
+# $cache/accel. A guest
 # that then does not answer under KVM within MCGIT_VM_KVM_DEADLINE seconds
 # (default 90) is restarted under TCG, and tcg remembered (cmd_start).
 accel() {
   if [ -n "${MCGIT_VM_ACCEL:-}" ]; then echo "$MCGIT_VM_ACCEL"; return; fi
-  mkdir -p "$run"
-  if [ -s "$run/accel" ]; then cat "$run/accel"; return; fi
+  mkdir -p "$cache"
+  if [ -s "$cache/accel" ]; then cat "$cache/accel"; return; fi
   local a=tcg k=${1:-}
   if [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -f "$k" ] &&
      timeout -k 2 20 qemu-system-x86_64 -accel kvm -nodefaults -display none -nic none -m 256 \
@@ -237,7 +239,7 @@ accel() {
        grep -q 'Kernel panic'; then
     a=kvm
   fi
-  echo "$a" >"$run/accel"
+  echo "$a" >"$cache/accel"
   echo "$a"
 }
 
@@ -363,11 +365,11 @@ cmd_start() {
   qemu_start "$n"
   if [ "$(accel "$VM_DIR/vmlinuz")" = kvm ] && [ -z "${MCGIT_VM_ACCEL:-}" ] &&
      ! python3 "$qga" "$run/$n.qga" ping "${MCGIT_VM_KVM_DEADLINE:-90}" 2>/dev/null; then
-    log "$n: no answer under KVM: TCG from now on ($run/accel)"
+    log "$n: no answer under KVM: TCG from now on ($cache/accel)"
     kill -9 "$(cat "$run/$n.pid")" 2>/dev/null || true
     sleep 1
     stop_vfs "$n"
-    echo tcg >"$run/accel"
+    echo tcg >"$cache/accel"
     qemu_start "$n"
   fi
   wait_up "$n"
@@ -417,7 +419,8 @@ cmd_cut() {
 }
 
 cmd_fsck() {
-  local n=${1:?usage: vm.sh fsck NAME} rc=0
+  local n=${1:?usage: vm.sh fsck NAME [--cat PATH]...} rc=0 f
+  shift
   pidof_guest "$n" >/dev/null && die "$n is running: cut or stop it first"
   [ -f "$run/$n.qcow2" ] || die "$n has no disk"
   rm -f "$run/$n.part"
@@ -425,7 +428,18 @@ cmd_fsck() {
   qemu-img convert -O raw --image-opts \
     "driver=raw,offset=1048576,file.driver=qcow2,file.file.driver=file,file.file.filename=$run/$n.qcow2" \
     "$run/$n.part"
+  # the journal replayed first, on this copy, as the next mount would (a
+  # read-only check of an unreplayed journal reports what the replay fixes)
+  e2fsck -E journal_only -p "$run/$n.part" >/dev/null 2>&1 || true
   e2fsck -fn "$run/$n.part" || rc=$?
+  # the files as the power cut left them, read from the disk (debugfs)
+  while [ $# -gt 0 ]; do
+    [ "$1" = --cat ] && [ -n "${2:-}" ] || die "fsck: --cat PATH"
+    echo "== $2"
+    debugfs -R "cat $2" "$run/$n.part" 2>/dev/null || true
+    echo
+    shift 2
+  done
   rm -f "$run/$n.part"
   return "$rc"
 }
