@@ -99,6 +99,11 @@ install git openssh-client valgrind python3 jq procps gzip coreutils util-linux 
 # tinyproxy as the https_proxy. Their packaged services stay disabled.
 install openssh-server nginx fcgiwrap tinyproxy
 
+# The VM test bed (tests/vm/vm.sh): QEMU (under TCG where KVM does not work;
+# its virtiofsd shares the cluster directory), qemu-img, debootstrap for the
+# guest's root, mkfs.ext4 -d and e2fsck for its disk.
+install qemu-system-x86 qemu-utils debootstrap e2fsprogs
+
 # The Kubernetes tests run a real kube-apiserver and etcd on 127.0.0.1:
 # etcd from Debian's etcd-server, kube-apiserver built from Debian's own
 # kubernetes source package with Debian's Go (cached by version, about 3
