@@ -114,9 +114,10 @@ configure_root() {
   chroot "$r" useradd -m -u 1000 -s /bin/bash core
   chroot "$r" usermod -p '*' core   # no password, not locked: ssh keys only
   echo 'root:*' | chroot "$r" chpasswd -e
-  # sshd reads the key file the agent writes (RHCOS's ssh-key-dir does this there)
+  # sshd reads the key file the agent writes, authorized_keys.d/ignition as on
+  # RHCOS (where ssh-key-dir reads authorized_keys.d/*): docs/agent.md
   cat >"$r/etc/ssh/sshd_config.d/mcgit.conf" <<'EOF'
-AuthorizedKeysFile .ssh/authorized_keys .ssh/authorized_keys.d/mcgit
+AuthorizedKeysFile .ssh/authorized_keys .ssh/authorized_keys.d/ignition
 EOF
   # the agent's messages on the console too (the power-cut test reads them there)
   mkdir -p "$r/etc/systemd/system/mcgit-agent.service.d"
