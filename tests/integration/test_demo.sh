@@ -19,7 +19,7 @@ expect_grep "^    the nodes after the rollback: every worker back on rendered-wo
 "$MCGIT" help demo >"$T/help"
 grep -q "repaired" "$T/help" && ! grep -q "operator" "$T/help" && bad "help demo says drift is repaired" ||
   ok "help demo: the agent reports drift, the operator repairs it"
-expect_grep "RenderDegraded: commit [0-9a-f]+ refused: commit is not signed" "$T/demo.out" "unsigned commit refused"
+expect_grep "RenderDegraded: Failed to render configuration for pool [a-z]+: commit [0-9a-f]+ refused: commit is not signed" "$T/demo.out" "unsigned commit refused (MCO's words)"
 expect_grep "Degraded +worker +.*chrony.conf" "$T/demo.out" "drift reported with the path"
 expect_grep "Rollback-To" "$T/demo.out" "rollback narrated"
 expect_rc 0 "git verify-commit accepts the demo's signatures" -- \
