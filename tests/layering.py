@@ -21,8 +21,9 @@ import re
 import sys
 
 # The module graph, bottom up: each module and the modules it may use.
-# Modules on one line of the DESIGN.md table may not use each other
-# (render and rollout; bundle and cluster).
+# docs/architecture.md ("The module graph") explains it level by level;
+# modules on one level may not use each other (render and rollout; pack,
+# metrics and cluster; bundle and agent), and a change here changes that table.
 CORE = ["util", "model", "render", "rollout", "trust"]
 MAY_USE = {
     "util": [],
@@ -38,7 +39,10 @@ MAY_USE = {
     "metrics": ["util", "fsio"],
     "agent": CORE + ["fsio", "cluster", "metrics"],
     "controller": CORE + ["fsio", "pack", "gitops", "bundle", "cluster", "metrics"],
-    "cli": CORE + ["fsio", "pack", "gitops", "bundle", "cluster", "agent", "controller", "metrics"],
+    # `mcgit demo`'s story: it drives gitops and a local cluster, as an operator would
+    "demo": CORE + ["fsio", "gitops", "cluster"],
+    "cli": CORE
+    + ["fsio", "pack", "gitops", "bundle", "cluster", "agent", "controller", "metrics", "demo"],
     "main": ["cli"],  # src/main.c: the command table
 }
 LIBGIT2 = {"pack", "gitops", "bundle"}

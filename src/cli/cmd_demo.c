@@ -1,29 +1,18 @@
 /*
- * cmd_demo.c — `mcgit demo`: the whole loop on one machine, narrated.
- *
- * Creates a config repo (template + a custom pool `infra`), an ed25519
- * signing key, a local cluster of 3 master, 3 worker and 1 infra node; starts
- * the controller and one agent process per node (this same binary), and
- * walks through: first rollout, a config change rolling across the workers
- * at most maxUnavailable at a time, drift reported (and repaired by hand), an unsigned
- * commit refused, and a rollback to the first render (a signed source commit).
+ * cmd_demo.c — `mcgit demo`: its options and its directory; the story is
+ * the demo module's (demo/demo.h).
  */
 #include "cli/cli.h"
-#include "cluster/cluster.h"
-#include "gitops/gitops.h"
+#include "demo/demo.h"
+#include "fsio/fsio.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 static int run(int argc, char **argv);
@@ -49,668 +38,30 @@ const mcg_cmd mcg_cmd_demo = {
     run,
 };
 
-typedef struct demo {
-    char dir[PATH_MAX];
-    char repo[PATH_MAX + 16];
-    char trust[PATH_MAX + 16];
-    char cluster[PATH_MAX + 16];
-    char self[PATH_MAX];
-    mcg_sshkey key;
-    pid_t pids[16];
-    size_t npids;
-    mcg_cluster *cl;
-    int64_t clock; /* commit times: fixed start, one minute per commit */
-    bool keep;     /* --keep: the processes outlive the demo */
-} demo;
-
-static const char *const nodes[][2] = {
-    {"master-0", "node-role.kubernetes.io/master="},
-    {"master-1", "node-role.kubernetes.io/master="},
-    {"master-2", "node-role.kubernetes.io/master="},
-    {"worker-0", "node-role.kubernetes.io/worker="},
-    {"worker-1", "node-role.kubernetes.io/worker="},
-    {"worker-2", "node-role.kubernetes.io/worker="},
-    {"infra-0", "node-role.kubernetes.io/worker=,node-role.kubernetes.io/infra="},
-};
-#define NNODES (sizeof(nodes) / sizeof(nodes[0]))
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+/* The demo's directory: dir made (it must hold no demo yet), or a new one under /tmp. */
+static int demo_dir(char out[PATH_MAX], const char *dir)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("\n==> ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-}
-
-/* The first time a word appears: what it means, in one line. */
-static void term(const char *word, const char *meaning)
-{
-    printf("    (%s: %s)\n", word, meaning);
-}
-
-static int write_text(const char *path, const char *text)
-{
-    mcg_err err = {0};
-    if (mcg_write_file_atomic(path, text, strlen(text), 0644, &err) != 0) {
-        fprintf(stderr, "mcgit demo: %s\n", err.msg);
-        return -1;
-    }
-    return 0;
-}
-
-static pid_t spawn(demo *d, const char *log, char *const argv[])
-{
-    char *path = mcg_sprintf("%s/logs/%s.log", d->dir, log);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* Unless kept, a demo that dies (Ctrl-C, its output closed, a kill)
-         * takes its controller and agents with it. */
-        if (!d->keep && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent))
-            _exit(1);
-        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execv(d->self, argv);
-        _exit(127);
-    }
-    free(path);
-    if (pid > 0)
-        d->pids[d->npids++] = pid;
-    return pid;
-}
-
-static void stop_all(demo *d)
-{
-    for (size_t i = 0; i < d->npids; i++)
-        kill(d->pids[i], SIGTERM);
-    for (size_t i = 0; i < d->npids; i++)
-        waitpid(d->pids[i], NULL, 0);
-    d->npids = 0;
-}
-
-static int commit(demo *d, const char *msg, bool sign, char sha[MCG_SHA_HEX + 1])
-{
-    mcg_err err = {0};
-    d->clock += 60;
-    if (mcg_gitops_commit_worktree(sha, d->repo, msg, sign ? &d->key : NULL, d->clock, &err)) {
-        fprintf(stderr, "mcgit demo: commit: %s\n", err.msg);
-        return -1;
-    }
-    printf("    committed %.12s %s \"%s\"\n", sha, sign ? "(signed)" : "(NOT signed)", msg);
-    return 0;
-}
-
-static void print_pools(demo *d)
-{
-    mcg_buf b = MCG_BUF_INIT;
-    mcg_err err = {0};
-    if (mcg_cli_status_pools(d->cl, "text", &b, &err) == 0 && b.ptr)
-        fputs(b.ptr, stdout);
-    mcg_buf_free(&b);
-    fflush(stdout);
-}
-
-static void print_nodes(demo *d)
-{
-    mcg_buf b = MCG_BUF_INIT;
-    mcg_err err = {0};
-    if (mcg_cli_status_nodes(d->cl, "wide", &b, &err) == 0 && b.ptr)
-        fputs(b.ptr, stdout);
-    mcg_buf_free(&b);
-    fflush(stdout);
-}
-
-/* Every pool Updated at its target (and has nodes at it). */
-static bool all_updated(demo *d, const char *want_worker)
-{
-    json_t *items = NULL;
-    mcg_err err = {0};
-    if (mcg_cluster_list_pools(d->cl, &items, &err) != 0)
-        return false;
-    bool ok = json_array_size(items) == 3;
-    size_t i;
-    json_t *p;
-    json_array_foreach(items, i, p)
-    {
-        json_t *st = json_object_get(p, "status");
-        const char *cfg = json_string_value(json_object_get(json_object_get(st, "configuration"), "name"));
-        const char *tgt = json_string_value(
-            json_object_get(json_object_get(json_object_get(p, "spec"), "configuration"), "name"));
-        const char *name = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
-        if (!cfg || !tgt || strcmp(cfg, tgt) != 0)
-            ok = false;
-        if (want_worker && name && !strcmp(name, "worker") && (!tgt || strcmp(tgt, want_worker)))
-            ok = false;
-        json_t *um = json_object_get(st, "updatedMachineCount"), *mc = json_object_get(st, "machineCount");
-        if (!json_is_integer(um) || !json_is_integer(mc) || json_integer_value(um) != json_integer_value(mc))
-            ok = false;
-    }
-    json_decref(items);
-    return ok;
-}
-
-static const char *worker_target(demo *d, char *buf, size_t n)
-{
-    json_t *items = NULL;
-    mcg_err err = {0};
-    buf[0] = '\0';
-    if (mcg_cluster_list_pools(d->cl, &items, &err) != 0)
-        return buf;
-    size_t i;
-    json_t *p;
-    json_array_foreach(items, i, p)
-    {
-        const char *name = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
-        const char *tgt = json_string_value(
-            json_object_get(json_object_get(json_object_get(p, "spec"), "configuration"), "name"));
-        if (name && tgt && !strcmp(name, "worker"))
-            snprintf(buf, n, "%s", tgt);
-    }
-    json_decref(items);
-    return buf;
-}
-
-static void nap(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* Wait (printing the pool table whenever it changes) until pools are Updated. */
-static int wait_updated(demo *d, const char *want_worker, int timeout_s, size_t *max_updating)
-{
-    mcg_buf last = MCG_BUF_INIT;
-    time_t end = time(NULL) + timeout_s;
-    while (time(NULL) < end) {
-        mcg_buf b = MCG_BUF_INIT;
-        mcg_err err = {0};
-        mcg_cli_status_pools(d->cl, "text", &b, &err);
-        /* AGE changes every second: compare without the last column */
-        if (b.ptr && (!last.ptr || strcmp(b.ptr, last.ptr) != 0)) {
-            char *prev = last.ptr ? last.ptr : "";
-            bool changed = true;
-            if (last.ptr) {
-                /* compare rows minus their AGE column */
-                char *x = mcg_strdup(b.ptr), *y = mcg_strdup(prev);
-                for (char *s = x; (s = strchr(s, '\n')); s++) {
-                    char *e = s;
-                    while (e > x && e[-1] != ' ')
-                        e--;
-                    memset(e, ' ', (size_t)(s - e));
-                }
-                for (char *s = y; (s = strchr(s, '\n')); s++) {
-                    char *e = s;
-                    while (e > y && e[-1] != ' ')
-                        e--;
-                    memset(e, ' ', (size_t)(s - e));
-                }
-                changed = strcmp(x, y) != 0;
-                free(x);
-                free(y);
-            }
-            if (changed) {
-                fputs(b.ptr, stdout);
-                putchar('\n');
-                fflush(stdout);
-            }
-        }
-        mcg_buf_free(&last);
-        last = b;
-        if (max_updating) {
-            mcg_node *ns = NULL;
-            size_t n = 0;
-            if (mcg_cluster_list_nodes(d->cl, &ns, &n, &err) == 0) {
-                size_t updating = 0;
-                for (size_t i = 0; i < n; i++)
-                    if (!strncmp(ns[i].name, "worker-", 7) &&
-                        (!ns[i].current || !ns[i].desired || strcmp(ns[i].current, ns[i].desired) ||
-                         !ns[i].state || strcmp(ns[i].state, "Done")))
-                        updating++;
-                if (updating > *max_updating)
-                    *max_updating = updating;
-            }
-            mcg_nodes_free(ns, n);
-        }
-        if (all_updated(d, want_worker)) {
-            mcg_buf_free(&last);
-            return 0;
-        }
-        nap(100);
-    }
-    mcg_buf_free(&last);
-    fprintf(stderr, "mcgit demo: pools did not converge within %d s (logs in %s/logs)\n",
-            timeout_s, d->dir);
-    return -1;
-}
-
-static int wait_node_state(demo *d, const char *node, const char *state, int timeout_s,
-                           char *reason, size_t rlen)
-{
-    time_t end = time(NULL) + timeout_s;
-    while (time(NULL) < end) {
-        mcg_node n = {0};
-        mcg_err err = {0};
-        if (mcg_cluster_get_node(d->cl, node, &n, &err) == 0 && n.state && !strcmp(n.state, state)) {
-            if (reason)
-                snprintf(reason, rlen, "%s", n.reason ? n.reason : "");
-            mcg_node_clear(&n);
-            return 0;
-        }
-        mcg_node_clear(&n);
-        nap(100);
-    }
-    fprintf(stderr, "mcgit demo: node %s did not reach %s within %d s\n", node, state, timeout_s);
-    return -1;
-}
-
-/* Prints, from the events the controller and the agents recorded
- * (DIR/events.jsonl of the local cluster) since `since`, when each node whose
- * name starts with `prefix` started Working (the controller targeted it) and
- * when it was Done: the rollout's waves, one line each. */
-static void print_timeline(demo *d, double since, const char *prefix)
-{
-    char *path = mcg_sprintf("%s/cluster/events.jsonl", d->dir);
-    FILE *f = fopen(path, "r");
-    free(path);
-    if (!f)
-        return;
-    char *line = NULL;
-    size_t cap = 0, plen = strlen(prefix);
-    double t0 = -1;
-    while (getline(&line, &cap, f) > 0) {
-        json_t *ev = json_loads(line, 0, NULL);
-        double t = json_real_value(json_object_get(ev, "time"));
-        const char *reason = json_string_value(json_object_get(ev, "reason"));
-        const char *msg = json_string_value(json_object_get(ev, "message"));
-        const char *name = json_string_value(json_object_get(ev, "name"));
-        char node[64] = "", cfg[128] = "";
-        const char *state = NULL;
-        if (t >= since && reason && msg && name) {
-            if (!strcmp(reason, "SetDesiredConfig") &&
-                sscanf(msg, "Targeted node %63s to config %127s", node, cfg) == 2)
-                state = "Working";
-            else if (!strcmp(reason, "NodeDone") && snprintf(node, sizeof(node), "%s", name) > 0)
-                state = "Done";
-        }
-        if (state && !strncmp(node, prefix, plen)) {
-            if (t0 < 0) {
-                t0 = t;
-                printf("    the rollout, from the controller's and the agents' events:\n");
-            }
-            if (*cfg)
-                printf("      +%.2f s  %-9s %-8s (targeted %s)\n", t - t0, node, state, cfg);
-            else
-                printf("      +%.2f s  %-9s %s\n", t - t0, node, state);
-        }
-        json_decref(ev);
-    }
-    free(line);
-    fclose(f);
-}
-
-static const char chrony_mc[] =
-    "apiVersion: machineconfiguration.openshift.io/v1\n"
-    "kind: MachineConfig\n"
-    "metadata:\n"
-    "  name: 50-worker-chrony\n"
-    "  labels:\n"
-    "    machineconfiguration.openshift.io/role: worker\n"
-    "spec:\n"
-    "  config:\n"
-    "    ignition:\n"
-    "      version: 3.4.0\n"
-    "    storage:\n"
-    "      files:\n"
-    "      - path: /etc/chrony.conf\n"
-    "        mode: 0644\n"
-    "        contents:\n"
-    "          source: data:,pool%200.rhel.pool.ntp.org%20iburst%0Adriftfile%20%2Fvar%2Flib%2Fchrony%2Fdrift%0A\n"
-    "    systemd:\n"
-    "      units:\n"
-    "      - name: chronyd.service\n"
-    "        enabled: true\n"
-    "        contents: |\n"
-    "          [Unit]\n"
-    "          Description=NTP client/server\n"
-    "          [Service]\n"
-    "          ExecStart=/usr/sbin/chronyd -n\n"
-    "          [Install]\n"
-    "          WantedBy=multi-user.target\n";
-
-static const char infra_pool[] = "apiVersion: machineconfiguration.openshift.io/v1\n"
-                                 "kind: MachineConfigPool\n"
-                                 "metadata:\n"
-                                 "  name: infra\n"
-                                 "spec:\n"
-                                 "  machineConfigSelector:\n"
-                                 "    matchLabels:\n"
-                                 "      machineconfiguration.openshift.io/role: infra\n"
-                                 "  nodeSelector:\n"
-                                 "    matchLabels:\n"
-                                 "      node-role.kubernetes.io/infra: \"\"\n"
-                                 "  maxUnavailable: 1\n";
-
-static const char infra_mc[] = "apiVersion: machineconfiguration.openshift.io/v1\n"
-                               "kind: MachineConfig\n"
-                               "metadata:\n"
-                               "  name: 50-infra-motd\n"
-                               "  labels:\n"
-                               "    machineconfiguration.openshift.io/role: infra\n"
-                               "spec:\n"
-                               "  config:\n"
-                               "    ignition:\n"
-                               "      version: 3.4.0\n"
-                               "    storage:\n"
-                               "      files:\n"
-                               "      - path: /etc/motd\n"
-                               "        contents:\n"
-                               "          source: data:,infra%20node%2C%20managed%20by%20mcgit%0A\n";
-
-static int setup(demo *d)
-{
-    mcg_err err = {0};
-    char *p;
-    int a = snprintf(d->repo, sizeof(d->repo), "%s/repo", d->dir);
-    int b = snprintf(d->trust, sizeof(d->trust), "%s/trust/allowed_signers", d->dir);
-    int c = snprintf(d->cluster, sizeof(d->cluster), "local:%s/cluster", d->dir);
-    if (a < 0 || (size_t)a >= sizeof(d->repo) || b < 0 || (size_t)b >= sizeof(d->trust) || c < 0 ||
-        (size_t)c >= sizeof(d->cluster)) {
-        fprintf(stderr, "mcgit demo: %s: path too long\n", d->dir);
-        return -1;
-    }
-    p = mcg_sprintf("%s/logs", d->dir);
-    mcg_mkdirs(p, 0755, &err);
-    free(p);
-    p = mcg_sprintf("%s/trust", d->dir);
-    mcg_mkdirs(p, 0755, &err);
-    free(p);
-    if (mcg_gitops_init(d->repo, &err) != 0) {
-        fprintf(stderr, "mcgit demo: %s\n", err.msg);
-        return -1;
-    }
-    mcg_sshkey_generate(&d->key);
-    char *pub = mcg_sshkey_public_line(&d->key, "demo-operator");
-    char *line = mcg_sprintf("operator@demo.mcgit %s\n", pub);
-    int rc = write_text(d->trust, line);
-    free(line);
-    free(pub);
-    if (rc)
-        return -1;
-    p = mcg_sprintf("%s/pools/infra.yaml", d->repo);
-    rc = write_text(p, infra_pool);
-    free(p);
-    p = mcg_sprintf("%s/machineconfigs/50-infra-motd.yaml", d->repo);
-    rc |= write_text(p, infra_mc);
-    free(p);
-    if (rc)
-        return -1;
-    if (mcg_cluster_open(&d->cl, d->cluster, &err) != 0) {
-        fprintf(stderr, "mcgit demo: %s\n", err.msg);
-        return -1;
-    }
-    int64_t now = (int64_t)time(NULL);
-    for (size_t i = 0; i < NNODES; i++) {
-        mcg_labels l = {0};
-        /* oldest first: master-0 is the oldest node */
-        if (mcg_labels_parse_arg(&l, nodes[i][1], &err) != 0 ||
-            mcg_cluster_add_node(d->cl, nodes[i][0], &l, now - 3600 + (int64_t)i * 60, &err) != 0) {
-            fprintf(stderr, "mcgit demo: %s\n", err.msg);
-            mcg_labels_free(&l);
+    if (!dir) {
+        snprintf(out, PATH_MAX, "/tmp/mcgit-demo.XXXXXX");
+        if (!mkdtemp(out)) {
+            mcg_cli_error("demo", "mkdtemp: %s", strerror(errno));
             return -1;
         }
-        mcg_labels_free(&l);
+        return 0;
     }
-    return 0;
-}
-
-static void start_processes(demo *d)
-{
-    char *ctl[] = {"mcgit", "controller", "--repo", d->repo, "--trust", d->trust, "--cluster",
-                   d->cluster, "--interval", "0.3", NULL};
-    spawn(d, "controller", ctl);
-    for (size_t i = 0; i < NNODES; i++) {
-        char *ag[] = {"mcgit", "agent", "--node", (char *)nodes[i][0], "--cluster", d->cluster,
-                      "--interval", "1", NULL};
-        spawn(d, nodes[i][0], ag);
-    }
-}
-
-/* Sign a rollback with the demo's throwaway key (mcg_commit_sign_fn). */
-static int demo_sign(char **armored, const char *buf, size_t len, void *ctx, mcg_err *err)
-{
-    const demo *d = ctx;
-    *armored = mcg_sshsig_sign(&d->key, buf, len);
-    return *armored ? 0 : mcg_err_set(err, MCG_EIO, "signing failed");
-}
-
-/* Chapter 1: the first commit rendered and rolled out everywhere. */
-static int story_first(demo *d, char first_render[MCG_SHA_HEX + 1], char *first_worker,
-                       size_t nworker)
-{
-    char sha[MCG_SHA_HEX + 1];
-    say("A config repo with pools master, worker and infra (a custom pool that inherits "
-        "worker's MachineConfigs), signed with a throwaway ed25519 key");
-    term("MachineConfig", "a YAML file in machineconfigs/: files, systemd units and SSH keys "
-                          "for nodes, as Ignition config");
-    term("pool", "a YAML file in pools/: which nodes (by label) get which MachineConfigs");
-    if (commit(d, "Initial configuration", true, sha))
-        return -1;
-    say("3 master, 3 worker and 1 infra node join the local cluster; the controller and 7 "
-        "agents start");
-    term("rendered config", "a pool's MachineConfigs merged into one, named "
-                            "rendered-<pool>-<hash of its content>; the CONFIG column");
-    start_processes(d);
-    if (wait_updated(d, NULL, 30, NULL))
-        return -1;
-    mcg_repo *r = NULL;
     mcg_err err = {0};
-    mcg_log log = {0};
-    if (mcg_repo_open(&r, d->repo, &err) == 0 && mcg_gitops_log(&log, r, &err) == 0 && log.n)
-        memcpy(first_render, log.e[0].rendered, MCG_SHA_HEX + 1);
-    mcg_log_free(&log);
-    mcg_repo_free(r);
-    worker_target(d, first_worker, nworker);
-    printf("    first render: rendered commit %.12s\n", first_render);
-    return 0;
-}
-
-/* Chapter 2: a signed change rolled out to the workers one at a time. */
-static int story_chrony(demo *d, const char *first_worker)
-{
-    char sha[MCG_SHA_HEX + 1];
-    say("A signed change for the workers: /etc/chrony.conf and chronyd.service enabled. "
-        "Workers update one at a time (maxUnavailable: 1), oldest first; infra inherits it");
-    term("maxUnavailable", "how many of a pool's nodes may be updating (not Done) at once");
-    char *p = mcg_sprintf("%s/machineconfigs/50-worker-chrony.yaml", d->repo);
-    int rc = write_text(p, chrony_mc);
-    free(p);
-    struct timespec before;
-    clock_gettime(CLOCK_REALTIME, &before);
-    if (rc || commit(d, "Configure chrony on workers", true, sha))
-        return -1;
-    size_t max_updating = 0;
-    nap(500);
-    char target[128];
-    time_t end = time(NULL) + 20;
-    while (!strcmp(worker_target(d, target, sizeof(target)), first_worker) && time(NULL) < end)
-        nap(100);
-    if (wait_updated(d, target, 60, &max_updating))
-        return -1;
-    print_timeline(d, (double)before.tv_sec + (double)before.tv_nsec / 1e9, "worker-");
-    if (max_updating)
-        printf("    at most %zu worker node%s updating at any sample (maxUnavailable: 1)\n",
-               max_updating, max_updating == 1 ? " was" : "s were");
-    return 0;
-}
-
-/* Chapter 3: a file edited by hand is drift; put back, the node is Done again. */
-static int story_drift(demo *d)
-{
-    mcg_err err = {0};
-    say("Someone edits /etc/chrony.conf on worker-1 by hand: drift");
-    char *path = mcg_sprintf("%s/cluster/roots/worker-1/etc/chrony.conf", d->dir);
-    char *orig = NULL;
-    size_t olen = 0;
-    if (mcg_read_file(path, 1 << 20, &orig, &olen, &err) != 0) {
-        fprintf(stderr, "mcgit demo: %s\n", err.msg);
-        free(path);
+    if (mcg_mkdirs(dir, 0755, &err) != 0 || !realpath(dir, out)) {
+        mcg_cli_error("demo", "%s: %s", dir, err.msg[0] ? err.msg : strerror(errno));
         return -1;
     }
-    FILE *f = fopen(path, "a");
-    if (f) {
-        fputs("server rogue.example.com\n", f);
-        fclose(f);
-    }
-    char reason[512];
-    if (wait_node_state(d, "worker-1", "Degraded", 20, reason, sizeof(reason))) {
-        free(orig);
-        free(path);
+    char *probe = mcg_sprintf("%s/repo", out);
+    struct stat st;
+    bool exists = lstat(probe, &st) == 0;
+    free(probe);
+    if (exists) {
+        mcg_cli_error("demo", "%s already holds a demo; give an empty --dir", out);
         return -1;
     }
-    print_nodes(d);
-    say("The file is put back; the node returns to Done by itself");
-    FILE *g = fopen(path, "w");
-    if (g) {
-        fwrite(orig, 1, olen, g);
-        fclose(g);
-    }
-    free(orig);
-    free(path);
-    if (wait_node_state(d, "worker-1", "Done", 20, NULL, 0))
-        return -1;
-    print_nodes(d);
-    return 0;
-}
-
-/* Whether a pool says RenderDegraded (its message printed, once). */
-static bool render_degraded(demo *d)
-{
-    mcg_err err = {0};
-    json_t *items = NULL;
-    bool refused = false;
-    if (mcg_cluster_list_pools(d->cl, &items, &err) == 0) {
-        size_t i;
-        json_t *pl;
-        json_array_foreach(items, i, pl)
-        {
-            size_t j;
-            json_t *c;
-            json_array_foreach(json_object_get(json_object_get(pl, "status"), "conditions"), j, c)
-            {
-                const char *t = json_string_value(json_object_get(c, "type"));
-                const char *s = json_string_value(json_object_get(c, "status"));
-                if (!refused && t && s && !strcmp(t, "RenderDegraded") && !strcmp(s, "True")) {
-                    printf("    RenderDegraded: %s\n",
-                           json_string_value(json_object_get(c, "message")));
-                    refused = true;
-                }
-            }
-        }
-    }
-    json_decref(items);
-    return refused;
-}
-
-/* Chapter 4: an unsigned commit is refused, then dropped by the operator. */
-static int story_unsigned(demo *d)
-{
-    say("An UNSIGNED commit lands on main: the controller refuses it and rolls it out nowhere");
-    char *p = mcg_sprintf("%s/machineconfigs/60-evil.yaml", d->repo);
-    int rc = write_text(p, "apiVersion: machineconfiguration.openshift.io/v1\n"
-                           "kind: MachineConfig\n"
-                           "metadata:\n"
-                           "  name: 60-evil\n"
-                           "  labels:\n"
-                           "    machineconfiguration.openshift.io/role: worker\n"
-                           "spec:\n"
-                           "  config:\n"
-                           "    ignition: {version: 3.4.0}\n"
-                           "    passwd:\n"
-                           "      users:\n"
-                           "      - name: core\n"
-                           "        sshAuthorizedKeys: [\"ssh-ed25519 "
-                           "AAAAC3NzaC1lZDI1NTE5AAAAIEvil intruder\"]\n");
-    char evil[MCG_SHA_HEX + 1];
-    if (rc || commit(d, "Add my key", false, evil)) {
-        free(p);
-        return -1;
-    }
-    time_t end = time(NULL) + 20;
-    bool refused = false;
-    while (!refused && time(NULL) < end) {
-        refused = render_degraded(d);
-        nap(100);
-    }
-    if (!refused) {
-        fprintf(stderr, "mcgit demo: the unsigned commit was not refused\n");
-        free(p);
-        return -1;
-    }
-    print_pools(d);
-    printf("    the operator drops the unsigned commit (git reset --hard HEAD~1)\n");
-    unlink(p);
-    free(p);
-    mcg_err rerr = {0};
-    if (mcg_gitops_reset_hard(d->repo, "HEAD~1", &rerr) != 0) {
-        fprintf(stderr, "mcgit demo: %s\n", rerr.msg);
-        return -1;
-    }
-    return 0;
-}
-
-/* Chapter 5: mcgit rollback to the first render; the workers return to it. */
-static int story_rollback(demo *d, const char *first_render, const char *first_worker)
-{
-    mcg_err err = {0};
-    say("mcgit rollback %.12s: a signed commit on main restoring the first render's "
-        "configs; the workers return to %s",
-        first_render, first_worker);
-    mcg_repo *r = NULL;
-    mcg_rollback_result rb = {0};
-    mcg_rollback_opts ro = {0};
-    ro.sign = demo_sign;
-    ro.sign_ctx = d;
-    ro.name = "mcgit demo";
-    ro.email = "demo@mcgit.invalid";
-    d->clock += 60;
-    ro.when = d->clock;
-    if (mcg_repo_open(&r, d->repo, &err) != 0 ||
-        mcg_gitops_rollback(&rb, r, first_render, &ro, &err) != 0) {
-        fprintf(stderr, "mcgit demo: rollback: %s\n", err.msg);
-        mcg_repo_free(r);
-        return -1;
-    }
-    mcg_repo_free(r);
-    printf("    committed %.12s (signed) \"Rollback to %.12s\" (Rollback-To: %.12s)\n", rb.commit,
-           rb.target, rb.target);
-    for (size_t i = 0; i < rb.pools.n; i++) {
-        char pool[256], from[256], to[256];
-        if (sscanf(rb.pools.v[i], "%255s %255s %255s", pool, from, to) == 3)
-            printf("    %s: %s -> %s\n", pool, from, to);
-    }
-    mcg_rollback_result_free(&rb);
-    printf("    the pools while the rollback rolls out (a table each time they change):\n");
-    if (wait_updated(d, first_worker, 60, NULL))
-        return -1;
-    printf("    the nodes after the rollback: every worker back on %s\n", first_worker);
-    print_nodes(d);
-    return 0;
-}
-
-static int story(demo *d)
-{
-    char first_render[MCG_SHA_HEX + 1] = "", first_worker[128];
-    if (story_first(d, first_render, first_worker, sizeof(first_worker)) ||
-        story_chrony(d, first_worker) || story_drift(d) || story_unsigned(d) ||
-        story_rollback(d, first_render, first_worker))
-        return -1;
     return 0;
 }
 
@@ -726,67 +77,40 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((c = mcg_cli_getopt(&mcg_cmd_demo, argc, argv, "h", opts)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_demo);
-        case 'd': dir = optarg; break;
-        case 'k': keep = true; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_demo, NULL);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_demo);
+        case 'd':
+            dir = optarg;
+            break;
+        case 'k':
+            keep = true;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_demo, NULL);
         }
     }
     if (optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_demo, "unexpected argument '%s'", argv[optind]);
-    demo d;
-    memset(&d, 0, sizeof(d));
-    d.clock = 1767225600; /* 2026-01-01T00:00:00Z */
-    d.keep = keep;
-    if (dir) {
-        mcg_err err = {0};
-        if (mcg_mkdirs(dir, 0755, &err) != 0 || !realpath(dir, d.dir)) {
-            mcg_cli_error("demo", "%s: %s", dir, err.msg[0] ? err.msg : strerror(errno));
-            return MCG_EXIT_FAIL;
-        }
-        char *probe = mcg_sprintf("%s/repo", d.dir);
-        struct stat st;
-        bool exists = lstat(probe, &st) == 0;
-        free(probe);
-        if (exists) {
-            mcg_cli_error("demo", "%s already holds a demo; give an empty --dir", d.dir);
-            return MCG_EXIT_FAIL;
-        }
-    } else {
-        snprintf(d.dir, sizeof(d.dir), "/tmp/mcgit-demo.XXXXXX");
-        if (!mkdtemp(d.dir)) {
-            mcg_cli_error("demo", "mkdtemp: %s", strerror(errno));
-            return MCG_EXIT_FAIL;
-        }
-    }
-    ssize_t n = readlink("/proc/self/exe", d.self, sizeof(d.self) - 1);
+    char where[PATH_MAX], self[PATH_MAX];
+    if (demo_dir(where, dir) != 0)
+        return MCG_EXIT_FAIL;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n <= 0) {
         mcg_cli_error("demo", "cannot find the mcgit binary");
         return MCG_EXIT_FAIL;
     }
-    d.self[n] = '\0';
-    time_t t0 = time(NULL);
-    int rc = setup(&d) == 0 ? story(&d) : -1;
-    if (!keep || rc)
-        stop_all(&d);
-    mcg_sshkey_wipe(&d.key);
-    mcg_cluster_free(d.cl);
-    if (rc) {
-        mcg_cli_error("demo", "failed; the logs are in %s/logs", d.dir);
+    self[n] = '\0';
+    mcg_demo_opts o = {.dir = where,
+                       .self = self,
+                       .keep = keep,
+                       .pools_table = mcg_cli_status_pools,
+                       .nodes_table = mcg_cli_status_nodes};
+    mcg_err err = {0};
+    if (mcg_demo_run(&o, &err) != 0) {
+        if (err.msg[0])
+            mcg_cli_error("demo", "%s", err.msg);
+        mcg_cli_error("demo", "failed; the logs are in %s/logs", where);
         return MCG_EXIT_FAIL;
-    }
-    say("Done in %ld s. Explore:", (long)(time(NULL) - t0));
-    printf("    git -C %s log --oneline --graph --all\n", d.repo);
-    printf("    git -C %s log -p rendered -- worker/files/etc/chrony.conf\n", d.repo);
-    printf("    git -C %s -c gpg.ssh.allowedSignersFile=%s verify-commit main\n", d.repo, d.trust);
-    printf("    %s log --repo %s\n", d.self, d.repo);
-    printf("    %s status --cluster %s\n", d.self, d.cluster);
-    printf("    %s status --cluster %s nodes -o wide\n", d.self, d.cluster);
-    if (keep) {
-        printf("    controller and agents still run:");
-        for (size_t i = 0; i < d.npids; i++)
-            printf(" %ld", (long)d.pids[i]);
-        printf("  (stop them with kill)\n");
     }
     return MCG_EXIT_OK;
 }

@@ -24,7 +24,10 @@ const mcg_cmd mcg_cmd_version = {
     "print mcgit's version",
     "usage: mcgit version\n"
     "\n"
-    "Print mcgit's version and the versions of the libraries it was built with.\n",
+    "Print mcgit's version, then one line with the versions of libgit2, libyaml,\n"
+    "jansson, OpenSSL and libsodium: libgit2's, libyaml's and libsodium's as\n"
+    "loaded when it runs, jansson's and OpenSSL's as it was compiled against.\n"
+    "(It links libcurl and libmicrohttpd too; their versions are not printed.)\n",
     run_version,
 };
 

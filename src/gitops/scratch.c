@@ -24,7 +24,8 @@
  * Neither has a refresh or freshen method, so a write is a hash, one lookup
  * per backend and a copy. Nothing reaches the disk until
  * mcg_repo_scratch_persist: 100 objects or more become one pack with its
- * index, both written here (each to a temporary file, fsynced, renamed),
+ * index, written by pack/'s writer (each to a temporary file, fsynced,
+ * renamed),
  * fewer are written loose, as git's transfer.unpackLimit does — so a
  * render killed at any moment has written nothing, and a long history is
  * not thousands of loose files.
@@ -33,13 +34,10 @@
 #include "gitops/gitops_int.h"
 
 #include <git2/sys/repository.h>
-#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #define SCRATCH_UNPACK_LIMIT 100 /* objects; fewer are written loose (git's default) */
 #define SCRATCH_MAX_DIRS 16      /* objects directories read: own, alternates, quarantine */
@@ -197,12 +195,7 @@ static disk_backend *disk_new(const char *objects)
 
 /* ------------------------------------------------------------ store */
 
-typedef struct stored {
-    git_oid id;
-    git_object_t type;
-    size_t len;
-    unsigned char *data;
-} stored;
+typedef mcg_pack_obj stored; /* what mcg_pack_store packs */
 
 typedef struct store_backend {
     git_odb_backend parent;
@@ -374,194 +367,18 @@ out:
     return 0;
 }
 
-/* A pack entry's header: type and size (git's varint). */
-static size_t entry_header(unsigned char *h, git_object_t type, size_t len)
-{
-    size_t n = 0;
-    unsigned char c = (unsigned char)(((unsigned)type << 4) | (len & 15));
-    len >>= 4;
-    while (len) {
-        h[n++] = c | 0x80;
-        c = len & 0x7f;
-        len >>= 7;
-    }
-    h[n++] = c;
-    return n;
-}
-
-/* Big-endian 32-bit number out. */
-static void put32(mcg_buf *b, uint32_t v)
-{
-    unsigned char c[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
-                          (unsigned char)(v >> 8), (unsigned char)v};
-    mcg_buf_put(b, c, 4);
-}
-
-/* SHA-1 of n bytes (git's pack and index trailers); false if OpenSSL fails. */
-static bool sha1(unsigned char out[GIT_OID_RAWSZ], const void *p, size_t n)
-{
-    unsigned int len = 0;
-    unsigned char d[EVP_MAX_MD_SIZE];
-    if (EVP_Digest(p, n, d, &len, EVP_sha1(), NULL) != 1 || len != GIT_OID_RAWSZ)
-        return false;
-    memcpy(out, d, GIT_OID_RAWSZ);
-    return true;
-}
-
-typedef struct entry_pos {
-    const git_oid *id;
-    uint64_t off;
-    uint32_t crc;
-} entry_pos;
-
-static int cmp_entry(const void *a, const void *b)
-{
-    return git_oid_cmp(((const entry_pos *)a)->id, ((const entry_pos *)b)->id);
-}
-
 /*
- * The pack of s's objects into pack (header, whole objects deflated, the
- * SHA-1 trailer, also in sum), each object's id, offset and CRC-32 into
- * pos.
- */
-static int write_pack(mcg_buf *pack, entry_pos *pos, store_backend *s,
-                      unsigned char sum[GIT_OID_RAWSZ], mcg_err *err)
-{
-    unsigned char *z = NULL;
-    size_t zcap = 0;
-    int rc = 0;
-    z_stream zs;
-    memset(&zs, 0, sizeof(zs));
-    /* zlib's fastest level: the objects are small, and git gc repacks */
-    if (deflateInit(&zs, Z_BEST_SPEED) != Z_OK)
-        return mcg_err_set(err, MCG_EIO, "no zlib");
-    mcg_buf_put(pack, "PACK", 4);
-    put32(pack, 2);
-    put32(pack, (uint32_t)s->n);
-    for (size_t i = 0; i < s->n && !rc; i++) {
-        const stored *o = &s->v[i];
-        unsigned char eh[16];
-        size_t ehl = entry_header(eh, o->type, o->len);
-        size_t bound = deflateBound(&zs, (uLong)o->len);
-        if (bound > zcap) {
-            zcap = bound;
-            z = mcg_realloc(z, zcap);
-        }
-        /* one stream for all: deflateInit's allocation would cost more than a commit */
-        if (deflateReset(&zs) != Z_OK) {
-            rc = mcg_err_set(err, MCG_EIO, "no zlib");
-            break;
-        }
-        zs.next_in = o->data;
-        zs.avail_in = (uInt)o->len;
-        zs.next_out = z;
-        zs.avail_out = (uInt)zcap;
-        if (deflate(&zs, Z_FINISH) != Z_STREAM_END) {
-            rc = mcg_err_set(err, MCG_EIO, "cannot compress %s", git_oid_tostr_s(&o->id));
-            break;
-        }
-        size_t zl = zcap - zs.avail_out;
-        pos[i].id = &o->id;
-        pos[i].off = pack->len;
-        uLong crc = crc32(0L, eh, (uInt)ehl);
-        pos[i].crc = (uint32_t)crc32(crc, z, (uInt)zl);
-        mcg_buf_put(pack, eh, ehl);
-        mcg_buf_put(pack, z, zl);
-    }
-    deflateEnd(&zs);
-    free(z);
-    if (!rc && !sha1(sum, pack->ptr, pack->len))
-        rc = mcg_err_set(err, MCG_EIO, "no SHA-1");
-    if (!rc)
-        mcg_buf_put(pack, sum, GIT_OID_RAWSZ);
-    return rc;
-}
-
-/* The version-2 index of the n objects at pos (sorted here) of the pack whose SHA-1 is sum. */
-static int write_index(mcg_buf *idx, entry_pos *pos, size_t n,
-                       const unsigned char sum[GIT_OID_RAWSZ], mcg_err *err)
-{
-    unsigned char isum[GIT_OID_RAWSZ];
-    /* the index: fan-out, ids, CRC-32s, offsets (64-bit ones apart), checksums */
-    qsort(pos, n, sizeof(*pos), cmp_entry);
-    mcg_buf_put(idx, "\377tOc", 4);
-    put32(idx, 2);
-    for (unsigned first = 0, k = 0; first < 256; first++) {
-        while (k < n && pos[k].id->id[0] <= first)
-            k++;
-        put32(idx, (uint32_t)k);
-    }
-    for (size_t i = 0; i < n; i++)
-        mcg_buf_put(idx, pos[i].id->id, GIT_OID_RAWSZ);
-    for (size_t i = 0; i < n; i++)
-        put32(idx, pos[i].crc);
-    uint32_t nlarge = 0;
-    for (size_t i = 0; i < n; i++)
-        put32(idx, pos[i].off < 0x80000000u ? (uint32_t)pos[i].off : (0x80000000u | nlarge++));
-    for (size_t i = 0; i < n; i++)
-        if (pos[i].off >= 0x80000000u) {
-            put32(idx, (uint32_t)(pos[i].off >> 32));
-            put32(idx, (uint32_t)pos[i].off);
-        }
-    mcg_buf_put(idx, sum, GIT_OID_RAWSZ);
-    if (!sha1(isum, idx->ptr, idx->len))
-        return mcg_err_set(err, MCG_EIO, "no SHA-1");
-    mcg_buf_put(idx, isum, sizeof(isum));
-    return 0;
-}
-
-/*
- * The pack, then its index, written under packdir as pack-<sum>; a pack
- * whose index cannot be written is removed (unless it was there before).
- */
-static int write_pack_files(const char *packdir, const unsigned char sum[GIT_OID_RAWSZ],
-                            const mcg_buf *pack, const mcg_buf *idx, mcg_err *err)
-{
-    char hex[2 * GIT_OID_RAWSZ + 1];
-    int rc;
-    mcg_hex(sum, GIT_OID_RAWSZ, hex);
-    if ((rc = mcg_mkdirs(packdir, 0755, err)) != 0)
-        return rc;
-    char *path = mcg_sprintf("%s/pack-%s.pack", packdir, hex);
-    bool had = access(path, F_OK) == 0; /* the same objects, packed by another render */
-    if ((rc = mcg_write_file_atomic(path, pack->ptr, pack->len, 0444, err)) != 0)
-        goto out;
-    char *idxpath = mcg_sprintf("%s/pack-%s.idx", packdir, hex);
-    rc = mcg_write_file_atomic(idxpath, idx->ptr, idx->len, 0444, err);
-    free(idxpath);
-    if (rc) {
-        if (!had)
-            unlink(path); /* a pack without its index is only litter */
-        goto out;
-    }
-    mcg_fsync_dir(packdir);
-out:
-    free(path);
-    return rc;
-}
-
-/*
- * Everything held as one pack with its version-2 index, both made here:
- * the ids are known (libgit2 hashed each object as it was written, with
- * its collision-detecting SHA-1), so nothing is inflated or hashed again.
- * Objects are whole (no deltas; `git gc` finds them). The pack is written
- * first, then its index — readers look for the index — each to a
- * temporary file, fsynced and renamed (mcg_write_file_atomic), under the
- * pack's name: pack-<SHA-1 of its contents>.
+ * Everything held as one pack with its version-2 index, both made by
+ * pack/ (mcg_pack_store): the ids are known (libgit2 hashed each object as
+ * it was written, with its collision-detecting SHA-1), so nothing is
+ * inflated or hashed again. Objects are whole (no deltas; `git gc` finds
+ * them), under the pack's name pack-<SHA-1 of its contents>.
  */
 static int persist_pack(const char *packdir, store_backend *s, mcg_err *err)
 {
-    mcg_buf pack = MCG_BUF_INIT, idx = MCG_BUF_INIT;
-    entry_pos *pos = mcg_calloc(s->n, sizeof(*pos));
-    unsigned char sum[GIT_OID_RAWSZ];
-    int rc;
-    if ((rc = write_pack(&pack, pos, s, sum, err)) != 0 ||
-        (rc = write_index(&idx, pos, s->n, sum, err)) != 0 ||
-        (rc = write_pack_files(packdir, sum, &pack, &idx, err)) != 0)
+    int rc = mcg_pack_store(packdir, s->v, s->n, err);
+    if (rc)
         mcg_err_prefix(err, "writing the rendered objects");
-    free(pos);
-    mcg_buf_free(&pack);
-    mcg_buf_free(&idx);
     return rc;
 }
 

@@ -6,8 +6,12 @@
  *   oids.c       lists, maps and sets of object ids
  *   rawobj.c     the links of raw commits, tags and trees
  *   delta.c      applying a git delta
- *   writer.c     a pack stream written to a file, REF_DELTA -> OFS_DELTA
+ *   writer.c     the pack writer: every pack mcgit writes goes through it
+ *                (a packbuilder stream passed on, REF_DELTA -> OFS_DELTA;
+ *                stored entries, deltas and whole objects written in)
+ *   thin.c       thin packs' deltas
  *   reuse.c      a repository's stored pack entries copied into a pack
+ *   store.c      objects held in memory stored as a pack with its index
  *   scan*.c      reading a pack as it is indexed (a thread, its result, an
  *                object database backend serving its commits)
  *
@@ -147,6 +151,8 @@ typedef struct mcg_pack_writer mcg_pack_writer;
 
 /* A writer onto fd (not closed by it). MCG_EIO when no SHA-1 digest is available. */
 int mcg_pack_writer_new(mcg_pack_writer **out, int fd, mcg_err *err);
+/* A writer appending to mem (the caller's) instead of a file. */
+int mcg_pack_writer_new_mem(mcg_pack_writer **out, mcg_buf *mem, mcg_err *err);
 void mcg_pack_writer_free(mcg_pack_writer *w);
 /*
  * The next n bytes of a pack stream (git_packbuilder_foreach's callback
@@ -162,6 +168,15 @@ int mcg_pack_writer_stream(mcg_pack_writer *w, const void *p, size_t n);
 int mcg_pack_writer_begin(mcg_pack_writer *w, uint32_t nobj);
 /* End a pack begun with mcg_pack_writer_begin: the SHA-1 trailer, flushed. */
 int mcg_pack_writer_end(mcg_pack_writer *w);
+/*
+ * Write an object (commit, tree, blob or tag; len bytes at data) whole,
+ * after mcg_pack_writer_begin: its entry header and its data deflated at
+ * zlib level (git's packs: Z_DEFAULT_COMPRESSION). *off and *crc, when not
+ * NULL: where the entry starts in the pack and the CRC-32 of its bytes, as
+ * a pack index records them. 0, or an error in err.
+ */
+int mcg_pack_writer_add(mcg_pack_writer *w, git_object_t type, const void *data, size_t len,
+                        int level, uint64_t *off, uint32_t *crc, mcg_err *err);
 /* Whether a stream has ended (its trailer was seen). */
 bool mcg_pack_writer_done(const mcg_pack_writer *w);
 /* Bytes written so far. */
@@ -185,6 +200,27 @@ void mcg_pack_writer_thin(mcg_pack_writer *w, const mcg_oidmap *have);
  */
 int mcg_pack_write_object(mcg_pack_writer *w, git_odb *odb, const mcg_pack_place *o,
                           mcg_err *err);
+
+/* ------------------------------------------------------------ store */
+
+/* An object held in memory, its id already computed. */
+typedef struct mcg_pack_obj {
+    git_oid id;
+    git_object_t type;
+    size_t len;
+    unsigned char *data;
+} mcg_pack_obj;
+
+/*
+ * The n objects at objs (n >= 1, ids distinct) as one pack of whole
+ * objects (deflated at zlib's fastest level: git gc repacks them) with its
+ * version-2 index, under packdir (made when missing) as pack-<SHA-1 of the
+ * pack>: the pack first, then its index (readers look for the index), each
+ * to a temporary file, fsynced and renamed; a pack whose index cannot be
+ * written is removed unless it was there before. Nothing is hashed again:
+ * the ids are the caller's. 0, or an error in err.
+ */
+int mcg_pack_store(const char *packdir, const mcg_pack_obj *objs, size_t n, mcg_err *err);
 
 /* ------------------------------------------------------------ reuse */
 

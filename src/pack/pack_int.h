@@ -46,6 +46,7 @@ typedef struct mcg_pack_cached {
 
 struct mcg_pack_writer {
     int fd;
+    mcg_buf *mem;     /* or, when set, the pack goes here (mcg_pack_writer_new_mem) */
     bool embedded;    /* the stream's objects go into a pack begun with _begin */
     int err_no;       /* write(2) failed */
     const char *fail; /* the stream could not be parsed (a bug, not bad input) */
@@ -82,6 +83,14 @@ struct mcg_pack_writer {
 
     const mcg_oidmap *thin; /* objects the reader has (a thin pack's REF_DELTA bases), or NULL */
     mcg_oidmap depth;       /* thin packs: delta chain depth of each delta written */
+
+    /* whole objects written by mcg_pack_writer_add */
+    z_stream zd; /* one deflate stream for all, reset per object */
+    bool zd_init;
+    int zd_level;
+    unsigned char *zbuf;
+    size_t zcap;
+    unsigned char sum[GIT_OID_RAWSZ]; /* the trailer, once mcg_pack_writer_end wrote it */
 };
 
 /* Emit bytes: into the SHA-1 (unless hash is false: the trailer) and the output. */
@@ -92,6 +101,16 @@ int mcg_pack_writer_emit(mcg_pack_writer *w, const void *p, size_t n, bool hash)
  * takes its base id from w->hold + w->hlen.
  */
 int mcg_pack_writer_header(mcg_pack_writer *w);
+/*
+ * An entry header into h (32 bytes at most): type and size, then an
+ * OFS_DELTA's distance back to its base (ofs) or a REF_DELTA's base id
+ * (ref). The one encoder of entry headers: every entry mcgit writes starts
+ * with its bytes. Returns its length.
+ */
+size_t mcg_pack_entry_header(unsigned char *h, int type, uint64_t size, uint64_t ofs,
+                             const git_oid *ref);
+/* A libgit2 object type as a pack stores it; MCG_PACK_NONE for any other. */
+int mcg_pack_type_of(git_object_t t);
 
 /* ------------------------------------------------------------ thin.c */
 
@@ -110,9 +129,6 @@ int mcg_pack_thin_entry(mcg_pack_writer *w, git_odb *odb, const mcg_pack_place *
                         bool *wrote, mcg_err *err);
 /* The depth of the chain ending at written object id (0: not a delta). */
 uint64_t mcg_pack_thin_depth(const mcg_pack_writer *w, const git_oid *id);
-/* An entry header: type and size, then an OFS_DELTA's distance or a REF_DELTA's base id. */
-size_t mcg_pack_entry_header(unsigned char *h, int type, uint64_t size, uint64_t ofs,
-                             const git_oid *ref);
 
 /* ------------------------------------------------------------ scan*.c */
 

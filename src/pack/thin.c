@@ -18,42 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int pack_types[] = {[GIT_OBJECT_COMMIT] = MCG_PACK_COMMIT,
-                                 [GIT_OBJECT_TREE] = MCG_PACK_TREE,
-                                 [GIT_OBJECT_BLOB] = MCG_PACK_BLOB,
-                                 [GIT_OBJECT_TAG] = MCG_PACK_TAG};
-
 /* libgit2's last error in err, prefixed with what was being done. */
 static int thin_git_err(mcg_err *err, const char *what)
 {
     const git_error *e = git_error_last();
     return mcg_err_set(err, MCG_EIO, "%s: %s", what, e && e->message ? e->message : "git error");
-}
-
-size_t mcg_pack_entry_header(unsigned char *h, int type, uint64_t size, uint64_t ofs,
-                             const git_oid *ref)
-{
-    size_t n = 0;
-    unsigned char c = (unsigned char)(type << 4 | (size & 15));
-    for (size >>= 4; size; size >>= 7) {
-        h[n++] = c | 0x80;
-        c = size & 0x7f;
-    }
-    h[n++] = c;
-    if (type == MCG_PACK_OFS) {
-        /* git's offset encoding: big end first, each continuation minus one */
-        unsigned char o[16];
-        size_t pos = sizeof(o) - 1;
-        o[pos] = ofs & 127;
-        while (ofs >>= 7)
-            o[--pos] = (unsigned char)(128 | (--ofs & 127));
-        memcpy(h + n, o + pos, sizeof(o) - pos);
-        n += sizeof(o) - pos;
-    } else if (type == MCG_PACK_REF) {
-        memcpy(h + n, ref->id, GIT_OID_RAWSZ);
-        n += GIT_OID_RAWSZ;
-    }
-    return n;
 }
 
 /* Deflate len bytes at p (default level, as git): a new buffer of *zlen bytes, NULL on failure. */
@@ -81,21 +50,11 @@ static int emit_entry(mcg_pack_writer *w, const unsigned char *h, size_t hn, con
 int mcg_pack_write_whole(mcg_pack_writer *w, git_odb *odb, const git_oid *id, mcg_err *err)
 {
     git_odb_object *obj = NULL;
-    int rc = 0;
     if (git_odb_read(&obj, odb, id) != 0)
         return thin_git_err(err, "object");
-    git_object_t t = git_odb_object_type(obj);
-    size_t len = git_odb_object_size(obj), zlen = 0;
-    unsigned char *z = NULL;
-    if (t < GIT_OBJECT_COMMIT || t > GIT_OBJECT_TAG ||
-        !(z = deflate_all(git_odb_object_data(obj), len, &zlen))) {
-        rc = mcg_err_set(err, MCG_EIO, "pack: cannot compress an object");
-    } else {
-        unsigned char h[16];
-        size_t n = mcg_pack_entry_header(h, pack_types[t], len, 0, NULL);
-        rc = emit_entry(w, h, n, z, zlen, err);
-    }
-    free(z);
+    /* zlib's default level, as git's packs */
+    int rc = mcg_pack_writer_add(w, git_odb_object_type(obj), git_odb_object_data(obj),
+                                 git_odb_object_size(obj), Z_DEFAULT_COMPRESSION, NULL, NULL, err);
     git_odb_object_free(obj);
     return rc;
 }
@@ -159,7 +118,7 @@ int mcg_pack_thin_entry(mcg_pack_writer *w, git_odb *odb, const mcg_pack_place *
             rc = mcg_err_set(err, MCG_EIO, "pack: cannot compress an object");
             goto out;
         }
-        size_t nw = mcg_pack_entry_header(hw, pack_types[t], len, 0, NULL);
+        size_t nw = mcg_pack_entry_header(hw, mcg_pack_type_of(t), len, 0, NULL);
         beat = nw + zwlen;
         if (!zd || nd + zdlen >= beat) {
             *wrote = true;

@@ -18,6 +18,12 @@
  * base has left the cache keeps its REF_DELTA (valid in a pack; 18 bytes
  * more), and so do deltas built on it, since its id stays unknown. Per
  * object ~40 bytes (id and offset) are kept.
+ *
+ * The same writer writes packs whose entries come from elsewhere, between
+ * mcg_pack_writer_begin and mcg_pack_writer_end: stored entries copied
+ * (reuse.c), deltas made here (thin.c), and whole objects
+ * (mcg_pack_writer_add: bundles' leftovers, and the render's scratch store
+ * through store.c). Every entry header is encoded by mcg_pack_entry_header.
  */
 #include "pack/pack_int.h"
 #include "fsio/fsio.h"
@@ -28,7 +34,9 @@
 /* Write out the output buffer; -1 with err_no on failure. */
 static int pw_flush(mcg_pack_writer *w)
 {
-    if (w->nout && mcg_write_all(w->fd, w->out, w->nout) != 0) {
+    if (w->mem) {
+        mcg_buf_put(w->mem, w->out, w->nout);
+    } else if (w->nout && mcg_write_all(w->fd, w->out, w->nout) != 0) {
         w->err_no = errno;
         return -1;
     }
@@ -144,39 +152,64 @@ static void pw_object_done(mcg_pack_writer *w)
     pw_cache_add(w, w->out_start, type, content, len);
 }
 
-/* Write the current object's header: as given, or REF_DELTA -> OFS_DELTA. */
-int mcg_pack_writer_header(mcg_pack_writer *w)
+size_t mcg_pack_entry_header(unsigned char *h, int type, uint64_t size, uint64_t ofs,
+                             const git_oid *ref)
 {
-    unsigned char h[32];
     size_t n = 0;
-    int type = w->type;
-    if ((type == MCG_PACK_REF || type == MCG_PACK_OFS) && w->has_base)
-        type = MCG_PACK_OFS;
-    uint64_t size = w->size;
     unsigned char c = (unsigned char)(type << 4 | (size & 15));
-    size >>= 4;
-    while (size) {
+    for (size >>= 4; size; size >>= 7) {
         h[n++] = c | 0x80;
         c = size & 0x7f;
-        size >>= 7;
     }
     h[n++] = c;
     if (type == MCG_PACK_OFS) {
-        /* git's offset encoding: big end first, each continuation minus one. */
+        /* git's offset encoding: big end first, each continuation minus one */
         unsigned char o[16];
         size_t pos = sizeof(o) - 1;
-        uint64_t ofs = w->out_start - w->base_out;
         o[pos] = ofs & 127;
         while (ofs >>= 7)
             o[--pos] = (unsigned char)(128 | (--ofs & 127));
         memcpy(h + n, o + pos, sizeof(o) - pos);
         n += sizeof(o) - pos;
-        w->ofs++;
     } else if (type == MCG_PACK_REF) {
-        memcpy(h + n, w->hold + w->hlen, GIT_OID_RAWSZ);
+        memcpy(h + n, ref->id, GIT_OID_RAWSZ);
         n += GIT_OID_RAWSZ;
+    }
+    return n;
+}
+
+int mcg_pack_type_of(git_object_t t)
+{
+    switch (t) {
+    case GIT_OBJECT_COMMIT:
+        return MCG_PACK_COMMIT;
+    case GIT_OBJECT_TREE:
+        return MCG_PACK_TREE;
+    case GIT_OBJECT_BLOB:
+        return MCG_PACK_BLOB;
+    case GIT_OBJECT_TAG:
+        return MCG_PACK_TAG;
+    default:
+        return MCG_PACK_NONE;
+    }
+}
+
+/* Write the current object's header: as given, or REF_DELTA -> OFS_DELTA. */
+int mcg_pack_writer_header(mcg_pack_writer *w)
+{
+    unsigned char h[32];
+    int type = w->type;
+    git_oid ref;
+    if ((type == MCG_PACK_REF || type == MCG_PACK_OFS) && w->has_base)
+        type = MCG_PACK_OFS;
+    if (type == MCG_PACK_OFS)
+        w->ofs++;
+    else if (type == MCG_PACK_REF) {
+        git_oid_fromraw(&ref, w->hold + w->hlen);
         w->refs++;
     }
+    uint64_t ofs = type == MCG_PACK_OFS ? w->out_start - w->base_out : 0;
+    size_t n = mcg_pack_entry_header(h, type, w->size, ofs, type == MCG_PACK_REF ? &ref : NULL);
     return mcg_pack_writer_emit(w, h, n, true);
 }
 
@@ -281,6 +314,7 @@ int mcg_pack_writer_end(mcg_pack_writer *w)
     unsigned int len = 0;
     if (EVP_DigestFinal_ex(w->sha, sum, &len) != 1 || len != GIT_OID_RAWSZ)
         return pw_bad(w, "sha1");
+    memcpy(w->sum, sum, GIT_OID_RAWSZ);
     return mcg_pack_writer_emit(w, sum, len, false) != 0 || pw_flush(w) != 0 ? -1 : 0;
 }
 
@@ -410,12 +444,80 @@ int mcg_pack_writer_new(mcg_pack_writer **out, int fd, mcg_err *err)
     return 0;
 }
 
+int mcg_pack_writer_new_mem(mcg_pack_writer **out, mcg_buf *mem, mcg_err *err)
+{
+    int rc = mcg_pack_writer_new(out, -1, err);
+    if (rc == 0)
+        (*out)->mem = mem;
+    return rc;
+}
+
+/*
+ * len bytes at p deflated at level: into the writer's buffer (*zlen
+ * bytes), through one stream reset for each object — an allocation per
+ * object would cost more than a small commit. NULL when zlib fails.
+ */
+static const unsigned char *pw_deflate(mcg_pack_writer *w, const void *p, size_t len, int level,
+                                       size_t *zlen)
+{
+    if (w->zd_init && w->zd_level != level) {
+        deflateEnd(&w->zd);
+        w->zd_init = false;
+    }
+    if (!w->zd_init) {
+        memset(&w->zd, 0, sizeof(w->zd));
+        if (deflateInit(&w->zd, level) != Z_OK)
+            return NULL;
+        w->zd_init = true;
+        w->zd_level = level;
+    } else if (deflateReset(&w->zd) != Z_OK) {
+        return NULL;
+    }
+    size_t bound = deflateBound(&w->zd, (uLong)len);
+    if (bound > w->zcap) {
+        w->zcap = bound;
+        w->zbuf = mcg_realloc(w->zbuf, w->zcap);
+    }
+    w->zd.next_in = (Bytef *)p;
+    w->zd.avail_in = (uInt)len;
+    w->zd.next_out = w->zbuf;
+    w->zd.avail_out = (uInt)w->zcap;
+    if (deflate(&w->zd, Z_FINISH) != Z_STREAM_END)
+        return NULL;
+    *zlen = w->zcap - w->zd.avail_out;
+    return w->zbuf;
+}
+
+int mcg_pack_writer_add(mcg_pack_writer *w, git_object_t type, const void *data, size_t len,
+                        int level, uint64_t *off, uint32_t *crc, mcg_err *err)
+{
+    int ptype = mcg_pack_type_of(type);
+    size_t zlen = 0;
+    const unsigned char *z = NULL;
+    if (ptype == MCG_PACK_NONE)
+        return mcg_err_set(err, MCG_EIO, "pack: an object of unknown type");
+    if (len > UINT32_MAX || !(z = pw_deflate(w, data, len, level, &zlen)))
+        return mcg_err_set(err, MCG_EIO, "pack: cannot compress an object");
+    unsigned char h[32];
+    size_t hn = mcg_pack_entry_header(h, ptype, len, 0, NULL);
+    if (off)
+        *off = w->written;
+    if (crc)
+        *crc = (uint32_t)crc32(crc32(0L, h, (uInt)hn), z, (uInt)zlen);
+    if (mcg_pack_writer_emit(w, h, hn, true) != 0 || mcg_pack_writer_emit(w, z, zlen, true) != 0)
+        return mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+    return 0;
+}
+
 void mcg_pack_writer_free(mcg_pack_writer *w)
 {
     if (!w)
         return;
     if (w->z_init)
         inflateEnd(&w->z);
+    if (w->zd_init)
+        deflateEnd(&w->zd);
+    free(w->zbuf);
     EVP_MD_CTX_free(w->sha);
     free(w->data);
     for (size_t i = 0; i < w->ccount; i++)

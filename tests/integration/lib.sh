@@ -3,7 +3,6 @@ set -euo pipefail
 : "${MCGIT:?MCGIT must point at the mcgit binary}"
 : "${SRC:?SRC must point at the source tree}"
 T=$(mktemp -d "${TMPDIR:-/tmp}/mcgit-it.XXXXXX")
-trap 'rm -rf "$T"' EXIT
 export HOME="$T/home" GIT_CONFIG_NOSYSTEM=1 LC_ALL=C TZ=UTC
 mkdir -p "$HOME"
 # `mcgit` on PATH, where installed hooks look for it (test_hooks takes it away)
@@ -14,6 +13,15 @@ git config --global init.defaultBranch main
 export GIT_AUTHOR_DATE="2026-01-01T00:00:00Z" GIT_COMMITTER_DATE="2026-01-01T00:00:00Z"
 PASS=0
 FAIL=0
+# Background processes a test starts: PIDS+=($!); stop_all (also on exit)
+# kills them and waits. A test that sets its own EXIT trap calls stop_all in it.
+PIDS=()
+stop_all() {
+  local p
+  for p in ${PIDS[@]+"${PIDS[@]}"}; do kill "$p" 2>/dev/null || true; done
+  for p in ${PIDS[@]+"${PIDS[@]}"}; do wait "$p" 2>/dev/null || true; done
+}
+trap 'stop_all; rm -rf "$T"' EXIT
 ok()   { PASS=$((PASS+1)); echo "ok - $*"; }
 bad()  { FAIL=$((FAIL+1)); echo "not ok - $*"; }
 # expect_rc RC DESC -- CMD...: run CMD, compare its exit status with RC
@@ -154,3 +162,37 @@ PYEOF
 publish() { python3 "$T/cfg.py" "$NODE_CL" publish "$1"; }
 desire() { python3 "$T/cfg.py" "$NODE_CL" desire "$1"; }
 field() { python3 "$T/cfg.py" "$NODE_CL" field "$1"; }
+
+# ---------------------------------------------------------------- fixtures
+# fixture_signed_repo DIR: the key op ($T/keys/op, ed25519), the trust file
+# $T/trust holding op@example.com's line, and a config repo DIR from
+# `mcgit init` whose commits scommit signs and git verify-commit checks
+# against $T/trust. Nothing is committed yet.
+fixture_signed_repo() {
+  [ -e "$T/keys/op" ] || mkkey op ed25519
+  signer_line op@example.com op >"$T/trust"
+  "$MCGIT" init "$1" >/dev/null 2>&1 || { echo "fixture_signed_repo: mcgit init $1 failed" >&2; return 1; }
+  sign_setup "$1" "$T/trust"
+}
+# fixture_v1 DIR: commit, signed by op, the MachineConfig 10-worker writing
+# /etc/demo.conf = v1 (message "v1").
+fixture_v1() {
+  write_mc "$1" 10-worker worker /etc/demo.conf v1
+  scommit "$1" op "v1"
+}
+# fixture_workers CLUSTER NODE...: add each NODE to CLUSTER (local:DIR) as a
+# worker (label node-role.kubernetes.io/worker).
+fixture_workers() {
+  local cl=$1 n
+  shift
+  for n in "$@"; do "$MCGIT" node add --cluster "$cl" "$n" --labels node-role.kubernetes.io/worker= >/dev/null; done
+}
+# snap REPO: its refs and every file under its objects/ with its sha256, and
+# any quarantine directory left there: equal snaps, nothing written.
+snap() {
+  local gd
+  gd=$(git -C "$1" rev-parse --absolute-git-dir)
+  git -C "$1" for-each-ref --format='%(objectname) %(refname)'
+  (cd "$gd/objects" && find . -type f | sort | xargs -r sha256sum)
+  (cd "$gd/objects" && find . -maxdepth 1 -name '*incoming-*' | sort)
+}

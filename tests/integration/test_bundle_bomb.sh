@@ -13,13 +13,9 @@
 need python3
 [ -x /usr/bin/time ] || skip "GNU time (/usr/bin/time, Debian package time) not found"
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
-write_mc "$R" 10-worker worker /etc/demo.conf v1
-scommit "$R" op "v1"
+fixture_signed_repo "$R"
+fixture_v1 "$R"
 git init -q --bare "$T/dst.git"
 git -C "$R" bundle create -q "$T/honest.bundle" main 2>/dev/null
 

@@ -19,12 +19,6 @@
 mkkey op ed25519
 signer_line op@example.com op >"$T/trust"
 
-# snap REPO: refs, and every file under objects/ with its sha256.
-snap() {
-  git -C "$1" for-each-ref --format='%(objectname) %(refname)'
-  (cd "$1/objects" && find . -type f | sort | xargs -r sha256sum)
-  (cd "$1/objects" && find . -maxdepth 1 -name '*incoming-*' | sort)
-}
 quarantines() { find "$1/objects" -maxdepth 1 -name 'mcgit-incoming-*' | wc -l; }
 
 "$MCGIT" init "$T/src" >/dev/null

@@ -16,13 +16,6 @@ mkkey op ed25519
 signer_line op@example.com op >"$T/trust"
 GEN=$(dirname "$MCGIT")/tests/bench/bench_history
 
-# snap REPO: refs, and every file under objects/ with its sha256.
-snap() {
-  local gd
-  gd=$(git -C "$1" rev-parse --absolute-git-dir)
-  git -C "$1" for-each-ref --format='%(objectname) %(refname)'
-  (cd "$gd/objects" && find . -type f | sort | xargs -r sha256sum)
-}
 # refused DESC PATTERN REPO BUNDLE: import exits 1 with PATTERN as its one
 # line on stderr, and leaves REPO exactly as it was.
 refused() {

@@ -5,15 +5,9 @@
 . "$(dirname "$0")/lib.sh"
 need jq
 
-PIDS=()
-stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap 'stop_all; rm -rf "$T"' EXIT
 CL=local:$T/cl
 R=$T/repo
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
-"$MCGIT" init "$R" >/dev/null
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R"
 sed -i 's/maxUnavailable: 1/maxUnavailable: 3/' "$R/pools/worker.yaml"
 for p in infra gpu; do
   cat >"$R/pools/$p.yaml" <<EOF

@@ -8,9 +8,6 @@
 need jq
 need python3
 
-PIDS=()
-stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap 'stop_all; rm -rf "$T"' EXIT
 mkkey op ed25519
 mkkey mallory ed25519
 signer_line op@example.com op >"$T/trust"
@@ -171,7 +168,9 @@ until grep -qs desiredConfig "$T/cl/nodes/bulk-0000.json" || [ $SECONDS -ge $end
 kill -TERM $CPID
 written=$(grep -l desiredConfig "$T"/cl/nodes/bulk-*.json | wc -l)
 rc=0; wait $CPID || rc=$?
-[ "$written" -lt $N ] && ok "SIGTERM sent mid-pass ($written of $N nodes written)" || ok "SIGTERM sent (the pass was already done: inconclusive)"
+# Whether the signal came mid-pass depends on timing: a note, not a check.
+[ "$written" -lt $N ] && echo "# SIGTERM sent mid-pass ($written of $N nodes written)" ||
+  echo "# SIGTERM sent after the pass had written every node (the checks below hold either way)"
 [ "$rc" = 0 ] && ok "SIGTERM mid-pass: exit 0" || bad "SIGTERM mid-pass: exit $rc"
 all=$(grep -l desiredConfig "$T"/cl/nodes/bulk-*.json | wc -l)
 [ "$all" = $N ] && ok "the pass finished: all $N nodes have a desiredConfig" || bad "only $all of $N nodes written"

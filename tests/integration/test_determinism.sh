@@ -74,15 +74,17 @@ touch -d "2011-11-11 11:11:11" "$T/deeper/path/b/machineconfigs" "$T/deeper/path
 # Creation order really differs (directory order is what a loader sees).
 la=$(ls -U "$T/a/config/machineconfigs" | tr '\n' ' ')
 lb=$(ls -U "$T/deeper/path/b/machineconfigs" | tr '\n' ' ')
-[ "$la" != "$lb" ] && ok "the two copies list their files in different orders" \
-  || ok "the file system lists both copies in the same order (creation order still differed)"
+# Whether the file system lists them in creation order is its business: a
+# note, not a check (the loaders are tested against shuffled input either way).
+[ "$la" != "$lb" ] && echo "# the two copies list their files in different orders" ||
+  echo "# the file system lists both copies in the same order (creation order still differed)"
 
 locales="C POSIX"
 avail=$(locale -a 2>/dev/null || true)
 for l in en_US.UTF-8 en_US.utf8 C.UTF-8 C.utf8 de_DE.UTF-8 tr_TR.UTF-8; do
   if printf '%s\n' "$avail" | grep -qix -- "$l"; then locales="$locales $l"; fi
 done
-ok "locales tried: $locales"
+echo "# locales tried: $locales"
 
 ref="$T/ref.json"
 "$MCGIT" render "$T/a/config" -o json >"$ref" 2>"$T/err" && ok "reference render" || { bad "reference render failed"; cat "$T/err"; }

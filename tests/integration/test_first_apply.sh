@@ -8,15 +8,12 @@
 . "$(dirname "$0")/lib.sh"
 need jq
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R"
 write_mc "$R" 10-worker worker /etc/demo.conf hello
 scommit "$R" op "v1"
 CL=local:$T/cl
-for n in w0 w1; do "$MCGIT" node add --cluster "$CL" "$n" --labels node-role.kubernetes.io/worker= >/dev/null; done
+fixture_workers "$CL" w0 w1
 # w0 already holds the file as the config says (written at install); w1 holds another
 mkdir -p "$T/cl/roots/w0/etc" "$T/cl/roots/w1/etc"
 printf hello >"$T/cl/roots/w0/etc/demo.conf" # what write_mc's data:,hello decodes to

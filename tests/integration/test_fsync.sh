@@ -8,13 +8,9 @@
 . "$(dirname "$0")/lib.sh"
 need strace
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
-write_mc "$R" 10-worker worker /etc/demo.conf v1
-scommit "$R" op "v1"
+fixture_signed_repo "$R"
+fixture_v1 "$R"
 
 # synced GITDIR DIR: fsync and fdatasync calls on files (and directories)
 # under GITDIR/DIR, in $T/strace

@@ -394,10 +394,11 @@ for i in $(seq 1 10); do
 done
 [ "$odd" = 0 ] && ok "20 GETs answered with garbage: each refused with one line, exit 1..3" || bad "$odd bad answers not refused cleanly"
 sed 's/^/    /' "$T/g.all" | sort | uniq -c | sort -rn | head -12
+unsent=0
 for k in huge huge-length truncated html array deep badutf8 nul wrongkind header; do
-  grep -q "\"fault\": \"$k\"" "$T/garbage.stats" || bad "garbage kind $k was never sent"
+  grep -q "\"fault\": \"$k\"" "$T/garbage.stats" || { bad "garbage kind $k was never sent"; unsent=$((unsent + 1)); }
 done
-ok "every kind of bad answer was sent"
+[ "$unsent" = 0 ] && ok "every kind of bad answer was sent"
 [ "$maxrss" -lt 204800 ] && ok "peak RSS through 80 MiB bodies: $((maxrss / 1024)) MiB (< 200)" || bad "peak RSS $((maxrss / 1024)) MiB"
 grep -q 'larger than' "$T/g.all" && ok "a huge body is cut off at the size limit and says so" || bad "no size-limit message"
 grep -q 'response refused (curl' "$T/g.all" && ok "a 1 MiB header line is refused and named" || bad "no header message"
@@ -475,10 +476,7 @@ expect_grep "^mcgit status: kubeconfig $T/bad.kubeconfig: context 'x' not found\
 
 # ------------------------------------- controller, agent and status end to end
 R=$T/repo
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
-"$MCGIT" init "$R" >/dev/null
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R"
 write_mc "$R" 10-worker worker /etc/mcgit-kube-test 'hello%20kube%0A'
 scommit "$R" op "worker file"
 kt "$CTL" patch w1 desired= current= state= reason=

@@ -14,10 +14,7 @@ kube_node w1 node-role.kubernetes.io/worker=
 kube_node w2 node-role.kubernetes.io/worker=
 
 R=$T/repo
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
-"$MCGIT" init "$R" >/dev/null
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R"
 scommit "$R" op "initial"
 
 PIDS=""

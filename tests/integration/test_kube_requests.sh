@@ -37,13 +37,9 @@ A=machineconfiguration.mcgit.io
 kube_node w1 node-role.kubernetes.io/worker=
 kube_node w2 node-role.kubernetes.io/worker=
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
-write_mc "$R" 10-worker worker /etc/demo.conf v1
-scommit "$R" op "v1"
+fixture_signed_repo "$R"
+fixture_v1 "$R"
 ctl_once() { "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CTL" --once >"$T/ctl.out" 2>&1 || { cat "$T/ctl.out"; return 1; }; }
 desired() { kubectl get node "$1" -o json | jq -r --arg a "$A/desiredConfig" '.metadata.annotations[$a] // ""'; }
 target() { kubectl get machineconfigpool.$A worker -o jsonpath='{.spec.configuration.name}'; }

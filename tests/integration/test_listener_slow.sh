@@ -12,30 +12,23 @@
 need curl python3
 SECS=${MCGIT_SLOW_SECONDS:-15}
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
-trap cleanup EXIT
 rc=0
 curl -s -o /dev/null --interface 127.0.0.2 "http://127.0.0.1:1/" 2>/dev/null || rc=$?
 [ "$rc" = 45 ] && skip "cannot use 127.0.0.2 as a source address here"
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
-write_mc "$R" 10-worker worker /etc/demo.conf v1
-scommit "$R" op "v1"
+fixture_signed_repo "$R"
+fixture_v1 "$R"
 CL=local:$T/cl
 "$MCGIT" node add --cluster "$CL" w0 --labels node-role.kubernetes.io/worker= >/dev/null
 printf 's3cret-token\n' >"$T/token"
 CP=$(freeport) AP=$(freeport)
 "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --interval 300 \
   --metrics-bind-address "127.0.0.1:$CP" --webhook-token-file "$T/token" >"$T/ctl.log" 2>&1 &
-pids+=($!)
+PIDS+=($!)
 "$MCGIT" agent --node w0 --cluster "$CL" --interval 300 --metrics-bind-address "127.0.0.1:$AP" \
   >"$T/agent.log" 2>&1 &
-pids+=($!)
+PIDS+=($!)
 for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$CP/metrics" && curl -sf -o /dev/null "http://127.0.0.1:$AP/metrics" && break; sleep 0.1; done
 
 cat >"$T/slow.py" <<'PY'
@@ -89,10 +82,10 @@ print(st["connects"], "%.1f" % st["longest"], st["open_at_end"])
 PY
 python3 "$T/slow.py" "$CP" 200 "$SECS" >"$T/slow.ctl" 2>&1 &
 SLOW1=$!
-pids+=($!)
+PIDS+=($!)
 python3 "$T/slow.py" "$AP" 100 "$SECS" >"$T/slow.agent" 2>&1 &
 SLOW2=$!
-pids+=($!)
+PIDS+=($!)
 sleep 1
 
 # authorised calls from another address, answered within 1 s each, throughout
@@ -132,6 +125,6 @@ curl -sf "http://127.0.0.1:$CP/metrics" >"$T/ctl.prom" && ok "127.0.0.1 is serve
 cuts=$(awk '/^mcgit_listener_deadline_cuts_total / {print $2}' "$T/ctl.prom")
 [ "${cuts:-0}" -gt 0 ] 2>/dev/null && ok "cuts counted: mcgit_listener_deadline_cuts_total $cuts" \
   || bad "mcgit_listener_deadline_cuts_total is '${cuts}'"
-stop_clean controller "${pids[0]}" "$T/ctl.log"
-stop_clean agent "${pids[1]}" "$T/agent.log"
+stop_clean controller "${PIDS[0]}" "$T/ctl.log"
+stop_clean agent "${PIDS[1]}" "$T/agent.log"
 finish

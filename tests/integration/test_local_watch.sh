@@ -8,15 +8,11 @@
 # the next. (How fast is measured in tests/bench, not here.)
 . "$(dirname "$0")/lib.sh"
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
-write_mc "$R" 10-worker worker /etc/demo.conf v1
-scommit "$R" op "v1"
+fixture_signed_repo "$R"
+fixture_v1 "$R"
 CL=local:$T/cl
-for n in w0 w1; do "$MCGIT" node add --cluster "$CL" "$n" --labels node-role.kubernetes.io/worker= >/dev/null; done
+fixture_workers "$CL" w0 w1
 for round in 1 2; do # a first rollout goes one node at a time, as any other
   "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --once >/dev/null 2>&1
   for n in w0 w1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null 2>&1; done
@@ -27,15 +23,13 @@ V1=$("$MCGIT" status --cluster "$CL" -o json | jq -r '.items[] | select(.metadat
 [ "$(done_count "$V1")" = 2 ] && ok "both workers Done on v1 (set-up)" || bad "set-up: $(done_count "$V1") Done"
 
 # long-running agents and controller, each with a 300 s interval
-pids=()
 for n in w0 w1; do
-  "$MCGIT" agent --node "$n" --cluster "$CL" --interval 300 -q >"$T/agent-$n.log" 2>&1 & pids+=($!)
+  "$MCGIT" agent --node "$n" --cluster "$CL" --interval 300 -q >"$T/agent-$n.log" 2>&1 & PIDS+=($!)
 done
-"$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --interval 300 >"$T/ctl.log" 2>&1 & pids+=($!)
+"$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --interval 300 >"$T/ctl.log" 2>&1 & PIDS+=($!)
 sleep 2 # its first pass finds nothing new
 write_mc "$R" 10-worker worker /etc/demo.conf v2
 scommit "$R" op "v2" # the push: the controller looks at the branch every second
-trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$T"' EXIT
 V2=""
 for _ in $(seq 300); do
   V2=$("$MCGIT" status --cluster "$CL" -o json | jq -r '.items[] | select(.metadata.name=="worker") | .spec.configuration.name // empty')
@@ -50,7 +44,7 @@ else
 fi
 # stopped with SIGTERM: each exits 0, its log free of sanitizer reports
 # (LeakSanitizer's, at exit, in the ASan build)
-stop_clean "agent w0" "${pids[0]}" "$T/agent-w0.log"
-stop_clean "agent w1" "${pids[1]}" "$T/agent-w1.log"
-stop_clean controller "${pids[2]}" "$T/ctl.log"
+stop_clean "agent w0" "${PIDS[0]}" "$T/agent-w0.log"
+stop_clean "agent w1" "${PIDS[1]}" "$T/agent-w1.log"
+stop_clean controller "${PIDS[2]}" "$T/ctl.log"
 finish

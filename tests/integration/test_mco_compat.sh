@@ -7,7 +7,7 @@
 # exact rpm-ostree commands, recorded through --host-exec), a GRUB node
 # (kernel arguments only: the drop-in written, the image refused by name),
 # and a master whose /var partition and FIPS mode are taken as installed on
-# its first config and cannot change later (Unreconcilable, nothing written).
+# its first config and cannot change later (Degraded, nothing written).
 . "$(dirname "$0")/lib.sh"
 need python3
 need jq
@@ -97,7 +97,8 @@ custom() {
   local pool=$1 d; shift; d=$(mktemp -d "$T/custom.XXXXXX")
   mkdir -p "$d/machineconfigs"; cp -r "$FIXTURES/mco/pools" "$d/"
   cp "$FIXTURES"/mco/machineconfigs/00-*.yaml "$d/machineconfigs/"
-  for f in "$@"; do cp "$FIXTURES/mco/machineconfigs/$f" "$d/machineconfigs/"; done
+  for f in "$@"; do case $f in */*) cp "$FIXTURES/$f" "$d/machineconfigs/" ;;
+    *) cp "$FIXTURES/mco/machineconfigs/$f" "$d/machineconfigs/" ;; esac; done
   "$MCGIT" render "$d" -o json >"$d/r.json" || return 1
   python3 - "$d/r.json" "$CL" "$pool" <<'PY'
 import json, sys
@@ -116,6 +117,23 @@ GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX enforcing=0 nosmt enforcing=0 systemd.un
   && ok "the GRUB drop-in holds the merged arguments" || { bad "GRUB drop-in"; cat "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg"; }
 [ "$(cat "$T/cmds.log")" = update-grub ] && ok "then update-grub" || bad "commands: $(cat "$T/cmds.log")"
 
+# MCO's e2e test 67825: repeated kernel arguments kept, in MachineConfig order
+: >"$T/cmds.log"
+K2=$(custom worker mco-e2e/67825-worker-kargs-1.yaml mco-e2e/67825-worker-kargs-2.yaml)
+desire w2 "$K2"
+expect_rc 0 "w2 takes MCO test 67825's kernel arguments" -- agent w2
+grep -q '^GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX y=0 z=4 y=1 z=4"$' "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg" &&
+  ok "test 67825: y=0 z=4 y=1 z=4, as MCO expects" || { bad "67825 kernel arguments"; cat "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg"; }
+
+# MCO's e2e test 72136: Ignition kernelArguments are install-time only (a later
+# change is refused at render: test_unreconcilable), so in a first config
+# they are taken as installed
+IK=$(custom worker mco-e2e/72136-worker-ignition-kargs.yaml)
+mkdir -p "$CL/roots/w3/etc"; "$MCGIT" node add --cluster "local:$CL" w3 >/dev/null
+desire w3 "$IK"
+expect_rc 0 "test 72136's MachineConfig in a first config" -- agent w3 -v
+expect_grep "taken as installed: Ignition kernelArguments \(not checked\)" "$T/err" "taken as installed, said so"
+
 # ---------------------------------------------------------------- master
 # The master config holds OpenShift's documented 98-var-partition (disks,
 # filesystems, a mount unit) and fips: true. Both are made at install: on a
@@ -125,10 +143,10 @@ GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX enforcing=0 nosmt enforcing=0 systemd.un
 desire m1 "$MASTER"
 expect_rc 1 "m1: fips: true on a node without FIPS mode" -- agent m1
 expect_grep "^m1 Unreconcilable - rendered config $MASTER: unreconcilable: fips is true but node m1 runs with FIPS mode off" "$T/out" "Unreconcilable (MCO's state), naming fips and the node"
-[ ! -e "$CL/roots/m1/etc/systemd/system/var.mount" ] && [ ! -e "$CL/roots/m1/home/core" ] && [ ! -s "$T/cmds.log" ] &&
-  ok "nothing written, nothing run" || bad "m1 half-applied (fips)"
 [ "$("$MCGIT" status --cluster "local:$CL" nodes -o json | jq -r '.items[] | select(.metadata.name == "m1") | .metadata.annotations["machineconfiguration.mcgit.io/state"]')" = Unreconcilable ] \
   && ok "the node's state is Unreconcilable, as MCO writes it" || bad "m1's state: $("$MCGIT" status --cluster "local:$CL" nodes | grep '^m1 ')"
+[ ! -e "$CL/roots/m1/etc/systemd/system/var.mount" ] && [ ! -e "$CL/roots/m1/home/core" ] && [ ! -s "$T/cmds.log" ] &&
+  ok "nothing written, nothing run" || bad "m1 half-applied (fips)"
 echo 1 >"$CL/roots/m1/proc/sys/crypto/fips_enabled"
 printf 'root:*:19000::::::\ncore:!!:19000::::::\n' >"$CL/roots/m1/etc/shadow"
 expect_rc 0 "m1 in FIPS mode takes its first config, 98-var-partition included" -- agent m1 -v
@@ -146,7 +164,7 @@ grep -q '^core:\$6\$rounds=4096\$saltsalt\$' "$CL/roots/m1/etc/shadow" && ok "co
 NOVAR=$(custom master 99-master-fips.yaml 99-master-ssh.yaml)
 desire m1 "$NOVAR"
 expect_rc 1 "m1: dropping 98-var-partition later is refused" -- agent m1
-expect_grep "^m1 Unreconcilable $MASTER rendered config $NOVAR: unreconcilable: storage.disks changed on node m1" "$T/out" "Unreconcilable: naming the section and node"
+expect_grep "^m1 Unreconcilable $MASTER rendered config $NOVAR: unreconcilable: storage.disks changed on node m1" "$T/out" "Unreconcilable, naming the section and node"
 [ -f "$CL/roots/m1/etc/systemd/system/var.mount" ] && ok "nothing removed" || bad "m1 half-applied (var)"
 
 finish

@@ -7,13 +7,9 @@
 # twice: test_approvals.sh; pool pause/resume: test_pool_sync.sh.)
 . "$(dirname "$0")/lib.sh"
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
-write_mc "$R" 10-worker worker /etc/demo.conf v1
-scommit "$R" op "v1"
+fixture_signed_repo "$R"
+fixture_v1 "$R"
 # one_line FILE DESC: FILE holds exactly one line
 one_line() { [ "$(wc -l <"$1")" = 1 ] && ok "$2" || { bad "$2: $(wc -l <"$1") lines"; sed 's/^/    /' "$1"; }; }
 

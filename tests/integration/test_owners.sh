@@ -8,10 +8,7 @@
 
 CL=$T/cl
 R=$T/repo
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
-"$MCGIT" init "$R" >/dev/null
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R"
 scommit "$R" op "initial"
 
 # ---------------------------------------------------------------- node add

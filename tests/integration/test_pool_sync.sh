@@ -16,15 +16,11 @@
 . "$(dirname "$0")/lib.sh"
 need jq
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
-write_mc "$R" 10-worker worker /etc/demo.conf v1
-scommit "$R" op "v1"
+fixture_signed_repo "$R"
+fixture_v1 "$R"
 CL=local:$T/cl
-for n in w0 w1; do "$MCGIT" node add --cluster "$CL" "$n" --labels node-role.kubernetes.io/worker= >/dev/null; done
+fixture_workers "$CL" w0 w1
 ctl_once() { "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --once >/dev/null 2>&1; }
 desired() { "$MCGIT" status --cluster "$CL" nodes -o json | jq -r --arg n "$1" '.items[] | select(.metadata.name == $n) | .metadata.annotations["machineconfiguration.mcgit.io/desiredConfig"] // ""'; }
 target() { "$MCGIT" status --cluster "$CL" -o json | jq -r '.items[] | select(.metadata.name == "worker") | .spec.configuration.name // ""'; }

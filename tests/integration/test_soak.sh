@@ -27,17 +27,10 @@ fi
 # libgit2's leaking regex walks of the configuration at all
 export LSAN_OPTIONS=""
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
-trap cleanup EXIT
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
-write_mc "$R" 10-worker worker /etc/demo.conf v1
-scommit "$R" op "v1"
+fixture_signed_repo "$R"
+fixture_v1 "$R"
 git init -q --bare "$T/origin.git"
 git -C "$R" push -q "$T/origin.git" main
 for c in cl1 cl2; do
@@ -48,16 +41,16 @@ printf 's3cret-token\n' >"$T/token"
 P1=$(freeport) P2=$(freeport) P3=$(freeport)
 "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "local:$T/cl1" --interval 1 \
   --metrics-bind-address "127.0.0.1:$P1" >"$T/ctl-local.log" 2>&1 &
-pids+=($!)
+PIDS+=($!)
 CTL_LOCAL=$!
 "$MCGIT" controller --repo "file://$T/origin.git" --mirror "$T/mirror" --trust "$T/trust" \
   --cluster "local:$T/cl2" --interval 1 --metrics-bind-address "127.0.0.1:$P2" \
   --webhook-token-file "$T/token" >"$T/ctl-mirror.log" 2>&1 &
-pids+=($!)
+PIDS+=($!)
 CTL_MIRROR=$!
 "$MCGIT" agent --node w0 --cluster "local:$T/cl1" --interval 1 \
   --metrics-bind-address "127.0.0.1:$P3" >"$T/agent.log" 2>&1 &
-pids+=($!)
+PIDS+=($!)
 AGENT=$!
 
 # scrapes every half second, a webhook call every 2 s, `mcgit sync` every 4 s
@@ -76,7 +69,7 @@ AGENT=$!
   done
 ) &
 SCRAPER=$!
-pids+=($!)
+PIDS+=($!)
 
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }

@@ -7,7 +7,7 @@
 #   git -c gpg.ssh.allowedSignersFile=A verify-commit C
 # for each parent P of C, where A is the trust root plus
 # .mcgit/allowed_signers as it stands in P when P's own verdict is good (the
-# trust policy of DESIGN.md, "Trust": a commit must be allowed by every line
+# trust policy of docs/concepts.md, "Which keys may sign a commit": a commit must be allowed by every line
 # of history it extends). The histories are dated forwards: mcgit's rule that
 # committer times do not go back is tested in test_trust_attacks.sh. Every case is also pinned to the verdict it must have,
 # so a bug shared by the oracle and mcgit still fails.

@@ -5,7 +5,9 @@
  * collections, and on a small real pack made with libgit2's packbuilder in
  * a throwaway repository: the pack scan (whole, byte by byte, damaged,
  * truncated), the pack writer (REF_DELTA -> OFS_DELTA, re-indexed by
- * libgit2) and stored-entry reuse.
+ * libgit2), stored-entry reuse, entry headers against git's encoding, and
+ * the store of in-memory objects (git verify-pack reads it, git index-pack
+ * makes the same index).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -975,6 +977,162 @@ static void test_thin_reuse(void **state)
     mcg_pack_reuse_free(r);
 }
 
+/* ------------------------------------------------------------ entry headers */
+
+typedef struct {
+    const char *name;
+    int type;
+    uint64_t size, ofs;
+    const char *ref; /* REF_DELTA: 40 hex digits */
+    unsigned char want[32];
+    size_t want_len;
+} header_case;
+
+/* As git's pack-format.txt encodes them (and unpack_object_header, get_delta_base read them). */
+static const header_case header_cases[] = {
+    {"empty blob", MCG_PACK_BLOB, 0, 0, NULL, {0x30}, 1},
+    {"15 bytes: one byte", MCG_PACK_BLOB, 15, 0, NULL, {0x3f}, 1},
+    {"16 bytes: two", MCG_PACK_BLOB, 16, 0, NULL, {0xb0, 0x01}, 2},
+    {"commit of 1000", MCG_PACK_COMMIT, 1000, 0, NULL, {0x98, 0x3e}, 2},
+    {"tree of 2^11", MCG_PACK_TREE, 2048, 0, NULL, {0xa0, 0x80, 0x01}, 3},
+    {"tag of 2^32 - 1", MCG_PACK_TAG, 0xffffffffu, 0, NULL, {0xcf, 0xff, 0xff, 0xff, 0x7f}, 5},
+    {"OFS_DELTA 1 back", MCG_PACK_OFS, 5, 1, NULL, {0x65, 0x01}, 2},
+    {"OFS_DELTA 127 back", MCG_PACK_OFS, 5, 127, NULL, {0x65, 0x7f}, 2},
+    {"OFS_DELTA 128 back: each continuation minus one",
+     MCG_PACK_OFS,
+     5,
+     128,
+     NULL,
+     {0x65, 0x80, 0x00},
+     3},
+    {"OFS_DELTA 16511 back", MCG_PACK_OFS, 5, 16511, NULL, {0x65, 0xff, 0x7f}, 3},
+    {"OFS_DELTA 16512 back", MCG_PACK_OFS, 5, 16512, NULL, {0x65, 0x80, 0x80, 0x00}, 4},
+    {"REF_DELTA",
+     MCG_PACK_REF,
+     20,
+     0,
+     H40,
+     {0xf4, 0x01, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01,
+      0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67},
+     22},
+};
+
+static void test_entry_header(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(header_cases) / sizeof(header_cases[0]); i++) {
+        const header_case *c = &header_cases[i];
+        unsigned char h[32];
+        git_oid ref;
+        if (c->ref)
+            assert_int_equal(git_oid_fromstr(&ref, c->ref), 0);
+        size_t n = mcg_pack_entry_header(h, c->type, c->size, c->ofs, c->ref ? &ref : NULL);
+        if (n != c->want_len || memcmp(h, c->want, n) != 0)
+            fail_msg("%s: %zu bytes, want %zu", c->name, n, c->want_len);
+    }
+    assert_int_equal(mcg_pack_type_of(GIT_OBJECT_BLOB), MCG_PACK_BLOB);
+    assert_int_equal(mcg_pack_type_of(GIT_OBJECT_OFS_DELTA), MCG_PACK_NONE);
+}
+
+/* ------------------------------------------------------------ store */
+
+typedef struct {
+    mcg_pack_obj *v;
+    size_t n, cap;
+} obj_list;
+
+static void obj_push(obj_list *l, git_object_t type, const void *data, size_t len)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->v = mcg_realloc(l->v, l->cap * sizeof(*l->v));
+    }
+    mcg_pack_obj *o = &l->v[l->n++];
+    assert_int_equal(git_odb_hash(&o->id, data, len, type), 0);
+    o->type = type;
+    o->len = len;
+    o->data = mcg_malloc(len ? len : 1);
+    memcpy(o->data, data, len);
+}
+
+/* Run a shell command; its exit status. */
+static int sh(const char *fmt, const char *a, const char *b)
+{
+    char *cmd = mcg_sprintf(fmt, a, b);
+    int rc = system(cmd);
+    free(cmd);
+    return rc;
+}
+
+static void test_store(void **state)
+{
+    fixture *f = *state;
+    obj_list l = {0};
+    /* the fixture's commits, trees and blobs, and blobs of every header length */
+    git_odb *odb = NULL;
+    assert_int_equal(git_repository_odb(&odb, f->repo), 0);
+    for (size_t c = 0; c < f->ncommits; c++) {
+        git_commit *commit = NULL;
+        assert_int_equal(git_commit_lookup(&commit, f->repo, &f->commits[c]), 0);
+        git_odb_object *o = NULL;
+        assert_int_equal(git_odb_read(&o, odb, &f->commits[c]), 0);
+        obj_push(&l, GIT_OBJECT_COMMIT, git_odb_object_data(o), git_odb_object_size(o));
+        git_odb_object_free(o);
+        assert_int_equal(git_odb_read(&o, odb, git_commit_tree_id(commit)), 0);
+        obj_push(&l, GIT_OBJECT_TREE, git_odb_object_data(o), git_odb_object_size(o));
+        git_odb_object_free(o);
+        git_commit_free(commit);
+    }
+    git_odb_free(odb);
+    size_t big = 300000;
+    unsigned char *data = mcg_malloc(big);
+    for (size_t i = 0; i < big; i++)
+        data[i] = (unsigned char)(i * 2654435761u >> 13);
+    for (size_t len = 0; len < big; len = len ? len * 3 : 1)
+        obj_push(&l, GIT_OBJECT_BLOB, data, len);
+    obj_push(&l, GIT_OBJECT_BLOB, data, big);
+    free(data);
+
+    char packdir[512], other[512];
+    snprintf(packdir, sizeof(packdir), "%s/store/objects/pack", f->dir);
+    mcg_err err = {0};
+    assert_int_equal(mcg_pack_store(packdir, l.v, l.n, &err), 0);
+    /* git reads the pack, and indexes it to the same bytes as our index */
+    assert_int_equal(sh("git verify-pack '%s'/pack-*.idx >/dev/null%s", packdir, ""), 0);
+    snprintf(other, sizeof(other), "%s/store/other.idx", f->dir);
+    assert_int_equal(sh("git index-pack -o '%s' '%s'/pack-*.pack >/dev/null", other, packdir), 0);
+    assert_int_equal(sh("cmp -s '%s' '%s'/pack-*.idx", other, packdir), 0);
+    /* every object reads back through libgit2 */
+    git_odb_backend *be = NULL;
+    char objects[512];
+    snprintf(objects, sizeof(objects), "%s/store/objects", f->dir);
+    assert_int_equal(git_odb_new(&odb), 0);
+    assert_int_equal(git_odb_backend_pack(&be, objects), 0);
+    assert_int_equal(git_odb_add_backend(odb, be, 1), 0);
+    for (size_t i = 0; i < l.n; i++) {
+        git_odb_object *o = NULL;
+        assert_int_equal(git_odb_read(&o, odb, &l.v[i].id), 0);
+        assert_int_equal(git_odb_object_size(o), l.v[i].len);
+        if (l.v[i].len)
+            assert_memory_equal(git_odb_object_data(o), l.v[i].data, l.v[i].len);
+        git_odb_object_free(o);
+    }
+    git_odb_free(odb);
+    /* the same objects again: the same pack, written over itself */
+    assert_int_equal(mcg_pack_store(packdir, l.v, l.n, &err), 0);
+    assert_int_equal(sh("test $(ls '%s' | wc -l) = 2%s", packdir, ""), 0);
+    /* a pack directory that cannot be made: an error, nothing written */
+    char blocked[512];
+    snprintf(blocked, sizeof(blocked), "%s/store/file", f->dir);
+    assert_int_equal(sh("touch '%s'%s", blocked, ""), 0);
+    snprintf(blocked, sizeof(blocked), "%s/store/file/pack", f->dir);
+    assert_int_not_equal(mcg_pack_store(blocked, l.v, l.n, &err), 0);
+    assert_true(err.msg[0] != '\0');
+    for (size_t i = 0; i < l.n; i++)
+        free(l.v[i].data);
+    free(l.v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -986,6 +1144,7 @@ int main(void)
         cmocka_unit_test(test_delta_create),
         cmocka_unit_test(test_oidmap),
         cmocka_unit_test(test_oidv),
+        cmocka_unit_test(test_entry_header),
         cmocka_unit_test_setup_teardown(test_scan_whole, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_scan_unconfirmed, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_scan_damaged, setup_repo, teardown_repo),
@@ -993,6 +1152,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_thin, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_thin_reuse, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_reuse, setup_repo, teardown_repo),
+        cmocka_unit_test_setup_teardown(test_store, setup_repo, teardown_repo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
