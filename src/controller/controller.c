@@ -278,13 +278,15 @@ static json_t *prev_pool(const json_t *prev, const char *name)
 /*
  * Whether prev already says what obj says: the spec, the status and the
  * metadata this controller writes. A store may add fields of its own
- * (kube: uid, resourceVersion, managedFields), which do not count.
+ * (kube: uid, resourceVersion, managedFields), which do not count, and
+ * names the object in its own group (kube: apiVersion
+ * machineconfiguration.mcgit.io/v1), which does not count either.
  */
 static bool pool_same(const json_t *prev, const json_t *obj)
 {
     if (!prev)
         return false;
-    static const char *const top[] = {"apiVersion", "kind", "spec", "status", NULL};
+    static const char *const top[] = {"kind", "spec", "status", NULL};
     for (const char *const *k = top; *k; k++)
         if (!json_equal(json_object_get(prev, *k), json_object_get(obj, *k)))
             return false;

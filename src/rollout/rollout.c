@@ -595,11 +595,16 @@ static void status_degraded(mcg_pool_status *st, const mcg_pool_view *pv,
     bool nodedeg = st->degraded_count > 0, renderdeg = pv->render_error != NULL;
     const char *rreason = nz(pv->render_reason) ? pv->render_reason : "RenderFailed";
     char *nodemsg = nodedeg ? degraded_message(nodes, members, nm, st->degraded_count) : NULL;
+    const char *why = pv->render_error;
+    size_t pl = strlen(pv->pool->name);
+    if (why && !strncmp(why, "pool ", 5) && !strncmp(why + 5, pv->pool->name, pl) &&
+        !strncmp(why + 5 + pl, ": ", 2))
+        why += 5 + pl + 2; /* "pool P: ..." about this pool: named once */
     char *rendermsg = !renderdeg ? NULL
                       : strcmp(rreason, "FetchFailed")
                           ? mcg_sprintf("Failed to render configuration for pool %s: %s",
-                                        pv->pool->name, pv->render_error)
-                          : mcg_strdup(pv->render_error);
+                                        pv->pool->name, why)
+                          : mcg_strdup(why);
     cond_set(&st->conds[MCG_COND_NODE_DEGRADED], MCG_COND_NODE_DEGRADED, nodedeg,
              nodedeg ? "NodesDegraded" : "", nodemsg ? mcg_strdup(nodemsg) : NULL);
     cond_set(&st->conds[MCG_COND_RENDER_DEGRADED], MCG_COND_RENDER_DEGRADED, renderdeg,

@@ -732,6 +732,13 @@ static void test_render_error(void **state)
                         "machineconfigs/10-x.yaml:3: unknown key 'foo'; "
                         "Node deg is reporting: \"Degraded\"");
 
+    /* a render error about this pool ("pool worker: ...") names it once */
+    v->render_error = "pool worker: MachineConfig 99-x: storage.disks changed";
+    p = plan(w);
+    assert_string_equal(p->pools[0].conds[MCG_COND_RENDER_DEGRADED].message,
+                        "Failed to render configuration for pool worker: MachineConfig 99-x: "
+                        "storage.disks changed");
+
     /* the caller names the cause: an unreachable source is FetchFailed */
     v->render_error = "fetch from origin failed: connection refused";
     v->render_reason = "FetchFailed";
