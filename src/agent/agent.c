@@ -12,6 +12,8 @@
  *   backups/<sha256>     what was at a path before mcgit first overwrote it
  *   created-dirs.json    the directories mcgit created (removed, when empty,
  *                        once no config needs them)
+ *   base-image           the image the node booted before its first rebase
+ *                        (baseimage.c), until osImageURL is unset again
  * Every state file is written to a temp name, fsync'd and renamed.
  *
  * An update's phases, each recorded in the journal before it starts:
@@ -504,7 +506,7 @@ static void report_degraded(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res)
         snprintf(a->degraded_evented, sizeof(a->degraded_evented), "%s", res->reason);
     }
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
-    p.state = "Degraded";
+    p.state = res->unreconcilable ? "Unreconcilable" : "Degraded"; /* MCO's states */
     p.reason = res->reason;
     patch(a, c, &p);
 }
@@ -762,6 +764,48 @@ out:
     return rc;
 }
 
+/*
+ * The image step of osImageURL (baseimage.c): "record" keeps what the node
+ * boots now, once, before its first rebase; "restore" rebases back to it
+ * when the field goes (without a record the node stays on its image).
+ * *run: the command to run, if any (caller frees). False: failed (reason set).
+ */
+static bool base_image_step(mcg_agent *a, const json_t *step, char **run, mcg_agent_result *res)
+{
+    char *rec = NULL;
+    size_t len = 0;
+    mcg_err e = {0};
+    bool have = state_read(a, "base-image", &rec, &len, &e) == 0;
+    *run = NULL;
+    if (jstr(step, "record")) {
+        free(rec);
+        if (have || (!a->live && !a->o.host_exec))
+            return true;
+        rec = mcg_booted_image_query(a->o.host_exec, json_is_true(json_object_get(step, "bootc")),
+                                     &e);
+        bool ok = rec && state_write(a, "base-image", rec, strlen(rec), &e) == 0;
+        if (ok)
+            logf_(a, 1, "booted image before the first rebase: %s", rec);
+        else
+            set_reason(res, MCG_AGENT_DEGRADED, "osImageURL: cannot record the booted image: %s",
+                       e.msg);
+        free(rec);
+        return ok;
+    }
+    if (!have) {
+        logf_(a, 1, "osImageURL unset: no image was recorded before a rebase, the node stays on "
+                    "its image");
+        return true;
+    }
+    rec[strcspn(rec, "\n")] = '\0';
+    *run = mcg_booted_image_command(rec);
+    if (!*run)
+        set_reason(res, MCG_AGENT_DEGRADED, "osImageURL: the recorded booted image '%s' is not "
+                   "understood", rec);
+    free(rec);
+    return *run != NULL;
+}
+
 /* One OS step (a command, or a file step); false when it failed (reported Degraded). */
 static bool os_step(mcg_agent *a, mcg_cluster *c, const json_t *step, mcg_agent_result *res)
 {
@@ -769,6 +813,22 @@ static bool os_step(mcg_agent *a, mcg_cluster *c, const json_t *step, mcg_agent_
     mcg_err e = {0};
     if (!field)
         field = "?";
+    if (jstr(step, "record") || jstr(step, "restore")) {
+        char *back = NULL;
+        if (!base_image_step(a, step, &back, res)) {
+            report_degraded(a, c, res);
+            return false;
+        }
+        if (!back)
+            return true;
+        json_t *s2 = json_pack("{s:s,s:s}", "field", field, "run", back);
+        bool ok = os_step(a, c, s2, res);
+        if (ok)
+            unlinkat(a->statefd, "base-image", 0);
+        json_decref(s2);
+        free(back);
+        return ok;
+    }
     if (run && !a->live && !a->o.host_exec) {
         logf_(a, 1, "skipped (not live): %s", run);
         return true;
@@ -957,7 +1017,11 @@ static int phase_commit(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
     p.current = target;
     p.state = "Done";
-    p.reason = "";
+    /* MCO clears the reason on Done; a first config says what it took as installed */
+    const char *installed = json_string_value(json_object_get(jr->j, "installed"));
+    p.reason = installed ? installed : "";
+    if (installed)
+        logf_(a, 1, "%s", installed);
     if (jr->cordoned)
         p.unschedulable = 0;
     snprintf(res->config, sizeof(res->config), "%s", target);
@@ -1088,6 +1152,8 @@ static bool update_load(mcg_agent *a, update *u, const char *name, const char *s
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
         return false;
     }
+    for (size_t i = 0; i < u->new_cfg->notes.n; i++) /* skipped, as MCO's daemon skips it */
+        logf_(a, 1, "%s", u->new_cfg->notes.v[i]);
     if (state_write_finish(a, &u->copy, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
         return false;
@@ -1116,6 +1182,8 @@ static bool update_plan(mcg_agent *a, mcg_cluster *c, update *u, const char *nam
     if (mcg_osplan_make(&u->os_steps, &os_reboot, &a->root, &host, u->old, u->new_cfg, a->o.node,
                         &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
+        /* the OS plan names a refusal of MCO's isConfigReconcilable so */
+        res->unreconcilable = !strncmp(e.msg, "unreconcilable: ", 16);
         return false;
     }
     if (json_array_size(u->os_steps))
@@ -1178,7 +1246,7 @@ static bool update_drain(mcg_agent *a, mcg_cluster *c, update *u, const char *na
 }
 
 /* The journal of update u to name, at its first phase; takes u->os_steps. */
-static json_t *journal_new(const mcg_agent *a, update *u, const char *name)
+static json_t *journal_new(mcg_agent *a, update *u, const char *name)
 {
     json_t *j = json_object();
     json_object_set_new(j, "version", json_integer(1));
@@ -1198,6 +1266,11 @@ static json_t *journal_new(const mcg_agent *a, update *u, const char *name)
     json_object_set_new(j, "os", u->os_steps);
     u->os_steps = NULL;
     json_object_set_new(j, "osStep", json_integer(0));
+    /* a first config: the install-time sections it holds, for the status */
+    char *note = u->old ? NULL : mcg_osconf_installed_note(&a->root, u->new_cfg);
+    if (note)
+        json_object_set_new(j, "installed", json_string(note));
+    free(note);
     return j;
 }
 
@@ -1317,6 +1390,25 @@ static int resume(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res, bool *had
     return rc;
 }
 
+/* MCO's way to make its daemon apply its config again, whatever the disk holds. */
+#define FORCE_FILE "run/machine-config-daemon-force"
+
+/* Whether the root holds FORCE_FILE; it is removed, and the pass applies with force. */
+static bool take_force_file(mcg_agent *a)
+{
+    int dfd;
+    const char *base;
+    mcg_err e = {0};
+    struct stat st;
+    if (mcg_sroot_parent(&a->root, FORCE_FILE, false, &dfd, &base, &e) != 0 ||
+        fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return false;
+    if (unlinkat(dfd, base, 0) != 0)
+        logf_(a, 1, "/%s: cannot remove it: %s", FORCE_FILE, strerror(errno));
+    a->force = true;
+    return true;
+}
+
 int mcg_agent_apply(mcg_agent_result *res, mcg_agent *a, const char *name, const char *spec,
                     size_t len, mcg_err *err)
 {
@@ -1403,6 +1495,9 @@ int mcg_agent_run_once(mcg_agent_result *res, mcg_agent *a, mcg_cluster *c, mcg_
         goto out;
     }
     cur = read_current(a);
+    if (take_force_file(a))
+        logf_(a, 1, "/%s found (and removed): re-applying %s", FORCE_FILE,
+              n.desired ? n.desired : "nothing");
     if (!n.desired || !*n.desired) {
         drift_pass(a, cur ? c : NULL, &n, res);
         goto out;

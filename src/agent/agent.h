@@ -65,6 +65,8 @@ typedef enum {
 typedef struct mcg_agent_result {
     mcg_agent_state state;
     char reason[MCG_AGENT_REASON]; /* one line; empty when Done */
+    bool unreconcilable;           /* Degraded by a change MCO calls unreconcilable: the
+                                      node's state is reported as Unreconcilable */
     char config[256];              /* the rendered config on disk afterwards ("" if none) */
     bool applied;                  /* this pass changed files */
     bool offline;                  /* the cluster could not be reached */

@@ -72,6 +72,8 @@ typedef enum {
     MCG_ENT_SYMLINK,
     MCG_ENT_HARDLINK,
     MCG_ENT_ABSENT, /* a symlink that must not exist (a disabled unit's link) */
+    MCG_ENT_REMOVED, /* a file or link that must not exist (keys sshd would read for core);
+                        what was there first is backed up, and restored when it leaves */
 } mcg_ent_kind;
 
 typedef enum { MCG_ORIG_STORAGE, MCG_ORIG_UNIT, MCG_ORIG_SSH } mcg_ent_origin;
@@ -106,6 +108,8 @@ typedef struct mcg_acfg {
     mcg_ent *ents;
     size_t n;
     bool borrows; /* file contents are in the caller's spec text (stream) */
+    mcg_strv notes; /* what the node skips, as MCO's daemon does (a unit to enable that is
+                       not on disk, core's keys on a host without core): for the log */
 } mcg_acfg;
 
 /*
@@ -257,6 +261,28 @@ const char *mcg_boot_name(mcg_boot_kind k);
  */
 int mcg_osplan_make(json_t **steps, bool *reboot, mcg_sroot *root, const mcg_host *h,
                     const mcg_acfg *old, const mcg_acfg *new_cfg, const char *node, mcg_err *err);
+
+/*
+ * A node's first config holds the sections MCO makes at install only
+ * (disks, RAID, filesystems, LUKS, users, groups, Ignition kernel
+ * arguments): "taken as installed: storage.disks (not checked),
+ * passwd.users (checked), ..." for the node's status, NULL when it holds
+ * none. The check itself is mcg_osplan_make's (a mismatch refuses).
+ */
+char *mcg_osconf_installed_note(mcg_sroot *root, const mcg_acfg *new_cfg);
+
+/* Append s to b quoted for sh ('...', with ' as '\''). */
+void mcg_sh_quote(mcg_buf *b, const char *s);
+
+/*
+ * The image this node boots now (baseimage.c), asked of rpm-ostree (or
+ * bootc) through the host_exec prefix (NULL: none): "rpm-ostree container
+ * REF", "rpm-ostree ostree REFSPEC" or "bootc image REF"; NULL with err set
+ * when the command fails or its answer names none. Caller frees.
+ */
+char *mcg_booted_image_query(const char *host_exec, bool bootc, mcg_err *err);
+/* The command that rebases the node back to a record of the above; NULL when malformed. */
+char *mcg_booted_image_command(const char *rec);
 
 /* Carry out one file step (write, remove, shadow) under the root. */
 int mcg_osstep_file(mcg_sroot *root, const json_t *step, mcg_err *err);

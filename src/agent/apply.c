@@ -54,6 +54,9 @@ static void decide_one(mcg_disruption *out, const mcg_ent *e, const mcg_disrupti
         [MCG_ORIG_SSH] = MCG_DISRUPT_SSHKEY,
     };
     mcg_disruption_add(out, policy, kinds[e->origin], e->key);
+    /* a unit's links (enabled, mask) changed: systemd reloads, unless it reboots anyway */
+    if (e->origin == MCG_ORIG_UNIT && e->kind != MCG_ENT_FILE)
+        out->daemon_reload = true;
 }
 
 void mcg_plan_decide(mcg_disruption *out, const mcg_acfg *old, const mcg_acfg *new_cfg,
@@ -68,6 +71,10 @@ void mcg_plan_decide(mcg_disruption *out, const mcg_acfg *old, const mcg_acfg *n
     for (size_t i = 0; old && i < old->n; i++)
         if (!mcg_acfg_find(new_cfg, old->ents[i].path))
             decide_one(out, &old->ents[i], policy);
+    /* core's password hash: the sshkey rule, as MCO's daemon applies it */
+    const char *op = old ? old->ign.password_hash : NULL, *np = new_cfg->ign.password_hash;
+    if ((op || np) && (!op || !np || strcmp(op, np)))
+        mcg_disruption_add(out, policy, MCG_DISRUPT_SSHKEY, "sshkey");
     mcg_disruption_finish(out);
 }
 
@@ -114,7 +121,7 @@ static void needed_dirs(const mcg_acfg *cfg, mcg_strv *out)
     size_t last_len = 0;
     for (size_t i = 0; cfg && i < cfg->n; i++) {
         const mcg_ent *e = &cfg->ents[i];
-        if (e->kind == MCG_ENT_ABSENT)
+        if (e->kind == MCG_ENT_ABSENT || e->kind == MCG_ENT_REMOVED)
             continue;
         const char *slash = strrchr(e->path, '/');
         size_t plen = slash ? (size_t)(slash - e->path) : 0;
@@ -317,8 +324,11 @@ static int prepare_entry(mcg_plan_disk *out, mcg_sroot *r, int statefd, const mc
         return mcg_err_set(err, MCG_EINVAL, "/%s: exists and is not a directory", e->path);
     if (e->kind != MCG_ENT_DIR && e->kind != MCG_ENT_ABSENT && S_ISDIR(st.st_mode))
         return mcg_err_set(err, MCG_EINVAL, "/%s: is a directory", e->path);
-    if (!o && e->kind != MCG_ENT_DIR && e->kind != MCG_ENT_ABSENT &&
-        (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) && !backup_exists(statefd, e->path))
+    /* what an absent entry removes is kept too (a unit's link it disables):
+     * it comes back when the entry leaves the config */
+    bool removes = e->kind == MCG_ENT_ABSENT ? S_ISLNK(st.st_mode)
+                                             : S_ISREG(st.st_mode) || S_ISLNK(st.st_mode);
+    if (!o && e->kind != MCG_ENT_DIR && removes && !backup_exists(statefd, e->path))
         mcg_strv_push(&out->backups, e->path);
     return 0;
 }
@@ -329,7 +339,7 @@ static int prepare_restores(mcg_plan_disk *out, mcg_sroot *r, int statefd, const
 {
     for (size_t i = 0; old && i < old->n; i++) {
         const mcg_ent *o = &old->ents[i];
-        if (mcg_acfg_find(new_cfg, o->path) || o->kind == MCG_ENT_DIR || o->kind == MCG_ENT_ABSENT)
+        if (mcg_acfg_find(new_cfg, o->path) || o->kind == MCG_ENT_DIR)
             continue;
         int dfd;
         const char *base;
@@ -711,10 +721,12 @@ static int exec_leaving(batch *b, mcg_sroot *r, int statefd, const mcg_acfg *old
     int rc;
     for (size_t i = 0; old && i < old->n; i++) {
         const mcg_ent *o = &old->ents[i];
-        if (o->kind == MCG_ENT_DIR || o->kind == MCG_ENT_ABSENT || mcg_acfg_find(new_cfg, o->path))
+        if (o->kind == MCG_ENT_DIR || mcg_acfg_find(new_cfg, o->path))
             continue;
         if (mcg_sorted_has(&disk->restores, o->path))
             rc = restore_backup(r, statefd, o->path, err);
+        else if (o->kind == MCG_ENT_ABSENT || o->kind == MCG_ENT_REMOVED)
+            continue; /* mcgit kept it away, and nothing was there before */
         else
             rc = remove_path(r, o, false, err);
         if (rc)
@@ -747,8 +759,8 @@ static int exec_links(batch *b, mcg_sroot *r, const mcg_acfg *old, const mcg_acf
         const mcg_ent *e = &new_cfg->ents[i];
         if (e->kind == MCG_ENT_FILE || e->kind == MCG_ENT_DIR || !exec_changed(old, e, force))
             continue;
-        if (e->kind == MCG_ENT_ABSENT)
-            rc = remove_path(r, e, true, err);
+        if (e->kind == MCG_ENT_ABSENT || e->kind == MCG_ENT_REMOVED)
+            rc = remove_path(r, e, e->kind == MCG_ENT_ABSENT, err);
         else
             rc = write_link(r, e, b->as_root, err);
         if (rc)
@@ -1011,7 +1023,7 @@ static void drift_entry(mcg_buf *m, mcg_sroot *r, const mcg_ent *e, const drift_
     struct stat st;
     int rc = mcg_sroot_parent(r, e->path, false, &dfd, &base, &pe);
     if (rc) {
-        if (e->kind == MCG_ENT_ABSENT && rc == MCG_ENOTFOUND)
+        if ((e->kind == MCG_ENT_ABSENT || e->kind == MCG_ENT_REMOVED) && rc == MCG_ENOTFOUND)
             return;
         if (rc == MCG_ENOTFOUND)
             part(m, "missing");
@@ -1035,6 +1047,10 @@ static void drift_entry(mcg_buf *m, mcg_sroot *r, const mcg_ent *e, const drift_
     case MCG_ENT_ABSENT:
         if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
             part(m, "present, want absent (unit disabled)");
+        break;
+    case MCG_ENT_REMOVED:
+        if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+            part(m, "present, want absent (core's keys are only the rendered ones)");
         break;
     }
 }

@@ -12,8 +12,13 @@
  *   RequiredBy=T -> etc/systemd/system/T.requires/<unit>
  *   UpheldBy=T   -> etc/systemd/system/T.upholds/<unit>
  *   Alias=A      -> etc/systemd/system/A
- * core's SSH keys become home/core/.ssh/authorized_keys.d/mcgit (0600) in
- * 0700 directories owned by core. Owners given by name are looked up in the
+ * core's SSH keys become home/core/.ssh/authorized_keys.d/ignition (0600) in
+ * 0700 directories owned by core: the file Ignition and MCO keep them in
+ * (backed up on the first write, like any file found at a path). The other
+ * files sshd reads keys for core from — .ssh/authorized_keys, which MCO
+ * removes too, and authorized_keys.d/mcgit, where mcgit kept them before —
+ * must be absent (what was there is backed up and comes back when core's
+ * keys leave the config). Owners given by name are looked up in the
  * root's etc/passwd and etc/group, never the host's.
  *
  * Once expanded, old and new configs are compared entry by entry, so the
@@ -32,12 +37,15 @@
 #define UNIT_DIR "etc/systemd/system"
 #define SSH_DIR "home/core/.ssh"
 #define SSH_KEYS_DIR SSH_DIR "/authorized_keys.d"
-#define SSH_FILE SSH_KEYS_DIR "/mcgit"
+#define SSH_FILE SSH_KEYS_DIR "/ignition"
+/* Other files sshd reads core's keys from: OpenSSH's default, and an older mcgit's file. */
+static const char *const ssh_other_files[] = {SSH_DIR "/authorized_keys", SSH_KEYS_DIR "/mcgit"};
 #define MAX_SMALL (4u * 1024u * 1024u)
 
 typedef struct {
     mcg_ent *v;
     size_t n, cap;
+    mcg_strv notes; /* what was skipped, for the log (moved to the config) */
 } entv;
 
 static mcg_ent *push(entv *ev)
@@ -109,16 +117,41 @@ typedef struct {
     bool loaded;
 } idtab;
 
+/*
+ * The database etc/<db>, then usr/lib/<db> (the OS image's users and groups
+ * on RHCOS and Fedora CoreOS, which NSS reads through nss-altfiles after
+ * files): one text, etc's entries first, so a name found in both is etc's.
+ * NULL when neither exists.
+ */
+static char *nss_db(mcg_sroot *r, const char *db)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    static const char *const dirs[] = {"etc", "usr/lib"};
+    for (size_t i = 0; i < 2; i++) {
+        char *rel = mcg_sprintf("%s/%s", dirs[i], db), *data = NULL;
+        size_t len = 0;
+        mcg_err e = {0};
+        if (read_small(r, rel, &data, &len, &e) == 0) {
+            mcg_buf_put(&b, data, len);
+            if (len && data[len - 1] != '\n')
+                mcg_buf_putc(&b, '\n');
+        }
+        free(data);
+        free(rel);
+    }
+    if (!b.ptr)
+        return NULL;
+    mcg_buf_putc(&b, '\0');
+    size_t n;
+    return mcg_buf_detach(&b, &n);
+}
+
 static void idtab_load(idtab *t, mcg_sroot *r)
 {
     if (t->loaded)
         return;
-    size_t len;
-    mcg_err e = {0};
-    if (read_small(r, "etc/passwd", &t->passwd, &len, &e))
-        t->passwd = NULL;
-    if (read_small(r, "etc/group", &t->group, &len, &e))
-        t->group = NULL;
+    t->passwd = nss_db(r, "passwd");
+    t->group = nss_db(r, "group");
     t->loaded = true;
 }
 
@@ -168,8 +201,9 @@ static int resolve_owner(idtab *t, mcg_sroot *r, const mcg_owner *o, bool user, 
     }
     if (!strict)
         return 0;
-    return mcg_err_set(err, MCG_ENOTFOUND, "%s '%s' not found in /etc/%s", user ? "user" : "group",
-                       o->name, user ? "passwd" : "group");
+    return mcg_err_set(err, MCG_ENOTFOUND, "%s '%s' not found in /etc/%s or /usr/lib/%s",
+                       user ? "user" : "group", o->name, user ? "passwd" : "group",
+                       user ? "passwd" : "group");
 }
 
 /* ------------------------------------------------------------ units */
@@ -182,7 +216,7 @@ static bool is_template(const char *unit)
 
 /* Words of the [Install] keys we act on, from unit file text. */
 typedef struct {
-    mcg_strv wanted, required, upheld, alias;
+    mcg_strv wanted, required, upheld, alias, also;
     char *default_instance;
 } install_sec;
 
@@ -192,6 +226,7 @@ static void install_free(install_sec *s)
     mcg_strv_free(&s->required);
     mcg_strv_free(&s->upheld);
     mcg_strv_free(&s->alias);
+    mcg_strv_free(&s->also);
     free(s->default_instance);
 }
 
@@ -234,6 +269,8 @@ static void install_key(install_sec *s, const char *line, size_t n)
         push_words(&s->upheld, v, vl);
     else if (KEY("Alias"))
         push_words(&s->alias, v, vl);
+    else if (KEY("Also"))
+        push_words(&s->also, v, vl);
     else if (KEY("DefaultInstance")) {
         while (vl && (*v == ' ' || *v == '\t'))
             v++, vl--;
@@ -266,10 +303,13 @@ static void parse_install(install_sec *s, const char *text)
  * entries (enable) or ABSENT entries (disable).
  */
 static void add_install_links(entv *ev, const mcg_unit *u, const char *unit_path, const char *text,
-                              bool enable)
+                              bool enable, mcg_strv *also)
 {
     install_sec s = {0};
     parse_install(&s, text);
+    for (size_t i = 0; also && i < s.also.n; i++)
+        if (mcg_name_is_unit(s.also.v[i]) && !mcg_strv_contains(also, s.also.v[i]))
+            mcg_strv_push(also, s.also.v[i]);
     char *inst = NULL;
     if (is_template(u->name)) {
         if (s.default_instance && *s.default_instance) {
@@ -293,7 +333,7 @@ static void add_install_links(entv *ev, const mcg_unit *u, const char *unit_path
             e->kind = enable ? MCG_ENT_SYMLINK : MCG_ENT_ABSENT;
             e->origin = MCG_ORIG_UNIT;
             e->path = mcg_sprintf(UNIT_DIR "/%s.%s/%s", t, deps[d].suffix, inst);
-            e->key = u->name;
+            e->key = e->key_owned = mcg_strdup(u->name); /* u may be a stand-in */
             e->target = mcg_sprintf("/%s", unit_path);
         }
     }
@@ -304,19 +344,61 @@ static void add_install_links(entv *ev, const mcg_unit *u, const char *unit_path
         e->kind = enable ? MCG_ENT_SYMLINK : MCG_ENT_ABSENT;
         e->origin = MCG_ORIG_UNIT;
         e->path = mcg_sprintf(UNIT_DIR "/%s", s.alias.v[i]);
-        e->key = u->name;
+        e->key = e->key_owned = mcg_strdup(u->name);
         e->target = mcg_sprintf("/%s", unit_path);
     }
     free(inst);
     install_free(&s);
 }
 
-static int add_unit(entv *ev, mcg_sroot *r, const mcg_unit *u, bool strict, mcg_err *err)
+/*
+ * The [Install] links of unit u (enable: made, else absent), from contents
+ * (the config's file) or, when NULL, the unit file the OS ships; the Also=
+ * units it names pushed to also (when given). A unit to enable found
+ * nowhere is skipped, with a note, as MCO's daemon skips it.
+ */
+static void unit_links(entv *ev, mcg_sroot *r, const mcg_unit *u, const char *contents,
+                       bool enable, bool strict, mcg_strv *also)
+{
+    if (contents) {
+        char *upath = mcg_sprintf(UNIT_DIR "/%s", u->name);
+        add_install_links(ev, u, upath, contents, enable, also);
+        free(upath);
+        return;
+    }
+    /* the unit ships with the OS: find its file as systemd would */
+    static const char *const dirs[] = {UNIT_DIR, "usr/lib/systemd/system", "lib/systemd/system",
+                                       NULL};
+    char *text = NULL;
+    size_t len;
+    mcg_err e2 = {0};
+    for (const char *const *d = dirs; *d; d++) {
+        char *p = mcg_sprintf("%s/%s", *d, u->name);
+        int r2 = read_small(r, p, &text, &len, &e2);
+        if (!r2)
+            add_install_links(ev, u, p, text, enable, also);
+        free(p);
+        free(text);
+        if (!r2)
+            return;
+    }
+    if (strict && enable) {
+        char *note = mcg_sprintf("unit %s: not enabled: no unit file in the config or under "
+                                 "/etc/systemd/system, /usr/lib/systemd/system",
+                                 u->name);
+        mcg_strv_push(&ev->notes, note);
+        free(note);
+    }
+}
+
+static void add_unit(entv *ev, mcg_sroot *r, const mcg_ignition *ign, const mcg_unit *u,
+                     bool strict)
 {
     char *upath = mcg_sprintf(UNIT_DIR "/%s", u->name);
-    int rc = 0;
     bool masked = u->mask == MCG_TRUE;
-    if (masked || u->contents) {
+    /* contents "" is unset, as MCO reads it (a 0-byte unit is masked to systemd) */
+    const char *contents = u->contents && *u->contents ? u->contents : NULL;
+    if (masked || contents) {
         mcg_ent *e = push(ev);
         e->origin = MCG_ORIG_UNIT;
         e->path = mcg_strdup(upath);
@@ -327,13 +409,21 @@ static int add_unit(entv *ev, mcg_sroot *r, const mcg_unit *u, bool strict, mcg_
         } else {
             e->kind = MCG_ENT_FILE;
             e->mode = 0644;
-            e->data = (const unsigned char *)u->contents;
-            e->len = strlen(u->contents);
+            e->data = (const unsigned char *)contents;
+            e->len = strlen(contents);
         }
+    } else if (u->mask == MCG_FALSE) {
+        /* mask: false unmasks: no /dev/null link at the unit's path */
+        mcg_ent *e = push(ev);
+        e->kind = MCG_ENT_ABSENT;
+        e->origin = MCG_ORIG_UNIT;
+        e->path = mcg_strdup(upath);
+        e->key = u->name;
+        e->target = mcg_strdup("/dev/null");
     }
     for (size_t i = 0; i < u->ndropins; i++) {
         const mcg_dropin *d = &u->dropins[i];
-        if (!d->contents)
+        if (!d->contents || !*d->contents) /* "": removed, as MCO reads it */
             continue;
         mcg_ent *e = push(ev);
         e->kind = MCG_ENT_FILE;
@@ -346,36 +436,22 @@ static int add_unit(entv *ev, mcg_sroot *r, const mcg_unit *u, bool strict, mcg_
     }
     if (!masked && u->enabled != MCG_UNSET) {
         bool enable = u->enabled == MCG_TRUE;
-        if (u->contents) {
-            add_install_links(ev, u, upath, u->contents, enable);
-        } else {
-            /* the unit ships with the OS: find its file as systemd would */
-            static const char *const dirs[] = {UNIT_DIR, "usr/lib/systemd/system",
-                                               "lib/systemd/system", NULL};
-            char *text = NULL;
-            size_t len;
-            const char *const *d;
-            mcg_err e2 = {0};
-            for (d = dirs; *d; d++) {
-                char *p = mcg_sprintf("%s/%s", *d, u->name);
-                int r2 = read_small(r, p, &text, &len, &e2);
-                if (!r2) {
-                    add_install_links(ev, u, p, text, enable);
-                    free(p);
-                    free(text);
-                    break;
-                }
-                free(p);
-            }
-            if (!*d && strict && enable)
-                rc = mcg_err_set(err, MCG_ENOTFOUND,
-                                 "unit %s: cannot enable it: no unit file in the config or "
-                                 "under /etc/systemd/system, /usr/lib/systemd/system",
-                                 u->name);
+        mcg_strv also = {0};
+        unit_links(ev, r, u, contents, enable, strict, &also);
+        /* Also= units are enabled (disabled) with it, as systemctl does */
+        for (size_t i = 0; i < also.n; i++) {
+            const mcg_unit *au = NULL;
+            for (size_t k = 0; k < ign->nunits && !au; k++)
+                if (!strcmp(ign->units[k].name, also.v[i]))
+                    au = &ign->units[k];
+            mcg_unit tmp = {0};
+            tmp.name = also.v[i];
+            const char *ac = au && au->contents && *au->contents ? au->contents : NULL;
+            unit_links(ev, r, au ? au : &tmp, ac, enable, strict, NULL);
         }
+        mcg_strv_free(&also);
     }
     free(upath);
-    return rc;
 }
 
 /* ------------------------------------------------------------ config */
@@ -392,6 +468,7 @@ void mcg_acfg_free(mcg_acfg *c)
     for (size_t i = 0; i < c->n; i++)
         ent_free(&c->ents[i]);
     free(c->ents);
+    mcg_strv_free(&c->notes);
     mcg_ignition_free(&c->ign);
     free(c->name);
     free(c);
@@ -440,15 +517,14 @@ static int add_storage(entv *ev, idtab *ids, mcg_sroot *r, mcg_storage *s, bool 
 }
 
 /* Core's SSH keys: its .ssh directories and the keys file, owned by core. */
-static int add_ssh_keys(entv *ev, idtab *ids, mcg_sroot *r, const mcg_strv *keys, bool strict,
-                        mcg_err *err)
+static void add_ssh_keys(entv *ev, idtab *ids, mcg_sroot *r, const mcg_strv *keys)
 {
     long uid = 0, gid = 0;
     idtab_load(ids, r);
     if (!id_lookup(ids->passwd, "core", &uid, &gid)) {
-        if (strict)
-            return mcg_err_set(err, MCG_ENOTFOUND, "user 'core' not found in /etc/passwd");
-        uid = gid = 0;
+        /* MCO's daemon too: no core, no keys to manage */
+        mcg_strv_push(&ev->notes, "user core is not in /etc/passwd: its SSH keys are skipped");
+        return;
     }
     static const char *const dirs[] = {SSH_DIR, SSH_KEYS_DIR};
     for (size_t i = 0; i < 2; i++) {
@@ -476,7 +552,13 @@ static int add_ssh_keys(entv *ev, idtab *ids, mcg_sroot *r, const mcg_strv *keys
     e->gid = (gid_t)gid;
     e->data_owned = (unsigned char *)mcg_buf_detach(&b, &e->len);
     e->data = e->data_owned;
-    return 0;
+    for (size_t i = 0; i < sizeof(ssh_other_files) / sizeof(ssh_other_files[0]); i++) {
+        e = push(ev);
+        e->kind = MCG_ENT_REMOVED;
+        e->origin = MCG_ORIG_SSH;
+        e->path = mcg_strdup(ssh_other_files[i]);
+        e->key = "sshkey";
+    }
 }
 
 /*
@@ -536,16 +618,16 @@ int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, const char *name, const char *sp
         if ((rc = add_storage(&ev, &ids, r, &c->ign.storage[i], strict, err)) != 0)
             goto out;
     for (size_t i = 0; i < c->ign.nunits; i++)
-        if ((rc = add_unit(&ev, r, &c->ign.units[i], strict, err)) != 0)
-            goto out;
-    if (c->ign.ssh_keys.n && (rc = add_ssh_keys(&ev, &ids, r, &c->ign.ssh_keys, strict, err)) != 0)
-        goto out;
+        add_unit(&ev, r, &c->ign, &c->ign.units[i], strict);
+    if (c->ign.ssh_keys.n)
+        add_ssh_keys(&ev, &ids, r, &c->ign.ssh_keys);
     rc = sort_unique_paths(&ev, err);
 out:
     free(ids.passwd);
     free(ids.group);
     c->ents = ev.v;
     c->n = ev.n;
+    c->notes = ev.notes;
     if (rc) {
         mcg_acfg_free(c);
         return rc;
@@ -686,6 +768,7 @@ bool mcg_ent_equal(const mcg_ent *a, const mcg_ent *b)
     case MCG_ENT_HARDLINK:
         return a->uid == b->uid && a->gid == b->gid && !strcmp(a->target, b->target);
     case MCG_ENT_ABSENT:
+    case MCG_ENT_REMOVED:
         return true;
     }
     return false;

@@ -136,7 +136,7 @@ const char *mcg_boot_name(mcg_boot_kind k)
 /* ------------------------------------------------------------ helpers */
 
 /* s quoted for sh: 'a'\''b' */
-static void sh_quote(mcg_buf *b, const char *s)
+void mcg_sh_quote(mcg_buf *b, const char *s)
 {
     mcg_buf_putc(b, '\'');
     for (; *s; s++) {
@@ -258,6 +258,130 @@ static bool section_equal(const json_t *a, const json_t *b, const char *key)
     return json_equal(x, y);
 }
 
+/* ------------------------------------------------------------ installed */
+
+/* Whether the passwd/group-style text db has an entry "name:". */
+static bool db_has(const char *db, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = db; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == ':')
+            return true;
+    return false;
+}
+
+/* Whether mountinfo (proc's format: field 5 is the mount point) has one at path. */
+static bool mounted_at(const char *mountinfo, const char *path)
+{
+    for (const char *p = mountinfo; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *f = p;
+        for (int i = 0; i < 4 && f; i++)
+            f = strchr(f, ' '), f = f ? f + 1 : NULL;
+        size_t n = strlen(path);
+        if (f && !strncmp(f, path, n) && f[n] == ' ')
+            return true;
+    }
+    return false;
+}
+
+/* The names (or, for filesystems, paths) of the section key's entries. */
+static void entry_names(mcg_strv *out, const json_t *extra, const char *key, const char *field)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(extra, key), i, v)
+    {
+        const char *s = json_string_value(json_object_get(v, field));
+        if (s && *s)
+            mcg_strv_push(out, s);
+    }
+}
+
+/*
+ * One install-time section checked against the node: what db (a file under
+ * the root) must list. *checked: the node let us look (the file exists).
+ * Fails, naming the entry, when an entry is not there.
+ */
+static int check_db(bool *checked, mcg_sroot *r, const json_t *extra, const char *key,
+                    const char *field, const char *rel, const char *nn, mcg_err *err)
+{
+    mcg_strv names = {0};
+    entry_names(&names, extra, key, field);
+    char *db = names.n ? read_rel(r, rel) : NULL;
+    int rc = 0;
+    *checked = db != NULL;
+    for (size_t i = 0; db && i < names.n && !rc; i++) {
+        bool has = !strcmp(key, "filesystems") ? mounted_at(db, names.v[i]) : db_has(db, names.v[i]);
+        if (!has)
+            rc = mcg_err_set(err, MCG_EINVAL,
+                             "%s: %s %s is not on node %s (this node's first config takes the "
+                             "sections made at install as installed, and this one is not)",
+                             !strcmp(key, "filesystems") ? "storage.filesystems"
+                             : !strcmp(key, "users")     ? "passwd.users"
+                                                         : "passwd.groups",
+                             !strcmp(key, "filesystems") ? "no filesystem mounted at" : "entry",
+                             names.v[i], nn);
+    }
+    free(db);
+    mcg_strv_free(&names);
+    return rc;
+}
+
+/* The install-time sections of a first config, and how each was taken. */
+static const struct {
+    const char *key, *name, *field, *rel; /* rel NULL: the node does not let us check */
+} installed[] = {
+    {"disks", "storage.disks", NULL, NULL},
+    {"raid", "storage.raid", NULL, NULL},
+    {"filesystems", "storage.filesystems", "path", "proc/%d/mountinfo"},
+    {"luks", "storage.luks", NULL, NULL},
+    {"users", "passwd.users", "name", "etc/passwd"},
+    {"groups", "passwd.groups", "name", "etc/group"},
+    {"kernelArguments", "Ignition kernelArguments", NULL, NULL},
+};
+
+/*
+ * A first config's install-time sections against the node (users and
+ * groups in the root's passwd and group, filesystems mounted at their path
+ * when the root is this host's): a mismatch fails; into note (when given)
+ * "taken as installed: storage.disks (not checked), passwd.users (checked)".
+ */
+static int check_installed(mcg_buf *note, mcg_sroot *r, const mcg_ignition *ni, const char *nn,
+                           mcg_err *err)
+{
+    for (size_t i = 0; i < sizeof(installed) / sizeof(installed[0]); i++) {
+        json_t *v = ni->extra ? json_object_get(ni->extra, installed[i].key) : NULL;
+        if (!v || (json_is_array(v) ? !json_array_size(v) : !json_object_size(v)))
+            continue;
+        bool checked = false;
+        if (installed[i].rel) {
+            char *rel = mcg_sprintf(installed[i].rel, (int)getpid());
+            int rc = check_db(&checked, r, ni->extra, installed[i].key, installed[i].field, rel,
+                              nn, err);
+            free(rel);
+            if (rc)
+                return rc;
+        }
+        if (note)
+            mcg_buf_printf(note, "%s%s (%s)", note->len ? ", " : "taken as installed: ",
+                           installed[i].name, checked ? "checked" : "not checked");
+    }
+    return 0;
+}
+
+char *mcg_osconf_installed_note(mcg_sroot *r, const mcg_acfg *new_cfg)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    mcg_err e = {0};
+    check_installed(&b, r, &new_cfg->ign, "", &e);
+    if (!b.len) {
+        mcg_buf_free(&b);
+        return NULL;
+    }
+    size_t len;
+    return mcg_buf_detach(&b, &len);
+}
+
 /* ------------------------------------------------------------ plan */
 
 /*
@@ -266,10 +390,14 @@ static bool section_equal(const json_t *a, const json_t *b, const char *key)
  * users or Ignition kernel arguments, a changed or mismatched fips, an
  * extensions container image.
  */
-static int os_check_reconcilable(const mcg_host *h, const mcg_acfg *old, const mcg_ignition *oi,
-                                 const mcg_ignition *ni, const char *nn, mcg_err *err)
+static int os_check_reconcilable(mcg_sroot *r, const mcg_host *h, const mcg_acfg *old,
+                                 const mcg_ignition *oi, const mcg_ignition *ni, const char *nn,
+                                 mcg_err *err)
 {
     const mcg_osspec *o = &oi->os, *n = &ni->os;
+    int rc;
+    if (!old && (rc = check_installed(NULL, r, ni, nn, err)) != 0)
+        return rc;
     static const struct {
         const char *key, *name, *why;
     } secs[] = {
@@ -282,11 +410,10 @@ static int os_check_reconcilable(const mcg_host *h, const mcg_acfg *old, const m
         {"kernelArguments", "Ignition kernelArguments",
          "use the MachineConfig's kernelArguments, which change in place"},
     };
-    for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
+    for (size_t i = 0; old && i < sizeof(secs) / sizeof(secs[0]); i++)
         if (!section_equal(oi->extra, ni->extra, secs[i].key))
-            return mcg_err_set(err, MCG_EINVAL, "unreconcilable: %s %s on node %s (%s)",
-                               secs[i].name, old ? "changed" : "cannot be applied", nn,
-                               secs[i].why);
+            return mcg_err_set(err, MCG_EINVAL, "unreconcilable: %s changed on node %s (%s)",
+                               secs[i].name, nn, secs[i].why);
     if (old && o->fips != n->fips)
         return mcg_err_set(err, MCG_EINVAL,
                            "unreconcilable: fips changed from %s to %s on node %s (FIPS mode is "
@@ -309,17 +436,25 @@ static int os_check_reconcilable(const mcg_host *h, const mcg_acfg *old, const m
 static int os_plan_image(json_t *steps, const mcg_host *h, const mcg_osspec *o, const mcg_osspec *n,
                          const char *nn, mcg_err *err)
 {
-    if (str_equal(o->os_image_url, n->os_image_url) || !n->os_image_url)
+    if (str_equal(o->os_image_url, n->os_image_url))
         return 0;
+    if (!n->os_image_url) { /* back to the image booted before the first rebase */
+        json_array_append_new(steps, json_pack("{s:s,s:s}", "field", "osImageURL", "restore",
+                                               "base-image"));
+        return 0;
+    }
+    if (!o->os_image_url && (h->rpm_ostree || h->bootc)) /* what it boots now, kept first */
+        json_array_append_new(steps, json_pack("{s:s,s:s,s:b}", "field", "osImageURL", "record",
+                                               "base-image", "bootc", !h->rpm_ostree));
     mcg_buf c = MCG_BUF_INIT;
     if (h->rpm_ostree) {
         mcg_buf_puts(&c, "rpm-ostree rebase --experimental ");
         char *ref = mcg_sprintf("ostree-unverified-registry:%s", n->os_image_url);
-        sh_quote(&c, ref);
+        mcg_sh_quote(&c, ref);
         free(ref);
     } else if (h->bootc) {
         mcg_buf_puts(&c, "bootc switch ");
-        sh_quote(&c, n->os_image_url);
+        mcg_sh_quote(&c, n->os_image_url);
     } else {
         return mcg_err_set(err, MCG_EINVAL,
                            "osImageURL: node %s is not image-based (no rpm-ostree or bootc)", nn);
@@ -400,13 +535,13 @@ static void kargs_rpm_ostree(json_t *steps, const mcg_strv *all, const mcg_strv 
     for (size_t i = 0; i < all->n; i++) {
         char *a = mcg_sprintf("--delete-if-present=%s", all->v[i]);
         mcg_buf_putc(&c, ' ');
-        sh_quote(&c, a);
+        mcg_sh_quote(&c, a);
         free(a);
     }
     for (size_t i = 0; i < nargs->n; i++) {
         char *a = mcg_sprintf("--append=%s", nargs->v[i]);
         mcg_buf_putc(&c, ' ');
-        sh_quote(&c, a);
+        mcg_sh_quote(&c, a);
         free(a);
     }
     step_run(steps, "kernelArguments", &c);
@@ -435,14 +570,14 @@ static void kargs_grubby(json_t *steps, const mcg_strv *all, const mcg_strv *nar
     mcg_buf words = MCG_BUF_INIT;
     for (size_t i = 0; i < all->n; i++)
         mcg_buf_printf(&words, "%s%s", i ? " " : "", all->v[i]);
-    sh_quote(&c, words.ptr ? words.ptr : "");
+    mcg_sh_quote(&c, words.ptr ? words.ptr : "");
     mcg_buf_free(&words);
     step_run(steps, "kernelArguments", &c);
     if (nargs->n) {
         mcg_buf_puts(&c, "grubby --update-kernel=ALL --args=");
         for (size_t i = 0; i < nargs->n; i++)
             mcg_buf_printf(&words, "%s%s", i ? " " : "", nargs->v[i]);
-        sh_quote(&c, words.ptr);
+        mcg_sh_quote(&c, words.ptr);
         mcg_buf_free(&words);
         step_run(steps, "kernelArguments", &c);
     }
@@ -540,7 +675,7 @@ int mcg_osplan_make(json_t **out, bool *reboot, mcg_sroot *r, const mcg_host *h,
     int rc = 0;
     *out = NULL;
     *reboot = false;
-    if ((rc = os_check_reconcilable(h, old, oi, ni, nn, err)) != 0 ||
+    if ((rc = os_check_reconcilable(r, h, old, oi, ni, nn, err)) != 0 ||
         (rc = os_plan_image(steps, h, o, n, nn, err)) != 0 ||
         (rc = os_plan_kernel_type(steps, h, o, n, nn, err)) != 0 ||
         (rc = os_plan_extensions(steps, h, o, n, nn, err)) != 0 ||

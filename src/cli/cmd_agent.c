@@ -182,7 +182,8 @@ static int run_once(mcg_agent *a, mcg_cluster *c, const char *node)
         mcg_cli_error("agent", "%s", err.msg);
         return MCG_EXIT_FAIL;
     }
-    printf("%s %s %s%s%s\n", node, mcg_agent_state_name(res.state),
+    printf("%s %s %s%s%s\n", node,
+           res.unreconcilable ? "Unreconcilable" : mcg_agent_state_name(res.state),
            res.config[0] ? res.config : "-", res.reason[0] ? " " : "", res.reason);
     return res.state == MCG_AGENT_DEGRADED ? MCG_EXIT_FAIL : MCG_EXIT_OK;
 }

@@ -101,14 +101,28 @@ static bool has_entry(const char *text, const char *name)
  * (kube) or the file cannot be read. */
 static char *node_etc(mcg_cluster *cl, const char *node, const char *file)
 {
-    char *root = cl ? mcg_cluster_node_root(cl, node) : NULL, *data = NULL;
-    size_t len;
-    char *path = root ? mcg_sprintf("%s/etc/%s", root, file) : NULL;
-    if (path && mcg_read_file(path, 16u << 20, &data, &len, NULL) != 0)
-        data = NULL;
-    free(path);
+    char *root = cl ? mcg_cluster_node_root(cl, node) : NULL;
+    if (!root)
+        return NULL;
+    /* etc's, then usr/lib's (the OS image's, read through nss-altfiles), as the agent reads them */
+    mcg_buf b = MCG_BUF_INIT;
+    static const char *const dirs[] = {"etc", "usr/lib"};
+    for (size_t i = 0; i < 2; i++) {
+        char *path = mcg_sprintf("%s/%s/%s", root, dirs[i], file), *data = NULL;
+        size_t len;
+        if (mcg_read_file(path, 16u << 20, &data, &len, NULL) == 0) {
+            mcg_buf_put(&b, data, len);
+            mcg_buf_putc(&b, '\n');
+        }
+        free(data);
+        free(path);
+    }
     free(root);
-    return data;
+    if (!b.ptr)
+        return NULL;
+    mcg_buf_putc(&b, '\0');
+    size_t n;
+    return mcg_buf_detach(&b, &n);
 }
 
 /* Each owner name (user, then group) of a config's storage, once, with the

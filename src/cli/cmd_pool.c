@@ -1,8 +1,8 @@
 /*
  * cmd_pool.c — `mcgit pool pause|resume POOL`: an operator's pause of a
- * pool, kept on the cluster side (cluster.h, "operator requests"). It can
- * only hold a rollout: resume removes the operator's pause, never git's
- * spec.paused.
+ * pool, MCO's spec.paused on the cluster side (cluster.h, "operator
+ * requests"). It can only hold a rollout: resume lifts the operator's pause,
+ * never git's spec.paused.
  */
 #include "cli/cli.h"
 #include "cluster/cluster.h"
@@ -20,14 +20,17 @@ const mcg_cmd mcg_cmd_pool = {
     "\n"
     "pause holds POOL's rollout at once, without a commit: the controller gives\n"
     "its nodes no new desiredConfig (a node that joins gets what the pool runs)\n"
-    "until the pause is removed. It is kept on the cluster side, as the annotation\n"
-    "machineconfiguration.mcgit.io/paused=\"true\" on the pool's MachineConfigPool\n"
-    "object (local:DIR: DIR/pools/POOL.json; kube: `kubectl annotate mcp` does the\n"
-    "same). A node already updating finishes its update.\n"
+    "until the pause is lifted. It is MCO's operator pause, spec.paused: true on\n"
+    "the pool's MachineConfigPool object (local:DIR: DIR/pools/POOL.json; kube:\n"
+    "`kubectl patch mcp POOL --type merge -p '{\"spec\":{\"paused\":true}}'` does\n"
+    "the same). The controller never writes that field, so nothing from git\n"
+    "undoes it. A node already updating finishes its update.\n"
     "\n"
-    "resume removes that pause only. A pool paused in git (spec.paused: true in\n"
-    "pools/POOL.yaml) stays paused, and resume says so: only a signed commit\n"
-    "resumes it. `mcgit status` lists paused pools and why (git or operator).\n"
+    "resume lifts that pause only (spec.paused false, and the older annotation\n"
+    "machineconfiguration.mcgit.io/paused removed). A pool paused in git\n"
+    "(spec.paused: true in pools/POOL.yaml, shown as status.pausedInGit) stays\n"
+    "paused, and resume says so: only a signed commit resumes it. Either pause\n"
+    "holds the pool; `mcgit status` lists paused pools and why (git or operator).\n"
     "\n"
     "Either one asks the controller for a pass at once (as `mcgit sync`); with\n"
     "--wait it waits for that pass (up to --timeout, default 60 s). A pause or\n"

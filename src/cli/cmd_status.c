@@ -23,6 +23,8 @@ const mcg_cmd mcg_cmd_status = {
     "pools (default) prints the columns of `kubectl get machineconfigpool`:\n"
     "  NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT\n"
     "  UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE\n"
+    "-o wide adds MACHINECONFIGS, the MachineConfigs CONFIG was rendered from\n"
+    "(status.configuration.source, in merge order).\n"
     "nodes prints NODE DESIRED CURRENT STATE (-o wide adds POOL and REASON).\n"
     "\n"
     "  -o json   a Kubernetes List ({\"apiVersion\": \"v1\", \"kind\": \"List\",\n"
@@ -36,7 +38,8 @@ const mcg_cmd mcg_cmd_status = {
     "C is local:DIR (the embedded store), kube (in-cluster service account) or\n"
     "kube:KUBECONFIG; on kube the pools are MachineConfigPool objects, so\n"
     "`kubectl get mcp` prints the same table. Under the table: each paused pool\n"
-    "and why (in git, or by an operator: `mcgit pool pause`), and SourceStale.\n"
+    "and why (in git, or by an operator: `mcgit pool pause` or `kubectl patch mcp\n"
+    "POOL --type merge -p '{\"spec\":{\"paused\":true}}'`), and SourceStale.\n"
     "Without --cluster, C is $MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR`\n"
     "once per shell).\n",
     run,
@@ -85,6 +88,25 @@ static const char *cond_status(const json_t *pool, const char *type)
     return "";
 }
 
+/* The names in status.configuration.source, comma-separated ("<none>" without). */
+static char *source_cell(const json_t *pool)
+{
+    json_t *src = json_object_get(
+        json_object_get(json_object_get(pool, "status"), "configuration"), "source");
+    mcg_buf b = MCG_BUF_INIT;
+    size_t i;
+    json_t *r;
+    json_array_foreach(src, i, r)
+    {
+        const char *n = json_string_value(json_object_get(r, "name"));
+        if (n)
+            mcg_buf_printf(&b, "%s%s", b.len ? "," : "", n);
+    }
+    if (!b.len)
+        mcg_buf_puts(&b, "<none>");
+    return mcg_buf_detach(&b, NULL);
+}
+
 static void count_cell(table *t, const json_t *pool, const char *key)
 {
     char buf[32];
@@ -111,11 +133,20 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
         json_decref(items);
         return 0; /* no table at all, as kubectl: "No resources found" */
     }
-    static const char *const hdr[] = {"NAME", "CONFIG", "UPDATED", "UPDATING", "DEGRADED",
-                                      "MACHINECOUNT", "READYMACHINECOUNT", "UPDATEDMACHINECOUNT",
-                                      "DEGRADEDMACHINECOUNT", "AGE"};
-    table t = {{0}, 10};
-    for (size_t i = 0; i < 10; i++)
+    static const char *const hdr[] = {"NAME",
+                                      "CONFIG",
+                                      "UPDATED",
+                                      "UPDATING",
+                                      "DEGRADED",
+                                      "MACHINECOUNT",
+                                      "READYMACHINECOUNT",
+                                      "UPDATEDMACHINECOUNT",
+                                      "DEGRADEDMACHINECOUNT",
+                                      "AGE",
+                                      "MACHINECONFIGS"};
+    bool wide = !strcmp(format, "wide");
+    table t = {{0}, wide ? 11 : 10};
+    for (size_t i = 0; i < t.cols; i++)
         mcg_strv_push(&t.cells, hdr[i]);
     size_t i;
     json_t *p;
@@ -141,6 +172,11 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
         if (ts && mcg_time_parse(ts, &created))
             mcg_human_duration(now - created, age);
         mcg_strv_push(&t.cells, age);
+        if (wide) { /* the MachineConfigs of CONFIG, in merge order */
+            char *srcs = source_cell(p);
+            mcg_strv_push(&t.cells, srcs);
+            free(srcs);
+        }
     }
     print_table(&t, out);
     /* freeze protection: say so under the table (the columns stay kubectl's) */
@@ -159,11 +195,12 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
                 mcg_buf_printf(out, "%s: SourceStale: %s\n", pool ? pool : "?", msg ? msg : "");
         }
     }
-    /* paused pools, and why: git's spec.paused, an operator's pause, or both */
+    /* paused pools, and why: git's spec.paused (status.pausedInGit), an
+     * operator's (the object's spec.paused), or both */
     json_array_foreach(items, i, p)
     {
         const char *pool = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
-        bool git = json_is_true(json_object_get(json_object_get(p, "spec"), "paused"));
+        bool git = mcg_pool_object_git_paused(p);
         bool op = mcg_pool_object_operator_paused(p);
         if (git || op)
             mcg_buf_printf(out, "%s: paused %s\n", pool ? pool : "?",

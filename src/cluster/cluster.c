@@ -49,6 +49,15 @@ void mcg_cluster_set_stop(mcg_cluster *c, volatile sig_atomic_t *stop)
     c->stop = stop;
 }
 
+char *mcg_cluster_config_pool(const char *name)
+{
+    size_t pre = strlen("rendered-");
+    const char *dash = strrchr(name, '-');
+    if (strncmp(name, "rendered-", pre) != 0 || !dash || dash <= name + pre)
+        return NULL;
+    return mcg_strndup(name + pre, (size_t)(dash - name) - pre);
+}
+
 bool mcg_cluster_config_name_ok(const char *name)
 {
     return !strncmp(name, "rendered-", 9) && mcg_name_is_dns_subdomain(name);
@@ -434,7 +443,13 @@ bool mcg_pool_object_operator_paused(const json_t *pool)
 {
     json_t *ann = json_object_get(json_object_get(pool, "metadata"), "annotations");
     json_t *v = json_object_get(ann, MCG_ANN_PAUSED);
-    return json_is_string(v) && !strcmp(json_string_value(v), "true");
+    return json_is_true(json_object_get(json_object_get(pool, "spec"), "paused")) ||
+           (json_is_string(v) && !strcmp(json_string_value(v), "true"));
+}
+
+bool mcg_pool_object_git_paused(const json_t *pool)
+{
+    return json_is_true(json_object_get(json_object_get(pool, "status"), MCG_POOL_PAUSED_IN_GIT));
 }
 
 int mcg_cluster_get_sync(mcg_cluster *c, mcg_sync_state *out, mcg_err *err)

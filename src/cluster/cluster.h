@@ -138,6 +138,15 @@ char *mcg_cluster_node_root(mcg_cluster *c, const char *name);
 
 /* ------------------------------------------------------ rendered configs */
 
+/*
+ * A published rendered config is owned by its pool (ownerReferences, kube:
+ * with the pool object's uid, so that deleting the pool deletes its configs)
+ * and carries MCO's annotation naming the version of the controller that
+ * generated it (mcgit's, MCGIT_VERSION). local:DIR keeps this metadata
+ * beside the spec bytes, in DIR/configs/.meta/NAME.json.
+ */
+#define MCG_ANN_GENERATED_BY "machineconfiguration.openshift.io/generated-by-controller-version"
+
 /* Publish canonical spec bytes under their rendered name (idempotent). */
 int mcg_cluster_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
                            mcg_err *err);
@@ -218,30 +227,42 @@ int mcg_cluster_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
 /*
  * What an operator asks of the controller on the cluster side, outside git:
  *
- * A pause (`mcgit pool pause`): the annotation MCG_ANN_PAUSED = "true" on the
- * pool's MachineConfigPool object. It can only stop a rollout: the pool is
- * paused when git's spec.paused or this annotation says so, and removing the
- * annotation never unpauses a pool git pauses. The controller keeps the
- * annotation when it writes the object.
+ * A pause: spec.paused = true on the pool's MachineConfigPool object, MCO's
+ * own field (`mcgit pool pause`, or `kubectl patch mcp POOL --type merge -p
+ * '{"spec":{"paused":true}}'`; the annotation MCG_ANN_PAUSED = "true", an
+ * earlier way, counts too). spec.paused is the operator's alone: the
+ * controller never writes it (put_pool keeps what the object holds), so it
+ * is never undone from git. Git's own spec.paused (pools/POOL.yaml) is
+ * published as status.pausedInGit (MCG_POOL_PAUSED_IN_GIT). The pool is
+ * paused when either says so; `mcgit pool resume` lifts the operator's
+ * pause only, a signed commit lifts git's.
  *
  * A sync (`mcgit sync`): a counter of requests, and the newest request a
  * controller pass answered with that pass's result. local:DIR keeps them in
  * DIR/sync.json, kube in annotations of the MachineConfiguration "cluster".
  */
 #define MCG_ANN_PAUSED MCG_ANN_PREFIX "paused"
+#define MCG_POOL_PAUSED_IN_GIT "pausedInGit"
 
 /*
- * Set (pause) or remove (!pause) the operator's pause of pool, atomically.
- * *changed says whether the annotation changed (false: it already was so).
- * *git_paused (may be NULL) gets the object's spec.paused (git's pause as
- * the controller last wrote it). MCG_ENOTFOUND when the cluster has no
- * MachineConfigPool of that name (the controller makes them at its first pass).
+ * Set (pause) or lift (!pause) the operator's pause of pool, atomically:
+ * pause sets spec.paused true; resume sets it false and removes
+ * MCG_ANN_PAUSED. *changed says whether the operator's pause changed (false:
+ * it already was so). *git_paused (may be NULL) gets status.pausedInGit
+ * (git's pause as the controller last published it). A change moves the
+ * object's metadata.generation (kube: the API server; local: the store), so
+ * status.observedGeneration says when a controller pass has seen it.
+ * MCG_ENOTFOUND when the cluster has no MachineConfigPool of that
+ * name (the controller makes them at its first pass).
  */
 int mcg_cluster_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *changed,
                            bool *git_paused, mcg_err *err);
 
-/* Whether a MachineConfigPool object carries the operator's pause. */
+/* Whether a MachineConfigPool object carries the operator's pause
+ * (spec.paused true, or MCG_ANN_PAUSED "true"). */
 bool mcg_pool_object_operator_paused(const json_t *pool);
+/* Whether it says git pauses the pool (status.pausedInGit true). */
+bool mcg_pool_object_git_paused(const json_t *pool);
 
 typedef struct mcg_sync_state {
     uint64_t requested; /* requests made so far (0: none ever) */

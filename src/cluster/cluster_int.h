@@ -88,5 +88,8 @@ int mcg_node_from_json(mcg_node *n, const json_t *o, mcg_err *err);
 
 /* Name rules the wrappers enforce, for backends that read names from storage. */
 bool mcg_cluster_config_name_ok(const char *name);
+/* The pool of rendered config name (rendered-POOL-HASH), a new string, or
+ * NULL when the name has no such shape. */
+char *mcg_cluster_config_pool(const char *name);
 
 #endif

@@ -86,6 +86,7 @@ void mcg_kube_op_free(mcg_cluster *c)
     free(k->nodes_rv);
     free(k->scope);
     mcg_strv_free(&k->published);
+    mcg_strv_free(&k->owned);
     json_decref(k->pools);
     free(k->identity);
     free(k->obs_rv);

@@ -40,6 +40,7 @@
 /* Label on published rendered MachineConfigs (list and garbage-collect only those). */
 #define MCG_KUBE_LABEL_RENDERED MCG_ANN_PREFIX "rendered"
 
+
 /* Where the in-cluster service account's files are. */
 #define MCG_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -387,6 +388,7 @@ typedef struct mcg_kube {
     bool changed;          /* a change that matters arrived since the last wait */
 
     mcg_strv published; /* rendered configs known to exist */
+    mcg_strv owned;     /* rendered configs known to be whole: spec, owner, version */
     json_t *pools;      /* last seen MachineConfigPool objects by name */
 
     /* leader election (kube_lease.c) */

@@ -120,11 +120,106 @@ static bool mc_holds(const json_t *mc, const char *name, const char *spec, size_
     return same;
 }
 
+/*
+ * The ownerReference of rendered config name to its pool (rendered-POOL-HASH),
+ * as MCO sets it, when that pool's object (and so its uid) exists: from the
+ * cache, else one GET; NULL until the controller has made the pool.
+ */
+static json_t *owner_ref(mcg_kube *k, const char *name)
+{
+    char *pool = mcg_cluster_config_pool(name);
+    if (!pool)
+        return NULL;
+    if (!json_object_get(k->pools, pool)) { /* not seen by this process yet: ask once */
+        char *path = mcg_sprintf(MCG_KUBE_MCP_PATH "/%s", pool);
+        json_t *o = NULL;
+        long st = 0;
+        if (mcg_kube_simple(k->kc, "GET", path, &st, &o, NULL) == 0 && json_is_object(o))
+            json_object_set(k->pools, pool, o);
+        json_decref(o);
+        free(path);
+    }
+    const char *uid = mcg_kube_str_at(json_object_get(k->pools, pool), "metadata", "uid");
+    json_t *ref = uid ? json_pack("{s:s,s:s,s:s,s:s,s:b}", "apiVersion", MCG_KUBE_GV, "kind",
+                                  "MachineConfigPool", "name", pool, "uid", uid, "controller", 1)
+                      : NULL;
+    free(pool);
+    return ref;
+}
+
+/* The metadata merge patch that gives o what obj's metadata adds (owner,
+ * version annotation), or NULL when o has it: a version already there is
+ * kept (it names the controller that made the config). */
+static json_t *meta_patch(const json_t *o, const json_t *obj)
+{
+    const json_t *om = json_object_get(o, "metadata"), *want = json_object_get(obj, "metadata");
+    json_t *md = json_object();
+    json_t *refs = json_object_get(want, "ownerReferences");
+    if (refs && !json_equal(json_object_get(om, "ownerReferences"), refs))
+        json_object_set(md, "ownerReferences", refs);
+    if (!mcg_kube_str_at(om, "annotations", MCG_ANN_GENERATED_BY))
+        json_object_set_new(md, "annotations", json_pack("{s:s}", MCG_ANN_GENERATED_BY,
+                                                         MCGIT_VERSION));
+    if (!json_object_size(md)) {
+        json_decref(md);
+        return NULL;
+    }
+    return json_pack("{s:o}", "metadata", md);
+}
+
+/* The MachineConfig object of a rendered config (spec consumed). */
+static json_t *mc_object(mcg_kube *k, const char *name, json_t *specobj, const char *hex)
+{
+    json_t *obj =
+        json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s,s:s}},s:o}", "apiVersion", MCG_KUBE_GV, "kind",
+                  "MachineConfig", "metadata", "name", name, "labels", MCG_KUBE_LABEL_RENDERED,
+                  "true", "annotations", MCG_KUBE_ANN_SPEC_HASH, hex, MCG_ANN_GENERATED_BY,
+                  MCGIT_VERSION, "spec", specobj);
+    json_t *ref = owner_ref(k, name);
+    if (ref)
+        json_object_set_new(json_object_get(obj, "metadata"), "ownerReferences",
+                            json_pack("[o]", ref));
+    return obj;
+}
+
+/*
+ * It exists (o, at path): put the real bytes back when they were altered
+ * in the cluster, else add what its metadata lacks (owner, version).
+ */
+static int mc_repair(mcg_kube *k, const char *path, json_t *obj, json_t **o, const char *name,
+                     const char *spec, size_t len, const char *hex, mcg_err *err)
+{
+    long st = 0;
+    int rc = 0;
+    if (!mc_holds(*o, name, spec, len) ||
+        !mcg_kube_str_eq(
+            mcg_kube_str_at(json_object_get(*o, "metadata"), "annotations", MCG_KUBE_ANN_SPEC_HASH),
+            hex)) {
+        json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
+                            json_string(mcg_kube_obj_rv(*o) ? mcg_kube_obj_rv(*o) : ""));
+        json_decref(*o);
+        *o = NULL;
+        mcg_kube_req put = {"PUT", path, NULL, obj, NULL, 0, 0};
+        rc = mcg_kube_call(k->kc, &put, &st, o, err);
+        json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
+        return rc;
+    }
+    json_t *mp = meta_patch(*o, obj);
+    if (mp) {
+        json_decref(*o);
+        *o = NULL;
+        mcg_kube_req rq = {"PATCH", path, MCG_KUBE_MERGE_PATCH, mp, NULL, 0, 0};
+        rc = mcg_kube_call(k->kc, &rq, &st, o, err);
+        json_decref(mp);
+    }
+    return rc;
+}
+
 int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
                            mcg_err *err)
 {
     mcg_kube *k = mcg_kube_of(c);
-    if (mcg_strv_contains(&k->published, name))
+    if (mcg_strv_contains(&k->owned, name))
         return 0;
     json_error_t je;
     json_t *specobj = json_loadb(spec, len, JSON_REJECT_DUPLICATES, &je);
@@ -134,10 +229,7 @@ int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, s
     }
     char hex[2 * MCG_SHA256_LEN + 1];
     sha_hex(spec, len, hex);
-    json_t *obj =
-        json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}},s:o}", "apiVersion", MCG_KUBE_GV, "kind",
-                  "MachineConfig", "metadata", "name", name, "labels", MCG_KUBE_LABEL_RENDERED,
-                  "true", "annotations", MCG_KUBE_ANN_SPEC_HASH, hex, "spec", specobj);
+    json_t *obj = mc_object(k, name, specobj, hex);
     mcg_kube_req rq = {"POST", MCG_KUBE_MC_PATH, NULL, obj, NULL, 0, 0};
     json_t *o = NULL;
     long st = 0;
@@ -146,19 +238,8 @@ int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, s
         /* it exists: the name is a content hash, but check the stored bytes */
         char *path = mcg_sprintf(MCG_KUBE_MC_PATH "/%s", name);
         rc = mcg_kube_simple(k->kc, "GET", path, &st, &o, err);
-        if (!rc && (!mc_holds(o, name, spec, len) ||
-                    !mcg_kube_str_eq(mcg_kube_str_at(json_object_get(o, "metadata"), "annotations",
-                                                     MCG_KUBE_ANN_SPEC_HASH),
-                                     hex))) {
-            /* altered in the cluster: put the real bytes back */
-            json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
-                                json_string(mcg_kube_obj_rv(o) ? mcg_kube_obj_rv(o) : ""));
-            json_decref(o);
-            o = NULL;
-            mcg_kube_req put = {"PUT", path, NULL, obj, NULL, 0, 0};
-            rc = mcg_kube_call(k->kc, &put, &st, &o, err);
-            json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
-        }
+        if (!rc)
+            rc = mc_repair(k, path, obj, &o, name, spec, len, hex, err);
         free(path);
         if (rc == MCG_ENOTFOUND) { /* deleted meanwhile: create again */
             rc = mcg_kube_call(k->kc, &rq, &st, &o, err);
@@ -169,10 +250,13 @@ int mcg_kube_op_put_config(mcg_cluster *c, const char *name, const char *spec, s
                          "MachineConfig %s: the API server stored a different spec than was sent "
                          "(does the CRD keep unknown fields under spec.config?)",
                          name);
+    bool whole = json_object_get(json_object_get(obj, "metadata"), "ownerReferences") != NULL;
     json_decref(o);
     json_decref(obj);
-    if (!rc)
+    if (!rc && !mcg_strv_contains(&k->published, name))
         mcg_strv_push(&k->published, name);
+    if (!rc && whole) /* without its owner yet: checked again on the next put */
+        mcg_strv_push(&k->owned, name);
     return rc;
 }
 
@@ -275,6 +359,7 @@ int mcg_kube_op_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
 {
     mcg_kube *k = mcg_kube_of(c);
     strv_remove(&k->published, name);
+    strv_remove(&k->owned, name);
     return delete_object(k, MCG_KUBE_MC_PATH, name, err);
 }
 
@@ -348,15 +433,40 @@ static int create_obj(mcg_kube *k, const char *coll, const char *kind, const cha
     return rc;
 }
 
-/* The merge patch from cur's spec to want_spec (the whole of it when cur has none); NULL: none. */
-static json_t *spec_diff(const json_t *cur, const json_t *want_spec)
+/*
+ * The merge patch from cur's spec to want_spec (the whole of it when cur has
+ * none), without the key theirs (NULL: none), which someone else owns;
+ * NULL: no change.
+ */
+static json_t *spec_diff(const json_t *cur, const json_t *want_spec, const char *theirs)
 {
     json_t *d = mcg_kube_merge_diff(json_object_get(cur, "spec"), want_spec);
     if (d && !json_is_object(json_object_get(cur, "spec"))) {
         json_decref(d);
         d = json_deep_copy(want_spec);
     }
+    if (d && theirs) {
+        json_object_del(d, theirs);
+        if (!json_object_size(d)) {
+            json_decref(d);
+            d = NULL;
+        }
+    }
     return d;
+}
+
+/*
+ * The status to write over cur: want_status, with observedGeneration (when
+ * it has one) set to cur's metadata.generation, the spec this pass wrote or
+ * saw. A new reference.
+ */
+static json_t *status_for(const json_t *cur, const json_t *want_status)
+{
+    json_t *ws = json_deep_copy(want_status);
+    json_t *gen = json_object_get(json_object_get(cur, "metadata"), "generation");
+    if (json_object_get(ws, "observedGeneration") && json_is_integer(gen))
+        json_object_set(ws, "observedGeneration", gen);
+    return ws;
 }
 
 /* A merge patch of field (spec or status) at path with d (consumed), at cur's resourceVersion. */
@@ -373,14 +483,15 @@ static int patch_field(mcg_kube *k, const char *path, const char *field, const j
 
 /*
  * Bring one object to the wanted spec (and status, through the status
- * subresource), creating it when missing. path is the collection;
+ * subresource), creating it when missing; the spec key theirs (NULL: none)
+ * is left as the object holds it. path is the collection;
  * cache (may be NULL) holds the last seen objects by name. Merge patches
  * carry the resourceVersion they were computed from, so a concurrent change
  * makes them fail (409) and they are recomputed.
  */
 static int converge(mcg_kube *k, const char *coll, const char *kind, const char *name,
                     json_t *cache, const json_t *labels, const json_t *want_spec,
-                    const json_t *want_status, mcg_err *err)
+                    const char *theirs, const json_t *want_status, mcg_err *err)
 {
     char *path = mcg_sprintf("%s/%s", coll, name);
     char *spath = mcg_sprintf("%s/%s/status", coll, name);
@@ -407,7 +518,7 @@ static int converge(mcg_kube *k, const char *coll, const char *kind, const char 
                 break;
             fresh = true;
         }
-        json_t *d = spec_diff(cur, want_spec);
+        json_t *d = spec_diff(cur, want_spec, theirs);
         if (d) {
             json_t *o = NULL;
             rc = patch_field(k, path, "spec", cur, d, &st, &o, err);
@@ -424,8 +535,9 @@ static int converge(mcg_kube *k, const char *coll, const char *kind, const char 
         }
         if (want_status) {
             json_t *have = json_object_get(cur, "status");
-            d = json_is_object(have) ? mcg_kube_merge_diff(have, want_status)
-                                     : json_deep_copy(want_status);
+            json_t *ws = status_for(cur, want_status);
+            d = json_is_object(have) ? mcg_kube_merge_diff(have, ws) : json_incref(ws);
+            json_decref(ws);
             if (d) {
                 json_t *o = NULL;
                 rc = patch_field(k, spath, "status", cur, d, &st, &o, err);
@@ -469,8 +581,9 @@ int mcg_kube_op_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mc
     json_t *ws = json_is_object(spec) ? mcg_kube_strip_nulls(spec) : json_object();
     json_t *wst = json_is_object(status) ? mcg_kube_strip_nulls(status) : NULL;
     json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
+    /* spec.paused is the operator's (cluster.h): never written from here */
     int rc = converge(k, MCG_KUBE_MCP_PATH, "MachineConfigPool", name, k->pools,
-                      json_is_object(labels) ? labels : NULL, ws, wst, err);
+                      json_is_object(labels) ? labels : NULL, ws, "paused", wst, err);
     json_decref(ws);
     json_decref(wst);
     return rc;
@@ -488,7 +601,7 @@ int mcg_kube_op_put_policy(mcg_cluster *c, const json_t *spec, mcg_err *err)
     mcg_kube *k = mcg_kube_of(c);
     json_t *ws = json_is_object(spec) ? mcg_kube_strip_nulls(spec) : json_object();
     int rc = converge(k, MCG_KUBE_CRD_PATH "/machineconfigurations", "MachineConfiguration",
-                      "cluster", NULL, NULL, ws, NULL, err);
+                      "cluster", NULL, NULL, ws, NULL, NULL, err);
     json_decref(ws);
     return rc;
 }

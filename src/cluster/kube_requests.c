@@ -2,16 +2,19 @@
  * kube_requests.c — an operator's requests to the controller on the kube
  * backend (see cluster.h, "operator requests"):
  *
- *   pause  the annotation machineconfiguration.mcgit.io/paused: "true" on the
- *          pool's MachineConfigPool object (`kubectl annotate mcp worker
- *          machineconfiguration.mcgit.io/paused=true` does the same); the
- *          controller patches only spec and status, so it stays
+ *   pause  spec.paused: true on the pool's MachineConfigPool object, as
+ *          `kubectl patch mcp worker --type merge -p
+ *          '{"spec":{"paused":true}}'` sets it; the controller never writes
+ *          spec.paused (put_pool leaves it out of its patches). Resume sets
+ *          it false and removes the annotation
+ *          machineconfiguration.mcgit.io/paused, an earlier way to pause
+ *          that is still honoured
  *   sync   annotations of the MachineConfiguration "cluster":
  *          .../sync-requested (a counter), .../sync-handled (the newest
  *          request a pass answered), .../sync-failed, .../sync-handled-at,
  *          .../sync-result
  *
- * Every change is a JSON merge patch of the annotations carrying the
+ * Every change is a JSON merge patch carrying the
  * resourceVersion it was computed from: a concurrent change fails it (409)
  * and it is recomputed, so two `mcgit sync` at once both count.
  */
@@ -41,6 +44,21 @@ static int patch_annotations(mcg_kube *k, const char *path, const char *rv, json
     return rc;
 }
 
+/*
+ * The merge patch that makes o's operator pause say pause: spec.paused, and
+ * on resume also the older annotation (NULL: o already says so).
+ */
+static json_t *pause_patch(const json_t *o, bool pause)
+{
+    if (mcg_pool_object_operator_paused(o) == pause)
+        return NULL;
+    json_t *md = json_pack("{s:s?}", "resourceVersion", mcg_kube_obj_rv(o));
+    if (!pause && json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"),
+                                  MCG_ANN_PAUSED))
+        json_object_set_new(md, "annotations", json_pack("{s:n}", MCG_ANN_PAUSED));
+    return json_pack("{s:o,s:{s:b}}", "metadata", md, "spec", "paused", pause);
+}
+
 int mcg_kube_op_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *changed,
                            bool *git_paused, mcg_err *err)
 {
@@ -58,12 +76,12 @@ int mcg_kube_op_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *c
                              c->spec, pool);
         if (rc)
             break;
-        *git_paused = json_is_true(json_object_get(json_object_get(o, "spec"), "paused"));
-        if (mcg_pool_object_operator_paused(o) != pause) {
-            json_t *ann = json_object();
-            json_object_set_new(ann, MCG_ANN_PAUSED, pause ? json_string("true") : json_null());
-            rc = patch_annotations(k, path, mcg_kube_obj_rv(o), ann, err);
-            json_decref(ann);
+        *git_paused = mcg_pool_object_git_paused(o);
+        json_t *body = pause_patch(o, pause);
+        if (body) {
+            mcg_kube_req rq = {"PATCH", path, MCG_KUBE_MERGE_PATCH, body, NULL, 0, 0};
+            rc = mcg_kube_call(k->kc, &rq, &st, NULL, err);
+            json_decref(body);
             if (!rc)
                 *changed = true;
         }

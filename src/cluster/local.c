@@ -4,6 +4,7 @@
  * DIR holds Kubernetes-shaped JSON objects, one file each:
  *   nodes/<name>.json            Node (labels, annotations, unschedulable, Ready)
  *   configs/<rendered-name>.json published rendered configs (canonical spec bytes)
+ *   configs/.meta/<rendered-name>.json  their metadata: owner pool, version
  *   pools/<pool>.json            MachineConfigPool with status
  *   machineconfiguration.json    the MachineConfiguration "cluster" spec
  *   sync.json                    operator sync requests and the controller's answer
@@ -17,8 +18,9 @@
  * object or the new one); listing the nodes holds the lock shared, so the
  * list is one consistent snapshot. Config and policy objects have one
  * writer, the controller, and are written whole; a pool object is written
- * by the controller under the lock keeping its annotations, which an
- * operator's `mcgit pool pause` sets (read-modify-write under the lock),
+ * by the controller under the lock keeping its annotations and spec.paused,
+ * which an operator's `mcgit pool pause` sets (read-modify-write under the
+ * lock; each change of spec moves metadata.generation, as on kube),
  * and sync.json is read-modify-written under the lock by both.
  *
  * DIR and its subdirectories are created by the first write; reading a DIR
@@ -662,6 +664,34 @@ static int l_label_node(mcg_cluster *c, const char *name, const char *edits, mcg
     return modify_node((local *)c, name, edit_labels, edits, err);
 }
 
+/*
+ * DIR/configs/.meta/NAME.json: the metadata of a published config (cluster.h),
+ * written once: its owner pool, by name, and the version that made it.
+ */
+static int put_config_meta(local *l, const char *name, mcg_err *err)
+{
+    char *dir = mcg_sprintf("%s/configs/.meta", l->dir);
+    char *path = mcg_sprintf("%s/%s.json", dir, name);
+    char *pool = mcg_cluster_config_pool(name);
+    int rc = 0;
+    if (access(path, F_OK) != 0 && (rc = mcg_mkdirs(dir, 0755, err)) == 0) {
+        json_t *md = json_pack("{s:s,s:{s:s}}", "name", name, "annotations", MCG_ANN_GENERATED_BY,
+                               MCGIT_VERSION);
+        if (pool)
+            json_object_set_new(md, "ownerReferences",
+                                json_pack("[{s:s,s:s,s:s,s:b}]", "apiVersion", MCG_API_OPENSHIFT,
+                                          "kind", "MachineConfigPool", "name", pool, "controller",
+                                          1));
+        json_t *o = json_pack("{s:o}", "metadata", md);
+        rc = write_json(path, o, err);
+        json_decref(o);
+    }
+    free(pool);
+    free(path);
+    free(dir);
+    return rc;
+}
+
 static int l_put_config(mcg_cluster *c, const char *name, const char *spec, size_t len,
                         mcg_err *err)
 {
@@ -671,6 +701,8 @@ static int l_put_config(mcg_cluster *c, const char *name, const char *spec, size
         return rc;
     char *path = mcg_sprintf("%s/configs/%s.json", l->dir, name);
     rc = access(path, F_OK) == 0 ? 0 : mcg_write_file_atomic(path, spec, len, 0644, err);
+    if (!rc)
+        rc = put_config_meta(l, name, err);
     free(path);
     return rc;
 }
@@ -730,13 +762,58 @@ static int remove_object(local *l, const char *sub, const char *name, mcg_err *e
 
 static int l_delete_config(mcg_cluster *c, const char *name, mcg_err *err)
 {
-    return remove_object((local *)c, "configs", name, err);
+    int rc = remove_object((local *)c, "configs", name, err);
+    return rc ? rc : remove_object((local *)c, "configs/.meta", name, err);
+}
+
+/* metadata.generation of a pool object (1 when it has none). */
+static json_int_t generation_of(const json_t *o)
+{
+    json_t *g = json_object_get(json_object_get(o, "metadata"), "generation");
+    return json_is_integer(g) && json_integer_value(g) > 0 ? json_integer_value(g) : 1;
 }
 
 /*
- * Write a pool object whole, under the lock, keeping the annotations of the
- * object it replaces (an operator's pause is one): the controller's object
- * carries none of its own, as on kube, where it patches spec and status.
+ * metadata.generation as the API server keeps it: 1 at creation, one more
+ * for each change of spec (old NULL: a new object).
+ */
+static void set_generation(json_t *o, const json_t *old)
+{
+    json_int_t gen = 1;
+    if (old)
+        gen = generation_of(old) +
+              !json_equal(json_object_get(old, "spec"), json_object_get(o, "spec"));
+    json_t *md = json_object_get(o, "metadata");
+    if (json_is_object(md))
+        json_object_set_new(md, "generation", json_integer(gen));
+}
+
+/*
+ * What the controller's object takes from the one it replaces: the
+ * annotations (it writes none, as on kube, where it patches spec and
+ * status) and spec.paused, the operator's pause, never the controller's.
+ */
+static void keep_operator_fields(json_t *o, const json_t *old)
+{
+    json_t *ann = json_object_get(json_object_get(old, "metadata"), "annotations");
+    json_t *md = json_object_get(o, "metadata");
+    if (json_is_object(ann) && json_object_size(ann) && json_is_object(md))
+        json_object_set(md, "annotations", ann);
+    json_t *spec = json_object_get(o, "spec");
+    json_t *paused = json_object_get(json_object_get(old, "spec"), "paused");
+    if (json_is_object(spec)) {
+        if (paused)
+            json_object_set(spec, "paused", paused);
+        else
+            json_object_del(spec, "paused");
+    }
+}
+
+/*
+ * Write a pool object whole, under the lock, keeping the operator's fields
+ * of the object it replaces, with metadata.generation moved on a change of
+ * spec and status.observedGeneration = the generation written (this write
+ * is the controller's pass over that spec).
  */
 static int l_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_err *err)
 {
@@ -747,12 +824,14 @@ static int l_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_e
     char *path = mcg_sprintf("%s/pools/%s.json", l->dir, name);
     json_t *old = NULL, *o = json_deep_copy(obj);
     mcg_err rerr = {0};
-    if (read_json(&old, path, &rerr) == 0) {
-        json_t *ann = json_object_get(json_object_get(old, "metadata"), "annotations");
-        json_t *md = json_object_get(o, "metadata");
-        if (json_is_object(ann) && json_object_size(ann) && json_is_object(md))
-            json_object_set(md, "annotations", ann);
-    }
+    if (read_json(&old, path, &rerr) != 0)
+        old = NULL;
+    if (old)
+        keep_operator_fields(o, old);
+    set_generation(o, old);
+    json_t *st = json_object_get(o, "status");
+    if (json_is_object(st))
+        json_object_set_new(st, "observedGeneration", json_integer(generation_of(o)));
     rc = write_json(path, o, err);
     json_decref(old);
     json_decref(o);
@@ -761,7 +840,10 @@ static int l_put_pool(mcg_cluster *c, const char *name, const json_t *obj, mcg_e
     return rc;
 }
 
-/* Set or remove the operator's pause annotation of an existing pool object. */
+/*
+ * Set or lift the operator's pause of an existing pool object: spec.paused,
+ * and on resume the older annotation too (cluster.h).
+ */
 static int l_pause_pool(mcg_cluster *c, const char *name, bool pause, bool *changed,
                         bool *git_paused, mcg_err *err)
 {
@@ -770,7 +852,7 @@ static int l_pause_pool(mcg_cluster *c, const char *name, bool pause, bool *chan
     if ((rc = check_dir(l, err)) != 0 || (rc = lock_dir(l, LOCK_EX, &lk, err)) != 0)
         return rc;
     char *path = mcg_sprintf("%s/pools/%s.json", l->dir, name);
-    json_t *o = NULL;
+    json_t *o = NULL, *old = NULL;
     rc = read_json(&o, path, err);
     if (rc == MCG_ENOTFOUND)
         rc = mcg_err_set(err, MCG_ENOTFOUND,
@@ -779,28 +861,27 @@ static int l_pause_pool(mcg_cluster *c, const char *name, bool pause, bool *chan
                          l->base.spec, name);
     if (rc)
         goto out;
-    json_t *md = json_object_get(o, "metadata");
-    if (!json_is_object(md)) {
-        rc = mcg_err_set(err, MCG_EINVAL, "%s: no metadata", path);
+    json_t *md = json_object_get(o, "metadata"), *spec = json_object_get(o, "spec");
+    if (!json_is_object(md) || !json_is_object(spec)) {
+        rc = mcg_err_set(err, MCG_EINVAL, "%s: no metadata or spec", path);
         goto out;
     }
-    *git_paused = json_is_true(json_object_get(json_object_get(o, "spec"), "paused"));
+    *git_paused = mcg_pool_object_git_paused(o);
     if (mcg_pool_object_operator_paused(o) == pause)
         goto out; /* already so: nothing written */
+    old = json_deep_copy(o);
+    json_object_set_new(spec, "paused", json_boolean(pause));
     json_t *ann = json_object_get(md, "annotations");
-    if (!json_is_object(ann)) {
-        ann = json_object();
-        json_object_set_new(md, "annotations", ann);
-    }
-    if (pause)
-        json_object_set_new(ann, MCG_ANN_PAUSED, json_string("true"));
-    else
+    if (!pause && json_is_object(ann)) {
         json_object_del(ann, MCG_ANN_PAUSED);
-    if (!json_object_size(ann))
-        json_object_del(md, "annotations");
+        if (!json_object_size(ann))
+            json_object_del(md, "annotations");
+    }
+    set_generation(o, old);
     if ((rc = write_json(path, o, err)) == 0)
         *changed = true;
 out:
+    json_decref(old);
     json_decref(o);
     free(path);
     unlock_dir(lk);

@@ -20,6 +20,7 @@
  */
 #include "controller/controller_int.h"
 #include "fsio/fsio.h"
+#include "render/render.h"
 #include "rollout/rollout.h"
 
 #include <stdio.h>
@@ -72,15 +73,72 @@ static json_t *prev_condition(const json_t *prev, const char *type)
     return NULL;
 }
 
-static json_t *pool_object(const mcg_pool *p, const mcg_pool_status *st, const json_t *prev,
-                           int64_t now)
+/*
+ * The MachineConfigs of pool p in m, in merge order, as MCO's
+ * configuration.source: ObjectReferences to the MachineConfigs of the
+ * source commit the target was rendered from (they live in git, not in the
+ * cluster).
+ */
+static json_t *source_refs(const mcg_model *m, const mcg_pool *p)
 {
-    char ts[32];
-    mcg_time_iso(ts, now);
-    json_t *md = json_object();
-    json_object_set_new(md, "name", json_string(p->name));
-    json_t *pc = json_object_get(json_object_get(prev, "metadata"), "creationTimestamp");
-    json_object_set_new(md, "creationTimestamp", json_is_string(pc) ? json_incref(pc) : json_string(ts));
+    mcg_strv names = {0};
+    mcg_render_select(&names, m, p);
+    json_t *a = json_array();
+    for (size_t i = 0; i < names.n; i++)
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "apiVersion", MCG_API_OPENSHIFT,
+                                           "kind", "MachineConfig", "name", names.v[i]));
+    mcg_strv_free(&names);
+    return a;
+}
+
+/*
+ * status.configuration: the name the plan says, with its source — the
+ * target's when it is the target (MCO copies spec.configuration once the
+ * pool is updated), else the one the previous object gave that name.
+ */
+static json_t *status_configuration(const mcg_pool_status *st, const json_t *prev,
+                                    const json_t *target_src)
+{
+    if (!st->configuration)
+        return NULL;
+    json_t *c = json_pack("{s:s}", "name", st->configuration);
+    const json_t *pc = json_object_get(json_object_get(prev, "status"), "configuration");
+    const char *pname = json_string_value(json_object_get(pc, "name"));
+    json_t *psrc = json_object_get(pc, "source");
+    if (st->target && !strcmp(st->configuration, st->target))
+        json_object_set(c, "source", (json_t *)target_src);
+    else if (pname && !strcmp(pname, st->configuration) && json_is_array(psrc))
+        json_object_set(c, "source", psrc);
+    return c;
+}
+
+/* The pool's conditions, lastTransitionTime kept from prev unless the status changed. */
+static json_t *conditions(const mcg_pool_status *st, const json_t *prev, const char *ts)
+{
+    json_t *conds = json_array();
+    for (int i = 0; i < MCG_COND_COUNT; i++) {
+        const mcg_condition *c = &st->conds[i];
+        json_t *pcnd = prev_condition(prev, c->type);
+        const char *pstat = pcnd ? json_string_value(json_object_get(pcnd, "status")) : NULL;
+        json_t *plt = pcnd ? json_object_get(pcnd, "lastTransitionTime") : NULL;
+        json_t *lt = (!mcg_rollout_condition_changed(pstat, c) && json_is_string(plt))
+                         ? json_incref(plt)
+                         : json_string(ts);
+        json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s,s:o}", "type", c->type, "status",
+                                               c->status ? "True" : "False", "reason", c->reason,
+                                               "message", c->message, "lastTransitionTime", lt));
+    }
+    return conds;
+}
+
+/*
+ * The pool's spec as git defines it, and the target. spec.paused is not
+ * git's: it is the operator's pause (cluster.h), passed through from prev
+ * (false on a new object); git's pause is status.pausedInGit.
+ */
+static json_t *pool_spec(const mcg_pool *p, const mcg_pool_status *st, const json_t *prev,
+                         const json_t *target_src)
+{
     json_t *spec = json_object();
     json_object_set_new(spec, "machineConfigSelector", selector_json(&p->mc_selector));
     json_object_set_new(spec, "nodeSelector", selector_json(&p->node_selector));
@@ -91,27 +149,34 @@ static json_t *pool_object(const mcg_pool *p, const mcg_pool_status *st, const j
     } else
         json_object_set_new(spec, "maxUnavailable",
                             json_integer(p->max_unavailable_set ? p->max_unavailable : 1));
-    json_object_set_new(spec, "paused", json_boolean(p->paused));
+    json_t *pp = json_object_get(json_object_get(prev, "spec"), "paused");
+    json_object_set_new(spec, "paused", json_is_boolean(pp) ? json_incref(pp) : json_false());
     if (st->target)
-        json_object_set_new(spec, "configuration", json_pack("{s:s}", "name", st->target));
-    json_t *conds = json_array();
-    for (int i = 0; i < MCG_COND_COUNT; i++) {
-        const mcg_condition *c = &st->conds[i];
-        json_t *pcnd = prev_condition(prev, c->type);
-        const char *pstat = pcnd ? json_string_value(json_object_get(pcnd, "status")) : NULL;
-        json_t *plt = pcnd ? json_object_get(pcnd, "lastTransitionTime") : NULL;
-        const char *reason = c->reason, *message = c->message;
-        bool status = c->status;
-        json_t *lt = (!mcg_rollout_condition_changed(pstat, c) && json_is_string(plt))
-                         ? json_incref(plt)
-                         : json_string(ts);
-        json_array_append_new(conds, json_pack("{s:s,s:s,s:s,s:s,s:o}", "type", c->type, "status",
-                                               status ? "True" : "False", "reason", reason,
-                                               "message", message, "lastTransitionTime", lt));
-    }
+        json_object_set_new(spec, "configuration", json_pack("{s:s,s:O}", "name", st->target,
+                                                             "source", target_src));
+    return spec;
+}
+
+static json_t *pool_object(const mcg_model *m, const mcg_pool *p, const mcg_pool_status *st,
+                           const json_t *prev, int64_t now)
+{
+    char ts[32];
+    mcg_time_iso(ts, now);
+    json_t *md = json_object();
+    json_object_set_new(md, "name", json_string(p->name));
+    json_t *pc = json_object_get(json_object_get(prev, "metadata"), "creationTimestamp");
+    json_object_set_new(md, "creationTimestamp", json_is_string(pc) ? json_incref(pc) : json_string(ts));
+    json_t *src = source_refs(m, p);
+    json_t *spec = pool_spec(p, st, prev, src);
     json_t *status = json_object();
-    if (st->configuration)
-        json_object_set_new(status, "configuration", json_pack("{s:s}", "name", st->configuration));
+    json_t *cfg = status_configuration(st, prev, src);
+    if (cfg)
+        json_object_set_new(status, "configuration", cfg);
+    /* the generation this status answers: the backend sets the one it wrote */
+    json_t *gen = json_object_get(json_object_get(prev, "metadata"), "generation");
+    json_object_set_new(status, "observedGeneration",
+                        json_is_integer(gen) ? json_incref(gen) : json_integer(1));
+    json_object_set_new(status, MCG_POOL_PAUSED_IN_GIT, json_boolean(p->paused));
     json_object_set_new(status, "machineCount", json_integer((json_int_t)st->machine_count));
     json_object_set_new(status, "readyMachineCount", json_integer((json_int_t)st->ready_count));
     json_object_set_new(status, "updatedMachineCount", json_integer((json_int_t)st->updated_count));
@@ -119,7 +184,8 @@ static json_t *pool_object(const mcg_pool *p, const mcg_pool_status *st, const j
                         json_integer((json_int_t)st->unavailable_count));
     json_object_set_new(status, "degradedMachineCount",
                         json_integer((json_int_t)st->degraded_count));
-    json_object_set_new(status, "conditions", conds);
+    json_object_set_new(status, "conditions", conditions(st, prev, ts));
+    json_decref(src);
     return json_pack("{s:s,s:s,s:o,s:o,s:o}", "apiVersion", MCG_API_OPENSHIFT, "kind",
                      "MachineConfigPool", "metadata", md, "spec", spec, "status", status);
 }
@@ -551,6 +617,34 @@ static mcg_pool_view *pool_views(pass *p)
     return pviews;
 }
 
+/*
+ * A pool object written by an mcgit before status.pausedInGit held git's
+ * pause in spec.paused, which is now the operator's: where git pauses the
+ * pool and the object has no status.pausedInGit, that spec.paused is git's
+ * and is cleared once, so that the signed commit that resumes the pool
+ * resumes it (an object that also has the older pause annotation is an
+ * operator's pause anyway, and is left for `mcgit pool resume`). Best effort: what fails is tried again next pass.
+ */
+static void migrate_git_pause(pass *p)
+{
+    size_t k;
+    json_t *pp;
+    json_array_foreach(p->prev_pools, k, pp)
+    {
+        json_t *spec = json_object_get(pp, "spec");
+        const char *name = json_string_value(json_object_get(json_object_get(pp, "metadata"), "name"));
+        const mcg_pool *mp = name ? mcg_model_pool(p->m, name) : NULL;
+        bool changed = false;
+        if (!mp || !mp->paused || !json_is_true(json_object_get(spec, "paused")) ||
+            json_object_get(json_object_get(pp, "status"), MCG_POOL_PAUSED_IN_GIT) ||
+            json_object_get(json_object_get(json_object_get(pp, "metadata"), "annotations"),
+                            MCG_ANN_PAUSED) ||
+            mcg_cluster_pause_pool(p->c, name, false, &changed, NULL, NULL) != 0)
+            continue;
+        json_object_set_new(spec, "paused", json_false());
+    }
+}
+
 /* 5. Plan on one snapshot of the nodes (and of the pool objects). */
 static int pass_plan(pass *p, mcg_err *err)
 {
@@ -560,6 +654,7 @@ static int pass_plan(pass *p, mcg_err *err)
     if ((rc = mcg_cluster_list_nodes(p->c, &p->nodes, &p->nnodes, err)) != 0 ||
         (rc = mcg_cluster_list_pools(p->c, &p->prev_pools, err)) != 0)
         return rc;
+    migrate_git_pause(p);
     const mcg_node *nodes = p->nodes;
     size_t nnodes = p->nnodes;
     p->res->nodes = nnodes;
@@ -636,7 +731,7 @@ static int pass_status(pass *p, mcg_err *err)
     int rc = 0;
     for (size_t i = 0; i < m->npools; i++) {
         json_t *prev = prev_pool(p->prev_pools, m->pools[i].name);
-        json_t *obj = pool_object(&m->pools[i], &p->plan->pools[i], prev, p->now);
+        json_t *obj = pool_object(m, &m->pools[i], &p->plan->pools[i], prev, p->now);
         if (!pool_same(prev, obj)) {
             rc = mcg_cluster_put_pool(p->c, m->pools[i].name, obj, err);
             res->writes++;

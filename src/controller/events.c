@@ -97,7 +97,8 @@ void mcg_ctl_emit_events(mcg_cluster *c, const mcg_rollout_plan *plan, const jso
         const mcg_condition *upd = &st->conds[MCG_COND_UPDATED];
         const char *pu = prev_status(prev, upd->type);
         if (upd->status && pu && !strcmp(pu, "False")) {
-            msg = mcg_sprintf("All nodes are updated with %s", st->target ? st->target : "?");
+            msg = mcg_sprintf("All nodes are updated with MachineConfig %s",
+                              st->target ? st->target : "?");
             emit(c, st->pool, false, "Updated", msg, failed, fn);
             free(msg);
             msg = NULL;

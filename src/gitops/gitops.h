@@ -432,6 +432,18 @@ int mcg_gitops_plan_make(mcg_plan **out, mcg_repo *r, const char *sha, mcg_model
                          mcg_render *rd, mcg_err *err);
 void mcg_plan_free(mcg_plan *p);
 /*
+ * Pushed to out, one line per change of a pool's current target that an
+ * installed node cannot take (MCO's unreconcilable sections: disks, RAID,
+ * filesystems, LUKS, users other than core, groups, Ignition's own
+ * kernelArguments, fips), naming the pool, the MachineConfigs that set the
+ * field and the field: "pool P: MachineConfig M: spec.config.storage.disks
+ * added (from rendered-P-...): unreconcilable, ...". None for a pool
+ * without a target yet (its first config: nodes take those sections as
+ * installed). The render, the pre-receive hook and `mcgit plan` refuse
+ * such a commit.
+ */
+void mcg_plan_unreconcilable(const mcg_plan *p, mcg_strv *out);
+/*
  * The plan as text lines (docs/operations.md, "Before you push"), pushed to
  * out: per pool "pool P: OLD -> NEW" (or "(unchanged)"), one line per change
  * "  <op> <kind> <key> (<what>): <actions>" (no key for kernelArguments),

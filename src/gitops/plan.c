@@ -133,11 +133,96 @@ int mcg_gitops_plan(mcg_plan **out, mcg_repo *r, const char *sha, mcg_diags *dia
     return rc;
 }
 
+/* ------------------------------------------------------------ unreconcilable */
+
+/* The field an unreconcilable diff key names, as a MachineConfig spells it. */
+static const char *section_field(const char *key)
+{
+    static const struct {
+        const char *key, *field;
+    } f[] = {
+        {"disks", "spec.config.storage.disks"},
+        {"raid", "spec.config.storage.raid"},
+        {"filesystems", "spec.config.storage.filesystems"},
+        {"luks", "spec.config.storage.luks"},
+        {"groups", "spec.config.passwd.groups"},
+        {"users", "spec.config.passwd.users (users other than core)"},
+        {"kernelArguments", "spec.config.kernelArguments (Ignition's own)"},
+        {"fips", "spec.fips"},
+    };
+    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+        if (!strcmp(f[i].key, key))
+            return f[i].field;
+    return key;
+}
+
+/* Whether MachineConfig mc sets the unreconcilable section key. */
+static bool mc_sets(const mcg_machineconfig *mc, const char *key)
+{
+    if (!strcmp(key, "fips"))
+        return mc->config.os.fips;
+    json_t *v = mc->config.extra ? json_object_get(mc->config.extra, key) : NULL;
+    return v && (json_is_array(v) ? json_array_size(v) != 0 : json_object_size(v) != 0);
+}
+
+/* Whether pool pp's change is refused: a section an installed node cannot
+ * take changes from its current target (a first config has none to change). */
+static bool refuses(const mcg_plan_pool *pp)
+{
+    return pp->old_name && !pp->error && pp->diff.unreconcilable;
+}
+
+/* "MachineConfig a, b" of pool pp that set key, or "" when none does (it was removed). */
+static void setters(mcg_buf *b, const mcg_plan *p, const mcg_plan_pool *pp, const char *key)
+{
+    mcg_strv names = {0};
+    if (pp->pool)
+        mcg_render_select(&names, p->model, pp->pool);
+    size_t found = 0;
+    for (size_t i = 0; i < names.n; i++)
+        for (size_t j = 0; j < p->model->nmcs; j++) {
+            const mcg_machineconfig *mc = &p->model->mcs[j];
+            if (strcmp(mc->name, names.v[i]) || !mc_sets(mc, key))
+                continue;
+            mcg_buf_printf(b, "%s%s", found++ ? ", " : "MachineConfig ", mc->name);
+        }
+    mcg_strv_free(&names);
+}
+
+void mcg_plan_unreconcilable(const mcg_plan *p, mcg_strv *out)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    for (size_t i = 0; i < p->n; i++) {
+        const mcg_plan_pool *pp = &p->pools[i];
+        if (!refuses(pp))
+            continue;
+        for (size_t j = 0; j < pp->diff.n; j++) {
+            const mcg_diff_item *it = &pp->diff.items[j];
+            if (it->kind != MCG_DIFF_UNRECONCILABLE)
+                continue;
+            b.len = 0;
+            mcg_buf_printf(&b, "pool %s: ", pp->name);
+            size_t at = b.len;
+            setters(&b, p, pp, it->key);
+            bool named = b.len > at;
+            mcg_buf_printf(&b, "%s%s %s", named ? ": " : "", section_field(it->key),
+                           it->op == MCG_DIFF_REMOVED ? "removed"
+                           : it->op == MCG_DIFF_ADDED ? "added"
+                                                      : "changed");
+            mcg_buf_printf(&b, " (from %s): unreconcilable, an installed node cannot take it "
+                               "(MCO refuses it too); revert it, or reinstall the pool's nodes",
+                           pp->old_name ? pp->old_name : "none");
+            mcg_strv_push(out, b.ptr);
+        }
+    }
+    mcg_buf_free(&b);
+}
+
 /* ------------------------------------------------------------ output */
 
 /* One change as "  <op> <kind> <key> (<what>): <actions>" into b (the key
  * left out when it is the kind's name: kernelArguments). */
-static void item_line(mcg_buf *b, const mcg_diff_item *it)
+static void item_line(mcg_buf *b, const mcg_plan_pool *pp, const mcg_diff_item *it)
 {
     const char *kind = mcg_diff_kind_name(it->kind);
     mcg_buf_printf(b, "  %s %s", mcg_diff_op_name(it->op), kind);
@@ -150,7 +235,8 @@ static void item_line(mcg_buf *b, const mcg_diff_item *it)
         mcg_buf_puts(b, ")");
     }
     if (it->kind == MCG_DIFF_UNRECONCILABLE) {
-        mcg_buf_puts(b, ": Unreconcilable (nodes refuse it)");
+        mcg_buf_puts(b, refuses(pp) ? ": refused: unreconcilable (an installed node cannot take it)"
+                                    : ": taken as installed (the pool's first config)");
     } else {
         char *a = mcg_disruption_str(&it->actions);
         mcg_buf_printf(b, ": %s", a);
@@ -186,13 +272,13 @@ void mcg_plan_lines(const mcg_plan *p, mcg_strv *out)
         mcg_strv_push(out, b.ptr);
         for (size_t j = 0; j < pp->diff.n; j++) {
             b.len = 0;
-            item_line(&b, &pp->diff.items[j]);
+            item_line(&b, pp, &pp->diff.items[j]);
             mcg_strv_push(out, b.ptr);
         }
         b.len = 0;
         char *a = mcg_disruption_str(&pp->diff.actions);
         mcg_buf_printf(&b, "  actions: %s%s", a,
-                       pp->diff.unreconcilable ? "; Unreconcilable: nodes refuse this config" : "");
+                       refuses(pp) ? "; refused: unreconcilable, no node will take it" : "");
         free(a);
         mcg_strv_push(out, b.ptr);
         b.len = 0;
@@ -243,7 +329,7 @@ json_t *mcg_plan_json(const mcg_plan *p)
         json_object_set_new(o, "changes", changes);
         json_object_set_new(o, "actions", changed ? mcg_disruption_json(&pp->diff.actions)
                                                   : json_array());
-        json_object_set_new(o, "unreconcilable", json_boolean(changed && pp->diff.unreconcilable));
+        json_object_set_new(o, "unreconcilable", json_boolean(changed && refuses(pp)));
         json_object_set_new(o, "paused", json_boolean(pp->pool && pp->pool->paused));
         if (pp->nodes_known) {
             json_object_set_new(o, "machineCount", json_integer((json_int_t)pp->machines));

@@ -153,6 +153,12 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
         m = NULL; /* transferred */
         rd = NULL;
         mcg_strv lines = {0};
+        mcg_plan_unreconcilable(p, &lines);
+        for (size_t i = 0; i < lines.n; i++)
+            mcg_diags_add(out, "refusing %s: %s", ref, lines.v[i]);
+        if (lines.n)
+            rc = MCG_EINVAL;
+        mcg_strv_free(&lines);
         mcg_plan_lines(p, &lines);
         for (size_t i = 0; i < lines.n; i++)
             mcg_diags_add(out, "plan: %s", lines.v[i]);

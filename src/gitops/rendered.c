@@ -683,6 +683,33 @@ static int check_descends(mcg_repo *r, git_commit *old_tip, bool rule2, const ch
     return 0;
 }
 
+/*
+ * The render of source must not change, in any pool that has a target (the
+ * rendered tip old_tip, NULL: none), a
+ * section an installed node cannot take (mcg_plan_unreconcilable): refused
+ * here, before anything is written, so that no node is ever given it.
+ */
+static int check_reconcilable(mcg_repo *r, const git_commit *old_tip, const char *source,
+                              mcg_err *err)
+{
+    if (!old_tip)
+        return 0; /* the first render: nothing to change from */
+    mcg_plan *p = NULL;
+    mcg_diags quiet = {0};
+    int rc = mcg_gitops_plan(&p, r, source, &quiet, err);
+    mcg_diags_free(&quiet);
+    if (rc)
+        return rc == MCG_EINVAL ? 0 : rc; /* does not render: the render says why */
+    mcg_strv lines = {0};
+    mcg_plan_unreconcilable(p, &lines);
+    if (lines.n)
+        rc = mcg_err_set(err, MCG_EINVAL, "%s%s", lines.v[0],
+                         lines.n > 1 ? " (and more unreconcilable changes)" : "");
+    mcg_strv_free(&lines);
+    mcg_plan_free(p);
+    return rc;
+}
+
 /* A rendered branch of an older mcgit kept reachable under refs/mcgit/rendered-legacy/. */
 static int keep_legacy(git_reference **saved, mcg_repo *r, git_commit *old_tip, mcg_err *err)
 {
@@ -694,6 +721,27 @@ static int keep_legacy(git_reference **saved, mcg_repo *r, git_commit *old_tip, 
     if (src != 0)
         return mcg_git_err(err, "refs/mcgit/rendered-legacy");
     return 0;
+}
+
+/* The source commit rev resolved into res and verified, and the rendered tip (NULL: none). */
+static int render_start(mcg_render_result *res, mcg_verify_report *vr, git_commit **old_tip,
+                        mcg_repo *r, const char *rev, const mcg_signers *root, mcg_err *err)
+{
+    int rc;
+    if ((rc = mcg_repo_resolve(r, rev ? rev : r->source_branch, res->source, err)) != 0 ||
+        (rc = render_verify(vr, r, res->source, root, err)) != 0)
+        return rc;
+    if (branch_tip(old_tip, r, r->rendered_branch) == MCG_EIO)
+        return mcg_git_err(err, r->rendered_branch);
+    return 0;
+}
+
+/* A rendered branch made by an older mcgit: the chain rendered again from the start. */
+static int chain_restart(mcg_chain **ch, mcg_repo *scratch, mcg_err *err)
+{
+    mcg_chain_free(*ch);
+    *ch = NULL;
+    return mcg_chain_new(ch, scratch, NULL, err);
 }
 
 int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verify_report *rep,
@@ -715,16 +763,9 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
     git_oid src_oid, rid;
     int rc;
 
-    if ((rc = mcg_repo_resolve(r, rev ? rev : r->source_branch, res->source, err)) != 0)
-        goto out;
-    if ((rc = render_verify(vr, r, res->source, root, err)) != 0)
+    if ((rc = render_start(res, vr, &old_tip, r, rev, root, err)) != 0)
         goto out;
     git_oid_fromstr(&src_oid, res->source);
-    int trc = branch_tip(&old_tip, r, r->rendered_branch);
-    if (trc == MCG_EIO) {
-        rc = mcg_git_err(err, r->rendered_branch);
-        goto out;
-    }
     bool at_tip = tip_renders(old_tip, res->source);
     if (at_tip)
         rid = *git_commit_id(old_tip); /* the common case: nothing new, no walk */
@@ -739,15 +780,10 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
         rc = mcg_gitops_mark_verified(r, res->source, root, err);
         goto out;
     }
-    if ((rc = check_descends(r, old_tip, rule2, res->source, err)) != 0)
+    if ((rc = check_descends(r, old_tip, rule2, res->source, err)) != 0 ||
+        (rc = check_reconcilable(r, old_tip, res->source, err)) != 0 ||
+        (!rule2 && (rc = chain_restart(&ch, scratch, err)) != 0))
         goto out;
-    if (!rule2) {
-        /* made by an older mcgit: rendered again from the start */
-        mcg_chain_free(ch);
-        ch = NULL;
-        if ((rc = mcg_chain_new(&ch, scratch, NULL, err)) != 0)
-            goto out;
-    }
     if ((rc = mcg_chain_render(&rid, ch, &src_oid, diags, out_render ? &rd : NULL, err)) != 0)
         goto out;
     size_t made = 0, renders = 0;

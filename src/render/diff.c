@@ -222,11 +222,14 @@ static void diff_units(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n
     while (i < o->nunits || j < n->nunits) {
         int c = i == o->nunits ? 1 : j == n->nunits ? -1 : strcmp(a[i]->name, b[j]->name);
         mcg_diff_item *it = NULL;
+        bool links = false; /* its enablement or mask changes: systemd must reload */
         if (c < 0) {
             it = add_item(d, MCG_DIFF_UNIT, MCG_DIFF_REMOVED, a[i]->name);
+            links = a[i]->enabled != MCG_UNSET || a[i]->mask == MCG_TRUE;
             i++;
         } else if (c > 0) {
             it = add_item(d, MCG_DIFF_UNIT, MCG_DIFF_ADDED, b[j]->name);
+            links = b[j]->enabled != MCG_UNSET || b[j]->mask != MCG_UNSET;
             j++;
         } else {
             mcg_strv what = {0};
@@ -234,11 +237,14 @@ static void diff_units(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n
             if (what.n) {
                 it = add_item(d, MCG_DIFF_UNIT, MCG_DIFF_CHANGED, b[j]->name);
                 it->what = what; /* transferred */
+                links = mcg_strv_contains(&what, "enabled") || mcg_strv_contains(&what, "mask");
             }
             i++, j++;
         }
         if (it)
             mcg_disruption_add(&it->actions, policy, MCG_DISRUPT_UNIT, it->key);
+        if (it && links) /* as MCO's daemon: a daemon-reload, unless it reboots anyway */
+            it->actions.daemon_reload = true;
     }
     free(a);
     free(b);
@@ -286,9 +292,13 @@ static void diff_ssh(mcg_diff *d, const mcg_ignition *o, const mcg_ignition *n,
         mcg_disruption_add(&it->actions, policy, MCG_DISRUPT_SSHKEY, "sshkey");
     }
     mcg_strv_free(&what);
-    if (!str_eq(o->password_hash, n->password_hash))
-        add_item(d, MCG_DIFF_PASSWORD, op_of(o->password_hash, n->password_hash), "core");
-    /* a password hash changes in place (MCO: no disruption) */
+    /* a password hash changes in place, under the sshkey rule as MCO's daemon
+     * applies it (its default: None) */
+    if (!str_eq(o->password_hash, n->password_hash)) {
+        mcg_diff_item *it =
+            add_item(d, MCG_DIFF_PASSWORD, op_of(o->password_hash, n->password_hash), "core");
+        mcg_disruption_add(&it->actions, policy, MCG_DISRUPT_SSHKEY, "sshkey");
+    }
 }
 
 /* One OS string field (NULL: unset); a change needs a Reboot. */
@@ -299,6 +309,8 @@ static void os_field(mcg_diff *d, const char *key, const char *a, const char *b)
     mcg_diff_item *it = add_item(d, MCG_DIFF_OS, op_of(a, b), key);
     if (b)
         mcg_strv_push(&it->what, b);
+    else if (!strcmp(key, "osImageURL")) /* the agent rebases back (agent/baseimage.c) */
+        mcg_strv_push(&it->what, "back to the image booted before the first rebase");
     mcg_disruption_add(&it->actions, NULL, MCG_DISRUPT_REBOOT, key);
 }
 

@@ -416,8 +416,9 @@ static void cond_set(mcg_condition *c, mcg_cond_type t, bool status, const char 
 }
 
 /*
- * Append untrusted agent text as one line: control bytes become spaces and
- * it is cut at REASON_MAX bytes on a UTF-8 boundary.
+ * Append untrusted agent text as one line, for inside double quotes:
+ * control bytes become spaces, '"' and '\\' are escaped (as Go's %q, which
+ * MCO's message uses), and it is cut at REASON_MAX bytes on a UTF-8 boundary.
  */
 static void put_reason(mcg_buf *b, const char *s)
 {
@@ -430,13 +431,19 @@ static void put_reason(mcg_buf *b, const char *s)
     }
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\')
+            mcg_buf_putc(b, '\\');
         mcg_buf_putc(b, (ch < 0x20 || ch == 0x7f) ? ' ' : (char)ch);
     }
     if (cut)
         mcg_buf_puts(b, "...");
 }
 
-/* "2 nodes degraded: a (Degraded: why), b (Unreconcilable), and 1 more" */
+/*
+ * MCO's NodeDegraded message: `Node a is reporting: "why", Node b is
+ * reporting: "Unreconcilable"` (the state stands in for a missing reason),
+ * names sorted, at most DEGRADED_NAMED of them, then ", and N more".
+ */
 static char *degraded_message(const mcg_node_view *nodes, const size_t *members, size_t nm,
                               size_t ndegraded)
 {
@@ -448,14 +455,10 @@ static char *degraded_message(const mcg_node_view *nodes, const size_t *members,
         if (failing(&nodes[members[i]]))
             d[k++] = &nodes[members[i]];
     qsort(d, k, sizeof(*d), node_name_cmp);
-    mcg_buf_printf(&b, "%zu node%s degraded: ", k, k == 1 ? "" : "s");
     for (size_t i = 0; i < k && i < DEGRADED_NAMED; i++) {
-        mcg_buf_printf(&b, "%s%s (%s", i ? ", " : "", d[i]->name, d[i]->state);
-        if (nz(d[i]->reason)) {
-            mcg_buf_puts(&b, ": ");
-            put_reason(&b, d[i]->reason);
-        }
-        mcg_buf_putc(&b, ')');
+        mcg_buf_printf(&b, "%sNode %s is reporting: \"", i ? ", " : "", d[i]->name);
+        put_reason(&b, nz(d[i]->reason) ? d[i]->reason : d[i]->state);
+        mcg_buf_putc(&b, '"');
     }
     if (k > DEGRADED_NAMED)
         mcg_buf_printf(&b, ", and %zu more", k - DEGRADED_NAMED);
@@ -480,14 +483,17 @@ static void status_counts(mcg_pool_status *st, const char *target, const mcg_nod
     }
 }
 
-/* Updated / Updating (MCO calculateStatus); all: every node is updated to target. */
+/*
+ * Updated / Updating, with MCO's messages (calculateStatus) and mcgit's
+ * counts beside them; all: every node is updated to target.
+ */
 static void status_updated(mcg_pool_status *st, const mcg_pool_view *pv, const char *target,
                            size_t nm, bool all)
 {
     const mcg_pool *p = pv->pool;
     if (all) {
         cond_set(&st->conds[MCG_COND_UPDATED], MCG_COND_UPDATED, true, "AllNodesUpdated",
-                 mcg_sprintf("All nodes are updated with %s", target));
+                 mcg_sprintf("All nodes are updated with MachineConfig %s", target));
         cond_set(&st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, false, "", NULL);
     } else if (!target) {
         cond_set(&st->conds[MCG_COND_UPDATED], MCG_COND_UPDATED, false, "NoTarget",
@@ -498,32 +504,42 @@ static void status_updated(mcg_pool_status *st, const mcg_pool_view *pv, const c
                  mcg_sprintf("%zu of %zu nodes updated to %s", st->updated_count, nm, target));
         if (p->paused || pv->operator_paused)
             cond_set(&st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, false, "Paused",
-                     mcg_sprintf("Pool is paused (%s); will not update to %s",
+                     mcg_sprintf("Pool is paused; will not update to MachineConfig %s (paused %s)",
+                                 target,
                                  p->paused && pv->operator_paused ? "in git and by an operator"
                                  : p->paused                      ? "in git"
-                                                                  : "by an operator",
-                                 target));
+                                                                  : "by an operator"));
         else
-            cond_set(
-                &st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, true, "Updating",
-                mcg_sprintf("%zu of %zu nodes updating to %s", st->updating_count, nm, target));
+            cond_set(&st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, true, "Updating",
+                     mcg_sprintf("All nodes are updating to MachineConfig %s (%zu of %zu nodes "
+                                 "updating)",
+                                 target, st->updating_count, nm));
     }
 }
 
-/* NodeDegraded, RenderDegraded, and Degraded = either. */
+/*
+ * NodeDegraded, RenderDegraded, and Degraded = either. A render that failed
+ * says so as MCO does ("Failed to render configuration for pool P: why"); a
+ * fetch that failed (reason FetchFailed) rendered nothing and says only why.
+ */
 static void status_degraded(mcg_pool_status *st, const mcg_pool_view *pv,
                             const mcg_node_view *nodes, const size_t *members, size_t nm)
 {
     bool nodedeg = st->degraded_count > 0, renderdeg = pv->render_error != NULL;
     const char *rreason = nz(pv->render_reason) ? pv->render_reason : "RenderFailed";
     char *nodemsg = nodedeg ? degraded_message(nodes, members, nm, st->degraded_count) : NULL;
+    char *rendermsg = !renderdeg ? NULL
+                      : strcmp(rreason, "FetchFailed")
+                          ? mcg_sprintf("Failed to render configuration for pool %s: %s",
+                                        pv->pool->name, pv->render_error)
+                          : mcg_strdup(pv->render_error);
     cond_set(&st->conds[MCG_COND_NODE_DEGRADED], MCG_COND_NODE_DEGRADED, nodedeg,
              nodedeg ? "NodesDegraded" : "", nodemsg ? mcg_strdup(nodemsg) : NULL);
     cond_set(&st->conds[MCG_COND_RENDER_DEGRADED], MCG_COND_RENDER_DEGRADED, renderdeg,
-             renderdeg ? rreason : "", renderdeg ? mcg_strdup(pv->render_error) : NULL);
+             renderdeg ? rreason : "", rendermsg ? mcg_strdup(rendermsg) : NULL);
     if (nodedeg || renderdeg) {
-        char *msg = nodedeg && renderdeg ? mcg_sprintf("%s; %s", pv->render_error, nodemsg)
-                                         : mcg_strdup(nodedeg ? nodemsg : pv->render_error);
+        char *msg = nodedeg && renderdeg ? mcg_sprintf("%s; %s", rendermsg, nodemsg)
+                                         : mcg_strdup(nodedeg ? nodemsg : rendermsg);
         cond_set(&st->conds[MCG_COND_DEGRADED], MCG_COND_DEGRADED, true,
                  nodedeg && renderdeg ? "RenderAndNodesDegraded"
                  : nodedeg            ? "NodesDegraded"
@@ -533,6 +549,7 @@ static void status_degraded(mcg_pool_status *st, const mcg_pool_view *pv,
         cond_set(&st->conds[MCG_COND_DEGRADED], MCG_COND_DEGRADED, false, "", NULL);
     }
     free(nodemsg);
+    free(rendermsg);
 }
 
 static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_node_view *nodes,

@@ -151,7 +151,7 @@ kill -TERM "$CTL"; wait "$CTL" 2>/dev/null || true
 ticks=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 version=1
-rollout() { # BINARY INFLIGHT: "SECONDS PASSES CPU-SECONDS" into $T/r
+rollout() { # BINARY INFLIGHT: "SECONDS PASSES CPU-SECONDS PEAK-RSS-KIB" into $T/r
   version=$((version + 1))
   local log="$T/ctl-r$version.log"
   MCGIT_KUBE_INFLIGHT=$2 "$1" controller -v --repo "$R" --trust "$T/trust" \
@@ -170,8 +170,9 @@ rollout() { # BINARY INFLIGHT: "SECONDS PASSES CPU-SECONDS" into $T/r
   until pool_done bench "$POOL" "$target"; do sleep 0.1; done
   local dt; dt=$(echo "$EPOCHREALTIME - $t0" | bc)
   local c1; c1=$(cpu_ticks "$CTL")
+  local hwm; hwm=$(awk '/^VmHWM:/{print $2}' "/proc/$CTL/status")
   kill -TERM "$CTL"; wait "$CTL" 2>/dev/null || true
-  echo "$dt $(grep -c 'pass over' "$log" || true) $(echo "scale=2; ($c1 - $c0) / $ticks" | bc)" >"$T/r"
+  echo "$dt $(grep -c 'pass over' "$log" || true) $(echo "scale=2; ($c1 - $c0) / $ticks" | bc) $hwm" >"$T/r"
 }
 PAIRS=${BENCH_PAIRS:-3}
 INFLIGHT=${BENCH_INFLIGHT:-16}
@@ -179,11 +180,11 @@ BASE=${BENCH_BASE:-}
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 : >"$T/pairs"
 for p in $(seq "$PAIRS"); do
-  b="- - -"
+  b="- - - -"
   if [ -n "$BASE" ]; then rollout "$BASE" ""; b=$(cat "$T/r"); fi
   rollout "$MCGIT" 1; s=$(cat "$T/r")
   rollout "$MCGIT" "$INFLIGHT"; c=$(cat "$T/r")
-  echo "round $p: ${BASE:+before $b; }one at a time $s; concurrent $c   (seconds, controller passes, controller CPU s)" >&2
+  echo "round $p: ${BASE:+before $b; }one at a time $s; concurrent $c   (seconds, controller passes, controller CPU s, controller peak RSS KiB)" >&2
   echo "$s $c $b" >>"$T/pairs"
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -193,20 +194,21 @@ rows = [l.split() for l in open(sys.argv[1])]
 def col(i): return [float(r[i]) for r in rows]
 def line(name, i):
     t = col(i)
-    print("  %-28s median %5.1f s (%.1f-%.1f), %d passes, controller CPU %.1f s"
-          % (name, st.median(t), min(t), max(t), st.median(col(i + 1)), st.median(col(i + 2))))
+    print("  %-28s median %5.1f s (%.1f-%.1f), %d passes, controller CPU %.1f s, peak RSS %.1f MiB (max)"
+          % (name, st.median(t), min(t), max(t), st.median(col(i + 1)), st.median(col(i + 2)),
+             max(col(i + 3)) / 1024))
 def ratio(name, a, b):
     r = [x / y for x, y in zip(col(a), col(b))]
     print("  %-28s median %.2f (%.2f-%.2f)" % (name, st.median(r), min(r), max(r)))
 print("rollout of pool bench (%s nodes, maxUnavailable 10%%, agents instant), %d interleaved rounds:"
       % (sys.argv[2], len(rows)))
-base = rows[0][6] != "-"
+base = rows[0][8] != "-"
 if base:
-    line("before (BENCH_BASE):", 6)
+    line("before (BENCH_BASE):", 8)
 line("node writes one at a time:", 0)
-line("concurrent (%s in flight):" % sys.argv[5], 3)
-ratio("concurrent / one at a time:", 3, 0)
+line("concurrent (%s in flight):" % sys.argv[5], 4)
+ratio("concurrent / one at a time:", 4, 0)
 if base:
-    ratio("concurrent / before:", 3, 6)
+    ratio("concurrent / before:", 4, 8)
 print("  load average before: %s, after: %s" % (sys.argv[3], sys.argv[4]))
 PY

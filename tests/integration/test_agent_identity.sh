@@ -150,7 +150,7 @@ EOF
 }
 n3state() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"].get("annotations",{}).get("machineconfiguration.mcgit.io/state",""))' "$CL/nodes/n3.json"; }
 desire3 before-move
-keys3() { cat "$H3/home/core/.ssh/authorized_keys.d/mcgit" 2>/dev/null || true; }
+keys3() { cat "$H3/home/core/.ssh/authorized_keys.d/ignition" 2>/dev/null || true; }
 "$MCGIT" agent --node n3 --cluster "local:$CL" --root "$H3" --live --interval 1 -q \
   --systemctl "echo >>$T/systemctl3.log" --reboot-command true >"$T/a3.out" 2>"$T/a3.err" &
 A3=$!

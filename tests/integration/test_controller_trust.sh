@@ -51,7 +51,7 @@ expect_rc 1 "controller --once exits 1 on an unsigned commit" -- "${CTL[@]}" --o
 expect_grep "refused: commit is not signed" "$T/err" "the reason is on stderr"
 [ "$(desired)" = "$D1" ] && ok "the unsigned commit rolled out nowhere" || bad "desired moved: $(desired)"
 for p in master worker; do
-  expect_grep "^True RenderFailed commit [0-9a-f]{12} refused: commit is not signed" <(cond "$p" RenderDegraded) "$p: RenderDegraded says the commit was refused"
+  expect_grep "^True RenderFailed Failed to render configuration for pool $p: commit [0-9a-f]{12} refused: commit is not signed" <(cond "$p" RenderDegraded) "$p: RenderDegraded says the commit was refused, as MCO words it"
 done
 expect_grep "^True RenderFailed " <(cond worker Degraded) "worker: Degraded True"
 if ls "$T/cl/configs" | xargs -n1 -I{} grep -l unsigned "$T/cl/configs/{}" 2>/dev/null | grep -q .; then

@@ -21,7 +21,7 @@ expect_grep "^    the nodes after the rollback: every worker back on rendered-wo
 # lines joined, so a rewrap does not matter).
 tr '\n' ' ' <"$T/help" | grep -q "reported as drift (the agent reports it, the operator puts the file back" &&
   ok "help demo: the agent reports drift, the operator repairs it" || bad "help demo: who repairs drift"
-expect_grep "RenderDegraded: commit [0-9a-f]+ refused: commit is not signed" "$T/demo.out" "unsigned commit refused"
+expect_grep "RenderDegraded: Failed to render configuration for pool [a-z]+: commit [0-9a-f]+ refused: commit is not signed" "$T/demo.out" "unsigned commit refused"
 expect_grep "Degraded +worker +.*chrony.conf" "$T/demo.out" "drift reported with the path"
 expect_grep "Rollback-To" "$T/demo.out" "rollback narrated"
 expect_rc 0 "git verify-commit accepts the demo's signatures" -- \

@@ -214,7 +214,7 @@ else bad "node tables differ"; cat "$T/diff"; fi
 kubectl get machineconfig >"$T/out"
 expect_grep "^$W2 " "$T/out" "kubectl get machineconfig lists the published target"
 kubectl describe mcp worker >"$T/out"
-expect_grep "All nodes are updated with $W2" "$T/out" "kubectl describe mcp says all nodes are updated"
+expect_grep "All nodes are updated with MachineConfig $W2" "$T/out" "kubectl describe mcp says all nodes are updated"
 
 if grep -l 'Sanitizer' "$T"/*.log 2>/dev/null; then bad "sanitizer reports"; else ok "no sanitizer reports"; fi
 finish

@@ -61,7 +61,7 @@ events Node w1 >"$T/w1-events"
 cat "$T/pool-events" "$T/w1-events" | sed 's/^/    # /'
 expect_grep "^Normal RenderedConfigGenerated $W2 successfully generated" "$T/pool-events" "pool: RenderedConfigGenerated names the new config"
 expect_grep "^Normal SetDesiredConfig (Targeted node w[12] to config $W2|Set target for 2 nodes to config $W2)" "$T/pool-events" "pool: SetDesiredConfig names the node and config"
-expect_grep "^Normal Updated All nodes are updated with $W2" "$T/pool-events" "pool: Updated when the rollout is over"
+expect_grep "^Normal Updated All nodes are updated with MachineConfig $W2" "$T/pool-events" "pool: Updated when the rollout is over"
 expect_grep "^Normal Cordon Cordoned node to apply update" "$T/w1-events" "node: Cordon"
 expect_grep "^Normal Drain Draining node to update config" "$T/w1-events" "node: Drain"
 expect_grep "^Normal Reboot Node will reboot into config $W2" "$T/w1-events" "node: Reboot"

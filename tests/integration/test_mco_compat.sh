@@ -6,10 +6,11 @@
 # by `mcgit agent` on simulated nodes of each kind: an rpm-ostree node (the
 # exact rpm-ostree commands, recorded through --host-exec), a GRUB node
 # (kernel arguments only: the drop-in written, the image refused by name),
-# and a master whose partition and FIPS mode cannot change on a running
-# node (Degraded, nothing written).
+# and a master whose /var partition and FIPS mode are taken as installed on
+# its first config and cannot change later (Degraded, nothing written).
 . "$(dirname "$0")/lib.sh"
 need python3
+need jq
 
 CL=$T/cl
 for n in w1 w2 m1; do "$MCGIT" node add --cluster "local:$CL" "$n" >/dev/null; done
@@ -79,7 +80,7 @@ R=$CL/roots/w1
 grep -q '^server clock.corp.example.com iburst$' "$R/etc/chrony.conf" && ok "the chrony docs example (filesystem: root) applied" || bad "chrony.conf"
 grep -q '^Storage=volatile$' "$R/etc/systemd/journald.conf" && ok "the journald docs example (Ignition 3.5) applied" || bad "journald.conf"
 [ -f "$R/etc/systemd/system/crio.service.d/10-mco-default-madv.conf" ] && ok "a drop-in for a unit the OS ships" || bad "crio drop-in"
-grep -q 'admin@example.com' "$R/home/core/.ssh/authorized_keys.d/mcgit" && ok "MCO's 99-worker-ssh (empty tls) applied" || bad "ssh key"
+grep -q 'admin@example.com' "$R/home/core/.ssh/authorized_keys.d/ignition" && ok "MCO's 99-worker-ssh (empty tls) applied" || bad "ssh key"
 # the same config again: nothing more is issued
 expect_rc 0 "w1 again: nothing to do" -- agent w1
 [ "$(grep -c . "$T/cmds.log")" = 3 ] && ok "no command issued twice" || bad "commands repeated"
@@ -96,7 +97,8 @@ custom() {
   local pool=$1 d; shift; d=$(mktemp -d "$T/custom.XXXXXX")
   mkdir -p "$d/machineconfigs"; cp -r "$FIXTURES/mco/pools" "$d/"
   cp "$FIXTURES"/mco/machineconfigs/00-*.yaml "$d/machineconfigs/"
-  for f in "$@"; do cp "$FIXTURES/mco/machineconfigs/$f" "$d/machineconfigs/"; done
+  for f in "$@"; do case $f in */*) cp "$FIXTURES/$f" "$d/machineconfigs/" ;;
+    *) cp "$FIXTURES/mco/machineconfigs/$f" "$d/machineconfigs/" ;; esac; done
   "$MCGIT" render "$d" -o json >"$d/r.json" || return 1
   python3 - "$d/r.json" "$CL" "$pool" <<'PY'
 import json, sys
@@ -115,22 +117,54 @@ GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX enforcing=0 nosmt enforcing=0 systemd.un
   && ok "the GRUB drop-in holds the merged arguments" || { bad "GRUB drop-in"; cat "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg"; }
 [ "$(cat "$T/cmds.log")" = update-grub ] && ok "then update-grub" || bad "commands: $(cat "$T/cmds.log")"
 
+# MCO's e2e test 67825: repeated kernel arguments kept, in MachineConfig order
+: >"$T/cmds.log"
+K2=$(custom worker mco-e2e/67825-worker-kargs-1.yaml mco-e2e/67825-worker-kargs-2.yaml)
+desire w2 "$K2"
+expect_rc 0 "w2 takes MCO test 67825's kernel arguments" -- agent w2
+grep -q '^GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX y=0 z=4 y=1 z=4"$' "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg" &&
+  ok "test 67825: y=0 z=4 y=1 z=4, as MCO expects" || { bad "67825 kernel arguments"; cat "$CL/roots/w2/etc/default/grub.d/50-mcgit.cfg"; }
+
+# MCO's e2e test 72136: Ignition kernelArguments are install-time only (a later
+# change is refused at render: test_unreconcilable), so in a first config
+# they are taken as installed
+IK=$(custom worker mco-e2e/72136-worker-ignition-kargs.yaml)
+mkdir -p "$CL/roots/w3/etc"; "$MCGIT" node add --cluster "local:$CL" w3 >/dev/null
+desire w3 "$IK"
+expect_rc 0 "test 72136's MachineConfig in a first config" -- agent w3 -v
+expect_grep "taken as installed: Ignition kernelArguments \(not checked\)" "$T/err" "taken as installed, said so"
+
 # ---------------------------------------------------------------- master
+# The master config holds OpenShift's documented 98-var-partition (disks,
+# filesystems, a mount unit) and fips: true. Both are made at install: on a
+# node's first config they are taken as installed (fips checked against the
+# node's FIPS mode), and a later change to them is refused.
 : >"$T/cmds.log"
 desire m1 "$MASTER"
-expect_rc 1 "m1: a /var partition cannot be made on a running node" -- agent m1
-expect_grep "^m1 Degraded - rendered config $MASTER: unreconcilable: storage.disks cannot be applied on node m1" "$T/out" "Degraded: unreconcilable, naming the section and node"
-[ ! -e "$CL/roots/m1/etc/systemd/system/var.mount" ] && [ ! -s "$T/cmds.log" ] && ok "nothing written, nothing run" || bad "m1 half-applied"
-# FIPS is set at install: fips: true on a node whose kernel runs without it
-FIPS=$(custom master 99-master-fips.yaml 99-master-ssh.yaml)
-desire m1 "$FIPS"
 expect_rc 1 "m1: fips: true on a node without FIPS mode" -- agent m1
-expect_grep "^m1 Degraded - rendered config $FIPS: unreconcilable: fips is true but node m1 runs with FIPS mode off" "$T/out" "Degraded, naming fips and the node"
-[ ! -e "$CL/roots/m1/etc/shadow" ] && [ ! -e "$CL/roots/m1/home/core" ] && ok "core's keys and password untouched" || bad "m1 half-applied (fips)"
+expect_grep "^m1 Unreconcilable - rendered config $MASTER: unreconcilable: fips is true but node m1 runs with FIPS mode off" "$T/out" "Unreconcilable (MCO's state), naming fips and the node"
+[ "$("$MCGIT" status --cluster "local:$CL" nodes -o json | jq -r '.items[] | select(.metadata.name == "m1") | .metadata.annotations["machineconfiguration.mcgit.io/state"]')" = Unreconcilable ] \
+  && ok "the node's state is Unreconcilable, as MCO writes it" || bad "m1's state: $("$MCGIT" status --cluster "local:$CL" nodes | grep '^m1 ')"
+[ ! -e "$CL/roots/m1/etc/systemd/system/var.mount" ] && [ ! -e "$CL/roots/m1/home/core" ] && [ ! -s "$T/cmds.log" ] &&
+  ok "nothing written, nothing run" || bad "m1 half-applied (fips)"
 echo 1 >"$CL/roots/m1/proc/sys/crypto/fips_enabled"
 printf 'root:*:19000::::::\ncore:!!:19000::::::\n' >"$CL/roots/m1/etc/shadow"
-expect_rc 0 "m1 in FIPS mode takes it" -- agent m1
+expect_rc 0 "m1 in FIPS mode takes its first config, 98-var-partition included" -- agent m1 -v
+expect_grep "^m1 Done $MASTER\$" "$T/out" "m1 Done"
+expect_grep "taken as installed: storage.disks \(not checked\), storage.filesystems \(not checked\)" "$T/err" \
+  "the agent says the install-time sections were taken as installed"
+reason=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["annotations"].get("machineconfiguration.mcgit.io/reason",""))' "$CL/nodes/m1.json")
+[ "$reason" = "taken as installed: storage.disks (not checked), storage.filesystems (not checked)" ] &&
+  ok "and so does the node's status (reason, beside Done)" || bad "m1 reason: '$reason'"
+[ -f "$CL/roots/m1/etc/systemd/system/var.mount" ] && ok "the mount unit written" || bad "var.mount missing"
 grep -q '^core:\$6\$rounds=4096\$saltsalt\$' "$CL/roots/m1/etc/shadow" && ok "core's passwordHash set in /etc/shadow" || bad "shadow: $(cat "$CL/roots/m1/etc/shadow")"
-[ ! -s "$T/cmds.log" ] && ok "no command for FIPS or the password hash" || bad "commands: $(cat "$T/cmds.log")"
+[ ! -s "$T/cmds.log" ] && ok "no command for FIPS, the partition or the password hash" || bad "commands: $(cat "$T/cmds.log")"
+# the partition's MachineConfig removed: a change to an install-time section,
+# which the agent refuses too (the render, hook and controller refuse it first)
+NOVAR=$(custom master 99-master-fips.yaml 99-master-ssh.yaml)
+desire m1 "$NOVAR"
+expect_rc 1 "m1: dropping 98-var-partition later is refused" -- agent m1
+expect_grep "^m1 Unreconcilable $MASTER rendered config $NOVAR: unreconcilable: storage.disks changed on node m1" "$T/out" "Unreconcilable, naming the section and node"
+[ -f "$CL/roots/m1/etc/systemd/system/var.mount" ] && ok "nothing removed" || bad "m1 half-applied (var)"
 
 finish

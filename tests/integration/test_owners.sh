@@ -76,4 +76,18 @@ expect_grep "^mcgit plan: warning: pool worker: user 'chrony' \\(it owns /etc/ch
   "$T/err" "unchecked owner named without a cluster"
 [ "$(grep -c warning "$T/err")" = 2 ] && ok "user and group chrony, nothing for root" || { bad "warnings"; sed 's/^/    /' "$T/err"; }
 
+# ---------------------------------------------------------------- owners from the OS image
+# RHCOS keeps its system users in /usr/lib/passwd and /usr/lib/group, read
+# through nss-altfiles: a name found there is the node's, as NSS would say.
+mkdir -p "$CL/roots/w0/usr/lib"
+echo 'chrony:x:994:994::/var/lib/chrony:/sbin/nologin' >"$CL/roots/w0/usr/lib/passwd"
+echo 'chrony:x:994:' >"$CL/roots/w0/usr/lib/group"
+expect_rc 0 "plan again" -- "$MCGIT" plan --repo "$R" --trust "$T/trust" --cluster "local:$CL"
+! grep -q "node w0" "$T/err" && ok "w0's owners found in /usr/lib: no warning for w0" || { bad "w0 warned"; sed 's/^/    /' "$T/err"; }
+"$MCGIT" node remove --cluster "local:$CL" w1 # it never ran its agent: it holds the rollout
+"$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "local:$CL" --once -q >/dev/null 2>&1 || true
+expect_rc 0 "agent w0 applies the chrony-owned file" -- "$MCGIT" agent --node w0 --cluster "local:$CL" --once -q
+[ "$(stat -c %u:%g "$CL/roots/w0/etc/chrony.conf")" = 994:994 ] || [ "$(id -u)" != 0 ] &&
+  ok "owned by chrony (994) from /usr/lib/passwd and /usr/lib/group" || bad "owner: $(stat -c %u:%g "$CL/roots/w0/etc/chrony.conf")"
+
 finish

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # test_pool_sync.sh — an operator's requests on the cluster side, local:DIR:
-#   - mcgit pool pause|resume: the pause holds a rollout (the target moves, no
-#     node gets it), survives the controller's writes, shows in status with
+#   - mcgit pool pause|resume: the pause is MCO's spec.paused on the pool
+#     object; it holds a rollout (the target moves, no node gets it), is never
+#     overwritten from git by the controller's writes, shows in status with
 #     its reason; resume removes only the operator's pause (a pool paused in
-#     git stays paused and resume says so); what changes nothing says so
+#     git, status.pausedInGit, stays paused and resume says so); the older
+#     pause annotation still holds and resume lifts it; what changes nothing
+#     says so; metadata.generation moves with the pause and
+#     status.observedGeneration follows once a pass saw it
+#   - pool status as MCO writes it: configuration.source (the MachineConfigs
+#     in the render, shown by status -o wide), the conditions' messages
 #   - mcgit sync: a running controller with a 300 s interval passes at once
 #     and answers; --wait prints the answer, exit 1 for a refused pass or
 #     when no controller answers; a pause wakes the controller too
@@ -19,6 +25,7 @@ ctl_once() { "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" 
 desired() { "$MCGIT" status --cluster "$CL" nodes -o json | jq -r --arg n "$1" '.items[] | select(.metadata.name == $n) | .metadata.annotations["machineconfiguration.mcgit.io/desiredConfig"] // ""'; }
 target() { "$MCGIT" status --cluster "$CL" -o json | jq -r '.items[] | select(.metadata.name == "worker") | .spec.configuration.name // ""'; }
 updating_msg() { "$MCGIT" status --cluster "$CL" -o json | jq -r '.items[] | select(.metadata.name == "worker") | .status.conditions[] | select(.type == "Updating") | .message'; }
+wpool() { jq -r "$1" "$T/cl/pools/worker.json"; }
 
 # ------------------------------------------------------------ usage, errors
 expect_rc 2 "pool without a verb is a usage error" -- "$MCGIT" pool --cluster "$CL"
@@ -42,14 +49,22 @@ for round in 1 2; do # a first rollout goes one node at a time, as any other
 done
 V1=$(target)
 [ -n "$V1" ] && [ "$(desired w0)" = "$V1" ] && ok "set-up: worker on $V1" || bad "set-up: target '$V1'"
+# a rendered config's metadata: owned by its pool, with the version that made it
+M=$T/cl/configs/.meta/$V1.json
+[ "$(jq -r '.metadata.ownerReferences[0] | "\(.kind) \(.name) \(.controller)"' "$M")" = "MachineConfigPool worker true" ] \
+  && [ "$(jq -r '.metadata.annotations["machineconfiguration.openshift.io/generated-by-controller-version"]' "$M")" = "$("$MCGIT" --version | head -1 | awk '{print $2}')" ] \
+  && ok "$V1: owned by pool worker, generated-by-controller-version = mcgit's version" || bad "config metadata: $(cat "$M" 2>&1)"
 expect_rc 1 "pause of a pool the repo does not have" -- "$MCGIT" pool pause infra --cluster "$CL"
 expect_grep "has no pool 'infra'" "$T/err" "(named)"
 
 # ------------------------------------------------------------ operator pause
 expect_rc 0 "pool pause worker" -- "$MCGIT" pool pause worker --cluster "$CL"
 expect_grep "^pool worker paused by an operator: its nodes get no new config until \`mcgit pool resume worker\`$" "$T/out" "pause says what it does"
-[ "$(jq -r '.metadata.annotations["machineconfiguration.mcgit.io/paused"]' "$T/cl/pools/worker.json")" = true ] \
-  && ok "the pause is the annotation on the pool object" || bad "no annotation: $(cat "$T/cl/pools/worker.json")"
+[ "$(wpool .spec.paused)" = true ] && ok "the pause is spec.paused on the pool object, as MCO's" \
+  || bad "spec.paused: $(cat "$T/cl/pools/worker.json")"
+[ "$(wpool '.metadata.generation - .status.observedGeneration')" = 1 ] \
+  && ok "the pause moves metadata.generation ($(wpool .metadata.generation)); no pass saw it yet" \
+  || bad "generation $(wpool .metadata.generation), observed $(wpool .status.observedGeneration)"
 expect_rc 0 "pausing again changes nothing" -- "$MCGIT" pool pause worker --cluster "$CL"
 expect_grep "^pool worker is already paused by an operator; nothing changed$" "$T/out" "(and says so)"
 MCGIT_CLUSTER=$CL expect_rc 0 "status with \$MCGIT_CLUSTER" -- "$MCGIT" status
@@ -59,14 +74,22 @@ if grep -q "^master: paused" "$T/out"; then bad "master listed as paused"; else 
 write_mc "$R" 10-worker worker /etc/demo.conf v2
 scommit "$R" op "v2"
 ctl_once
+[ "$(wpool '.metadata.generation == .status.observedGeneration')" = true ] \
+  && ok "a pass saw it: observedGeneration = generation = $(wpool .metadata.generation)" \
+  || bad "generation $(wpool .metadata.generation), observed $(wpool .status.observedGeneration)"
 V2=$(target)
 [ -n "$V2" ] && [ "$V2" != "$V1" ] && ok "the paused pool still renders: target $V2" || bad "target did not move: $V2"
 [ "$(desired w0)" = "$V1" ] && [ "$(desired w1)" = "$V1" ] && ok "no node gets the new config while paused" \
   || bad "rolled out while paused: $(desired w0) $(desired w1)"
-[ "$(updating_msg)" = "Pool is paused (by an operator); will not update to $V2" ] \
-  && ok "Updating condition says who paused it" || bad "Updating: $(updating_msg)"
-[ "$(jq -r '.metadata.annotations["machineconfiguration.mcgit.io/paused"]' "$T/cl/pools/worker.json")" = true ] \
-  && ok "the controller's pool write keeps the pause" || bad "annotation lost"
+[ "$(updating_msg)" = "Pool is paused; will not update to MachineConfig $V2 (paused by an operator)" ] \
+  && ok "Updating condition: MCO's message, and who paused it" || bad "Updating: $(updating_msg)"
+[ "$(wpool .spec.paused)" = true ] && [ "$(wpool .status.pausedInGit)" = false ] \
+  && ok "the controller's pool write keeps spec.paused (git says false: status.pausedInGit)" \
+  || bad "spec.paused $(wpool .spec.paused), pausedInGit $(wpool .status.pausedInGit)"
+[ "$(wpool '[.spec.configuration.source[].name] | join(",")')" = "00-worker,10-worker" ] \
+  && [ "$(wpool '.spec.configuration.source[0] | "\(.apiVersion) \(.kind)"')" = "machineconfiguration.openshift.io/v1 MachineConfig" ] \
+  && ok "spec.configuration.source: the target's MachineConfigs as ObjectReferences" \
+  || bad "spec.configuration: $(wpool .spec.configuration)"
 
 expect_rc 0 "pool resume worker" -- "$MCGIT" pool resume worker --cluster "$CL"
 expect_grep "^pool worker resumed: the controller rolls it out again$" "$T/out" "resume says so"
@@ -79,12 +102,52 @@ for x in w0 w1; do "$MCGIT" agent --node "$x" --cluster "$CL" --once -q >/dev/nu
 ctl_once
 for x in w0 w1; do "$MCGIT" agent --node "$x" --cluster "$CL" --once -q >/dev/null 2>&1; done
 
+# spec.paused written straight into the object (what `kubectl patch` does on
+# kube): honoured, never overwritten from git, and resume lifts it
+jq '.spec.paused = true' "$T/cl/pools/worker.json" >"$T/p.json" && mv "$T/p.json" "$T/cl/pools/worker.json"
+write_mc "$R" 10-worker worker /etc/demo.conf v2b
+scommit "$R" op "v2b"
+ctl_once
+[ "$(desired w0)" = "$V2" ] && [ "$(desired w1)" = "$V2" ] && [ "$(wpool .spec.paused)" = true ] \
+  && ok "spec.paused set by hand holds the pool and survives the controller's pass" \
+  || bad "spec.paused $(wpool .spec.paused); nodes $(desired w0) $(desired w1)"
+expect_rc 0 "status" -- "$MCGIT" status --cluster "$CL"
+expect_grep "^worker: paused by an operator" "$T/out" "(status: paused by an operator)"
+expect_rc 0 "resume" -- "$MCGIT" pool resume worker --cluster "$CL"
+expect_grep "^pool worker resumed" "$T/out" "(resume lifts it)"
+V2=$(target)
+for _ in 1 2; do
+  ctl_once
+  for x in w0 w1; do "$MCGIT" agent --node "$x" --cluster "$CL" --once -q >/dev/null 2>&1; done
+done
+[ "$(desired w0)" = "$V2" ] && [ "$(desired w1)" = "$V2" ] && ok "resumed: rolled out to $V2" || bad "after resume: $(desired w0) $(desired w1)"
+
+# the older annotation still pauses, the controller keeps it, and resume lifts it
+jq '.metadata.annotations["machineconfiguration.mcgit.io/paused"] = "true"' "$T/cl/pools/worker.json" >"$T/p.json" \
+  && mv "$T/p.json" "$T/cl/pools/worker.json"
+ctl_once
+[ "$(desired w0)" = "$V2" ] && [ "$(desired w1)" = "$V2" ] && [ "$(wpool '.metadata.annotations["machineconfiguration.mcgit.io/paused"]')" = true ] \
+  && ok "the older pause annotation holds the pool, kept by the controller" || bad "annotation: $(desired w0) $(desired w1) $(wpool .metadata)"
+expect_rc 0 "resume lifts the annotation too" -- "$MCGIT" pool resume worker --cluster "$CL"
+expect_grep "^pool worker resumed" "$T/out" "(says so)"
+[ "$(wpool '.metadata.annotations // {} | has("machineconfiguration.mcgit.io/paused")')" = false ] && [ "$(wpool .spec.paused)" = false ] \
+  && ok "(annotation gone, spec.paused false)" || bad "after resume: $(wpool .metadata) $(wpool .spec)"
+
 # ------------------------------------------------------------ paused in git
 sed -i 's/paused: false/paused: true/' "$R/pools/worker.yaml"
 scommit "$R" op "pause worker in git"
 ctl_once
+# an object as an earlier mcgit wrote it: git's pause in spec.paused, no
+# status.pausedInGit; the pass takes that spec.paused as git's and clears it
+jq '.spec.paused = true | del(.status.pausedInGit)' "$T/cl/pools/worker.json" >"$T/p.json" && mv "$T/p.json" "$T/cl/pools/worker.json"
+ctl_once
+[ "$(wpool .spec.paused)" = false ] && [ "$(wpool .status.pausedInGit)" = true ] \
+  && ok "upgrade: an earlier mcgit's spec.paused (git's) is cleared once, git's pause kept" \
+  || bad "after the upgrade pass: spec.paused $(wpool .spec.paused), pausedInGit $(wpool .status.pausedInGit)"
 expect_rc 0 "status" -- "$MCGIT" status --cluster "$CL"
 expect_grep "^worker: paused in git \(spec.paused; resumed by a signed commit\)$" "$T/out" "status: paused in git"
+[ "$(wpool .status.pausedInGit)" = true ] && [ "$(wpool .spec.paused)" = false ] \
+  && ok "git's pause is status.pausedInGit; spec.paused stays the operator's" || bad "pausedInGit $(wpool .status.pausedInGit), spec.paused $(wpool .spec.paused)"
 expect_rc 0 "resume of a pool paused only in git" -- "$MCGIT" pool resume worker --cluster "$CL"
 expect_grep "^pool worker has no operator pause; nothing changed \(it stays paused: spec.paused is true in git\)$" "$T/out" "resume says the pool stays paused"
 expect_rc 0 "pause on top of git's" -- "$MCGIT" pool pause worker --cluster "$CL"
@@ -107,6 +170,12 @@ for _ in 1 2; do # two waves at maxUnavailable 1: both nodes Done on v3
 done
 [ "$(desired w0)" = "$V3" ] && [ "$(desired w1)" = "$V3" ] && ok "resumed in git: rolled out" \
   || bad "after the git resume: $(desired w0) $(desired w1)"
+ctl_once
+[ "$(wpool '.status.configuration.name')" = "$V3" ] && [ "$(wpool '[.status.configuration.source[].name] | join(",")')" = "00-worker,10-worker" ] \
+  && ok "status.configuration.source: those of the config the nodes run" || bad "status.configuration: $(wpool .status.configuration)"
+expect_rc 0 "status -o wide" -- "$MCGIT" status --cluster "$CL" -o wide
+expect_grep "^NAME +CONFIG .* AGE +MACHINECONFIGS$" "$T/out" "-o wide adds MACHINECONFIGS"
+expect_grep "^worker +$V3 .* 00-worker,10-worker$" "$T/out" "(the MachineConfigs CONFIG was rendered from)"
 
 # ------------------------------------------------------------ sync
 expect_rc 1 "sync --wait with no controller running times out" -- "$MCGIT" sync --cluster "$CL" --wait --timeout 0.5

@@ -376,7 +376,7 @@ static void test_fresh_apply(void **state)
     assert_int_equal(lstat(p, &st), 0);
     assert_int_equal(st.st_mode, S_IFDIR | 0700);
     free(p);
-    assert_file(f->root, "home/core/.ssh/authorized_keys.d/mcgit",
+    assert_file(f->root, "home/core/.ssh/authorized_keys.d/ignition",
                 "ssh-ed25519 AAAAC3Nza k1\nssh-ed25519 AAAAC3Nzb k2\n", 0600);
     p = mcg_sprintf("%s/home/core/.ssh/authorized_keys.d", f->root);
     assert_int_equal(lstat(p, &st), 0);
@@ -910,13 +910,13 @@ static void test_missing_user(void **state)
     assert_contains(r.reason, "user 'x' not found in /etc/passwd");
     assert_false(exists(f->root, "etc/a"));
     assert_node(f, "Degraded", NULL, "user 'x' not found in /etc/passwd");
-    /* core missing with SSH keys */
+    /* core missing with SSH keys: skipped, as MCO's daemon does (a log line) */
     put(f->root, "etc/passwd", "root:x:0:0::/root:/bin/sh\n", 0644);
     char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"passwd\":{\"users\":[{\"name\":"
                          "\"core\",\"sshAuthorizedKeys\":[\"ssh-ed25519 AAAA k\"]}]}}");
     r = pass(f);
-    assert_int_equal(r.state, MCG_AGENT_DEGRADED);
-    assert_contains(r.reason, "user 'core' not found in /etc/passwd");
+    assert_int_equal(r.state, MCG_AGENT_DONE);
+    assert_false(exists(f->root, "home/core"));
     free(n);
     free(n2);
 }
@@ -1618,9 +1618,16 @@ static void make_host(fx *f, int h)
  */
 static char *recorder(fx *f)
 {
-    char *script = mcg_sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >>'%s/cmds.log'\n"
-                               "[ -f '%s/status' ] && exit \"$(cat '%s/status')\"\nexit 0\n",
-                               f->dir, f->dir, f->dir);
+    /* queries (what the node boots) are answered, not logged: only changes are */
+    char *script = mcg_sprintf(
+        "#!/bin/sh\ncase \"$*\" in\n"
+        "'rpm-ostree status --json --booted') printf '%%s' '{\"deployments\":[{\"booted\":true,"
+        "\"origin\":\"fedora:fedora/x86_64/coreos/stable\"}]}'; exit 0;;\n"
+        "'bootc status --json') printf '%%s' '{\"status\":{\"booted\":{\"image\":{\"image\":"
+        "{\"image\":\"quay.io/base:1\"}}}}}'; exit 0;;\nesac\n"
+        "printf '%%s\\n' \"$*\" >>'%s/cmds.log'\n"
+        "[ -f '%s/status' ] && exit \"$(cat '%s/status')\"\nexit 0\n",
+        f->dir, f->dir, f->dir);
     put(f->dir, "rec", script, 0755);
     free(script);
     return mcg_sprintf("%s/rec", f->dir);
@@ -1695,14 +1702,9 @@ static void test_os_fields(void **state)
         {"extensions container: Degraded", H_OSTREE,
          "{\"baseOSExtensionsContainerImage\":\"quay.io/ext:1\"," IGN FILE_X "}}", NULL, NULL, NULL,
          "baseOSExtensionsContainerImage: node n1 cannot use it"},
-        {"disks: unreconcilable", H_OSTREE,
-         "{" IGN ",\"storage\":{\"disks\":[{\"device\":\"/dev/sdb\"}],\"files\":[{\"path\":"
-         "\"/etc/x\"}]}}}",
-         NULL, NULL, NULL,
-         "unreconcilable: storage.disks cannot be applied on node n1 (mcgit does not repartition"},
-        {"another user: unreconcilable", H_OSTREE,
+        {"another user in a first config, not on the node", H_OSTREE,
          "{" IGN FILE_X ",\"passwd\":{\"users\":[{\"name\":\"admin\"}]}}}", NULL, NULL, NULL,
-         "unreconcilable: passwd.users cannot be applied on node n1"},
+         "passwd.users: entry admin is not on node n1"},
     };
     char *rec = recorder(f);
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -1724,7 +1726,9 @@ static void test_os_fields(void **state)
             if (r.state != MCG_AGENT_DEGRADED || !strstr(r.reason, t[i].reason))
                 fail_msg("%s: state %d reason '%s'", t[i].name, r.state, r.reason);
             assert_false(exists(f->root, "etc/x")); /* nothing half-applied */
-            assert_node(f, "Degraded", NULL, t[i].reason);
+            bool unrec = !strncmp(t[i].reason, "unreconcilable: ", 16);
+            assert_int_equal(r.unreconcilable, unrec);
+            assert_node(f, unrec ? "Unreconcilable" : "Degraded", NULL, t[i].reason);
         } else {
             if (r.state != MCG_AGENT_DONE)
                 fail_msg("%s: %s", t[i].name, r.reason);
@@ -1846,13 +1850,15 @@ static void test_os_fips(void **state)
     mcg_agent_result r = pass(f);
     assert_int_equal(r.state, MCG_AGENT_DEGRADED);
     assert_contains(r.reason, "unreconcilable: fips changed from false to true on node n1");
+    assert_true(r.unreconcilable); /* the node's state: Unreconcilable, as MCO writes it */
+    assert_node(f, "Unreconcilable", NULL, "fips changed");
     assert_string_equal(r.config, n1);
     /* a node whose kernel says FIPS is off cannot take fips: true */
     mcg_test_rm_rf(f->root);
     put(f->root, "etc/passwd", "core:x:1000:1000::/home/core:/bin/sh\n", 0644);
     put(f->root, "proc/sys/crypto/fips_enabled", "0\n", 0444);
     assert_int_equal(pass(f).state, MCG_AGENT_DEGRADED);
-    assert_node(f, "Degraded", NULL, "fips is true but node n1 runs with FIPS mode off");
+    assert_node(f, "Unreconcilable", NULL, "fips is true but node n1 runs with FIPS mode off");
     /* ... and one that is on, can */
     put(f->root, "proc/sys/crypto/fips_enabled", "1\n", 0444);
     r = pass(f);
@@ -1903,9 +1909,12 @@ static void test_os_resume(void **state)
     make_host(f, H_OSTREE);
     /* the first command succeeds, then the agent "dies" in the second (exit 9
      * stands in for the kill: the journal still says step 1) */
-    char *script = mcg_sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >>'%s/cmds.log'\n"
-                               "case \"$*\" in *kargs*) exit 9;; esac\nexit 0\n",
-                               f->dir);
+    char *script = mcg_sprintf(
+        "#!/bin/sh\ncase \"$*\" in *status*) printf '%%s' '{\"deployments\":[{\"booted\":true,"
+        "\"origin\":\"fedora:fedora/x86_64/coreos/stable\"}]}'; exit 0;; esac\n"
+        "printf '%%s\\n' \"$*\" >>'%s/cmds.log'\n"
+        "case \"$*\" in *kargs*) exit 9;; esac\nexit 0\n",
+        f->dir);
     put(f->dir, "rec", script, 0755);
     free(script);
     char *n1 = deploy_spec(f, "{" IGN "},\"kernelArguments\":[\"nosmt\"],"
@@ -1922,9 +1931,23 @@ static void test_os_resume(void **state)
                              "rpm-ostree kargs --delete-if-present=nosmt --append=nosmt\n");
     free(log);
     assert_node(f, "Done", n1, NULL);
+    /* the image booted before the first rebase was kept */
+    char *base = get(f->root, "var/lib/mcgit/base-image");
+    assert_non_null(base);
+    assert_string_equal(base, "rpm-ostree ostree fedora:fedora/x86_64/coreos/stable");
+    free(base);
+    /* osImageURL unset again: back to it */
+    rm_file(f->dir, "cmds.log");
+    char *n2 = deploy_spec(f, "{" IGN "},\"kernelArguments\":[\"nosmt\"]}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    log = get(f->dir, "cmds.log");
+    assert_string_equal(log, "rpm-ostree rebase fedora:fedora/x86_64/coreos/stable\n");
+    free(log);
+    assert_false(exists(f->root, "var/lib/mcgit/base-image")); /* used: gone */
     f->o.host_exec = NULL;
     free(rec);
     free(n1);
+    free(n2);
 }
 
 int main(void)

@@ -455,18 +455,33 @@ static void test_lock_no_lost_update(void **state)
 }
 
 /* The spec is kept as given, for messages. */
+/* metadata.generation and status.observedGeneration of the one pool object. */
+static void pool_gens(fx *f, json_int_t *gen, json_int_t *observed)
+{
+    json_t *items = NULL;
+    assert_int_equal(mcg_cluster_list_pools(f->c, &items, NULL), 0);
+    json_t *o = json_array_get(items, 0);
+    *gen = json_integer_value(json_object_get(json_object_get(o, "metadata"), "generation"));
+    *observed =
+        json_integer_value(json_object_get(json_object_get(o, "status"), "observedGeneration"));
+    json_decref(items);
+}
+
 /*
- * An operator's requests: a pause is an annotation the controller's pool
- * writes keep; a pause of a pool the cluster lacks is refused, writing
- * nothing; the sync counter counts every request (also from other
- * processes), an answer never moves backwards, and the controller's wait
- * wakes on another process's request but not on its own answer.
+ * An operator's requests: a pause is spec.paused, which the controller's
+ * pool writes keep (git's pause is status.pausedInGit); each change of spec
+ * moves metadata.generation and a controller write sets observedGeneration
+ * to it; a pause of a pool the cluster lacks is refused, writing nothing;
+ * the sync counter counts every request (also from other processes), an
+ * answer never moves backwards, and the controller's wait wakes on another
+ * process's request but not on its own answer.
  */
 static void test_requests(void **state)
 {
     fx *f = *state;
     mcg_err e = {0};
-    bool changed = true, git = true;
+    bool changed = true, git = false;
+    json_int_t gen = 0, observed = 0;
     add(f, "n1", NULL, 1);
     assert_int_equal(mcg_cluster_pause_pool(f->c, "worker", true, &changed, &git, &e),
                      MCG_ENOTFOUND);
@@ -476,20 +491,38 @@ static void test_requests(void **state)
     assert_int_equal(mcg_cluster_pause_pool(f->c, "Bad_Name", true, &changed, NULL, NULL),
                      MCG_EINVAL);
 
-    json_t *pool = json_pack("{s:{s:s},s:{s:b},s:{}}", "metadata", "name", "worker", "spec",
-                             "paused", 1, "status");
+    /* the controller's object: spec.paused false, git's pause in the status */
+    json_t *pool = json_pack("{s:{s:s},s:{s:b,s:i},s:{s:b,s:i}}", "metadata", "name", "worker",
+                             "spec", "paused", 0, "maxUnavailable", 1, "status", "pausedInGit", 1,
+                             "observedGeneration", 1);
     assert_int_equal(mcg_cluster_put_pool(f->c, "worker", pool, &e), 0);
+    pool_gens(f, &gen, &observed);
+    assert_int_equal(gen, 1);
+    assert_int_equal(observed, 1);
     assert_int_equal(mcg_cluster_pause_pool(f->c, "worker", true, &changed, &git, &e), 0);
     assert_true(changed);
-    assert_true(git); /* spec.paused as the controller wrote it */
+    assert_true(git); /* status.pausedInGit as the controller wrote it */
+    pool_gens(f, &gen, &observed);
+    assert_int_equal(gen, 2); /* spec changed: a new generation, not yet observed */
+    assert_int_equal(observed, 1);
     assert_int_equal(mcg_cluster_pause_pool(f->c, "worker", true, &changed, &git, &e), 0);
     assert_false(changed);
-    /* the controller writes the object again: the pause stays */
+    /* the controller writes the object again, spec.paused false: the pause stays */
     assert_int_equal(mcg_cluster_put_pool(f->c, "worker", pool, &e), 0);
     json_t *items = NULL;
     assert_int_equal(mcg_cluster_list_pools(f->c, &items, &e), 0);
     assert_true(mcg_pool_object_operator_paused(json_array_get(items, 0)));
+    assert_true(mcg_pool_object_git_paused(json_array_get(items, 0)));
     json_decref(items);
+    pool_gens(f, &gen, &observed);
+    assert_int_equal(gen, 2);
+    assert_int_equal(observed, 2); /* that write was a pass over generation 2 */
+    /* a spec change of the controller's own moves the generation too */
+    json_object_set_new(json_object_get(pool, "spec"), "maxUnavailable", json_integer(2));
+    assert_int_equal(mcg_cluster_put_pool(f->c, "worker", pool, &e), 0);
+    pool_gens(f, &gen, &observed);
+    assert_int_equal(gen, 3);
+    assert_int_equal(observed, 3);
     assert_int_equal(mcg_cluster_pause_pool(f->c, "worker", false, &changed, NULL, &e), 0);
     assert_true(changed);
     assert_int_equal(mcg_cluster_list_pools(f->c, &items, &e), 0);
@@ -505,9 +538,9 @@ static void test_requests(void **state)
     assert_int_equal(mcg_cluster_get_sync(f->c, &st, &e), 0);
     assert_int_equal(st.requested, 0);
     assert_int_equal(st.handled, 0);
-    uint64_t gen = 0;
-    assert_int_equal(mcg_cluster_request_sync(f->c, &gen, &e), 0);
-    assert_int_equal(gen, 1);
+    uint64_t sgen = 0;
+    assert_int_equal(mcg_cluster_request_sync(f->c, &sgen, &e), 0);
+    assert_int_equal(sgen, 1);
     /* requests from other processes at once: each counts */
     for (int i = 0; i < 4; i++) {
         pid_t pid = fork();

@@ -1444,7 +1444,9 @@ static void test_many_users_merge(void **state)
         "      - type: Drain\n"                                                                    \
         "    sshkey:\n"                                                                            \
         "      actions:\n"                                                                         \
-        "      - type: None\n"
+        "      - type: Reload\n"                                                                  \
+        "        reload:\n"                                                                       \
+        "          serviceName: sshd.service\n"
 
 #define CHRONY(V)                                                                                  \
     "    storage:\n      files:\n      - path: /etc/chrony.conf\n"                                 \
@@ -1479,24 +1481,29 @@ static const diff_case diff_cases[] = {
      "removed file /etc/chrony.conf: Restart chronyd.service; added directory /etc/d: Reboot; "
      "added file /etc/new.conf: Reboot",
      "Reboot"},
-    {"unit drop-ins and enabled, under a Drain rule",
+    {"unit drop-ins and enabled, under a Drain rule: and a daemon-reload (links changed)",
      "    systemd:\n      units:\n      - name: crio.service\n        dropins:\n"
      "        - name: 10-a.conf\n          contents: \"[Service]\\nA=1\\n\"\n",
      "    systemd:\n      units:\n      - name: crio.service\n        enabled: true\n"
      "        dropins:\n        - name: 10-a.conf\n          contents: \"[Service]\\nA=2\\n\"\n"
      "        - name: 20-b.conf\n          contents: \"[Service]\\nB=1\\n\"\n",
-     true, "changed unit crio.service (enabled, dropin 10-a.conf, dropin 20-b.conf): Drain",
-     "Drain"},
+     true,
+     "changed unit crio.service (enabled, dropin 10-a.conf, dropin 20-b.conf): Drain, DaemonReload",
+     "Drain, DaemonReload"},
     {"a unit added without a rule, to a node with no config", NULL,
      "    systemd:\n      units:\n      - name: x.service\n        contents: \"[Unit]\\n\"\n", true,
      "added unit x.service: Reboot", "Reboot"},
-    {"SSH keys under the sshkey rule, password in place", CHRONY("a"),
+    {"SSH keys and the password hash under the sshkey rule, as MCO", CHRONY("a"),
      CHRONY("a") "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n"
                  "        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE3m8S3Ey4tJ2Ykq6vQW2nC0m5J0Kc7q op\n"
                  "        passwordHash: $6$x$y\n",
      true,
-     "added sshAuthorizedKeys core (1 added, 0 removed): None; added passwordHash core: None",
-     "None"},
+     "added sshAuthorizedKeys core (1 added, 0 removed): Reload sshd.service; added passwordHash "
+     "core: Reload sshd.service",
+     "Reload sshd.service"},
+    {"the password hash alone: the sshkey rule", CHRONY("a"),
+     CHRONY("a") "    passwd:\n      users:\n      - name: core\n        passwordHash: $6$x$y\n",
+     true, "added passwordHash core: Reload sshd.service", "Reload sshd.service"},
     {"kernel arguments and kernel type: Reboot", CHRONY("a") "  kernelArguments: [quiet]\n",
      CHRONY("a") "  kernelArguments: [nosmt]\n  kernelType: realtime\n", true,
      "changed kernelArguments kernelArguments (+nosmt, -quiet): Reboot; "

@@ -361,7 +361,7 @@ static void test_capacity_basic(void **state)
     assert_int_equal(st->unavailable_count, 2); /* as the plan leaves them */
     assert_int_equal(st->max_unavailable, 2);
     assert_true(st->conds[MCG_COND_UPDATING].status);
-    assert_string_equal(st->conds[MCG_COND_UPDATING].message, "2 of 5 nodes updating to new");
+    assert_string_equal(st->conds[MCG_COND_UPDATING].message, "All nodes are updating to MachineConfig new (2 of 5 nodes updating)");
     assert_false(st->conds[MCG_COND_UPDATED].status);
 }
 
@@ -380,7 +380,7 @@ static void test_capacity_unavailable(void **state)
     assert_int_equal(p->nupdates, 0);
     assert_int_equal(p->pools[0].unavailable_count, 3);
     assert_string_equal(p->pools[0].conds[MCG_COND_UPDATING].message,
-                        "1 of 5 nodes updating to new");
+                        "All nodes are updating to MachineConfig new (1 of 5 nodes updating)");
 
     /* the cordoned node is uncordoned: one slot */
     w->nodes[1].unschedulable = false;
@@ -410,7 +410,7 @@ static void test_capacity_degraded(void **state)
     assert_true(st->conds[MCG_COND_DEGRADED].status);
     assert_false(st->conds[MCG_COND_RENDER_DEGRADED].status);
     assert_string_equal(st->conds[MCG_COND_NODE_DEGRADED].message,
-                        "1 node degraded: failing (Degraded: write /etc/x: read-only file system)");
+                        "Node failing is reporting: \"write /etc/x: read-only file system\"");
     assert_string_equal(st->conds[MCG_COND_DEGRADED].reason, "NodesDegraded");
 
     /* with maxUnavailable 1 the failing node blocks the rollout */
@@ -441,7 +441,7 @@ static void test_retarget_failing(void **state)
     assert_null(find_update(p, "busy"));
     assert_int_equal(p->pools[0].degraded_count, 2);
     assert_string_equal(p->pools[0].conds[MCG_COND_NODE_DEGRADED].message,
-                        "2 nodes degraded: bad1 (Degraded), bad2 (Unreconcilable)");
+                        "Node bad1 is reporting: \"Degraded\", Node bad2 is reporting: \"Unreconcilable\"");
 
     /* a failing node that is not ready stays */
     w->nodes[0].ready = false;
@@ -490,7 +490,7 @@ static void test_percent(void **state)
     p = plan(w);
     assert_int_equal(p->nupdates, 25);
     assert_string_equal(p->pools[0].conds[MCG_COND_UPDATING].message,
-                        "25 of 25 nodes updating to new");
+                        "All nodes are updating to MachineConfig new (25 of 25 nodes updating)");
 }
 
 static void test_default_one(void **state)
@@ -576,7 +576,7 @@ static void test_paused(void **state)
     assert_false(st->conds[MCG_COND_UPDATING].status);
     assert_string_equal(st->conds[MCG_COND_UPDATING].reason, "Paused");
     assert_string_equal(st->conds[MCG_COND_UPDATING].message,
-                        "Pool is paused (in git); will not update to new");
+                        "Pool is paused; will not update to MachineConfig new (paused in git)");
     assert_string_equal(st->configuration, "old");
 
     /* an operator's pause holds the rollout the same way and is named */
@@ -586,11 +586,11 @@ static void test_paused(void **state)
     assert_int_equal(p->nupdates, 0);
     assert_false(p->pools[0].conds[MCG_COND_UPDATING].status);
     assert_string_equal(p->pools[0].conds[MCG_COND_UPDATING].message,
-                        "Pool is paused (by an operator); will not update to new");
+                        "Pool is paused; will not update to MachineConfig new (paused by an operator)");
     ((mcg_pool *)v->pool)->paused = true;
     p = plan(w);
     assert_string_equal(p->pools[0].conds[MCG_COND_UPDATING].message,
-                        "Pool is paused (in git and by an operator); will not update to new");
+                        "Pool is paused; will not update to MachineConfig new (paused in git and by an operator)");
     assert_int_equal(p->nupdates, 0);
     /* resumed by the operator, still paused in git: nothing moves */
     v->operator_paused = false;
@@ -707,9 +707,12 @@ static void test_render_error(void **state)
     const mcg_pool_status *st = &p->pools[0];
     assert_true(st->conds[MCG_COND_RENDER_DEGRADED].status);
     assert_string_equal(st->conds[MCG_COND_RENDER_DEGRADED].reason, "RenderFailed");
-    assert_string_equal(st->conds[MCG_COND_RENDER_DEGRADED].message, v->render_error);
+    assert_string_equal(st->conds[MCG_COND_RENDER_DEGRADED].message,
+                        "Failed to render configuration for pool worker: "
+                        "machineconfigs/10-x.yaml:3: unknown key 'foo'");
     assert_true(st->conds[MCG_COND_DEGRADED].status);
-    assert_string_equal(st->conds[MCG_COND_DEGRADED].message, v->render_error);
+    assert_string_equal(st->conds[MCG_COND_DEGRADED].message,
+                        st->conds[MCG_COND_RENDER_DEGRADED].message);
     assert_false(st->conds[MCG_COND_NODE_DEGRADED].status);
     assert_false(st->conds[MCG_COND_UPDATED].status);
     assert_false(st->conds[MCG_COND_UPDATING].status);
@@ -725,8 +728,9 @@ static void test_render_error(void **state)
     assert_true(st->conds[MCG_COND_RENDER_DEGRADED].status);
     assert_string_equal(st->conds[MCG_COND_DEGRADED].reason, "RenderAndNodesDegraded");
     assert_string_equal(st->conds[MCG_COND_DEGRADED].message,
+                        "Failed to render configuration for pool worker: "
                         "machineconfigs/10-x.yaml:3: unknown key 'foo'; "
-                        "1 node degraded: deg (Degraded)");
+                        "Node deg is reporting: \"Degraded\"");
 
     /* the caller names the cause: an unreachable source is FetchFailed */
     v->render_error = "fetch from origin failed: connection refused";
@@ -776,7 +780,7 @@ static void test_fully_updated(void **state)
     assert_string_equal(st->configuration, "new");
     assert_true(st->conds[MCG_COND_UPDATED].status);
     assert_string_equal(st->conds[MCG_COND_UPDATED].reason, "AllNodesUpdated");
-    assert_string_equal(st->conds[MCG_COND_UPDATED].message, "All nodes are updated with new");
+    assert_string_equal(st->conds[MCG_COND_UPDATED].message, "All nodes are updated with MachineConfig new");
     assert_false(st->conds[MCG_COND_UPDATING].status);
     assert_string_equal(st->conds[MCG_COND_UPDATING].reason, "");
     assert_string_equal(st->conds[MCG_COND_UPDATING].message, "");
@@ -846,7 +850,7 @@ static void test_counts_mixed(void **state)
     assert_int_equal(st->degraded_count, 2);
     assert_int_equal(st->updating_count, 5);
     assert_string_equal(st->conds[MCG_COND_NODE_DEGRADED].message,
-                        "2 nodes degraded: degraded (Degraded), unrec (Unreconcilable)");
+                        "Node degraded is reporting: \"Degraded\", Node unrec is reporting: \"Unreconcilable\"");
 }
 
 static void test_degraded_message(void **state)
@@ -857,6 +861,7 @@ static void test_degraded_message(void **state)
     for (int i = 0; i < 5; i++)
         add_node(w, names[i], "worker", "S", "T", MCG_STATE_DEGRADED);
     w->nodes[4].reason = "line one\nline two\ttab";
+    w->nodes[2].reason = "say \"no\" \\ twice"; /* c: quoted as Go's %q would */
     char longr[600];
     memset(longr, 'x', sizeof(longr) - 1);
     longr[sizeof(longr) - 1] = '\0';
@@ -866,8 +871,8 @@ static void test_degraded_message(void **state)
     const char *msg = p->pools[0].conds[MCG_COND_NODE_DEGRADED].message;
     char want[1024];
     snprintf(want, sizeof(want),
-             "5 nodes degraded: a (Degraded: line one line two tab), b (Degraded: %.198s"
-             "\xc3\xa9...), c (Degraded), and 2 more",
+             "Node a is reporting: \"line one line two tab\", Node b is reporting: \"%.198s"
+             "\xc3\xa9...\", Node c is reporting: \"say \\\"no\\\" \\\\ twice\", and 2 more",
              longr);
     assert_string_equal(msg, want);
 
@@ -876,8 +881,8 @@ static void test_degraded_message(void **state)
     p = plan(w);
     msg = p->pools[0].conds[MCG_COND_NODE_DEGRADED].message;
     snprintf(want, sizeof(want),
-             "5 nodes degraded: a (Degraded: line one line two tab), b (Degraded: %.199s...), "
-             "c (Degraded), and 2 more",
+             "Node a is reporting: \"line one line two tab\", Node b is reporting: \"%.199s...\", "
+             "Node c is reporting: \"say \\\"no\\\" \\\\ twice\", and 2 more",
              longr);
     assert_string_equal(msg, want);
 }

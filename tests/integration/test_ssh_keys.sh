@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# test_ssh_keys.sh — core's SSH keys as MCO leaves them: in
+# /home/core/.ssh/authorized_keys.d/ignition, where Ignition writes them at
+# install and MCO's daemon updates them. A key installed there and dropped
+# from the MachineConfigs is gone after the rollout; the other files sshd
+# would read keys for core from (.ssh/authorized_keys, an older mcgit's
+# authorized_keys.d/mcgit) are removed, and what was in them before mcgit
+# comes back, with the install-time keys file, when core's keys leave the
+# config. A file put back there later is drift, named.
+. "$(dirname "$0")/lib.sh"
+need jq
+
+mkkey op ed25519
+signer_line op@example.com op >"$T/trust"
+R=$T/cfg
+"$MCGIT" init "$R" >/dev/null 2>&1
+sign_setup "$R" "$T/trust"
+keys_mc() { # KEY...: core's sshAuthorizedKeys, for pool worker
+  { cat <<'EOF'
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-worker-ssh
+  labels: {machineconfiguration.openshift.io/role: worker}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    passwd:
+      users:
+      - name: core
+        sshAuthorizedKeys:
+EOF
+    for k in "$@"; do echo "        - $k"; done; } >"$R/machineconfigs/99-worker-ssh.yaml"
+}
+CL=local:$T/cl
+"$MCGIT" node add --cluster "$CL" w0 --labels node-role.kubernetes.io/worker= >/dev/null
+H=$T/cl/roots/w0/home/core/.ssh
+mkdir -p "$H/authorized_keys.d"
+# as installed: Ignition's keys file, a key an admin added by hand, an older mcgit's file
+echo "ssh-ed25519 AAAAinstall install@host" >"$H/authorized_keys.d/ignition"
+echo "ssh-ed25519 AAAAbyhand byhand@host" >"$H/authorized_keys"
+echo "ssh-ed25519 AAAAold old-mcgit@host" >"$H/authorized_keys.d/mcgit"
+ctl() { "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CL" --once >/dev/null 2>&1 || true; }
+agent() { "$MCGIT" agent --node w0 --cluster "$CL" --once -q >"$T/agent.out" 2>&1 || true; }
+state() { jq -r '.metadata.annotations["machineconfiguration.mcgit.io/state"] + " " + (.metadata.annotations["machineconfiguration.mcgit.io/reason"] // "")' "$T/cl/nodes/w0.json"; }
+every_key() { cat "$H/authorized_keys" "$H"/authorized_keys.d/* 2>/dev/null | sort | paste -sd' ' -; }
+
+keys_mc "ssh-ed25519 AAAAkeyA a@example.com" "ssh-ed25519 AAAAkeyB b@example.com"
+scommit "$R" op "keys A and B"
+ctl; agent
+[ "$(state)" = "Done " ] && ok "w0 Done" || bad "w0: $(state)"
+[ "$(cat "$H/authorized_keys.d/ignition")" = "$(printf 'ssh-ed25519 AAAAkeyA a@example.com\nssh-ed25519 AAAAkeyB b@example.com')" ] &&
+  ok "keys in authorized_keys.d/ignition, the file MCO manages" || bad "ignition: $(cat "$H/authorized_keys.d/ignition")"
+[ "$(stat -c %a "$H/authorized_keys.d/ignition")" = 600 ] && ok "mode 0600" || bad "mode"
+[ ! -e "$H/authorized_keys" ] && [ ! -e "$H/authorized_keys.d/mcgit" ] &&
+  ok "the other files sshd reads for core are gone" || bad "left: $(ls -A "$H" "$H/authorized_keys.d")"
+[ "$(every_key)" = "ssh-ed25519 AAAAkeyA a@example.com ssh-ed25519 AAAAkeyB b@example.com" ] &&
+  ok "every key sshd can read for core is a rendered one" || bad "keys: $(every_key)"
+case "$(every_key)" in *install@host*) bad "the install-time key still works" ;; *) ok "the install-time key no longer works" ;; esac
+
+keys_mc "ssh-ed25519 AAAAkeyA a@example.com"
+scommit "$R" op "key B revoked"
+ctl; agent
+[ "$(every_key)" = "ssh-ed25519 AAAAkeyA a@example.com" ] && ok "a key dropped from the MachineConfig is revoked" ||
+  bad "keys after revoking B: $(every_key)"
+
+echo "ssh-ed25519 AAAAsneaky sneaky@host" >"$H/authorized_keys"
+"$MCGIT" agent --node w0 --cluster "$CL" --once -q >/dev/null 2>&1 || true
+case "$(state)" in "Degraded drift: "*"/home/core/.ssh/authorized_keys: present, want absent"*) ok "a keys file put back is drift, named" ;;
+  *) bad "after a sneaky authorized_keys: $(state)" ;; esac
+rm "$H/authorized_keys"
+agent
+[ "$(state)" = "Done " ] && ok "removed again: Done by itself" || bad "w0: $(state)"
+
+git -C "$R" rm -q machineconfigs/99-worker-ssh.yaml
+scommit "$R" op "core's keys no longer managed"
+ctl; agent
+[ "$(cat "$H/authorized_keys.d/ignition")" = "ssh-ed25519 AAAAinstall install@host" ] &&
+  [ "$(cat "$H/authorized_keys")" = "ssh-ed25519 AAAAbyhand byhand@host" ] &&
+  [ "$(cat "$H/authorized_keys.d/mcgit")" = "ssh-ed25519 AAAAold old-mcgit@host" ] &&
+  ok "keys leaving the config: what was there before mcgit is back" || bad "after unmanaging: $(every_key)"
+finish
