@@ -10,9 +10,9 @@
  * and the status to publish. Nothing here reads files, clocks or the
  * environment, so the same inputs always give the same plan.
  *
- * Rules follow MCO's node controller (pkg/controller/node/), see
- * REFERENCE.md "Pools and rollout"; rollout.c documents each predicate and
- * the places where mcgit is deliberately stricter. The safety property the
+ * Rules follow MCO's node controller (pkg/controller/node/) as
+ * docs/concepts.md ("Rollout") describes them; rollout.c documents each
+ * predicate and the places where mcgit is deliberately stricter. The safety property the
  * planner keeps: the writes of one plan never bring the number of a pool's
  * nodes that are not settled (current != desired, or state not Done, or not
  * ready) above the pool's maxUnavailable, and never raise it when it is

@@ -164,15 +164,25 @@ desire() { python3 "$T/cfg.py" "$NODE_CL" desire "$1"; }
 field() { python3 "$T/cfg.py" "$NODE_CL" field "$1"; }
 
 # ---------------------------------------------------------------- fixtures
-# fixture_signed_repo DIR: the key op ($T/keys/op, ed25519), the trust file
-# $T/trust holding op@example.com's line, and a config repo DIR from
-# `mcgit init` whose commits scommit signs and git verify-commit checks
-# against $T/trust. Nothing is committed yet.
+# fixture_signed_repo DIR [KEY]: the key KEY (default op; $T/keys/KEY,
+# ed25519, made unless there), the trust file $T/trust holding only
+# KEY@example.com's line, and a config repo DIR from `mcgit init` whose
+# commits scommit signs and git verify-commit checks against $T/trust.
+# Nothing is committed yet.
 fixture_signed_repo() {
-  [ -e "$T/keys/op" ] || mkkey op ed25519
-  signer_line op@example.com op >"$T/trust"
+  local key=${2:-op}
+  [ -e "$T/keys/$key" ] || mkkey "$key" ed25519
+  signer_line "$key@example.com" "$key" >"$T/trust"
   "$MCGIT" init "$1" >/dev/null 2>&1 || { echo "fixture_signed_repo: mcgit init $1 failed" >&2; return 1; }
   sign_setup "$1" "$T/trust"
+}
+# fixture_server DIR [TRUST]: a bare repository DIR with mcgit's hooks
+# installed against the trust file TRUST (default $T/trust): the server
+# operators push to.
+fixture_server() {
+  git init -q --bare "$1"
+  "$MCGIT" hook install --repo "$1" --trust "${2:-$T/trust}" >/dev/null 2>&1 ||
+    { echo "fixture_server: mcgit hook install --repo $1 failed" >&2; return 1; }
 }
 # fixture_v1 DIR: commit, signed by op, the MachineConfig 10-worker writing
 # /etc/demo.conf = v1 (message "v1").

@@ -12,8 +12,7 @@ mkkey bob ed25519
 TR=$T/trust
 { signer_line alice@example.com alice; signer_line bob@example.com bob 'namespaces="git"'; } >"$TR"
 S=$T/srv.git
-git init -q --bare "$S"
-"$MCGIT" hook install --repo "$S" --trust "$TR" >/dev/null
+fixture_server "$S" "$TR"
 W=$T/w
 "$MCGIT" init "$W" >/dev/null
 sign_setup "$W" "$TR"

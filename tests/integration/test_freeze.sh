@@ -6,11 +6,8 @@
 # signed `mcgit heartbeat` clears it; bundle verify/import print the age.
 . "$(dirname "$0")/lib.sh"
 
-mkkey alice ed25519
-signer_line alice@example.com alice >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R" alice
 mkdir -p "$R/.mcgit"
 printf 'maxSourceAge: 720h\n' >"$R/.mcgit/policy.yaml"
 scommit "$R" alice "config, 2026-01-01"   # lib.sh dates commits 2026-01-01: months ago

@@ -23,8 +23,7 @@ scommit "$A" carol "backdated history"
 expect_rc 0 "each commit verifies by its own date (carol was valid in 2024)" -- "$MCGIT" verify --repo "$A" --trust "$TR"
 
 # a fresh server
-git init -q --bare "$T/srv.git"
-"$MCGIT" hook install --repo "$T/srv.git" --trust "$TR" >/dev/null
+fixture_server "$T/srv.git" "$TR"
 expect_rc 1 "push to a fresh server: refused" -- git -C "$A" push "$T/srv.git" main
 expect_grep "refusing refs/heads/main: commit [0-9a-f]{12}: on arrival: key SHA256:[^ ]+ is not valid at" "$T/err" \
   "the pusher is told the newest commit's key is not valid now"

@@ -10,8 +10,7 @@
 mkkey alice ed25519
 signer_line alice@example.com alice >"$T/trust"
 S=$T/srv.git
-git init -q --bare "$S"
-"$MCGIT" hook install --repo "$S" --trust "$T/trust" >/dev/null
+fixture_server "$S"
 W=$T/w
 "$MCGIT" init "$W" >/dev/null
 sign_setup "$W" "$T/trust"

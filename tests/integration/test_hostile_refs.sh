@@ -15,8 +15,7 @@ mkkey bob ed25519
 TR=$T/trust
 { signer_line alice@example.com alice; signer_line bob@example.com bob; } >"$TR"
 S=$T/srv.git
-git init -q --bare -b main "$S"
-"$MCGIT" hook install --repo "$S" --trust "$TR" >/dev/null 2>&1
+fixture_server "$S" "$TR"
 W=$T/w
 "$MCGIT" init "$W" >/dev/null 2>&1
 sign_setup "$W" "$TR"

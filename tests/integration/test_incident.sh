@@ -31,8 +31,7 @@ TR=$ETC/allowed_signers
 
 # the server, with hooks; the operators' clone; a controller's mirror
 SV=$T/server.git
-git init -q --bare "$SV"
-"$MCGIT" hook install --repo "$SV" --trust "$TR" >/dev/null
+fixture_server "$SV" "$TR"
 W=$T/work
 "$MCGIT" init "$W" >/dev/null
 sign_setup "$W" "$TR"

@@ -7,12 +7,9 @@
 . "$(dirname "$0")/lib.sh"
 need python3
 
-mkkey alice ed25519
 TR=$T/trust
-signer_line alice@example.com alice >"$TR"
 W=$T/w
-"$MCGIT" init "$W" >/dev/null
-sign_setup "$W" "$TR"
+fixture_signed_repo "$W" alice
 scommit "$W" alice base
 BASE=$(git -C "$W" rev-parse HEAD)
 echo change >"$W/NOTES"
@@ -41,8 +38,7 @@ expect_rc 1 "mcgit verify rejects it too" -- "$MCGIT" verify --repo "$W" --trust
 expect_grep "^bad $MOVED commit is not signed$" "$T/out" "as unsigned"
 
 S=$T/srv.git
-git init -q --bare "$S"
-"$MCGIT" hook install --repo "$S" --trust "$TR" >/dev/null
+fixture_server "$S" "$TR"
 git -C "$W" push -q "$S" "$BASE:refs/heads/main" 2>/dev/null
 expect_rc 1 "the pre-receive hook refuses it" -- git -C "$W" push "$S" main
 expect_grep "refusing refs/heads/main: commit ${MOVED:0:12}: commit is not signed" "$T/err" "the pusher is told it is unsigned"

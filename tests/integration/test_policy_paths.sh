@@ -17,8 +17,7 @@ n=0
 server_with_policy() {
   n=$((n + 1))
   S=$T/srv$n.git W=$T/w$n
-  git init -q --bare "$S"
-  "$MCGIT" hook install --repo "$S" --trust "$TR" >/dev/null
+  fixture_server "$S" "$TR"
   "$MCGIT" init "$W" >/dev/null
   sign_setup "$W" "$TR"
   git -C "$W" remote add origin "$S"

@@ -4,12 +4,9 @@
 # messages and reproducibility; refusals that move nothing; rollback trees.
 . "$(dirname "$0")/lib.sh"
 
-mkkey alice ed25519
 TR=$T/trust
-signer_line alice@example.com alice >"$TR"
 R=$T/src
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$TR"
+fixture_signed_repo "$R" alice
 g() { git -C "$R" "$@"; }
 refs() { git -C "${1:-$R}" for-each-ref --format='%(refname) %(objectname)'; }
 mc() { # mc FILE NAME ROLE CHRONY-LINE: a MachineConfig with a file, a unit and a drop-in

@@ -22,8 +22,7 @@ mkkey bob ecdsa
 TR=$T/trust
 signer_line alice@example.com alice >"$TR"
 S=$T/server.git
-git init -q --bare -b main "$S"
-"$MCGIT" hook install --repo "$S" --trust "$TR" >/dev/null
+fixture_server "$S" "$TR"
 C=$T/ops
 "$MCGIT" init "$C" >/dev/null 2>&1
 sign_setup "$C" "$TR"

@@ -78,8 +78,7 @@ mkkey op ed25519
 signer_line op@example.com op >"$T/trust"
 sign_setup "$R" "$T/trust"
 scommit "$R" op "broken"
-git init -q --bare "$T/server.git"
-"$MCGIT" hook install --repo "$T/server.git" --trust "$T/trust" >/dev/null 2>&1
+fixture_server "$T/server.git"
 git -C "$R" push -q "$T/server.git" main >"$T/out" 2>"$T/push.err" && bad "broken push accepted" || ok "the push is refused"
 grep "refusing refs/heads/main: " "$T/push.err" >"$T/refusals" || true
 sorted "$T/refusals" && ok "the hook's remote: lines are by file, then line" || { bad "hook order"; cat "$T/push.err"; }

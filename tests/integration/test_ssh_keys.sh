@@ -10,11 +10,8 @@
 . "$(dirname "$0")/lib.sh"
 need jq
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R"
 keys_mc() { # KEY...: core's sshAuthorizedKeys, for pool worker
   { cat <<'EOF'
 apiVersion: machineconfiguration.openshift.io/v1

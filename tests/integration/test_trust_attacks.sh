@@ -105,8 +105,7 @@ pushed "fresh server: E to refs/mcgit/verified is refused" 1 "$T/srv2.git" -- -C
 pushed "fresh server: E to main is refused" 1 "$T/srv2.git" -- -C "$C" push "file://$T/srv2.git" "$E:refs/heads/main"
 [ -z "$(srefs "$T/srv2.git")" ] && ok "fresh server: no ref at all" || bad "fresh server has refs: $(srefs "$T/srv2.git")"
 # hook install points HEAD at the source branch
-git init -q --bare "$T/srv3.git"
-"$MCGIT" hook install --repo "$T/srv3.git" --trust "$TR" >/dev/null 2>&1
+fixture_server "$T/srv3.git" "$TR"
 [ "$(git -C "$T/srv3.git" symbolic-ref HEAD)" = refs/heads/main ] && ok "hook install points HEAD at main" || bad "HEAD: $(git -C "$T/srv3.git" symbolic-ref HEAD)"
 "$MCGIT" hook install --repo "$T/srv3.git" --trust "$TR" --source-branch production >/dev/null 2>&1
 [ "$(git -C "$T/srv3.git" symbolic-ref HEAD)" = refs/heads/production ] && [ "$(git -C "$T/srv3.git" config mcgit.sourceBranch)" = production ] \

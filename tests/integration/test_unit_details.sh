@@ -16,11 +16,8 @@
 . "$(dirname "$0")/lib.sh"
 need jq
 
-mkkey op ed25519
-signer_line op@example.com op >"$T/trust"
 R=$T/cfg
-"$MCGIT" init "$R" >/dev/null 2>&1
-sign_setup "$R" "$T/trust"
+fixture_signed_repo "$R"
 CL=local:$T/cl
 "$MCGIT" node add --cluster "$CL" w0 --labels node-role.kubernetes.io/worker= >/dev/null
 N=$T/cl/roots/w0

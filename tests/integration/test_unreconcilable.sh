@@ -15,15 +15,11 @@
 . "$(dirname "$0")/lib.sh"
 need jq
 
-mkkey op ed25519
 TR=$T/trust
-signer_line op@example.com op >"$TR"
-S=$T/server.git
-git init -q --bare "$S"
-"$MCGIT" hook install --repo "$S" --trust "$TR" >/dev/null 2>&1
 C=$T/client
-"$MCGIT" init "$C" >/dev/null 2>&1
-sign_setup "$C" "$TR"
+fixture_signed_repo "$C"
+S=$T/server.git
+fixture_server "$S" "$TR"
 git -C "$C" remote add origin "file://$S"
 write_mc "$C" 10-worker worker /etc/demo.conf v1
 cat >"$C/machineconfigs/98-worker-var-partition.yaml" <<'EOF'

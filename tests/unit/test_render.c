@@ -2,7 +2,8 @@
  * test_render.c — selection, merge, canonical spec and content names.
  *
  * Each test builds a small config repo from YAML strings (through the real
- * parser), renders it, and checks one rule of REFERENCE.md: keyed merges
+ * parser), renders it, and checks one rule of docs/concepts.md
+ * ("Rendering") or docs/config-repo.md: keyed merges
  * field by field, drop-ins per unit, SSH keys united in order, custom pools
  * inheriting worker, order by name, defaults normalised before hashing, the
  * pool name left out of the hash, and the refusals (a pool selecting
