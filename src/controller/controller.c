@@ -734,6 +734,18 @@ static int pass_desired(pass *p, mcg_err *err)
     return 0;
 }
 
+/* A Kubernetes Event for each rollout halted in this pass (best effort). */
+static void halt_events(pass *p)
+{
+    for (size_t i = 0; p->safe && i < p->m->npools; i++) {
+        if (!p->safe[i].raised_now || !p->safe[i].halted_msg)
+            continue;
+        mcg_event ev = {"mcgit-controller", true, p->m->pools[i].name, true, "RolloutHalted",
+                        p->safe[i].halted_msg};
+        mcg_cluster_event(p->c, &ev, NULL);
+    }
+}
+
 /*
  * 7. Status: the pools' objects (written only when they changed), metrics
  * and events; pools removed from the repo lose their objects.
@@ -756,6 +768,8 @@ static int pass_status(pass *p, mcg_err *err)
             return rc;
     }
     mcg_ctl_record_status(p->o->metrics, p->plan, p->nodes, p->nnodes, p->now);
+    mcg_ctl_record_safe(p->o->metrics, p->plan, p->safe, p->nodes, p->nnodes);
+    halt_events(p);
     mcg_ctl_emit_events(p->c, p->plan, p->prev_pools, &res->targeted, p->src, res->event_error,
                         sizeof(res->event_error));
     /* pools removed from the repo lose their objects */

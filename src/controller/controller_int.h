@@ -74,6 +74,10 @@ void mcg_ctl_record_imports(mcg_metrics *m, const char *repo);
 
 void mcg_ctl_record_status(mcg_metrics *m, const mcg_rollout_plan *plan, const mcg_node *nodes,
                            size_t nnodes, int64_t now);
+/* Safe rollouts: mcgit_rollout_halted per pool, a halt raised in this pass
+ * in mcgit_health_check_failures_total, mcgit_disruptions_in_progress. */
+void mcg_ctl_record_safe(mcg_metrics *m, const mcg_rollout_plan *plan, const mcg_safe_pool *sp,
+                         const mcg_node *nodes, size_t nnodes);
 
 /*
  * Kubernetes Events about pools after a pass (events.c): a new target,

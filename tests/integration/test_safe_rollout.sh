@@ -98,6 +98,9 @@ expect_grep "^True HealthCheckFailed node w1: health check api failed on source 
   "RolloutHalted names the node, the check and the source commit"
 expect_grep "Next: \`mcgit rollback --repo $R [0-9a-f]{12}\` restores the last good source" <(cond RolloutHalted) \
   "and the rollback that restores the last good source"
+jq -r 'select(.reason == "RolloutHalted") | "\(.name) \(.type) \(.message)"' "$T/cl/events.jsonl" >"$T/halt-events" 2>/dev/null || true
+[ "$(wc -l <"$T/halt-events")" = 1 ] && grep -q "^worker Warning node w1: health check api failed" "$T/halt-events" &&
+  ok "one RolloutHalted event about the pool" || { bad "events"; sed 's/^/    /' "$T/halt-events"; tail -3 "$T/cl/events.jsonl"; }
 ctl
 [ "$(ann w2 desiredConfig)" = "$V1" ] && ok "the third node never gets the config" || bad "w2 moved: $(ann w2 desiredConfig)"
 "$MCGIT" status --cluster "$CL" >"$T/status.txt" 2>&1 || true
