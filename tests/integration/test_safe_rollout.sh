@@ -104,6 +104,9 @@ jq -r 'select(.reason == "RolloutHalted") | "\(.name) \(.type) \(.message)"' "$T
 ctl
 [ "$(ann w2 desiredConfig)" = "$V1" ] && ok "the third node never gets the config" || bad "w2 moved: $(ann w2 desiredConfig)"
 "$MCGIT" status --cluster "$CL" >"$T/status.txt" 2>&1 || true
+expect_grep "^worker: RolloutHalted: node w1: health check api failed" "$T/status.txt" "mcgit status says the pool is halted"
+"$MCGIT" status --cluster "$CL" nodes -o wide >"$T/nodes.txt" 2>&1 || true
+expect_grep "^w1 .*Degraded +worker +health check api failed" "$T/nodes.txt" "and, per node, the check that failed"
 
 # ---------------------------------------------------------------- resume lifts it
 expect_rc 0 "mcgit pool resume worker" -- "$MCGIT" pool resume worker --cluster "$CL"
@@ -175,6 +178,8 @@ scommit "$R" op "v7, windows"
 SAT_0200=$(date -d '2026-11-28T01:00:00Z' +%s)
 MCGIT_TEST_NOW=$SAT_0200 ctl
 V7=$(target)
+"$MCGIT" status --cluster "$CL" >"$T/status.txt" 2>&1 || true
+expect_grep "^worker: waiting for the window Sat 03:00 Europe/Berlin, in 60m$" "$T/status.txt" "mcgit status says when the window opens"
 [ "$(at_target "$V7")" = 0 ] && ok "outside the window no node starts an update" || bad "moved outside the window"
 expect_grep "^False MaintenanceWindow waiting for the window Sat 03:00 Europe/Berlin, in 60m" <(cond Updating) \
   "the pool says when the window opens"
