@@ -155,6 +155,9 @@ pool_yaml '  rollout:
     healthTimeout: 3s' 3
 write_mc "$R" 10-app worker /etc/app.conf v6
 scommit "$R" op "v6, canary"
+expect_rc 0 "mcgit plan of the canary" -- "$MCGIT" plan --repo "$R" --trust "$T/trust"
+expect_grep "^  canary: 1 node first, the next wave after 3s healthy$" "$T/out" "plan shows the canary"
+expect_grep "^  health checks: api \(/usr/local/bin/check-api\) within 3s; on failure: Revert$" "$T/out" "plan shows the checks"
 ctl
 V6=$(target)
 [ "$(at_target "$V6")" = 1 ] && ok "canary: the first wave is one node" || bad "canary wave: $(at_target "$V6") nodes"
@@ -175,6 +178,8 @@ pool_yaml '  maintenanceWindows:
     timeZone: Europe/Berlin' 3
 write_mc "$R" 10-app worker /etc/app.conf v7
 scommit "$R" op "v7, windows"
+expect_rc 0 "mcgit plan with a window" -- "$MCGIT" plan --repo "$R" --trust "$T/trust"
+expect_grep "^  maintenance window: Sat 03:00 for 1h Europe/Berlin$" "$T/out" "plan shows the window"
 SAT_0200=$(date -d '2026-11-28T01:00:00Z' +%s)
 MCGIT_TEST_NOW=$SAT_0200 ctl
 V7=$(target)
