@@ -6,6 +6,8 @@
 #   valgrind  Valgrind over the unit tests of the Debug build
 #   clang     a clang build (-Werror) and its unit tests
 #   fuzz      every tests/fuzz target, MCGIT_FUZZ_SECONDS each (default 10)
+#   vm        the agent on a real Debian 12 guest under QEMU
+#             (tests/vm/test_real_node.sh, scenarios 1, 2 and 5)
 # Every phase runs even when an earlier one failed (a build that fails fails
 # only its own phase and those that need it). At the end one line per phase:
 # passed, failed, skipped, seconds. Exit status 1 if any phase failed.
@@ -148,6 +150,39 @@ else
   [ "$require_all" = 1 ] && st=FAILED && echo "MCGIT_REQUIRE_ALL=1: clang is required"
   phase_end clang "$st" 0 0 1 "$start"
   phase_end fuzz "$st" 0 0 1 "$start"
+fi
+
+# ----------------------------------------------------------------------- vm
+# The agent on a real Debian 12 guest under QEMU (tests/vm/test_real_node.sh:
+# scenarios 1, 2 and 5; `--all` runs the others too, outside CI). Skipped
+# with its reason where QEMU cannot run (not root, QEMU not installed): a
+# failure with MCGIT_REQUIRE_ALL=1.
+start=$(date +%s)
+echo "== vm: tests/vm/test_real_node.sh (a real guest under QEMU)"
+vm_skip=
+if [ "$(id -u)" != 0 ]; then vm_skip="not root (debootstrap, chroot)"
+elif ! command -v qemu-system-x86_64 >/dev/null || ! command -v qemu-img >/dev/null; then
+  vm_skip="QEMU not installed (tests/setup.sh installs it)"
+elif [ "$debug_built" != 1 ]; then vm_skip="no Debug build"
+fi
+if [ -n "$vm_skip" ]; then
+  echo "vm: skipped: $vm_skip"
+  st=ok
+  [ "$require_all" = 1 ] && st=FAILED && echo "MCGIT_REQUIRE_ALL=1: the VM tests are required"
+  phase_end vm "$st" 0 0 1 "$start"
+else
+  rc=0
+  MCGIT=$PWD/build/mcgit SRC=$PWD bash tests/vm/test_real_node.sh 2>&1 | tee "$work/vm.log" || rc=${PIPESTATUS[0]}
+  vpass=$(sed -nE 's/^([0-9]+) passed, [0-9]+ failed$/\1/p' "$work/vm.log" | tail -1)
+  vfail=$(sed -nE 's/^[0-9]+ passed, ([0-9]+) failed$/\1/p' "$work/vm.log" | tail -1)
+  : "${vpass:=0}" "${vfail:=0}"
+  if [ "$rc" = 77 ] && [ "$require_all" != 1 ]; then
+    phase_end vm ok 0 0 1 "$start"
+  elif [ "$rc" != 0 ] || [ "$vpass" = 0 ]; then
+    phase_end vm FAILED "$vpass" "$((vfail > 0 ? vfail : 1))" 0 "$start"
+  else
+    phase_end vm ok "$vpass" 0 0 "$start"
+  fi
 fi
 
 echo "== run-all: one line per phase"

@@ -89,8 +89,8 @@ install build-essential debhelper lintian systemd
 # installed above with the packaging tools that package/test_deb uses);
 # strace: test_fsync counts the fsyncs of repository writes; GNU time:
 # test_bundle_bomb and test_kube_backend measure peak RSS (and the benchmarks
-# use it).
-install git openssh-client valgrind python3 jq procps gzip coreutils util-linux libcmocka-dev strace time \
+# use it); tzdata: maintenance windows name IANA time zones.
+install git openssh-client valgrind python3 jq procps gzip coreutils util-linux libcmocka-dev strace time tzdata \
         clang libclang-rt-14-dev \
         mandoc man-db groff-base zsh \
         prometheus  # promtool and a real Prometheus server: test_metrics.sh
@@ -98,6 +98,11 @@ install git openssh-client valgrind python3 jq procps gzip coreutils util-linux 
 # OpenSSH's sshd with git-shell, nginx with fcgiwrap and git http-backend,
 # tinyproxy as the https_proxy. Their packaged services stay disabled.
 install openssh-server nginx fcgiwrap tinyproxy
+
+# The VM test bed (tests/vm/vm.sh): QEMU (under TCG where KVM does not work;
+# its virtiofsd shares the cluster directory), qemu-img, debootstrap for the
+# guest's root, mkfs.ext4 -d and e2fsck for its disk.
+install qemu-system-x86 qemu-utils debootstrap e2fsprogs
 
 # The Kubernetes tests run a real kube-apiserver and etcd on 127.0.0.1:
 # etcd from Debian's etcd-server, kube-apiserver built from Debian's own

@@ -741,6 +741,7 @@ static int phase_write(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_resu
     mcg_err e = {0};
     int rc = 0;
     load_created(a, &created);
+    mcg_agent_testpoint("journal-written");
     logf_(a, 1, "%s %s (from %s)", jr->resumed ? "resuming update to" : "updating to", jr->target,
           jr->from ? jr->from : "nothing");
     if (mcg_plan_execute(&a->root, a->statefd, jr->old, jr->new_cfg, &jr->disk, jr->force, &created,
@@ -759,6 +760,7 @@ static int phase_write(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_resu
     res->removed += st.removed;
     rc = journal_enter(
         a, jr, json_array_size(json_object_get(jr->j, "os")) ? PHASE_OS : PHASE_ACTIONS, err);
+    mcg_agent_testpoint("written");
 out:
     mcg_strv_free(&created);
     return rc;
@@ -932,6 +934,7 @@ static int phase_disruption(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent
         json_object_set_new(jr->j, "bootId", json_string(bid));
         return journal_enter(a, jr, PHASE_REBOOT, err);
     }
+    mcg_agent_testpoint("before-actions");
     if (!run_actions(a, jr->j, res)) { /* files are in place; the journal retries the actions */
         report_degraded(a, c, res);
         jr->stop = true;
@@ -958,6 +961,7 @@ static bool reboot_live(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
         a->reboot_issued = true;
         event(a, c, false, "Reboot", "Node will reboot into config %s", jr->target);
         const char *cmd = a->o.reboot_command ? a->o.reboot_command : "systemctl reboot";
+        mcg_agent_testpoint("before-reboot");
         int st = run_cmd(a, cmd);
         if (st != 0) {
             a->reboot_issued = false;
@@ -1009,10 +1013,12 @@ static int phase_commit(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
 {
     const char *target = jr->target;
     char *line = mcg_sprintf("%s\n", target);
+    mcg_agent_testpoint("before-commit");
     int rc = state_write(a, "current", line, strlen(line), err);
     free(line);
     if (rc)
         return rc;
+    mcg_agent_testpoint("current-written");
     prune_configs(a, target);
     mcg_node_patch p = MCG_NODE_PATCH_INIT;
     p.current = target;
@@ -1039,6 +1045,7 @@ static int phase_commit(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
     a->degraded_evented[0] = '\0';
     unlinkat(a->statefd, "journal.json", 0);
     fsync(a->statefd);
+    mcg_agent_testpoint("committed");
     mcg_acfg_free(a->cur);
     a->cur = NULL;
     /* a streamed config borrows the caller's spec: it goes, and the next

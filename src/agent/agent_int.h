@@ -290,4 +290,8 @@ int mcg_osstep_file(mcg_sroot *root, const json_t *step, mcg_err *err);
 /* True when the sorted list v holds s (binary search). */
 bool mcg_sorted_has(const mcg_strv *v, const char *s);
 
+/* With MCGIT_TEST_PAUSE_AT=name set: say "mcgit: paused at name" on stderr
+ * and sleep for ever (the power-cut tests, tests/vm). Otherwise nothing. */
+void mcg_agent_testpoint(const char *name);
+
 #endif

@@ -467,6 +467,7 @@ static void batch_discard(batch *b)
 static int batch_flush(batch *b, mcg_err *err)
 {
     int rc = 0;
+    mcg_agent_testpoint("temps-written");
     /* 1. the data of every temp file, durable: one syncfs per filesystem */
     for (int i = 0; i < b->ndirs && !rc; i++) {
         bool seen = false;
@@ -476,11 +477,13 @@ static int batch_flush(batch *b, mcg_err *err)
             rc = mcg_err_set(err, MCG_EIO, "/%s: syncfs: %s", b->paths[i], strerror(errno));
     }
     /* 2. the renames */
+    mcg_agent_testpoint("temps-synced");
     size_t done = 0;
     for (; done < b->n && !rc; done++) {
         const pending *p = &b->p[done];
         if (renameat(b->fds[p->slot], p->tmp, b->fds[p->slot], base_of(p->e->path)) != 0)
             rc = mcg_err_set(err, MCG_EIO, "/%s: %s", p->e->path, strerror(errno));
+        mcg_agent_testpoint(done == 0 ? "renamed-one" : "renamed-more");
     }
     if (rc) {
         for (size_t i = done ? done - 1 : 0; i < b->n; i++)
@@ -695,6 +698,7 @@ static int exec_backups(mcg_sroot *r, int statefd, const mcg_plan_disk *disk, mc
     }
     if (any_backup && fsync(statefd) != 0)
         return mcg_err_set(err, MCG_EIO, "state directory: fsync: %s", strerror(errno));
+    mcg_agent_testpoint("backups-taken");
     return 0;
 }
 
@@ -802,6 +806,7 @@ int mcg_plan_execute(mcg_sroot *r, int statefd, const mcg_acfg *old, const mcg_a
     /* 7. everything above (renames, links, removals, directories), durable:
      * one syncfs per filesystem a change went through */
     rc = mcg_sroot_sync(r, err);
+    mcg_agent_testpoint("files-synced");
 out:
     if (rc)
         batch_discard(&b);

@@ -23,4 +23,10 @@ int mcg_remove_tree(const char *path);
 /* mkdir -p with mode for each created directory. */
 int mcg_mkdirs(const char *path, int mode, mcg_err *err);
 
+/* Whether tz names a zone of the host's time zone database ("UTC" always does). */
+bool mcg_tz_known(const char *tz);
+/* UTC time t as local time in zone tz into *out; MCG_ENOTFOUND for an unknown zone. */
+struct tm;
+int mcg_tz_local(const char *tz, int64_t t, struct tm *out);
+
 #endif

@@ -391,6 +391,7 @@ int mcg_git_load_tree(mcg_model **out, mcg_repo *r, const git_tree *tree, const 
     if ((*out)->npools == 0 && diags->count == before)
         mcg_diags_add(diags, "%s: no pools found (expected pools/*.yaml)", label);
     mcg_model_finish(*out, diags);
+    mcg_model_check_zones(*out, mcg_tz_known, diags);
     if (diags->count != before)
         return mcg_err_set(err, MCG_EINVAL, "commit %s does not validate", label);
     return 0;

@@ -105,6 +105,7 @@ int mcg_source_load_dir(mcg_model **out, const char *dir, mcg_diags *diags, mcg_
     if ((*out)->npools == 0 && diags->count == before)
         mcg_diags_add(diags, "%s: no pools found (expected pools/*.yaml)", dir);
     mcg_model_finish(*out, diags);
+    mcg_model_check_zones(*out, mcg_tz_known, diags);
     if (diags->count != before)
         return mcg_err_set(err, MCG_EINVAL, "%zu problem%s in %s", diags->count - before,
                            diags->count - before == 1 ? "" : "s", dir);

@@ -65,6 +65,7 @@ void mcg_ignition_free(mcg_ignition *ign)
     mcg_strv_free(&ign->ssh_keys);
     free(ign->password_hash);
     json_decref(ign->extra);
+    json_decref(ign->health);
     mcg_osspec_free(&ign->os);
     memset(ign, 0, sizeof(*ign));
 }
@@ -949,7 +950,7 @@ static int parse_spec(mcg_ignition *out, const char *what, const char *data, siz
     json_t *cfg = json_is_object(root) ? json_object_get(root, "config") : NULL;
     static const char *const keys[] = {"config",     "kernelArguments", "extensions",
                                        "fips",       "kernelType",      "osImageURL",
-                                       "baseOSExtensionsContainerImage", NULL};
+                                       "baseOSExtensionsContainerImage", "mcgitHealth", NULL};
     if (!cfg) {
         rc = mcg_err_set(err, MCG_EINVAL, "%s: no 'config' in rendered spec", what);
         goto out;
@@ -960,6 +961,11 @@ static int parse_spec(mcg_ignition *out, const char *what, const char *data, siz
         goto out;
     }
     mcg_osspec_from_json(&c, root, &out->os);
+    json_t *health = json_object_get(root, "mcgitHealth");
+    if (health && !json_is_array(json_object_get(health, "checks")))
+        mcg_pctx_err(&c, health, "mcgitHealth has no list of checks");
+    else if (health)
+        out->health = json_incref(health);
     if (c.errors) {
         rc = mcg_err_set(err, MCG_EINVAL, "%s", d.msgs[0]);
         mcg_ignition_free(out);

@@ -180,6 +180,13 @@ typedef struct mcg_ignition {
      */
     json_t *extra;
     mcg_osspec os;
+    /*
+     * Rendered specs only: the pool's health checks, as the render writes
+     * them under "mcgitHealth" ({"checks": [{"name", "unit"} | {"name",
+     * "command"}], "onFailure": "Revert"|"Halt", "timeout": seconds}), so a
+     * node runs only checks signed with its config. NULL: none. Owned.
+     */
+    json_t *health;
 } mcg_ignition;
 
 void mcg_ignition_free(mcg_ignition *ign);
@@ -194,6 +201,35 @@ typedef struct mcg_machineconfig {
     bool has_config;     /* spec.config was given (MCO skips the Ignition part otherwise) */
 } mcg_machineconfig;
 
+/* ------------------------------------------------------------ safe rollouts */
+
+/* A health check a node runs after each update: a unit that must be active, or a command. */
+typedef struct mcg_health_check {
+    char *name;
+    char *unit;       /* "kubelet.service", or NULL */
+    mcg_strv command; /* an absolute path and its arguments, or empty */
+} mcg_health_check;
+
+/* A pool's spec.rollout (present false: MCO's rollout, as without one). */
+typedef struct mcg_rollout_spec {
+    bool present;
+    int64_t canary;       /* nodes in the first wave; 0: no canary */
+    int64_t canary_pause; /* seconds the next wave waits after the canary is healthy */
+    mcg_health_check *checks;
+    size_t nchecks;
+    int64_t health_timeout; /* seconds (default 300) */
+    bool halt_only;         /* onFailure: Halt (default Revert) */
+} mcg_rollout_spec;
+
+/* A maintenance window: days (bit 0 Sunday .. bit 6 Saturday), a local start and length. */
+typedef struct mcg_window {
+    unsigned days;
+    int start;    /* minutes after local midnight */
+    int duration; /* minutes, 1 .. 1440 */
+    char *tz;     /* an IANA time zone name ("UTC" when not given) */
+    int line;     /* in the pool's file */
+} mcg_window;
+
 typedef struct mcg_pool {
     char *name;
     mcg_loc loc;
@@ -204,6 +240,9 @@ typedef struct mcg_pool {
     bool max_unavailable_is_percent;
     int64_t max_unavailable;
     bool paused;
+    mcg_rollout_spec rollout;
+    mcg_window *windows; /* spec.maintenanceWindows; none: any time */
+    size_t nwindows;
 } mcg_pool;
 
 /* Node disruption policy (MachineConfiguration "cluster"). */
@@ -288,6 +327,7 @@ typedef struct mcg_settings {
     char *rendered_branch;   /* default "rendered" */
     bool source_set, rendered_set; /* mcgit.yaml names them */
     bool warnings_as_errors; /* `warnings: error`: every warning refuses the commit */
+    int64_t max_disruptions; /* maxConcurrentDisruptions across all pools; 0: no limit */
 } mcg_settings;
 
 typedef struct mcg_model {
@@ -330,6 +370,12 @@ bool mcg_model_wants_file(const char *relpath);
  * pools. Sorts pools and MCs by name. Problems go to diags.
  */
 void mcg_model_finish(mcg_model *m, mcg_diags *diags);
+/*
+ * Every maintenance window's time zone, asked of known() (the caller's time
+ * zone database: the model does no I/O); "file:line: ... unknown time zone"
+ * into diags for each it does not know.
+ */
+void mcg_model_check_zones(const mcg_model *m, bool (*known)(const char *tz), mcg_diags *diags);
 
 const mcg_pool *mcg_model_pool(const mcg_model *m, const char *name);
 

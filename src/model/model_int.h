@@ -96,6 +96,9 @@ json_t *mcg_get_arr(mcg_pctx *c, const json_t *obj, const char *key, const char 
  * distance), as 'unknown field "key" (did you mean "allowed"?)'.
  */
 void mcg_check_keys(mcg_pctx *c, const json_t *obj, const char *prefix, const char *const *allowed);
+/* A pool's spec.rollout and spec.maintenanceWindows (rollout_spec.c), and their freeing. */
+void mcg_parse_pool_rollout(mcg_pctx *c, const json_t *spec, mcg_pool *p);
+void mcg_pool_rollout_free(mcg_pool *p);
 /* The same for Ignition's part, where an unknown key is a warning, as in
  * Ignition — except a near miss, which is an error all the same (a misspelt
  * `contents` would otherwise write an empty file) unless c->near_miss_warns. */

@@ -59,6 +59,7 @@ void mcg_model_free(mcg_model *m)
         return;
     for (size_t i = 0; i < m->npools; i++) {
         free(m->pools[i].name);
+        mcg_pool_rollout_free(&m->pools[i]);
         selector_free(&m->pools[i].mc_selector);
         selector_free(&m->pools[i].node_selector);
     }
@@ -239,7 +240,9 @@ static void parse_pool(mcg_model *m, mcg_pctx *c, const json_t *root)
             mcg_pctx_err(c, root, "MachineConfigPool has no spec");
     } else {
         static const char *const keys[] = {"machineConfigSelector", "nodeSelector",
-                                           "maxUnavailable", "paused", "configuration", NULL};
+                                           "maxUnavailable",        "paused",
+                                           "configuration",         "rollout",
+                                           "maintenanceWindows",    NULL};
         mcg_check_keys(c, spec, "spec", keys);
         parse_selector(c, spec, "machineConfigSelector", &p.mc_selector);
         parse_selector(c, spec, "nodeSelector", &p.node_selector);
@@ -270,8 +273,10 @@ static void parse_pool(mcg_model *m, mcg_pctx *c, const json_t *root)
         mcg_tri paused = MCG_UNSET;
         mcg_get_bool(c, spec, "paused", "spec.paused", &paused);
         p.paused = paused == MCG_TRUE;
+        mcg_parse_pool_rollout(c, spec, &p);
     }
     if (c->errors != before) {
+        mcg_pool_rollout_free(&p);
         free(p.name);
         selector_free(&p.mc_selector);
         selector_free(&p.node_selector);
@@ -571,8 +576,15 @@ bool mcg_model_branch_name_ok(const char *s)
 static void parse_settings(mcg_model *m, mcg_pctx *c, const json_t *root)
 {
     static const char *const keys[] = {"sourceBranch", "renderedBranch", "apiGroup",
-                                       "signatures", "warnings", NULL};
+                                       "signatures",   "warnings",       "maxConcurrentDisruptions",
+                                       NULL};
     mcg_check_keys(c, root, "", keys);
+    bool has = false;
+    if (mcg_get_int(c, root, "maxConcurrentDisruptions", "maxConcurrentDisruptions", &has,
+                    &m->settings.max_disruptions) &&
+        has && m->settings.max_disruptions < 1)
+        mcg_pctx_err(c, json_object_get(root, "maxConcurrentDisruptions"),
+                     "maxConcurrentDisruptions must be at least 1 (leave it out for no limit)");
     char *src = NULL, *ren = NULL, *grp = NULL, *sig = NULL, *warn = NULL;
     mcg_get_str(c, root, "warnings", "warnings", &warn);
     if (warn && strcmp(warn, "error") && strcmp(warn, "warn"))

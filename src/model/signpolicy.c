@@ -31,35 +31,6 @@ void mcg_signpolicy_free(mcg_signpolicy *p)
     free(p);
 }
 
-/*
- * A Go-style duration of whole units: "720h", "90m", "1h30m", "45s".
- * Returns seconds, or -1 when malformed or above ten years.
- */
-static int64_t parse_duration(const char *s)
-{
-    int64_t total = 0;
-    if (!*s)
-        return -1;
-    while (*s) {
-        int64_t n = 0;
-        if (*s < '0' || *s > '9')
-            return -1;
-        while (*s >= '0' && *s <= '9') {
-            n = n * 10 + (*s++ - '0');
-            if (n > 100000000)
-                return -1;
-        }
-        switch (*s++) {
-        case 'h': total += n * 3600; break;
-        case 'm': total += n * 60; break;
-        case 's': total += n; break;
-        default: return -1;
-        }
-        if (total > 10LL * 366 * 86400)
-            return -1;
-    }
-    return total;
-}
 
 /*
  * A pattern as git normalises a pathspec before matching (prefix_path,
@@ -201,7 +172,7 @@ static void on_doc(json_t *root, mcg_linemap *lines, void *arg)
     }
     char *age = NULL;
     if (mcg_get_str(&c, root, "maxSourceAge", "maxSourceAge", &age) && age) {
-        int64_t s = parse_duration(age);
+        int64_t s = mcg_parse_duration(age);
         if (s <= 0)
             mcg_pctx_err(&c, json_object_get(root, "maxSourceAge"),
                          "maxSourceAge '%s' is not a duration like 720h, 90m or 1h30m", age);

@@ -745,6 +745,8 @@ json_t *mcg_render_spec_json(const mcg_ignition *ign)
     spec_units(cfg, ign);
     json_t *spec = json_pack("{s:o}", "config", cfg);
     spec_os(spec, &ign->os);
+    if (ign->health)
+        json_object_set(spec, "mcgitHealth", ign->health);
     return spec;
 }
 
@@ -1125,9 +1127,11 @@ static void w_config(mcg_buf *b, const mcg_ignition *ign, int *top)
     w_close(b, 1, '}');
 }
 
-/* The members after config: extensions, fips, kernelArguments, kernelType, osImageURL. */
-static void w_os_fields(mcg_buf *b, const mcg_osspec *os, int *top)
+/* The members after config: extensions, fips, kernelArguments, kernelType, mcgitHealth,
+ * osImageURL. */
+static void w_os_fields(mcg_buf *b, const mcg_ignition *ign, int *top)
 {
+    const mcg_osspec *os = &ign->os;
     if (os->extensions.n) {
         w_key(b, 1, top, "extensions");
         w_strv(b, 1, &os->extensions);
@@ -1143,6 +1147,10 @@ static void w_os_fields(mcg_buf *b, const mcg_osspec *os, int *top)
     if (os->kernel_type) {
         w_key(b, 1, top, "kernelType");
         w_str(b, os->kernel_type);
+    }
+    if (ign->health) {
+        w_key(b, 1, top, "mcgitHealth");
+        w_raw(b, 1, ign->health);
     }
     if (os->os_image_url) {
         w_key(b, 1, top, "osImageURL");
@@ -1160,7 +1168,7 @@ static void spec_canonical(const mcg_ignition *ign, mcg_buf *b)
         w_str(b, os->ext_image);
     }
     w_config(b, ign, &top);
-    w_os_fields(b, os, &top);
+    w_os_fields(b, ign, &top);
     w_close(b, 0, '}');
     mcg_buf_putc(b, '\n');
 }
@@ -1245,6 +1253,29 @@ static int check_conflicts(const mcg_ignition *ign, mcg_err *err)
     return rc;
 }
 
+/* A pool's health checks as its rendered spec carries them (NULL: none, as MCO's pools). */
+static json_t *health_json(const mcg_rollout_spec *r)
+{
+    if (!r->present || !r->nchecks)
+        return NULL;
+    json_t *checks = json_array();
+    for (size_t i = 0; i < r->nchecks; i++) {
+        const mcg_health_check *hc = &r->checks[i];
+        json_t *c = json_pack("{s:s}", "name", hc->name);
+        if (hc->unit)
+            json_object_set_new(c, "unit", json_string(hc->unit));
+        if (hc->command.n) {
+            json_t *a = json_array();
+            for (size_t k = 0; k < hc->command.n; k++)
+                json_array_append_new(a, json_string(hc->command.v[k]));
+            json_object_set_new(c, "command", a);
+        }
+        json_array_append_new(checks, c);
+    }
+    return json_pack("{s:o,s:s,s:I}", "checks", checks, "onFailure",
+                     r->halt_only ? "Halt" : "Revert", "timeout", (json_int_t)r->health_timeout);
+}
+
 static int render_pool(mcg_rendered_pool *rp, const mcg_model *m, const mcg_pool *pool,
                        mcg_err *err)
 {
@@ -1274,6 +1305,7 @@ static int render_pool(mcg_rendered_pool *rp, const mcg_model *m, const mcg_pool
     if (rc)
         return rc;
     normalise(&rp->merged);
+    rp->merged.health = health_json(&pool->rollout);
     rc = mcg_render_name(&rp->merged, pool->name, &rp->spec, &rp->spec_len, rp->hash, &rp->name,
                          err);
     if (rc)

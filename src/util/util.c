@@ -329,6 +329,33 @@ void mcg_strv_free(mcg_strv *s)
     s->n = s->cap = 0;
 }
 
+/* Contract: util.h. */
+int64_t mcg_parse_duration(const char *s)
+{
+    int64_t total = 0;
+    if (!*s)
+        return -1;
+    while (*s) {
+        int64_t n = 0;
+        if (*s < '0' || *s > '9')
+            return -1;
+        while (*s >= '0' && *s <= '9') {
+            n = n * 10 + (*s++ - '0');
+            if (n > 100000000)
+                return -1;
+        }
+        switch (*s++) {
+        case 'h': total += n * 3600; break;
+        case 'm': total += n * 60; break;
+        case 's': total += n; break;
+        default: return -1;
+        }
+        if (total > 10LL * 366 * 86400)
+            return -1;
+    }
+    return total;
+}
+
 bool mcg_parse_u64(const char *s, uint64_t *out)
 {
     if (!s || !*s)

@@ -265,6 +265,11 @@ bool mcg_path_is_clean_abs(const char *p);
 /* ------------------------------------------------------------- misc */
 
 /* Parse a decimal non-negative integer fully; false on junk or overflow. */
+/*
+ * A Go-style duration of whole units: "720h", "90m", "1h30m", "45s".
+ * Returns seconds, or -1 when malformed or above ten years.
+ */
+int64_t mcg_parse_duration(const char *s);
 bool mcg_parse_u64(const char *s, uint64_t *out);
 
 /*

@@ -299,6 +299,44 @@ static void check_percent_unavailable(const mcg_model *m)
     assert_false(p->paused);
 }
 
+static void check_rollout(const mcg_model *m)
+{
+    const mcg_pool *p = mcg_model_pool(m, "worker");
+    assert_non_null(p);
+    const mcg_rollout_spec *r = &p->rollout;
+    assert_true(r->present);
+    assert_int_equal(r->canary, 1);
+    assert_int_equal(r->canary_pause, 600);
+    assert_int_equal(r->health_timeout, 300);
+    assert_false(r->halt_only);
+    assert_int_equal(r->nchecks, 2);
+    assert_string_equal(r->checks[0].name, "kubelet");
+    assert_string_equal(r->checks[0].unit, "kubelet.service");
+    assert_string_equal(r->checks[1].name, "api-reachable");
+    assert_null(r->checks[1].unit);
+    assert_int_equal(r->checks[1].command.n, 2);
+    assert_string_equal(r->checks[1].command.v[0], "/usr/local/bin/check-api");
+    assert_int_equal(p->nwindows, 1);
+    assert_int_equal(p->windows[0].days, (1u << 6) | 1u); /* Sat, Sun */
+    assert_int_equal(p->windows[0].start, 120);
+    assert_int_equal(p->windows[0].duration, 240);
+    assert_string_equal(p->windows[0].tz, "Europe/Berlin");
+}
+
+static void check_no_rollout(const mcg_model *m)
+{
+    const mcg_pool *p = mcg_model_pool(m, "worker");
+    assert_non_null(p);
+    assert_false(p->rollout.present);
+    assert_int_equal(p->nwindows, 0);
+    assert_int_equal(m->settings.max_disruptions, 0);
+}
+
+static void check_budget(const mcg_model *m)
+{
+    assert_int_equal(m->settings.max_disruptions, 2);
+}
+
 static void check_settings(const mcg_model *m)
 {
     assert_string_equal(m->settings.source_branch, "config/main");
@@ -492,6 +530,18 @@ static const parse_case cases[] = {
      WORKER_POOL "  maxUnavailable: \"25%\"\n  paused: false\n", NULL, NULL, 1,
      check_percent_unavailable},
 
+    {"pass: spec.rollout and maintenanceWindows (safe rollouts)", POOLF,
+     WORKER_POOL "  maxUnavailable: 1\n  rollout:\n    canary: 1\n    canaryPause: 10m\n"
+                 "    healthChecks:\n    - name: kubelet\n      unit: kubelet.service\n"
+                 "    - name: api-reachable\n      command: [\"/usr/local/bin/check-api\", \"--quick\"]\n"
+                 "    healthTimeout: 5m\n    onFailure: Revert\n"
+                 "  maintenanceWindows:\n  - days: [Sat, Sun]\n    start: \"02:00\"\n"
+                 "    duration: 4h\n    timeZone: Europe/Berlin\n",
+     NULL, NULL, 1, check_rollout},
+    {"pass: a pool written for MCO has no rollout and no windows", POOLF, WORKER_POOL, NULL, NULL,
+     1, check_no_rollout},
+    {"pass: maxConcurrentDisruptions", "mcgit.yaml", "maxConcurrentDisruptions: 2\n", NULL, NULL,
+     0, check_budget},
     {"pass: mcgit.yaml", "mcgit.yaml",
      "# settings\nsourceBranch: config/main\nrenderedBranch: rendered-configs\n"
      "apiGroup: machineconfiguration.mcgit.io\nsignatures: required\n",
@@ -910,6 +960,35 @@ static const parse_case cases[] = {
      MCF ":6:", "spec.config holds more than one document"},
 
     /* ---------------------------------------------------- mcgit.yaml */
+    {"refuse: a health check unit that is not a unit name", POOLF,
+     WORKER_POOL "  rollout:\n    healthChecks:\n    - name: k\n      unit: kubelet\n", POOLF ":12:",
+     "spec.rollout.healthChecks[0].unit 'kubelet' is not a systemd unit name"},
+    {"refuse: a relative health check command", POOLF,
+     WORKER_POOL "  rollout:\n    healthChecks:\n    - name: k\n      command: [check-api]\n",
+     POOLF ":12:", "spec.rollout.healthChecks[0].command must start with an absolute path"},
+    {"refuse: a health check with both unit and command", POOLF,
+     WORKER_POOL "  rollout:\n    healthChecks:\n    - name: k\n      unit: a.service\n"
+                 "      command: [/bin/true]\n",
+     POOLF ":11:", "spec.rollout.healthChecks[0] needs exactly one of unit and command"},
+    {"refuse: onFailure neither Revert nor Halt", POOLF,
+     WORKER_POOL "  rollout:\n    onFailure: Retry\n", POOLF ":10:",
+     "spec.rollout.onFailure must be Revert or Halt, not 'Retry'"},
+    {"refuse: a misspelt rollout key", POOLF, WORKER_POOL "  rollout:\n    canaryPuase: 10m\n",
+     POOLF ":10:", "did you mean \"canaryPause\""},
+    {"refuse: a window with no days", POOLF,
+     WORKER_POOL "  maintenanceWindows:\n  - start: \"02:00\"\n    duration: 4h\n", POOLF ":10:",
+     "spec.maintenanceWindows[0] has no days"},
+    {"refuse: a window over 24 h", POOLF,
+     WORKER_POOL "  maintenanceWindows:\n  - days: [Sat]\n    start: \"02:00\"\n    duration: 25h\n",
+     POOLF ":12:", "spec.maintenanceWindows[0].duration '25h' is over 24 h"},
+    {"refuse: a window start that is no time", POOLF,
+     WORKER_POOL "  maintenanceWindows:\n  - days: [Sat]\n    start: \"2am\"\n    duration: 1h\n",
+     POOLF ":10:", "spec.maintenanceWindows[0].start must be a time like \"02:00\""},
+    {"refuse: an unknown day", POOLF,
+     WORKER_POOL "  maintenanceWindows:\n  - days: [Caturday]\n    start: \"02:00\"\n    duration: 1h\n",
+     POOLF ":10:", "spec.maintenanceWindows[0].days[0] must be one of Mon"},
+    {"refuse: maxConcurrentDisruptions 0", "mcgit.yaml", "maxConcurrentDisruptions: 0\n",
+     "mcgit.yaml:1:", "maxConcurrentDisruptions must be at least 1"},
     {"refuse: mcgit.yaml bad branch", "mcgit.yaml",
      "# settings\nsourceBranch: \"main..x\"\n", "mcgit.yaml:2:",
      "'main..x' is not a valid branch name"},

@@ -1,0 +1,24 @@
+/*
+ * testpoint.c — named pause points for the power-cut tests (tests/vm): with
+ * MCGIT_TEST_PAUSE_AT=NAME in its environment the agent stops for good at
+ * the point NAME, after saying so on stderr (the journal and the console of
+ * a systemd host), so that a test can cut the power exactly there. Unset,
+ * as always outside those tests, a point costs one getenv().
+ */
+#include "agent/agent_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void mcg_agent_testpoint(const char *name)
+{
+    const char *want = getenv("MCGIT_TEST_PAUSE_AT");
+    if (!want || strcmp(want, name) != 0)
+        return;
+    fprintf(stderr, "mcgit: paused at %s\n", name);
+    fflush(stderr);
+    for (;;)
+        pause();
+}

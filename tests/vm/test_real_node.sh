@@ -1,0 +1,344 @@
+#!/usr/bin/env bash
+# mcgit's agent on a real node: a Debian 12 guest under QEMU (tests/vm/vm.sh)
+# whose packaged mcgit-agent.service manages node NAME of a local cluster
+# directory shared in from this host. Run as root:
+#
+#   tests/vm/test_real_node.sh            scenarios 1, 2 and 5 (CI)
+#   tests/vm/test_real_node.sh --all      every scenario
+#   tests/vm/test_real_node.sh 4 7 ...    the scenarios named
+#
+#   1  files, a unit with a drop-in (started by the agent's systemctl
+#      actions, `systemctl is-active`), core's SSH key accepted by the guest's
+#      real sshd, and refused once the key leaves the config
+#   2  a real reboot: the boot id changes, the agent finishes its journal in
+#      the new boot, the node is Done
+#   3  kernel arguments through the guest's GRUB: in /proc/cmdline after the
+#      agent's reboot, gone after the next
+#   4  drift on a real file system: Degraded naming the path, then Done
+#   5  a power cut (QEMU killed) at each named point of an update
+#      (MCGIT_TEST_PAUSE_AT; eight points, all thirteen with --all): e2fsck
+#      clean, every managed file whole, and the node converges to the target
+#   7  identity: node bound to another machine-id: the agent refuses; bound
+#      back: it manages the node again
+#
+# The image is built (or reused) in MCGIT_VM_IMAGE (default
+# /var/cache/mcgit-vm/image) with `vm.sh image`. MCGIT, SRC as for the
+# integration tests (MCGIT manages the cluster directory from this host).
+. "$(dirname "$0")/../integration/lib.sh"
+VM=$SRC/tests/vm/vm.sh
+IMG=${MCGIT_VM_IMAGE:-/var/cache/mcgit-vm/image}
+scen=(1 2 5)
+all=
+case ${1:-} in
+  --all) scen=(1 2 3 4 5 7); all=1 ;;
+  "") ;;
+  *) scen=("$@") ;;
+esac
+[ "$(id -u)" = 0 ] || skip "the VM test bed needs root (debootstrap, chroot)"
+need qemu-system-x86_64 qemu-img debootstrap mkfs.ext4 e2fsck python3 ssh-keygen dpkg-buildpackage
+export MCGIT_VM_RUN=$T/run
+guests=()
+cleanup() {
+  local g
+  for g in "${guests[@]}"; do "$VM" cut "$g" >/dev/null 2>&1 || true; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+t0=$(date +%s)
+"$VM" image "$IMG" >"$T/image.log" 2>&1 || { tail -30 "$T/image.log"; bad "vm.sh image"; finish; }
+echo "# image: $(($(date +%s) - t0)) s ($(grep -o 'built in .*\|is current.*' "$T/image.log" | head -1))"
+
+CL=$T/cl
+mkdir -p "$CL"
+"$MCGIT" node list --cluster "local:$CL" >/dev/null 2>&1 || true
+cat >"$T/cfg.py" <<'PYEOF'
+import hashlib, json, os, sys
+cl, cmd = sys.argv[1], sys.argv[2]
+A = "machineconfiguration.mcgit.io/"
+def node(n):
+    return json.load(open("%s/nodes/%s.json" % (cl, n)))
+if cmd == "publish":
+    b = (json.dumps({"config": json.loads(sys.argv[3])}, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+    name = "rendered-worker-" + hashlib.sha256(b).hexdigest()[:32]
+    open("%s/configs/%s.json" % (cl, name), "wb").write(b)
+    print(name)
+elif cmd == "desire":
+    p = "%s/nodes/%s.json" % (cl, sys.argv[3])
+    n = node(sys.argv[3])
+    n["metadata"].setdefault("annotations", {})[A + "desiredConfig"] = sys.argv[4]
+    open(p + ".tmp", "w").write(json.dumps(n, indent=2))
+    os.rename(p + ".tmp", p)
+elif cmd == "policy":
+    o = {"apiVersion": "mcgit.io/v1", "kind": "MachineConfiguration", "metadata": {"name": "cluster"},
+         "spec": {"nodeDisruptionPolicy": json.loads(sys.argv[3])}}
+    p = "%s/machineconfiguration.json" % cl
+    open(p + ".tmp", "w").write(json.dumps(o))
+    os.rename(p + ".tmp", p)
+else:  # field NODE F
+    print(node(sys.argv[3])["metadata"].get("annotations", {}).get(A + sys.argv[4], ""))
+PYEOF
+publish() { python3 "$T/cfg.py" "$CL" publish "$1"; }
+# desire NODE CONFIG: set NODE's desiredConfig. The guest's agent patches the
+# node at the same time, under a lock this host does not share (virtiofs):
+# a write lost to its read-modify-write is made again.
+desire() {
+  local i
+  for i in 1 2 3 4 5; do
+    python3 "$T/cfg.py" "$CL" desire "$1" "$2"
+    sleep 2
+    [ "$(field "$1" desiredConfig)" = "$2" ] && return 0
+  done
+}
+policy() { python3 "$T/cfg.py" "$CL" policy "$1"; }
+field() { python3 "$T/cfg.py" "$CL" field "$1" "$2" 2>/dev/null || true; }
+gx() { local g=$1; shift; "$VM" exec "$g" -- "$@"; }
+# wait_done NODE CONFIG [SECONDS]: the node reports Done at CONFIG
+wait_done() {
+  local n=$1 c=$2 end=$(($(date +%s) + ${3:-300}))
+  while [ "$(date +%s)" -lt "$end" ]; do
+    [ "$(field "$n" currentConfig)" = "$c" ] && [ "$(field "$n" state)" = Done ] && return 0
+    sleep 2
+  done
+  echo "# $n: state $(field "$n" state), current $(field "$n" currentConfig), reason $(field "$n" reason)"
+  return 1
+}
+# wait_state NODE STATE [SECONDS]
+wait_state() {
+  local n=$1 s=$2 end=$(($(date +%s) + ${3:-120}))
+  while [ "$(date +%s)" -lt "$end" ]; do
+    [ "$(field "$n" state)" = "$s" ] && return 0
+    sleep 2
+  done
+  echo "# $n: state $(field "$n" state), reason $(field "$n" reason)"
+  return 1
+}
+boot() { # boot NAME: start it (joined to the cluster), timed
+  local s=$(date +%s)
+  guests+=("$1")
+  "$VM" start "$IMG" "$1" --cluster-dir "$CL" >"$T/$1.id" 2>"$T/$1.start.err" ||
+    { cat "$T/$1.start.err"; bad "$1: vm.sh start"; finish; }
+  echo "# $1: booted in $(($(date +%s) - s)) s: $(tr '\n' ' ' <"$T/$1.id")"
+}
+bootid() { gx "$1" cat /proc/sys/kernel/random/boot_id; }
+json_files() { # json_files WORD PATH...: storage.files, each PATH holding WORD-<basename>
+  local w=$1 p sep=
+  shift
+  printf '['
+  for p in "$@"; do
+    printf '%s{"path":"%s","mode":420,"contents":{"source":"data:,%s-%s"}}' "$sep" "$p" "$w" "$(basename "$p")"
+    sep=,
+  done
+  printf ']'
+}
+timed() { echo "# scenario $1: $(($(date +%s) - $2)) s"; }
+
+boot vm1
+G=vm1
+# the agent runs under systemd and the node is bound to the guest's machine-id
+mid=$(sed -n 's/^machine-id: //p' "$T/$G.id")
+[ "$(gx $G systemctl is-active mcgit-agent.service)" = active ] &&
+  ok "packaged mcgit-agent.service is active in the guest" || bad "mcgit-agent.service not active"
+[ "$(field $G machineID)" = "$mid" ] && ok "node $G bound to the guest's machine-id" ||
+  bad "node $G bound to '$(field $G machineID)', guest has $mid"
+base=$(publish '{"ignition":{"version":"3.4.0"}}')
+desire $G "$base"
+wait_done $G "$base" && ok "an empty config: Done" || bad "empty config not Done"
+cur=$base
+
+# ---------------------------------------------------------------- scenario 1
+s1() {
+  local s=$(date +%s)
+  ssh-keygen -q -t ed25519 -N '' -C core-test -f "$T/corekey"
+  "$VM" exec $G -i -- sh -c 'umask 077; cat >/root/corekey' <"$T/corekey"
+  local pub unit cfg1 cfg2
+  pub=$(cat "$T/corekey.pub")
+  policy '{"files":[{"path":"/etc/mcgit-test","actions":[{"type":"None"}]}],
+           "units":[{"name":"mcgit-hello.service","actions":[{"type":"DaemonReload"},
+                     {"type":"Restart","restart":{"serviceName":"mcgit-hello.service"}}]}]}'
+  unit='[Unit]\nDescription=mcgit test unit\n[Service]\nExecStart=/bin/sh -c \"echo $HELLO >/run/mcgit-hello; exec sleep infinity\"\n[Install]\nWantedBy=multi-user.target\n'
+  cfg1=$(publish "{\"ignition\":{\"version\":\"3.4.0\"},
+    \"passwd\":{\"users\":[{\"name\":\"core\",\"sshAuthorizedKeys\":[\"$pub\"]}]},
+    \"storage\":{\"files\":[{\"path\":\"/etc/mcgit-test/hello\",\"mode\":416,\"user\":{\"name\":\"core\"},\"group\":{\"name\":\"core\"},
+      \"contents\":{\"source\":\"data:,hello%20real%20node\"}}]},
+    \"systemd\":{\"units\":[{\"name\":\"mcgit-hello.service\",\"enabled\":true,\"contents\":\"$unit\",
+      \"dropins\":[{\"name\":\"10-env.conf\",\"contents\":\"[Service]\\nEnvironment=HELLO=from-dropin\\n\"}]}]}}")
+  desire $G "$cfg1"
+  wait_done $G "$cfg1" && ok "1: files, unit, drop-in and key rolled out: Done" || bad "1: not Done"
+  [ "$(gx $G systemctl is-active mcgit-hello.service)" = active ] &&
+    ok "1: systemctl is-active mcgit-hello.service: active" || bad "1: mcgit-hello.service not active"
+  [ "$(gx $G systemctl is-enabled mcgit-hello.service)" = enabled ] &&
+    ok "1: systemctl is-enabled: enabled (the agent's [Install] links)" || bad "1: unit not enabled"
+  [ "$(gx $G cat /run/mcgit-hello)" = from-dropin ] && ok "1: the drop-in's Environment= took effect" ||
+    bad "1: drop-in not applied ($(gx $G cat /run/mcgit-hello))"
+  [ "$(gx $G stat -c '%a %U:%G' /etc/mcgit-test/hello)" = "640 core:core" ] &&
+    [ "$(gx $G cat /etc/mcgit-test/hello)" = "hello real node" ] &&
+    ok "1: file content, mode 0640, owner core:core" ||
+    bad "1: file is $(gx $G stat -c '%a %U:%G %s' /etc/mcgit-test/hello)"
+  local sshc=(ssh -i /root/corekey -o BatchMode=yes -o StrictHostKeyChecking=no
+              -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR core@localhost true)
+  gx $G "${sshc[@]}" >"$T/ssh.out" 2>&1 && ok "1: ssh -i key core@localhost true: accepted by the guest's sshd" ||
+    { bad "1: ssh refused"; sed 's/^/    /' "$T/ssh.out"; }
+  cfg2=$(publish "{\"ignition\":{\"version\":\"3.4.0\"},
+    \"storage\":{\"files\":[{\"path\":\"/etc/mcgit-test/hello\",\"mode\":416,\"user\":{\"name\":\"core\"},\"group\":{\"name\":\"core\"},
+      \"contents\":{\"source\":\"data:,hello%20real%20node\"}}]},
+    \"systemd\":{\"units\":[{\"name\":\"mcgit-hello.service\",\"enabled\":true,\"contents\":\"$unit\",
+      \"dropins\":[{\"name\":\"10-env.conf\",\"contents\":\"[Service]\\nEnvironment=HELLO=from-dropin\\n\"}]}]}}")
+  desire $G "$cfg2"
+  wait_done $G "$cfg2" && ok "1: the key removed: Done" || bad "1: key removal not Done"
+  local rc=0
+  gx $G "${sshc[@]}" >"$T/ssh.out" 2>&1 || rc=$?
+  [ "$rc" = 255 ] && grep -q 'Permission denied' "$T/ssh.out" && ok "1: the same ssh is refused (Permission denied)" ||
+    { bad "1: ssh after removal: exit $rc"; sed 's/^/    /' "$T/ssh.out"; }
+  cur=$cfg2
+  timed 1 "$s"
+}
+
+# ---------------------------------------------------------------- scenario 2
+s2() {
+  local s=$(date +%s) b0 b1 cfg
+  policy '{}'
+  b0=$(bootid $G)
+  cfg=$(publish "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":$(json_files reboot /etc/mcgit-reboot/f)}}")
+  desire $G "$cfg"
+  wait_done $G "$cfg" 400 && ok "2: a change that needs a reboot: Done" || bad "2: not Done after the reboot"
+  b1=$(bootid $G)
+  [ -n "$b1" ] && [ "$b1" != "$b0" ] && ok "2: the boot id changed ($b0 -> $b1)" || bad "2: boot id still $b1"
+  gx $G journalctl -b -u mcgit-agent.service -o cat >"$T/journal2" 2>&1 || true
+  expect_grep "resuming update to $cfg|reboot done" "$T/journal2" "2: after the boot the agent finished the update from its journal"
+  [ "$(gx $G cat /etc/mcgit-reboot/f)" = reboot-f ] && ok "2: the file is there after the boot" || bad "2: file missing"
+  gx $G grep -q "Node will reboot\|Reboot" /dev/null 2>/dev/null || true
+  cur=$cfg
+  timed 2 "$s"
+}
+
+# ---------------------------------------------------------------- scenario 3
+s3() {
+  local s=$(date +%s) cfg
+  policy '{}'
+  cfg=$(publish '{"ignition":{"version":"3.4.0"},"kernelArguments":{"shouldExist":["mcgit.test=1"]}}')
+  desire $G "$cfg"
+  wait_done $G "$cfg" 400 && ok "3: kernelArguments [mcgit.test=1]: Done" || bad "3: not Done"
+  gx $G cat /proc/cmdline >"$T/cmdline"
+  expect_grep '(^| )mcgit\.test=1( |$)' "$T/cmdline" "3: mcgit.test=1 in the guest's /proc/cmdline (through GRUB)"
+  cfg=$(publish '{"ignition":{"version":"3.4.0"}}')
+  desire $G "$cfg"
+  wait_done $G "$cfg" 400 && ok "3: the argument removed: Done" || bad "3: removal not Done"
+  gx $G cat /proc/cmdline >"$T/cmdline"
+  if grep -q 'mcgit\.test=1' "$T/cmdline"; then bad "3: mcgit.test=1 still in /proc/cmdline"
+  else ok "3: mcgit.test=1 gone from /proc/cmdline after the next boot"; fi
+  cur=$cfg
+  timed 3 "$s"
+}
+
+# ---------------------------------------------------------------- scenario 4
+s4() {
+  local s=$(date +%s) cfg
+  policy '{"files":[{"path":"/etc/mcgit-drift","actions":[{"type":"None"}]}]}'
+  cfg=$(publish "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":$(json_files drift /etc/mcgit-drift/f)}}")
+  desire $G "$cfg"
+  wait_done $G "$cfg" && ok "4: Done" || bad "4: not Done"
+  gx $G sh -c 'echo edited >/etc/mcgit-drift/f'
+  wait_state $G Degraded && [[ $(field $G reason) == *"/etc/mcgit-drift/f"* ]] &&
+    ok "4: a file edited in the guest: Degraded, the path named" || bad "4: drift: $(field $G reason)"
+  gx $G sh -c 'printf drift-f >/etc/mcgit-drift/f'
+  wait_done $G "$cfg" && ok "4: put back: Done again" || bad "4: not Done after repair"
+  cur=$cfg
+  timed 4 "$s"
+}
+
+# ---------------------------------------------------------------- scenario 5
+# cut_at POINT WORD: roll out files holding WORD with the agent paused at
+# POINT, cut the power there, fsck, boot, check
+# eight points in CI (scenario 5 alone), all thirteen with --all
+POINTS="journal-written temps-written temps-synced renamed-one renamed-more files-synced
+        written current-written"
+MORE_POINTS="backups-taken before-actions before-commit committed"
+PCFILES="/etc/mcgit-pc/a /etc/mcgit-pc/b /etc/mcgit-pc/c /etc/mcgit-pc/d"
+cut_at() {
+  local p=$1 w=$2 old=$cur cfg i s=$(date +%s)
+  cfg=$(publish "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":$(json_files "$w" $PCFILES)}}")
+  gx $G sh -c "systemctl set-environment MCGIT_TEST_PAUSE_AT=$p && systemctl restart mcgit-agent.service"
+  desire $G "$cfg"
+  for i in $(seq 120); do grep -q "mcgit: paused at $p" "$MCGIT_VM_RUN/$G.console" && break; sleep 1; done
+  if grep -q "mcgit: paused at $p" "$MCGIT_VM_RUN/$G.console"; then ok "5 $p: the agent paused there (console)"
+  else bad "5 $p: no pause on the console"; fi
+  "$VM" cut $G
+  local cats=() f c torn= prev=${cur_word:-}
+  for f in $PCFILES; do cats+=(--cat "$f"); done
+  "$VM" fsck $G "${cats[@]}" >"$T/fsck" 2>&1 && ok "5 $p: power cut; e2fsck -fn clean" ||
+    { bad "5 $p: e2fsck"; sed 's/^/    /' "$T/fsck" | tail -5; }
+  # on the disk as the cut left it: every file whole, the old bytes or the new
+  for f in $PCFILES; do
+    c=$(awk -v f="== $f" '$0 == f {on = 1; next} /^== / {on = 0} on' "$T/fsck" | tr -d '\n')
+    [ "$c" = "$w-$(basename "$f")" ] || [ "$c" = "$prev-$(basename "$f")" ] || torn="$torn $f='$c'"
+  done
+  [ -z "$torn" ] && ok "5 $p: on the cut disk every managed file is whole, old or new" ||
+    bad "5 $p: torn or empty on the cut disk:$torn"
+  torn=
+  "$VM" start "$IMG" $G >/dev/null 2>"$T/start.err" || { bad "5 $p: no boot"; cat "$T/start.err"; return; }
+  if wait_done $G "$cfg" 200; then ok "5 $p: after the boot the node converged to the target"
+  else bad "5 $p: did not converge ($(field $G currentConfig))"; fi
+  for f in $PCFILES; do
+    c=$(gx $G cat "$f" 2>/dev/null) || c=missing
+    [ "$c" = "$w-$(basename "$f")" ] || torn="$torn $f=$c"
+  done
+  [ -z "$torn" ] && ok "5 $p: every managed file whole and new" || bad "5 $p: files:$torn"
+  cur=$cfg cur_word=$w
+  echo "# 5 $p: $(($(date +%s) - s)) s"
+}
+s5() {
+  local s=$(date +%s) p k=0 cfg
+  policy '{"files":[{"path":"/etc/mcgit-pc","actions":[{"type":"Restart","restart":{"serviceName":"systemd-journald.service"}}]}]}'
+  cfg=$(publish "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":$(json_files v0 $PCFILES)}}")
+  desire $G "$cfg"
+  wait_done $G "$cfg" && cur=$cfg cur_word=v0
+  for p in $POINTS ${all:+$MORE_POINTS}; do k=$((k + 1)); cut_at "$p" "v$k"; done
+  if [ -n "$all" ]; then # the reboot's own point: no policy, a Reboot
+    policy '{}'
+    cut_at before-reboot "v$((k + 1))"
+  fi
+  timed 5 "$s"
+}
+
+# ---------------------------------------------------------------- scenario 7
+s7() {
+  local s=$(date +%s) other=fedcba9876543210fedcba9876543210 cfg
+  "$MCGIT" node unbind --cluster "local:$CL" $G >/dev/null
+  "$MCGIT" node bind --cluster "local:$CL" $G --machine-id $other >/dev/null
+  gx $G systemctl restart mcgit-agent.service
+  sleep 5
+  gx $G journalctl -u mcgit-agent.service -o cat --since -30s >"$T/journal7" 2>&1 || true
+  expect_grep "refusing to manage this host: node $G has bound machine-id $other" "$T/journal7" \
+    "7: bound to another machine-id: the agent refuses the guest"
+  cfg=$(publish "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":$(json_files id /etc/mcgit-id/f)}}")
+  policy '{"files":[{"path":"/etc/mcgit-id","actions":[{"type":"None"}]}]}'
+  desire $G "$cfg"
+  sleep 15
+  gx $G test -e /etc/mcgit-id/f && bad "7: the refused agent wrote a file" || ok "7: nothing written while refused"
+  "$MCGIT" node unbind --cluster "local:$CL" $G >/dev/null
+  "$MCGIT" node bind --cluster "local:$CL" $G --machine-id "$mid" >/dev/null
+  wait_done $G "$cfg" 120 && ok "7: bound back: the agent (restarted by systemd) manages the node again" ||
+    bad "7: not Done after rebinding"
+  # the binding changes under a running agent: it stops at its next pass
+  "$MCGIT" node unbind --cluster "local:$CL" $G >/dev/null
+  "$MCGIT" node bind --cluster "local:$CL" $G --machine-id $other >/dev/null
+  sleep 12
+  gx $G journalctl -u mcgit-agent.service -o cat --since -15s >"$T/journal7" 2>&1 || true
+  expect_grep "refusing to manage this host" "$T/journal7" "7: binding changed under the running agent: it stops"
+  "$MCGIT" node unbind --cluster "local:$CL" $G >/dev/null
+  "$MCGIT" node bind --cluster "local:$CL" $G --machine-id "$mid" >/dev/null
+  cur=$cfg
+  timed 7 "$s"
+}
+
+for n in "${scen[@]}"; do
+  case $n in
+    1|2|3|4|5|7) "s$n" ;;
+    *) bad "no scenario $n" ;;
+  esac
+done
+echo "# total: $(($(date +%s) - t0)) s"
+finish
