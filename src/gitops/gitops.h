@@ -317,6 +317,44 @@ int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *o
                              const char *new, const char *ref, int64_t now,
                              const char *approvals, mcg_diags *out);
 
+/* The longest ref name an update line may carry, with its NUL. */
+#define MCG_REFNAME_MAX 4096
+
+/*
+ * One line of what git's receive-pack writes to the hooks: "<old> <new>
+ * <ref>\n" (len bytes, the '\n' included), two ids of 40 lower-case hex
+ * digits and a ref name without spaces or control characters, shorter than
+ * MCG_REFNAME_MAX. true and the three fields filled when it is one; false
+ * (nothing filled) for anything else — truncated, overlong, extra fields.
+ */
+bool mcg_gitops_receive_parse_line(const char *line, size_t len, char old[MCG_SHA_HEX + 1],
+                                   char new[MCG_SHA_HEX + 1], char ref[MCG_REFNAME_MAX]);
+
+/*
+ * The pre-receive hook: input (len bytes) is its stdin, one update line per
+ * ref. Every line is parsed first; one that does not parse adds "refusing
+ * push: cannot parse update line N: '<its first 80 bytes>'" and refuses the
+ * push (MCG_EINVAL) — fail closed. Then each parsed update is judged by
+ * mcg_gitops_receive_check at now, with the approvals note the same push
+ * sets (if any). Returns 0 when the push may go ahead, else the first
+ * refusal's code; out gets every line for the pusher, in order.
+ */
+int mcg_gitops_pre_receive(mcg_repo *r, const mcg_signers *root, const char *input, size_t len,
+                           int64_t now, mcg_diags *out);
+
+/*
+ * The post-receive hook: input as for mcg_gitops_pre_receive (a line that
+ * does not parse adds "ignoring push: cannot parse ..." and makes the
+ * result MCG_EINVAL). When the push moved the source branch (not a
+ * deletion), *source_moved is set and its new tip rendered as
+ * mcg_gitops_render does: out gets the render's diagnostics, sorted, then
+ * "render failed: ..." or "rendered <source> as <branch> <rendered>" (12
+ * digits each; nothing when it was rendered already), and the render's code
+ * is returned.
+ */
+int mcg_gitops_post_receive(bool *source_moved, mcg_repo *r, const mcg_signers *root,
+                            const char *input, size_t len, mcg_diags *out);
+
 /*
  * The blast radius of source commit `commit` (typically one a revoked key
  * signed): for each pool whose config at the rendered branch's tip still
