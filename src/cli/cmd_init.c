@@ -10,15 +10,16 @@
 static int run(int argc, char **argv);
 
 const mcg_cmd mcg_cmd_init = {
-    "init",
-    "create a new config repo from the template",
-    "usage: mcgit init DIR\n"
-    "\n"
-    "Create DIR (which must not exist, or be empty) holding a new config repo:\n"
-    "mcgit.yaml, .mcgit/allowed_signers, pools master and worker, and the empty\n"
-    "MachineConfigs 00-master and 00-worker; then `git init` it with branch main.\n"
-    "Nothing is committed: review, then commit with a signature (git commit -S).\n",
-    run,
+    .name = "init",
+    .summary = "create a new config repo from the template",
+    .usage =
+        "usage: mcgit init DIR\n"
+        "\n"
+        "Create DIR (which must not exist, or be empty) holding a new config repo:\n"
+        "mcgit.yaml, .mcgit/allowed_signers, pools master and worker, and the empty\n"
+        "MachineConfigs 00-master and 00-worker; then `git init` it with branch main.\n"
+        "Nothing is committed: review, then commit with a signature (git commit -S).\n",
+    .run = run,
 };
 
 static int run(int argc, char **argv)

@@ -13,24 +13,25 @@
 static int run(int argc, char **argv);
 
 const mcg_cmd mcg_cmd_log = {
-    "log",
-    "show the rollout history (the rendered branch)",
-    "usage: mcgit log --repo R [--trust F] [-o json]\n"
-    "\n"
-    "List the rendered commits, newest first: the rendered commit, its time (the\n"
-    "source commit's, UTC), the source commit it was rendered from with its\n"
-    "subject and author, the signer (the fingerprint of the key whose signature\n"
-    "over the source commit holds; with --trust F also the principal the trust\n"
-    "root F, with the repo's .mcgit/allowed_signers as of the commit's parent,\n"
-    "names for it), and each pool's rendered config name. A rollback (a source\n"
-    "commit with a Rollback-To trailer) is marked `rollback to <sha>`. With no\n"
-    "rendered commit yet it prints one line saying so (-o json: []).\n"
-    "\n"
-    "  -o json   a JSON list of {\"rendered\", \"source\", \"time\", \"subject\",\n"
-    "            \"author\", \"signer\": {\"fingerprint\", \"principal\"} or null,\n"
-    "            \"rollbackTo\", \"pools\": {\"<pool>\": \"rendered-<pool>-<hash>\"}}\n"
-    "            (null where not known)\n",
-    run,
+    .name = "log",
+    .summary = "show the rollout history (the rendered branch)",
+    .usage =
+        "usage: mcgit log --repo R [--trust F] [-o json]\n"
+        "\n"
+        "List the rendered commits, newest first: the rendered commit, its time (the\n"
+        "source commit's, UTC), the source commit it was rendered from with its\n"
+        "subject and author, the signer (the fingerprint of the key whose signature\n"
+        "over the source commit holds; with --trust F also the principal the trust\n"
+        "root F, with the repo's .mcgit/allowed_signers as of the commit's parent,\n"
+        "names for it), and each pool's rendered config name. A rollback (a source\n"
+        "commit with a Rollback-To trailer) is marked `rollback to <sha>`. With no\n"
+        "rendered commit yet it prints one line saying so (-o json: []).\n"
+        "\n"
+        "  -o json   a JSON list of {\"rendered\", \"source\", \"time\", \"subject\",\n"
+        "            \"author\", \"signer\": {\"fingerprint\", \"principal\"} or null,\n"
+        "            \"rollbackTo\", \"pools\": {\"<pool>\": \"rendered-<pool>-<hash>\"}}\n"
+        "            (null where not known)\n",
+    .run = run,
 };
 
 

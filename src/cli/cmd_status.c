@@ -16,33 +16,34 @@
 static int run(int argc, char **argv);
 
 const mcg_cmd mcg_cmd_status = {
-    "status",
-    "show pools or nodes (the kubectl get machineconfigpool view)",
-    "usage: mcgit status --cluster C [pools|nodes] [-o json|wide] [--watch]\n"
-    "\n"
-    "pools (default) prints the columns of `kubectl get machineconfigpool`:\n"
-    "  NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT\n"
-    "  UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE\n"
-    "-o wide adds MACHINECONFIGS, the MachineConfigs CONFIG was rendered from\n"
-    "(status.configuration.source, in merge order).\n"
-    "nodes prints NODE DESIRED CURRENT STATE (-o wide adds POOL and REASON).\n"
-    "\n"
-    "  -o json   a Kubernetes List ({\"apiVersion\": \"v1\", \"kind\": \"List\",\n"
-    "            \"items\": [...]}) of MachineConfigPool or Node objects, the shapes\n"
-    "            `kubectl get -o json` prints\n"
-    "  -o wide   more columns\n"
-    "  --watch   after the table, print each row again when it changes (the\n"
-    "            header once, as `kubectl get --watch`); -o json: the whole\n"
-    "            document again (until interrupted)\n"
-    "\n"
-    "C is local:DIR (the embedded store), kube (in-cluster service account) or\n"
-    "kube:KUBECONFIG; on kube the pools are MachineConfigPool objects, so\n"
-    "`kubectl get mcp` prints the same table. Under the table: each paused pool\n"
-    "and why (in git, or by an operator: `mcgit pool pause` or `kubectl patch mcp\n"
-    "POOL --type merge -p '{\"spec\":{\"paused\":true}}'`), and SourceStale.\n"
-    "Without --cluster, C is $MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR`\n"
-    "once per shell).\n",
-    run,
+    .name = "status",
+    .summary = "show pools or nodes (the kubectl get machineconfigpool view)",
+    .usage =
+        "usage: mcgit status --cluster C [pools|nodes] [-o json|wide] [--watch]\n"
+        "\n"
+        "pools (default) prints the columns of `kubectl get machineconfigpool`:\n"
+        "  NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT\n"
+        "  UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE\n"
+        "-o wide adds MACHINECONFIGS, the MachineConfigs CONFIG was rendered from\n"
+        "(status.configuration.source, in merge order).\n"
+        "nodes prints NODE DESIRED CURRENT STATE (-o wide adds POOL and REASON).\n"
+        "\n"
+        "  -o json   a Kubernetes List ({\"apiVersion\": \"v1\", \"kind\": \"List\",\n"
+        "            \"items\": [...]}) of MachineConfigPool or Node objects, the shapes\n"
+        "            `kubectl get -o json` prints\n"
+        "  -o wide   more columns\n"
+        "  --watch   after the table, print each row again when it changes (the\n"
+        "            header once, as `kubectl get --watch`); -o json: the whole\n"
+        "            document again (until interrupted)\n"
+        "\n"
+        "C is local:DIR (the embedded store), kube (in-cluster service account) or\n"
+        "kube:KUBECONFIG; on kube the pools are MachineConfigPool objects, so\n"
+        "`kubectl get mcp` prints the same table. Under the table: each paused pool\n"
+        "and why (in git, or by an operator: `mcgit pool pause` or `kubectl patch mcp\n"
+        "POOL --type merge -p '{\"spec\":{\"paused\":true}}'`), and SourceStale.\n"
+        "Without --cluster, C is $MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR`\n"
+        "once per shell).\n",
+    .run = run,
 };
 
 /* A table printed like kubectl's: columns padded, three spaces apart. */

@@ -15,23 +15,24 @@
 static int run(int argc, char **argv);
 
 const mcg_cmd mcg_cmd_sync = {
-    "sync",
-    "ask the controller for a pass now, and wait for its result",
-    "usage: mcgit sync [--cluster C] [--wait] [--timeout SECONDS]\n"
-    "\n"
-    "Ask the controller for a reconcile pass now rather than at the end of its\n"
-    "--interval: a request on the cluster side that the controller watches (local:DIR:\n"
-    "DIR/sync.json, noticed at once; kube: annotations of the MachineConfiguration\n"
-    "`cluster`, noticed within 4 s). The controller answers each request after the\n"
-    "pass it started, with that pass's result. Requests made while a pass runs are\n"
-    "answered by the next one, which starts at once.\n"
-    "\n"
-    "  --wait              wait for the answer and print it; exit 1 when the pass\n"
-    "                      failed, was refused or could not fetch\n"
-    "  --timeout SECONDS   how long --wait waits (default 60); past it, exit 1\n"
-    "\n"
-    "Without --cluster, C is $MCGIT_CLUSTER.\n",
-    run,
+    .name = "sync",
+    .summary = "ask the controller for a pass now, and wait for its result",
+    .usage =
+        "usage: mcgit sync [--cluster C] [--wait] [--timeout SECONDS]\n"
+        "\n"
+        "Ask the controller for a reconcile pass now rather than at the end of its\n"
+        "--interval: a request on the cluster side that the controller watches (local:DIR:\n"
+        "DIR/sync.json, noticed at once; kube: annotations of the MachineConfiguration\n"
+        "`cluster`, noticed within 4 s). The controller answers each request after the\n"
+        "pass it started, with that pass's result. Requests made while a pass runs are\n"
+        "answered by the next one, which starts at once.\n"
+        "\n"
+        "  --wait              wait for the answer and print it; exit 1 when the pass\n"
+        "                      failed, was refused or could not fetch\n"
+        "  --timeout SECONDS   how long --wait waits (default 60); past it, exit 1\n"
+        "\n"
+        "Without --cluster, C is $MCGIT_CLUSTER.\n",
+    .run = run,
 };
 
 int mcg_cli_sync_wait(const char *cmd, mcg_cluster *cl, uint64_t gen, double timeout)

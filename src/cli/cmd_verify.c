@@ -11,41 +11,42 @@
 static int run(int argc, char **argv);
 
 const mcg_cmd mcg_cmd_verify = {
-    "verify",
-    "verify the SSH signature of every new source commit",
-    "usage: mcgit verify --repo R [--rev REV] [--since REV | --all] --trust F\n"
-    "                    [--revoked K] [-o json]\n"
-    "\n"
-    "Check every commit reachable from REV (default: the source branch, git\n"
-    "config mcgit.sourceBranch, else main) and not from --since (default: the\n"
-    "last commit mcgit verified here, else the root; --all: the root),\n"
-    "merges included. A commit is good when its SSH signature (namespace git)\n"
-    "verifies at its committer time under the signers of every one of its\n"
-    "parents (the trust root F, an allowed_signers file, plus\n"
-    ".mcgit/allowed_signers as it stands in that parent when the parent is\n"
-    "good; F alone for a first commit), and its committer time is at most an\n"
-    "hour before its first parent's. See docs/concepts.md.\n"
-    "With --revoked K (an OpenSSH KRL or a list of public keys, as git's\n"
-    "gpg.ssh.revocationFile), a commit by a revoked key or certificate is bad.\n"
-    "A commit whose valid signature is by a key not trusted now (revoked,\n"
-    "removed, expired), or whose approvals no longer count, is vouched for by a\n"
-    "later good commit that builds on it, and bad when none does: a trust\n"
-    "change applies to what arrives after it (docs/trust.md). After revoking a\n"
-    "key, `--all` lists every commit it signed, and after each, one line per\n"
-    "pool whose current rendered config still holds its changes (the blast\n"
-    "radius): `still-in <sha> <pool>: <kind> <key>, ...`.\n"
-    "\n"
-    "Prints one line per commit, parents first:\n"
-    "  good <sha> <principal> <fingerprint>\n"
-    "  vouched <sha> <fingerprint> <reason>; vouched for by <sha>\n"
-    "  bad <sha> <reason>\n"
-    "When there is no new commit: one line, `nothing to verify: ...`.\n"
-    "Exit status 1 if any commit is bad.\n"
-    "\n"
-    "  --all     verify the whole history, ignoring the last verified commit\n"
-    "  -o json   a JSON list of {\"commit\", \"status\" (good, vouched, bad),\n"
-    "            \"principal\", \"fingerprint\", \"reason\", \"vouchedBy\", \"stillIn\"}\n",
-    run,
+    .name = "verify",
+    .summary = "verify the SSH signature of every new source commit",
+    .usage =
+        "usage: mcgit verify --repo R [--rev REV] [--since REV | --all] --trust F\n"
+        "                    [--revoked K] [-o json]\n"
+        "\n"
+        "Check every commit reachable from REV (default: the source branch, git\n"
+        "config mcgit.sourceBranch, else main) and not from --since (default: the\n"
+        "last commit mcgit verified here, else the root; --all: the root),\n"
+        "merges included. A commit is good when its SSH signature (namespace git)\n"
+        "verifies at its committer time under the signers of every one of its\n"
+        "parents (the trust root F, an allowed_signers file, plus\n"
+        ".mcgit/allowed_signers as it stands in that parent when the parent is\n"
+        "good; F alone for a first commit), and its committer time is at most an\n"
+        "hour before its first parent's. See docs/concepts.md.\n"
+        "With --revoked K (an OpenSSH KRL or a list of public keys, as git's\n"
+        "gpg.ssh.revocationFile), a commit by a revoked key or certificate is bad.\n"
+        "A commit whose valid signature is by a key not trusted now (revoked,\n"
+        "removed, expired), or whose approvals no longer count, is vouched for by a\n"
+        "later good commit that builds on it, and bad when none does: a trust\n"
+        "change applies to what arrives after it (docs/trust.md). After revoking a\n"
+        "key, `--all` lists every commit it signed, and after each, one line per\n"
+        "pool whose current rendered config still holds its changes (the blast\n"
+        "radius): `still-in <sha> <pool>: <kind> <key>, ...`.\n"
+        "\n"
+        "Prints one line per commit, parents first:\n"
+        "  good <sha> <principal> <fingerprint>\n"
+        "  vouched <sha> <fingerprint> <reason>; vouched for by <sha>\n"
+        "  bad <sha> <reason>\n"
+        "When there is no new commit: one line, `nothing to verify: ...`.\n"
+        "Exit status 1 if any commit is bad.\n"
+        "\n"
+        "  --all     verify the whole history, ignoring the last verified commit\n"
+        "  -o json   a JSON list of {\"commit\", \"status\" (good, vouched, bad),\n"
+        "            \"principal\", \"fingerprint\", \"reason\", \"vouchedBy\", \"stillIn\"}\n",
+    .run = run,
 };
 
 /* One verdict as an object of the -o json list. */

@@ -359,7 +359,7 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
     stop = 0;
     atomic_store(&wake_requested, 0);
     signals_start(&sg);
-    loop_state st = {"", "", {0}};
+    loop_state st = {0};
     uint64_t answered = 0; /* the newest `mcgit sync` this loop answered */
     while (!stop) {
         mcg_pass_result res;
