@@ -113,6 +113,32 @@ int mcg_cli_getopt(const mcg_cmd *cmd, int argc, char **argv, const char *shorto
     return '?';
 }
 
+/* The most options a command may have (a fixed table: no allocation per call). */
+#define MAX_OPTS 32
+
+int mcg_cli_next(const mcg_cmd *cmd, int argc, char **argv)
+{
+    struct option longopts[MAX_OPTS + 1];
+    char shortopts[2 * MAX_OPTS + 1];
+    size_t n = 0, s = 0;
+    for (const mcg_opt *o = cmd->opts; o->key; o++) {
+        if (o - cmd->opts >= MAX_OPTS)
+            abort(); /* a command's table: small */
+        if (o->name)
+            longopts[n++] = (struct option){.name = o->name,
+                                            .has_arg = o->arg ? required_argument : no_argument,
+                                            .val = o->key};
+        if (o->shortname) {
+            shortopts[s++] = o->shortname;
+            if (o->arg)
+                shortopts[s++] = ':';
+        }
+    }
+    longopts[n] = (struct option){0};
+    shortopts[s] = '\0';
+    return mcg_cli_getopt(cmd, argc, argv, shortopts, longopts);
+}
+
 int mcg_cli_unknown_command(const char *name)
 {
     const char *names[64];
@@ -152,9 +178,60 @@ const char *mcg_cli_cluster(const char *opt)
     return env && *env ? env : NULL;
 }
 
+/* An option's term in the option list: "-c, --name ARG", "--name ARG", "-c ARG". */
+static void opt_term(const mcg_opt *o, char *out, size_t size)
+{
+    char s[8] = "";
+    if (o->shortname)
+        mcg_bfmt(s, sizeof(s), "-%c%s", o->shortname, o->name ? ", " : "");
+    if (!mcg_bfmt(out, size, "%s%s%s%s%s", s, o->name ? "--" : "", o->name ? o->name : "",
+                  o->arg ? " " : "", o->arg ? o->arg : ""))
+        abort(); /* a command's option: short */
+}
+
+/* A term longer than this puts its text on the next line. */
+#define TERM_WIDTH 24
+
+/*
+ * The option list, as git's parse-options prints it: "  TERM   text", the
+ * text's further lines indented to the same column; only options with help.
+ */
+static void print_opts(const mcg_opt *opts)
+{
+    char term[128];
+    size_t width = 0;
+    for (const mcg_opt *o = opts; o->key; o++) {
+        opt_term(o, term, sizeof(term));
+        if (o->help && strlen(term) <= TERM_WIDTH && strlen(term) > width)
+            width = strlen(term);
+    }
+    if (!width)
+        return;
+    fputs("\noptions:\n", stdout);
+    for (const mcg_opt *o = opts; o->key; o++) {
+        if (!o->help)
+            continue;
+        opt_term(o, term, sizeof(term));
+        int col = (int)width + 3;
+        if (strlen(term) > width)
+            printf("  %s\n%*s", term, col + 2, "");
+        else
+            printf("  %-*s", col, term);
+        for (const char *p = o->help; *p;) {
+            size_t len = strcspn(p, "\n");
+            printf("%.*s\n", (int)len, p);
+            p += len;
+            if (*p && *++p)
+                printf("%*s", col + 2, "");
+        }
+    }
+}
+
 int mcg_cli_help(const mcg_cmd *cmd)
 {
     fputs(cmd->usage, stdout);
+    if (cmd->opts)
+        print_opts(cmd->opts);
     return MCG_EXIT_OK;
 }
 
