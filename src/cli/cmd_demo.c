@@ -17,6 +17,13 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt demo_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('d', "dir", "DIR", "where to create it (default: a new directory\nunder /tmp)"),
+    MCG_OPT_FLAG('k', "keep", "leave the controller and agents running"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_demo = {
     .name = "demo",
     .summary = "run the whole loop on one machine, narrated",
@@ -37,6 +44,7 @@ const mcg_cmd mcg_cmd_demo = {
         "the demo is interrupted, unless --keep is given (then their PIDs are\n"
         "printed).\n",
     .run = run,
+    .opts = demo_opts,
 };
 
 /* The demo's directory: dir made (it must hold no demo yet), or a new one under /tmp. */
@@ -68,15 +76,11 @@ static int demo_dir(char out[PATH_MAX], const char *dir)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"dir", required_argument, 0, 'd'},
-                                         {"keep", no_argument, 0, 'k'},
-                                         {0, 0, 0, 0}};
     const char *dir = NULL;
     bool keep = false;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_demo, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_demo, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_demo);

@@ -13,6 +13,16 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt fetch_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
+    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
+    MCG_OPT_VALUE('K', "revoked", "K", "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_VALUE('R', "remote", "NAME", "the remote to fetch from (default: origin)"),
+    MCG_OPT_VALUE('T', "timeout", "SECONDS", "bound the whole transfer (default: 300)"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_fetch = {
     .name = "fetch",
     .summary = "fetch the source branch from a remote (fast-forward only)",
@@ -48,22 +58,16 @@ const mcg_cmd mcg_cmd_fetch = {
         "changed host key, or a certificate that does not verify, is never accepted,\n"
         "and nothing moves.\n",
     .run = run,
+    .opts = fetch_opts,
 };
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"remote", required_argument, 0, 'R'},
-                                         {"trust", required_argument, 0, 't'},
-                                         {"revoked", required_argument, 0, 'K'},
-                                         {"timeout", required_argument, 0, 'T'},
-                                         {0, 0, 0, 0}};
     const char *repo = NULL, *remote = "origin", *trust = NULL, *revoked = NULL;
     uint64_t timeout = MCG_FETCH_TIMEOUT_DEFAULT;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_fetch, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_fetch, argc, argv)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_fetch);
         case 'r': repo = optarg; break;

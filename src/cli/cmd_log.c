@@ -12,6 +12,20 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt log_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
+    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file: name\nthe signers' principals"),
+    MCG_OPT_SHORT_VALUE('o', "output", "text|json",
+                        "text (default), or a JSON list of {\"rendered\",\n"
+                        "\"source\", \"time\", \"subject\", \"author\",\n"
+                        "\"signer\": {\"fingerprint\", \"principal\"} or\n"
+                        "null, \"rollbackTo\", \"pools\": {\"<pool>\":\n"
+                        "\"rendered-<pool>-<hash>\"}} (null where not\n"
+                        "known)"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_log = {
     .name = "log",
     .summary = "show the rollout history (the rendered branch)",
@@ -25,13 +39,9 @@ const mcg_cmd mcg_cmd_log = {
         "root F, with the repo's .mcgit/allowed_signers as of the commit's parent,\n"
         "names for it), and each pool's rendered config name. A rollback (a source\n"
         "commit with a Rollback-To trailer) is marked `rollback to <sha>`. With no\n"
-        "rendered commit yet it prints one line saying so (-o json: []).\n"
-        "\n"
-        "  -o json   a JSON list of {\"rendered\", \"source\", \"time\", \"subject\",\n"
-        "            \"author\", \"signer\": {\"fingerprint\", \"principal\"} or null,\n"
-        "            \"rollbackTo\", \"pools\": {\"<pool>\": \"rendered-<pool>-<hash>\"}}\n"
-        "            (null where not known)\n",
+        "rendered commit yet it prints one line saying so (-o json: []).\n",
     .run = run,
+    .opts = log_opts,
 };
 
 
@@ -56,15 +66,10 @@ static void print_text(const mcg_log_entry *e, const char *ts)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"trust", required_argument, 0, 't'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {0, 0, 0, 0}};
     const char *repo = NULL, *format = "text", *trust = NULL;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_log, argc, argv, "ho:", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_log, argc, argv)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_log);
         case 'r': repo = optarg; break;

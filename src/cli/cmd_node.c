@@ -14,6 +14,15 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt node_options[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_VALUE('l', "labels", "k=v,...", "add: the new node's labels"),
+    MCG_OPT_VALUE('m', "machine-id", "ID", "add, bind: bind the node to machine-id ID"),
+    MCG_OPT_VALUE('r', "root", "DIR", "bind: read the machine-id from\nDIR/etc/machine-id (default: /etc/machine-id)"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_node = {
     .name = "node",
     .summary = "add, label, remove, list or bind nodes to their hosts",
@@ -45,6 +54,7 @@ const mcg_cmd mcg_cmd_node = {
         "A label edit that leaves the labels as they are, bind to the machine-id\n"
         "already bound and unbind of an unbound node change nothing and say so.\n",
     .run = run,
+    .opts = node_options,
 };
 
 /* Whether s is a machine-id: 32 lowercase hex digits. */
@@ -206,15 +216,11 @@ static int node_list(mcg_cluster *cl, mcg_err *err)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},         {"cluster", required_argument, 0, 'c'},
-        {"labels", required_argument, 0, 'l'}, {"machine-id", required_argument, 0, 'm'},
-        {"root", required_argument, 0, 'r'},   {0, 0, 0, 0}};
     const char *cluster = NULL;
     node_opts o = {NULL, NULL, NULL};
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_node, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_node, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_node);

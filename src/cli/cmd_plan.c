@@ -17,6 +17,17 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt plan_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
+    MCG_OPT_VALUE('R', "rev", "REV", "the commit to plan (default: the source branch)"),
+    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
+    MCG_OPT_VALUE('K', "revoked", "K", "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_VALUE('c', "cluster", "C", "count the nodes of cluster C (default:\n$MCGIT_CLUSTER)"),
+    MCG_OPT_SHORT_VALUE('o', "output", "text|json", "text (default) or json, as above"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_plan = {
     .name = "plan",
     .summary = "show what a change does, per pool, before it rolls out",
@@ -61,6 +72,7 @@ const mcg_cmd mcg_cmd_plan = {
         "lines for an accepted push, and `mcgit bundle verify|import` print it too.\n"
         "Exit status: 0 the commit verifies and renders, 1 refused (with the reasons).\n",
     .run = run,
+    .opts = plan_opts,
 };
 
 /*
@@ -263,16 +275,11 @@ static int show_plan(mcg_plan *p, const mcg_diags *owners, const char *format, m
 /* Parse, verify (as render --repo), plan, count nodes if a cluster is known, print. */
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},          {"output", required_argument, 0, 'o'},
-        {"repo", required_argument, 0, 'r'},    {"rev", required_argument, 0, 'R'},
-        {"trust", required_argument, 0, 't'},   {"revoked", required_argument, 0, 'K'},
-        {"cluster", required_argument, 0, 'c'}, {0, 0, 0, 0}};
     const char *format = "text", *repo = NULL, *rev = NULL, *trust = NULL, *revoked = NULL,
                *cluster = NULL;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_plan, argc, argv, "ho:", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_plan, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_plan);

@@ -16,6 +16,16 @@ static void print_warnings(const mcg_model *m);
 static int render_repo(const char *repo, const char *rev, const char *trust, const char *revoked,
                        const char *format);
 
+static const mcg_opt render_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_SHORT_VALUE('o', "output", "names|json", "names (default) or json, as above"),
+    MCG_OPT_VALUE('r', "repo", "R", "render a commit of the git repository R"),
+    MCG_OPT_VALUE('R', "rev", "REV", "with --repo: the commit (default: the source\nbranch)"),
+    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
+    MCG_OPT_VALUE('K', "revoked", "K", "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_render = {
     .name = "render",
     .summary = "render each pool's MachineConfigs into one config",
@@ -48,19 +58,15 @@ const mcg_cmd mcg_cmd_render = {
         "commit's time (same history, same commit ids, in any clone). A source that\n"
         "was already rendered adds nothing. A refused commit moves nothing.\n",
     .run = run,
+    .opts = render_opts,
 };
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},       {"output", required_argument, 0, 'o'},
-        {"repo", required_argument, 0, 'r'}, {"rev", required_argument, 0, 'R'},
-        {"trust", required_argument, 0, 't'}, {"revoked", required_argument, 0, 'K'},
-        {0, 0, 0, 0}};
     const char *format = "names", *repo = NULL, *rev = NULL, *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_render, argc, argv, "ho:", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_render, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_render);

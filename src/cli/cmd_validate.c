@@ -9,6 +9,11 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt validate_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_validate = {
     .name = "validate",
     .summary = "check a config directory and report every problem",
@@ -24,14 +29,14 @@ const mcg_cmd mcg_cmd_validate = {
         "machineConfigSelector selects, are printed as `warning: file:line: message`\n"
         "and leave the exit status alone, unless mcgit.yaml says `warnings: error`.\n",
     .run = run,
+    .opts = validate_opts,
 };
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_validate, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_validate, argc, argv)) != -1) {
         if (c == 'h')
             return mcg_cli_help(&mcg_cmd_validate);
         return mcg_cli_usage_error(&mcg_cmd_validate, NULL);
