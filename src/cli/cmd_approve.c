@@ -33,6 +33,7 @@ const mcg_cmd mcg_cmd_approve = {
         "git config mcgit.trust or the commit's parent's .mcgit/allowed_signers\n"
         "leave out namespace mcgit-approval (the approval would not count).\n",
     .run = run,
+    .opts = mcg_cli_signer_opts,
 };
 
 /* Warn, before signing, when the signing key's trust lines leave out approvals. */

@@ -13,6 +13,46 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt controller_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the config repo: a clone, or a URL with --mirror"),
+    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
+    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_VALUE('K', "revoked", "K",
+                  "a revocation list (OpenSSH KRL or public keys): a\n"
+                  "commit by a revoked key or certificate is refused;\n"
+                  "F and K are read again on every pass (K '': none)"),
+    MCG_OPT_VALUE('R', "remote", "NAME", "the remote to fetch from (default: origin)"),
+    MCG_OPT_VALUE('m', "mirror", "DIR", "mirror the URL R into the bare repository DIR"),
+    MCG_OPT_FLAG('1', "once",
+                 "one pass; exit 1 if a commit was refused, the fetch\n"
+                 "failed or another controller holds the Lease"),
+    MCG_OPT_VALUE('i', "interval", "SECONDS",
+                  "the longest time between passes (default 5): a pass\n"
+                  "also starts as soon as a node changes (a watch on\n"
+                  "kube, inotify on local:DIR) and, when R has no\n"
+                  "remote, as soon as its source branch moves"),
+    MCG_OPT_VALUE('k', "keep-configs", "N",
+                  "older rendered configs of each pool kept published\n"
+                  "besides those in use (default 3; git keeps them all)"),
+    MCG_OPT_VALUE('T', "fetch-timeout", "SECONDS",
+                  "the longest a fetch may take, however the server\n"
+                  "behaves (default 300); then FetchFailed, timed out"),
+    MCG_OPT_VALUE('M', "metrics-bind-address", "HOST:PORT",
+                  "serve Prometheus metrics at http://HOST:PORT/metrics\n"
+                  "(pools, nodes, rollouts, fetch, verify, render; see\n"
+                  "docs/operations.md); port 0: any free one"),
+    MCG_OPT_VALUE('W', "webhook-token-file", "F",
+                  "also accept POST /hooks/git on that listener: a call\n"
+                  "carrying the token in F (Authorization: Bearer, or a\n"
+                  "forge's X-Gitlab-Token or X-Hub-Signature-256) starts\n"
+                  "a pass at once; a wrong or missing token gets 401.\n"
+                  "`mcgit hook install --webhook-url` makes pushes call it"),
+    MCG_OPT_SHORT_FLAG('q', "quiet", "less logging on stderr"),
+    MCG_OPT_SHORT_FLAG('v', "verbose", "more logging on stderr"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_controller = {
     .name = "controller",
     .summary = "reconcile the cluster with the config repo",
@@ -45,35 +85,11 @@ const mcg_cmd mcg_cmd_controller = {
         "unreachable remote stops nothing: the pools keep their last good target and\n"
         "report RenderDegraded (reason RenderFailed or FetchFailed) with the reason.\n"
         "\n"
-        "  --revoked K         a revocation list (OpenSSH KRL or public keys): a\n"
-        "                      commit by a revoked key or certificate is refused;\n"
-        "                      F and K are read again on every pass (K '': none)\n"
-        "  --once              one pass; exit 1 if a commit was refused, the fetch\n"
-        "                      failed or another controller holds the Lease\n"
-        "  --interval SECONDS  the longest time between passes (default 5): a pass\n"
-        "                      also starts as soon as a node changes (a watch on\n"
-        "                      kube, inotify on local:DIR) and, when R has no\n"
-        "                      remote, as soon as its source branch moves\n"
-        "  --keep-configs N    older rendered configs of each pool kept published\n"
-        "                      besides those in use (default 3; git keeps them all)\n"
-        "  --fetch-timeout SECONDS\n"
-        "                      the longest a fetch may take, however the server\n"
-        "                      behaves (default 300); then FetchFailed, timed out\n"
-        "  --metrics-bind-address HOST:PORT\n"
-        "                      serve Prometheus metrics at http://HOST:PORT/metrics\n"
-        "                      (pools, nodes, rollouts, fetch, verify, render; see\n"
-        "                      docs/operations.md); port 0: any free one\n"
-        "  --webhook-token-file F\n"
-        "                      also accept POST /hooks/git on that listener: a call\n"
-        "                      carrying the token in F (Authorization: Bearer, or a\n"
-        "                      forge's X-Gitlab-Token or X-Hub-Signature-256) starts\n"
-        "                      a pass at once; a wrong or missing token gets 401.\n"
-        "                      `mcgit hook install --webhook-url` makes pushes call it\n"
-        "  -q, -v              less or more logging on stderr\n"
         "SIGTERM or SIGINT finishes the current pass and exits 0. On a cluster with\n"
         "leader election (kube), only the holder of the Lease acts; identity\n"
         "$MCGIT_IDENTITY, else HOST_PID.\n",
     .run = run,
+    .opts = controller_opts,
 };
 
 /* --interval: seconds, 0.05 to 86400. */
@@ -142,25 +158,9 @@ static int number_opt(int c, ctl_args *a)
 /* Parse the options into a: -1 when run goes on, else the exit status. */
 static int parse_args(int argc, char **argv, ctl_args *a)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"trust", required_argument, 0, 't'},
-                                         {"revoked", required_argument, 0, 'K'},
-                                         {"cluster", required_argument, 0, 'c'},
-                                         {"remote", required_argument, 0, 'R'},
-                                         {"once", no_argument, 0, '1'},
-                                         {"interval", required_argument, 0, 'i'},
-                                         {"keep-configs", required_argument, 0, 'k'},
-                                         {"fetch-timeout", required_argument, 0, 'T'},
-                                         {"mirror", required_argument, 0, 'm'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"verbose", no_argument, 0, 'v'},
-                                         {"metrics-bind-address", required_argument, 0, 'M'},
-                                         {"webhook-token-file", required_argument, 0, 'W'},
-                                         {0, 0, 0, 0}};
     int c, st = -1;
     optind = 1;
-    while (st < 0 && (c = mcg_cli_getopt(&mcg_cmd_controller, argc, argv, "hqv", opts)) != -1) {
+    while (st < 0 && (c = mcg_cli_next(&mcg_cmd_controller, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_controller);

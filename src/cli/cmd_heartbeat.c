@@ -27,6 +27,7 @@ const mcg_cmd mcg_cmd_heartbeat = {
         "ssh; author from git config user.name and user.email. Push it (or bundle\n"
         "it) like any change. Prints the new commit.\n",
     .run = run,
+    .opts = mcg_cli_signer_opts,
 };
 
 static int run(int argc, char **argv)

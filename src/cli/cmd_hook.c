@@ -23,6 +23,19 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt hook_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the repository whose hooks these are"),
+    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
+    MCG_OPT_VALUE('K', "revoked", "K",
+                  "an OpenSSH KRL or a list of public keys; a commit\n"
+                  "by a revoked key or certificate is refused"),
+    MCG_OPT_VALUE('s', "source-branch", "B", "install: the source branch (default: main)"),
+    MCG_OPT_VALUE('U', "webhook-url", "URL", "install, post-receive: tell the controller there"),
+    MCG_OPT_VALUE('T', "webhook-token-file", "T", "the bearer token for --webhook-url"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_hook = {
     .name = "hook",
     .summary = "install the git hooks, or run one",
@@ -67,10 +80,9 @@ const mcg_cmd mcg_cmd_hook = {
         "              http://controller:8080/hooks/git. At most 2 s; a failure is a\n"
         "              `remote: mcgit: warning:` line and never fails the push.\n"
         "              `--webhook-url ''` at install removes both settings.\n"
-        "--revoked K: an OpenSSH KRL or a list of public keys; a commit by a\n"
-        "revoked key or certificate is refused.\n"
         "The pre-commit hook runs `mcgit validate` on the working tree.\n",
     .run = run,
+    .opts = hook_opts,
 };
 
 /* Whether name (a path when it holds a '/', else looked up in PATH) is an
@@ -219,19 +231,11 @@ out:
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"trust", required_argument, 0, 't'},
-                                         {"source-branch", required_argument, 0, 's'},
-                                         {"revoked", required_argument, 0, 'K'},
-                                         {"webhook-url", required_argument, 0, 'U'},
-                                         {"webhook-token-file", required_argument, 0, 'T'},
-                                         {0, 0, 0, 0}};
     const char *repo = NULL, *trust = NULL, *source_branch = NULL, *revoked = NULL;
     const char *url = NULL, *token = NULL;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_hook, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_hook, argc, argv)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_hook);
         case 'r': repo = optarg; break;

@@ -38,6 +38,7 @@ const mcg_cmd mcg_cmd_pool = {
         "resume that changes nothing says so and exits 0. Without --cluster, C is\n"
         "$MCGIT_CLUSTER.\n",
     .run = run,
+    .opts = mcg_cli_wait_opts,
 };
 
 /* What happened, in one line on stdout. */

@@ -40,6 +40,7 @@ const mcg_cmd mcg_cmd_rollback = {
         "(exit 0). An unknown REV or no key is refused (exit 1) and nothing is\n"
         "written.\n",
     .run = run,
+    .opts = mcg_cli_signer_opts,
 };
 
 static int run(int argc, char **argv)

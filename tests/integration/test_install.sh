@@ -100,8 +100,9 @@ for path in sorted(glob.glob(src + "/src/cli/cmd_*.c")):
             text += open(src + "/src/cli/" + home).read()
     for name, arg, val in re.findall(r'\{"([a-z][a-z0-9-]*)",\s*(no_argument|required_argument|optional_argument),\s*0,\s*\'(.)\'\}', text):
         print(cmd, name, 1 if arg == "required_argument" else 0, val)
-    # option tables (mcg_opt): MCG_OPT_[SHORT_]FLAG|VALUE(key, "name", ...)
-    for short, kind, key, name in re.findall(r'MCG_OPT_(SHORT_)?(FLAG|VALUE)\(\s*(\'.\'|[A-Za-z_0-9]+),\s*"([a-z][a-z0-9-]*)"', text):
+    # option tables (mcg_opt): MCG_OPT_[SHORT_|SUB_]FLAG|VALUE([subs,] key, "name", ...)
+    for short, kind, key, name in re.findall(r'MCG_OPT_(SHORT_|SUB_)?(FLAG|VALUE)\(\s*(?:[A-Z_0-9]+,\s*)?(\'.\'|[A-Za-z_0-9]+),\s*"([a-z][a-z0-9-]*)"', text):
+        short = short == "SHORT_"
         print(cmd, name, 1 if kind == "VALUE" else 0, key[1] if short else "-")
 EOF
 python3 "$T/getopt.py" "$SRC" | sort -u >"$T/getopt"
