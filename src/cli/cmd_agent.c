@@ -198,7 +198,7 @@ static int run_loop(mcg_agent *a, mcg_cluster *c, const agent_args *args, mcg_me
     mcg_metrics_server *srv = NULL;
     int status = MCG_EXIT_FAIL;
     if (args->metrics_bind) {
-        mcg_metrics_server_opts so = {args->metrics_bind, mx, NULL, NULL, NULL, "agent"};
+        mcg_metrics_server_opts so = {.bind = args->metrics_bind, .metrics = mx, .who = "agent"};
         if (mcg_metrics_serve(&srv, &so, &err) != 0) {
             mcg_cli_error("agent", "--metrics-bind-address: %s", err.msg);
             goto out;

@@ -228,8 +228,13 @@ static int run(int argc, char **argv)
         o.repo = a.mirror;
         o.remote = "origin";
     }
-    mcg_controller_run_opts ro = {o,      a.cluster,     NULL,           a.interval,
-                                  a.once, mcg_verbosity, a.metrics_bind, a.webhook_token};
+    mcg_controller_run_opts ro = {.pass = o,
+                                  .cluster = a.cluster,
+                                  .interval = a.interval,
+                                  .once = a.once,
+                                  .verbosity = mcg_verbosity,
+                                  .metrics_bind = a.metrics_bind,
+                                  .webhook_token = a.webhook_token};
     bool failed = false;
     if (mcg_controller_run(&ro, &failed, &err) != 0) {
         mcg_cli_error("controller", "%s", err.msg);

@@ -217,7 +217,7 @@ static int node_list(mcg_cluster *cl, mcg_err *err)
 static int run(int argc, char **argv)
 {
     const char *cluster = NULL;
-    node_opts o = {NULL, NULL, NULL};
+    node_opts o = {0};
     int c;
     optind = 1;
     while ((c = mcg_cli_next(&mcg_cmd_node, argc, argv)) != -1) {
