@@ -3,7 +3,7 @@
  * fast-forward only.
  */
 #include "cli/cli.h"
-#include "gitops/gitops.h"
+#include "gitops/remote.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -17,7 +17,8 @@ static const mcg_opt fetch_opts[] = {
     MCG_OPT_HELP,
     MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
     MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
-    MCG_OPT_VALUE('K', "revoked", "K", "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_VALUE('K', "revoked", "K",
+                  "the revocation list, an OpenSSH KRL or a list\nof public keys"),
     MCG_OPT_VALUE('R', "remote", "NAME", "the remote to fetch from (default: origin)"),
     MCG_OPT_VALUE('T', "timeout", "SECONDS", "bound the whole transfer (default: 300)"),
     MCG_OPT_END,

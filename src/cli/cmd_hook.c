@@ -7,7 +7,7 @@
  *   mcgit hook post-receive --repo R --trust F
  */
 #include "cli/cli.h"
-#include "gitops/gitops.h"
+#include "gitops/receive.h"
 #include "metrics/metrics.h"
 
 #include <errno.h>

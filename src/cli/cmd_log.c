@@ -2,7 +2,7 @@
  * cmd_log.c — `mcgit log`: the rollout history on the rendered branch.
  */
 #include "cli/cli.h"
-#include "gitops/gitops.h"
+#include "gitops/rendered.h"
 #include "trust/trust.h"
 
 #include <getopt.h>
@@ -15,7 +15,8 @@ static int run(int argc, char **argv);
 static const mcg_opt log_opts[] = {
     MCG_OPT_HELP,
     MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
-    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file: name\nthe signers' principals"),
+    MCG_OPT_VALUE('t', "trust", "F",
+                  "the trust root, an allowed_signers file: name\nthe signers' principals"),
     MCG_OPT_SHORT_VALUE('o', "output", "text|json",
                         "text (default), or a JSON list of {\"rendered\",\n"
                         "\"source\", \"time\", \"subject\", \"author\",\n"

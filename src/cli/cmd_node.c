@@ -19,7 +19,8 @@ static const mcg_opt node_options[] = {
     MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
     MCG_OPT_VALUE('l', "labels", "k=v,...", "add: the new node's labels"),
     MCG_OPT_VALUE('m', "machine-id", "ID", "add, bind: bind the node to machine-id ID"),
-    MCG_OPT_VALUE('r', "root", "DIR", "bind: read the machine-id from\nDIR/etc/machine-id (default: /etc/machine-id)"),
+    MCG_OPT_VALUE('r', "root", "DIR",
+                  "bind: read the machine-id from\nDIR/etc/machine-id (default: /etc/machine-id)"),
     MCG_OPT_END,
 };
 

@@ -22,7 +22,8 @@ static const mcg_opt render_opts[] = {
     MCG_OPT_VALUE('r', "repo", "R", "render a commit of the git repository R"),
     MCG_OPT_VALUE('R', "rev", "REV", "with --repo: the commit (default: the source\nbranch)"),
     MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
-    MCG_OPT_VALUE('K', "revoked", "K", "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_VALUE('K', "revoked", "K",
+                  "the revocation list, an OpenSSH KRL or a list\nof public keys"),
     MCG_OPT_END,
 };
 

@@ -87,7 +87,8 @@ const mcg_opt mcg_cli_wait_opts[] = {
     MCG_OPT_FLAG('w', "wait",
                  "wait for the answer and print it; exit 1 when the\n"
                  "pass failed, was refused or could not fetch"),
-    MCG_OPT_VALUE('t', "timeout", "SECONDS", "how long --wait waits (default 60); past it,\nexit 1"),
+    MCG_OPT_VALUE('t', "timeout", "SECONDS",
+                  "how long --wait waits (default 60); past it,\nexit 1"),
     MCG_OPT_END,
 };
 

@@ -2,7 +2,7 @@
  * cmd_verify.c — `mcgit verify`: the signature verdict of every new commit.
  */
 #include "cli/cli.h"
-#include "gitops/gitops.h"
+#include "gitops/verify.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -19,7 +19,8 @@ static const mcg_opt opts[] = {
                   "commit mcgit verified here, else the root)"),
     MCG_OPT_FLAG('A', "all", "verify the whole history, ignoring the last\nverified commit"),
     MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
-    MCG_OPT_VALUE('K', "revoked", "K", "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_VALUE('K', "revoked", "K",
+                  "the revocation list, an OpenSSH KRL or a list\nof public keys"),
     MCG_OPT_SHORT_VALUE('o', "output", "text|json",
                         "text (default), or a JSON list of {\"commit\",\n"
                         "\"status\" (good, vouched, bad), \"principal\",\n"

@@ -320,8 +320,10 @@ static int serve_start(const mcg_controller_run_opts *o, mcg_metrics **mx, mcg_m
     int rc = mcg_controller_metrics_declare(*mx, err);
     if (rc)
         return rc;
-    mcg_metrics_server_opts so = {
-        .bind = o->metrics_bind, .metrics = *mx, .token_file = o->webhook_token, .who = "controller"};
+    mcg_metrics_server_opts so = {.bind = o->metrics_bind,
+                                  .metrics = *mx,
+                                  .token_file = o->webhook_token,
+                                  .who = "controller"};
     so.wake = wake_cb;
     if ((rc = mcg_metrics_serve(srv, &so, err)) != 0)
         return rc;

@@ -154,25 +154,25 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
     if (d.count)
         rc = MCG_EINVAL;
     /* accepted: what it will do, as `mcgit plan` prints it (no cluster here) */
-    mcg_plan *p = NULL;
-    if (rc == 0 && mcg_gitops_plan_make(&p, r, new, m, rd, &err) == 0) {
+    mcg_commit_plan *p = NULL;
+    if (rc == 0 && mcg_gitops_commit_plan_make(&p, r, new, m, rd, &err) == 0) {
         m = NULL; /* transferred */
         rd = NULL;
         mcg_strv lines = {0};
-        mcg_plan_unreconcilable(p, &lines);
+        mcg_commit_plan_unreconcilable(p, &lines);
         for (size_t i = 0; i < lines.n; i++)
             mcg_diags_add(out, "refusing %s: %s", ref, lines.v[i]);
         if (lines.n)
             rc = MCG_EINVAL;
         mcg_strv_free(&lines);
-        mcg_plan_lines(p, &lines);
+        mcg_commit_plan_lines(p, &lines);
         for (size_t i = 0; i < lines.n; i++)
             mcg_diags_add(out, "plan: %s", lines.v[i]);
         mcg_strv_free(&lines);
     } else if (rc == 0) {
         mcg_diags_add(out, "plan: not available: %s", err.msg);
     }
-    mcg_plan_free(p);
+    mcg_commit_plan_free(p);
     mcg_diags_free(&d);
     mcg_render_free(rd);
     mcg_model_free(m);

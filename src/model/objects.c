@@ -668,8 +668,11 @@ typedef struct addctx {
 static void add_doc(json_t *root, mcg_linemap *lines, void *arg)
 {
     addctx *a = arg;
-    mcg_pctx c = {
-        .file = a->file, .lines = lines, .base_line = 1, .diags = a->diags, .warns = &a->m->warnings};
+    mcg_pctx c = {.file = a->file,
+                  .lines = lines,
+                  .base_line = 1,
+                  .diags = a->diags,
+                  .warns = &a->m->warnings};
     if (json_is_null(root))
         return;
     if (!json_is_object(root)) {
