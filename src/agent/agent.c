@@ -68,6 +68,7 @@ struct mcg_agent {
     bool live;
     bool force;
     bool reboot_issued; /* this process already ran the reboot command */
+    char *revert_reason; /* while a failed health check's revert is planned: why */
     mcg_acfg *cur;      /* parsed current config, cached for drift checks */
     char drain_evented[256]; /* the target whose Cordon/Drain events were recorded */
     char degraded_evented[MCG_AGENT_REASON]; /* the reason last recorded as an event */
@@ -514,9 +515,9 @@ static void report_degraded(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res)
 /* ---------------------------------------------------------- commands */
 
 /* Run `sh -c cmd`; returns the exit status, or -1 when it could not run. */
-static int run_cmd(mcg_agent *a, const char *cmd)
+/* sh -c cmd; its exit status (128 + signal; -1 when it could not run). */
+static int run_sh(const char *cmd)
 {
-    logf_(a, 1, "running: %s", cmd);
     char *argv[] = {(char *)"sh", (char *)"-c", (char *)cmd, NULL};
     pid_t pid;
     if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) != 0)
@@ -527,6 +528,12 @@ static int run_cmd(mcg_agent *a, const char *cmd)
             return -1;
     return WIFEXITED(status) ? WEXITSTATUS(status)
                              : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static int run_cmd(mcg_agent *a, const char *cmd)
+{
+    logf_(a, 1, "running: %s", cmd);
+    return run_sh(cmd);
 }
 
 static void read_boot_id(char out[64])
@@ -622,14 +629,13 @@ typedef enum {
     PHASE_OS,      /* "os": the OS steps, one at a time ("osStep") */
     PHASE_ACTIONS, /* "actions": daemon-reload / reload / restart, or the reboot decided */
     PHASE_REBOOT,  /* "reboot": the reboot command run, done when the boot id changed */
-    /* the health phase goes here: checks after the actions or the reboot,
-     * before the commit, a failure reverting the update */
+    PHASE_HEALTH,  /* "health": the pool's checks, after the actions or the reboot */
     PHASE_COMMIT,  /* "finish": record current, report Done, uncordon, drop the journal */
     PHASE_UNKNOWN, /* anything else: the journal is refused */
 } update_phase;
 
-static const char *const phase_names[PHASE_UNKNOWN] = {"apply", "os", "actions", "reboot",
-                                                       "finish"};
+static const char *const phase_names[PHASE_UNKNOWN] = {"apply",  "os",     "actions",
+                                                       "reboot", "health", "finish"};
 
 /*
  * The update in progress, typed. journal.json stays the record, written
@@ -921,6 +927,14 @@ static bool run_actions(mcg_agent *a, const json_t *j, mcg_agent_result *res)
     return !failed;
 }
 
+/* After the actions or the reboot: the pool's health checks, if it has any
+ * (a revert runs none: it goes back to the config that was healthy). */
+static update_phase after_disruption(const journal *jr)
+{
+    return jr->new_cfg->ign.health && !json_object_get(jr->j, "revert") ? PHASE_HEALTH
+                                                                        : PHASE_COMMIT;
+}
+
 /*
  * Disruption: a reboot is recorded with the boot id it must change, for
  * phase_reboot; otherwise daemon-reload, reload and restart run.
@@ -940,7 +954,7 @@ static int phase_disruption(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent
         jr->stop = true;
         return 0;
     }
-    return journal_enter(a, jr, PHASE_COMMIT, err);
+    return journal_enter(a, jr, after_disruption(jr), err);
 }
 
 /*
@@ -1000,7 +1014,158 @@ static int phase_reboot(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
               jr->target);
         logf_(a, 1, "reboot recorded (not live: nothing run)");
     }
-    return journal_enter(a, jr, PHASE_COMMIT, err);
+    return journal_enter(a, jr, after_disruption(jr), err);
+}
+
+/* ------------------------------------------------------------ health */
+
+static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char *spec, size_t len,
+                     mcg_agent_result *res, mcg_err *err);
+
+#define HEALTH_POLL_MS 1000
+#define FAILED_TARGET "failed-target"
+
+/*
+ * One round of the pool's checks: 0 when all pass; 1 while one is not
+ * passing yet (*name, why: the first); 2 when a unit failed for good.
+ */
+static int health_round(mcg_agent *a, const json_t *checks, const char **name, char *why,
+                        size_t whyn)
+{
+    mcg_health_env env = {a->live, a->o.systemctl, a->o.host_exec};
+    size_t i;
+    json_t *hc;
+    json_array_foreach(checks, i, hc)
+    {
+        char *cmd = mcg_health_cmd(hc, &env, false);
+        if (!cmd)
+            continue; /* this node cannot run it (neither live nor given the means) */
+        int st = run_sh(cmd);
+        free(cmd);
+        if (st == 0)
+            continue;
+        *name = mcg_health_name(hc);
+        const char *unit = json_string_value(json_object_get(hc, "unit"));
+        char *probe = mcg_health_cmd(hc, &env, true);
+        bool failed = probe && run_sh(probe) == 0;
+        free(probe);
+        if (unit)
+            snprintf(why, whyn, "unit %s %s", unit, failed ? "failed" : "is not active");
+        else
+            snprintf(why, whyn, "'%s' exited %d",
+                     json_string_value(json_array_get(json_object_get(hc, "command"), 0)), st);
+        return failed ? 2 : 1;
+    }
+    return 0;
+}
+
+/* The update's target is what the disk holds: recorded as current, and as failed. */
+static int record_failed(mcg_agent *a, const char *target, const char *reason, mcg_err *err)
+{
+    char *cur = mcg_sprintf("%s\n", target), *failed = mcg_sprintf("%s\n%s\n", target, reason);
+    int rc = state_write(a, FAILED_TARGET, failed, strlen(failed), err);
+    if (!rc)
+        rc = state_write(a, "current", cur, strlen(cur), err);
+    free(cur);
+    free(failed);
+    return rc;
+}
+
+/*
+ * A check failed: the target is remembered as failed (never applied again
+ * while it is the desired config) and, with onFailure Revert, the previous
+ * config goes back as an update of its own (files, units, keys, OS fields,
+ * a reboot if it needs one), which ends Degraded with the reason. With Halt
+ * (or nothing to go back to) the node stays as it is, Degraded.
+ */
+static int health_failed(mcg_agent *a, mcg_cluster *c, journal *jr, const char *reason,
+                         mcg_agent_result *res, mcg_err *err)
+{
+    const char *on = json_string_value(json_object_get(jr->new_cfg->ign.health, "onFailure"));
+    bool revert = jr->from && !(on && !strcmp(on, "Halt"));
+    int rc = record_failed(a, jr->target, reason, err);
+    if (rc)
+        return rc;
+    unlinkat(a->statefd, "journal.json", 0);
+    fsync(a->statefd);
+    jr->stop = true;
+    logf_(a, 1, "%s%s", reason, revert ? ": reverting" : "");
+    event(a, c, true, "HealthCheckFailed", "%s", reason);
+    char *spec = NULL, *path = revert ? mcg_sprintf("configs/%s.json", jr->from) : NULL;
+    size_t len = 0;
+    mcg_err e = {0};
+    if (revert && state_read(a, path, &spec, &len, &e) != 0) {
+        logf_(a, 1, "cannot revert: %s", e.msg);
+        revert = false;
+    }
+    free(path);
+    if (!revert) {
+        set_reason(res, MCG_AGENT_DEGRADED, "%s", reason);
+        snprintf(res->config, sizeof(res->config), "%s", jr->target);
+        mcg_node_patch p = MCG_NODE_PATCH_INIT;
+        p.current = jr->target;
+        p.state = "Degraded";
+        p.reason = res->reason;
+        if (jr->cordoned) /* as after a failed write: Degraded nodes are not left cordoned */
+            p.unschedulable = 0;
+        patch(a, c, &p);
+        return 0;
+    }
+    a->revert_reason = mcg_strdup(reason);
+    rc = do_update(a, c, jr->from, spec, len, res, err);
+    free(a->revert_reason);
+    a->revert_reason = NULL;
+    free(spec);
+    return rc;
+}
+
+/*
+ * Health: the pool's checks, run until all pass or the timeout (from the
+ * first time this phase was entered, kept in the journal across a restart
+ * or the reboot) ends. Meanwhile the node is Working, its reason naming the
+ * check it waits for.
+ */
+static int phase_health(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_result *res,
+                        mcg_err *err)
+{
+    const json_t *h = jr->new_cfg->ign.health, *checks = json_object_get(h, "checks");
+    int64_t timeout = (int64_t)json_integer_value(json_object_get(h, "timeout"));
+    int64_t now = (int64_t)time(NULL), deadline;
+    int rc;
+    if (!json_is_integer(json_object_get(jr->j, "healthDeadline"))) {
+        json_object_set_new(jr->j, "healthDeadline", json_integer(now + timeout));
+        if ((rc = journal_write(a, jr->j, err)) != 0)
+            return rc;
+    }
+    deadline = (int64_t)json_integer_value(json_object_get(jr->j, "healthDeadline"));
+    const char *name = NULL, *shown = NULL;
+    char why[256] = "";
+    int st;
+    while ((st = health_round(a, checks, &name, why, sizeof(why))) == 1 &&
+           (now = (int64_t)time(NULL)) < deadline) {
+        if (name != shown) { /* Working, naming the check, once per check */
+            set_reason(res, MCG_AGENT_WORKING, "waiting for health check %s (%s)", name, why);
+            mcg_node_patch p = MCG_NODE_PATCH_INIT;
+            p.state = "Working";
+            p.reason = res->reason;
+            patch(a, c, &p);
+            logf_(a, 1, "%s", res->reason);
+            shown = name;
+        }
+        struct timespec ts = {HEALTH_POLL_MS / 1000, (HEALTH_POLL_MS % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (st == 0) {
+        logf_(a, 1, "health checks passed");
+        return journal_enter(a, jr, PHASE_COMMIT, err);
+    }
+    char human[32];
+    mcg_human_duration((int64_t)time(NULL) - (deadline - timeout), human);
+    char *reason = mcg_sprintf("health check %s failed %s after update to %s: %s", name, human,
+                               jr->target, why);
+    rc = health_failed(a, c, jr, reason, res, err);
+    free(reason);
+    return rc;
 }
 
 /*
@@ -1033,7 +1198,13 @@ static int phase_commit(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
     snprintf(res->config, sizeof(res->config), "%s", target);
     res->state = MCG_AGENT_DONE;
     res->reason[0] = '\0';
-    logf_(a, 1, "Done: %s", target);
+    const char *revert = json_string_value(json_object_get(jr->j, "revert"));
+    if (revert) { /* back on the healthy config, Degraded with why */
+        set_reason(res, MCG_AGENT_DEGRADED, "%s; reverted to %s", revert, target);
+        p.state = "Degraded";
+        p.reason = res->reason;
+    }
+    logf_(a, 1, "%s: %s", revert ? "Reverted" : "Done", target);
     if (patch(a, c, &p) != 0) {
         res->offline = true; /* keep the journal: report once the cluster is back */
         return 0;
@@ -1041,7 +1212,9 @@ static int phase_commit(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
     if (jr->cordoned)
         event(a, c, false, "Uncordon",
               "Update completed for config %s and node has been uncordoned", target);
-    event(a, c, false, "NodeDone", "Setting node %s, currentConfig %s to Done", a->o.node, target);
+    if (!revert)
+        event(a, c, false, "NodeDone", "Setting node %s, currentConfig %s to Done", a->o.node,
+              target);
     a->degraded_evented[0] = '\0';
     unlinkat(a->statefd, "journal.json", 0);
     fsync(a->statefd);
@@ -1077,7 +1250,8 @@ static int journal_run(mcg_agent *a, mcg_cluster *c, json_t *j, mcg_acfg *old, m
         rc = phase_disruption(a, c, &jr, res, err);
     if (!rc && !jr.stop && jr.phase == PHASE_REBOOT)
         rc = phase_reboot(a, c, &jr, res, err);
-    /* the health phase goes here (see update_phase) */
+    if (!rc && !jr.stop && jr.phase == PHASE_HEALTH)
+        rc = phase_health(a, c, &jr, res, err);
     if (!rc && !jr.stop && jr.phase == PHASE_COMMIT)
         rc = phase_commit(a, c, &jr, res, err);
     else if (!rc && !jr.stop && jr.phase == PHASE_UNKNOWN)
@@ -1273,6 +1447,8 @@ static json_t *journal_new(mcg_agent *a, update *u, const char *name)
     json_object_set_new(j, "os", u->os_steps);
     u->os_steps = NULL;
     json_object_set_new(j, "osStep", json_integer(0));
+    if (a->revert_reason) /* going back after a failed health check: ends Degraded */
+        json_object_set_new(j, "revert", json_string(a->revert_reason));
     /* a first config: the install-time sections it holds, for the status */
     char *note = u->old ? NULL : mcg_osconf_installed_note(&a->root, u->new_cfg);
     if (note)
@@ -1397,6 +1573,39 @@ static int resume(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res, bool *had
     return rc;
 }
 
+/*
+ * A target whose health check failed is not applied again while it stays
+ * the desired config: the node stays Degraded with the reason (and, after a
+ * revert, the config it went back to). Another desired config forgets it.
+ * True when the pass ends here.
+ */
+static bool held_failed(mcg_agent *a, mcg_cluster *c, const char *desired, const char *cur,
+                        mcg_agent_result *res)
+{
+    char *data = NULL;
+    size_t len = 0;
+    mcg_err e = {0};
+    if (state_read(a, FAILED_TARGET, &data, &len, &e) != 0)
+        return false;
+    char *nl = strchr(data, '\n');
+    const char *reason = nl ? nl + 1 : "";
+    if (nl)
+        *nl = '\0';
+    bool held = desired && !strcmp(data, desired);
+    if (held) {
+        char *end = strchr(reason, '\n');
+        set_reason(res, MCG_AGENT_DEGRADED, "%.*s%s%s", end ? (int)(end - reason) : (int)strlen(reason),
+                   reason, cur && strcmp(cur, data) ? "; reverted to " : "",
+                   cur && strcmp(cur, data) ? cur : "");
+        snprintf(res->config, sizeof(res->config), "%s", cur ? cur : "");
+        report_degraded(a, c, res);
+    } else {
+        unlinkat(a->statefd, FAILED_TARGET, 0);
+    }
+    free(data);
+    return held;
+}
+
 /* MCO's way to make its daemon apply its config again, whatever the disk holds. */
 #define FORCE_FILE "run/machine-config-daemon-force"
 
@@ -1502,6 +1711,8 @@ int mcg_agent_run_once(mcg_agent_result *res, mcg_agent *a, mcg_cluster *c, mcg_
         goto out;
     }
     cur = read_current(a);
+    if (held_failed(a, c, n.desired, cur, res))
+        goto out;
     if (take_force_file(a))
         logf_(a, 1, "/%s found (and removed): re-applying %s", FORCE_FILE,
               n.desired ? n.desired : "nothing");

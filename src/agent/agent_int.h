@@ -284,6 +284,22 @@ char *mcg_booted_image_query(const char *host_exec, bool bootc, mcg_err *err);
 /* The command that rebases the node back to a record of the above; NULL when malformed. */
 char *mcg_booted_image_command(const char *rec);
 
+/* How a node runs its health checks (health.c). */
+typedef struct mcg_health_env {
+    bool live;
+    const char *systemctl; /* --systemctl, NULL: systemctl */
+    const char *host_exec; /* --host-exec prefix, NULL: none */
+} mcg_health_env;
+/*
+ * The command line of one check of a rendered spec's mcgitHealth: for a
+ * unit `systemctl is-active --quiet UNIT` (failed_probe: `is-failed
+ * --quiet`, whose exit 0 means the unit failed for good), for a command the
+ * command (NULL for failed_probe); NULL when this node cannot run it.
+ * Caller frees.
+ */
+char *mcg_health_cmd(const json_t *check, const mcg_health_env *env, bool failed_probe);
+const char *mcg_health_name(const json_t *check);
+
 /* Carry out one file step (write, remove, shadow) under the root. */
 int mcg_osstep_file(mcg_sroot *root, const json_t *step, mcg_err *err);
 

@@ -126,6 +126,51 @@ static void count_cell(table *t, const json_t *pool, const char *key)
     mcg_strv_push(&t->cells, buf);
 }
 
+/*
+ * Under the pools table (its columns stay kubectl's): source freshness, a
+ * halted rollout, a rollout waiting for its maintenance window, and paused
+ * pools with who paused them.
+ */
+static void pool_notes(const json_t *items, mcg_buf *out)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(items, i, p)
+    {
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), k, c)
+        {
+            const char *type = json_string_value(json_object_get(c, "type"));
+            const char *st = json_string_value(json_object_get(c, "status"));
+            const char *msg = json_string_value(json_object_get(c, "message"));
+            const char *pool =
+                json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+            const char *why = json_string_value(json_object_get(c, "reason"));
+            if (type && st && !strcmp(type, "SourceStale") && !strcmp(st, "True"))
+                mcg_buf_printf(out, "%s: SourceStale: %s\n", pool ? pool : "?", msg ? msg : "");
+            /* safe rollouts: a halt, or a rollout waiting for its maintenance window */
+            if (type && st && !strcmp(type, "RolloutHalted") && !strcmp(st, "True"))
+                mcg_buf_printf(out, "%s: RolloutHalted: %s\n", pool ? pool : "?", msg ? msg : "");
+            if (type && why && !strcmp(type, "Updating") && !strcmp(why, "MaintenanceWindow"))
+                mcg_buf_printf(out, "%s: %s\n", pool ? pool : "?", msg ? msg : "");
+        }
+    }
+    /* paused pools, and why: git's spec.paused (status.pausedInGit), an
+     * operator's (the object's spec.paused), or both */
+    json_array_foreach(items, i, p)
+    {
+        const char *pool = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+        bool git = mcg_pool_object_git_paused(p);
+        bool op = mcg_pool_object_operator_paused(p);
+        if (git || op)
+            mcg_buf_printf(out, "%s: paused %s\n", pool ? pool : "?",
+                           git && op ? "in git (spec.paused) and by an operator (`mcgit pool resume`)"
+                           : git     ? "in git (spec.paused; resumed by a signed commit)"
+                                     : "by an operator (`mcgit pool resume` resumes it)");
+    }
+}
+
 int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err)
 {
     json_t *items = NULL;
@@ -190,35 +235,7 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
         }
     }
     print_table(&t, out);
-    /* freeze protection: say so under the table (the columns stay kubectl's) */
-    json_array_foreach(items, i, p)
-    {
-        size_t k;
-        json_t *c;
-        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), k, c)
-        {
-            const char *type = json_string_value(json_object_get(c, "type"));
-            const char *st = json_string_value(json_object_get(c, "status"));
-            const char *msg = json_string_value(json_object_get(c, "message"));
-            const char *pool =
-                json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
-            if (type && st && !strcmp(type, "SourceStale") && !strcmp(st, "True"))
-                mcg_buf_printf(out, "%s: SourceStale: %s\n", pool ? pool : "?", msg ? msg : "");
-        }
-    }
-    /* paused pools, and why: git's spec.paused (status.pausedInGit), an
-     * operator's (the object's spec.paused), or both */
-    json_array_foreach(items, i, p)
-    {
-        const char *pool = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
-        bool git = mcg_pool_object_git_paused(p);
-        bool op = mcg_pool_object_operator_paused(p);
-        if (git || op)
-            mcg_buf_printf(out, "%s: paused %s\n", pool ? pool : "?",
-                           git && op ? "in git (spec.paused) and by an operator (`mcgit pool resume`)"
-                           : git     ? "in git (spec.paused; resumed by a signed commit)"
-                                     : "by an operator (`mcgit pool resume` resumes it)");
-    }
+    pool_notes(items, out);
     mcg_strv_free(&t.cells);
     json_decref(items);
     return 0;

@@ -439,6 +439,15 @@ int mcg_cluster_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *c
     return rc;
 }
 
+bool mcg_pool_object_halt_pending(const json_t *pool)
+{
+    const char *since = json_string_value(
+        json_object_get(json_object_get(json_object_get(pool, "status"), "rolloutHalt"), "since"));
+    const char *resumed = json_string_value(json_object_get(
+        json_object_get(json_object_get(pool, "metadata"), "annotations"), MCG_ANN_RESUMED));
+    return since && !(resumed && strcmp(resumed, since) >= 0);
+}
+
 bool mcg_pool_object_operator_paused(const json_t *pool)
 {
     json_t *ann = json_object_get(json_object_get(pool, "metadata"), "annotations");

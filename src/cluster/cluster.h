@@ -240,12 +240,19 @@ int mcg_cluster_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
  * DIR/sync.json, kube in annotations of the MachineConfiguration "cluster".
  */
 #define MCG_ANN_PAUSED MCG_ANN_PREFIX "paused"
+/*
+ * `mcgit pool resume` on a pool whose status holds a rollout halt
+ * (status.rolloutHalt, a failed health check): the time it was lifted, RFC
+ * 3339; the halt holds only while this is older than the halt.
+ */
+#define MCG_ANN_RESUMED MCG_ANN_PREFIX "resumed"
 #define MCG_POOL_PAUSED_IN_GIT "pausedInGit"
 
 /*
  * Set (pause) or lift (!pause) the operator's pause of pool, atomically:
  * pause sets spec.paused true; resume sets it false and removes
- * MCG_ANN_PAUSED. *changed says whether the operator's pause changed (false:
+ * MCG_ANN_PAUSED, and lifts a rollout halt (MCG_ANN_RESUMED set to now).
+ * *changed says whether the operator's pause or the halt changed (false:
  * it already was so). *git_paused (may be NULL) gets status.pausedInGit
  * (git's pause as the controller last published it). A change moves the
  * object's metadata.generation (kube: the API server; local: the store), so
@@ -259,6 +266,8 @@ int mcg_cluster_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *c
 /* Whether a MachineConfigPool object carries the operator's pause
  * (spec.paused true, or MCG_ANN_PAUSED "true"). */
 bool mcg_pool_object_operator_paused(const json_t *pool);
+/* Whether its rollout halt (status.rolloutHalt) holds: not lifted by a resume since. */
+bool mcg_pool_object_halt_pending(const json_t *pool);
 /* Whether it says git pauses the pool (status.pausedInGit true). */
 bool mcg_pool_object_git_paused(const json_t *pool);
 

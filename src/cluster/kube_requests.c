@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ANN_SYNC_REQUESTED MCG_ANN_PREFIX "sync-requested"
 #define ANN_SYNC_REQUESTED_AT MCG_ANN_PREFIX "sync-requested-at"
@@ -50,12 +51,22 @@ static int patch_annotations(mcg_kube *k, const char *path, const char *rv, json
  */
 static json_t *pause_patch(const json_t *o, bool pause)
 {
-    if (mcg_pool_object_operator_paused(o) == pause)
+    bool lift = !pause && mcg_pool_object_halt_pending(o);
+    if (mcg_pool_object_operator_paused(o) == pause && !lift)
         return NULL;
     json_t *md = json_pack("{s:s?}", "resourceVersion", mcg_kube_obj_rv(o));
+    json_t *ann = json_object();
     if (!pause && json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"),
                                   MCG_ANN_PAUSED))
-        json_object_set_new(md, "annotations", json_pack("{s:n}", MCG_ANN_PAUSED));
+        json_object_set_new(ann, MCG_ANN_PAUSED, json_null());
+    if (lift) { /* a rollout halt lifted (cluster.h) */
+        char ts[32];
+        json_object_set_new(ann, MCG_ANN_RESUMED, json_string(mcg_time_iso(ts, (int64_t)time(NULL))));
+    }
+    if (json_object_size(ann))
+        json_object_set_new(md, "annotations", ann);
+    else
+        json_decref(ann);
     return json_pack("{s:o,s:{s:b}}", "metadata", md, "spec", "paused", pause);
 }
 

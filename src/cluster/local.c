@@ -867,10 +867,18 @@ static int l_pause_pool(mcg_cluster *c, const char *name, bool pause, bool *chan
         goto out;
     }
     *git_paused = mcg_pool_object_git_paused(o);
-    if (mcg_pool_object_operator_paused(o) == pause)
+    bool lift = !pause && mcg_pool_object_halt_pending(o);
+    if (mcg_pool_object_operator_paused(o) == pause && !lift)
         goto out; /* already so: nothing written */
     old = json_deep_copy(o);
     json_object_set_new(spec, "paused", json_boolean(pause));
+    if (lift) {
+        char ts[32];
+        if (!json_is_object(json_object_get(md, "annotations")))
+            json_object_set_new(md, "annotations", json_object());
+        json_object_set_new(json_object_get(md, "annotations"), MCG_ANN_RESUMED,
+                            json_string(mcg_time_iso(ts, (int64_t)time(NULL))));
+    }
     json_t *ann = json_object_get(md, "annotations");
     if (!pause && json_is_object(ann)) {
         json_object_del(ann, MCG_ANN_PAUSED);

@@ -118,6 +118,8 @@ static json_t *conditions(const mcg_pool_status *st, const json_t *prev, const c
     json_t *conds = json_array();
     for (int i = 0; i < MCG_COND_COUNT; i++) {
         const mcg_condition *c = &st->conds[i];
+        if (!c->type)
+            continue; /* a condition this pool does not carry */
         json_t *pcnd = prev_condition(prev, c->type);
         const char *pstat = pcnd ? json_string_value(json_object_get(pcnd, "status")) : NULL;
         json_t *plt = pcnd ? json_object_get(pcnd, "lastTransitionTime") : NULL;
@@ -158,7 +160,7 @@ static json_t *pool_spec(const mcg_pool *p, const mcg_pool_status *st, const jso
 }
 
 static json_t *pool_object(const mcg_model *m, const mcg_pool *p, const mcg_pool_status *st,
-                           const json_t *prev, int64_t now)
+                           const json_t *prev, const mcg_safe_pool *sp, int64_t now)
 {
     char ts[32];
     mcg_time_iso(ts, now);
@@ -185,6 +187,8 @@ static json_t *pool_object(const mcg_model *m, const mcg_pool *p, const mcg_pool
     json_object_set_new(status, "degradedMachineCount",
                         json_integer((json_int_t)st->degraded_count));
     json_object_set_new(status, "conditions", conditions(st, prev, ts));
+    if (sp)
+        mcg_safe_status(status, sp, st, now);
     json_decref(src);
     return json_pack("{s:s,s:s,s:o,s:o,s:o}", "apiVersion", MCG_API_OPENSHIFT, "kind",
                      "MachineConfigPool", "metadata", md, "spec", spec, "status", status);
@@ -274,13 +278,15 @@ static json_t *prev_pool(const json_t *prev, const char *name)
 /*
  * Whether prev already says what obj says: the spec, the status and the
  * metadata this controller writes. A store may add fields of its own
- * (kube: uid, resourceVersion, managedFields), which do not count.
+ * (kube: uid, resourceVersion, managedFields), which do not count, and
+ * names the object in its own group (kube: apiVersion
+ * machineconfiguration.mcgit.io/v1), which does not count either.
  */
 static bool pool_same(const json_t *prev, const json_t *obj)
 {
     if (!prev)
         return false;
-    static const char *const top[] = {"apiVersion", "kind", "spec", "status", NULL};
+    static const char *const top[] = {"kind", "spec", "status", NULL};
     for (const char *const *k = top; *k; k++)
         if (!json_equal(json_object_get(prev, *k), json_object_get(obj, *k)))
             return false;
@@ -462,10 +468,12 @@ typedef struct {
     json_t *prev_pools; /* the pool objects before the pass */
     mcg_rollout_plan *plan;
     mcg_strv untrusted; /* per pool of m: its UntrustedChanges message ("" none) */
+    mcg_safe_pool *safe; /* per pool of m: its safe rollout (safe.c) */
 } pass;
 
 static void pass_free(pass *p)
 {
+    mcg_safe_pools_free(p->safe, p->m ? p->m->npools : 0);
     mcg_strv_free(&p->untrusted);
     free(p->render_error);
     mcg_rollout_plan_free(p->plan);
@@ -596,6 +604,7 @@ static mcg_pool_view *pool_views(pass *p)
     const mcg_model *m = p->m;
     const mcg_pass_result *res = p->res;
     mcg_pool_view *pviews = mcg_calloc(m->npools ? m->npools : 1, sizeof(*pviews));
+    const json_t **prev = mcg_calloc(m->npools ? m->npools : 1, sizeof(*prev));
     untrusted_messages(&p->untrusted, p->r, p->root, m);
     for (size_t i = 0; i < m->npools; i++) {
         const char *target = NULL;
@@ -605,15 +614,19 @@ static mcg_pool_view *pool_views(pass *p)
         json_t *pp = prev_pool(p->prev_pools, m->pools[i].name);
         const char *configuration = json_string_value(json_object_get(
             json_object_get(json_object_get(pp, "status"), "configuration"), "name"));
-        pviews[i] = (mcg_pool_view){&m->pools[i],
-                                    target,
-                                    p->render_error,
-                                    configuration,
-                                    res->refused ? "RenderFailed" : "FetchFailed",
-                                    res->stale[0] ? res->stale : NULL,
-                                    mcg_pool_object_operator_paused(pp),
-                                    p->untrusted.v[i][0] ? p->untrusted.v[i] : NULL};
+        prev[i] = pp;
+        pviews[i] = (mcg_pool_view){.pool = &m->pools[i],
+                                    .target = target,
+                                    .render_error = p->render_error,
+                                    .configuration = configuration,
+                                    .render_reason = res->refused ? "RenderFailed" : "FetchFailed",
+                                    .stale = res->stale[0] ? res->stale : NULL,
+                                    .operator_paused = mcg_pool_object_operator_paused(pp),
+                                    .untrusted = p->untrusted.v[i][0] ? p->untrusted.v[i] : NULL};
     }
+    mcg_safe_in in = {prev, p->nodes, p->nnodes, &p->log, p->src, p->o->repo, p->now};
+    p->safe = mcg_safe_pools(pviews, m->npools, &in);
+    free(prev);
     return pviews;
 }
 
@@ -665,7 +678,8 @@ static int pass_plan(pass *p, mcg_err *err)
                                    nodes[i].ready,   nodes[i].unschedulable, nodes[i].desired,
                                    nodes[i].current, nodes[i].state,         nodes[i].reason};
     pviews = pool_views(p);
-    rc = mcg_rollout_plan_make(&p->plan, views, nnodes, pviews, p->m->npools, err);
+    rc = mcg_rollout_plan_make(&p->plan, views, nnodes, pviews, p->m->npools,
+                               p->m->settings.max_disruptions, err);
     free(views);
     free(pviews);
     return rc;
@@ -720,6 +734,18 @@ static int pass_desired(pass *p, mcg_err *err)
     return 0;
 }
 
+/* A Kubernetes Event for each rollout halted in this pass (best effort). */
+static void halt_events(pass *p)
+{
+    for (size_t i = 0; p->safe && i < p->m->npools; i++) {
+        if (!p->safe[i].raised_now || !p->safe[i].halted_msg)
+            continue;
+        mcg_event ev = {"mcgit-controller", true, p->m->pools[i].name, true, "RolloutHalted",
+                        p->safe[i].halted_msg};
+        mcg_cluster_event(p->c, &ev, NULL);
+    }
+}
+
 /*
  * 7. Status: the pools' objects (written only when they changed), metrics
  * and events; pools removed from the repo lose their objects.
@@ -731,7 +757,8 @@ static int pass_status(pass *p, mcg_err *err)
     int rc = 0;
     for (size_t i = 0; i < m->npools; i++) {
         json_t *prev = prev_pool(p->prev_pools, m->pools[i].name);
-        json_t *obj = pool_object(m, &m->pools[i], &p->plan->pools[i], prev, p->now);
+        json_t *obj = pool_object(m, &m->pools[i], &p->plan->pools[i], prev,
+                                  p->safe ? &p->safe[i] : NULL, p->now);
         if (!pool_same(prev, obj)) {
             rc = mcg_cluster_put_pool(p->c, m->pools[i].name, obj, err);
             res->writes++;
@@ -741,6 +768,8 @@ static int pass_status(pass *p, mcg_err *err)
             return rc;
     }
     mcg_ctl_record_status(p->o->metrics, p->plan, p->nodes, p->nnodes, p->now);
+    mcg_ctl_record_safe(p->o->metrics, p->plan, p->safe, p->nodes, p->nnodes);
+    halt_events(p);
     mcg_ctl_emit_events(p->c, p->plan, p->prev_pools, &res->targeted, p->src, res->event_error,
                         sizeof(res->event_error));
     /* pools removed from the repo lose their objects */

@@ -9,6 +9,40 @@
 #include "controller/controller.h"
 #include "rollout/rollout.h"
 
+/* ------------------------------------------------------------ safe rollouts (safe.c) */
+
+/* What a pass holds of each pool's safe rollout, in the order of its pool views. */
+typedef struct mcg_safe_pool {
+    char *target, *node, *check, *source, *since; /* status.rolloutHalt (target NULL: none) */
+    bool halted;                                   /* the halt holds (not resumed) */
+    bool raised_now;                               /* first seen in this pass */
+    char *halted_msg;                              /* RolloutHalted's message */
+    char *held_msg;                                /* "waiting for the window ..." */
+    char *healthy_at;                              /* status.canary.healthyAt, kept */
+    int64_t healthy_unix;
+} mcg_safe_pool;
+
+typedef struct mcg_safe_in {
+    const json_t *const *prev; /* per pool view: its object before the pass (NULL: none) */
+    const mcg_node *nodes;
+    size_t nnodes;
+    const mcg_log *log;  /* the rendered branch, newest first */
+    const char *source;  /* the source commit of the targets */
+    const char *repo;    /* --repo, for the rollback the halt message names */
+    int64_t now;
+} mcg_safe_in;
+
+/*
+ * Fill the views' halted, held, canary_passed and disrupts from the pools'
+ * objects, the nodes and the clock; returns what the pass records (free
+ * with mcg_safe_pools_free).
+ */
+mcg_safe_pool *mcg_safe_pools(mcg_pool_view *pv, size_t np, const mcg_safe_in *in);
+void mcg_safe_pools_free(mcg_safe_pool *sp, size_t n);
+/* status.rolloutHalt and status.canary of one pool's object. */
+void mcg_safe_status(json_t *status, const mcg_safe_pool *sp, const mcg_pool_status *st,
+                     int64_t now);
+
 /* Seconds on the monotonic clock, for durations. */
 double mcg_ctl_mono(void);
 
@@ -40,6 +74,10 @@ void mcg_ctl_record_imports(mcg_metrics *m, const char *repo);
 
 void mcg_ctl_record_status(mcg_metrics *m, const mcg_rollout_plan *plan, const mcg_node *nodes,
                            size_t nnodes, int64_t now);
+/* Safe rollouts: mcgit_rollout_halted per pool, a halt raised in this pass
+ * in mcgit_health_check_failures_total, mcgit_disruptions_in_progress. */
+void mcg_ctl_record_safe(mcg_metrics *m, const mcg_rollout_plan *plan, const mcg_safe_pool *sp,
+                         const mcg_node *nodes, size_t nnodes);
 
 /*
  * Kubernetes Events about pools after a pass (events.c): a new target,

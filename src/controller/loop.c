@@ -155,6 +155,20 @@ typedef struct loop_state {
  * One turn's work: lead, and pass when leading. Returns the pass's rc (or
  * the lease's); *leader says whether this replica leads.
  */
+/*
+ * The wall clock a pass decides by (maintenance windows, canary pauses):
+ * time(), or MCGIT_TEST_NOW (unix seconds) for tests that must stand at a
+ * given hour. Only the decisions read it; timestamps written are its too.
+ */
+static int64_t pass_clock(void)
+{
+    const char *t = getenv("MCGIT_TEST_NOW");
+    uint64_t v = 0;
+    if (t && *t && mcg_parse_u64(t, &v))
+        return (int64_t)v;
+    return (int64_t)time(NULL);
+}
+
 static int lead_and_pass(mcg_pass_result *res, const mcg_controller_opts *po, mcg_cluster *cl,
                          const char *identity, bool *leader, mcg_err *err)
 {
@@ -166,7 +180,7 @@ static int lead_and_pass(mcg_pass_result *res, const mcg_controller_opts *po, mc
         mcg_err_prefix(err, "leader election");
         return rc;
     }
-    return mcg_controller_pass(res, po, cl, (int64_t)time(NULL), err);
+    return mcg_controller_pass(res, po, cl, pass_clock(), err);
 }
 
 /* A pass's news: SourceStale and its end, events not recorded, newly unmanaged nodes. */

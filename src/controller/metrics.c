@@ -47,6 +47,13 @@ int mcg_controller_metrics_declare(mcg_metrics *m, mcg_err *err)
          "1 when every node of the pool is Done at its target, else 0."},
         {"mcgit_pool_untrusted_changes", MCG_METRIC_GAUGE, "pool",
          "1 while the pool's config holds changes by keys not trusted now (UntrustedChanges)."},
+        {"mcgit_rollout_halted", MCG_METRIC_GAUGE, "pool",
+         "1 while the pool's rollout is halted by a failed health check (RolloutHalted)."},
+        {"mcgit_health_check_failures_total", MCG_METRIC_COUNTER, "pool,check",
+         "Health checks that failed on a node after an update, by pool and check (each failure "
+         "that halted a rollout, counted once)."},
+        {"mcgit_disruptions_in_progress", MCG_METRIC_GAUGE, NULL,
+         "Nodes updating now across all pools (what maxConcurrentDisruptions caps)."},
         {"mcgit_pool_rollout_started_timestamp_seconds", MCG_METRIC_GAUGE, "pool",
          "When the pool's rollout under way began (unix seconds); 0: none under way."},
         {"mcgit_node_state", MCG_METRIC_GAUGE, "node,pool,state",
@@ -131,6 +138,30 @@ void mcg_ctl_record_render(mcg_metrics *m, const mcg_verify_report *rep, double 
         mcg_metrics_observe(m, "mcgit_render_duration_seconds", NULL, render_seconds);
     if (created)
         mcg_metrics_add(m, "mcgit_renders_total", NULL, 1);
+}
+
+void mcg_ctl_record_safe(mcg_metrics *m, const mcg_rollout_plan *plan, const mcg_safe_pool *sp,
+                         const mcg_node *nodes, size_t nnodes)
+{
+    if (!m || !plan)
+        return;
+    mcg_metrics_reset(m, "mcgit_rollout_halted");
+    for (size_t p = 0; p < plan->npools; p++) {
+        const char *const *lv = MCG_LV(plan->pools[p].pool);
+        mcg_metrics_set(m, "mcgit_rollout_halted", lv,
+                        plan->pools[p].conds[MCG_COND_ROLLOUT_HALTED].status ? 1 : 0);
+        if (sp && sp[p].raised_now) {
+            const char *const lv2[] = {plan->pools[p].pool, sp[p].check, NULL};
+            mcg_metrics_add(m, "mcgit_health_check_failures_total", lv2, 1);
+        }
+    }
+    size_t busy = 0;
+    for (size_t i = 0; i < nnodes; i++)
+        busy += nodes[i].desired && *nodes[i].desired &&
+                (!nodes[i].current || strcmp(nodes[i].desired, nodes[i].current)) &&
+                !(nodes[i].state && (!strcmp(nodes[i].state, "Degraded") ||
+                                     !strcmp(nodes[i].state, "Unreconcilable")));
+    mcg_metrics_set(m, "mcgit_disruptions_in_progress", NULL, (double)busy);
 }
 
 void mcg_ctl_record_status(mcg_metrics *m, const mcg_rollout_plan *plan, const mcg_node *nodes,

@@ -246,6 +246,57 @@ static void item_line(mcg_buf *b, const mcg_commit_plan_pool *pp, const mcg_diff
     }
 }
 
+/* A duration as the pool spelt it, back from seconds: "1h30m", "10m", "45s". */
+static void put_duration(mcg_buf *b, int64_t s)
+{
+    if (s >= 3600)
+        mcg_buf_printf(b, "%lldh", (long long)(s / 3600));
+    if (s % 3600 >= 60)
+        mcg_buf_printf(b, "%lldm", (long long)(s % 3600 / 60));
+    if (s % 60 || !s)
+        mcg_buf_printf(b, "%llds", (long long)(s % 60));
+}
+
+/* The checks, canary and windows a change of pool p meets (safe rollouts). */
+static void safe_lines(mcg_strv *out, const mcg_pool *p)
+{
+    const mcg_rollout_spec *r = &p->rollout;
+    mcg_buf b = MCG_BUF_INIT;
+    if (r->present && r->canary > 0) {
+        mcg_buf_printf(&b, "  canary: %lld node%s first, the next wave after ", (long long)r->canary,
+                       r->canary == 1 ? "" : "s");
+        put_duration(&b, r->canary_pause);
+        mcg_buf_puts(&b, " healthy");
+        mcg_strv_push(out, b.ptr);
+    }
+    if (r->present && r->nchecks) {
+        b.len = 0;
+        mcg_buf_puts(&b, "  health checks:");
+        for (size_t i = 0; i < r->nchecks; i++)
+            mcg_buf_printf(&b, "%s %s (%s%s)", i ? "," : "", r->checks[i].name,
+                           r->checks[i].unit ? "unit " : "",
+                           r->checks[i].unit ? r->checks[i].unit : r->checks[i].command.v[0]);
+        mcg_buf_puts(&b, " within ");
+        put_duration(&b, r->health_timeout);
+        mcg_buf_printf(&b, "; on failure: %s", r->halt_only ? "Halt" : "Revert");
+        mcg_strv_push(out, b.ptr);
+    }
+    static const char *const days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    for (size_t i = 0; i < p->nwindows; i++) {
+        const mcg_window *w = &p->windows[i];
+        b.len = 0;
+        mcg_buf_puts(&b, "  maintenance window: ");
+        for (int d = 0, n = 0; d < 7; d++)
+            if (w->days & (1u << d))
+                mcg_buf_printf(&b, "%s%s", n++ ? "," : "", days[d]);
+        mcg_buf_printf(&b, " %02d:%02d for ", w->start / 60, w->start % 60);
+        put_duration(&b, (int64_t)w->duration * 60);
+        mcg_buf_printf(&b, " %s", w->tz);
+        mcg_strv_push(out, b.ptr);
+    }
+    mcg_buf_free(&b);
+}
+
 char *mcg_commit_plan_title(const mcg_commit_plan *p)
 {
     return mcg_sprintf("plan for %.12s (rendered tip: %.12s)", p->source,
@@ -299,6 +350,8 @@ void mcg_commit_plan_lines(const mcg_commit_plan *p, mcg_strv *out)
         if (pp->pool && pp->pool->paused)
             mcg_buf_puts(&b, "; pool paused: nothing rolls out until it is resumed");
         mcg_strv_push(out, b.ptr);
+        if (pp->pool)
+            safe_lines(out, pp->pool);
     }
     mcg_buf_free(&b);
 }

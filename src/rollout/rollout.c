@@ -77,6 +77,7 @@ static const char *const cond_names[MCG_COND_COUNT] = {
     [MCG_COND_RENDER_DEGRADED] = "RenderDegraded",
     [MCG_COND_SOURCE_STALE] = "SourceStale",
     [MCG_COND_UNTRUSTED_CHANGES] = "UntrustedChanges",
+    [MCG_COND_ROLLOUT_HALTED] = "RolloutHalted",
 };
 
 /* ----------------------------------------------------------- predicates */
@@ -322,18 +323,23 @@ static void push_update(updates *u, const mcg_node_view *n, const mcg_pool *p, c
 
 /* 1. New nodes, in rollout order, get newcfg while *capacity lasts, each
  * using one unit of it. */
-static void plan_new_nodes(const mcg_pool *p, const char *newcfg, const mcg_node_view *nodes,
-                           const size_t *members, size_t nm, const char **eff, cand *scratch,
-                           updates *u, int64_t *capacity)
+static void plan_new_nodes(const mcg_pool_view *pv, const char *newcfg,
+                           const mcg_node_view *nodes, const size_t *members, size_t nm,
+                           const char **eff, cand *scratch, updates *u, int64_t *capacity,
+                           int64_t *budget)
 {
+    const mcg_pool *p = pv->pool;
     size_t k = 0;
     for (size_t i = 0; i < nm; i++)
         if (is_new(&nodes[members[i]], eff[members[i]]))
             scratch[k++] = make_cand(nodes, members[i]);
     qsort(scratch, k, sizeof(*scratch), cand_cmp);
-    for (size_t i = 0; i < k && *capacity > 0; i++, (*capacity)--) {
+    for (size_t i = 0; i < k && *capacity > 0 && (!pv->disrupts || *budget > 0);
+         i++, (*capacity)--) {
         push_update(u, scratch[i].n, p, newcfg, MCG_UPDATE_NEW_NODE);
         eff[scratch[i].idx] = newcfg;
+        if (pv->disrupts)
+            (*budget)--;
     }
 }
 
@@ -357,19 +363,51 @@ static int64_t pool_capacity(const mcg_pool *p, const mcg_node_view *nodes, cons
  * nodes; eff[] holds each node's desiredConfig as it will be, and is updated
  * for every write. scratch has room for nm cands.
  */
+/*
+ * How many settled nodes may start an update now, from the capacity: none
+ * while held; for a canary (spec.rollout.canary), the first wave is that
+ * many nodes and the next starts only once they are done at the target and
+ * the controller says their pause passed; a pool whose updates disrupt
+ * takes from the cluster-wide budget.
+ */
+static int64_t start_limit(const mcg_pool_view *pv, const mcg_node_view *nodes,
+                           const size_t *members, size_t nm, const char *const *eff,
+                           const char *target, int64_t capacity, const int64_t *budget)
+{
+    int64_t canary = pv->pool->rollout.present ? pv->pool->rollout.canary : 0;
+    if (pv->held)
+        return 0;
+    if (canary > 0) {
+        int64_t at = 0, done = 0;
+        for (size_t i = 0; i < nm; i++) {
+            const mcg_node_view *n = &nodes[members[i]];
+            at += cfg_eq(eff[members[i]], target);
+            done += cfg_eq(eff[members[i]], target) && settled(n, eff[members[i]]) &&
+                    cfg_eq(n->current, target);
+        }
+        if (at < canary)
+            capacity = capacity < canary - at ? capacity : canary - at;
+        else if (at == canary && (done < canary || !pv->canary_passed))
+            return 0;
+    }
+    if (pv->disrupts && *budget < capacity)
+        capacity = *budget;
+    return capacity;
+}
+
 static void plan_pool(const mcg_pool_view *pv, const mcg_node_view *nodes, const size_t *members,
-                      size_t nm, const char **eff, cand *scratch, updates *u)
+                      size_t nm, const char **eff, cand *scratch, updates *u, int64_t *budget)
 {
     const mcg_pool *p = pv->pool;
     const char *target = nz(pv->target) ? pv->target : NULL;
-    bool rolling = target && !p->paused && !pv->operator_paused;
+    bool rolling = target && !p->paused && !pv->operator_paused && !pv->halted;
     const char *newcfg = rolling ? target : (nz(pv->configuration) ? pv->configuration : NULL);
 
     /* 3. (first: new nodes use it too) */
     int64_t capacity = pool_capacity(p, nodes, members, nm, eff);
     /* 1. */
     if (newcfg)
-        plan_new_nodes(p, newcfg, nodes, members, nm, eff, scratch, u, &capacity);
+        plan_new_nodes(pv, newcfg, nodes, members, nm, eff, scratch, u, &capacity, budget);
     /* 2. */
     if (!rolling)
         return;
@@ -397,11 +435,34 @@ static void plan_pool(const mcg_pool_view *pv, const mcg_node_view *nodes, const
         eff[scratch[i].idx] = target;
     }
     /* 6. */
-    for (size_t i = 0; i < nset && (int64_t)i < capacity; i++) {
+    int64_t limit = start_limit(pv, nodes, members, nm, eff, target, capacity, budget);
+    for (size_t i = 0; i < nset && (int64_t)i < limit; i++) {
         const cand *c = &scratch[nfail + i];
         push_update(u, c->n, p, target, MCG_UPDATE_ROLLOUT);
         eff[c->idx] = target;
+        if (pv->disrupts)
+            (*budget)--;
     }
+}
+
+/*
+ * What is left of maxConcurrentDisruptions (0: no limit): the nodes of
+ * pools whose updates disrupt that are updating now (desiredConfig not
+ * applied yet, and not failing) use it.
+ */
+static int64_t disruption_budget(int64_t max, const mcg_pool_view *pools, size_t npools,
+                                 const size_t *start, const size_t *bucket,
+                                 const mcg_node_view *nodes)
+{
+    if (max <= 0)
+        return INT64_MAX;
+    int64_t busy = 0;
+    for (size_t p = 0; p < npools; p++)
+        for (size_t k = start[p]; pools[p].disrupts && k < start[p + 1]; k++) {
+            const mcg_node_view *n = &nodes[bucket[k]];
+            busy += nz(n->desired) && !cfg_eq(n->desired, n->current) && !failing(n);
+        }
+    return busy < max ? max - busy : 0;
 }
 
 /* -------------------------------------------------------------- status */
@@ -502,7 +563,13 @@ static void status_updated(mcg_pool_status *st, const mcg_pool_view *pv, const c
     } else {
         cond_set(&st->conds[MCG_COND_UPDATED], MCG_COND_UPDATED, false, "NotAllNodesUpdated",
                  mcg_sprintf("%zu of %zu nodes updated to %s", st->updated_count, nm, target));
-        if (p->paused || pv->operator_paused)
+        if (pv->halted)
+            cond_set(&st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, false, "RolloutHalted",
+                     mcg_strdup(pv->halted));
+        else if (pv->held)
+            cond_set(&st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, false,
+                     nz(pv->held_reason) ? pv->held_reason : "Held", mcg_strdup(pv->held));
+        else if (p->paused || pv->operator_paused)
             cond_set(&st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, false, "Paused",
                      mcg_sprintf("Pool is paused; will not update to MachineConfig %s (paused %s)",
                                  target,
@@ -528,11 +595,16 @@ static void status_degraded(mcg_pool_status *st, const mcg_pool_view *pv,
     bool nodedeg = st->degraded_count > 0, renderdeg = pv->render_error != NULL;
     const char *rreason = nz(pv->render_reason) ? pv->render_reason : "RenderFailed";
     char *nodemsg = nodedeg ? degraded_message(nodes, members, nm, st->degraded_count) : NULL;
+    const char *why = pv->render_error;
+    size_t pl = strlen(pv->pool->name);
+    if (why && !strncmp(why, "pool ", 5) && !strncmp(why + 5, pv->pool->name, pl) &&
+        !strncmp(why + 5 + pl, ": ", 2))
+        why += 5 + pl + 2; /* "pool P: ..." about this pool: named once */
     char *rendermsg = !renderdeg ? NULL
                       : strcmp(rreason, "FetchFailed")
                           ? mcg_sprintf("Failed to render configuration for pool %s: %s",
-                                        pv->pool->name, pv->render_error)
-                          : mcg_strdup(pv->render_error);
+                                        pv->pool->name, why)
+                          : mcg_strdup(why);
     cond_set(&st->conds[MCG_COND_NODE_DEGRADED], MCG_COND_NODE_DEGRADED, nodedeg,
              nodedeg ? "NodesDegraded" : "", nodemsg ? mcg_strdup(nodemsg) : NULL);
     cond_set(&st->conds[MCG_COND_RENDER_DEGRADED], MCG_COND_RENDER_DEGRADED, renderdeg,
@@ -550,6 +622,24 @@ static void status_degraded(mcg_pool_status *st, const mcg_pool_view *pv,
     }
     free(nodemsg);
     free(rendermsg);
+}
+
+/* Exactly spec.rollout.canary nodes have the target, and all are done at it. */
+static bool canary_done(const mcg_pool *p, const char *target, const mcg_node_view *nodes,
+                        const size_t *members, size_t nm, const char *const *eff)
+{
+    int64_t canary = p->rollout.present ? p->rollout.canary : 0, at = 0;
+    if (canary <= 0 || !target)
+        return false;
+    for (size_t i = 0; i < nm; i++) {
+        const mcg_node_view *n = &nodes[members[i]];
+        if (!cfg_eq(eff[members[i]], target))
+            continue;
+        if (!settled(n, eff[members[i]]) || !cfg_eq(n->current, target))
+            return false;
+        at++;
+    }
+    return at == canary;
 }
 
 static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_node_view *nodes,
@@ -578,6 +668,12 @@ static void pool_status(mcg_pool_status *st, const mcg_pool_view *pv, const mcg_
              pv->untrusted ? mcg_strdup(pv->untrusted) : NULL);
 
     status_degraded(st, pv, nodes, members, nm);
+
+    /* RolloutHalted: pools with spec.rollout only (MCO's pools have no such condition) */
+    if (p->rollout.present || pv->halted)
+        cond_set(&st->conds[MCG_COND_ROLLOUT_HALTED], MCG_COND_ROLLOUT_HALTED, pv->halted != NULL,
+                 pv->halted ? "HealthCheckFailed" : "", pv->halted ? mcg_strdup(pv->halted) : NULL);
+    st->canary_done = canary_done(p, target, nodes, members, nm, eff);
 }
 
 /* ---------------------------------------------------------------- plan */
@@ -625,7 +721,8 @@ out:
 }
 
 int mcg_rollout_plan_make(mcg_rollout_plan **out, const mcg_node_view *nodes, size_t nnodes,
-                          const mcg_pool_view *pools, size_t npools, mcg_err *err)
+                          const mcg_pool_view *pools, size_t npools, int64_t max_disruptions,
+                          mcg_err *err)
 {
     int rc = MCG_EINVAL;
     mcg_rollout_plan *plan = NULL;
@@ -681,8 +778,10 @@ int mcg_rollout_plan_make(mcg_rollout_plan **out, const mcg_node_view *nodes, si
     for (size_t i = 0; i < nnodes; i++)
         eff[i] = nz(nodes[i].desired) ? nodes[i].desired : NULL;
     scratch = mcg_calloc(start[npools], sizeof(*scratch));
+    int64_t budget = disruption_budget(max_disruptions, pools, npools, start, bucket, nodes);
     for (size_t p = 0; p < npools; p++)
-        plan_pool(&pools[p], nodes, bucket + start[p], start[p + 1] - start[p], eff, scratch, &u);
+        plan_pool(&pools[p], nodes, bucket + start[p], start[p + 1] - start[p], eff, scratch, &u,
+                  &budget);
     for (size_t p = 0; p < npools; p++)
         pool_status(&plan->pools[p], &pools[p], nodes, bucket + start[p], start[p + 1] - start[p],
                     eff);

@@ -65,6 +65,15 @@ typedef struct mcg_pool_view {
     const char *untrusted;     /* non-NULL: the pool's current config still holds changes
                                   from commits by keys not trusted now; this message names
                                   them (UntrustedChanges) */
+    /* Safe rollouts (the pool's spec.rollout and maintenance windows): */
+    const char *halted;      /* non-NULL: RolloutHalted, this message (a node's health check
+                                failed on this source commit); holds the rollout as a pause */
+    const char *held;        /* non-NULL: why no update starts now (outside the maintenance
+                                windows); held_reason is its CamelCase reason */
+    const char *held_reason;
+    bool canary_passed;      /* the canary wave was healthy at the target for canaryPause */
+    bool disrupts;           /* updates to the target drain or reboot: they count against
+                                maxConcurrentDisruptions */
 } mcg_pool_view;
 
 /* ------------------------------------------------------------ outputs */
@@ -104,6 +113,8 @@ typedef enum {
     MCG_COND_RENDER_DEGRADED,
     MCG_COND_SOURCE_STALE,      /* the newest verified source commit is older than maxSourceAge */
     MCG_COND_UNTRUSTED_CHANGES, /* the pool's config holds changes by keys not trusted now */
+    MCG_COND_ROLLOUT_HALTED,    /* a health check failed: no further node gets the target
+                                   (only pools with spec.rollout have it: type NULL otherwise) */
     MCG_COND_COUNT,
 } mcg_cond_type;
 
@@ -127,6 +138,7 @@ typedef struct mcg_pool_status {
     size_t unavailable_count; /* see rollout.c: unavailable() */
     size_t degraded_count;    /* state Degraded or Unreconcilable */
     size_t updating_count;    /* desired == target but not yet done at it */
+    bool canary_done;         /* spec.rollout.canary nodes, and no more, are done at the target */
     mcg_condition conds[MCG_COND_COUNT]; /* indexed by mcg_cond_type */
 } mcg_pool_status;
 
@@ -159,10 +171,15 @@ typedef struct mcg_rollout_plan {
  * and pools without a target get no rollout; a render error beside a target
  * (the last good render) does not stop it. Nodes still Working are not
  * retargeted. Updates come per pool in input order, each group in rollout
- * order.
+ * order. Safe rollouts: a halted pool holds as a paused one; a held one
+ * (outside its windows) starts no update; a canary's first wave is
+ * spec.rollout.canary nodes, and the next waits until they are done and
+ * canary_passed; max_disruptions (0: no limit) caps the nodes updating at
+ * once across all pools whose updates disrupt.
  */
 int mcg_rollout_plan_make(mcg_rollout_plan **out, const mcg_node_view *nodes, size_t nnodes,
-                          const mcg_pool_view *pools, size_t npools, mcg_err *err);
+                          const mcg_pool_view *pools, size_t npools, int64_t max_disruptions,
+                          mcg_err *err);
 
 /* Free a plan and everything in it. NULL is a no-op. */
 void mcg_rollout_plan_free(mcg_rollout_plan *plan);

@@ -323,7 +323,7 @@ static int cmd_plan(size_t n)
         mcg_rollout_plan *plan = NULL;
         mcg_err e = {0};
         double t = mono();
-        if (mcg_rollout_plan_make(&plan, nv, n, views, NPOOLS, &e) != 0) {
+        if (mcg_rollout_plan_make(&plan, nv, n, views, NPOOLS, 0, &e) != 0) {
             fprintf(stderr, "bench_controller: %s\n", e.msg);
             return 1;
         }

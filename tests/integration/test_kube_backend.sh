@@ -167,6 +167,16 @@ jq '.spec.maxUnavailable = "50%" | .status.updatedMachineCount = 1 | .spec.confi
 expect_rc 0 "spec and status change" -- kt "$CTL" put-pool worker "$T/pool2.json"
 [ "$(kubectl get mcp worker -o json | jq -c '[.spec.maxUnavailable, .status.updatedMachineCount, .spec.configuration]')" = '["50%",1,null]' ] \
   && ok "merge patches applied (null removes spec.configuration)" || bad "pool update"
+# spec.paused is the operator's: put_pool never writes it, whatever it is given
+kubectl patch mcp worker --type merge -p '{"spec":{"paused":true}}' >/dev/null
+jq '.status.observedGeneration = 0' "$T/pool2.json" >"$T/pool3.json"
+expect_rc 0 "put_pool over an operator's pause" -- kt "$CTL" put-pool worker "$T/pool3.json"
+[ "$(kubectl get mcp worker -o jsonpath='{.spec.paused}')" = true ] && ok "spec.paused set by kubectl patch is kept" \
+  || bad "spec.paused: $(kubectl get mcp worker -o jsonpath='{.spec.paused}')"
+[ "$(kubectl get mcp worker -o jsonpath='{.status.observedGeneration}')" = "$(kubectl get mcp worker -o jsonpath='{.metadata.generation}')" ] \
+  && ok "status.observedGeneration written as the generation put_pool saw" \
+  || bad "observedGeneration $(kubectl get mcp worker -o jsonpath='{.status.observedGeneration}'), generation $(kubectl get mcp worker -o jsonpath='{.metadata.generation}')"
+kubectl patch mcp worker --type merge -p '{"spec":{"paused":false}}' >/dev/null
 expect_rc 0 "status pools through the CLI" -- "$MCGIT" status --cluster "$CTL"
 expect_grep '^worker +rendered-worker-1 +True +False +False +2 +2 +1 +0 ' "$T/out" "mcgit status shows the kube pool"
 kt "$CTL" list-pools >"$T/out"

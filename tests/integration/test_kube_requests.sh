@@ -208,4 +208,9 @@ ctl_once && ok "controller pass" || bad "controller pass failed"
 kubectl get mcp.$A fips -o json | jq -r '.status.conditions[] | select(.type == "NodeDegraded") | "\(.status) \(.message)"' >"$T/cond"
 expect_grep "^True Node f1 is reporting: \"rendered config $F: unreconcilable: fips is true" "$T/cond" "NodeDegraded: MCO's message"
 [ "$(kubectl get mcp.$A fips -o jsonpath='{.status.degradedMachineCount}')" = 1 ] && ok "(counted degraded)" || bad "degradedMachineCount"
+# a pass with nothing new writes nothing: owners, versions, generations and
+# sources all settled (and nothing asked again of a config already whole)
+"$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CTL" --once -v -v >"$T/ctl.out" 2>&1
+"$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "$CTL" --once -v -v >"$T/ctl.out" 2>&1
+expect_grep "pass over 3 nodes: 0 desiredConfig and 0 other writes" "$T/ctl.out" "a quiet pass writes nothing"
 finish

@@ -69,6 +69,27 @@ rm "$H/authorized_keys"
 agent
 [ "$(state)" = "Done " ] && ok "removed again: Done by itself" || bad "w0: $(state)"
 
+# core's password hash: MCO's daemon applies the sshkey rule to it too
+cat >"$R/machineconfigs/policy.yaml" <<'EOF'
+apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata: {name: cluster}
+spec:
+  nodeDisruptionPolicy:
+    sshkey:
+      actions:
+      - type: Reload
+        reload: {serviceName: sshd.service}
+EOF
+printf 'root:*:19000::::::\ncore:!!:19000::::::\n' >"$T/cl/roots/w0/etc/shadow"
+keys_mc "ssh-ed25519 AAAAkeyA a@example.com"
+printf '        passwordHash: $6$x$y\n' >>"$R/machineconfigs/99-worker-ssh.yaml"
+scommit "$R" op "core's password"
+ctl; "$MCGIT" agent --node w0 --cluster "$CL" --once -v >"$T/agent.out" 2>&1 || true
+grep -q 'actions Reload sshd.service' "$T/agent.out" && ok "a password change follows the sshkey rule (Reload sshd.service)" ||
+  { bad "password actions"; grep actions "$T/agent.out" | sed 's/^/    /'; }
+grep -q '^core:\$6\$x\$y:' "$T/cl/roots/w0/etc/shadow" && ok "and the hash is set" || bad "shadow: $(cat "$T/cl/roots/w0/etc/shadow")"
+
 git -C "$R" rm -q machineconfigs/99-worker-ssh.yaml
 scommit "$R" op "core's keys no longer managed"
 ctl; agent

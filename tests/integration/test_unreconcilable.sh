@@ -114,8 +114,8 @@ git -C "$R" fetch -q "$C" main && git -C "$R" update-ref refs/heads/main FETCH_H
 expect_rc 0 "mcgit plan of the change" -- "$MCGIT" plan --repo "$R" --trust "$TR"
 expect_grep "added unreconcilable kernelArguments: refused: unreconcilable" "$T/out" "plan shows it refused"
 ctl
-expect_grep "^True RenderFailed Failed to render configuration for pool worker: pool worker: MachineConfig 99-worker-72136: spec.config.kernelArguments \(Ignition's own\) added" <(cond RenderDegraded) \
-  "controller: RenderDegraded names the MachineConfig and the field"
+expect_grep "^True RenderFailed Failed to render configuration for pool worker: MachineConfig 99-worker-72136: spec.config.kernelArguments \(Ignition's own\) added" <(cond RenderDegraded) \
+  "controller: RenderDegraded names the MachineConfig and the field, as MCO words it"
 [ "$(git -C "$R" rev-parse rendered)" = "$RTIP" ] && ok "the rendered branch did not move" || bad "rendered moved"
 [ "$(ann w0 desiredConfig)" = "$TARGET" ] && [ "$(ann w1 desiredConfig)" = "$TARGET" ] &&
   ok "no node's desiredConfig moved" || bad "desired: $(ann w0 desiredConfig) $(ann w1 desiredConfig)"

@@ -107,7 +107,7 @@ static const mcg_rollout_plan *plan(world *w)
     mcg_err err = {0};
     mcg_rollout_plan_free(w->plan);
     w->plan = NULL;
-    int rc = mcg_rollout_plan_make(&w->plan, w->nodes, w->nnodes, w->views, w->npools, &err);
+    int rc = mcg_rollout_plan_make(&w->plan, w->nodes, w->nnodes, w->views, w->npools, 0, &err);
     if (rc != 0)
         fail_msg("plan failed: %s", err.msg);
     assert_non_null(w->plan);
@@ -732,6 +732,13 @@ static void test_render_error(void **state)
                         "machineconfigs/10-x.yaml:3: unknown key 'foo'; "
                         "Node deg is reporting: \"Degraded\"");
 
+    /* a render error about this pool ("pool worker: ...") names it once */
+    v->render_error = "pool worker: MachineConfig 99-x: storage.disks changed";
+    p = plan(w);
+    assert_string_equal(p->pools[0].conds[MCG_COND_RENDER_DEGRADED].message,
+                        "Failed to render configuration for pool worker: MachineConfig 99-x: "
+                        "storage.disks changed");
+
     /* the caller names the cause: an unreachable source is FetchFailed */
     v->render_error = "fetch from origin failed: connection refused";
     v->render_reason = "FetchFailed";
@@ -786,6 +793,10 @@ static void test_fully_updated(void **state)
     assert_string_equal(st->conds[MCG_COND_UPDATING].message, "");
     assert_false(st->conds[MCG_COND_DEGRADED].status);
     for (int c = 0; c < MCG_COND_COUNT; c++) {
+        if (c == MCG_COND_ROLLOUT_HALTED) { /* a pool without spec.rollout has none */
+            assert_null(st->conds[c].type);
+            continue;
+        }
         assert_non_null(st->conds[c].type);
         assert_non_null(st->conds[c].reason);
         assert_non_null(st->conds[c].message);
@@ -819,7 +830,7 @@ static void test_empty_pool(void **state)
 
     /* and no pools, no nodes at all */
     mcg_rollout_plan *empty = NULL;
-    assert_int_equal(mcg_rollout_plan_make(&empty, NULL, 0, NULL, 0, NULL), 0);
+    assert_int_equal(mcg_rollout_plan_make(&empty, NULL, 0, NULL, 0, 0, NULL), 0);
     assert_int_equal(empty->nmembers + empty->nupdates + empty->npools, 0);
     assert_null(mcg_rollout_plan_member(empty, "x"));
     mcg_rollout_plan_free(empty);
@@ -897,22 +908,22 @@ static void test_bad_inputs(void **state)
     add_pool(w, "worker", "T");
     add_done(w, "a", "worker", "T");
     add_done(w, "a", "worker", "T");
-    assert_int_equal(mcg_rollout_plan_make(&p, w->nodes, 2, w->views, 1, &err), MCG_EINVAL);
+    assert_int_equal(mcg_rollout_plan_make(&p, w->nodes, 2, w->views, 1, 0, &err), MCG_EINVAL);
     assert_null(p);
     assert_string_equal(err.msg, "rollout: duplicate node 'a'");
 
     w->nodes[1].name = "";
-    assert_int_equal(mcg_rollout_plan_make(&p, w->nodes, 2, w->views, 1, &err), MCG_EINVAL);
+    assert_int_equal(mcg_rollout_plan_make(&p, w->nodes, 2, w->views, 1, 0, &err), MCG_EINVAL);
     assert_string_equal(err.msg, "rollout: node 1 has no name");
     w->nodes[1].name = NULL;
-    assert_int_equal(mcg_rollout_plan_make(&p, w->nodes, 2, w->views, 1, NULL), MCG_EINVAL);
+    assert_int_equal(mcg_rollout_plan_make(&p, w->nodes, 2, w->views, 1, 0, NULL), MCG_EINVAL);
     w->nodes[1].name = "b";
 
     add_pool(w, "worker", "T");
-    assert_int_equal(mcg_rollout_plan_make(&p, w->nodes, 2, w->views, 2, &err), MCG_EINVAL);
+    assert_int_equal(mcg_rollout_plan_make(&p, w->nodes, 2, w->views, 2, 0, &err), MCG_EINVAL);
     assert_string_equal(err.msg, "rollout: duplicate pool 'worker'");
     w->views[1].pool = NULL;
-    assert_int_equal(mcg_rollout_plan_make(&p, w->nodes, 2, w->views, 2, &err), MCG_EINVAL);
+    assert_int_equal(mcg_rollout_plan_make(&p, w->nodes, 2, w->views, 2, 0, &err), MCG_EINVAL);
     assert_string_equal(err.msg, "rollout: pool 1 has no name");
     assert_null(p);
     w->views[1].pool = &w->pools[1];
@@ -1154,7 +1165,7 @@ static void test_scale(void **state)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     mcg_rollout_plan *p = NULL;
     mcg_err err = {0};
-    assert_int_equal(mcg_rollout_plan_make(&p, nodes, N, views, P, &err), 0);
+    assert_int_equal(mcg_rollout_plan_make(&p, nodes, N, views, P, 0, &err), 0);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     print_message("plan of %d nodes x %d pools: %.3f s\n", N, P, secs);
