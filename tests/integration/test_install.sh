@@ -44,7 +44,8 @@ LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$
 cat >"$T/words.py" <<'EOF'
 import re, subprocess, sys
 help_text, page = open(sys.argv[1]).read(), open(sys.argv[2]).read()
-norm = lambda s: [w for w in re.split(r"\s+", s.replace("usage:", "")) if w]
+# "usage:" and a command's "options:" line are the SYNOPSIS and OPTIONS headings
+norm = lambda s: [w for w in re.split(r"\s+", re.sub(r"(?m)^options:$", "", s.replace("usage:", ""))) if w]
 page_words = norm(page)
 i = 0
 for w in norm(help_text):
