@@ -43,11 +43,12 @@ static const mcg_opt controller_opts[] = {
                   "(pools, nodes, rollouts, fetch, verify, render; see\n"
                   "docs/operations.md); port 0: any free one"),
     MCG_OPT_VALUE('W', "webhook-token-file", "F",
-                  "also accept POST /hooks/git on that listener: a call\n"
-                  "carrying the token in F (Authorization: Bearer, or a\n"
-                  "forge's X-Gitlab-Token or X-Hub-Signature-256) starts\n"
-                  "a pass at once; a wrong or missing token gets 401.\n"
-                  "`mcgit hook install --webhook-url` makes pushes call it"),
+                  "also accept POST /hooks/git on that listener: a\n"
+                  "call carrying the token in F (Authorization:\n"
+                  "Bearer, or a forge's X-Gitlab-Token or\n"
+                  "X-Hub-Signature-256) starts a pass at once; a\n"
+                  "wrong or missing token gets 401. `mcgit hook\n"
+                  "install --webhook-url` makes pushes call it"),
     MCG_OPT_SHORT_FLAG('q', "quiet", "less logging on stderr"),
     MCG_OPT_SHORT_FLAG('v', "verbose", "more logging on stderr"),
     MCG_OPT_END,
