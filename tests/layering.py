@@ -5,13 +5,17 @@
 
 Every file under SRCDIR/<module>/ may include, with "dir/file.h":
   * headers of its own module (public and <module>_int.h);
-  * the public header(s) of the modules listed for it in MAY_USE below,
-    never another module's <module>_int.h (unless listed in INT_EXCEPTIONS);
+  * the public headers of the modules listed for it in MAY_USE below:
+    <module>/<module>.h, and for a module split by concern (PUBLIC below)
+    the concern headers its umbrella <module>.h includes; never another
+    module's <module>_int.h (unless listed in INT_EXCEPTIONS), nor any
+    other header of it;
 and with <...> only the libraries it is allowed: libgit2 (git2.h, git2/...)
 in LIBGIT2 modules, libcurl (curl/...) in LIBCURL modules, libmicrohttpd
 (microhttpd.h) in LIBMHD modules. The pure core
 (util, model, render, rollout, trust) gets neither.
 
+Each header PUBLIC lists must exist, and the umbrella must include it.
 Prints one line per violation, "src/x/y.c:12: x may not include <git2.h>",
 and exits 1 when there is any; 0 and a summary line otherwise. Run by ctest
 as tests/integration/test_layering.sh.
@@ -44,6 +48,13 @@ MAY_USE = {
     "cli": CORE
     + ["fsio", "pack", "gitops", "bundle", "cluster", "agent", "controller", "metrics", "demo"],
     "main": ["cli"],  # src/main.c: the command table
+}
+# Modules split by concern, as libgit2 splits git2/*.h: besides the umbrella
+# <module>/<module>.h (which includes them all), these headers are public
+# too. Every other module has <module>/<module>.h alone.
+PUBLIC = {
+    "gitops": ["repo.h", "source.h", "verify.h", "receive.h", "rendered.h", "plan.h", "sign.h",
+               "remote.h"],
 }
 LIBGIT2 = {"pack", "gitops", "bundle"}
 LIBCURL = {"cluster", "metrics"}
@@ -101,12 +112,34 @@ def check_file(src, rel, problems):
                 problems.append(f'{where}: {mod} may not include "{hdr}" ({dep} is not below {mod})')
             elif hdr.endswith("_int.h") and (mod, hdr) not in INT_EXCEPTIONS:
                 problems.append(f'{where}: {mod} may not include "{hdr}" ({dep}\'s internals)')
+            elif not hdr.endswith("_int.h") and not is_public(hdr):
+                problems.append(f'{where}: "{hdr}" is not a public header of {dep} (PUBLIC in '
+                                "tests/layering.py)")
+
+
+def is_public(hdr):
+    dep, name = hdr.split("/", 1)
+    return name == dep + ".h" or name in PUBLIC.get(dep, [])
+
+
+def check_public(src, problems):
+    """Each concern header listed exists and its umbrella includes it."""
+    for mod, names in sorted(PUBLIC.items()):
+        umbrella = os.path.join(src, mod, mod + ".h")
+        with open(umbrella, encoding="utf-8") as f:
+            included = {m.group(2) for m in map(INCLUDE.match, f) if m}
+        for n in names:
+            if not os.path.exists(os.path.join(src, mod, n)):
+                problems.append(f"src/{mod}/{n}:1: listed in PUBLIC (tests/layering.py) but absent")
+            elif f"{mod}/{n}" not in included:
+                problems.append(f'src/{mod}/{mod}.h:1: the umbrella does not include "{mod}/{n}"')
 
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "src")
     problems, files = [], 0
+    check_public(src, problems)
     for root, _, names in os.walk(src):
         for n in sorted(names):
             if n.endswith((".c", ".h")):

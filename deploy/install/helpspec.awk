@@ -12,7 +12,9 @@
 #
 # Read from the synopsis (the `usage:` lines up to the first blank line,
 # continuation lines joined) and from the option list (lines indented by at
-# most four spaces starting with `-`, e.g. `  -q, --quiet   no progress`).
+# most four spaces starting with `-`, e.g. `  -q, --quiet   no progress`,
+# `  -o, --output text|json   ...`; the commands make it from their option
+# tables, see mcg_opt in src/cli/cli.h).
 # The help text is the single source of the man pages, the completions and
 # docs/commands.md; tests/integration/test_install.sh checks the result
 # against the getopt tables in src/cli/.
@@ -91,10 +93,14 @@ state == "body" && /^ +-/ && match($0, /[^ ]/) <= 5 {
     sub(/^ +/, "", term)
     sub(/  .*$/, "", term)
     n = split(term, parts, /, */)
+    # `-o, --output text|json`: the value named once, after the last form
+    val = ""
+    for (j = 1; j <= n; j++)
+        if (split(parts[j], w, / +/) >= 2) val = w[2]
     for (j = 1; j <= n; j++) {
-        m = split(parts[j], w, / +/)
+        split(parts[j], w, / +/)
         if (w[1] !~ /^--?[A-Za-z0-9][A-Za-z0-9-]*$/) continue
-        if (m >= 2) addopt("*", w[1], 1, isvalues(w[2]) ? w[2] : "")
+        if (val != "") addopt("*", w[1], 1, isvalues(val) ? val : "")
         else addopt("*", w[1], 0, "")
     }
 }

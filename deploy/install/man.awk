@@ -7,8 +7,10 @@
 # literal display, the rest the DESCRIPTION: lines at column 0 are prose
 # (filled, one sentence a line as mdoc wants), indented lines and paragraphs
 # that start as a definition list (`create   write ...`) are literal
-# displays, kept as written. For mcgit(1) the `commands:` list becomes a
-# COMMANDS section naming each command's page. Nothing is reworded.
+# displays, kept as written. A command's `options:` list (made from its
+# option table, src/cli/cli.h) becomes an OPTIONS section, kept as written.
+# For mcgit(1) the `commands:` list becomes a COMMANDS section naming each
+# command's page. Nothing is reworded.
 
 # esc(s): s as mdoc text: backslashes escaped, no trailing blanks, and a
 # line starting with a control character or blank is protected.
@@ -101,6 +103,16 @@ incommands && /^  [a-z]/ {
 incommands && /^[ \t]*$/ {
     print ".El"
     incommands = 0
+    first = 1
+    next
+}
+
+# a command's option list, made from its option table
+cmd != "" && /^options:$/ {
+    litclose()
+    print ".Sh OPTIONS"
+    deflist = 0
+    pp = 0
     first = 1
     next
 }

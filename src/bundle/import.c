@@ -284,7 +284,7 @@ static int refuse_verdicts(const mcg_bundle_report *rep, mcg_err *err)
 static int check_render(session *s, mcg_bundle_report *rep, mcg_err *err)
 {
     mcg_err perr = {0};
-    mcg_plan *plan = NULL;
+    mcg_commit_plan *plan = NULL;
     mcg_model *m = NULL;
     mcg_render *out = NULL;
     mcg_diags diags = {0};
@@ -297,17 +297,17 @@ static int check_render(session *s, mcg_bundle_report *rep, mcg_err *err)
         mcg_render_model(&out, m, &diags) != 0)
         rc = mcg_err_set(err, MCG_EINVAL, "commit %s does not render: %s", s->source_tip,
                          diags.count ? diags.msgs[0] : err->msg);
-    else if (mcg_gitops_plan_make(&plan, s->q, s->source_tip, m, out, &perr) == 0) {
+    else if (mcg_gitops_commit_plan_make(&plan, s->q, s->source_tip, m, out, &perr) == 0) {
         m = NULL, out = NULL; /* transferred */
         /* kept as text: the model and render are not held through the import */
-        char *head = mcg_plan_title(plan);
+        char *head = mcg_commit_plan_title(plan);
         mcg_strv_push(&rep->plan, head);
         free(head);
-        mcg_plan_lines(plan, &rep->plan);
+        mcg_commit_plan_lines(plan, &rep->plan);
     } else { /* the plan only informs: the bundle is judged without it */
         rep->plan_error = mcg_strdup(perr.msg);
     }
-    mcg_plan_free(plan);
+    mcg_commit_plan_free(plan);
     mcg_render_free(out);
     mcg_model_free(m);
     mcg_diags_free(&diags);

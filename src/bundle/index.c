@@ -122,12 +122,14 @@ int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *r
 {
     git_indexer *idx = NULL;
     mcg_pack_scanner *pre = mcg_pack_scan_start();
-    git_indexer_options o = GIT_INDEXER_OPTIONS_INIT;
+    git_indexer_options o;
     git_indexer_progress stats = {0};
     char *packdir = mcg_sprintf("%s/pack", q);
     pack_sum sum = {.md = EVP_MD_CTX_new()};
     int rc = 0;
     *name = NULL;
+    /* not GIT_INDEXER_OPTIONS_INIT: it leaves fields to the compiler */
+    git_indexer_options_init(&o, GIT_INDEXER_OPTIONS_VERSION);
     if (sum.md && EVP_DigestInit_ex(sum.md, EVP_sha1(), NULL) != 1) {
         EVP_MD_CTX_free(sum.md);
         sum.md = NULL;

@@ -13,11 +13,43 @@
 
 enum { MCG_EXIT_OK = 0, MCG_EXIT_FAIL = 1, MCG_EXIT_USAGE = 2 };
 
+/*
+ * One option of a command, as git's parse-options has them: getopt_long's
+ * table, the short option string and the option list of the command's help
+ * are all made from one array of these, so what a command accepts and what
+ * its help, man page and shell completion say (all generated from the help)
+ * cannot drift apart. Fill them with the MCG_OPT_* macros; MCG_OPT_END
+ * ends the array.
+ */
+typedef struct mcg_opt {
+    int key;          /* what mcg_cli_next returns for it (> 0) */
+    char shortname;   /* accepted as -c too; 0: long only */
+    const char *name; /* accepted as --name; NULL: short only */
+    const char *arg;  /* its value as the help names it ("R", "text|json"); NULL: a flag */
+    const char *help; /* its entry in the option list, lines split by '\n'; NULL: not listed */
+    unsigned only;    /* the subcommands that take it, a bit each (mcg_cli_next_sub); 0: all */
+} mcg_opt;
+
+#define MCG_OPT_FLAG(k, n, h) {.key = (k), .name = (n), .help = (h)}
+#define MCG_OPT_VALUE(k, n, a, h) {.key = (k), .name = (n), .arg = (a), .help = (h)}
+#define MCG_OPT_SHORT_FLAG(c, n, h) {.key = (c), .shortname = (c), .name = (n), .help = (h)}
+/* An option of some subcommands only (s: their bits). */
+#define MCG_OPT_SUB_FLAG(s, k, n, h) {.key = (k), .name = (n), .help = (h), .only = (s)}
+#define MCG_OPT_SUB_VALUE(s, k, n, a, h)                                                           \
+    {.key = (k), .name = (n), .arg = (a), .help = (h), .only = (s)}
+#define MCG_OPT_SHORT_VALUE(c, n, a, h)                                                            \
+    {.key = (c), .shortname = (c), .name = (n), .arg = (a), .help = (h)}
+/* -h, --help: every command has it; the help does not list it. */
+#define MCG_OPT_HELP MCG_OPT_SHORT_FLAG('h', "help", NULL)
+#define MCG_OPT_END {.key = 0}
+
 typedef struct mcg_cmd {
     const char *name;
     const char *summary; /* one line for `mcgit help` */
-    const char *usage;   /* the full text for `mcgit help CMD` */
+    /* `mcgit help CMD`: this text, then "options:" and the list made from opts */
+    const char *usage;
     int (*run)(int argc, char **argv);
+    const mcg_opt *opts; /* its options, MCG_OPT_END last; NULL: none, not even --help */
 } mcg_cmd;
 
 /* The command table, defined in main.c. */
@@ -34,21 +66,24 @@ void mcg_cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "see 'mcgit help CMD'" on stderr, one line each; returns 2. */
 int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-struct option;
 /*
- * getopt_long(argc, argv, shortopts, longopts, NULL) for command cmd, saying
- * itself what is wrong (getopt's own messages are off): an unknown option,
- * with a did-you-mean for a misspelt long one (mcg_did_you_mean over
- * longopts), an ambiguous abbreviation, a missing argument, an argument to
- * a flag — one line "mcgit CMD: ..." on stderr — and then returns '?', which
- * the command hands to mcg_cli_usage_error(cmd, NULL).
+ * getopt_long over cmd->opts: the next option's key, -1 after the last
+ * option, or '?' after a bad one, which it says itself (getopt's own
+ * messages are off): an unknown option, with a did-you-mean for a
+ * misspelt long one, an ambiguous abbreviation, a missing argument, an
+ * argument to a flag — one line "mcgit CMD: ..." on stderr; the command
+ * then returns mcg_cli_usage_error(cmd, NULL). optarg holds an option's
+ * value; set optind = 1 before the first call.
  */
-int mcg_cli_getopt(const mcg_cmd *cmd, int argc, char **argv, const char *shortopts,
-                   const struct option *longopts);
+int mcg_cli_next(const mcg_cmd *cmd, int argc, char **argv);
+/* mcg_cli_next for subcommand sub (one bit): options whose .only has it
+ * or is 0; any other is unrecognised, as if the table did not hold it. */
+int mcg_cli_next_sub(const mcg_cmd *cmd, unsigned sub, int argc, char **argv);
 /* "mcgit: 'NAME' is not a command" (with a did-you-mean for a misspelt
  * one) and the hint on stderr; returns 2. */
 int mcg_cli_unknown_command(const char *name);
-/* Print cmd's help to stdout and return 0. */
+/* Print cmd's help to stdout (its usage text, then the option list made
+ * from cmd->opts) and return 0. */
 int mcg_cli_help(const mcg_cmd *cmd);
 /* Print every diagnostic to stderr, one per line, sorted (mcg_diags_sort). */
 void mcg_cli_diags(const char *cmd, const mcg_diags *d);
@@ -96,6 +131,8 @@ typedef struct mcg_cli_wait_args {
     double timeout;
 } mcg_cli_wait_args;
 int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_wait_args *out);
+/* Their option table: the .opts of every command that parses with it. */
+extern const mcg_opt mcg_cli_wait_opts[];
 
 /*
  * Options of the commands that sign for the operator (rollback, approve,
@@ -105,5 +142,7 @@ int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_w
  */
 int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, const char **repo,
                         const char **key);
+/* Their option table: the .opts of every command that parses with it. */
+extern const mcg_opt mcg_cli_signer_opts[];
 
 #endif

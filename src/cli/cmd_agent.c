@@ -14,51 +14,70 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt agent_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('n', "node", "N", "the node to reconcile"),
+    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_VALUE('r', "root", "DIR",
+                  "filesystem to manage (default: the cluster's root\n"
+                  "for the node, DIR/roots/N for local:DIR; `--root /`\n"
+                  "is the host)"),
+    MCG_OPT_VALUE('s', "state-dir", "DIR",
+                  "journal, backups, current config\n"
+                  "(default <root>/var/lib/mcgit)"),
+    MCG_OPT_FLAG('L', "live",
+                 "the root is the host's: run systemctl actions and\n"
+                 "reboots (implied by --root /)"),
+    MCG_OPT_FLAG('1', "once", "one pass; exit 0 when Done, 1 when Degraded"),
+    MCG_OPT_VALUE('i', "interval", "SECONDS", "time between passes (default 30)"),
+    MCG_OPT_FLAG('f', "force", "re-apply the whole config once, clearing drift"),
+    MCG_OPT_VALUE('R', "reboot-command", "CMD",
+                  "how to reboot (default `systemctl reboot` when\n"
+                  "live; not live: run only when given, a Reboot\n"
+                  "counts as done once it exits 0)"),
+    MCG_OPT_VALUE('S', "systemctl", "CMD",
+                  "systemctl to run when live (e.g. `chroot /rootfs\n"
+                  "systemctl`)"),
+    MCG_OPT_VALUE('X', "host-exec", "PREFIX",
+                  "run rpm-ostree, bootc, grubby, kernel-install and\n"
+                  "update-grub as `PREFIX CMD ARGS` (e.g. `chroot\n"
+                  "/rootfs`); not live: they run only when this is\n"
+                  "given"),
+    MCG_OPT_VALUE('M', "metrics-bind-address", "HOST:PORT",
+                  "serve Prometheus metrics at http://HOST:PORT/metrics\n"
+                  "(passes, node state, drift detections, applies,\n"
+                  "reboots; see docs/operations.md); port 0: any free one"),
+    MCG_OPT_SHORT_FLAG('v', "verbose", "more logging on stderr"),
+    MCG_OPT_SHORT_FLAG('q', "quiet", "less logging on stderr"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_agent = {
-    "agent",
-    "apply a node's rendered config, report its state, detect drift",
-    "usage: mcgit agent --node N --cluster C [--root DIR] [--state-dir DIR] [--live]\n"
-    "                   [--once] [--interval SECONDS] [--force]\n"
-    "                   [--reboot-command CMD] [--systemctl CMD] [--host-exec PREFIX]\n"
-    "                   [--metrics-bind-address HOST:PORT]\n"
-    "\n"
-    "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG; without\n"
-    "--cluster, $MCGIT_CLUSTER): when its desiredConfig differs from the config on\n"
-    "disk, fetch the rendered config (refused unless its bytes match the hash in\n"
-    "its name), cordon and drain when the disruption policy needs it, write files,\n"
-    "units and core's SSH keys atomically under the root, apply kernel arguments,\n"
-    "OS image, extensions and kernel type through the node's rpm-ostree, bootc or\n"
-    "boot loader (a reboot),\n"
-    "run the actions, uncordon and report Done.\n"
-    "Otherwise compare every managed path with the config and report Degraded on\n"
-    "drift, overwriting nothing.\n"
-    "A live host (--root /, --live) is managed only once this host is proven to be\n"
-    "node N: its machine-id (ROOT/etc/machine-id) and boot id must match the Node's\n"
-    "status.nodeInfo from its kubelet, or the machine-id bound with `mcgit node bind`;\n"
-    "otherwise the agent refuses before writing or cordoning anything.\n"
-    "\n"
-    "  --root DIR            filesystem to manage (default: the cluster's root for\n"
-    "                        the node, DIR/roots/N for local:DIR; `--root /` is the host)\n"
-    "  --state-dir DIR       journal, backups, current config\n"
-    "                        (default <root>/var/lib/mcgit)\n"
-    "  --live                the root is the host's: run systemctl actions and reboots\n"
-    "                        (implied by --root /)\n"
-    "  --once                one pass; exit 0 when Done, 1 when Degraded\n"
-    "  --interval SECONDS    time between passes (default 30)\n"
-    "  --force               re-apply the whole config once, clearing drift\n"
-    "  --reboot-command CMD  how to reboot (default `systemctl reboot` when live;\n"
-    "                        not live: run only when given, a Reboot counts as done\n"
-    "                        once it exits 0)\n"
-    "  --systemctl CMD       systemctl to run when live (e.g. `chroot /rootfs systemctl`)\n"
-    "  --host-exec PREFIX    run rpm-ostree, bootc, grubby, kernel-install and\n"
-    "                        update-grub as `PREFIX CMD ARGS` (e.g. `chroot /rootfs`);\n"
-    "                        not live: they run only when this is given\n"
-    "  --metrics-bind-address HOST:PORT\n"
-    "                        serve Prometheus metrics at http://HOST:PORT/metrics\n"
-    "                        (passes, node state, drift detections, applies,\n"
-    "                        reboots; see docs/operations.md); port 0: any free one\n"
-    "  -v, -q                more or less logging on stderr\n",
-    run,
+    .name = "agent",
+    .summary = "apply a node's rendered config, report its state, detect drift",
+    .usage =
+        "usage: mcgit agent --node N --cluster C [--root DIR] [--state-dir DIR] [--live]\n"
+        "                   [--once] [--interval SECONDS] [--force]\n"
+        "                   [--reboot-command CMD] [--systemctl CMD] [--host-exec PREFIX]\n"
+        "                   [--metrics-bind-address HOST:PORT]\n"
+        "\n"
+        "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG; without\n"
+        "--cluster, $MCGIT_CLUSTER): when its desiredConfig differs from the config on\n"
+        "disk, fetch the rendered config (refused unless its bytes match the hash in\n"
+        "its name), cordon and drain when the disruption policy needs it, write files,\n"
+        "units and core's SSH keys atomically under the root, apply kernel arguments,\n"
+        "OS image, extensions and kernel type through the node's rpm-ostree, bootc or\n"
+        "boot loader (a reboot),\n"
+        "run the actions, uncordon and report Done.\n"
+        "Otherwise compare every managed path with the config and report Degraded on\n"
+        "drift, overwriting nothing.\n"
+        "A live host (--root /, --live) is managed only once this host is proven to be\n"
+        "node N: its machine-id (ROOT/etc/machine-id) and boot id must match the Node's\n"
+        "status.nodeInfo from its kubelet, or the machine-id bound with `mcgit node bind`;\n"
+        "otherwise the agent refuses before writing or cordoning anything.\n"
+        "",
+    .run = run,
+    .opts = agent_opts,
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -96,29 +115,13 @@ static int check_args(agent_args *args, bool extra_args)
 /* Parse the command line into args: -1 when the agent is to run, else the exit status. */
 static int parse_args(int argc, char **argv, agent_args *args)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"node", required_argument, 0, 'n'},
-                                         {"cluster", required_argument, 0, 'c'},
-                                         {"root", required_argument, 0, 'r'},
-                                         {"state-dir", required_argument, 0, 's'},
-                                         {"live", no_argument, 0, 'L'},
-                                         {"once", no_argument, 0, '1'},
-                                         {"interval", required_argument, 0, 'i'},
-                                         {"force", no_argument, 0, 'f'},
-                                         {"reboot-command", required_argument, 0, 'R'},
-                                         {"systemctl", required_argument, 0, 'S'},
-                                         {"host-exec", required_argument, 0, 'X'},
-                                         {"verbose", no_argument, 0, 'v'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"metrics-bind-address", required_argument, 0, 'M'},
-                                         {0, 0, 0, 0}};
     mcg_agent_opts *o = &args->o;
     memset(args, 0, sizeof(*args));
     o->verbosity = 1;
     args->interval = 30;
     int ch;
     optind = 1;
-    while ((ch = mcg_cli_getopt(&mcg_cmd_agent, argc, argv, "hvq", opts)) != -1) {
+    while ((ch = mcg_cli_next(&mcg_cmd_agent, argc, argv)) != -1) {
         switch (ch) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_agent);
@@ -195,7 +198,7 @@ static int run_loop(mcg_agent *a, mcg_cluster *c, const agent_args *args, mcg_me
     mcg_metrics_server *srv = NULL;
     int status = MCG_EXIT_FAIL;
     if (args->metrics_bind) {
-        mcg_metrics_server_opts so = {args->metrics_bind, mx, NULL, NULL, NULL, "agent"};
+        mcg_metrics_server_opts so = {.bind = args->metrics_bind, .metrics = mx, .who = "agent"};
         if (mcg_metrics_serve(&srv, &so, &err) != 0) {
             mcg_cli_error("agent", "--metrics-bind-address: %s", err.msg);
             goto out;

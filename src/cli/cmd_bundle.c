@@ -16,54 +16,74 @@
 
 static int run(int argc, char **argv);
 
+/* The subcommands, for the options only some take. */
+enum { SUB_CREATE = 1, SUB_CHECK = 2 /* verify, import */ };
+
+static const mcg_opt bundle_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
+    MCG_OPT_SUB_VALUE(SUB_CREATE, 's', "since", "REV",
+                      "create: incremental: only what is new since REV,\n"
+                      "which becomes the bundle's prerequisite (the\n"
+                      "importing repo must have it); its pack is thin, as\n"
+                      "git's: objects may be deltas on the prerequisite's\n"
+                      "trees and blobs"),
+    MCG_OPT_SUB_VALUE(SUB_CREATE, 'f', "ref", "REF",
+                      "create: bundle REF instead (repeatable: main, v1.2,\n"
+                      "refs/x/y)"),
+    MCG_OPT_SUB_VALUE(SUB_CHECK, 't', "trust", "F",
+                      "verify, import: the trust root, an allowed_signers\n"
+                      "file"),
+    MCG_OPT_SUB_VALUE(SUB_CHECK, 'K', "revoked", "K",
+                      "verify, import: a KRL or a list of public keys; a\n"
+                      "commit by a revoked key refuses the bundle"),
+    MCG_OPT_SHORT_FLAG('q', "quiet", "no progress bar and no summary line on standard\nerror"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_bundle = {
-    "bundle",
-    "move config history as a git bundle file (air-gapped sites)",
-    "usage: mcgit bundle create --repo R FILE [--since REV] [--ref REF ...] [-q]\n"
-    "       mcgit bundle verify --repo R FILE --trust F [--revoked K] [-q]\n"
-    "       mcgit bundle import --repo R FILE --trust F [--revoked K] [-q]\n"
-    "\n"
-    "Standard git bundles (`# v2 git bundle`): plain git reads what mcgit writes\n"
-    "(`git bundle verify`, `git clone FILE`) and mcgit reads what git writes\n"
-    "(`git bundle create FILE main`, v2, or v3 with object-format sha1).\n"
-    "\n"
-    "create   write a bundle of R to FILE (`-`: standard output), atomically.\n"
-    "         By default it holds HEAD, the source branch and every tag.\n"
-    "  --since REV   incremental: only what is new since REV, which becomes the\n"
-    "                bundle's prerequisite (the importing repo must have it);\n"
-    "                its pack is thin, as git's: objects may be deltas on the\n"
-    "                prerequisite's trees and blobs\n"
-    "  --ref REF     bundle REF instead (repeatable: main, v1.2, refs/x/y)\n"
-    "\n"
-    "verify   report what `import` would do, changing nothing: each ref's old\n"
-    "         and new value, every new commit with its signer (principal and key\n"
-    "         fingerprint), the plan of the new source tip (as `mcgit plan`\n"
-    "         prints it: per pool old -> new, the changes and their disruption\n"
-    "         actions), and whether the bundle would be accepted (exit 0) or\n"
-    "         refused (exit 1, with the reason). import prints the same plan.\n"
-    "\n"
-    "import   check the header and that every prerequisite is present; index\n"
-    "         the pack into a quarantine object directory; verify every new\n"
-    "         commit's signature against the trust root F (and the repo's own\n"
-    "         .mcgit/allowed_signers, as `mcgit verify` does); require every ref\n"
-    "         update to be a fast-forward (a stale bundle that would roll a\n"
-    "         branch back is refused; an identical ref is left alone); only then\n"
-    "         move the objects in and the refs forward, and render the new\n"
-    "         source tip (as `mcgit render --repo` does). Any refusal leaves the\n"
-    "         repository's refs and object files exactly as they were. Branches\n"
-    "         and tags are imported; HEAD, the rendered branch (made locally)\n"
-    "         and other namespaces are skipped. An accepted import (also one\n"
-    "         already up to date) is counted in the repository, which a\n"
-    "         controller exports as mcgit_bundle_imports_total.\n"
-    "\n"
-    "verify and import read FILE `-` from standard input. With --revoked K (a\n"
-    "KRL or a list of public keys) a commit by a revoked key refuses the bundle.\n"
-    "  -q, --quiet   no progress bar and no summary line on standard error\n"
-    "\n"
-    "A progress bar is drawn on standard error when it is a terminal. A command\n"
-    "interrupted (Ctrl-C, SIGTERM, SIGHUP) removes its quarantine or temp file;\n"
-    "one left by kill -9 is removed by the next verify or import of the repo.\n",
-    run,
+    .name = "bundle",
+    .summary = "move config history as a git bundle file (air-gapped sites)",
+    .usage =
+        "usage: mcgit bundle create --repo R FILE [--since REV] [--ref REF ...] [-q]\n"
+        "       mcgit bundle verify --repo R FILE --trust F [--revoked K] [-q]\n"
+        "       mcgit bundle import --repo R FILE --trust F [--revoked K] [-q]\n"
+        "\n"
+        "Standard git bundles (`# v2 git bundle`): plain git reads what mcgit writes\n"
+        "(`git bundle verify`, `git clone FILE`) and mcgit reads what git writes\n"
+        "(`git bundle create FILE main`, v2, or v3 with object-format sha1).\n"
+        "\n"
+        "create   write a bundle of R to FILE (`-`: standard output), atomically.\n"
+        "         By default it holds HEAD, the source branch and every tag.\n"
+        "\n"
+        "verify   report what `import` would do, changing nothing: each ref's old\n"
+        "         and new value, every new commit with its signer (principal and key\n"
+        "         fingerprint), the plan of the new source tip (as `mcgit plan`\n"
+        "         prints it: per pool old -> new, the changes and their disruption\n"
+        "         actions), and whether the bundle would be accepted (exit 0) or\n"
+        "         refused (exit 1, with the reason). import prints the same plan.\n"
+        "\n"
+        "import   check the header and that every prerequisite is present; index\n"
+        "         the pack into a quarantine object directory; verify every new\n"
+        "         commit's signature against the trust root F (and the repo's own\n"
+        "         .mcgit/allowed_signers, as `mcgit verify` does); require every ref\n"
+        "         update to be a fast-forward (a stale bundle that would roll a\n"
+        "         branch back is refused; an identical ref is left alone); only then\n"
+        "         move the objects in and the refs forward, and render the new\n"
+        "         source tip (as `mcgit render --repo` does). Any refusal leaves the\n"
+        "         repository's refs and object files exactly as they were. Branches\n"
+        "         and tags are imported; HEAD, the rendered branch (made locally)\n"
+        "         and other namespaces are skipped. An accepted import (also one\n"
+        "         already up to date) is counted in the repository, which a\n"
+        "         controller exports as mcgit_bundle_imports_total.\n"
+        "\n"
+        "verify and import read FILE `-` from standard input.\n"
+        "\n"
+        "A progress bar is drawn on standard error when it is a terminal. A command\n"
+        "interrupted (Ctrl-C, SIGTERM, SIGHUP) removes its quarantine or temp file;\n"
+        "one left by kill -9 is removed by the next verify or import of the repo.\n",
+    .run = run,
+    .opts = bundle_opts,
 };
 
 /*
@@ -148,16 +168,12 @@ static mcg_bundle_progress progress_for(progress_bar *bar)
 
 static int do_create(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},        {"repo", required_argument, 0, 'r'},
-        {"since", required_argument, 0, 's'}, {"ref", required_argument, 0, 'f'},
-        {"quiet", no_argument, 0, 'q'},       {0, 0, 0, 0}};
     const char *repo = NULL;
     mcg_bundle_create_opts o = {0};
     mcg_strv refs = {0};
     int c, rc;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_bundle, argc, argv, "hq", opts)) != -1) {
+    while ((c = mcg_cli_next_sub(&mcg_cmd_bundle, SUB_CREATE, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             mcg_strv_free(&refs);
@@ -294,14 +310,10 @@ static void print_imported(const mcg_bundle_report *rep, mcg_repo *r)
 
 static int do_check(int argc, char **argv, bool import)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},        {"repo", required_argument, 0, 'r'},
-        {"trust", required_argument, 0, 't'}, {"revoked", required_argument, 0, 'K'},
-        {"quiet", no_argument, 0, 'q'},       {0, 0, 0, 0}};
     const char *repo = NULL, *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_bundle, argc, argv, "hq", opts)) != -1) {
+    while ((c = mcg_cli_next_sub(&mcg_cmd_bundle, SUB_CHECK, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_bundle);

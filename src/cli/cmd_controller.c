@@ -13,66 +13,84 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt controller_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the config repo: a clone, or a URL with --mirror"),
+    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
+    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_VALUE('K', "revoked", "K",
+                  "a revocation list (OpenSSH KRL or public keys): a\n"
+                  "commit by a revoked key or certificate is refused;\n"
+                  "F and K are read again on every pass (K '': none)"),
+    MCG_OPT_VALUE('R', "remote", "NAME", "the remote to fetch from (default: origin)"),
+    MCG_OPT_VALUE('m', "mirror", "DIR", "mirror the URL R into the bare repository DIR"),
+    MCG_OPT_FLAG('1', "once",
+                 "one pass; exit 1 if a commit was refused, the fetch\n"
+                 "failed or another controller holds the Lease"),
+    MCG_OPT_VALUE('i', "interval", "SECONDS",
+                  "the longest time between passes (default 5): a pass\n"
+                  "also starts as soon as a node changes (a watch on\n"
+                  "kube, inotify on local:DIR) and, when R has no\n"
+                  "remote, as soon as its source branch moves"),
+    MCG_OPT_VALUE('k', "keep-configs", "N",
+                  "older rendered configs of each pool kept published\n"
+                  "besides those in use (default 3; git keeps them all)"),
+    MCG_OPT_VALUE('T', "fetch-timeout", "SECONDS",
+                  "the longest a fetch may take, however the server\n"
+                  "behaves (default 300); then FetchFailed, timed out"),
+    MCG_OPT_VALUE('M', "metrics-bind-address", "HOST:PORT",
+                  "serve Prometheus metrics at http://HOST:PORT/metrics\n"
+                  "(pools, nodes, rollouts, fetch, verify, render; see\n"
+                  "docs/operations.md); port 0: any free one"),
+    MCG_OPT_VALUE('W', "webhook-token-file", "F",
+                  "also accept POST /hooks/git on that listener: a\n"
+                  "call carrying the token in F (Authorization:\n"
+                  "Bearer, or a forge's X-Gitlab-Token or\n"
+                  "X-Hub-Signature-256) starts a pass at once; a\n"
+                  "wrong or missing token gets 401. `mcgit hook\n"
+                  "install --webhook-url` makes pushes call it"),
+    MCG_OPT_SHORT_FLAG('q', "quiet", "less logging on stderr"),
+    MCG_OPT_SHORT_FLAG('v', "verbose", "more logging on stderr"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_controller = {
-    "controller",
-    "reconcile the cluster with the config repo",
-    "usage: mcgit controller --repo R --trust F --cluster C [--revoked K]\n"
-    "                        [--remote NAME] [--once] [--interval SECONDS]\n"
-    "                        [--keep-configs N] [--fetch-timeout SECONDS] [-q | -v]\n"
-    "                        [--metrics-bind-address HOST:PORT [--webhook-token-file F]]\n"
-    "       mcgit controller --repo URL --mirror DIR --trust F --cluster C ...\n"
-    "\n"
-    "R is a clone of the config repo. A URL (https://, ssh://, file://,\n"
-    "user@host:path) is mirrored into the bare repository DIR (created on first\n"
-    "use; a DIR that mirrors another URL is refused). For a private remote, put\n"
-    "the files of a Flux Git Secret in a directory named by $MCGIT_GIT_CREDENTIALS:\n"
-    "identity (or ssh-privatekey) and known_hosts, required, for ssh; username and\n"
-    "password, token, or bearerToken, and ca.crt for https (see `mcgit help fetch`).\n"
-    "\n"
-    "Each pass: fetch the source branch when R has a remote (origin, or --remote);\n"
-    "verify every new source commit against the trust root F; render it onto the\n"
-    "rendered branch; publish the rendered configs the pools use to the cluster C\n"
-    "(local:DIR or kube; without --cluster, $MCGIT_CLUSTER); plan each pool's\n"
-    "rollout (by zone, then oldest nodes first, at most maxUnavailable at a time;\n"
-    "new nodes first, counted the same; paused pools wait) and write the nodes'\n"
-    "desiredConfig and the pools' status. A pool is paused by git (spec.paused)\n"
-    "or by an operator\n"
-    "(`mcgit pool pause`); `mcgit sync` asks for a pass at once, and the pass\n"
-    "records its result as the answer.\n"
-    "\n"
-    "A refused commit (bad signature, invalid tree) rolls out nowhere, and an\n"
-    "unreachable remote stops nothing: the pools keep their last good target and\n"
-    "report RenderDegraded (reason RenderFailed or FetchFailed) with the reason.\n"
-    "\n"
-    "  --revoked K         a revocation list (OpenSSH KRL or public keys): a\n"
-    "                      commit by a revoked key or certificate is refused;\n"
-    "                      F and K are read again on every pass (K '': none)\n"
-    "  --once              one pass; exit 1 if a commit was refused, the fetch\n"
-    "                      failed or another controller holds the Lease\n"
-    "  --interval SECONDS  the longest time between passes (default 5): a pass\n"
-    "                      also starts as soon as a node changes (a watch on\n"
-    "                      kube, inotify on local:DIR) and, when R has no\n"
-    "                      remote, as soon as its source branch moves\n"
-    "  --keep-configs N    older rendered configs of each pool kept published\n"
-    "                      besides those in use (default 3; git keeps them all)\n"
-    "  --fetch-timeout SECONDS\n"
-    "                      the longest a fetch may take, however the server\n"
-    "                      behaves (default 300); then FetchFailed, timed out\n"
-    "  --metrics-bind-address HOST:PORT\n"
-    "                      serve Prometheus metrics at http://HOST:PORT/metrics\n"
-    "                      (pools, nodes, rollouts, fetch, verify, render; see\n"
-    "                      docs/operations.md); port 0: any free one\n"
-    "  --webhook-token-file F\n"
-    "                      also accept POST /hooks/git on that listener: a call\n"
-    "                      carrying the token in F (Authorization: Bearer, or a\n"
-    "                      forge's X-Gitlab-Token or X-Hub-Signature-256) starts\n"
-    "                      a pass at once; a wrong or missing token gets 401.\n"
-    "                      `mcgit hook install --webhook-url` makes pushes call it\n"
-    "  -q, -v              less or more logging on stderr\n"
-    "SIGTERM or SIGINT finishes the current pass and exits 0. On a cluster with\n"
-    "leader election (kube), only the holder of the Lease acts; identity\n"
-    "$MCGIT_IDENTITY, else HOST_PID.\n",
-    run,
+    .name = "controller",
+    .summary = "reconcile the cluster with the config repo",
+    .usage =
+        "usage: mcgit controller --repo R --trust F --cluster C [--revoked K]\n"
+        "                        [--remote NAME] [--once] [--interval SECONDS]\n"
+        "                        [--keep-configs N] [--fetch-timeout SECONDS] [-q | -v]\n"
+        "                        [--metrics-bind-address HOST:PORT [--webhook-token-file F]]\n"
+        "       mcgit controller --repo URL --mirror DIR --trust F --cluster C ...\n"
+        "\n"
+        "R is a clone of the config repo. A URL (https://, ssh://, file://,\n"
+        "user@host:path) is mirrored into the bare repository DIR (created on first\n"
+        "use; a DIR that mirrors another URL is refused). For a private remote, put\n"
+        "the files of a Flux Git Secret in a directory named by $MCGIT_GIT_CREDENTIALS:\n"
+        "identity (or ssh-privatekey) and known_hosts, required, for ssh; username and\n"
+        "password, token, or bearerToken, and ca.crt for https (see `mcgit help fetch`).\n"
+        "\n"
+        "Each pass: fetch the source branch when R has a remote (origin, or --remote);\n"
+        "verify every new source commit against the trust root F; render it onto the\n"
+        "rendered branch; publish the rendered configs the pools use to the cluster C\n"
+        "(local:DIR or kube; without --cluster, $MCGIT_CLUSTER); plan each pool's\n"
+        "rollout (by zone, then oldest nodes first, at most maxUnavailable at a time;\n"
+        "new nodes first, counted the same; paused pools wait) and write the nodes'\n"
+        "desiredConfig and the pools' status. A pool is paused by git (spec.paused)\n"
+        "or by an operator\n"
+        "(`mcgit pool pause`); `mcgit sync` asks for a pass at once, and the pass\n"
+        "records its result as the answer.\n"
+        "\n"
+        "A refused commit (bad signature, invalid tree) rolls out nowhere, and an\n"
+        "unreachable remote stops nothing: the pools keep their last good target and\n"
+        "report RenderDegraded (reason RenderFailed or FetchFailed) with the reason.\n"
+        "\n"
+        "SIGTERM or SIGINT finishes the current pass and exits 0. On a cluster with\n"
+        "leader election (kube), only the holder of the Lease acts; identity\n"
+        "$MCGIT_IDENTITY, else HOST_PID.\n",
+    .run = run,
+    .opts = controller_opts,
 };
 
 /* --interval: seconds, 0.05 to 86400. */
@@ -141,25 +159,9 @@ static int number_opt(int c, ctl_args *a)
 /* Parse the options into a: -1 when run goes on, else the exit status. */
 static int parse_args(int argc, char **argv, ctl_args *a)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"trust", required_argument, 0, 't'},
-                                         {"revoked", required_argument, 0, 'K'},
-                                         {"cluster", required_argument, 0, 'c'},
-                                         {"remote", required_argument, 0, 'R'},
-                                         {"once", no_argument, 0, '1'},
-                                         {"interval", required_argument, 0, 'i'},
-                                         {"keep-configs", required_argument, 0, 'k'},
-                                         {"fetch-timeout", required_argument, 0, 'T'},
-                                         {"mirror", required_argument, 0, 'm'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"verbose", no_argument, 0, 'v'},
-                                         {"metrics-bind-address", required_argument, 0, 'M'},
-                                         {"webhook-token-file", required_argument, 0, 'W'},
-                                         {0, 0, 0, 0}};
     int c, st = -1;
     optind = 1;
-    while (st < 0 && (c = mcg_cli_getopt(&mcg_cmd_controller, argc, argv, "hqv", opts)) != -1) {
+    while (st < 0 && (c = mcg_cli_next(&mcg_cmd_controller, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_controller);
@@ -227,8 +229,13 @@ static int run(int argc, char **argv)
         o.repo = a.mirror;
         o.remote = "origin";
     }
-    mcg_controller_run_opts ro = {o,      a.cluster,     NULL,           a.interval,
-                                  a.once, mcg_verbosity, a.metrics_bind, a.webhook_token};
+    mcg_controller_run_opts ro = {.pass = o,
+                                  .cluster = a.cluster,
+                                  .interval = a.interval,
+                                  .once = a.once,
+                                  .verbosity = mcg_verbosity,
+                                  .metrics_bind = a.metrics_bind,
+                                  .webhook_token = a.webhook_token};
     bool failed = false;
     if (mcg_controller_run(&ro, &failed, &err) != 0) {
         mcg_cli_error("controller", "%s", err.msg);

@@ -17,25 +17,34 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt demo_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('d', "dir", "DIR", "where to create it (default: a new directory\nunder /tmp)"),
+    MCG_OPT_FLAG('k', "keep", "leave the controller and agents running"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_demo = {
-    "demo",
-    "run the whole loop on one machine, narrated",
-    "usage: mcgit demo [--dir DIR] [--keep]\n"
-    "\n"
-    "Create, in DIR (default: a new directory under /tmp), a config repo with\n"
-    "pools master, worker and infra, a throwaway ed25519 signing key, and a\n"
-    "local cluster of 3 master, 3 worker and 1 infra node; start the controller\n"
-    "and one agent per node; then show: the first rollout; a signed config\n"
-    "change rolling across the workers at most maxUnavailable at a time; a\n"
-    "hand-edited file reported as drift (the agent reports it, the operator\n"
-    "puts the file back, and the node returns to Done); an unsigned commit\n"
-    "refused; and `mcgit rollback` to the first render (a signed commit on\n"
-    "main restoring its configs). Finally print where the\n"
-    "repo and the cluster are, to explore with `git log -p rendered` and\n"
-    "`mcgit status`. The controller and agents are stopped at the end, or when\n"
-    "the demo is interrupted, unless --keep is given (then their PIDs are\n"
-    "printed).\n",
-    run,
+    .name = "demo",
+    .summary = "run the whole loop on one machine, narrated",
+    .usage =
+        "usage: mcgit demo [--dir DIR] [--keep]\n"
+        "\n"
+        "Create, in DIR (default: a new directory under /tmp), a config repo with\n"
+        "pools master, worker and infra, a throwaway ed25519 signing key, and a\n"
+        "local cluster of 3 master, 3 worker and 1 infra node; start the controller\n"
+        "and one agent per node; then show: the first rollout; a signed config\n"
+        "change rolling across the workers at most maxUnavailable at a time; a\n"
+        "hand-edited file reported as drift (the agent reports it, the operator\n"
+        "puts the file back, and the node returns to Done); an unsigned commit\n"
+        "refused; and `mcgit rollback` to the first render (a signed commit on\n"
+        "main restoring its configs). Finally print where the\n"
+        "repo and the cluster are, to explore with `git log -p rendered` and\n"
+        "`mcgit status`. The controller and agents are stopped at the end, or when\n"
+        "the demo is interrupted, unless --keep is given (then their PIDs are\n"
+        "printed).\n",
+    .run = run,
+    .opts = demo_opts,
 };
 
 /* The demo's directory: dir made (it must hold no demo yet), or a new one under /tmp. */
@@ -67,15 +76,11 @@ static int demo_dir(char out[PATH_MAX], const char *dir)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"dir", required_argument, 0, 'd'},
-                                         {"keep", no_argument, 0, 'k'},
-                                         {0, 0, 0, 0}};
     const char *dir = NULL;
     bool keep = false;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_demo, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_demo, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_demo);

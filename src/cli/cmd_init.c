@@ -9,24 +9,30 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt init_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_init = {
-    "init",
-    "create a new config repo from the template",
-    "usage: mcgit init DIR\n"
-    "\n"
-    "Create DIR (which must not exist, or be empty) holding a new config repo:\n"
-    "mcgit.yaml, .mcgit/allowed_signers, pools master and worker, and the empty\n"
-    "MachineConfigs 00-master and 00-worker; then `git init` it with branch main.\n"
-    "Nothing is committed: review, then commit with a signature (git commit -S).\n",
-    run,
+    .name = "init",
+    .summary = "create a new config repo from the template",
+    .usage =
+        "usage: mcgit init DIR\n"
+        "\n"
+        "Create DIR (which must not exist, or be empty) holding a new config repo:\n"
+        "mcgit.yaml, .mcgit/allowed_signers, pools master and worker, and the empty\n"
+        "MachineConfigs 00-master and 00-worker; then `git init` it with branch main.\n"
+        "Nothing is committed: review, then commit with a signature (git commit -S).\n",
+    .run = run,
+    .opts = init_opts,
 };
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_init, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_init, argc, argv)) != -1) {
         if (c == 'h')
             return mcg_cli_help(&mcg_cmd_init);
         return mcg_cli_usage_error(&mcg_cmd_init, NULL);

@@ -2,7 +2,7 @@
  * cmd_log.c — `mcgit log`: the rollout history on the rendered branch.
  */
 #include "cli/cli.h"
-#include "gitops/gitops.h"
+#include "gitops/rendered.h"
 #include "trust/trust.h"
 
 #include <getopt.h>
@@ -12,25 +12,37 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt log_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
+    MCG_OPT_VALUE('t', "trust", "F",
+                  "the trust root, an allowed_signers file: name\nthe signers' principals"),
+    MCG_OPT_SHORT_VALUE('o', "output", "text|json",
+                        "text (default), or a JSON list of {\"rendered\",\n"
+                        "\"source\", \"time\", \"subject\", \"author\",\n"
+                        "\"signer\": {\"fingerprint\", \"principal\"} or\n"
+                        "null, \"rollbackTo\", \"pools\": {\"<pool>\":\n"
+                        "\"rendered-<pool>-<hash>\"}} (null where not\n"
+                        "known)"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_log = {
-    "log",
-    "show the rollout history (the rendered branch)",
-    "usage: mcgit log --repo R [--trust F] [-o json]\n"
-    "\n"
-    "List the rendered commits, newest first: the rendered commit, its time (the\n"
-    "source commit's, UTC), the source commit it was rendered from with its\n"
-    "subject and author, the signer (the fingerprint of the key whose signature\n"
-    "over the source commit holds; with --trust F also the principal the trust\n"
-    "root F, with the repo's .mcgit/allowed_signers as of the commit's parent,\n"
-    "names for it), and each pool's rendered config name. A rollback (a source\n"
-    "commit with a Rollback-To trailer) is marked `rollback to <sha>`. With no\n"
-    "rendered commit yet it prints one line saying so (-o json: []).\n"
-    "\n"
-    "  -o json   a JSON list of {\"rendered\", \"source\", \"time\", \"subject\",\n"
-    "            \"author\", \"signer\": {\"fingerprint\", \"principal\"} or null,\n"
-    "            \"rollbackTo\", \"pools\": {\"<pool>\": \"rendered-<pool>-<hash>\"}}\n"
-    "            (null where not known)\n",
-    run,
+    .name = "log",
+    .summary = "show the rollout history (the rendered branch)",
+    .usage =
+        "usage: mcgit log --repo R [--trust F] [-o json]\n"
+        "\n"
+        "List the rendered commits, newest first: the rendered commit, its time (the\n"
+        "source commit's, UTC), the source commit it was rendered from with its\n"
+        "subject and author, the signer (the fingerprint of the key whose signature\n"
+        "over the source commit holds; with --trust F also the principal the trust\n"
+        "root F, with the repo's .mcgit/allowed_signers as of the commit's parent,\n"
+        "names for it), and each pool's rendered config name. A rollback (a source\n"
+        "commit with a Rollback-To trailer) is marked `rollback to <sha>`. With no\n"
+        "rendered commit yet it prints one line saying so (-o json: []).\n",
+    .run = run,
+    .opts = log_opts,
 };
 
 
@@ -55,15 +67,10 @@ static void print_text(const mcg_log_entry *e, const char *ts)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"trust", required_argument, 0, 't'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {0, 0, 0, 0}};
     const char *repo = NULL, *format = "text", *trust = NULL;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_log, argc, argv, "ho:", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_log, argc, argv)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(&mcg_cmd_log);
         case 'r': repo = optarg; break;

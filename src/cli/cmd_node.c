@@ -14,36 +14,48 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt node_options[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_VALUE('l', "labels", "k=v,...", "add: the new node's labels"),
+    MCG_OPT_VALUE('m', "machine-id", "ID", "add, bind: bind the node to machine-id ID"),
+    MCG_OPT_VALUE('r', "root", "DIR",
+                  "bind: read the machine-id from\nDIR/etc/machine-id (default: /etc/machine-id)"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_node = {
-    "node",
-    "add, label, remove, list or bind nodes to their hosts",
-    "usage: mcgit node add --cluster local:DIR NAME [--labels k=v,...] [--machine-id ID]\n"
-    "       mcgit node label --cluster local:DIR NAME k=v,... | k-\n"
-    "       mcgit node remove --cluster local:DIR NAME\n"
-    "       mcgit node list --cluster local:DIR\n"
-    "       mcgit node bind --cluster C NAME [--root DIR | --machine-id ID]\n"
-    "       mcgit node unbind --cluster C NAME\n"
-    "\n"
-    "A node is a Kubernetes-style Node object (name, labels, creation time, Ready,\n"
-    "unschedulable, mcgit's annotations). Its root filesystem defaults to\n"
-    "DIR/roots/NAME; add gives it etc/passwd and etc/group naming root and core\n"
-    "(as a fresh RHCOS node has them; files already there are kept), where the\n"
-    "agent looks up the owners files are given by name.\n"
-    "Labels decide its pool: node-role.kubernetes.io/worker=\"\"\n"
-    "puts it in pool worker (see the pools' nodeSelector). `k-` removes label k.\n"
-    "Without --cluster, C is $MCGIT_CLUSTER.\n"
-    "\n"
-    "bind records which host the node is: this host's machine-id (read from\n"
-    "ROOT/etc/machine-id, default /etc/machine-id) or ID, in the annotation\n"
-    "machineconfiguration.mcgit.io/machineID. An agent managing a live host\n"
-    "refuses unless the host's machine-id matches the node's (the kubelet's\n"
-    "status.nodeInfo, or this binding). bind refuses a node bound to, or reported\n"
-    "by its kubelet as, another machine; unbind removes the binding.\n"
-    "add --machine-id ID binds the new node at once.\n"
-    "\n"
-    "A label edit that leaves the labels as they are, bind to the machine-id\n"
-    "already bound and unbind of an unbound node change nothing and say so.\n",
-    run,
+    .name = "node",
+    .summary = "add, label, remove, list or bind nodes to their hosts",
+    .usage =
+        "usage: mcgit node add --cluster local:DIR NAME [--labels k=v,...] [--machine-id ID]\n"
+        "       mcgit node label --cluster local:DIR NAME k=v,... | k-\n"
+        "       mcgit node remove --cluster local:DIR NAME\n"
+        "       mcgit node list --cluster local:DIR\n"
+        "       mcgit node bind --cluster C NAME [--root DIR | --machine-id ID]\n"
+        "       mcgit node unbind --cluster C NAME\n"
+        "\n"
+        "A node is a Kubernetes-style Node object (name, labels, creation time, Ready,\n"
+        "unschedulable, mcgit's annotations). Its root filesystem defaults to\n"
+        "DIR/roots/NAME; add gives it etc/passwd and etc/group naming root and core\n"
+        "(as a fresh RHCOS node has them; files already there are kept), where the\n"
+        "agent looks up the owners files are given by name.\n"
+        "Labels decide its pool: node-role.kubernetes.io/worker=\"\"\n"
+        "puts it in pool worker (see the pools' nodeSelector). `k-` removes label k.\n"
+        "Without --cluster, C is $MCGIT_CLUSTER.\n"
+        "\n"
+        "bind records which host the node is: this host's machine-id (read from\n"
+        "ROOT/etc/machine-id, default /etc/machine-id) or ID, in the annotation\n"
+        "machineconfiguration.mcgit.io/machineID. An agent managing a live host\n"
+        "refuses unless the host's machine-id matches the node's (the kubelet's\n"
+        "status.nodeInfo, or this binding). bind refuses a node bound to, or reported\n"
+        "by its kubelet as, another machine; unbind removes the binding.\n"
+        "add --machine-id ID binds the new node at once.\n"
+        "\n"
+        "A label edit that leaves the labels as they are, bind to the machine-id\n"
+        "already bound and unbind of an unbound node change nothing and say so.\n",
+    .run = run,
+    .opts = node_options,
 };
 
 /* Whether s is a machine-id: 32 lowercase hex digits. */
@@ -205,15 +217,11 @@ static int node_list(mcg_cluster *cl, mcg_err *err)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},         {"cluster", required_argument, 0, 'c'},
-        {"labels", required_argument, 0, 'l'}, {"machine-id", required_argument, 0, 'm'},
-        {"root", required_argument, 0, 'r'},   {0, 0, 0, 0}};
     const char *cluster = NULL;
-    node_opts o = {NULL, NULL, NULL};
+    node_opts o = {0};
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_node, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_node, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_node);

@@ -6,7 +6,8 @@
 #include "cli/cli.h"
 #include "cluster/cluster.h"
 #include "fsio/fsio.h"
-#include "gitops/gitops.h"
+#include "gitops/plan.h"
+#include "gitops/rendered.h"
 #include "rollout/rollout.h"
 #include "trust/trust.h"
 
@@ -17,49 +18,63 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt plan_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
+    MCG_OPT_VALUE('R', "rev", "REV", "the commit to plan (default: the source branch)"),
+    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
+    MCG_OPT_VALUE('K', "revoked", "K",
+                  "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_VALUE('c', "cluster", "C", "count the nodes of cluster C (default:\n$MCGIT_CLUSTER)"),
+    MCG_OPT_SHORT_VALUE('o', "output", "text|json", "text (default) or json, as above"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_plan = {
-    "plan",
-    "show what a change does, per pool, before it rolls out",
-    "usage: mcgit plan --repo R [--rev REV] --trust F [--revoked K] [--cluster C]\n"
-    "                  [-o text|json]\n"
-    "\n"
-    "Verify REV (default: the source branch) as `mcgit render --repo` does (every\n"
-    "commit since the last verified one, against the trust root F and the\n"
-    "revocation list K), render it, and compare each pool with the rendered\n"
-    "branch's tip: nothing is written. For each pool it prints the rendered name,\n"
-    "old -> new (none when the pool was never rendered); every file, directory,\n"
-    "link and unit added, changed or removed, core's SSH keys, kernel arguments\n"
-    "and OS fields changed; the disruption action each change needs under the\n"
-    "node disruption policy of REV (the agent's own rules); and how many nodes\n"
-    "take it in how many waves at the pool's maxUnavailable. Node counts need\n"
-    "--cluster C (or $MCGIT_CLUSTER); without one they are unknown.\n"
-    "Warnings (such as a MachineConfig no pool selects) go to stderr.\n"
-    "A file, directory or link owner given by name that a node lacks is a\n"
-    "warning too (the agent would refuse the config there): with a local:DIR\n"
-    "cluster, each node's DIR/roots/NAME/etc/passwd and etc/group are read;\n"
-    "where no node's root can be read (no cluster, kube), a changing pool's\n"
-    "owner names other than root and core are named as not checked.\n"
-    "\n"
-    "  -o text   (default) per pool:\n"
-    "              pool P: OLD -> NEW            or  pool P: NAME (unchanged)\n"
-    "                <op> <kind> <key> (<what>): <actions>\n"
-    "                actions: <all of the pool's actions>\n"
-    "                nodes: N of M, W waves at maxUnavailable U\n"
-    "  -o json   one document: {\"version\": 1, \"source\", \"renderedTip\" (null when\n"
-    "            none), \"warnings\": [...], \"pools\": [{\"pool\", \"old\" (null when\n"
-    "            none), \"new\", \"changed\", \"changes\": [{\"kind\", \"op\", \"key\",\n"
-    "            \"what\": [...], \"actions\": [{\"type\", \"service\"}]}], \"actions\",\n"
-    "            \"unreconcilable\", \"paused\", \"machineCount\", \"nodes\",\n"
-    "            \"maxUnavailable\", \"waves\" (the last four null without a\n"
-    "            cluster)}]}\n"
-    "\n"
-    "kind: file, directory, link, unit, sshAuthorizedKeys, passwordHash,\n"
-    "kernelArguments, os, unreconcilable; op: added, changed, removed; action\n"
-    "types: None, Reboot, Drain, DaemonReload, Reload, Restart (MCO's names).\n"
-    "The pre-receive hook prints the same plan as `remote: mcgit: plan: ...`\n"
-    "lines for an accepted push, and `mcgit bundle verify|import` print it too.\n"
-    "Exit status: 0 the commit verifies and renders, 1 refused (with the reasons).\n",
-    run,
+    .name = "plan",
+    .summary = "show what a change does, per pool, before it rolls out",
+    .usage =
+        "usage: mcgit plan --repo R [--rev REV] --trust F [--revoked K] [--cluster C]\n"
+        "                  [-o text|json]\n"
+        "\n"
+        "Verify REV (default: the source branch) as `mcgit render --repo` does (every\n"
+        "commit since the last verified one, against the trust root F and the\n"
+        "revocation list K), render it, and compare each pool with the rendered\n"
+        "branch's tip: nothing is written. For each pool it prints the rendered name,\n"
+        "old -> new (none when the pool was never rendered); every file, directory,\n"
+        "link and unit added, changed or removed, core's SSH keys, kernel arguments\n"
+        "and OS fields changed; the disruption action each change needs under the\n"
+        "node disruption policy of REV (the agent's own rules); and how many nodes\n"
+        "take it in how many waves at the pool's maxUnavailable. Node counts need\n"
+        "--cluster C (or $MCGIT_CLUSTER); without one they are unknown.\n"
+        "Warnings (such as a MachineConfig no pool selects) go to stderr.\n"
+        "A file, directory or link owner given by name that a node lacks is a\n"
+        "warning too (the agent would refuse the config there): with a local:DIR\n"
+        "cluster, each node's DIR/roots/NAME/etc/passwd and etc/group are read;\n"
+        "where no node's root can be read (no cluster, kube), a changing pool's\n"
+        "owner names other than root and core are named as not checked.\n"
+        "\n"
+        "  -o text   (default) per pool:\n"
+        "              pool P: OLD -> NEW            or  pool P: NAME (unchanged)\n"
+        "                <op> <kind> <key> (<what>): <actions>\n"
+        "                actions: <all of the pool's actions>\n"
+        "                nodes: N of M, W waves at maxUnavailable U\n"
+        "  -o json   one document: {\"version\": 1, \"source\", \"renderedTip\" (null when\n"
+        "            none), \"warnings\": [...], \"pools\": [{\"pool\", \"old\" (null when\n"
+        "            none), \"new\", \"changed\", \"changes\": [{\"kind\", \"op\", \"key\",\n"
+        "            \"what\": [...], \"actions\": [{\"type\", \"service\"}]}], \"actions\",\n"
+        "            \"unreconcilable\", \"paused\", \"machineCount\", \"nodes\",\n"
+        "            \"maxUnavailable\", \"waves\" (the last four null without a\n"
+        "            cluster)}]}\n"
+        "\n"
+        "kind: file, directory, link, unit, sshAuthorizedKeys, passwordHash,\n"
+        "kernelArguments, os, unreconcilable; op: added, changed, removed; action\n"
+        "types: None, Reboot, Drain, DaemonReload, Reload, Restart (MCO's names).\n"
+        "The pre-receive hook prints the same plan as `remote: mcgit: plan: ...`\n"
+        "lines for an accepted push, and `mcgit bundle verify|import` print it too.\n"
+        "Exit status: 0 the commit verifies and renders, 1 refused (with the reasons).\n",
+    .run = run,
+    .opts = plan_opts,
 };
 
 /*
@@ -67,10 +82,10 @@ const mcg_cmd mcg_cmd_plan = {
  * plan's pools' nodeSelectors, mcg_rollout_pool_of), those not yet at the
  * new config, maxUnavailable and waves (rollout's arithmetic).
  */
-static void count_nodes(mcg_plan *p, const mcg_node *nodes, size_t n)
+static void count_nodes(mcg_commit_plan *p, const mcg_node *nodes, size_t n)
 {
     for (size_t i = 0; i < p->n; i++) {
-        mcg_plan_pool *pp = &p->pools[i];
+        mcg_commit_plan_pool *pp = &p->pools[i];
         pp->nodes_known = true;
         for (size_t j = 0; j < n; j++) {
             const mcg_pool *of =
@@ -151,7 +166,7 @@ static void owner_names(const mcg_ignition *ign, mcg_strv *names, mcg_strv *path
  * cluster keeps the node's root (local:DIR). Where no node can be checked,
  * a changing pool's names other than root and core are named as unchecked.
  */
-static void check_owners(const mcg_plan *p, const mcg_plan_pool *pp, mcg_cluster *cl,
+static void check_owners(const mcg_commit_plan *p, const mcg_commit_plan_pool *pp, mcg_cluster *cl,
                          const mcg_node *nodes, size_t n, mcg_diags *warns)
 {
     const mcg_rendered_pool *rp = mcg_render_pool(p->render, pp->name);
@@ -194,7 +209,7 @@ static void check_owners(const mcg_plan *p, const mcg_plan_pool *pp, mcg_cluster
 }
 
 /* Node counts and owner checks from the cluster (NULL: owners only, unchecked). */
-static int check_cluster(mcg_plan *p, const char *cluster, mcg_diags *warns, mcg_err *err)
+static int check_cluster(mcg_commit_plan *p, const char *cluster, mcg_diags *warns, mcg_err *err)
 {
     mcg_cluster *cl = NULL;
     mcg_node *nodes = NULL;
@@ -210,14 +225,14 @@ static int check_cluster(mcg_plan *p, const char *cluster, mcg_diags *warns, mcg
     return rc;
 }
 
-/* The plan as text on stdout: its title, then mcg_plan_lines. */
-static void print_plan(const mcg_plan *p)
+/* The plan as text on stdout: its title, then mcg_commit_plan_lines. */
+static void print_plan(const mcg_commit_plan *p)
 {
     mcg_strv lines = {0};
-    char *title = mcg_plan_title(p);
+    char *title = mcg_commit_plan_title(p);
     printf("%s\n", title);
     free(title);
-    mcg_plan_lines(p, &lines);
+    mcg_commit_plan_lines(p, &lines);
     for (size_t i = 0; i < lines.n; i++)
         printf("%s\n", lines.v[i]);
     mcg_strv_free(&lines);
@@ -234,7 +249,7 @@ static int refuse_bad(const mcg_verify_report *rep, mcg_err *err)
 }
 
 /* The model's warnings on stderr, then the plan on stdout as text or JSON. */
-static int show_plan(mcg_plan *p, const mcg_diags *owners, const char *format, mcg_err *err)
+static int show_plan(mcg_commit_plan *p, const mcg_diags *owners, const char *format, mcg_err *err)
 {
     int rc = 0;
     if (!p->model->settings.warnings_as_errors)
@@ -245,7 +260,7 @@ static int show_plan(mcg_plan *p, const mcg_diags *owners, const char *format, m
         mcg_diags_add(&p->model->warnings, "%s", owners->msgs[i]);
     }
     if (!strcmp(format, "json")) {
-        json_t *doc = mcg_plan_json(p);
+        json_t *doc = mcg_commit_plan_json(p);
         mcg_buf b = MCG_BUF_INIT;
         if ((rc = mcg_json_canonical(doc, &b, err)) == 0)
             fwrite(b.ptr, 1, b.len, stdout);
@@ -262,16 +277,11 @@ static int show_plan(mcg_plan *p, const mcg_diags *owners, const char *format, m
 /* Parse, verify (as render --repo), plan, count nodes if a cluster is known, print. */
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},          {"output", required_argument, 0, 'o'},
-        {"repo", required_argument, 0, 'r'},    {"rev", required_argument, 0, 'R'},
-        {"trust", required_argument, 0, 't'},   {"revoked", required_argument, 0, 'K'},
-        {"cluster", required_argument, 0, 'c'}, {0, 0, 0, 0}};
     const char *format = "text", *repo = NULL, *rev = NULL, *trust = NULL, *revoked = NULL,
                *cluster = NULL;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_plan, argc, argv, "ho:", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_plan, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_plan);
@@ -308,7 +318,7 @@ static int run(int argc, char **argv)
     mcg_repo *r = NULL;
     mcg_verify_report rep = {0};
     mcg_diags diags = {0}, owners = {0};
-    mcg_plan *p = NULL;
+    mcg_commit_plan *p = NULL;
     char sha[MCG_SHA_HEX + 1];
     char *src = NULL;
     int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
@@ -323,7 +333,7 @@ static int run(int argc, char **argv)
     if (!rc && rep.nbad)
         rc = refuse_bad(&rep, &err);
     if (!rc)
-        rc = mcg_gitops_plan(&p, r, sha, &diags, &err);
+        rc = mcg_gitops_commit_plan(&p, r, sha, &diags, &err);
     if (!rc)
         rc = check_cluster(p, cluster, &owners, &err);
     if (rc) {
@@ -334,7 +344,7 @@ static int run(int argc, char **argv)
     rc = show_plan(p, &owners, format, &err);
 out:
     free(src);
-    mcg_plan_free(p);
+    mcg_commit_plan_free(p);
     mcg_diags_free(&diags);
     mcg_diags_free(&owners);
     mcg_verify_report_free(&rep);

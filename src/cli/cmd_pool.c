@@ -13,33 +13,35 @@
 static int run(int argc, char **argv);
 
 const mcg_cmd mcg_cmd_pool = {
-    "pool",
-    "pause or resume a pool's rollout from the cluster side",
-    "usage: mcgit pool pause POOL [--cluster C] [--wait [--timeout SECONDS]]\n"
-    "       mcgit pool resume POOL [--cluster C] [--wait [--timeout SECONDS]]\n"
-    "\n"
-    "pause holds POOL's rollout at once, without a commit: the controller gives\n"
-    "its nodes no new desiredConfig (a node that joins gets what the pool runs)\n"
-    "until the pause is lifted. It is MCO's operator pause, spec.paused: true on\n"
-    "the pool's MachineConfigPool object (local:DIR: DIR/pools/POOL.json; kube:\n"
-    "`kubectl patch mcp POOL --type merge -p '{\"spec\":{\"paused\":true}}'` does\n"
-    "the same). The controller never writes that field, so nothing from git\n"
-    "undoes it. A node already updating finishes its update.\n"
-    "\n"
-    "resume lifts that pause only (spec.paused false, and the older annotation\n"
-    "machineconfiguration.mcgit.io/paused removed). A pool paused in git\n"
-    "(spec.paused: true in pools/POOL.yaml, shown as status.pausedInGit) stays\n"
-    "paused, and resume says so: only a signed commit resumes it. Either pause\n"
-    "holds the pool; `mcgit status` lists paused pools and why (git or operator).\n"
-    "resume also lifts a rollout halted by a failed health check (RolloutHalted,\n"
-    "a pool's spec.rollout): the rollout goes on with the same config (stamped\n"
-    "as machineconfiguration.mcgit.io/resumed on the pool object).\n"
-    "\n"
-    "Either one asks the controller for a pass at once (as `mcgit sync`); with\n"
-    "--wait it waits for that pass (up to --timeout, default 60 s). A pause or\n"
-    "resume that changes nothing says so and exits 0. Without --cluster, C is\n"
-    "$MCGIT_CLUSTER.\n",
-    run,
+    .name = "pool",
+    .summary = "pause or resume a pool's rollout from the cluster side",
+    .usage =
+        "usage: mcgit pool pause POOL [--cluster C] [--wait [--timeout SECONDS]]\n"
+        "       mcgit pool resume POOL [--cluster C] [--wait [--timeout SECONDS]]\n"
+        "\n"
+        "pause holds POOL's rollout at once, without a commit: the controller gives\n"
+        "its nodes no new desiredConfig (a node that joins gets what the pool runs)\n"
+        "until the pause is lifted. It is MCO's operator pause, spec.paused: true on\n"
+        "the pool's MachineConfigPool object (local:DIR: DIR/pools/POOL.json; kube:\n"
+        "`kubectl patch mcp POOL --type merge -p '{\"spec\":{\"paused\":true}}'` does\n"
+        "the same). The controller never writes that field, so nothing from git\n"
+        "undoes it. A node already updating finishes its update.\n"
+        "\n"
+        "resume lifts that pause only (spec.paused false, and the older annotation\n"
+        "machineconfiguration.mcgit.io/paused removed). A pool paused in git\n"
+        "(spec.paused: true in pools/POOL.yaml, shown as status.pausedInGit) stays\n"
+        "paused, and resume says so: only a signed commit resumes it. Either pause\n"
+        "holds the pool; `mcgit status` lists paused pools and why (git or operator).\n"
+        "resume also lifts a rollout halted by a failed health check (RolloutHalted,\n"
+        "a pool's spec.rollout): the rollout goes on with the same config (stamped\n"
+        "as machineconfiguration.mcgit.io/resumed on the pool object).\n"
+        "\n"
+        "Either one asks the controller for a pass at once (as `mcgit sync`); with\n"
+        "--wait it waits for that pass (up to --timeout, default 60 s). A pause or\n"
+        "resume that changes nothing says so and exits 0. Without --cluster, C is\n"
+        "$MCGIT_CLUSTER.\n",
+    .run = run,
+    .opts = mcg_cli_wait_opts,
 };
 
 /* What happened, in one line on stdout. */

@@ -16,50 +16,58 @@ static void print_warnings(const mcg_model *m);
 static int render_repo(const char *repo, const char *rev, const char *trust, const char *revoked,
                        const char *format);
 
+static const mcg_opt render_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_SHORT_VALUE('o', "output", "names|json", "names (default) or json, as above"),
+    MCG_OPT_VALUE('r', "repo", "R", "render a commit of the git repository R"),
+    MCG_OPT_VALUE('R', "rev", "REV", "with --repo: the commit (default: the source\nbranch)"),
+    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
+    MCG_OPT_VALUE('K', "revoked", "K",
+                  "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_render = {
-    "render",
-    "render each pool's MachineConfigs into one config",
-    "usage: mcgit render [DIR] [-o names|json]\n"
-    "       mcgit render --repo R [--rev REV] --trust F [--revoked K] [-o names|json]\n"
-    "\n"
-    "Render the config directory DIR (default: the current directory) without\n"
-    "touching git. For each pool: select its MachineConfigs (custom pools inherit\n"
-    "worker's), merge them in name order, and name the result\n"
-    "rendered-<pool>-<hash>, hash = first 32 hex digits of the SHA-256 of the\n"
-    "canonical spec. The same input gives the same bytes on any machine.\n"
-    "\n"
-    "  -o names   one line per pool: `<pool> rendered-<pool>-<hash>` (default)\n"
-    "  -o json    one JSON document: {\"pools\": {\"<pool>\": {\"name\", \n"
-    "             \"machineConfigs\": [...], \"spec\": {\"config\": <Ignition 3.4.0>,\n"
-    "             and kernelArguments, extensions, fips, kernelType, osImageURL,\n"
-    "             baseOSExtensionsContainerImage when not their defaults}}}}\n"
-    "\n"
-    "Invalid input: every problem as `file:line: message` on stderr, exit 1.\n"
-    "Warnings (a key Ignition ignores, a MachineConfig no pool selects) go to\n"
-    "stderr as `warning: file:line: message` and leave the exit status alone.\n"
-    "\n"
-    "With --repo, render a commit of the git repository R instead (REV, default\n"
-    "the source branch): first verify the signature of every commit since the\n"
-    "last verified one against the trust root F and the revocation list K (see\n"
-    "`mcgit help verify`), then\n"
-    "append a commit to the rendered branch holding, per pool, spec.json, name,\n"
-    "files/<path> and units/<unit>, made by mcgit <mcgit@localhost> at the source\n"
-    "commit's time (same history, same commit ids, in any clone). A source that\n"
-    "was already rendered adds nothing. A refused commit moves nothing.\n",
-    run,
+    .name = "render",
+    .summary = "render each pool's MachineConfigs into one config",
+    .usage =
+        "usage: mcgit render [DIR] [-o names|json]\n"
+        "       mcgit render --repo R [--rev REV] --trust F [--revoked K] [-o names|json]\n"
+        "\n"
+        "Render the config directory DIR (default: the current directory) without\n"
+        "touching git. For each pool: select its MachineConfigs (custom pools inherit\n"
+        "worker's), merge them in name order, and name the result\n"
+        "rendered-<pool>-<hash>, hash = first 32 hex digits of the SHA-256 of the\n"
+        "canonical spec. The same input gives the same bytes on any machine.\n"
+        "\n"
+        "  -o names   one line per pool: `<pool> rendered-<pool>-<hash>` (default)\n"
+        "  -o json    one JSON document: {\"pools\": {\"<pool>\": {\"name\", \n"
+        "             \"machineConfigs\": [...], \"spec\": {\"config\": <Ignition 3.4.0>,\n"
+        "             and kernelArguments, extensions, fips, kernelType, osImageURL,\n"
+        "             baseOSExtensionsContainerImage when not their defaults}}}}\n"
+        "\n"
+        "Invalid input: every problem as `file:line: message` on stderr, exit 1.\n"
+        "Warnings (a key Ignition ignores, a MachineConfig no pool selects) go to\n"
+        "stderr as `warning: file:line: message` and leave the exit status alone.\n"
+        "\n"
+        "With --repo, render a commit of the git repository R instead (REV, default\n"
+        "the source branch): first verify the signature of every commit since the\n"
+        "last verified one against the trust root F and the revocation list K (see\n"
+        "`mcgit help verify`), then\n"
+        "append a commit to the rendered branch holding, per pool, spec.json, name,\n"
+        "files/<path> and units/<unit>, made by mcgit <mcgit@localhost> at the source\n"
+        "commit's time (same history, same commit ids, in any clone). A source that\n"
+        "was already rendered adds nothing. A refused commit moves nothing.\n",
+    .run = run,
+    .opts = render_opts,
 };
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'},       {"output", required_argument, 0, 'o'},
-        {"repo", required_argument, 0, 'r'}, {"rev", required_argument, 0, 'R'},
-        {"trust", required_argument, 0, 't'}, {"revoked", required_argument, 0, 'K'},
-        {0, 0, 0, 0}};
     const char *format = "names", *repo = NULL, *rev = NULL, *trust = NULL, *revoked = NULL;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_render, argc, argv, "ho:", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_render, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_render);

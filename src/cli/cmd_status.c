@@ -15,34 +15,45 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt status_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_SHORT_VALUE('o', "output", "text|json|wide",
+                        "text (default); wide: more columns; json: a\n"
+                        "Kubernetes List ({\"apiVersion\": \"v1\", \"kind\":\n"
+                        "\"List\", \"items\": [...]}) of MachineConfigPool\n"
+                        "or Node objects, the shapes `kubectl get -o json`\n"
+                        "prints"),
+    MCG_OPT_SHORT_FLAG('w', "watch",
+                       "after the table, print each row again when it\n"
+                       "changes (the header once, as `kubectl get\n"
+                       "--watch`); -o json: the whole document again\n"
+                       "(until interrupted)"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_status = {
-    "status",
-    "show pools or nodes (the kubectl get machineconfigpool view)",
-    "usage: mcgit status --cluster C [pools|nodes] [-o json|wide] [--watch]\n"
-    "\n"
-    "pools (default) prints the columns of `kubectl get machineconfigpool`:\n"
-    "  NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT\n"
-    "  UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE\n"
-    "-o wide adds MACHINECONFIGS, the MachineConfigs CONFIG was rendered from\n"
-    "(status.configuration.source, in merge order).\n"
-    "nodes prints NODE DESIRED CURRENT STATE (-o wide adds POOL and REASON).\n"
-    "\n"
-    "  -o json   a Kubernetes List ({\"apiVersion\": \"v1\", \"kind\": \"List\",\n"
-    "            \"items\": [...]}) of MachineConfigPool or Node objects, the shapes\n"
-    "            `kubectl get -o json` prints\n"
-    "  -o wide   more columns\n"
-    "  --watch   after the table, print each row again when it changes (the\n"
-    "            header once, as `kubectl get --watch`); -o json: the whole\n"
-    "            document again (until interrupted)\n"
-    "\n"
-    "C is local:DIR (the embedded store), kube (in-cluster service account) or\n"
-    "kube:KUBECONFIG; on kube the pools are MachineConfigPool objects, so\n"
-    "`kubectl get mcp` prints the same table. Under the table: each paused pool\n"
-    "and why (in git, or by an operator: `mcgit pool pause` or `kubectl patch mcp\n"
-    "POOL --type merge -p '{\"spec\":{\"paused\":true}}'`), and SourceStale.\n"
-    "Without --cluster, C is $MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR`\n"
-    "once per shell).\n",
-    run,
+    .name = "status",
+    .summary = "show pools or nodes (the kubectl get machineconfigpool view)",
+    .usage =
+        "usage: mcgit status --cluster C [pools|nodes] [-o json|wide] [--watch]\n"
+        "\n"
+        "pools (default) prints the columns of `kubectl get machineconfigpool`:\n"
+        "  NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT\n"
+        "  UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE\n"
+        "-o wide adds MACHINECONFIGS, the MachineConfigs CONFIG was rendered from\n"
+        "(status.configuration.source, in merge order).\n"
+        "nodes prints NODE DESIRED CURRENT STATE (-o wide adds POOL and REASON).\n"
+        "\n"
+        "C is local:DIR (the embedded store), kube (in-cluster service account) or\n"
+        "kube:KUBECONFIG; on kube the pools are MachineConfigPool objects, so\n"
+        "`kubectl get mcp` prints the same table. Under the table: each paused pool\n"
+        "and why (in git, or by an operator: `mcgit pool pause` or `kubectl patch mcp\n"
+        "POOL --type merge -p '{\"spec\":{\"paused\":true}}'`), and SourceStale.\n"
+        "Without --cluster, C is $MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR`\n"
+        "once per shell).\n",
+    .run = run,
+    .opts = status_opts,
 };
 
 /* A table printed like kubectl's: columns padded, three spaces apart. */
@@ -396,16 +407,11 @@ static void show(const mcg_buf *out, const mcg_buf *last, const char *format, bo
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"cluster", required_argument, 0, 'c'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"watch", no_argument, 0, 'w'},
-                                         {0, 0, 0, 0}};
     const char *cluster = NULL, *format = "text", *what = "pools";
     bool watch = false;
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_status, argc, argv, "ho:w", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_status, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_status);

@@ -15,23 +15,21 @@
 static int run(int argc, char **argv);
 
 const mcg_cmd mcg_cmd_sync = {
-    "sync",
-    "ask the controller for a pass now, and wait for its result",
-    "usage: mcgit sync [--cluster C] [--wait] [--timeout SECONDS]\n"
-    "\n"
-    "Ask the controller for a reconcile pass now rather than at the end of its\n"
-    "--interval: a request on the cluster side that the controller watches (local:DIR:\n"
-    "DIR/sync.json, noticed at once; kube: annotations of the MachineConfiguration\n"
-    "`cluster`, noticed within 4 s). The controller answers each request after the\n"
-    "pass it started, with that pass's result. Requests made while a pass runs are\n"
-    "answered by the next one, which starts at once.\n"
-    "\n"
-    "  --wait              wait for the answer and print it; exit 1 when the pass\n"
-    "                      failed, was refused or could not fetch\n"
-    "  --timeout SECONDS   how long --wait waits (default 60); past it, exit 1\n"
-    "\n"
-    "Without --cluster, C is $MCGIT_CLUSTER.\n",
-    run,
+    .name = "sync",
+    .summary = "ask the controller for a pass now, and wait for its result",
+    .usage =
+        "usage: mcgit sync [--cluster C] [--wait] [--timeout SECONDS]\n"
+        "\n"
+        "Ask the controller for a reconcile pass now rather than at the end of its\n"
+        "--interval: a request on the cluster side that the controller watches (local:DIR:\n"
+        "DIR/sync.json, noticed at once; kube: annotations of the MachineConfiguration\n"
+        "`cluster`, noticed within 4 s). The controller answers each request after the\n"
+        "pass it started, with that pass's result. Requests made while a pass runs are\n"
+        "answered by the next one, which starts at once.\n"
+        "\n"
+        "Without --cluster, C is $MCGIT_CLUSTER.\n",
+    .run = run,
+    .opts = mcg_cli_wait_opts,
 };
 
 int mcg_cli_sync_wait(const char *cmd, mcg_cluster *cl, uint64_t gen, double timeout)
@@ -83,19 +81,25 @@ int mcg_cli_parse_timeout(const char *arg, double *out)
     return 0;
 }
 
+const mcg_opt mcg_cli_wait_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_FLAG('w', "wait",
+                 "wait for the answer and print it; exit 1 when the\n"
+                 "pass failed, was refused or could not fetch"),
+    MCG_OPT_VALUE('t', "timeout", "SECONDS",
+                  "how long --wait waits (default 60); past it,\nexit 1"),
+    MCG_OPT_END,
+};
+
 int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_wait_args *out)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"cluster", required_argument, 0, 'c'},
-                                         {"wait", no_argument, 0, 'w'},
-                                         {"timeout", required_argument, 0, 't'},
-                                         {0, 0, 0, 0}};
     const char *cluster = NULL;
     int c;
     out->wait = false;
     out->timeout = 60;
     optind = 1;
-    while ((c = mcg_cli_getopt(cmd, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(cmd, argc, argv)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(cmd);
         case 'c': cluster = optarg; break;

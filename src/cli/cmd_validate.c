@@ -9,28 +9,34 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt validate_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_validate = {
-    "validate",
-    "check a config directory and report every problem",
-    "usage: mcgit validate [DIR]\n"
-    "\n"
-    "Parse and check DIR (default: the current directory) as a config repo:\n"
-    "mcgit.yaml, pools/*.yaml and machineconfigs/*.yaml, and that every pool\n"
-    "renders. Valid: exit 0, nothing printed. Otherwise every problem found is\n"
-    "printed to stderr as `file:line: message` and the exit status is 1.\n"
-    "What Ignition only warns about (a key it does not know, such as `networkd: {}`\n"
-    "or a misspelt `mdoe`), and a MachineConfig that no pool's\n"
-    "machineConfigSelector selects, are printed as `warning: file:line: message`\n"
-    "and leave the exit status alone, unless mcgit.yaml says `warnings: error`.\n",
-    run,
+    .name = "validate",
+    .summary = "check a config directory and report every problem",
+    .usage =
+        "usage: mcgit validate [DIR]\n"
+        "\n"
+        "Parse and check DIR (default: the current directory) as a config repo:\n"
+        "mcgit.yaml, pools/*.yaml and machineconfigs/*.yaml, and that every pool\n"
+        "renders. Valid: exit 0, nothing printed. Otherwise every problem found is\n"
+        "printed to stderr as `file:line: message` and the exit status is 1.\n"
+        "What Ignition only warns about (a key it does not know, such as `networkd: {}`\n"
+        "or a misspelt `mdoe`), and a MachineConfig that no pool's\n"
+        "machineConfigSelector selects, are printed as `warning: file:line: message`\n"
+        "and leave the exit status alone, unless mcgit.yaml says `warnings: error`.\n",
+    .run = run,
+    .opts = validate_opts,
 };
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_validate, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_validate, argc, argv)) != -1) {
         if (c == 'h')
             return mcg_cli_help(&mcg_cmd_validate);
         return mcg_cli_usage_error(&mcg_cmd_validate, NULL);

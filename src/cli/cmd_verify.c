@@ -2,7 +2,7 @@
  * cmd_verify.c — `mcgit verify`: the signature verdict of every new commit.
  */
 #include "cli/cli.h"
-#include "gitops/gitops.h"
+#include "gitops/verify.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -10,42 +10,59 @@
 
 static int run(int argc, char **argv);
 
+static const mcg_opt opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
+    MCG_OPT_VALUE('R', "rev", "REV", "verify up to REV (default: the source branch)"),
+    MCG_OPT_VALUE('s', "since", "REV",
+                  "verify what REV does not reach (default: the last\n"
+                  "commit mcgit verified here, else the root)"),
+    MCG_OPT_FLAG('A', "all", "verify the whole history, ignoring the last\nverified commit"),
+    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
+    MCG_OPT_VALUE('K', "revoked", "K",
+                  "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_SHORT_VALUE('o', "output", "text|json",
+                        "text (default), or a JSON list of {\"commit\",\n"
+                        "\"status\" (good, vouched, bad), \"principal\",\n"
+                        "\"fingerprint\", \"reason\", \"vouchedBy\",\n"
+                        "\"stillIn\"}"),
+    MCG_OPT_END,
+};
+
 const mcg_cmd mcg_cmd_verify = {
-    "verify",
-    "verify the SSH signature of every new source commit",
-    "usage: mcgit verify --repo R [--rev REV] [--since REV | --all] --trust F\n"
-    "                    [--revoked K] [-o json]\n"
-    "\n"
-    "Check every commit reachable from REV (default: the source branch, git\n"
-    "config mcgit.sourceBranch, else main) and not from --since (default: the\n"
-    "last commit mcgit verified here, else the root; --all: the root),\n"
-    "merges included. A commit is good when its SSH signature (namespace git)\n"
-    "verifies at its committer time under the signers of every one of its\n"
-    "parents (the trust root F, an allowed_signers file, plus\n"
-    ".mcgit/allowed_signers as it stands in that parent when the parent is\n"
-    "good; F alone for a first commit), and its committer time is at most an\n"
-    "hour before its first parent's. See docs/concepts.md.\n"
-    "With --revoked K (an OpenSSH KRL or a list of public keys, as git's\n"
-    "gpg.ssh.revocationFile), a commit by a revoked key or certificate is bad.\n"
-    "A commit whose valid signature is by a key not trusted now (revoked,\n"
-    "removed, expired), or whose approvals no longer count, is vouched for by a\n"
-    "later good commit that builds on it, and bad when none does: a trust\n"
-    "change applies to what arrives after it (docs/trust.md). After revoking a\n"
-    "key, `--all` lists every commit it signed, and after each, one line per\n"
-    "pool whose current rendered config still holds its changes (the blast\n"
-    "radius): `still-in <sha> <pool>: <kind> <key>, ...`.\n"
-    "\n"
-    "Prints one line per commit, parents first:\n"
-    "  good <sha> <principal> <fingerprint>\n"
-    "  vouched <sha> <fingerprint> <reason>; vouched for by <sha>\n"
-    "  bad <sha> <reason>\n"
-    "When there is no new commit: one line, `nothing to verify: ...`.\n"
-    "Exit status 1 if any commit is bad.\n"
-    "\n"
-    "  --all     verify the whole history, ignoring the last verified commit\n"
-    "  -o json   a JSON list of {\"commit\", \"status\" (good, vouched, bad),\n"
-    "            \"principal\", \"fingerprint\", \"reason\", \"vouchedBy\", \"stillIn\"}\n",
-    run,
+    .name = "verify",
+    .summary = "verify the SSH signature of every new source commit",
+    .usage =
+        "usage: mcgit verify --repo R [--rev REV] [--since REV | --all] --trust F\n"
+        "                    [--revoked K] [-o json]\n"
+        "\n"
+        "Check every commit reachable from REV (default: the source branch, git\n"
+        "config mcgit.sourceBranch, else main) and not from --since (default: the\n"
+        "last commit mcgit verified here, else the root; --all: the root),\n"
+        "merges included. A commit is good when its SSH signature (namespace git)\n"
+        "verifies at its committer time under the signers of every one of its\n"
+        "parents (the trust root F, an allowed_signers file, plus\n"
+        ".mcgit/allowed_signers as it stands in that parent when the parent is\n"
+        "good; F alone for a first commit), and its committer time is at most an\n"
+        "hour before its first parent's. See docs/concepts.md.\n"
+        "With --revoked K (an OpenSSH KRL or a list of public keys, as git's\n"
+        "gpg.ssh.revocationFile), a commit by a revoked key or certificate is bad.\n"
+        "A commit whose valid signature is by a key not trusted now (revoked,\n"
+        "removed, expired), or whose approvals no longer count, is vouched for by a\n"
+        "later good commit that builds on it, and bad when none does: a trust\n"
+        "change applies to what arrives after it (docs/trust.md). After revoking a\n"
+        "key, `--all` lists every commit it signed, and after each, one line per\n"
+        "pool whose current rendered config still holds its changes (the blast\n"
+        "radius): `still-in <sha> <pool>: <kind> <key>, ...`.\n"
+        "\n"
+        "Prints one line per commit, parents first:\n"
+        "  good <sha> <principal> <fingerprint>\n"
+        "  vouched <sha> <fingerprint> <reason>; vouched for by <sha>\n"
+        "  bad <sha> <reason>\n"
+        "When there is no new commit: one line, `nothing to verify: ...`.\n"
+        "Exit status 1 if any commit is bad.\n",
+    .run = run,
+    .opts = opts,
 };
 
 /* One verdict as an object of the -o json list. */
@@ -114,18 +131,9 @@ typedef struct verify_args {
 /* Parse the options into a: -1 when run goes on, else the exit status. */
 static int parse_args(int argc, char **argv, verify_args *a)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"rev", required_argument, 0, 'R'},
-                                         {"since", required_argument, 0, 's'},
-                                         {"all", no_argument, 0, 'A'},
-                                         {"trust", required_argument, 0, 't'},
-                                         {"revoked", required_argument, 0, 'K'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = mcg_cli_getopt(&mcg_cmd_verify, argc, argv, "ho:", opts)) != -1) {
+    while ((c = mcg_cli_next(&mcg_cmd_verify, argc, argv)) != -1) {
         switch (c) {
         case 'h':
             return mcg_cli_help(&mcg_cmd_verify);

@@ -85,8 +85,10 @@ static void bad_long(const mcg_cmd *cmd, const struct option *opts, const char *
     free(name);
 }
 
-int mcg_cli_getopt(const mcg_cmd *cmd, int argc, char **argv, const char *shortopts,
-                   const struct option *longopts)
+/* getopt_long(argc, argv, shortopts, longopts, NULL), saying itself what
+ * is wrong (mcg_cli_next). */
+static int next_opt(const mcg_cmd *cmd, int argc, char **argv, const char *shortopts,
+                    const struct option *longopts)
 {
     char spec[64];
     if (!mcg_bfmt(spec, sizeof(spec), ":%s", shortopts))
@@ -111,6 +113,39 @@ int mcg_cli_getopt(const mcg_cmd *cmd, int argc, char **argv, const char *shorto
     else
         fprintf(stderr, "mcgit %s: unrecognized option '%s'\n", cmd->name, arg);
     return '?';
+}
+
+/* The most options a command may have (a fixed table: no allocation per call). */
+#define MAX_OPTS 32
+
+int mcg_cli_next(const mcg_cmd *cmd, int argc, char **argv)
+{
+    return mcg_cli_next_sub(cmd, ~0u, argc, argv);
+}
+
+int mcg_cli_next_sub(const mcg_cmd *cmd, unsigned sub, int argc, char **argv)
+{
+    struct option longopts[MAX_OPTS + 1];
+    char shortopts[2 * MAX_OPTS + 1];
+    size_t n = 0, s = 0;
+    for (const mcg_opt *o = cmd->opts; o->key; o++) {
+        if (o - cmd->opts >= MAX_OPTS)
+            abort(); /* a command's table: small */
+        if (o->only && !(o->only & sub))
+            continue;
+        if (o->name)
+            longopts[n++] = (struct option){.name = o->name,
+                                            .has_arg = o->arg ? required_argument : no_argument,
+                                            .val = o->key};
+        if (o->shortname) {
+            shortopts[s++] = o->shortname;
+            if (o->arg)
+                shortopts[s++] = ':';
+        }
+    }
+    longopts[n] = (struct option){0};
+    shortopts[s] = '\0';
+    return next_opt(cmd, argc, argv, shortopts, longopts);
 }
 
 int mcg_cli_unknown_command(const char *name)
@@ -139,7 +174,7 @@ int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
         fputc('\n', stderr);
         va_end(ap);
     }
-    /* mcg_cli_getopt has already named a bad option on its own line */
+    /* mcg_cli_next has already named a bad option on its own line */
     fprintf(stderr, "see 'mcgit help %s'\n", cmd->name);
     return MCG_EXIT_USAGE;
 }
@@ -152,9 +187,60 @@ const char *mcg_cli_cluster(const char *opt)
     return env && *env ? env : NULL;
 }
 
+/* An option's term in the option list: "-c, --name ARG", "--name ARG", "-c ARG". */
+static void opt_term(const mcg_opt *o, char *out, size_t size)
+{
+    char s[8] = "";
+    if (o->shortname)
+        mcg_bfmt(s, sizeof(s), "-%c%s", o->shortname, o->name ? ", " : "");
+    if (!mcg_bfmt(out, size, "%s%s%s%s%s", s, o->name ? "--" : "", o->name ? o->name : "",
+                  o->arg ? " " : "", o->arg ? o->arg : ""))
+        abort(); /* a command's option: short */
+}
+
+/* A term longer than this puts its text on the next line. */
+#define TERM_WIDTH 24
+
+/*
+ * The option list, as git's parse-options prints it: "  TERM   text", the
+ * text's further lines indented to the same column; only options with help.
+ */
+static void print_opts(const mcg_opt *opts)
+{
+    char term[128];
+    size_t width = 0;
+    for (const mcg_opt *o = opts; o->key; o++) {
+        opt_term(o, term, sizeof(term));
+        if (o->help && strlen(term) <= TERM_WIDTH && strlen(term) > width)
+            width = strlen(term);
+    }
+    if (!width)
+        return;
+    fputs("\noptions:\n", stdout);
+    for (const mcg_opt *o = opts; o->key; o++) {
+        if (!o->help)
+            continue;
+        opt_term(o, term, sizeof(term));
+        int col = (int)width + 3;
+        if (strlen(term) > width)
+            printf("  %s\n%*s", term, col + 2, "");
+        else
+            printf("  %-*s", col, term);
+        for (const char *p = o->help; *p;) {
+            size_t len = strcspn(p, "\n");
+            printf("%.*s\n", (int)len, p);
+            p += len;
+            if (*p && *++p)
+                printf("%*s", col + 2, "");
+        }
+    }
+}
+
 int mcg_cli_help(const mcg_cmd *cmd)
 {
     fputs(cmd->usage, stdout);
+    if (cmd->opts)
+        print_opts(cmd->opts);
     return MCG_EXIT_OK;
 }
 
@@ -199,17 +285,22 @@ int mcg_cli_load_trust(mcg_signers **out, const char *path, const char *revoked,
     return rc;
 }
 
+const mcg_opt mcg_cli_signer_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
+    MCG_OPT_VALUE('k', "key", "FILE",
+                  "the private key to sign with (default: git config\n"
+                  "user.signingkey)"),
+    MCG_OPT_END,
+};
+
 int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, const char **repo,
                         const char **key)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"repo", required_argument, 0, 'r'},
-                                         {"key", required_argument, 0, 'k'},
-                                         {0, 0, 0, 0}};
     int c;
     *repo = *key = NULL;
     optind = 1;
-    while ((c = mcg_cli_getopt(cmd, argc, argv, "h", opts)) != -1) {
+    while ((c = mcg_cli_next(cmd, argc, argv)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(cmd);
         case 'r': *repo = optarg; break;

@@ -65,10 +65,8 @@ typedef struct mcg_node_patch {
     const char *bound_machine_id;
 } mcg_node_patch;
 
-#define MCG_NODE_PATCH_INIT                                                                        \
-    {                                                                                              \
-        NULL, NULL, NULL, NULL, -1, -1, NULL, NULL                                                 \
-    }
+/* Leaves everything alone; set the fields to change. */
+#define MCG_NODE_PATCH_INIT {.unschedulable = -1, .ready = -1}
 
 /*
  * A cluster handle. Its backend is private (cluster_int.h): callers use the

@@ -334,7 +334,10 @@ static int serve_start(const mcg_controller_run_opts *o, mcg_metrics **mx, mcg_m
     int rc = mcg_controller_metrics_declare(*mx, err);
     if (rc)
         return rc;
-    mcg_metrics_server_opts so = {o->metrics_bind, *mx, o->webhook_token, NULL, NULL, "controller"};
+    mcg_metrics_server_opts so = {.bind = o->metrics_bind,
+                                  .metrics = *mx,
+                                  .token_file = o->webhook_token,
+                                  .who = "controller"};
     so.wake = wake_cb;
     if ((rc = mcg_metrics_serve(srv, &so, err)) != 0)
         return rc;
@@ -373,7 +376,7 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
     stop = 0;
     atomic_store(&wake_requested, 0);
     signals_start(&sg);
-    loop_state st = {"", "", {0}};
+    loop_state st = {0};
     uint64_t answered = 0; /* the newest `mcgit sync` this loop answered */
     while (!stop) {
         mcg_pass_result res;

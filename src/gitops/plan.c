@@ -15,7 +15,7 @@
 #include <string.h>
 
 /* Contracts of the public functions: gitops.h. */
-void mcg_plan_free(mcg_plan *p)
+void mcg_commit_plan_free(mcg_commit_plan *p)
 {
     if (!p)
         return;
@@ -34,7 +34,7 @@ void mcg_plan_free(mcg_plan *p)
  * parsed spec into *old (*has_old true); neither when the rendered branch or
  * the pool's directory in it does not exist. Errors reading or parsing them.
  */
-static int load_old(mcg_plan_pool *pp, mcg_ignition *old, bool *has_old, mcg_repo *r,
+static int load_old(mcg_commit_plan_pool *pp, mcg_ignition *old, bool *has_old, mcg_repo *r,
                     const char *pool, mcg_err *err)
 {
     char *data = NULL, *path = NULL;
@@ -66,10 +66,10 @@ out:
     return rc;
 }
 
-int mcg_gitops_plan_make(mcg_plan **out, mcg_repo *r, const char *sha, mcg_model *m,
+int mcg_gitops_commit_plan_make(mcg_commit_plan **out, mcg_repo *r, const char *sha, mcg_model *m,
                          mcg_render *rd, mcg_err *err)
 {
-    mcg_plan *p = mcg_calloc(1, sizeof(*p));
+    mcg_commit_plan *p = mcg_calloc(1, sizeof(*p));
     int rc = 0;
     *out = NULL;
     p->model = m; /* transferred */
@@ -82,7 +82,7 @@ int mcg_gitops_plan_make(mcg_plan **out, mcg_repo *r, const char *sha, mcg_model
     p->pools = mcg_calloc(rd->n ? rd->n : 1, sizeof(*p->pools));
     for (size_t i = 0; i < rd->n; i++) {
         const mcg_rendered_pool *rp = &rd->pools[i];
-        mcg_plan_pool *pp = &p->pools[p->n++];
+        mcg_commit_plan_pool *pp = &p->pools[p->n++];
         mcg_ignition old, cur;
         memset(&old, 0, sizeof(old));
         memset(&cur, 0, sizeof(cur));
@@ -112,11 +112,12 @@ out:
         p->model = NULL; /* the caller's on failure */
         p->render = NULL;
     }
-    mcg_plan_free(p);
+    mcg_commit_plan_free(p);
     return rc;
 }
 
-int mcg_gitops_plan(mcg_plan **out, mcg_repo *r, const char *sha, mcg_diags *diags, mcg_err *err)
+int mcg_gitops_commit_plan(mcg_commit_plan **out, mcg_repo *r, const char *sha, mcg_diags *diags,
+                           mcg_err *err)
 {
     mcg_model *m = NULL;
     mcg_render *rd = NULL;
@@ -125,7 +126,7 @@ int mcg_gitops_plan(mcg_plan **out, mcg_repo *r, const char *sha, mcg_diags *dia
     if (rc == 0 && mcg_render_model(&rd, m, diags) != 0)
         rc = mcg_err_set(err, MCG_EINVAL, "commit %.12s does not render", sha);
     if (rc == 0)
-        rc = mcg_gitops_plan_make(out, r, sha, m, rd, err);
+        rc = mcg_gitops_commit_plan_make(out, r, sha, m, rd, err);
     if (rc) {
         mcg_render_free(rd);
         mcg_model_free(m);
@@ -167,13 +168,14 @@ static bool mc_sets(const mcg_machineconfig *mc, const char *key)
 
 /* Whether pool pp's change is refused: a section an installed node cannot
  * take changes from its current target (a first config has none to change). */
-static bool refuses(const mcg_plan_pool *pp)
+static bool refuses(const mcg_commit_plan_pool *pp)
 {
     return pp->old_name && !pp->error && pp->diff.unreconcilable;
 }
 
 /* "MachineConfig a, b" of pool pp that set key, or "" when none does (it was removed). */
-static void setters(mcg_buf *b, const mcg_plan *p, const mcg_plan_pool *pp, const char *key)
+static void setters(mcg_buf *b, const mcg_commit_plan *p, const mcg_commit_plan_pool *pp,
+                    const char *key)
 {
     mcg_strv names = {0};
     if (pp->pool)
@@ -189,11 +191,11 @@ static void setters(mcg_buf *b, const mcg_plan *p, const mcg_plan_pool *pp, cons
     mcg_strv_free(&names);
 }
 
-void mcg_plan_unreconcilable(const mcg_plan *p, mcg_strv *out)
+void mcg_commit_plan_unreconcilable(const mcg_commit_plan *p, mcg_strv *out)
 {
     mcg_buf b = MCG_BUF_INIT;
     for (size_t i = 0; i < p->n; i++) {
-        const mcg_plan_pool *pp = &p->pools[i];
+        const mcg_commit_plan_pool *pp = &p->pools[i];
         if (!refuses(pp))
             continue;
         for (size_t j = 0; j < pp->diff.n; j++) {
@@ -222,7 +224,7 @@ void mcg_plan_unreconcilable(const mcg_plan *p, mcg_strv *out)
 
 /* One change as "  <op> <kind> <key> (<what>): <actions>" into b (the key
  * left out when it is the kind's name: kernelArguments). */
-static void item_line(mcg_buf *b, const mcg_plan_pool *pp, const mcg_diff_item *it)
+static void item_line(mcg_buf *b, const mcg_commit_plan_pool *pp, const mcg_diff_item *it)
 {
     const char *kind = mcg_diff_kind_name(it->kind);
     mcg_buf_printf(b, "  %s %s", mcg_diff_op_name(it->op), kind);
@@ -295,17 +297,17 @@ static void safe_lines(mcg_strv *out, const mcg_pool *p)
     mcg_buf_free(&b);
 }
 
-char *mcg_plan_title(const mcg_plan *p)
+char *mcg_commit_plan_title(const mcg_commit_plan *p)
 {
     return mcg_sprintf("plan for %.12s (rendered tip: %.12s)", p->source,
                        p->rendered[0] ? p->rendered : "none");
 }
 
-void mcg_plan_lines(const mcg_plan *p, mcg_strv *out)
+void mcg_commit_plan_lines(const mcg_commit_plan *p, mcg_strv *out)
 {
     mcg_buf b = MCG_BUF_INIT;
     for (size_t i = 0; i < p->n; i++) {
-        const mcg_plan_pool *pp = &p->pools[i];
+        const mcg_commit_plan_pool *pp = &p->pools[i];
         b.len = 0;
         if (pp->error) {
             mcg_buf_printf(&b, "pool %s: does not render: %s", pp->name, pp->error);
@@ -354,11 +356,11 @@ void mcg_plan_lines(const mcg_plan *p, mcg_strv *out)
     mcg_buf_free(&b);
 }
 
-json_t *mcg_plan_json(const mcg_plan *p)
+json_t *mcg_commit_plan_json(const mcg_commit_plan *p)
 {
     json_t *pools = json_array();
     for (size_t i = 0; i < p->n; i++) {
-        const mcg_plan_pool *pp = &p->pools[i];
+        const mcg_commit_plan_pool *pp = &p->pools[i];
         json_t *o = json_object();
         json_object_set_new(o, "pool", json_string(pp->name));
         json_object_set_new(o, "old", pp->old_name ? json_string(pp->old_name) : json_null());

@@ -11,6 +11,12 @@
  * read by nothing: not by rendering, not by the controller, not by
  * `bundle create` unless named; a push to another branch is answered with a
  * "note: ..." line naming the source branch.
+ *
+ * The hooks hand over what git's receive-pack writes to them, one
+ * "<old> <new> <ref>" line per updated ref; a line that does not parse fails
+ * the pre-receive hook closed. The post-receive hook renders the source
+ * branch's new tip. Both answer in lines for the pusher (mcg_diags): the CLI
+ * only prints them.
  */
 #include "gitops/gitops_int.h"
 
@@ -148,25 +154,25 @@ static int check_source(mcg_repo *r, const mcg_signers *root, const char *old, c
     if (d.count)
         rc = MCG_EINVAL;
     /* accepted: what it will do, as `mcgit plan` prints it (no cluster here) */
-    mcg_plan *p = NULL;
-    if (rc == 0 && mcg_gitops_plan_make(&p, r, new, m, rd, &err) == 0) {
+    mcg_commit_plan *p = NULL;
+    if (rc == 0 && mcg_gitops_commit_plan_make(&p, r, new, m, rd, &err) == 0) {
         m = NULL; /* transferred */
         rd = NULL;
         mcg_strv lines = {0};
-        mcg_plan_unreconcilable(p, &lines);
+        mcg_commit_plan_unreconcilable(p, &lines);
         for (size_t i = 0; i < lines.n; i++)
             mcg_diags_add(out, "refusing %s: %s", ref, lines.v[i]);
         if (lines.n)
             rc = MCG_EINVAL;
         mcg_strv_free(&lines);
-        mcg_plan_lines(p, &lines);
+        mcg_commit_plan_lines(p, &lines);
         for (size_t i = 0; i < lines.n; i++)
             mcg_diags_add(out, "plan: %s", lines.v[i]);
         mcg_strv_free(&lines);
     } else if (rc == 0) {
         mcg_diags_add(out, "plan: not available: %s", err.msg);
     }
-    mcg_plan_free(p);
+    mcg_commit_plan_free(p);
     mcg_diags_free(&d);
     mcg_render_free(rd);
     mcg_model_free(m);
@@ -224,5 +230,129 @@ int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *o
     }
     free(src);
     free(ren);
+    return rc;
+}
+
+/*
+ * One update line as git's receive-pack writes it to the hooks: "<old>
+ * <new> <ref>\n", ids of 40 hex digits, a ref name without spaces or
+ * control characters. Anything else — a truncated or overlong line, extra
+ * fields, other ids — is not parsed at all (the hook then fails closed).
+ */
+bool mcg_gitops_receive_parse_line(const char *line, size_t len, char old[MCG_SHA_HEX + 1],
+                                   char new[MCG_SHA_HEX + 1], char ref[MCG_REFNAME_MAX])
+{
+    static const char hex[] = "0123456789abcdef";
+    if (len < 2 * MCG_SHA_HEX + 4 || line[len - 1] != '\n' ||
+        len - 2 * MCG_SHA_HEX - 3 >= MCG_REFNAME_MAX)
+        return false;
+    for (size_t i = 0; i < 2 * MCG_SHA_HEX + 1; i++) {
+        bool sep = i == MCG_SHA_HEX;
+        if (sep ? line[i] != ' ' : !line[i] || !strchr(hex, line[i]))
+            return false;
+    }
+    if (line[2 * MCG_SHA_HEX + 1] != ' ')
+        return false;
+    const char *r = line + 2 * MCG_SHA_HEX + 2;
+    size_t rl = len - 2 * MCG_SHA_HEX - 3;
+    for (size_t i = 0; i < rl; i++)
+        if ((unsigned char)r[i] <= ' ' || r[i] == 0x7f)
+            return false;
+    memcpy(old, line, MCG_SHA_HEX);
+    old[MCG_SHA_HEX] = '\0';
+    memcpy(new, line + MCG_SHA_HEX + 1, MCG_SHA_HEX);
+    new[MCG_SHA_HEX] = '\0';
+    memcpy(ref, r, rl);
+    ref[rl] = '\0';
+    return true;
+}
+
+/*
+ * Split input into lines as getline(3) does (each with its '\n', the last
+ * one perhaps without), keep those that parse in lines and add "<verb>
+ * push: cannot parse update line N: '...'" to out for each other one.
+ * Returns 0, or MCG_EINVAL when a line did not parse.
+ */
+static int parse_updates(mcg_strv *lines, const char *input, size_t len, const char *verb,
+                         mcg_diags *out)
+{
+    char old[MCG_SHA_HEX + 1], new[MCG_SHA_HEX + 1], ref[MCG_REFNAME_MAX];
+    unsigned lineno = 0;
+    int rc = 0;
+    for (size_t pos = 0; pos < len;) {
+        const char *nl = memchr(input + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - input - pos) + 1 : len - pos;
+        char *line = mcg_malloc(n + 1);
+        memcpy(line, input + pos, n);
+        line[n] = '\0';
+        pos += n;
+        lineno++;
+        if (mcg_gitops_receive_parse_line(line, n, old, new, ref)) {
+            mcg_strv_push(lines, line);
+        } else {
+            /* fail closed: an update not understood is not let through */
+            mcg_diags_add(out, "%s push: cannot parse update line %u: '%.80s'", verb, lineno,
+                          strtok(line, "\n") ? line : "");
+            rc = MCG_EINVAL;
+        }
+        free(line);
+    }
+    return rc;
+}
+
+int mcg_gitops_pre_receive(mcg_repo *r, const mcg_signers *root, const char *input, size_t len,
+                           int64_t now, mcg_diags *out)
+{
+    char old[MCG_SHA_HEX + 1], new[MCG_SHA_HEX + 1], ref[MCG_REFNAME_MAX];
+    mcg_strv lines = {0};
+    char approvals[MCG_SHA_HEX + 1] = "";
+    int rc = parse_updates(&lines, input, len, "refusing", out);
+    /* All updates first: approvals pushed with the branch count for it. */
+    for (size_t i = 0; i < lines.n; i++) {
+        mcg_gitops_receive_parse_line(lines.v[i], strlen(lines.v[i]), old, new, ref);
+        if (!strcmp(ref, MCG_APPROVALS_REF) && !is_zero(new))
+            snprintf(approvals, sizeof(approvals), "%s", new);
+    }
+    for (size_t i = 0; i < lines.n; i++) {
+        mcg_gitops_receive_parse_line(lines.v[i], strlen(lines.v[i]), old, new, ref);
+        int one = mcg_gitops_receive_check(r, root, old, new, ref, now,
+                                           approvals[0] ? approvals : NULL, out);
+        if (one && !rc)
+            rc = one;
+    }
+    mcg_strv_free(&lines);
+    return rc;
+}
+
+int mcg_gitops_post_receive(bool *source_moved, mcg_repo *r, const mcg_signers *root,
+                            const char *input, size_t len, mcg_diags *out)
+{
+    char old[MCG_SHA_HEX + 1], new[MCG_SHA_HEX + 1], ref[MCG_REFNAME_MAX];
+    mcg_strv lines = {0};
+    char *src = mcg_sprintf("refs/heads/%s", r->source_branch);
+    int rc = parse_updates(&lines, input, len, "ignoring", out);
+    *source_moved = false;
+    for (size_t i = 0; i < lines.n; i++) {
+        mcg_gitops_receive_parse_line(lines.v[i], strlen(lines.v[i]), old, new, ref);
+        if (!strcmp(ref, src) && !is_zero(new))
+            *source_moved = true;
+    }
+    mcg_strv_free(&lines);
+    free(src);
+    if (!*source_moved)
+        return rc;
+    mcg_render_result res;
+    mcg_diags d = {0};
+    mcg_err err = {0};
+    rc = mcg_gitops_render(&res, NULL, NULL, r, NULL, root, &d, &err);
+    mcg_diags_sort(&d);
+    for (size_t i = 0; i < d.count; i++)
+        mcg_diags_add(out, "%s", d.msgs[i]);
+    if (rc)
+        mcg_diags_add(out, "render failed: %s", err.msg);
+    else if (res.created)
+        mcg_diags_add(out, "rendered %.12s as %s %.12s", res.source, r->rendered_branch,
+                      res.rendered);
+    mcg_diags_free(&d);
     return rc;
 }

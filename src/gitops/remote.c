@@ -104,7 +104,8 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
     /* approvals for the two-person rule travel as notes */
     char *refs[] = {spec, "+" MCG_APPROVALS_REF ":refs/mcgit/fetched-approvals"};
     git_strarray specs = {refs, 2};
-    git_fetch_options fo = GIT_FETCH_OPTIONS_INIT;
+    git_fetch_options fo;
+    git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
     mcg_transport *t = NULL;
     mcg_deadline *dl = NULL;
     unsigned secs = o && o->timeout ? o->timeout : MCG_FETCH_TIMEOUT_DEFAULT;
@@ -177,7 +178,8 @@ static int remote_open(git_remote **out, git_repository *repo, const char *name)
         rc = git_config_get_string_buf(&b, cfg, key);
     if (!rc) {
         url = rewrite_url(cfg, b.ptr);
-        git_remote_create_options ro = GIT_REMOTE_CREATE_OPTIONS_INIT;
+        git_remote_create_options ro;
+        git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
         ro.repository = repo;
         ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
         rc = git_remote_create_with_opts(out, url, &ro);
@@ -308,7 +310,8 @@ int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err)
         return rc;
     }
     char *tmp = mcg_sprintf("%s.tmp.%ld", dir, (long)getpid());
-    git_repository_init_options io = GIT_REPOSITORY_INIT_OPTIONS_INIT;
+    git_repository_init_options io;
+    git_repository_init_options_init(&io, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
     io.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
     if (git_repository_init_ext(&repo, tmp, &io) != 0) {
         rc = mcg_git_err(err, tmp);

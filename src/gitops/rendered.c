@@ -686,7 +686,7 @@ static int check_descends(mcg_repo *r, git_commit *old_tip, bool rule2, const ch
 /*
  * The render of source must not change, in any pool that has a target (the
  * rendered tip old_tip, NULL: none), a
- * section an installed node cannot take (mcg_plan_unreconcilable): refused
+ * section an installed node cannot take (mcg_commit_plan_unreconcilable): refused
  * here, before anything is written, so that no node is ever given it.
  */
 static int check_reconcilable(mcg_repo *r, const git_commit *old_tip, const char *source,
@@ -694,19 +694,19 @@ static int check_reconcilable(mcg_repo *r, const git_commit *old_tip, const char
 {
     if (!old_tip)
         return 0; /* the first render: nothing to change from */
-    mcg_plan *p = NULL;
+    mcg_commit_plan *p = NULL;
     mcg_diags quiet = {0};
-    int rc = mcg_gitops_plan(&p, r, source, &quiet, err);
+    int rc = mcg_gitops_commit_plan(&p, r, source, &quiet, err);
     mcg_diags_free(&quiet);
     if (rc)
         return rc == MCG_EINVAL ? 0 : rc; /* does not render: the render says why */
     mcg_strv lines = {0};
-    mcg_plan_unreconcilable(p, &lines);
+    mcg_commit_plan_unreconcilable(p, &lines);
     if (lines.n)
         rc = mcg_err_set(err, MCG_EINVAL, "%s%s", lines.v[0],
                          lines.n > 1 ? " (and more unreconcilable changes)" : "");
     mcg_strv_free(&lines);
-    mcg_plan_free(p);
+    mcg_commit_plan_free(p);
     return rc;
 }
 

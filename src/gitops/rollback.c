@@ -408,7 +408,8 @@ static int on_conflict(git_checkout_notify_t why, const char *path, const git_di
 /* A safe checkout of tree into the work tree (dry: only check for conflicts). */
 static int checkout(git_repository *g, const git_tree *tree, bool dry, mcg_err *err)
 {
-    git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
+    git_checkout_options co;
+    git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
     conflict_ctx cc = {"", 0};
     co.checkout_strategy = GIT_CHECKOUT_SAFE | (dry ? GIT_CHECKOUT_DRY_RUN : 0);
     co.notify_flags = GIT_CHECKOUT_NOTIFY_CONFLICT;

@@ -179,7 +179,8 @@ int mcg_gitops_init(const char *dir, mcg_err *err)
     }
     mcg_gitops_lib_init();
     git_repository *repo = NULL;
-    git_repository_init_options opts = GIT_REPOSITORY_INIT_OPTIONS_INIT;
+    git_repository_init_options opts;
+    git_repository_init_options_init(&opts, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
     opts.flags = GIT_REPOSITORY_INIT_MKPATH;
     opts.initial_head = "main";
     int rc = 0;

@@ -304,7 +304,11 @@ static void embedded_doc(json_t *root, mcg_linemap *lines, void *arg)
         e->rc = MCG_EINVAL;
         return;
     }
-    mcg_pctx c = {e->outer->file, lines, e->outer->base_line, e->outer->diags, 0, e->outer->warns};
+    mcg_pctx c = {.file = e->outer->file,
+                  .lines = lines,
+                  .base_line = e->outer->base_line,
+                  .diags = e->outer->diags,
+                  .warns = e->outer->warns};
     e->rc = mcg_ignition_from_json(&c, root, "spec.config", e->out);
     e->outer->errors += c.errors;
 }
@@ -525,7 +529,7 @@ int mcg_policy_parse_json(mcg_disruption_policy *out, const char *what, const ch
     if (!root)
         return mcg_err_set(err, MCG_EINVAL, "%s:%d: invalid JSON: %s", what, je.line, je.text);
     mcg_diags d = {0};
-    mcg_pctx c = {what, NULL, 0, &d, 0, NULL};
+    mcg_pctx c = {.file = what, .diags = &d};
     json_t *spec = json_is_object(root) && json_is_object(json_object_get(root, "spec"))
                        ? json_object_get(root, "spec")
                        : root;
@@ -664,7 +668,11 @@ typedef struct addctx {
 static void add_doc(json_t *root, mcg_linemap *lines, void *arg)
 {
     addctx *a = arg;
-    mcg_pctx c = {a->file, lines, 1, a->diags, 0, &a->m->warnings};
+    mcg_pctx c = {.file = a->file,
+                  .lines = lines,
+                  .base_line = 1,
+                  .diags = a->diags,
+                  .warns = &a->m->warnings};
     if (json_is_null(root))
         return;
     if (!json_is_object(root)) {

@@ -145,7 +145,7 @@ typedef struct doc_ctx {
 static void on_doc(json_t *root, mcg_linemap *lines, void *arg)
 {
     doc_ctx *d = arg;
-    mcg_pctx c = {d->file, lines, 1, d->diags, 0};
+    mcg_pctx c = {.file = d->file, .lines = lines, .base_line = 1, .diags = d->diags};
     static const char *const keys[] = {"approvals", "maxSourceAge", NULL};
     if (d->docs++) {
         mcg_pctx_err(&c, root, "more than one YAML document");
@@ -166,7 +166,7 @@ static void on_doc(json_t *root, mcg_linemap *lines, void *arg)
         const json_t *r;
         json_array_foreach(rules, i, r)
         {
-            mcg_pctx rc = {d->file, lines, 1, d->diags, 0};
+            mcg_pctx rc = {.file = d->file, .lines = lines, .base_line = 1, .diags = d->diags};
             parse_rule(&rc, r, i, d->p);
         }
     }

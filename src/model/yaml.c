@@ -625,7 +625,10 @@ int mcg_yaml_to_json(json_t **out, const char *file, const char *data, size_t le
         return MCG_ENOMEM;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
-    conv cv = {&parser, file, 0, diags, NULL, 0, 0, false, (flags & MCG_YAML_STRINGS) != 0};
+    conv cv = {.parser = &parser,
+               .file = file,
+               .diags = diags,
+               .strings = (flags & MCG_YAML_STRINGS) != 0};
     yaml_event_t ev;
     while (!cv.syntax && next_event(&cv, &ev)) {
         yaml_event_type_t t = ev.type;

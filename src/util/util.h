@@ -80,7 +80,7 @@ typedef struct mcg_buf {
     size_t cap;
 } mcg_buf;
 
-#define MCG_BUF_INIT {NULL, 0, 0}
+#define MCG_BUF_INIT {.ptr = NULL, .len = 0, .cap = 0}
 
 void mcg_buf_put(mcg_buf *b, const void *data, size_t n);
 void mcg_buf_puts(mcg_buf *b, const char *s);

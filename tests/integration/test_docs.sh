@@ -4,7 +4,7 @@
 cmds=$("$MCGIT" help | awk '/^commands:/{f=1;next} f&&/^  [a-z]/{print $1}')
 [ -n "$cmds" ] && ok "help lists commands" || bad "help lists no commands"
 # every command defined in src/cli/ (const mcg_cmd mcg_cmd_X = {"name", ...) is in that list
-defined=$(grep -h -A1 '^const mcg_cmd mcg_cmd_[a-z_]* = {' "$SRC"/src/cli/cmd_*.c | sed -n 's/^ *"\([a-z-]*\)",$/\1/p' | sort)
+defined=$(grep -h -A1 '^const mcg_cmd mcg_cmd_[a-z_]* = {' "$SRC"/src/cli/cmd_*.c | sed -n 's/^ *\.name = "\([a-z-]*\)",$/\1/p' | sort)
 [ "$(echo "$defined" | wc -w)" -ge 20 ] && ok "(found $(echo "$defined" | wc -w) commands in src/cli)" || bad "commands in src/cli: $defined"
 missing=$(comm -23 <(echo "$defined") <(echo "$cmds" | tr ' ' '\n' | sort))
 [ -z "$missing" ] && ok "mcgit help lists every command (plan, approve, heartbeat, pool, sync ...)" || bad "mcgit help misses: $missing"

@@ -44,7 +44,8 @@ LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$
 cat >"$T/words.py" <<'EOF'
 import re, subprocess, sys
 help_text, page = open(sys.argv[1]).read(), open(sys.argv[2]).read()
-norm = lambda s: [w for w in re.split(r"\s+", s.replace("usage:", "")) if w]
+# "usage:" and a command's "options:" line are the SYNOPSIS and OPTIONS headings
+norm = lambda s: [w for w in re.split(r"\s+", re.sub(r"(?m)^options:$", "", s.replace("usage:", ""))) if w]
 page_words = norm(page)
 i = 0
 for w in norm(help_text):
@@ -100,6 +101,10 @@ for path in sorted(glob.glob(src + "/src/cli/cmd_*.c")):
             text += open(src + "/src/cli/" + home).read()
     for name, arg, val in re.findall(r'\{"([a-z][a-z0-9-]*)",\s*(no_argument|required_argument|optional_argument),\s*0,\s*\'(.)\'\}', text):
         print(cmd, name, 1 if arg == "required_argument" else 0, val)
+    # option tables (mcg_opt): MCG_OPT_[SHORT_|SUB_]FLAG|VALUE([subs,] key, "name", ...)
+    for short, kind, key, name in re.findall(r'MCG_OPT_(SHORT_|SUB_)?(FLAG|VALUE)\(\s*(?:[A-Z_0-9]+,\s*)?(\'.\'|[A-Za-z_0-9]+),\s*"([a-z][a-z0-9-]*)"', text):
+        short = short == "SHORT_"
+        print(cmd, name, 1 if kind == "VALUE" else 0, key[1] if short else "-")
 EOF
 python3 "$T/getopt.py" "$SRC" | sort -u >"$T/getopt"
 [ -s "$T/getopt" ] || bad "no getopt tables found in src/cli"

@@ -32,4 +32,17 @@ plant fsio/fsio.c '#include "nosuch/nosuch.h"' '"nosuch/nosuch.h" is no module'
 plant cli/cmd_agent.c '#include <microhttpd.h>' 'cli may not include <microhttpd.h>'
 plant metrics/registry.c '#include "cluster/cluster.h"' 'metrics may not include "cluster/cluster.h"'
 plant metrics/server.c '#include <git2.h>' 'metrics may not include <git2.h>'
+# a module split by concern: its listed headers are public, no other one is
+plant cli/cmd_node.c '#include "cluster/local.h"' '"cluster/local.h" is not a public header of cluster'
+plant cli/cmd_log.c '#include "gitops/scratch.h"' '"gitops/scratch.h" is not a public header of gitops'
+rm -rf "$T/src"; cp -r "$SRC/src" "$T/src"
+{ echo '#include "gitops/verify.h"'; cat "$SRC/src/bundle/bundle.h"; } >"$T/src/bundle/bundle.h"
+expect_rc 0 "a concern header of gitops is public to the modules above it" -- python3 "$check" "$T/src"
+
+# every concern header listed is in the umbrella
+rm -rf "$T/src"; cp -r "$SRC/src" "$T/src"
+grep -v '^#include "gitops/remote.h"' "$SRC/src/gitops/gitops.h" >"$T/src/gitops/gitops.h"
+expect_rc 1 "refused: an umbrella that leaves out a concern header" -- python3 "$check" "$T/src"
+expect_grep '^src/gitops/gitops.h:1: the umbrella does not include "gitops/remote.h"' "$T/out" \
+  "the refusal names the umbrella and the header"
 finish

@@ -305,7 +305,11 @@ static void test_unsigned_commit_refused(void **state)
 static void test_run_once(void **state)
 {
     fx *f = *state;
-    mcg_controller_run_opts ro = {f->o, f->cluster, "test-identity", 1, true, 0};
+    mcg_controller_run_opts ro = {.pass = f->o,
+                                  .cluster = f->cluster,
+                                  .identity = "test-identity",
+                                  .interval = 1,
+                                  .once = true};
     bool failed = true;
     mcg_err e = {0};
     assert_int_equal(mcg_controller_run(&ro, &failed, &e), 0);

@@ -11,7 +11,11 @@
  *     them and the reports must be identical, field by field;
  *   - verification on two threads (mcg_gitops_verify_ranges) reports
  *     exactly what one pass does, also over long histories with merges,
- *     signer changes and bad commits in every chunk position.
+ *     signer changes and bad commits in every chunk position;
+ *   - the hooks' decisions (mcg_gitops_pre_receive / post_receive): update
+ *     lines that do not parse fail the push closed, refs mcgit owns are
+ *     refused, an unsigned source push is refused, another branch is noted,
+ *     each with the line the pusher sees.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -610,6 +614,148 @@ static void test_split_git_parity(void **state)
     free(pub);
 }
 
+
+#define Z40 "0000000000000000000000000000000000000000"
+#define A40 "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"
+
+/* Update lines: the ones git's receive-pack writes parse, nothing else does. */
+static void test_receive_parse_line(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        Z40 " " A40 " refs/heads/main\n",
+        A40 " " Z40 " refs/tags/v1\n",
+        A40 " " A40 " x\n",
+    };
+    static const char *const bad[] = {
+        "",
+        "\n",
+        Z40 " " A40 " refs/heads/main",          /* no newline */
+        Z40 " " A40 "  refs/heads/main\n",       /* two spaces */
+        Z40 " " A40 " refs/heads/ma in\n",       /* a space in the ref */
+        Z40 " " A40 " refs/heads/m\tain\n",      /* a control character */
+        Z40 " " A40 " \n",                       /* no ref */
+        Z40 "  " A40 " refs/heads/main\n",
+        "A94A8FE5CCB19BA61C4C0873D391E987982FBBD3 " A40 " refs/heads/main\n",
+        Z40 "0 " A40 " refs/heads/main\n",       /* a 41-digit id */
+        Z40 " " A40 "\n",
+    };
+    char old[MCG_SHA_HEX + 1], new[MCG_SHA_HEX + 1], ref[MCG_REFNAME_MAX];
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        assert_true(mcg_gitops_receive_parse_line(good[i], strlen(good[i]), old, new, ref));
+        assert_int_equal(strlen(old), MCG_SHA_HEX);
+        assert_int_equal(strlen(new), MCG_SHA_HEX);
+        const char *want = good[i] + 2 * MCG_SHA_HEX + 2;
+        assert_int_equal(strlen(ref), strlen(want) - 1); /* without the newline */
+        assert_true(!strncmp(ref, want, strlen(ref)));
+        ref[0] = '\0';
+    }
+    assert_string_equal(old, A40);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (mcg_gitops_receive_parse_line(bad[i], strlen(bad[i]), old, new, ref))
+            fail_msg("bad case %zu parsed", i);
+    /* a ref name one byte too long for ref[] */
+    mcg_buf b = MCG_BUF_INIT;
+    mcg_buf_puts(&b, Z40 " " A40 " ");
+    for (size_t i = 0; i < MCG_REFNAME_MAX; i++)
+        mcg_buf_putc(&b, 'r');
+    mcg_buf_putc(&b, '\n');
+    assert_false(mcg_gitops_receive_parse_line(b.ptr, b.len, old, new, ref));
+    mcg_buf_free(&b);
+}
+
+/* One push through mcg_gitops_pre_receive: its code, and out in one string. */
+static int pre_receive(fx *f, const char *input, char **lines)
+{
+    mcg_repo *r = NULL;
+    mcg_err err = {0};
+    mcg_diags d = {0};
+    mcg_buf all = MCG_BUF_INIT;
+    assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
+    int rc = mcg_gitops_pre_receive(r, f->root, input, strlen(input), T0 + 60, &d);
+    for (size_t i = 0; i < d.count; i++)
+        mcg_buf_printf(&all, "%s\n", d.msgs[i]);
+    mcg_diags_free(&d);
+    mcg_repo_free(r);
+    *lines = all.ptr ? all.ptr : mcg_strdup("");
+    return rc;
+}
+
+static void test_pre_receive(void **state)
+{
+    fx *f = *state;
+    char *out = NULL;
+    /* a line that does not parse refuses the push, even beside good ones */
+    assert_int_equal(pre_receive(f, Z40 " " A40 " refs/heads/feature\ngarbage\n", &out),
+                     MCG_EINVAL);
+    assert_string_equal(out, "refusing push: cannot parse update line 2: 'garbage'\n"
+                             "note: feature is not the source branch (main): accepted, "
+                             "nothing will be rendered or rolled out\n");
+    free(out);
+    /* a line without its newline (stdin cut short) */
+    assert_int_equal(pre_receive(f, Z40 " " A40 " refs/heads/feature", &out), MCG_EINVAL);
+    assert_contains(out, "refusing push: cannot parse update line 1: '" Z40);
+    free(out);
+    /* refs mcgit owns */
+    assert_int_equal(pre_receive(f, Z40 " " A40 " refs/mcgit/x\n", &out), MCG_ETRUST);
+    assert_string_equal(out, "refusing refs/mcgit/x: refs/mcgit/ is written by mcgit only\n");
+    free(out);
+    assert_int_equal(pre_receive(f, Z40 " " A40 " refs/heads/rendered\n", &out), MCG_ETRUST);
+    assert_string_equal(out,
+                        "refusing refs/heads/rendered: the rendered branch is written by mcgit "
+                        "only\n");
+    free(out);
+    /* an unsigned commit on the source branch */
+    git_oid c = commit(f, tree_of(f, "a\n", NULL), NULL, 0, T0, NULL);
+    char sha[MCG_SHA_HEX + 1];
+    git_oid_tostr(sha, sizeof(sha), &c);
+    char *in = mcg_sprintf(Z40 " %s refs/heads/main\n", sha);
+    assert_int_equal(pre_receive(f, in, &out), MCG_ETRUST);
+    char *want = mcg_sprintf("refusing refs/heads/main: commit %.12s: ", sha);
+    assert_true(!strncmp(out, want, strlen(want)));
+    free(want);
+    free(out);
+    free(in);
+    /* nothing to do: accepted, nothing said */
+    assert_int_equal(pre_receive(f, "", &out), 0);
+    assert_string_equal(out, "");
+    free(out);
+}
+
+/* The post-receive hook renders only when the source branch moved. */
+static void test_post_receive(void **state)
+{
+    fx *f = *state;
+    mcg_repo *r = NULL;
+    mcg_err err = {0};
+    mcg_diags d = {0};
+    bool moved = true;
+    assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
+    const char *in = Z40 " " A40 " refs/heads/feature\n" A40 " " Z40 " refs/heads/main\n";
+    assert_int_equal(mcg_gitops_post_receive(&moved, r, f->root, in, strlen(in), &d), 0);
+    assert_false(moved); /* a deleted source branch renders nothing */
+    assert_int_equal(d.count, 0);
+    in = "x y z\n";
+    assert_int_equal(mcg_gitops_post_receive(&moved, r, f->root, in, strlen(in), &d), MCG_EINVAL);
+    assert_false(moved);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.msgs[0], "ignoring push: cannot parse update line 1: 'x y z'");
+    mcg_diags_free(&d);
+    /* the source branch moved (to an unsigned commit: the render says why not) */
+    git_oid c = commit(f, tree_of(f, "a\n", NULL), NULL, 0, T0, NULL);
+    char sha[MCG_SHA_HEX + 1];
+    git_oid_tostr(sha, sizeof(sha), &c);
+    assert_int_equal(git_reference_create(NULL, f->repo, "refs/heads/main", &c, 1, NULL), 0);
+    char *line = mcg_sprintf(Z40 " %s refs/heads/main\n", sha);
+    assert_int_not_equal(mcg_gitops_post_receive(&moved, r, f->root, line, strlen(line), &d), 0);
+    assert_true(moved);
+    assert_true(d.count >= 1);
+    assert_contains(d.msgs[d.count - 1], "render failed: ");
+    free(line);
+    mcg_diags_free(&d);
+    mcg_repo_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -620,6 +766,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_threads_long, setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_git_parity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vouch, setup, teardown),
+        cmocka_unit_test(test_receive_parse_line),
+        cmocka_unit_test_setup_teardown(test_pre_receive, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_post_receive, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

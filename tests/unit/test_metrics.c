@@ -189,20 +189,21 @@ static void test_serve_refusals(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         mcg_metrics_server *s = (mcg_metrics_server *)1;
         mcg_err err = {0};
-        mcg_metrics_server_opts o = {cases[i].bind, m, NULL, NULL, NULL, "test"};
+        mcg_metrics_server_opts o = {.bind = cases[i].bind, .metrics = m, .who = "test"};
         assert_int_not_equal(mcg_metrics_serve(&s, &o, &err), 0);
         assert_null(s);
         assert_contains(err.msg, cases[i].msg);
     }
     /* a NULL err is allowed */
     mcg_metrics_server *sn = NULL;
-    mcg_metrics_server_opts on = {"127.0.0.1", m, NULL, NULL, NULL, "test"};
+    mcg_metrics_server_opts on = {.bind = "127.0.0.1", .metrics = m, .who = "test"};
     assert_int_equal(mcg_metrics_serve(&sn, &on, NULL), MCG_EINVAL);
     assert_null(sn);
     /* an unreadable token file: nothing listens */
     mcg_metrics_server *s = NULL;
     mcg_err err = {0};
-    mcg_metrics_server_opts o = {"127.0.0.1:0", m, "/nonexistent/token", NULL, NULL, "test"};
+    mcg_metrics_server_opts o = {
+        .bind = "127.0.0.1:0", .metrics = m, .token_file = "/nonexistent/token", .who = "test"};
     assert_int_not_equal(mcg_metrics_serve(&s, &o, &err), 0);
     assert_null(s);
     assert_contains(err.msg, "webhook token");

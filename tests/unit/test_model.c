@@ -409,7 +409,7 @@ static const parse_case cases[] = {
      "        contents: |\n"                          /* 44 */
      "          [Unit]\n"                             /* 45 */
      "          Description=debug\n",                 /* 46 */
-     NULL, NULL, 1, check_full},
+     NULL, NULL, 1, check_full, NULL, NULL},
 
     {"pass: config as an embedded JSON string", MCF,
      API "kind: MachineConfig\n"
@@ -420,12 +420,12 @@ static const parse_case cases[] = {
      "    {\"ignition\": {\"version\": \"3.2.0\"},\n"                  /* 7 */
      "     \"storage\": {\"files\": [{\"path\": \"/etc/a\", \"mode\": 384,\n" /* 8 */
      "       \"contents\": {\"source\": \"data:,a\"}}]}}\n",           /* 9 */
-     NULL, NULL, 1, check_embedded},
+     NULL, NULL, 1, check_embedded, NULL, NULL},
 
     {"pass: config as a one-line JSON string", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: 10-json\nspec:\n"
      "  config: '{\"ignition\":{\"version\":\"3.0.0\"}}'\n",
-     NULL, NULL, 1, check_one_mc},
+     NULL, NULL, 1, check_one_mc, NULL, NULL},
 
     {"pass: several documents in one file", MCF,
      "# two MachineConfigs\n"                          /* 1 */
@@ -439,7 +439,7 @@ static const parse_case cases[] = {
      "metadata:\n  name: 00-a\n"
      "spec:\n  config:\n    ignition:\n      version: 3.3.0\n"
      "...\n",
-     NULL, NULL, 2, check_two_mcs},
+     NULL, NULL, 2, check_two_mcs, NULL, NULL},
 
     {"pass: several pools in one file", "pools/all.yaml",
      WORKER_POOL                                       /* 1-8 */
@@ -448,7 +448,7 @@ static const parse_case cases[] = {
      "  machineConfigSelector:\n"
      "    matchLabels:\n"
      "      machineconfiguration.openshift.io/role: master\n",
-     NULL, NULL, 2, check_two_pools},
+     NULL, NULL, 2, check_two_pools, NULL, NULL},
 
     {"pass: mcgit's own apiVersion", MCF,
      "apiVersion: machineconfiguration.mcgit.io/v1\n"
@@ -475,7 +475,7 @@ static const parse_case cases[] = {
      "      directories:\n"
      "      - path: /etc/e\n"
      "        mode: 0o755\n",
-     NULL, NULL, 1, check_modes},
+     NULL, NULL, 1, check_modes, NULL, NULL},
 
     {"pass: gzip + base64 data URL with sha256 verification", MCF,
      MC_HEAD("x") FILE_AT("/etc/gz")
@@ -484,7 +484,7 @@ static const parse_case cases[] = {
      "          source: data:;base64," GZ_HELLO "\n"
      "          verification:\n"
      "            hash: sha256-" SHA256_HELLO "\n",
-     NULL, NULL, 1, check_gzip},
+     NULL, NULL, 1, check_gzip, NULL, NULL},
 
     {"pass: sha512 verification", MCF,
      MC_HEAD("x") FILE_AT("/etc/v")
@@ -492,7 +492,7 @@ static const parse_case cases[] = {
      "          source: data:,hello%20gzip%0a\n"
      "          verification:\n"
      "            hash: sha512-" SHA512_HELLO "\n",
-     NULL, NULL, 1, NULL},
+     NULL, NULL, 1, NULL, NULL, NULL},
 
     {"pass: percent-encoded data URL, empty contents, no contents", MCF,
      MC_HEAD("x") FILE_AT("/etc/p")
@@ -502,7 +502,7 @@ static const parse_case cases[] = {
      "        contents:\n"
      "          source: \"data:,\"\n"
      "      - path: /etc/none\n",
-     NULL, NULL, 1, check_percent},
+     NULL, NULL, 1, check_percent, NULL, NULL},
 
     {"pass: selectors with matchExpressions, maxUnavailable, paused", POOLF,
      POOL_HEAD("worker")
@@ -524,11 +524,11 @@ static const parse_case cases[] = {
      "      operator: Exists\n"
      "  maxUnavailable: 2\n"
      "  paused: true\n",
-     NULL, NULL, 1, check_selectors},
+     NULL, NULL, 1, check_selectors, NULL, NULL},
 
     {"pass: maxUnavailable as a percentage", POOLF,
      WORKER_POOL "  maxUnavailable: \"25%\"\n  paused: false\n", NULL, NULL, 1,
-     check_percent_unavailable},
+     check_percent_unavailable, NULL, NULL},
 
     {"pass: spec.rollout and maintenanceWindows (safe rollouts)", POOLF,
      WORKER_POOL "  maxUnavailable: 1\n  rollout:\n    canary: 1\n    canaryPause: 10m\n"
@@ -537,15 +537,15 @@ static const parse_case cases[] = {
                  "    healthTimeout: 5m\n    onFailure: Revert\n"
                  "  maintenanceWindows:\n  - days: [Sat, Sun]\n    start: \"02:00\"\n"
                  "    duration: 4h\n    timeZone: Europe/Berlin\n",
-     NULL, NULL, 1, check_rollout},
+     NULL, NULL, 1, check_rollout, NULL, NULL},
     {"pass: a pool written for MCO has no rollout and no windows", POOLF, WORKER_POOL, NULL, NULL,
-     1, check_no_rollout},
+     1, check_no_rollout, NULL, NULL},
     {"pass: maxConcurrentDisruptions", "mcgit.yaml", "maxConcurrentDisruptions: 2\n", NULL, NULL,
-     0, check_budget},
+     0, check_budget, NULL, NULL},
     {"pass: mcgit.yaml", "mcgit.yaml",
      "# settings\nsourceBranch: config/main\nrenderedBranch: rendered-configs\n"
      "apiGroup: machineconfiguration.mcgit.io\nsignatures: required\n",
-     NULL, NULL, 0, check_settings},
+     NULL, NULL, 0, check_settings, NULL, NULL},
 
     {"pass: MachineConfiguration cluster in machineconfigs/", "machineconfigs/cluster.yaml",
      "apiVersion: operator.openshift.io/v1\n"
@@ -559,7 +559,7 @@ static const parse_case cases[] = {
      "      - type: Restart\n"
      "        restart:\n"
      "          serviceName: chronyd.service\n",
-     NULL, NULL, 0, check_policy},
+     NULL, NULL, 0, check_policy, NULL, NULL},
 
     {"pass: unsupported fields left empty or default", MCF,
      MC_HEAD("x")
@@ -569,14 +569,14 @@ static const parse_case cases[] = {
      "  osImageURL: \"\"\n"
      "  kernelType: default\n"
      "  fips: false\n",
-     NULL, NULL, 1, NULL},
+     NULL, NULL, 1, NULL, NULL, NULL},
 
     {"pass: a MachineConfig as a JSON document", "machineconfigs/x.json",
      "{\"apiVersion\": \"machineconfiguration.openshift.io/v1\", \"kind\": \"MachineConfig\",\n"
      " \"metadata\": {\"name\": \"x\", \"labels\": {\"a\": \"b\"}},\n"
      " \"spec\": {\"config\": {\"ignition\": {\"version\": \"3.4.0\"},\n"
      "   \"storage\": {\"files\": [{\"path\": \"/etc/x\", \"mode\": 420}]}}}}\n",
-     NULL, NULL, 1, NULL},
+     NULL, NULL, 1, NULL, NULL, NULL},
 
     {"pass: hard link, owners by id, overwrite false", MCF,
      MC_HEAD("x")
@@ -588,258 +588,274 @@ static const parse_case cases[] = {
      "        overwrite: false\n"
      "        user: {id: 1000}\n"
      "        group: {name: wheel}\n",
-     NULL, NULL, 1, check_links},
+     NULL, NULL, 1, check_links, NULL, NULL},
 
     {"pass: file that is not a config file is ignored", "machineconfigs/README.md",
-     "this: [is not yaml", NULL, NULL, 0, NULL},
+     "this: [is not yaml", NULL, NULL, 0, NULL, NULL, NULL},
 
-    {"pass: comments only", MCF, "# nothing here yet\n", NULL, NULL, 0, NULL},
+    {"pass: comments only", MCF, "# nothing here yet\n", NULL, NULL, 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- paths */
     {"refuse: path with ..", MCF, MC_HEAD("x") FILE_AT("/etc/../shadow"), MCF ":13:",
-     "field 'storage.files[0].path' must be an absolute clean path (got '/etc/../shadow')"},
+     "field 'storage.files[0].path' must be an absolute clean path (got '/etc/../shadow')",
+     0, NULL, NULL, NULL},
     {"refuse: path with //", MCF, MC_HEAD("x") FILE_AT("/etc//x"), MCF ":13:",
-     "must be an absolute clean path (got '/etc//x')"},
+     "must be an absolute clean path (got '/etc//x')", 0, NULL, NULL, NULL},
     {"refuse: path with trailing /", MCF, MC_HEAD("x") FILE_AT("/etc/x/"), MCF ":13:",
-     "must be an absolute clean path (got '/etc/x/')"},
+     "must be an absolute clean path (got '/etc/x/')", 0, NULL, NULL, NULL},
     {"refuse: relative path", MCF, MC_HEAD("x") FILE_AT("etc/x"), MCF ":13:",
-     "must be an absolute clean path (got 'etc/x')"},
+     "must be an absolute clean path (got 'etc/x')", 0, NULL, NULL, NULL},
     {"refuse: path with .", MCF, MC_HEAD("x") FILE_AT("/etc/./x"), MCF ":13:",
-     "absolute clean path"},
-    {"refuse: root as a path", MCF, MC_HEAD("x") FILE_AT("/"), MCF ":13:", "absolute clean path"},
+     "absolute clean path", 0, NULL, NULL, NULL},
+    {"refuse: root as a path", MCF, MC_HEAD("x") FILE_AT("/"), MCF ":13:", "absolute clean path",
+     0, NULL, NULL, NULL},
     {"refuse: directory path not clean", MCF,
      MC_HEAD("x") "    storage:\n      directories:\n      - path: /var/lib/\n", MCF ":13:",
-     "field 'storage.directories[0].path' must be an absolute clean path"},
+     "field 'storage.directories[0].path' must be an absolute clean path", 0, NULL, NULL, NULL},
     {"refuse: link path not clean", MCF,
      MC_HEAD("x") "    storage:\n      links:\n      - target: /x\n        path: a/b\n",
-     MCF ":14:", "field 'storage.links[0].path' must be an absolute clean path"},
+     MCF ":14:", "field 'storage.links[0].path' must be an absolute clean path",
+     0, NULL, NULL, NULL},
     {"refuse: missing path", MCF,
      MC_HEAD("x") "    storage:\n      files:\n      - mode: 420\n", MCF ":13:",
-     "field 'storage.files[0].path' is required"},
+     "field 'storage.files[0].path' is required", 0, NULL, NULL, NULL},
     {"refuse: hard link with a relative target", MCF,
      MC_HEAD("x") "    storage:\n      links:\n      - path: /a\n        hard: true\n"
      "        target: b\n",
-     MCF ":15:", "field 'storage.links[0].target' of a hard link must be an absolute clean path"},
+     MCF ":15:", "field 'storage.links[0].target' of a hard link must be an absolute clean path",
+     0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- modes */
     {"refuse: mode over 0777 (setuid)", MCF, MC_HEAD("x") FILE_AT("/etc/a") "        mode: 04755\n",
-     MCF ":14:", "field 'storage.files[0].mode' must be at most 0777 (got 04755)"},
+     MCF ":14:", "field 'storage.files[0].mode' must be at most 0777 (got 04755)",
+     0, NULL, NULL, NULL},
     {"refuse: sticky directory", MCF,
      MC_HEAD("x") "    storage:\n      directories:\n      - path: /tmp2\n        mode: 01777\n",
-     MCF ":14:", "field 'storage.directories[0].mode' must be at most 0777"},
+     MCF ":14:", "field 'storage.directories[0].mode' must be at most 0777", 0, NULL, NULL, NULL},
     {"refuse: negative mode", MCF, MC_HEAD("x") FILE_AT("/etc/a") "        mode: -1\n", MCF ":14:",
-     "field 'storage.files[0].mode' must not be negative"},
+     "field 'storage.files[0].mode' must not be negative", 0, NULL, NULL, NULL},
     {"refuse: mode as a quoted string", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        mode: \"0644\"\n", MCF ":14:",
-     "field 'storage.files[0].mode' must be an integer"},
+     "field 'storage.files[0].mode' must be an integer", 0, NULL, NULL, NULL},
     {"refuse: integer out of range", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        mode: 99999999999999999999\n", MCF ":14:",
-     "integer '99999999999999999999' is out of range"},
+     "integer '99999999999999999999' is out of range", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- contents */
     {"refuse: remote source (https)", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          source: https://example.com/a\n",
-     MCF ":15:", "remote sources are not supported, use a data: URL"},
+     MCF ":15:", "remote sources are not supported, use a data: URL", 0, NULL, NULL, NULL},
     {"refuse: remote source (s3)", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          source: s3://bucket/a\n",
-     MCF ":15:", "remote sources are not supported"},
+     MCF ":15:", "remote sources are not supported", 0, NULL, NULL, NULL},
     {"refuse: bad base64", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          source: data:;base64,aGVsbG8\n",
-     MCF ":15:", "field 'storage.files[0].contents.source': invalid data URL: invalid base64"},
+     MCF ":15:", "field 'storage.files[0].contents.source': invalid data URL: invalid base64",
+     0, NULL, NULL, NULL},
     {"refuse: bad percent escape", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          source: data:,100%zz\n",
-     MCF ":15:", "bad percent escape"},
+     MCF ":15:", "bad percent escape", 0, NULL, NULL, NULL},
     {"refuse: bad gzip", MCF,
      MC_HEAD("x") FILE_AT("/etc/a")
      "        contents:\n          compression: gzip\n          source: data:,not-gzip\n",
-     MCF ":16:", "invalid gzip data"},
+     MCF ":16:", "invalid gzip data", 0, NULL, NULL, NULL},
     {"refuse: gzip of no source", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          compression: gzip\n",
-     MCF ":15:", "field 'storage.files[0].contents.source': invalid gzip data"},
+     MCF ":15:", "field 'storage.files[0].contents.source': invalid gzip data",
+     0, NULL, NULL, NULL},
     {"refuse: compression other than gzip", MCF,
      MC_HEAD("x") FILE_AT("/etc/a")
      "        contents:\n          compression: bzip2\n          source: data:,x\n",
-     MCF ":15:", "field 'storage.files[0].contents.compression' must be gzip (got 'bzip2')"},
+     MCF ":15:", "field 'storage.files[0].contents.compression' must be gzip (got 'bzip2')",
+     0, NULL, NULL, NULL},
     {"refuse: verification hash mismatch", MCF,
      MC_HEAD("x") FILE_AT("/etc/a")
      "        contents:\n          source: data:,hello\n          verification:\n"
      "            hash: sha256-0000000000000000000000000000000000000000000000000000000000000000\n",
-     MCF ":17:", "field 'storage.files[0].contents.verification.hash' does not match the contents"},
+     MCF ":17:", "field 'storage.files[0].contents.verification.hash' does not match the contents",
+     0, NULL, NULL, NULL},
     {"refuse: verification hash of the compressed bytes", MCF,
      MC_HEAD("x") FILE_AT("/etc/gz")
      "        contents:\n          compression: gzip\n"
      "          source: data:;base64," GZ_HELLO "\n"
      "          verification:\n            hash: sha256-" SHA256_GZ_HELLO "\n",
-     MCF ":18:", "does not match the contents"},
+     MCF ":18:", "does not match the contents", 0, NULL, NULL, NULL},
     {"refuse: verification hash of unknown type", MCF,
      MC_HEAD("x") FILE_AT("/etc/a")
      "        contents:\n          source: data:,hello\n          verification:\n"
      "            hash: md5-5d41402abc4b2a76b9719d911017c592\n",
-     MCF ":17:", "must be sha256-<hex> or sha512-<hex>"},
+     MCF ":17:", "must be sha256-<hex> or sha512-<hex>", 0, NULL, NULL, NULL},
     {"refuse: verification hash too short", MCF,
      MC_HEAD("x") FILE_AT("/etc/a")
      "        contents:\n          source: data:,hello\n          verification:\n"
      "            hash: sha256-abc\n",
-     MCF ":17:", "is malformed"},
+     MCF ":17:", "is malformed", 0, NULL, NULL, NULL},
     {"refuse: httpHeaders", MCF,
      MC_HEAD("x") FILE_AT("/etc/a")
      "        contents:\n          source: data:,x\n          httpHeaders:\n"
      "          - name: a\n            value: b\n",
-     MCF ":17:", "field 'contents.httpHeaders' is not supported"},
+     MCF ":17:", "field 'contents.httpHeaders' is not supported", 0, NULL, NULL, NULL},
     {"refuse: append", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        append:\n        - source: data:,more\n", MCF ":15:",
-     "field 'append' is not supported: files are written whole"},
+     "field 'append' is not supported: files are written whole", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- one key space */
     {"refuse: same path as file and directory", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "      directories:\n      - path: /etc/a\n", MCF ":15:",
-     "path '/etc/a' is given twice in this config (first on line 13)"},
+     "path '/etc/a' is given twice in this config (first on line 13)", 0, NULL, NULL, NULL},
     {"refuse: same path as file and link", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "      links:\n      - path: /etc/a\n        target: /b\n",
-     MCF ":15:", "path '/etc/a' is given twice in this config (first on line 13)"},
+     MCF ":15:", "path '/etc/a' is given twice in this config (first on line 13)",
+     0, NULL, NULL, NULL},
     {"refuse: same file twice", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        mode: 420\n      - path: /etc/a\n", MCF ":15:",
-     "path '/etc/a' is given twice"},
+     "path '/etc/a' is given twice", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- users */
     {"refuse: user without a name", MCF,
      MC_HEAD("x") "    passwd:\n      users:\n      - sshAuthorizedKeys: [k]\n", MCF ":13:",
-     "field 'passwd.users[0].name' is required"},
+     "field 'passwd.users[0].name' is required", 0, NULL, NULL, NULL},
     {"refuse: core with groups", MCF,
      MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n        groups: [wheel]\n",
-     MCF ":14:", "field 'passwd.users[0].groups' is not supported"},
+     MCF ":14:", "field 'passwd.users[0].groups' is not supported", 0, NULL, NULL, NULL},
     {"refuse: multi-line SSH key", MCF,
      MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n"
      "        - \"ssh-ed25519 AAAA\\nssh-rsa BBBB\"\n",
-     MCF ":15:", "sshAuthorizedKeys[0] must be a one-line string"},
+     MCF ":15:", "sshAuthorizedKeys[0] must be a one-line string", 0, NULL, NULL, NULL},
     {"refuse: SSH key that is not a string", MCF,
      MC_HEAD("x") "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n"
      "        - {a: b}\n",
-     MCF ":15:", "sshAuthorizedKeys[0] must be a one-line string"},
+     MCF ":15:", "sshAuthorizedKeys[0] must be a one-line string", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- storage kinds */
     {"refuse: storage as a list", MCF, MC_HEAD("x") "    storage: []\n", MCF ":11:",
-     "field 'storage' must be a mapping"},
+     "field 'storage' must be a mapping", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- MachineConfig spec */
     {"refuse: ignition.config (remote merge)", MCF,
      MC_HEAD("x") "      config:\n        merge:\n        - source: https://x/c.ign\n",
-     MCF ":12:", "field 'ignition.config' is not supported"},
+     MCF ":12:", "field 'ignition.config' is not supported", 0, NULL, NULL, NULL},
     {"refuse: spec not a mapping", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec: [config]\n", MCF ":5:",
-     "field 'spec' must be a mapping"},
+     "field 'spec' must be a mapping", 0, NULL, NULL, NULL},
     {"refuse: spec.config empty string", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config: \"\"\n", MCF ":6:",
-     "spec.config is empty"},
+     "spec.config is empty", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- Ignition version */
     {"refuse: unknown Ignition version", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
      "      version: 3.6.0\n",
-     MCF ":8:", "Ignition version '3.6.0' is not supported (2.0.0 to 2.2.0, 3.0.0 to 3.5.0)"},
+     MCF ":8:", "Ignition version '3.6.0' is not supported (2.0.0 to 2.2.0, 3.0.0 to 3.5.0)",
+     0, NULL, NULL, NULL},
     {"refuse: experimental Ignition version", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
      "      version: 3.5.0-experimental\n",
-     MCF ":8:", "is not supported"},
+     MCF ":8:", "is not supported", 0, NULL, NULL, NULL},
     {"refuse: missing Ignition version", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition: {}\n",
-     MCF ":7:", "field 'spec.config.ignition.version' is required"},
+     MCF ":7:", "field 'spec.config.ignition.version' is required", 0, NULL, NULL, NULL},
     {"refuse: missing ignition section", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n"
      "    storage: {}\n",
-     MCF ":7:", "field 'spec.config.ignition.version' is required"},
+     MCF ":7:", "field 'spec.config.ignition.version' is required", 0, NULL, NULL, NULL},
     {"refuse: Ignition version as a number", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n  config:\n    ignition:\n"
      "      version: 3\n",
-     MCF ":8:", "field 'spec.config.ignition.version' is required"},
+     MCF ":8:", "field 'spec.config.ignition.version' is required", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- unknown fields */
     {"refuse: unknown field in spec", MCF, MC_HEAD("x") "  replicas: 3\n", MCF ":11:",
-     "unknown field 'spec.replicas'"},
+     "unknown field 'spec.replicas'", 0, NULL, NULL, NULL},
     {"refuse: unknown top-level field", MCF, MC_HEAD("x") "extra: 1\n", MCF ":11:",
-     "unknown field 'extra'", -1},
+     "unknown field 'extra'", -1, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- units */
     {"refuse: bad unit name", MCF,
      MC_HEAD("x") "    systemd:\n      units:\n      - name: chronyd\n", MCF ":13:",
-     "'chronyd' is not a valid systemd unit name"},
+     "'chronyd' is not a valid systemd unit name", 0, NULL, NULL, NULL},
     {"refuse: unit name with a slash", MCF,
      MC_HEAD("x") "    systemd:\n      units:\n      - name: ../x.service\n", MCF ":13:",
-     "is not a valid systemd unit name"},
+     "is not a valid systemd unit name", 0, NULL, NULL, NULL},
     {"refuse: unit without a name", MCF,
      MC_HEAD("x") "    systemd:\n      units:\n      - enabled: true\n", MCF ":13:",
-     "field 'systemd.units[0].name' is required"},
+     "field 'systemd.units[0].name' is required", 0, NULL, NULL, NULL},
     {"refuse: bad drop-in name", MCF,
      MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        dropins:\n"
      "        - name: override.txt\n",
-     MCF ":15:", "'override.txt' is not a valid drop-in name (NAME.conf)"},
+     MCF ":15:", "'override.txt' is not a valid drop-in name (NAME.conf)", 0, NULL, NULL, NULL},
     {"refuse: drop-in name with a slash", MCF,
      MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        dropins:\n"
      "        - name: ../../x.conf\n",
-     MCF ":15:", "is not a valid drop-in name"},
+     MCF ":15:", "is not a valid drop-in name", 0, NULL, NULL, NULL},
     {"refuse: duplicate unit", MCF,
      MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n"
      "        enabled: true\n      - name: a.service\n        mask: true\n",
-     MCF ":15:", "unit 'a.service' is given twice in this config"},
+     MCF ":15:", "unit 'a.service' is given twice in this config", 0, NULL, NULL, NULL},
     {"refuse: duplicate drop-in", MCF,
      MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        dropins:\n"
      "        - name: a.conf\n        - name: a.conf\n",
-     MCF ":16:", "drop-in 'a.conf' is given twice for unit 'a.service'"},
+     MCF ":16:", "drop-in 'a.conf' is given twice for unit 'a.service'", 0, NULL, NULL, NULL},
     {"refuse: enabled as a string", MCF,
      MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        enabled: \"yes\"\n",
-     MCF ":14:", "field 'systemd.units[0].enabled' must be true or false"},
+     MCF ":14:", "field 'systemd.units[0].enabled' must be true or false", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- documents */
     {"refuse: wrong apiVersion", MCF,
      "apiVersion: v1\nkind: MachineConfig\nmetadata:\n  name: x\n", MCF ":1:",
      "apiVersion 'v1' is not supported (use machineconfiguration.openshift.io/v1 or "
-     "machineconfiguration.mcgit.io/v1)"},
+     "machineconfiguration.mcgit.io/v1)", 0, NULL, NULL, NULL},
     {"refuse: wrong apiVersion on the second document", MCF,
      MC_HEAD("a") "---\napiVersion: machineconfiguration.openshift.io/v2\nkind: MachineConfig\n",
-     MCF ":12:", "apiVersion 'machineconfiguration.openshift.io/v2' is not supported", 1},
+     MCF ":12:", "apiVersion 'machineconfiguration.openshift.io/v2' is not supported",
+     1, NULL, NULL, NULL},
     {"refuse: MachineConfigPool in machineconfigs/", MCF, WORKER_POOL, MCF ":2:",
-     "kind 'MachineConfigPool' does not belong in machineconfigs/"},
+     "kind 'MachineConfigPool' does not belong in machineconfigs/", 0, NULL, NULL, NULL},
     {"refuse: MachineConfig in pools/", POOLF, MC_HEAD("x"), POOLF ":2:",
-     "kind 'MachineConfig' does not belong in pools/ (MachineConfigPool only)"},
+     "kind 'MachineConfig' does not belong in pools/ (MachineConfigPool only)",
+     0, NULL, NULL, NULL},
     {"refuse: ConfigMap in machineconfigs/", MCF,
      "apiVersion: machineconfiguration.openshift.io/v1\nkind: ConfigMap\n", MCF ":2:",
-     "kind 'ConfigMap' does not belong in machineconfigs/"},
-    {"refuse: no kind", MCF, API "metadata:\n  name: x\n", MCF ":1:", "document has no kind"},
+     "kind 'ConfigMap' does not belong in machineconfigs/", 0, NULL, NULL, NULL},
+    {"refuse: no kind", MCF, API "metadata:\n  name: x\n", MCF ":1:", "document has no kind",
+     0, NULL, NULL, NULL},
     {"refuse: no apiVersion", MCF, "kind: MachineConfig\nmetadata:\n  name: x\n", MCF ":1:",
-     "document has no apiVersion"},
-    {"refuse: document is a list", MCF, "- a\n- b\n", MCF ":1:", "document must be a mapping"},
+     "document has no apiVersion", 0, NULL, NULL, NULL},
+    {"refuse: document is a list", MCF, "- a\n- b\n", MCF ":1:", "document must be a mapping",
+     0, NULL, NULL, NULL},
     {"refuse: missing metadata.name", MCF,
      API "kind: MachineConfig\nmetadata:\n  labels:\n    a: b\nspec:\n  config:\n"
      "    ignition:\n      version: 3.4.0\n",
-     MCF ":4:", "MachineConfig has no metadata.name"},
+     MCF ":4:", "MachineConfig has no metadata.name", 0, NULL, NULL, NULL},
     {"refuse: missing metadata", MCF,
      API "kind: MachineConfig\nspec:\n  config:\n    ignition:\n      version: 3.4.0\n",
-     MCF ":1:", "MachineConfig has no metadata.name"},
+     MCF ":1:", "MachineConfig has no metadata.name", 0, NULL, NULL, NULL},
     {"refuse: invalid MachineConfig name", MCF, MC_HEAD("Bad_Name"), MCF ":4:",
-     "MachineConfig name 'Bad_Name' is not a valid DNS-1123 subdomain"},
+     "MachineConfig name 'Bad_Name' is not a valid DNS-1123 subdomain", 0, NULL, NULL, NULL},
     {"refuse: invalid pool name", POOLF, POOL_HEAD("work.er") "  paused: false\n", POOLF ":4:",
-     "MachineConfigPool name 'work.er' is not a valid DNS-1123 label"},
+     "MachineConfigPool name 'work.er' is not a valid DNS-1123 label", 0, NULL, NULL, NULL},
     {"refuse: label value not a string", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\n  labels:\n    tier: 1\n", MCF ":6:",
-     "label 'tier' must be a string (quote it)"},
+     "label 'tier' must be a string (quote it)", 0, NULL, NULL, NULL},
     {"refuse: pool with an empty spec", POOLF, POOL_HEAD("worker"), POOLF ":1:",
-     "MachineConfigPool has no spec"},
+     "MachineConfigPool has no spec", 0, NULL, NULL, NULL},
     {"refuse: owner name not a string", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        user:\n          name: [root]\n", MCF ":15:",
-     "field 'storage.files[0].user.name' must be a string"},
+     "field 'storage.files[0].user.name' must be a string", 0, NULL, NULL, NULL},
     {"refuse: contents source not a string", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        contents:\n          source: 3\n", MCF ":15:",
-     "field 'storage.files[0].contents.source' must be a string"},
+     "field 'storage.files[0].contents.source' must be a string", 0, NULL, NULL, NULL},
     {"refuse: drop-ins not a list", MCF,
      MC_HEAD("x") "    systemd:\n      units:\n      - name: a.service\n        dropins: {}\n",
-     MCF ":14:", "field 'systemd.units[0].dropins' must be a list"},
+     MCF ":14:", "field 'systemd.units[0].dropins' must be a list", 0, NULL, NULL, NULL},
     {"refuse: selector values not a list", POOLF,
      POOL_HEAD("worker") "  nodeSelector:\n    matchExpressions:\n    - key: a\n"
      "      operator: In\n      values: b\n",
-     POOLF ":10:", "field 'spec.nodeSelector.matchExpressions[0].values' must be a list"},
+     POOLF ":10:", "field 'spec.nodeSelector.matchExpressions[0].values' must be a list",
+     0, NULL, NULL, NULL},
     {"refuse: pool without spec", POOLF,
      API "kind: MachineConfigPool\nmetadata:\n  name: worker\n", POOLF ":1:",
-     "MachineConfigPool has no spec"},
+     "MachineConfigPool has no spec", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- pools */
     {"refuse: bad selector operator", POOLF,
@@ -849,20 +865,22 @@ static const parse_case cases[] = {
      "    - key: role\n"
      "      operator: Equals\n"
      "      values: [worker]\n",
-     POOLF ":9:", "operator 'Equals' is not one of In, NotIn, Exists, DoesNotExist"},
+     POOLF ":9:", "operator 'Equals' is not one of In, NotIn, Exists, DoesNotExist",
+     0, NULL, NULL, NULL},
     {"refuse: In without values", POOLF,
      POOL_HEAD("worker")
      "  nodeSelector:\n"
      "    matchExpressions:\n"
      "    - key: role\n"
      "      operator: In\n",
-     POOLF ":8:", "spec.nodeSelector.matchExpressions[0]: operator In needs values"},
+     POOLF ":8:", "spec.nodeSelector.matchExpressions[0]: operator In needs values",
+     0, NULL, NULL, NULL},
     {"refuse: NotIn with empty values", POOLF,
      POOL_HEAD("worker")
      "  nodeSelector:\n"
      "    matchExpressions:\n"
      "    - {key: role, operator: NotIn, values: []}\n",
-     POOLF ":8:", "operator NotIn needs values"},
+     POOLF ":8:", "operator NotIn needs values", 0, NULL, NULL, NULL},
     {"refuse: Exists with values", POOLF,
      POOL_HEAD("worker")
      "  machineConfigSelector:\n"
@@ -870,51 +888,56 @@ static const parse_case cases[] = {
      "    - key: role\n"
      "      operator: Exists\n"
      "      values: [x]\n",
-     POOLF ":8:", "operator Exists takes no values"},
+     POOLF ":8:", "operator Exists takes no values", 0, NULL, NULL, NULL},
     {"refuse: expression without key", POOLF,
      POOL_HEAD("worker")
      "  machineConfigSelector:\n"
      "    matchExpressions:\n"
      "    - operator: Exists\n",
-     POOLF ":8:", "field 'spec.machineConfigSelector.matchExpressions[0].key' is required"},
+     POOLF ":8:", "field 'spec.machineConfigSelector.matchExpressions[0].key' is required",
+     0, NULL, NULL, NULL},
     {"refuse: matchLabels value not a string", POOLF,
      POOL_HEAD("worker") "  nodeSelector:\n    matchLabels:\n      gpu: true\n", POOLF ":8:",
-     "spec.nodeSelector.matchLabels['gpu'] must be a string (quote it)"},
+     "spec.nodeSelector.matchLabels['gpu'] must be a string (quote it)", 0, NULL, NULL, NULL},
     {"refuse: unknown selector field", POOLF,
      POOL_HEAD("worker") "  nodeSelector:\n    matchFields: {}\n", POOLF ":7:",
-     "unknown field 'spec.nodeSelector.matchFields'"},
+     "unknown field 'spec.nodeSelector.matchFields'", 0, NULL, NULL, NULL},
     {"refuse: maxUnavailable not a number", POOLF, WORKER_POOL "  maxUnavailable: lots\n",
-     POOLF ":9:", "maxUnavailable 'lots' must be an integer or a percentage like \"10%\""},
+     POOLF ":9:", "maxUnavailable 'lots' must be an integer or a percentage like \"10%\"",
+     0, NULL, NULL, NULL},
     {"refuse: maxUnavailable over 100%", POOLF, WORKER_POOL "  maxUnavailable: 150%\n",
-     POOLF ":9:", "maxUnavailable '150%' is over 100% (a percentage of the pool's nodes"},
+     POOLF ":9:", "maxUnavailable '150%' is over 100% (a percentage of the pool's nodes",
+     0, NULL, NULL, NULL},
     {"refuse: maxUnavailable a bare %", POOLF, WORKER_POOL "  maxUnavailable: \"%\"\n",
-     POOLF ":9:", "maxUnavailable '%' must be"},
+     POOLF ":9:", "maxUnavailable '%' must be", 0, NULL, NULL, NULL},
     {"refuse: maxUnavailable a number in a string", POOLF, WORKER_POOL "  maxUnavailable: \"5\"\n",
-     POOLF ":9:", "maxUnavailable '5' must be"},
+     POOLF ":9:", "maxUnavailable '5' must be", 0, NULL, NULL, NULL},
     {"refuse: maxUnavailable negative", POOLF, WORKER_POOL "  maxUnavailable: -1\n", POOLF ":9:",
-     "maxUnavailable must not be negative"},
+     "maxUnavailable must not be negative", 0, NULL, NULL, NULL},
     {"refuse: maxUnavailable fractional", POOLF, WORKER_POOL "  maxUnavailable: 1.5\n",
-     POOLF ":9:", "maxUnavailable must be an integer or a percentage"},
+     POOLF ":9:", "maxUnavailable must be an integer or a percentage", 0, NULL, NULL, NULL},
     {"refuse: paused as a string", POOLF, WORKER_POOL "  paused: \"true\"\n", POOLF ":9:",
-     "field 'spec.paused' must be true or false"},
+     "field 'spec.paused' must be true or false", 0, NULL, NULL, NULL},
     {"refuse: no worker pool", "pools/master.yaml",
      POOL_HEAD("master") "  machineConfigSelector: {}\n", "pools/:",
-     "there is no pool 'worker' (custom pools inherit from it)", 1},
+     "there is no pool 'worker' (custom pools inherit from it)", 1, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- YAML */
     {"refuse: YAML tab indenting a key", MCF,
      API "kind: MachineConfig\nmetadata:\n\tname: x\n", MCF ":4:",
-     "tab character used for indentation"},
+     "tab character used for indentation", 0, NULL, NULL, NULL},
     {"refuse: YAML tab after spaces", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\n  labels:\n  \tfoo: bar\n", MCF ":6:",
-     "tab character used for indentation"},
+     "tab character used for indentation", 0, NULL, NULL, NULL},
     {"refuse: YAML tab inside a value is no indentation", MCF,
-     API "kind: MachineConfig\nmetadata:\n  name: [x\tspec: {}\n", MCF ":", "invalid YAML"},
+     API "kind: MachineConfig\nmetadata:\n  name: [x\tspec: {}\n", MCF ":", "invalid YAML",
+     0, NULL, NULL, NULL},
     {"refuse: YAML syntax error", MCF,
-     API "kind: MachineConfig\nmetadata:\n  name: [x\nspec: {}\n", MCF ":5:", "invalid YAML"},
+     API "kind: MachineConfig\nmetadata:\n  name: [x\nspec: {}\n", MCF ":5:", "invalid YAML",
+     0, NULL, NULL, NULL},
     {"refuse: YAML bad indentation", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\n   labels: {}\n", MCF ":5:",
-     "invalid YAML"},
+     "invalid YAML", 0, NULL, NULL, NULL},
     {"refuse: YAML alias", MCF,
      API "kind: MachineConfig\n"       /* 2 */
      "metadata:\n"                     /* 3 */
@@ -922,19 +945,19 @@ static const parse_case cases[] = {
      "  labels: &l\n"                  /* 5 */
      "    a: b\n"                      /* 6 */
      "  annotations: *l\n",            /* 7 */
-     MCF ":7:", "YAML aliases are not supported"},
+     MCF ":7:", "YAML aliases are not supported", 0, NULL, NULL, NULL},
     {"refuse: duplicate key", MCF,
      MC_HEAD("x") FILE_AT("/etc/a") "        mode: 420\n        mode: 384\n", MCF ":15:",
-     "duplicate key 'mode'"},
+     "duplicate key 'mode'", 0, NULL, NULL, NULL},
     {"refuse: duplicate top-level key", MCF, MC_HEAD("x") "kind: MachineConfig\n", MCF ":11:",
-     "duplicate key 'kind'"},
+     "duplicate key 'kind'", 0, NULL, NULL, NULL},
     {"refuse: non-scalar key", MCF, API "? [a, b]\n: c\n", MCF ":2:",
-     "mapping keys must be scalars"},
+     "mapping keys must be scalars", 0, NULL, NULL, NULL},
     {"refuse: deep nesting", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\n  labels: "
      "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
      "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
-     MCF ":5:", "nesting deeper than 64 levels"},
+     MCF ":5:", "nesting deeper than 64 levels", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- embedded config lines */
     {"refuse: bad path inside an embedded JSON config", MCF,
@@ -944,65 +967,70 @@ static const parse_case cases[] = {
      "     \"storage\": {\"files\": [\n"                               /* 8 */
      "       {\"path\": \"/etc/ok\"},\n"                               /* 9 */
      "       {\"path\": \"/etc/../bad\"}]}}\n",                        /* 10 */
-     MCF ":10:", "field 'storage.files[1].path' must be an absolute clean path"},
+     MCF ":10:", "field 'storage.files[1].path' must be an absolute clean path",
+     0, NULL, NULL, NULL},
     {"refuse: syntax error inside an embedded JSON config", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
      "  config: |\n"                                                   /* 6 */
      "    {\"ignition\": {\"version\": \"3.4.0\"},\n"                  /* 7 */
      "     \"storage\": {\"files\": [}\n",                             /* 8 */
-     MCF ":8:", "invalid YAML"},
+     MCF ":8:", "invalid YAML", 0, NULL, NULL, NULL},
     {"refuse: two documents in an embedded config", MCF,
      API "kind: MachineConfig\nmetadata:\n  name: x\nspec:\n"
      "  config: |\n"                                                   /* 6 */
      "    ignition: {version: 3.4.0}\n"                                /* 7 */
      "    ---\n"                                                       /* 8 */
      "    ignition: {version: 3.4.0}\n",                               /* 9 */
-     MCF ":6:", "spec.config holds more than one document"},
+     MCF ":6:", "spec.config holds more than one document", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- mcgit.yaml */
     {"refuse: a health check unit that is not a unit name", POOLF,
      WORKER_POOL "  rollout:\n    healthChecks:\n    - name: k\n      unit: kubelet\n", POOLF ":12:",
-     "spec.rollout.healthChecks[0].unit 'kubelet' is not a systemd unit name"},
+     "spec.rollout.healthChecks[0].unit 'kubelet' is not a systemd unit name", 0, NULL, NULL, NULL},
     {"refuse: a relative health check command", POOLF,
      WORKER_POOL "  rollout:\n    healthChecks:\n    - name: k\n      command: [check-api]\n",
-     POOLF ":12:", "spec.rollout.healthChecks[0].command must start with an absolute path"},
+     POOLF ":12:", "spec.rollout.healthChecks[0].command must start with an absolute path",
+     0, NULL, NULL, NULL},
     {"refuse: a health check with both unit and command", POOLF,
      WORKER_POOL "  rollout:\n    healthChecks:\n    - name: k\n      unit: a.service\n"
                  "      command: [/bin/true]\n",
-     POOLF ":11:", "spec.rollout.healthChecks[0] needs exactly one of unit and command"},
+     POOLF ":11:", "spec.rollout.healthChecks[0] needs exactly one of unit and command",
+     0, NULL, NULL, NULL},
     {"refuse: onFailure neither Revert nor Halt", POOLF,
      WORKER_POOL "  rollout:\n    onFailure: Retry\n", POOLF ":10:",
-     "spec.rollout.onFailure must be Revert or Halt, not 'Retry'"},
+     "spec.rollout.onFailure must be Revert or Halt, not 'Retry'", 0, NULL, NULL, NULL},
     {"refuse: a misspelt rollout key", POOLF, WORKER_POOL "  rollout:\n    canaryPuase: 10m\n",
-     POOLF ":10:", "did you mean \"canaryPause\""},
+     POOLF ":10:", "did you mean \"canaryPause\"", 0, NULL, NULL, NULL},
     {"refuse: a window with no days", POOLF,
      WORKER_POOL "  maintenanceWindows:\n  - start: \"02:00\"\n    duration: 4h\n", POOLF ":10:",
-     "spec.maintenanceWindows[0] has no days"},
+     "spec.maintenanceWindows[0] has no days", 0, NULL, NULL, NULL},
     {"refuse: a window over 24 h", POOLF,
      WORKER_POOL "  maintenanceWindows:\n  - days: [Sat]\n    start: \"02:00\"\n    duration: 25h\n",
-     POOLF ":12:", "spec.maintenanceWindows[0].duration '25h' is over 24 h"},
+     POOLF ":12:", "spec.maintenanceWindows[0].duration '25h' is over 24 h", 0, NULL, NULL, NULL},
     {"refuse: a window start that is no time", POOLF,
      WORKER_POOL "  maintenanceWindows:\n  - days: [Sat]\n    start: \"2am\"\n    duration: 1h\n",
-     POOLF ":10:", "spec.maintenanceWindows[0].start must be a time like \"02:00\""},
+     POOLF ":10:", "spec.maintenanceWindows[0].start must be a time like \"02:00\"",
+     0, NULL, NULL, NULL},
     {"refuse: an unknown day", POOLF,
      WORKER_POOL "  maintenanceWindows:\n  - days: [Caturday]\n    start: \"02:00\"\n    duration: 1h\n",
-     POOLF ":10:", "spec.maintenanceWindows[0].days[0] must be one of Mon"},
+     POOLF ":10:", "spec.maintenanceWindows[0].days[0] must be one of Mon", 0, NULL, NULL, NULL},
     {"refuse: maxConcurrentDisruptions 0", "mcgit.yaml", "maxConcurrentDisruptions: 0\n",
-     "mcgit.yaml:1:", "maxConcurrentDisruptions must be at least 1"},
+     "mcgit.yaml:1:", "maxConcurrentDisruptions must be at least 1", 0, NULL, NULL, NULL},
     {"refuse: mcgit.yaml bad branch", "mcgit.yaml",
      "# settings\nsourceBranch: \"main..x\"\n", "mcgit.yaml:2:",
-     "'main..x' is not a valid branch name"},
+     "'main..x' is not a valid branch name", 0, NULL, NULL, NULL},
     {"refuse: mcgit.yaml branch with a space", "mcgit.yaml",
-     "renderedBranch: \"my branch\"\n", "mcgit.yaml:1:", "'my branch' is not a valid branch name"},
+     "renderedBranch: \"my branch\"\n", "mcgit.yaml:1:", "'my branch' is not a valid branch name",
+     0, NULL, NULL, NULL},
     {"refuse: mcgit.yaml same branches", "mcgit.yaml",
      "sourceBranch: main\nrenderedBranch: main\n", "mcgit.yaml:1:",
-     "sourceBranch and renderedBranch must differ"},
+     "sourceBranch and renderedBranch must differ", 0, NULL, NULL, NULL},
     {"refuse: mcgit.yaml unsigned", "mcgit.yaml", "signatures: optional\n", "mcgit.yaml:1:",
-     "signatures must be 'required'"},
+     "signatures must be 'required'", 0, NULL, NULL, NULL},
     {"refuse: mcgit.yaml unknown key", "mcgit.yaml", "sourceBranch: main\nbranch: x\n",
-     "mcgit.yaml:2:", "unknown field 'branch'"},
+     "mcgit.yaml:2:", "unknown field 'branch'", 0, NULL, NULL, NULL},
     {"refuse: mcgit.yaml unknown apiGroup", "mcgit.yaml", "apiGroup: example.com\n",
-     "mcgit.yaml:1:", "unknown apiGroup 'example.com'"},
+     "mcgit.yaml:1:", "unknown apiGroup 'example.com'", 0, NULL, NULL, NULL},
 
     /* ---------------------------------------------------- across files */
     {"refuse: MachineConfig defined in two files", MCF, MC_HEAD("dup"), "machineconfigs/y.yaml:2:",

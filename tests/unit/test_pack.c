@@ -669,7 +669,8 @@ static void test_scan_damaged(void **state)
 static size_t index_file(const char *path, const char *dir)
 {
     git_indexer *idx = NULL;
-    git_indexer_options o = GIT_INDEXER_OPTIONS_INIT;
+    git_indexer_options o;
+    git_indexer_options_init(&o, GIT_INDEXER_OPTIONS_VERSION);
     git_indexer_progress st = {0};
     FILE *fp = fopen(path, "rb");
     unsigned char buf[4096];
@@ -784,7 +785,8 @@ static void test_reuse(void **state)
 static int index_thin(const char *path, const char *dir, git_odb *odb)
 {
     git_indexer *idx = NULL;
-    git_indexer_options o = GIT_INDEXER_OPTIONS_INIT;
+    git_indexer_options o;
+    git_indexer_options_init(&o, GIT_INDEXER_OPTIONS_VERSION);
     git_indexer_progress st = {0};
     FILE *fp = fopen(path, "rb");
     unsigned char buf[4096];

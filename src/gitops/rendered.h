@@ -1,0 +1,79 @@
+/*
+ * gitops/rendered.h — the rendered branch: making the rendered commit of a
+ * source commit, its log, and reading files from its tip.
+ */
+#ifndef MCG_GITOPS_RENDERED_H
+#define MCG_GITOPS_RENDERED_H
+
+#include "render/render.h"
+#include "gitops/verify.h"
+
+typedef struct mcg_render_result {
+    bool created;                   /* false: this source was already rendered */
+    char rendered[MCG_SHA_HEX + 1]; /* the rendered commit for the source */
+    char source[MCG_SHA_HEX + 1];
+} mcg_render_result;
+
+/*
+ * Verify (every new commit up to rev), then make the rendered commit of rev
+ * and move the rendered branch to it. The rendered commit R(S) of a source
+ * commit S is a pure function of S's history (docs/concepts.md, "Rendered
+ * history"): its tree holds per pool spec.json, name, files/<path>,
+ * units/<unit> (+ <unit>.d/); author and committer are mcgit
+ * <mcgit@localhost> at S's committer time; the message ends in the
+ * trailers Render-Rule: 2 (Rollback-To copied from S) and Source-Commit: S;
+ * its parents are R of the nearest rendering ancestors along each of S's
+ * parents. So every clone computes the same ids, whatever it rendered
+ * before; R of every commit below rev not rendered yet is made too (only
+ * rev's render problems are reported). The branch moves when rev descends
+ * from the last rendered source, stays when rev was rendered already, and
+ * nothing moves if verification or the render fails (bad verdicts in *rep
+ * when rep is given) or rev went sideways (MCG_ECONFLICT). A rendered
+ * branch made by an older mcgit is replaced; its old tip stays as
+ * refs/mcgit/rendered-legacy/<sha>. *out_render (optional) receives the
+ * render.
+ */
+int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verify_report *rep,
+                      mcg_repo *r, const char *rev, const mcg_signers *root, mcg_diags *diags,
+                      mcg_err *err);
+
+/* One rendered commit, newest first in a log. */
+typedef struct mcg_log_entry {
+    char rendered[MCG_SHA_HEX + 1];
+    char source[MCG_SHA_HEX + 1];   /* Source-Commit trailer, "" if none */
+    char rollback[MCG_SHA_HEX + 1]; /* Rollback-To trailer, "" if none: the target source
+                                       commit (rule 2), or rendered commit (older mcgit) */
+    bool rule2;                     /* made by the pure rule (Render-Rule: 2) */
+    int64_t time;
+    int offset;     /* minutes east of UTC */
+    mcg_strv pools; /* "pool rendered-pool-hash" */
+    /* filled by mcg_gitops_log_sources when the source commit is held: */
+    char *subject, *author; /* NULL when not */
+    char signer[64];        /* fingerprint of the key whose signature holds, or "" */
+    char principal[256];    /* who that key is under the trust root, or "" */
+} mcg_log_entry;
+
+typedef struct mcg_log {
+    mcg_log_entry *e;
+    size_t n;
+} mcg_log;
+
+/* Every commit of the rendered branch, newest first (children before parents). */
+int mcg_gitops_log(mcg_log *out, mcg_repo *r, mcg_err *err);
+/*
+ * Add what each entry's source commit says: subject, author, the
+ * fingerprint of the key whose signature over it holds, and with root (may
+ * be NULL) the principal trusting that key (root plus .mcgit/allowed_signers
+ * of its first parent, at its committer time).
+ */
+int mcg_gitops_log_sources(mcg_log *l, mcg_repo *r, const mcg_signers *root, mcg_err *err);
+void mcg_log_free(mcg_log *l);
+
+/*
+ * Read a file from the tree of the rendered branch's tip: e.g.
+ * "worker/spec.json". ENOTFOUND when there is no such file or branch.
+ */
+int mcg_gitops_read_rendered(char **data, size_t *len, mcg_repo *r, const char *path,
+                             char tip_out[MCG_SHA_HEX + 1], mcg_err *err);
+
+#endif
