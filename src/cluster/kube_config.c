@@ -28,14 +28,14 @@
 void mcg_kube_buf_wipe(mcg_buf *b)
 {
     if (b->ptr)
-        sodium_memzero(b->ptr, b->cap);
+        mcg_wipe(b->ptr, b->cap);
     mcg_buf_free(b);
 }
 
 static void wipe_str(char **s)
 {
     if (*s) {
-        sodium_memzero(*s, strlen(*s));
+        mcg_wipe(*s, strlen(*s));
         free(*s);
         *s = NULL;
     }
@@ -360,7 +360,7 @@ static void kc_wipe(json_t *root)
         json_object_foreach(json_object_get(u, "user"), k, v)
         {
             if (json_is_string(v))
-                sodium_memzero((char *)json_string_value(v), json_string_length(v));
+                mcg_wipe((char *)json_string_value(v), json_string_length(v));
         }
     }
 }

@@ -305,7 +305,7 @@ static int refresh_token(mcg_kube_client *kc, bool force, mcg_err *err)
             n--;
         if (n && !memchr(b.ptr, '\n', n) && !memchr(b.ptr, '\r', n) && !memchr(b.ptr, '\0', n)) {
             if (kc->cfg.token) {
-                sodium_memzero(kc->cfg.token, strlen(kc->cfg.token));
+                mcg_wipe(kc->cfg.token, strlen(kc->cfg.token));
                 free(kc->cfg.token);
             }
             kc->cfg.token = mcg_strndup(b.ptr, n);
@@ -502,7 +502,7 @@ static void headers_free(req_headers *h)
     curl_slist_free_all(h->list);
     h->list = NULL;
     if (h->auth) {
-        sodium_memzero(h->auth, strlen(h->auth));
+        mcg_wipe(h->auth, strlen(h->auth));
         free(h->auth);
         h->auth = NULL;
     }
@@ -556,7 +556,7 @@ static void slist_wipe(struct curl_slist *l)
 {
     for (; l; l = l->next)
         if (l->data && !strncmp(l->data, "Authorization:", 14))
-            sodium_memzero(l->data, strlen(l->data));
+            mcg_wipe(l->data, strlen(l->data));
 }
 
 /* A request that got no answer: "METHOD PATH: what curl said". */

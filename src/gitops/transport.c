@@ -73,7 +73,7 @@ static char *cred_file(const char *dir, const char *name, size_t *lenp)
 static void wipe_free(char *s)
 {
     if (s)
-        sodium_memzero(s, strlen(s));
+        mcg_wipe(s, strlen(s));
     free(s);
 }
 

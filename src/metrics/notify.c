@@ -91,9 +91,9 @@ out:
     curl_easy_cleanup(h);
     curl_slist_free_all(hdrs);
     if (auth)
-        OPENSSL_cleanse(auth, strlen(auth));
+        mcg_wipe(auth, strlen(auth));
     if (tok)
-        OPENSSL_cleanse(tok, len);
+        mcg_wipe(tok, len);
     free(auth);
     free(tok);
     return rc;

@@ -134,7 +134,7 @@ static int read_token(const char *path, mcg_buf *tok, mcg_err *err)
         return mcg_err_set(err, MCG_EINVAL, "%s: empty token file", path);
     }
     mcg_buf_put(tok, data, len);
-    OPENSSL_cleanse(data, len);
+    mcg_wipe(data, len);
     free(data);
     return 0;
 }
@@ -187,7 +187,7 @@ static auth_verdict authenticate(struct MHD_Connection *conn, const mcg_buf *tok
             maclen != MCG_SHA256_LEN)
             return AUTH_BAD;
         bool ok = mcg_memeq_ct(mac, given, MCG_SHA256_LEN);
-        OPENSSL_cleanse(mac, sizeof(mac));
+        mcg_wipe(mac, sizeof(mac));
         return ok ? AUTH_OK : AUTH_BAD;
     }
     *how = "no credentials";
@@ -212,7 +212,7 @@ static enum MHD_Result hook_done(mcg_metrics_server *s, struct MHD_Connection *c
     }
     const char *how = "";
     auth_verdict v = authenticate(conn, &tok, &rq->body, &how);
-    OPENSSL_cleanse(tok.ptr, tok.len);
+    mcg_wipe(tok.ptr, tok.len);
     mcg_buf_free(&tok);
     if (v != AUTH_OK) {
         logf_(s, "webhook: refused a call from %s: %s", peer,
@@ -376,7 +376,7 @@ int mcg_metrics_serve(mcg_metrics_server **out, const mcg_metrics_server_opts *o
     if (o->token_file) {
         mcg_buf tok = MCG_BUF_INIT;
         rc = read_token(o->token_file, &tok, err);
-        OPENSSL_cleanse(tok.ptr, tok.len);
+        mcg_wipe(tok.ptr, tok.len);
         mcg_buf_free(&tok);
         if (rc) {
             mcg_err_prefix(err, "webhook token");

@@ -37,7 +37,7 @@ void mcg_sshkey_generate(mcg_sshkey *key)
 
 void mcg_sshkey_wipe(mcg_sshkey *key)
 {
-    sodium_memzero(key, sizeof(*key));
+    mcg_wipe(key, sizeof(*key));
 }
 
 char *mcg_sshkey_public_line(const mcg_sshkey *key, const char *comment)
@@ -84,8 +84,8 @@ char *mcg_sshsig_sign(const mcg_sshkey *key, const void *msg, size_t len)
     for (size_t i = 0; i < b64.len; i += 70)
         mcg_buf_printf(&out, "%.*s\n", (int)(b64.len - i < 70 ? b64.len - i : 70), b64.ptr + i);
     mcg_buf_puts(&out, "-----END SSH SIGNATURE-----");
-    sodium_memzero(h, sizeof(h));
-    sodium_memzero(signed_data.ptr, signed_data.len);
+    mcg_wipe(h, sizeof(h));
+    mcg_wipe(signed_data.ptr, signed_data.len);
     mcg_buf_free(&pk);
     mcg_buf_free(&signed_data);
     mcg_buf_free(&blob);

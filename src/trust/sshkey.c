@@ -638,7 +638,7 @@ bool mcg_sigval_verify(const mcg_sshpub *k, const mcg_sigval *v, const unsigned 
     }
     EVP_PKEY_free(pkey);
     ERR_clear_error();
-    sodium_memzero(wrapped, sizeof(wrapped));
+    mcg_wipe(wrapped, sizeof(wrapped));
     return ok;
 }
 

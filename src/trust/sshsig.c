@@ -311,7 +311,7 @@ typedef struct prepared {
 static void prepared_free(prepared *p)
 {
     if (p->data.ptr)
-        sodium_memzero(p->data.ptr, p->data.len);
+        mcg_wipe(p->data.ptr, p->data.len);
     mcg_buf_free(&p->data);
     mcg_buf_free(&p->blob);
 }
@@ -382,7 +382,7 @@ static int prepare(prepared *p, mcg_sig_result *res, const char *armored, size_t
     rc = 0;
 out:
     mcg_buf_free(&plain);
-    sodium_memzero(h, sizeof(h));
+    mcg_wipe(h, sizeof(h));
     return rc;
 }
 

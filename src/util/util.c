@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sodium.h>
 #include <string.h>
 #include <time.h>
 
@@ -327,6 +328,12 @@ void mcg_strv_free(mcg_strv *s)
     free(s->v);
     s->v = NULL;
     s->n = s->cap = 0;
+}
+
+void mcg_wipe(void *p, size_t n)
+{
+    if (p && n)
+        sodium_memzero(p, n);
 }
 
 /* Contract: util.h. */

@@ -265,6 +265,10 @@ bool mcg_path_is_clean_abs(const char *p);
 /* ------------------------------------------------------------- misc */
 
 /* Parse a decimal non-negative integer fully; false on junk or overflow. */
+/* Overwrite n bytes at p with zeros in a way the compiler cannot drop
+ * (secrets: keys, tokens, passwords): the one wipe mcgit uses. */
+void mcg_wipe(void *p, size_t n);
+
 /*
  * A Go-style duration of whole units: "720h", "90m", "1h30m", "45s".
  * Returns seconds, or -1 when malformed or above ten years.
