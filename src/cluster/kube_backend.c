@@ -135,15 +135,6 @@ bool mcg_cluster_kube_stats(mcg_cluster *c, uint64_t *requests, uint64_t *bytes)
     return true;
 }
 
-static long env_seconds(const char *name, long def, long max)
-{
-    const char *v = getenv(name);
-    uint64_t x;
-    if (!v || !mcg_parse_u64(v, &x) || x == 0 || x > (uint64_t)max)
-        return def;
-    return (long)x;
-}
-
 int mcg_cluster_kube_open(mcg_cluster **out, const char *spec, const char *kubeconfig, mcg_err *err)
 {
     *out = NULL;
@@ -179,8 +170,14 @@ int mcg_cluster_kube_open(mcg_cluster **out, const char *spec, const char *kubec
     k->base.ops = &kube_ops;
     k->base.spec = mcg_strdup(spec);
     k->pools = json_object();
-    k->lease_duration_s = env_seconds("MCGIT_KUBE_LEASE_DURATION", 15, 3600);
-    k->drain_timeout_ms = env_seconds("MCGIT_KUBE_DRAIN_TIMEOUT", 600, 86400) * 1000;
+    uint64_t lease = 0, drain = 0;
+    if ((rc = mcg_env_u64("MCGIT_KUBE_LEASE_DURATION", 15, 1, 3600, &lease, err)) != 0 ||
+        (rc = mcg_env_u64("MCGIT_KUBE_DRAIN_TIMEOUT", 600, 1, 86400, &drain, err)) != 0) {
+        mcg_cluster_free(&k->base);
+        return mcg_err_prefix(err, "cluster %s", spec);
+    }
+    k->lease_duration_s = (long)lease;
+    k->drain_timeout_ms = (long)drain * 1000;
     *out = &k->base;
     return 0;
 }

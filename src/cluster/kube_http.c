@@ -272,15 +272,6 @@ void mcg_kube_sleep_ms(mcg_kube_client *kc, long ms)
     }
 }
 
-static long env_long(const char *name, long def, long min, long max)
-{
-    const char *v = getenv(name);
-    uint64_t x;
-    if (!v || !mcg_parse_u64(v, &x) || (long)x < min || (long)x > max)
-        return def;
-    return (long)x;
-}
-
 /* Re-read the token file when it changed (rotation) or when forced (after a 401). */
 static int refresh_token(mcg_kube_client *kc, bool force, mcg_err *err)
 {
@@ -412,11 +403,16 @@ int mcg_kube_client_new(mcg_kube_client **out, mcg_kube_config *cfg, mcg_err *er
         goto fail;
     }
     kc->backoff = (mcg_kube_backoff)MCG_KUBE_BACKOFF_DEFAULT;
-    kc->backoff.attempts = (unsigned)env_long("MCGIT_KUBE_RETRIES", 5, 1, 20);
-    kc->timeout_ms = env_long("MCGIT_KUBE_TIMEOUT", 30, 1, 3600) * 1000;
+    uint64_t retries, timeout, inflight;
+    if ((rc = mcg_env_u64("MCGIT_KUBE_RETRIES", 5, 1, 20, &retries, err)) != 0 ||
+        (rc = mcg_env_u64("MCGIT_KUBE_TIMEOUT", 30, 1, 3600, &timeout, err)) != 0 ||
+        (rc = mcg_env_u64("MCGIT_KUBE_INFLIGHT", MCG_KUBE_INFLIGHT_DEFAULT, 1,
+                          MCG_KUBE_INFLIGHT_MAX, &inflight, err)) != 0)
+        goto fail;
+    kc->backoff.attempts = (unsigned)retries;
+    kc->timeout_ms = (long)timeout * 1000;
     kc->connect_timeout_ms = kc->timeout_ms < 10000 ? kc->timeout_ms : 10000;
-    kc->inflight = (unsigned)env_long("MCGIT_KUBE_INFLIGHT", MCG_KUBE_INFLIGHT_DEFAULT, 1,
-                                      MCG_KUBE_INFLIGHT_MAX);
+    kc->inflight = (unsigned)inflight;
     if (kc->cfg.tls_server_name && (rc = setup_server_name(kc, err)) != 0)
         goto fail;
     if (!kc->base)
