@@ -41,6 +41,9 @@ const mcg_cmd *const mcg_commands[] = {
 
 int main(int argc, char **argv)
 {
+    int rc = mcg_cli_init_libraries();
+    if (rc)
+        return rc;
     if (argc < 2) {
         mcg_cmd_help.run(1, argv);
         return MCG_EXIT_USAGE;

@@ -17,14 +17,14 @@ import sys
 WORDS = {
     "util": "base64 bfmt buf calloc datadec dataref dataurl diags did edit err gunzip hex human "
             "json malloc memeq parse path realloc sha256 sprintf strcmp strdup strndup strv time "
-            "env vbfmt wipe",
+            "vbfmt wipe",
     "model": "check disruption extension get ignition json kargs labels linemap model name osspec "
              "parse pctx policy pool selector signpolicy yaml",
     "render": "diff ignition render",
     "rollout": "rollout",
     "trust": "commit revoked sigmemo signers sigval ssh sshkey sshsig trust wire",
     "pack": "oidmap oidv pack packscan scan",
-    "fsio": "fsync mkdirs read remove tz write",
+    "fsio": "env fsync mkdirs read remove tz write",
     "gitops": "approvals chain commit deadline git gitops kh knownhosts log policy repo rollback "
               "source ssh transport verify vrange",
     "bundle": "bundle",

@@ -145,4 +145,7 @@ int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, con
 /* Their option table: the .opts of every command that parses with it. */
 extern const mcg_opt mcg_cli_signer_opts[];
 
+/* libgit2, libsodium and libcurl, once, from main before anything else; 0 or an exit status. */
+int mcg_cli_init_libraries(void);
+
 #endif

@@ -2,11 +2,14 @@
  * common.c — what every command shares: messages, help, file helpers.
  */
 #include "cli/cli.h"
+#include "cluster/cluster.h"
+#include "gitops/gitops.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <getopt.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,3 +316,20 @@ int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, con
                                              : "--repo is required");
     return -1;
 }
+
+/*
+ * The libraries, initialised once, before any thread starts (libcurl's
+ * global initialisation is not thread-safe): libgit2 with fsync of every
+ * repository write, libsodium, libcurl. Modules call the same idempotent
+ * initialisers for entry points that are not this program (unit tests,
+ * fuzzers, benchmarks); after this they do nothing.
+ */
+int mcg_cli_init_libraries(void)
+{
+    if (mcg_gitops_lib_init() < 0 || sodium_init() < 0 || mcg_cluster_lib_init() != 0) {
+        fprintf(stderr, "mcgit: a library (libgit2, libsodium or libcurl) failed to initialise\n");
+        return MCG_EXIT_FAIL;
+    }
+    return 0;
+}
+

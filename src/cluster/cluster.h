@@ -293,4 +293,8 @@ int mcg_cluster_answer_sync(mcg_cluster *c, uint64_t gen, bool failed, const cha
 json_t *mcg_node_to_json(const mcg_node *n);
 bool mcg_time_parse(const char *s, int64_t *out);
 
+/* libcurl's global initialisation (not thread-safe: once, from main, before any
+ * thread starts; the kube backend's client calls it too, for other entry points). */
+int mcg_cluster_lib_init(void);
+
 #endif

@@ -21,6 +21,7 @@
  * MCGIT_KUBE_LEASE_DURATION and MCGIT_KUBE_DRAIN_TIMEOUT (seconds).
  */
 #include "cluster/kube_int.h"
+#include "fsio/fsio.h"
 
 #include <stdlib.h>
 #include <string.h>

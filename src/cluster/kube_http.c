@@ -22,6 +22,7 @@
  * tests/unit/test_kube.c.
  */
 #include "cluster/kube_int.h"
+#include "fsio/fsio.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -389,6 +390,11 @@ static int setup_handle(mcg_kube_client *kc, CURL *h, mcg_err *err)
     if (c != CURLE_OK)
         return mcg_err_set(err, MCG_EIO, "%s: libcurl: %s", kc->cfg.source, curl_easy_strerror(c));
     return 0;
+}
+
+int mcg_cluster_lib_init(void)
+{
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : MCG_EIO;
 }
 
 int mcg_kube_client_new(mcg_kube_client **out, mcg_kube_config *cfg, mcg_err *err)

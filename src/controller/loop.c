@@ -31,6 +31,7 @@
  * wait returns before it starts.
  */
 #include "controller/controller_int.h"
+#include "fsio/fsio.h"
 
 #include <errno.h>
 #include <poll.h>

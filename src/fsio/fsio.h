@@ -29,4 +29,14 @@ bool mcg_tz_known(const char *tz);
 struct tm;
 int mcg_tz_local(const char *tz, int64_t t, struct tm *out);
 
+/*
+ * The environment variable name as a whole number from min to max into
+ * *out: def when unset or empty; MCG_EINVAL, naming the variable, the value
+ * and the range, when it is anything else (junk is refused, never taken as
+ * the default). The one reader of numeric settings from the environment.
+ */
+int mcg_env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint64_t *out,
+                mcg_err *err);
+
+
 #endif

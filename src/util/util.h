@@ -265,15 +265,6 @@ bool mcg_path_is_clean_abs(const char *p);
 /* ------------------------------------------------------------- misc */
 
 /* Parse a decimal non-negative integer fully; false on junk or overflow. */
-/*
- * The environment variable name as a whole number from min to max into
- * *out: def when unset or empty; MCG_EINVAL, naming the variable, the value
- * and the range, when it is anything else (junk is refused, never taken as
- * the default). The one reader of numeric settings from the environment.
- */
-int mcg_env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint64_t *out,
-                mcg_err *err);
-
 /* Overwrite n bytes at p with zeros in a way the compiler cannot drop
  * (secrets: keys, tokens, passwords): the one wipe mcgit uses. */
 void mcg_wipe(void *p, size_t n);
