@@ -129,6 +129,7 @@ typedef struct mcg_cli_wait_args {
     const char *cluster;
     bool wait;
     double timeout;
+    const char *now; /* sync --now POOL (sync's table only) */
 } mcg_cli_wait_args;
 int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_wait_args *out);
 /* Their option table: the .opts of every command that parses with it. */

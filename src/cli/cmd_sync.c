@@ -13,12 +13,13 @@
 #include <time.h>
 
 static int run(int argc, char **argv);
+static const mcg_opt sync_opts[];
 
 const mcg_cmd mcg_cmd_sync = {
     .name = "sync",
     .summary = "ask the controller for a pass now, and wait for its result",
     .usage =
-        "usage: mcgit sync [--cluster C] [--wait] [--timeout SECONDS]\n"
+        "usage: mcgit sync [--cluster C] [--now POOL] [--wait] [--timeout SECONDS]\n"
         "\n"
         "Ask the controller for a reconcile pass now rather than at the end of its\n"
         "--interval: a request on the cluster side that the controller watches (local:DIR:\n"
@@ -27,9 +28,15 @@ const mcg_cmd mcg_cmd_sync = {
         "pass it started, with that pass's result. Requests made while a pass runs are\n"
         "answered by the next one, which starts at once.\n"
         "\n"
+        "--now POOL is the operator's override of POOL's maintenance windows\n"
+        "(spec.maintenanceWindows): the pool's current target rolls out at once,\n"
+        "outside its windows, and the pool's Updating condition says it was asked\n"
+        "for (recorded on the pool object as machineconfiguration.mcgit.io/sync-now;\n"
+        "a later target waits for its window again).\n"
+        "\n"
         "Without --cluster, C is $MCGIT_CLUSTER.\n",
     .run = run,
-    .opts = mcg_cli_wait_opts,
+    .opts = sync_opts,
 };
 
 int mcg_cli_sync_wait(const char *cmd, mcg_cluster *cl, uint64_t gen, double timeout)
@@ -92,18 +99,34 @@ const mcg_opt mcg_cli_wait_opts[] = {
     MCG_OPT_END,
 };
 
+/* sync's: the wait options and --now POOL. */
+static const mcg_opt sync_opts[] = {
+    MCG_OPT_HELP,
+    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_VALUE('n', "now", "POOL",
+                  "roll POOL's current target out now, outside its\nmaintenance windows"),
+    MCG_OPT_FLAG('w', "wait",
+                 "wait for the answer and print it; exit 1 when the\n"
+                 "pass failed, was refused or could not fetch"),
+    MCG_OPT_VALUE('t', "timeout", "SECONDS",
+                  "how long --wait waits (default 60); past it,\nexit 1"),
+    MCG_OPT_END,
+};
+
 int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_wait_args *out)
 {
     const char *cluster = NULL;
     int c;
     out->wait = false;
     out->timeout = 60;
+    out->now = NULL;
     optind = 1;
     while ((c = mcg_cli_next(cmd, argc, argv)) != -1) {
         switch (c) {
         case 'h': return mcg_cli_help(cmd);
         case 'c': cluster = optarg; break;
         case 'w': out->wait = true; break;
+        case 'n': out->now = optarg; break;
         case 't':
             if (mcg_cli_parse_timeout(optarg, &out->timeout) != 0)
                 return mcg_cli_usage_error(cmd, "bad --timeout '%s'", optarg);
@@ -113,6 +136,32 @@ int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_w
     }
     out->cluster = mcg_cli_cluster(cluster);
     return -1;
+}
+
+/* --now POOL: the override, for the pool's current target, on its object. */
+static int sync_now(mcg_cluster *cl, const char *pool, mcg_err *err)
+{
+    json_t *items = NULL, *p;
+    size_t i;
+    int rc = mcg_cluster_list_pools(cl, &items, err);
+    const char *target = NULL;
+    json_array_foreach(items, i, p)
+    {
+        const char *n = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+        if (n && !strcmp(n, pool))
+            target = json_string_value(
+                json_object_get(json_object_get(json_object_get(p, "spec"), "configuration"), "name"));
+    }
+    if (!rc && !target)
+        rc = mcg_err_set(err, MCG_ENOTFOUND, "pool %s has no target (yet) to roll out", pool);
+    if (!rc)
+        rc = mcg_cluster_annotate_pool(cl, pool, MCG_ANN_SYNC_NOW, target, err);
+    if (!rc)
+        printf("pool %s: %s rolls out now, outside its maintenance windows (an operator's "
+               "override)\n",
+               pool, target);
+    json_decref(items);
+    return rc;
 }
 
 static int run(int argc, char **argv)
@@ -132,6 +181,8 @@ static int run(int argc, char **argv)
     mcg_cluster *cl = NULL;
     uint64_t gen = 0;
     int rc = mcg_cluster_open(&cl, cluster, &err);
+    if (!rc && a.now)
+        rc = sync_now(cl, a.now, &err);
     if (!rc)
         rc = mcg_cluster_request_sync(cl, &gen, &err);
     int ex = MCG_EXIT_OK;

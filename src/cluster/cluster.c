@@ -439,6 +439,19 @@ int mcg_cluster_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *c
     return rc;
 }
 
+int mcg_cluster_annotate_pool(mcg_cluster *c, const char *pool, const char *key, const char *value,
+                              mcg_err *err)
+{
+    mcg_err scratch;
+    err = ERR_OR_SCRATCH(err, scratch);
+    int rc;
+    if ((rc = fence(c, err)) != 0 || (rc = check_pool(pool, err)) != 0)
+        return rc;
+    if (!c->ops->annotate_pool)
+        return unsupported(c, "annotating a pool", err);
+    return c->ops->annotate_pool(c, pool, key, value, err);
+}
+
 bool mcg_pool_object_halt_pending(const json_t *pool)
 {
     const char *since = json_string_value(

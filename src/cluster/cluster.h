@@ -263,6 +263,16 @@ int mcg_cluster_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err);
 int mcg_cluster_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *changed,
                            bool *git_paused, mcg_err *err);
 
+/*
+ * `mcgit sync --now POOL`: the operator's override of POOL's maintenance
+ * windows for its current target, the annotation's value (the controller
+ * rolls that target out outside the windows, and says so).
+ */
+#define MCG_ANN_SYNC_NOW MCG_ANN_PREFIX "sync-now"
+/* Set annotation key of an existing pool object to value (an operator's request). */
+int mcg_cluster_annotate_pool(mcg_cluster *c, const char *pool, const char *key, const char *value,
+                              mcg_err *err);
+
 /* Whether a MachineConfigPool object carries the operator's pause
  * (spec.paused true, or MCG_ANN_PAUSED "true"). */
 bool mcg_pool_object_operator_paused(const json_t *pool);

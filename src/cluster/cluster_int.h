@@ -58,6 +58,8 @@ typedef struct mcg_cluster_ops {
     int (*pause_pool)(mcg_cluster *c, const char *pool, bool pause, bool *changed,
                       bool *git_paused, mcg_err *err);
     int (*get_sync)(mcg_cluster *c, mcg_sync_state *out, mcg_err *err);
+    int (*annotate_pool)(mcg_cluster *c, const char *pool, const char *key, const char *value,
+                         mcg_err *err);
     int (*request_sync)(mcg_cluster *c, uint64_t *gen, mcg_err *err);
     int (*answer_sync)(mcg_cluster *c, uint64_t gen, bool failed, const char *result,
                        mcg_err *err);

@@ -123,6 +123,7 @@ static const mcg_cluster_ops kube_ops = {
     .wait_change = mcg_kube_op_wait_change,
     .event = mcg_kube_op_event,
     .pause_pool = mcg_kube_op_pause_pool,
+    .annotate_pool = mcg_kube_op_annotate_pool,
     .get_sync = mcg_kube_op_get_sync,
     .request_sync = mcg_kube_op_request_sync,
     .answer_sync = mcg_kube_op_answer_sync,

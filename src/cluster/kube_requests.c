@@ -105,6 +105,22 @@ int mcg_kube_op_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *c
     return rc;
 }
 
+int mcg_kube_op_annotate_pool(mcg_cluster *c, const char *pool, const char *key,
+                              const char *value, mcg_err *err)
+{
+    mcg_kube *k = mcg_kube_of(c);
+    char *path = mcg_sprintf(MCG_KUBE_MCP_PATH "/%s", pool);
+    json_t *body = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", key, value);
+    mcg_kube_req rq = {"PATCH", path, MCG_KUBE_MERGE_PATCH, body, NULL, 0, 0};
+    long st = 0;
+    int rc = mcg_kube_call(k->kc, &rq, &st, NULL, err);
+    if (rc == MCG_ENOTFOUND)
+        rc = mcg_err_set(err, MCG_ENOTFOUND, "cluster %s has no pool '%s'", c->spec, pool);
+    json_decref(body);
+    free(path);
+    return rc;
+}
+
 static uint64_t ann_u64(const json_t *ann, const char *key)
 {
     uint64_t v = 0;

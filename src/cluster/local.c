@@ -896,6 +896,34 @@ out:
     return rc;
 }
 
+/* An annotation on an existing pool object, under the lock. */
+static int l_annotate_pool(mcg_cluster *c, const char *name, const char *key, const char *value,
+                           mcg_err *err)
+{
+    local *l = (local *)c;
+    int lk, rc;
+    if ((rc = check_dir(l, err)) != 0 || (rc = lock_dir(l, LOCK_EX, &lk, err)) != 0)
+        return rc;
+    char *path = mcg_sprintf("%s/pools/%s.json", l->dir, name);
+    json_t *o = NULL;
+    rc = read_json(&o, path, err);
+    if (rc == MCG_ENOTFOUND)
+        rc = mcg_err_set(err, MCG_ENOTFOUND, "cluster %s has no pool '%s'", l->base.spec, name);
+    json_t *md = rc ? NULL : json_object_get(o, "metadata");
+    if (!rc && !json_is_object(md))
+        rc = mcg_err_set(err, MCG_EINVAL, "%s: no metadata", path);
+    if (!rc) {
+        if (!json_is_object(json_object_get(md, "annotations")))
+            json_object_set_new(md, "annotations", json_object());
+        json_object_set_new(json_object_get(md, "annotations"), key, json_string(value));
+        rc = write_json(path, o, err);
+    }
+    json_decref(o);
+    free(path);
+    unlock_dir(lk);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ sync */
 
 static uint64_t json_u64(const json_t *o, const char *key)
@@ -1233,6 +1261,7 @@ static const mcg_cluster_ops local_ops = {
     .patch_nodes = l_patch_nodes,
     .wait_change = l_wait_change,
     .pause_pool = l_pause_pool,
+    .annotate_pool = l_annotate_pool,
     .get_sync = l_get_sync,
     .request_sync = l_request_sync,
     .answer_sync = l_answer_sync,

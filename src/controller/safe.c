@@ -202,6 +202,13 @@ mcg_safe_pool *mcg_safe_pools(mcg_pool_view *pv, size_t np, const mcg_safe_in *i
         if (sp[i].halted)
             pv[i].halted = sp[i].halted_msg;
         sp[i].held_msg = window_wait(p, in->now);
+        const char *now = sget(json_object_get(json_object_get(prev, "metadata"), "annotations"),
+                               MCG_ANN_SYNC_NOW);
+        if (sp[i].held_msg && target && now && !strcmp(now, target)) {
+            free(sp[i].held_msg); /* the operator's override (`mcgit sync --now`) */
+            sp[i].held_msg = NULL;
+            pv[i].window_override = true;
+        }
         if (sp[i].held_msg) {
             pv[i].held = sp[i].held_msg;
             pv[i].held_reason = "MaintenanceWindow";

@@ -579,8 +579,11 @@ static void status_updated(mcg_pool_status *st, const mcg_pool_view *pv, const c
         else
             cond_set(&st->conds[MCG_COND_UPDATING], MCG_COND_UPDATING, true, "Updating",
                      mcg_sprintf("All nodes are updating to MachineConfig %s (%zu of %zu nodes "
-                                 "updating)",
-                                 target, st->updating_count, nm));
+                                 "updating)%s",
+                                 target, st->updating_count, nm,
+                                 pv->window_override ? "; outside its maintenance windows, on an "
+                                                       "operator's `mcgit sync --now`"
+                                                     : ""));
     }
 }
 

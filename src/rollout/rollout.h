@@ -72,6 +72,7 @@ typedef struct mcg_pool_view {
                                 windows); held_reason is its CamelCase reason */
     const char *held_reason;
     bool canary_passed;      /* the canary wave was healthy at the target for canaryPause */
+    bool window_override;    /* outside its windows, rolling out on `mcgit sync --now` */
     bool disrupts;           /* updates to the target drain or reboot: they count against
                                 maxConcurrentDisruptions */
 } mcg_pool_view;

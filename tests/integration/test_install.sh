@@ -98,7 +98,10 @@ for path in sorted(glob.glob(src + "/src/cli/cmd_*.c")):
     text = open(path).read()
     for call, home in shared.items():
         if call in text and os.path.basename(path) != home:
-            text += open(src + "/src/cli/" + home).read()
+            shared_text = open(src + "/src/cli/" + home).read()
+            # the shared wait table only (cmd_sync.c also holds sync's own, with --now)
+            m = re.search(r'const mcg_opt mcg_cli_wait_opts\[\] = \{.*?\};', shared_text, re.S)
+            text += m.group(0) if call == "mcg_cli_wait_args_parse(" and m else shared_text
     for name, arg, val in re.findall(r'\{"([a-z][a-z0-9-]*)",\s*(no_argument|required_argument|optional_argument),\s*0,\s*\'(.)\'\}', text):
         print(cmd, name, 1 if arg == "required_argument" else 0, val)
     # option tables (mcg_opt): MCG_OPT_[SHORT_|SUB_]FLAG|VALUE([subs,] key, "name", ...)

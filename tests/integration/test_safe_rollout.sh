@@ -12,7 +12,8 @@
 #   - onFailure: Halt leaves the node as it is, Degraded;
 #   - a canary's next wave waits for its pause;
 #   - a closed maintenance window holds the rollout, and its opening starts
-#     it (MCGIT_TEST_NOW stands the controller at a given hour);
+#     it (MCGIT_TEST_NOW stands the controller at a given hour); `mcgit sync
+#     --now POOL` overrides it, and the pool says so;
 #   - two pools sharing maxConcurrentDisruptions: 1 never update two nodes at
 #     once.
 . "$(dirname "$0")/lib.sh"
@@ -191,6 +192,21 @@ expect_grep "^False MaintenanceWindow waiting for the window Sat 03:00 Europe/Be
 MCGIT_TEST_NOW=$((SAT_0200 + 3600 + 60)) ctl
 [ "$(at_target "$V7")" = 3 ] && ok "the window's opening starts the rollout" || { bad "not started in the window"; cond Updating; }
 agents; MCGIT_TEST_NOW=$((SAT_0200 + 3600 + 120)) ctl; agents
+# outside the window again, the operator's override: mcgit sync --now POOL
+write_mc "$R" 10-app worker /etc/app.conf v7b
+scommit "$R" op "v7b, urgent"
+MCGIT_TEST_NOW=$((SAT_0200 + 86400)) ctl
+V7B=$(target)
+[ "$(at_target "$V7B")" = 0 ] && ok "v7b waits for the window" || bad "v7b moved outside the window"
+expect_rc 0 "mcgit sync --now worker" -- "$MCGIT" sync --cluster "$CL" --now worker
+expect_grep "^pool worker: $V7B rolls out now, outside its maintenance windows" "$T/out" "sync --now says what it overrides"
+MCGIT_TEST_NOW=$((SAT_0200 + 86400 + 10)) ctl
+[ "$(at_target "$V7B")" = 3 ] && ok "sync --now: the rollout starts outside the window" || bad "not started by sync --now"
+expect_grep "^True Updating .*outside its maintenance windows, on an operator's \`mcgit sync --now\`" <(cond Updating) \
+  "the pool's Updating condition says it was an operator's override"
+agents; MCGIT_TEST_NOW=$((SAT_0200 + 86400 + 20)) ctl; agents
+expect_rc 1 "sync --now for a pool that does not exist" -- "$MCGIT" sync --cluster "$CL" --now nosuch
+expect_grep "pool nosuch has no target" "$T/err" "named"
 
 # ---------------------------------------------------------------- a shared disruption budget
 "$MCGIT" node add --cluster "$CL" m0 --labels node-role.kubernetes.io/master= >/dev/null
