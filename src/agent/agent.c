@@ -92,11 +92,11 @@ static void logf_(mcg_agent *a, int level, const char *fmt, ...)
     va_start(ap, fmt);
     mcg_vbfmt(line, sizeof(line), fmt, ap);
     va_end(ap);
-    /* every line names the node, as node=NAME (one write per line) */
+    /* every line names the node, as node=NAME */
     if (a->o.node)
-        fprintf(stderr, "mcgit agent: node=%s: %s\n", a->o.node, line);
+        mcg_log_line("agent", "node=%s: %s", a->o.node, line);
     else
-        fprintf(stderr, "mcgit agent: %s\n", line);
+        mcg_log_line("agent", "%s", line);
 }
 
 /* ------------------------------------------------------- state files */

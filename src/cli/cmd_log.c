@@ -51,7 +51,7 @@ static json_t *str_or_null(const char *s)
     return s && *s ? json_string(s) : json_null();
 }
 
-static void print_text(const mcg_log_entry *e, const char *ts)
+static void print_text(const mcg_rendered_log_entry *e, const char *ts)
 {
     printf("%.12s  %s  source %.12s%s%.12s\n", e->rendered, ts, e->source[0] ? e->source : "-",
            e->rollback[0] ? "  rollback to " : "", e->rollback);
@@ -86,7 +86,7 @@ static int run(int argc, char **argv)
     mcg_err err = {0};
     mcg_repo *r = NULL;
     mcg_signers *root = NULL;
-    mcg_log log = {0};
+    mcg_rendered_log log = {0};
     int rc = trust ? mcg_cli_load_trust(&root, trust, NULL, &err) : 0;
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
@@ -104,7 +104,7 @@ static int run(int argc, char **argv)
                mcg_repo_rendered_branch(r));
     json_t *arr = json_array();
     for (size_t i = 0; i < log.n; i++) {
-        mcg_log_entry *e = &log.e[i];
+        mcg_rendered_log_entry *e = &log.e[i];
         char ts[32];
         mcg_time_iso(ts, e->time);
         if (!strcmp(format, "text")) {
@@ -139,7 +139,7 @@ static int run(int argc, char **argv)
     }
     json_decref(arr);
 out:
-    mcg_log_free(&log);
+    mcg_rendered_log_free(&log);
     mcg_repo_free(r);
     mcg_signers_free(root);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;

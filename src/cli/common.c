@@ -2,6 +2,7 @@
  * common.c — what every command shares: messages, help, file helpers.
  */
 #include "cli/cli.h"
+#include "fsio/fsio.h"
 #include "cluster/cluster.h"
 #include "gitops/gitops.h"
 
@@ -30,9 +31,7 @@ void mcg_cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "mcgit %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    mcg_log_vline(cmd, fmt, ap);
     va_end(ap);
 }
 
@@ -42,8 +41,7 @@ void mcg_cli_info(const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    mcg_log_vline(NULL, fmt, ap);
     va_end(ap);
 }
 
@@ -172,9 +170,7 @@ int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "mcgit %s: ", cmd->name);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        mcg_log_vline(cmd->name, fmt, ap);
         va_end(ap);
     }
     /* mcg_cli_next has already named a bad option on its own line */

@@ -410,7 +410,7 @@ static void render(mcg_pass_result *res, mcg_repo *r, const mcg_signers *root, m
  * first). Sorted, for bsearch.
  */
 static void keep_set(mcg_strv *keep, const mcg_node *nodes, size_t nnodes,
-                     const mcg_rollout_plan *plan, const mcg_log *log, unsigned nkeep)
+                     const mcg_rollout_plan *plan, const mcg_rendered_log *log, unsigned nkeep)
 {
     for (size_t i = 0; i < nnodes; i++) {
         if (nodes[i].desired && *nodes[i].desired)
@@ -456,7 +456,7 @@ typedef struct {
     mcg_pass_result *res;
     mcg_signers *root; /* the trust root, revocations applied */
     mcg_repo *r;
-    mcg_log log;               /* the rendered branch, newest first */
+    mcg_rendered_log log;               /* the rendered branch, newest first */
     char src[MCG_SHA_HEX + 1]; /* the source commit of the rendered tip ("": none) */
     mcg_model *m;              /* the model of src */
     mcg_diags diags;
@@ -480,7 +480,7 @@ static void pass_free(pass *p)
     json_decref(p->prev_pools);
     mcg_nodes_free(p->nodes, p->nnodes);
     tip_free(p->tips, p->ntips);
-    mcg_log_free(&p->log);
+    mcg_rendered_log_free(&p->log);
     mcg_diags_free(&p->diags);
     mcg_model_free(p->m);
     mcg_repo_free(p->r);

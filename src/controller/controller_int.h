@@ -26,7 +26,7 @@ typedef struct mcg_safe_in {
     const json_t *const *prev; /* per pool view: its object before the pass (NULL: none) */
     const mcg_node *nodes;
     size_t nnodes;
-    const mcg_log *log;  /* the rendered branch, newest first */
+    const mcg_rendered_log *log;  /* the rendered branch, newest first */
     const char *source;  /* the source commit of the targets */
     const char *repo;    /* --repo, for the rollback the halt message names */
     int64_t now;

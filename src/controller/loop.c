@@ -121,13 +121,10 @@ static void signals_end(const loop_signals *s)
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
-    char line[4096];
     va_list ap;
     va_start(ap, fmt);
-    mcg_vbfmt(line, sizeof(line), fmt, ap);
+    mcg_log_vline("controller", fmt, ap); /* one write per line: the listener logs too */
     va_end(ap);
-    /* one write per line: the metrics listener's thread logs too */
-    fprintf(stderr, "mcgit controller: %s\n", line);
 }
 
 void mcg_controller_default_identity(char *out, size_t n)

@@ -64,7 +64,7 @@ static const mcg_node *failed_node(const mcg_node *nodes, size_t nn, const char 
 }
 
 /* The newest rendered source before `source` whose render holds config name: the last good. */
-static const char *last_good_source(const mcg_log *log, const char *pool, const char *name)
+static const char *last_good_source(const mcg_rendered_log *log, const char *pool, const char *name)
 {
     if (!name)
         return NULL;

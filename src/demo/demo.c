@@ -486,10 +486,10 @@ static int story_first(demo *d, char first_render[MCG_SHA_HEX + 1], char *first_
         return -1;
     mcg_repo *r = NULL;
     mcg_err err = {0};
-    mcg_log log = {0};
+    mcg_rendered_log log = {0};
     if (mcg_repo_open(&r, d->repo, &err) == 0 && mcg_gitops_log(&log, r, &err) == 0 && log.n)
         memcpy(first_render, log.e[0].rendered, MCG_SHA_HEX + 1);
-    mcg_log_free(&log);
+    mcg_rendered_log_free(&log);
     mcg_repo_free(r);
     worker_target(d, first_worker, nworker);
     printf("    first render: rendered commit %.12s\n", first_render);

@@ -39,4 +39,10 @@ int mcg_env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint
                 mcg_err *err);
 
 
+/* The one logger: "mcgit WHO: message" (WHO NULL or "": the message alone) on stderr,
+ * one write per line. */
+#include <stdarg.h>
+void mcg_log_line(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mcg_log_vline(const char *who, const char *fmt, va_list ap);
+
 #endif

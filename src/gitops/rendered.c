@@ -815,7 +815,7 @@ out:
 
 /* ------------------------------------------------------------ log */
 
-void mcg_log_free(mcg_log *l)
+void mcg_rendered_log_free(mcg_rendered_log *l)
 {
     if (!l)
         return;
@@ -845,7 +845,7 @@ static void pool_lines(mcg_strv *out, const char *msg)
     }
 }
 
-int mcg_gitops_log(mcg_log *out, mcg_repo *r, mcg_err *err)
+int mcg_gitops_log(mcg_rendered_log *out, mcg_repo *r, mcg_err *err)
 {
     memset(out, 0, sizeof(*out));
     git_commit *tip = NULL;
@@ -875,7 +875,7 @@ int mcg_gitops_log(mcg_log *out, mcg_repo *r, mcg_err *err)
             cap = cap ? cap * 2 : 32;
             out->e = mcg_realloc(out->e, cap * sizeof(*out->e));
         }
-        mcg_log_entry *e = &out->e[out->n++];
+        mcg_rendered_log_entry *e = &out->e[out->n++];
         memset(e, 0, sizeof(*e));
         git_oid_tostr(e->rendered, sizeof(e->rendered), &oid);
         const char *msg = git_commit_message(c);
@@ -891,7 +891,7 @@ out:
     git_revwalk_free(walk);
     git_commit_free(tip);
     if (rc)
-        mcg_log_free(out);
+        mcg_rendered_log_free(out);
     return rc;
 }
 
@@ -949,11 +949,11 @@ out:
     git_odb_free(odb);
 }
 
-int mcg_gitops_log_sources(mcg_log *l, mcg_repo *r, const mcg_signers *root, mcg_err *err)
+int mcg_gitops_log_sources(mcg_rendered_log *l, mcg_repo *r, const mcg_signers *root, mcg_err *err)
 {
     (void)err;
     for (size_t i = 0; i < l->n; i++) {
-        mcg_log_entry *e = &l->e[i];
+        mcg_rendered_log_entry *e = &l->e[i];
         git_oid soid;
         git_commit *c = NULL;
         if (!e->source[0] || git_oid_fromstr(&soid, e->source) != 0 ||

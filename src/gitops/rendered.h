@@ -38,7 +38,7 @@ int mcg_gitops_render(mcg_render_result *res, mcg_render **out_render, mcg_verif
                       mcg_err *err);
 
 /* One rendered commit, newest first in a log. */
-typedef struct mcg_log_entry {
+typedef struct mcg_rendered_log_entry {
     char rendered[MCG_SHA_HEX + 1];
     char source[MCG_SHA_HEX + 1];   /* Source-Commit trailer, "" if none */
     char rollback[MCG_SHA_HEX + 1]; /* Rollback-To trailer, "" if none: the target source
@@ -51,23 +51,23 @@ typedef struct mcg_log_entry {
     char *subject, *author; /* NULL when not */
     char signer[64];        /* fingerprint of the key whose signature holds, or "" */
     char principal[256];    /* who that key is under the trust root, or "" */
-} mcg_log_entry;
+} mcg_rendered_log_entry;
 
-typedef struct mcg_log {
-    mcg_log_entry *e;
+typedef struct mcg_rendered_log {
+    mcg_rendered_log_entry *e;
     size_t n;
-} mcg_log;
+} mcg_rendered_log;
 
 /* Every commit of the rendered branch, newest first (children before parents). */
-int mcg_gitops_log(mcg_log *out, mcg_repo *r, mcg_err *err);
+int mcg_gitops_log(mcg_rendered_log *out, mcg_repo *r, mcg_err *err);
 /*
  * Add what each entry's source commit says: subject, author, the
  * fingerprint of the key whose signature over it holds, and with root (may
  * be NULL) the principal trusting that key (root plus .mcgit/allowed_signers
  * of its first parent, at its committer time).
  */
-int mcg_gitops_log_sources(mcg_log *l, mcg_repo *r, const mcg_signers *root, mcg_err *err);
-void mcg_log_free(mcg_log *l);
+int mcg_gitops_log_sources(mcg_rendered_log *l, mcg_repo *r, const mcg_signers *root, mcg_err *err);
+void mcg_rendered_log_free(mcg_rendered_log *l);
 
 /*
  * Read a file from the tree of the rendered branch's tip: e.g.

@@ -73,12 +73,10 @@ static void logf_(const mcg_metrics_server *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void logf_(const mcg_metrics_server *s, const char *fmt, ...)
 {
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    mcg_vbfmt(line, sizeof(line), fmt, ap);
+    mcg_log_vline(s->who, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "mcgit %s: %s\n", s->who, line); /* one write per line */
 }
 
 /* Queue a response of status with body (copied) and content type. */
