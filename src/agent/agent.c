@@ -1806,12 +1806,9 @@ int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig
     while (!*stop) {
         mcg_agent_result res;
         mcg_err e = {0};
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = mcg_mono_seconds();
         int rc = mcg_agent_run_once(&res, a, c, &e);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        record_pass(a, rc, &res, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-                    last_drift, sizeof(last_drift));
+        record_pass(a, rc, &res, mcg_mono_seconds() - t0, last_drift, sizeof(last_drift));
         if (rc == MCG_ETRUST) /* this host is no longer the node: stop, in one line */
             return mcg_err_set(err, rc, "%s", e.msg);
         if (rc) {

@@ -27,13 +27,6 @@
 #include <string.h>
 #include <time.h>
 
-int64_t mcg_kube_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int64_t mcg_kube_wall_ms(void)
 {
     struct timespec ts;

@@ -9,6 +9,7 @@
  * (the others get their 429 and are tried again next round).
  */
 #include "cluster/kube_int.h"
+#include "fsio/fsio.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,7 +123,7 @@ int mcg_kube_op_drain(mcg_cluster *c, const char *name, mcg_err *err)
     char *path = mcg_sprintf("/api/v1/pods?fieldSelector=%s", esc);
     free(esc);
     free(sel);
-    int64_t deadline = mcg_kube_mono_ms() + k->drain_timeout_ms;
+    int64_t deadline = mcg_mono_ms() + k->drain_timeout_ms;
     long pause = 500;
     char blocked[700] = "";
     for (;;) {
@@ -189,7 +190,7 @@ int mcg_kube_op_drain(mcg_cluster *c, const char *name, mcg_err *err)
         pods_free(&pods);
         if (rc)
             break;
-        int64_t left = deadline - mcg_kube_mono_ms();
+        int64_t left = deadline - mcg_mono_ms();
         if (left <= 0 || mcg_kube_client_stopped(k->kc)) {
             rc = mcg_err_set(err, MCG_EIO, "node %s not drained after %lds: %s", name,
                              k->drain_timeout_ms / 1000,

@@ -259,11 +259,11 @@ uint32_t mcg_kube_random(mcg_kube_client *kc)
 
 void mcg_kube_sleep_ms(mcg_kube_client *kc, long ms)
 {
-    int64_t end = mcg_kube_mono_ms() + ms;
+    int64_t end = mcg_mono_ms() + ms;
     for (;;) {
         if (mcg_kube_client_stopped(kc))
             return;
-        int64_t left = end - mcg_kube_mono_ms();
+        int64_t left = end - mcg_mono_ms();
         if (left <= 0)
             return;
         if (left > 200)
@@ -975,7 +975,7 @@ fail:
 
 int mcg_kube_watch_poll(mcg_kube_watch *w, long timeout_ms, mcg_err *err)
 {
-    int64_t end = mcg_kube_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t end = mcg_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     char shown[256];
     path_for_msg(shown, sizeof(shown), w->url + strlen(w->kc->base));
     w->delivered = false;
@@ -1014,7 +1014,7 @@ int mcg_kube_watch_poll(mcg_kube_watch *w, long timeout_ms, mcg_err *err)
         }
         if (w->delivered)
             return 0;
-        int64_t left = end - mcg_kube_mono_ms();
+        int64_t left = end - mcg_mono_ms();
         if (left <= 0 || mcg_kube_client_stopped(w->kc))
             return 0;
         curl_multi_poll(w->m, NULL, 0, left > 200 ? 200 : (int)left, NULL);

@@ -403,7 +403,6 @@ typedef struct mcg_kube {
 
 /* kube_backend.c: the handle of c, its client told where to look for a stop. */
 mcg_kube *mcg_kube_of(mcg_cluster *c);
-int64_t mcg_kube_mono_ms(void);
 int64_t mcg_kube_wall_ms(void);
 /* o.a (b NULL) or o.a.b when a string, else NULL. */
 const char *mcg_kube_str_at(const json_t *o, const char *a, const char *b);

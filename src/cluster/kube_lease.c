@@ -8,6 +8,7 @@
  * functions of their arguments, unit-tested in tests/unit/test_kube.c.
  */
 #include "cluster/kube_int.h"
+#include "fsio/fsio.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,7 @@ int mcg_kube_op_fence(mcg_cluster *c, mcg_err *err)
     mcg_kube *k = mcg_kube_of(c);
     if (!k->identity)
         return 0; /* not a leader-elected controller (agents, status, tools) */
-    if (k->leader && mcg_kube_mono_ms() - k->lead_ok_ms >= k->lease_duration_s * 1000 / 3) {
+    if (k->leader && mcg_mono_ms() - k->lead_ok_ms >= k->lease_duration_s * 1000 / 3) {
         /* a long pass: renew the lease on the way instead of running out of it
          * (if it cannot be renewed, the check below refuses the write) */
         bool still = false;
@@ -83,7 +84,7 @@ int mcg_kube_op_fence(mcg_cluster *c, mcg_err *err)
     }
     long valid = k->lease_duration_s * 1000;
     valid -= valid / 3 < 2000 ? valid / 3 : 2000;
-    if (k->leader && mcg_kube_mono_ms() - k->lead_ok_ms < valid)
+    if (k->leader && mcg_mono_ms() - k->lead_ok_ms < valid)
         return 0;
     return mcg_err_set(err, MCG_ECONFLICT,
                        "not the leader: Lease %s/" MCG_KUBE_LEASE_NAME
@@ -123,7 +124,7 @@ int mcg_kube_op_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err
         k->leader = false;
     }
     /* renewed less than a third of the duration ago: still ours, no request needed */
-    if (k->leader && mcg_kube_mono_ms() - k->lead_ok_ms < k->lease_duration_s * 1000 / 3) {
+    if (k->leader && mcg_mono_ms() - k->lead_ok_ms < k->lease_duration_s * 1000 / 3) {
         *leader = true;
         return 0;
     }
@@ -132,7 +133,7 @@ int mcg_kube_op_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err
     long st = 0;
     char now[40];
     mcg_kube_time_micro(mcg_kube_wall_ms(), now);
-    int64_t started = mcg_kube_mono_ms(); /* the lease we win is good from no earlier than this */
+    int64_t started = mcg_mono_ms(); /* the lease we win is good from no earlier than this */
     int rc = mcg_kube_simple(k->kc, "GET", path, &st, &o, err);
     if (rc == MCG_ENOTFOUND) {
         char *coll = mcg_sprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases", k->ns);
@@ -159,11 +160,11 @@ int mcg_kube_op_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err
     if (!k->obs_rv || !rv || strcmp(k->obs_rv, rv) != 0) {
         free(k->obs_rv);
         k->obs_rv = rv ? mcg_strdup(rv) : NULL;
-        k->obs_ms = mcg_kube_mono_ms();
+        k->obs_ms = mcg_mono_ms();
     }
     mcg_kube_lease l;
     lease_read(o, &l);
-    mcg_lease_action act = mcg_kube_lease_decide(&l, identity, k->obs_ms, mcg_kube_mono_ms());
+    mcg_lease_action act = mcg_kube_lease_decide(&l, identity, k->obs_ms, mcg_mono_ms());
     if (act == MCG_LEASE_FOLLOW)
         goto out;
     json_t *spec = json_object_get(o, "spec");
@@ -192,7 +193,7 @@ int mcg_kube_op_lead(mcg_cluster *c, const char *identity, bool *leader, mcg_err
         const char *nrv = mcg_kube_obj_rv(res);
         free(k->obs_rv);
         k->obs_rv = nrv ? mcg_strdup(nrv) : NULL;
-        k->obs_ms = mcg_kube_mono_ms();
+        k->obs_ms = mcg_mono_ms();
     }
     json_decref(res);
 out:

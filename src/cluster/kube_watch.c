@@ -8,6 +8,7 @@
  * its connection) and says whether anything mcgit reads changed.
  */
 #include "cluster/kube_int.h"
+#include "fsio/fsio.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,7 +154,7 @@ bool mcg_kube_pump(mcg_kube *k)
         int r2 = mcg_kube_watch_start(&k->w, k->kc, path, k->nodes_rv, on_node_event, k, &e);
         free(path);
         if (r2 == 0) {
-            k->watch_started = mcg_kube_mono_ms();
+            k->watch_started = mcg_mono_ms();
             return true;
         }
     }
@@ -202,7 +203,7 @@ int mcg_kube_op_wait_change(mcg_cluster *c, const char *node, long timeout_ms, m
         free(k->scope);
         k->scope = node ? mcg_strdup(node) : NULL;
     }
-    int64_t deadline = mcg_kube_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t deadline = mcg_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     int rc = 0;
     for (;;) {
         if (mcg_kube_client_stopped(k->kc))
@@ -213,16 +214,16 @@ int mcg_kube_op_wait_change(mcg_cluster *c, const char *node, long timeout_ms, m
             r = mcg_kube_sync_nodes(k, &e);
         if (!r && !k->w) {
             /* a stream that keeps ending at once is not restarted in a tight loop */
-            int64_t since = mcg_kube_mono_ms() - k->watch_started;
+            int64_t since = mcg_mono_ms() - k->watch_started;
             if (since < 1000)
                 mcg_kube_sleep_ms(k->kc, 1000 - since);
             char *path = mcg_kube_scope_path(k);
             r = mcg_kube_watch_start(&k->w, k->kc, path, k->nodes_rv, on_node_event, k, &e);
             free(path);
-            k->watch_started = mcg_kube_mono_ms();
+            k->watch_started = mcg_mono_ms();
         }
         if (!r && !k->changed) {
-            int64_t left = deadline - mcg_kube_mono_ms();
+            int64_t left = deadline - mcg_mono_ms();
             r = mcg_kube_watch_poll(k->w, left > 0 ? left : 0, &e);
             if (r == 1) {
                 mcg_kube_drop_watch(k); /* server timeout: resume from nodes_rv */
@@ -236,13 +237,13 @@ int mcg_kube_op_wait_change(mcg_cluster *c, const char *node, long timeout_ms, m
             k->changed = false;
             return 1;
         }
-        int64_t left = deadline - mcg_kube_mono_ms();
+        int64_t left = deadline - mcg_mono_ms();
         if (r) {
             /* cannot watch now: say so, but only after waiting, so callers never spin */
             mcg_kube_unsync(k);
             rc = mcg_err_set(err, r, "%s", e.msg);
             mcg_kube_sleep_ms(k->kc, left > 1000 ? 1000 : left > 0 ? left : 0);
-            if (mcg_kube_mono_ms() >= deadline)
+            if (mcg_mono_ms() >= deadline)
                 return rc;
             continue;
         }

@@ -349,10 +349,10 @@ static void fetch(mcg_pass_result *res, const mcg_controller_opts *o, mcg_repo *
     char none[300];
     mcg_err ferr = {0};
     const char *remote = o->remote ? o->remote : "origin";
-    double t0 = mcg_ctl_mono();
+    double t0 = mcg_mono_seconds();
     mcg_fetch_opts fo = {.now = now, .timeout = o->fetch_timeout};
     int frc = mcg_gitops_fetch(r, remote, root, &fo, fetched, &ferr);
-    double took = mcg_ctl_mono() - t0;
+    double took = mcg_mono_seconds() - t0;
     /* gitops reports a missing remote as MCG_ENOTFOUND "no remote 'NAME'"; a
      * remote without the source branch is MCG_ENOTFOUND too, with another message */
     snprintf(none, sizeof(none), "no remote '%s'", remote);
@@ -381,9 +381,9 @@ static void render(mcg_pass_result *res, mcg_repo *r, const mcg_signers *root, m
     mcg_verify_report rep = {0};
     mcg_diags diags = {0};
     mcg_err rerr = {0};
-    double t0 = mcg_ctl_mono();
+    double t0 = mcg_mono_seconds();
     int rrc = mcg_gitops_render(&rres, NULL, &rep, r, NULL, root, &diags, &rerr);
-    mcg_ctl_record_render(mx, &rep, mcg_ctl_mono() - t0 - rep.seconds, !rrc && rres.created,
+    mcg_ctl_record_render(mx, &rep, mcg_mono_seconds() - t0 - rep.seconds, !rrc && rres.created,
                           rrc && rep.nbad, rrc != 0);
     if (rrc != 0) {
         res->refused = true;

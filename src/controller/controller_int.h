@@ -43,8 +43,6 @@ void mcg_safe_pools_free(mcg_safe_pool *sp, size_t n);
 void mcg_safe_status(json_t *status, const mcg_safe_pool *sp, const mcg_pool_status *st,
                      int64_t now);
 
-/* Seconds on the monotonic clock, for durations. */
-double mcg_ctl_mono(void);
 
 /* A fetch that failed (fetch) or whose new commits were refused (verify). */
 void mcg_ctl_record_fetch(mcg_metrics *m, double seconds, bool failed, bool refused);

@@ -382,10 +382,9 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
         bool leader = false;
         atomic_store(&wake_requested, 0); /* a wake from now on asks for another pass */
         uint64_t sync = mcg_controller_sync_begin(cl, answered);
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = mcg_mono_seconds();
         int prc = lead_and_pass(&res, &po, cl, identity, &leader, &perr);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double took = mcg_mono_seconds() - t0;
         report(&st, o, prc, leader, &res, &perr);
         if (sync && leader && mcg_controller_sync_answer(cl, sync, prc, &res, &perr))
             answered = sync;
@@ -395,9 +394,7 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
             const char *result = !leader ? "not_leader" : failed ? "failed" : "ok";
             mcg_metrics_add(mx, "mcgit_passes_total", MCG_LV(result), 1);
             if (leader)
-                mcg_metrics_observe(mx, "mcgit_pass_duration_seconds", NULL,
-                                    (double)(t1.tv_sec - t0.tv_sec) +
-                                        (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+                mcg_metrics_observe(mx, "mcgit_pass_duration_seconds", NULL, took);
         }
         mcg_pass_result_clear(&res);
         if (o->once) {

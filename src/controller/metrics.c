@@ -10,6 +10,7 @@
  * is timed from then.
  */
 #include "controller/controller_int.h"
+#include "fsio/fsio.h"
 
 #include <string.h>
 #include <time.h>
@@ -101,13 +102,6 @@ int mcg_controller_metrics_declare(mcg_metrics *m, mcg_err *err)
                                   rollout_buckets, NROLLOUT, err)) != 0)
         return rc;
     return 0;
-}
-
-double mcg_ctl_mono(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 void mcg_ctl_record_fetch(mcg_metrics *m, double seconds, bool failed, bool refused)

@@ -45,4 +45,8 @@ int mcg_env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint
 void mcg_log_line(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mcg_log_vline(const char *who, const char *fmt, va_list ap);
 
+/* The monotonic clock: seconds (durations), milliseconds (deadlines). */
+double mcg_mono_seconds(void);
+int64_t mcg_mono_ms(void);
+
 #endif

@@ -33,6 +33,7 @@
  * (its old tip kept as refs/mcgit/rendered-legacy/<sha>).
  */
 #include "gitops/gitops_int.h"
+#include "fsio/fsio.h"
 
 #include <git2/sys/commit.h>
 #include <stdio.h>
@@ -636,11 +637,9 @@ static bool tip_renders(git_commit *old_tip, const char *source)
 static int render_verify(mcg_verify_report *vr, mcg_repo *r, const char *source,
                          const mcg_signers *root, mcg_err *err)
 {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = mcg_mono_seconds();
     int rc = mcg_gitops_verify(vr, r, source, NULL, root, err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    vr->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    vr->seconds = mcg_mono_seconds() - t0;
     if (rc)
         return rc;
     if (vr->nbad)

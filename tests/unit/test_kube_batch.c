@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "fsio/fsio.h"
 
 #include "cluster/kube_int.h"
 
@@ -366,7 +367,7 @@ static void test_wave_fenced_mid_batch(void **state)
     k->identity = mcg_strdup("me");
     k->leader = true;
     k->lease_duration_s = 6; /* renew after 2 s; valid for 4 s */
-    k->lead_ok_ms = mcg_kube_mono_ms();
+    k->lead_ok_ms = mcg_mono_ms();
     enum { N = 10 };
     const char *names[N];
     char buf[N][16];
