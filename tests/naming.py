@@ -17,7 +17,7 @@ import sys
 WORDS = {
     "util": "base64 bfmt buf calloc datadec dataref dataurl diags did edit err gunzip hex human "
             "json malloc memeq parse path realloc sha256 sprintf strcmp strdup strndup strv time "
-            "vbfmt wipe",
+            "keyed vbfmt wipe",
     "model": "check disruption extension get ignition json kargs labels linemap model name osspec "
              "parse pctx policy pool selector signpolicy yaml",
     "render": "diff ignition render",

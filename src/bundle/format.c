@@ -88,27 +88,17 @@ static int rd_line(mcg_bundle_reader *rd, mcg_buf *line, bool *complete, mcg_err
 typedef struct nameset {
     const char **slot;
     size_t cap, n;
-    unsigned char key[crypto_shorthash_KEYBYTES];
 } nameset;
 
 /* The first slot to probe for name. */
 static size_t nameset_slot(const nameset *s, const char *name)
 {
-    unsigned char h[crypto_shorthash_BYTES];
-    uint64_t v;
-    crypto_shorthash(h, (const unsigned char *)name, strlen(name), s->key);
-    memcpy(&v, h, sizeof(v));
-    return (size_t)v & (s->cap - 1);
+    return (size_t)mcg_keyed_hash(name, strlen(name)) & (s->cap - 1);
 }
 
 /* Add name (kept by pointer: it must outlive s); false when it was there already. */
 static bool nameset_add(nameset *s, const char *name)
 {
-    if (!s->cap) {
-        if (sodium_init() < 0)
-            abort(); /* libsodium cannot run: nothing here could */
-        randombytes_buf(s->key, sizeof(s->key));
-    }
     if ((s->n + 1) * 2 > s->cap) {
         nameset bigger = *s;
         bigger.cap = s->cap ? s->cap * 2 : 64;

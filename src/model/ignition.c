@@ -311,10 +311,7 @@ typedef struct {
 
 static size_t key_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return (size_t)(h ^ h >> 32);
+    return (size_t)mcg_keyed_hash(s, strlen(s)); /* keys come from the pusher's YAML */
 }
 
 /* Add key (given on line). False when it is there already: *first is its line. */

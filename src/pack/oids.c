@@ -7,10 +7,8 @@
  */
 #include "pack/pack.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 /* ------------------------------------------------------------ lists */
 
@@ -53,23 +51,10 @@ void mcg_oidv_free(mcg_oidv *a)
 }
 
 /* ------------------------------------------------------------ maps */
-static uint64_t key;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-/* The per-process key (a fixed one only if the kernel gives no randomness). */
-static void seed(void)
-{
-    if (getrandom(&key, sizeof(key), 0) != sizeof(key))
-        key = 0x5bd1e9955bd1e995ull;
-}
-
-/* The first slot to probe for o. */
+/* The first slot to probe for o (a pushed object's id is the pusher's choice). */
 static size_t slot(const mcg_oidmap *m, const git_oid *o)
 {
-    uint64_t h;
-    memcpy(&h, o->id, sizeof(h));
-    h = (h ^ key) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 17) & (m->cap - 1);
+    return (size_t)mcg_keyed_hash(o->id, 8) & (m->cap - 1);
 }
 
 /* Insert o -> v unless o is there; true when it was added. */
@@ -91,7 +76,6 @@ static bool insert(mcg_oidmap *m, const git_oid *o, uint64_t v)
 /* Make room for n more ids (the table is kept at most half full). */
 void mcg_oidmap_reserve(mcg_oidmap *m, size_t n)
 {
-    pthread_once(&once, seed);
     if ((m->n + n) * 2 <= m->cap)
         return;
     mcg_oidmap bigger = {0};

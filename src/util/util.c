@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <string.h>
 #include <time.h>
@@ -330,6 +331,26 @@ void mcg_strv_free(mcg_strv *s)
     s->n = s->cap = 0;
 }
 
+
+static unsigned char hash_key[crypto_shorthash_KEYBYTES];
+static pthread_once_t hash_once = PTHREAD_ONCE_INIT;
+
+static void hash_seed(void)
+{
+    if (sodium_init() < 0)
+        abort(); /* libsodium cannot run: nothing of mcgit could */
+    randombytes_buf(hash_key, sizeof(hash_key));
+}
+
+uint64_t mcg_keyed_hash(const void *p, size_t n)
+{
+    pthread_once(&hash_once, hash_seed);
+    unsigned char h[crypto_shorthash_BYTES];
+    crypto_shorthash(h, p, n, hash_key);
+    uint64_t v;
+    memcpy(&v, h, sizeof(v));
+    return v;
+}
 
 void mcg_wipe(void *p, size_t n)
 {

@@ -265,6 +265,14 @@ bool mcg_path_is_clean_abs(const char *p);
 /* ------------------------------------------------------------- misc */
 
 /* Parse a decimal non-negative integer fully; false on junk or overflow. */
+/*
+ * The one keyed hash, for hash tables whose keys may come from outside (ref
+ * names, YAML keys, object ids): SipHash-2-4 (libsodium's crypto_shorthash)
+ * under a key drawn once per process, so that keys chosen to collide cannot
+ * make a table slow.
+ */
+uint64_t mcg_keyed_hash(const void *p, size_t n);
+
 /* Overwrite n bytes at p with zeros in a way the compiler cannot drop
  * (secrets: keys, tokens, passwords): the one wipe mcgit uses. */
 void mcg_wipe(void *p, size_t n);
