@@ -69,6 +69,7 @@ struct mcg_agent {
     bool force;
     bool reboot_issued; /* this process already ran the reboot command */
     char *revert_reason; /* while a failed health check's revert is planned: why */
+    volatile sig_atomic_t *stop; /* mcg_agent_loop's: set, a health phase ends the pass */
     mcg_acfg *cur;      /* parsed current config, cached for drift checks */
     char drain_evented[256]; /* the target whose Cordon/Drain events were recorded */
     char degraded_evented[MCG_AGENT_REASON]; /* the reason last recorded as an event */
@@ -1143,6 +1144,11 @@ static int phase_health(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
     int st;
     while ((st = health_round(a, checks, &name, why, sizeof(why))) == 1 &&
            (now = (int64_t)time(NULL)) < deadline) {
+        if (a->stop && *a->stop) { /* stopping: the journal resumes the checks, same deadline */
+            set_reason(res, MCG_AGENT_WORKING, "health checks interrupted: the agent is stopping");
+            jr->stop = true;
+            return 0;
+        }
         if (name != shown) { /* Working, naming the check, once per check */
             set_reason(res, MCG_AGENT_WORKING, "waiting for health check %s (%s)", name, why);
             mcg_node_patch p = MCG_NODE_PATCH_INIT;
@@ -1803,6 +1809,7 @@ int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig
     mcg_agent_state last = MCG_AGENT_DONE;
     bool first = true;
     char last_drift[MCG_AGENT_REASON] = "";
+    a->stop = stop;
     while (!*stop) {
         mcg_agent_result res;
         mcg_err e = {0};
