@@ -5,13 +5,15 @@
 #
 #   tests/vm/test_real_node.sh            scenarios 1, 2 and 5 (CI)
 #   tests/vm/test_real_node.sh --all      every scenario
-#   tests/vm/test_real_node.sh 4 7 ...    the scenarios named
+#   tests/vm/test_real_node.sh 4 2b ...   the scenarios named
 #
 #   1  files, a unit with a drop-in (started by the agent's systemctl
 #      actions, `systemctl is-active`), core's SSH key accepted by the guest's
 #      real sshd, and refused once the key leaves the config
 #   2  a real reboot: the boot id changes, the agent finishes its journal in
 #      the new boot, the node is Done
+#   2b maxUnavailable across two guests: a controller on this host, a signed
+#      repository, a change needing a reboot: one guest at a time
 #   3  kernel arguments through the guest's GRUB: in /proc/cmdline after the
 #      agent's reboot, gone after the next
 #   4  drift on a real file system: Degraded naming the path, then Done
@@ -32,7 +34,7 @@ IMG=${MCGIT_VM_IMAGE:-/var/cache/mcgit-vm/image}
 scen=(1 2 5)
 all=
 case ${1:-} in
-  --all) scen=(1 2 3 4 5 6 7); all=1 ;;
+  --all) scen=(1 2 3 4 5 6 7 2b); all=1 ;;
   "") ;;
   *) scen=("$@") ;;
 esac
@@ -40,8 +42,10 @@ esac
 need qemu-system-x86_64 qemu-img debootstrap mkfs.ext4 e2fsck python3 ssh-keygen dpkg-buildpackage
 export MCGIT_VM_RUN=$T/run
 guests=()
+CTRL= # scenario 2b's controller
 cleanup() {
   local g
+  [ -z "$CTRL" ] || kill "$CTRL" 2>/dev/null || true
   for g in "${guests[@]}"; do "$VM" cut "$g" >/dev/null 2>&1 || true; done
   rm -rf "$T"
 }
@@ -408,6 +412,74 @@ s6() {
   timed 6 "$s"
 }
 
+# --------------------------------------------------------------- scenario 2b
+# maxUnavailable across two guests: a controller on this host renders a
+# signed config repository (pool worker, maxUnavailable 1) into the cluster
+# directory both guests share; a change that needs a reboot rolls out one
+# guest at a time, sampled all along.
+unavailable() { # how many of the nodes are updating (not Done, or desired != current)
+  local n c=0
+  for n in "$@"; do
+    { [ "$(field "$n" state)" != Done ] || [ "$(field "$n" desiredConfig)" != "$(field "$n" currentConfig)" ]; } &&
+      c=$((c + 1))
+  done
+  echo "$c"
+}
+converged2() { # converged2 OLD NODE...: every node Done at one config, not OLD
+  local old=$1 n t=
+  shift
+  for n in "$@"; do
+    [ "$(field "$n" state)" = Done ] || return 1
+    [ "$(field "$n" desiredConfig)" = "$(field "$n" currentConfig)" ] || return 1
+    [ "$(field "$n" currentConfig)" != "$old" ] || return 1
+    [ -z "$t" ] || [ "$t" = "$(field "$n" currentConfig)" ] || return 1
+    t=$(field "$n" currentConfig)
+  done
+}
+s2b() {
+  local s=$(date +%s) R=$T/repo end b1 b2 cfg1 i max=0 busy=0 u
+  mkkey op ed25519
+  signer_line op@example.com op >"$T/trust"
+  "$MCGIT" init "$R" >/dev/null
+  sign_setup "$R" "$T/trust"
+  write_mc "$R" 10-pool worker /etc/mcgit-pool/f v1
+  scommit "$R" op "pool v1"
+  boot vm2
+  "$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "local:$CL" --interval 1 \
+    2>"$T/controller.log" &
+  CTRL=$!
+  end=$(($(date +%s) + 900))
+  until converged2 "" vm1 vm2; do
+    [ "$(date +%s)" -lt "$end" ] || break
+    sleep 3
+  done
+  converged2 "" vm1 vm2 && ok "2b: a controller on this host rolls v1 out to both guests: Done" ||
+    bad "2b: v1 did not converge ($(field vm1 state) $(field vm2 state))"
+  cfg1=$(field vm1 currentConfig)
+  b1=$(bootid vm1) b2=$(bootid vm2)
+  write_mc "$R" 10-pool worker /etc/mcgit-pool/f v2
+  scommit "$R" op "pool v2: a reboot"
+  end=$(($(date +%s) + 900))
+  while [ "$(date +%s)" -lt "$end" ]; do
+    u=$(unavailable vm1 vm2)
+    [ "$u" -gt "$max" ] && max=$u
+    [ "$u" -gt 0 ] && busy=$((busy + 1))
+    converged2 "$cfg1" vm1 vm2 && break
+    sleep 1
+  done
+  kill "$CTRL" 2>/dev/null || true
+  wait "$CTRL" 2>/dev/null || true
+  converged2 "$cfg1" vm1 vm2 && ok "2b: v2 rolled out to both guests: Done" || bad "2b: v2 did not converge"
+  [ "$busy" -gt 0 ] && [ "$max" = 1 ] &&
+    ok "2b: maxUnavailable 1 held: at most one guest updating at a time ($busy samples with one)" ||
+    bad "2b: at most $max guests updating at once ($busy busy samples)"
+  [ "$(bootid vm1)" != "$b1" ] && [ "$(bootid vm2)" != "$b2" ] && ok "2b: both guests rebooted" ||
+    bad "2b: a guest did not reboot"
+  [ "$(gx vm1 cat /etc/mcgit-pool/f)$(gx vm2 cat /etc/mcgit-pool/f)" = v2v2 ] &&
+    ok "2b: the file is v2 on both" || bad "2b: files"
+  timed 2b "$s"
+}
+
 # ---------------------------------------------------------------- scenario 7
 s7() {
   local s=$(date +%s) other=fedcba9876543210fedcba9876543210 cfg
@@ -441,7 +513,7 @@ s7() {
 
 for n in "${scen[@]}"; do
   case $n in
-    1|2|3|4|5|6|7) "s$n" ;;
+    1|2|2b|3|4|5|6|7) "s$n" ;;
     *) bad "no scenario $n" ;;
   esac
 done
