@@ -21,9 +21,12 @@
 #       (virtiofs) at /var/lib/mcgit/cluster, the guest's packaged
 #       mcgit-agent.service manages node NAME of local:HOSTDIR, bound to the
 #       guest's machine-id (`mcgit node add` or `bind`, run in the guest).
-#   tests/vm/vm.sh exec NAME -- CMD...   CMD as root in the guest (through
-#       qemu-guest-agent): its stdout, stderr and exit status
+#   tests/vm/vm.sh exec NAME [-i] [-t SECONDS] -- CMD...   CMD as root in the
+#       guest (through qemu-guest-agent): its stdout, stderr and exit status
+#       (-i: this stdin is CMD's; -t: give up after SECONDS, exit 124)
 #   tests/vm/vm.sh reboot NAME           a clean reboot, waiting for multi-user
+#   tests/vm/vm.sh wait-boot NAME OLD_BOOT_ID   wait for a reboot the guest
+#       started itself (the agent's), back at multi-user
 #   tests/vm/vm.sh cut NAME              a power cut: QEMU killed at once
 #   tests/vm/vm.sh fsck NAME [--cat PATH]...   e2fsck -fn of NAME's root (after a
 #       cut, before the next boot), on a copy whose journal is replayed
@@ -34,10 +37,10 @@
 # No network: the guest has no network device at all. The cluster directory
 # is shared by virtiofs, commands run through qemu-guest-agent on a virtio-serial
 # port, the console goes to a file (NAME.console). One vCPU, MCGIT_VM_MEM MiB
-# (default 512). KVM is used only when a probe guest finishes under it within
-# a deadline; otherwise TCG (MCGIT_VM_ACCEL=tcg|kvm forces one).
+# (default 512). KVM is used only when the image's kernel boots under it
+# within a deadline; otherwise TCG (MCGIT_VM_ACCEL=tcg|kvm forces one).
 # A guest's files live in MCGIT_VM_RUN (default /var/tmp/mcgit-vm), keyed by
-# NAME: NAME.qcow2, NAME.pid, NAME.qga, NAME.console, NAME.env.
+# NAME: NAME.qcow2, NAME.pid, NAME.qga, NAME.console, NAME.env, NAME.vfs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
