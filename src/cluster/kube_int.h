@@ -275,7 +275,7 @@ int mcg_kube_simple(mcg_kube_client *kc, const char *method, const char *path, l
                     json_t **out, mcg_err *err);
 
 /* Requests of one batch in flight at once: MCGIT_KUBE_INFLIGHT, 1..MAX. */
-#define MCG_KUBE_INFLIGHT_DEFAULT 16
+#define MCG_KUBE_INFLIGHT_DEFAULT 48
 #define MCG_KUBE_INFLIGHT_MAX 64
 
 /* What became of one request of a batch. */

@@ -11,7 +11,8 @@
 #      (the default); the median of the per-pair ratios, and the load average.
 #   tests/bench/bench_kube.sh [BUILD]       (BUILD: a Release build dir)
 #   BENCH_NODES=5000 BENCH_POOL=1000 BENCH_STEADY_SECS=60 BENCH_PAIRS=3
-#   BENCH_INFLIGHT=16 (the concurrent side's MCGIT_KUBE_INFLIGHT)
+#   BENCH_INFLIGHT=48 (the concurrent side's MCGIT_KUBE_INFLIGHT); FLEET_THREADS=24 (the
+#   simulated agents' threads, tests/kube/fleet.py)
 #   BENCH_BASE=PATH: an older mcgit binary, timed as a third arm of each round
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -175,7 +176,7 @@ rollout() { # BINARY INFLIGHT: "SECONDS PASSES CPU-SECONDS PEAK-RSS-KIB" into $T
   echo "$dt $(grep -c 'pass over' "$log" || true) $(echo "scale=2; ($c1 - $c0) / $ticks" | bc) $hwm" >"$T/r"
 }
 PAIRS=${BENCH_PAIRS:-3}
-INFLIGHT=${BENCH_INFLIGHT:-16}
+INFLIGHT=${BENCH_INFLIGHT:-48}
 BASE=${BENCH_BASE:-}
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 : >"$T/pairs"

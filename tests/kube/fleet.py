@@ -53,7 +53,7 @@ def create(n, prefix, labels):
             "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "fleet",
             "lastHeartbeatTime": "2026-01-01T00:00:00Z",
             "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, "application/merge-patch+json")
-    with ThreadPoolExecutor(8) as ex:
+    with ThreadPoolExecutor(int(os.environ.get("FLEET_THREADS", "24"))) as ex:
         list(ex.map(one, range(1, n + 1)))
 
 
@@ -73,7 +73,7 @@ def finish(node):
 
 def run(selector):
     q = "?labelSelector=" + quote(selector) if selector else "?"
-    ex = ThreadPoolExecutor(8)
+    ex = ThreadPoolExecutor(int(os.environ.get("FLEET_THREADS", "24")))
     while True:
         st, lst = req("GET", "/api/v1/nodes" + q)
         rv = lst["metadata"]["resourceVersion"]
