@@ -20,6 +20,7 @@ typedef struct mcg_safe_pool {
     char *held_msg;                                /* "waiting for the window ..." */
     char *healthy_at;                              /* status.canary.healthyAt, kept */
     int64_t healthy_unix;
+    int64_t rolling_since; /* status.rolloutSince: when its rollout to the target began (0: none) */
 } mcg_safe_pool;
 
 typedef struct mcg_safe_in {

@@ -191,6 +191,18 @@ static bool canary_passed(mcg_safe_pool *sp, const mcg_pool *p, const json_t *pr
     return now >= sp->healthy_unix + p->rollout.canary_pause;
 }
 
+/* When the pool's rollout to its target began: kept in its status, else now (0: not rolling). */
+static int64_t rolling_since(const json_t *prev, const mcg_pool_view *pv, int64_t now)
+{
+    if (!pv->target || !*pv->target || (pv->configuration && !strcmp(pv->configuration, pv->target)))
+        return 0;
+    const json_t *rs = json_object_get(json_object_get(prev, "status"), "rolloutSince");
+    const char *t = sget(rs, "target");
+    json_t *at = json_object_get(rs, "since");
+    return t && !strcmp(t, pv->target) && json_is_integer(at) ? (int64_t)json_integer_value(at)
+                                                               : now;
+}
+
 mcg_safe_pool *mcg_safe_pools(mcg_pool_view *pv, size_t np, const mcg_safe_in *in)
 {
     mcg_safe_pool *sp = mcg_calloc(np ? np : 1, sizeof(*sp));
@@ -214,6 +226,7 @@ mcg_safe_pool *mcg_safe_pools(mcg_pool_view *pv, size_t np, const mcg_safe_in *i
             pv[i].held_reason = "MaintenanceWindow";
         }
         pv[i].canary_passed = canary_passed(&sp[i], p, prev, target, in->now);
+        pv[i].waiting_since = sp[i].rolling_since = rolling_since(prev, &pv[i], in->now);
         /* every update of a rolling pool counts against maxConcurrentDisruptions */
         pv[i].disrupts = true;
     }
@@ -234,6 +247,10 @@ void mcg_safe_status(json_t *status, const mcg_safe_pool *sp, const mcg_pool_sta
                             json_pack("{s:s,s:s,s:s,s:s,s:s}", "target", sp->target, "node",
                                       sp->node, "check", sp->check, "source", sp->source, "since",
                                       sp->since));
+    if (sp->rolling_since && st->target) /* with a disruption budget, the longest waiting first */
+        json_object_set_new(status, "rolloutSince",
+                            json_pack("{s:s,s:I}", "target", st->target, "since",
+                                      (json_int_t)sp->rolling_since));
     if (sp->healthy_at && st->target)
         json_object_set_new(status, "canary",
                             json_pack("{s:s,s:s,s:I}", "target", st->target, "healthyAt",

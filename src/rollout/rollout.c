@@ -450,6 +450,37 @@ static void plan_pool(const mcg_pool_view *pv, const mcg_node_view *nodes, const
  * pools whose updates disrupt that are updating now (desiredConfig not
  * applied yet, and not failing) use it.
  */
+/* The order pools are planned in: input order, or with a disruption budget
+ * the pool waiting longest first (unknown last; ties keep input order). */
+typedef struct {
+    size_t idx;
+    int64_t since;
+} waiting;
+
+static int waiting_cmp(const void *a, const void *b)
+{
+    const waiting *x = a, *y = b;
+    if ((x->since > 0) != (y->since > 0))
+        return x->since > 0 ? -1 : 1;
+    if (x->since != y->since)
+        return x->since < y->since ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static size_t *budget_order(const mcg_pool_view *pools, size_t npools, bool budgeted)
+{
+    waiting *w = mcg_calloc(npools ? npools : 1, sizeof(*w));
+    size_t *order = mcg_calloc(npools ? npools : 1, sizeof(*order));
+    for (size_t i = 0; i < npools; i++)
+        w[i] = (waiting){i, pools[i].waiting_since};
+    if (budgeted && npools > 1)
+        qsort(w, npools, sizeof(*w), waiting_cmp);
+    for (size_t i = 0; i < npools; i++)
+        order[i] = w[i].idx;
+    free(w);
+    return order;
+}
+
 static int64_t disruption_budget(int64_t max, const mcg_pool_view *pools, size_t npools,
                                  const size_t *start, const size_t *bucket,
                                  const mcg_node_view *nodes)
@@ -782,9 +813,13 @@ int mcg_rollout_plan_make(mcg_rollout_plan **out, const mcg_node_view *nodes, si
         eff[i] = nz(nodes[i].desired) ? nodes[i].desired : NULL;
     scratch = mcg_calloc(start[npools], sizeof(*scratch));
     int64_t budget = disruption_budget(max_disruptions, pools, npools, start, bucket, nodes);
-    for (size_t p = 0; p < npools; p++)
+    size_t *order = budget_order(pools, npools, max_disruptions > 0);
+    for (size_t k = 0; k < npools; k++) {
+        size_t p = order[k];
         plan_pool(&pools[p], nodes, bucket + start[p], start[p + 1] - start[p], eff, scratch, &u,
                   &budget);
+    }
+    free(order);
     for (size_t p = 0; p < npools; p++)
         pool_status(&plan->pools[p], &pools[p], nodes, bucket + start[p], start[p + 1] - start[p],
                     eff);

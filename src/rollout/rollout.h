@@ -73,6 +73,9 @@ typedef struct mcg_pool_view {
     const char *held_reason;
     bool canary_passed;      /* the canary wave was healthy at the target for canaryPause */
     bool window_override;    /* outside its windows, rolling out on `mcgit sync --now` */
+    int64_t waiting_since;   /* when its rollout to the target began (unix seconds, 0:
+                                unknown): with a disruption budget, the pool waiting
+                                longest goes first */
     bool disrupts;           /* updates to the target drain or reboot: they count against
                                 maxConcurrentDisruptions */
 } mcg_pool_view;
@@ -176,7 +179,8 @@ typedef struct mcg_rollout_plan {
  * (outside its windows) starts no update; a canary's first wave is
  * spec.rollout.canary nodes, and the next waits until they are done and
  * canary_passed; max_disruptions (0: no limit) caps the nodes updating at
- * once across all pools whose updates disrupt.
+ * once across all pools whose updates disrupt, the pool waiting longest
+ * (waiting_since) served first.
  */
 int mcg_rollout_plan_make(mcg_rollout_plan **out, const mcg_node_view *nodes, size_t nnodes,
                           const mcg_pool_view *pools, size_t npools, int64_t max_disruptions,

@@ -1189,6 +1189,77 @@ static void test_scale(void **state)
     free(names);
 }
 
+/*
+ * Safe rollouts in the planner: a disruption budget shared by two pools
+ * goes to the pool waiting longest (then input order); a canary's first
+ * wave is its size, and the next waits for canary_passed; a halted or held
+ * pool starts nothing.
+ */
+static void test_safe_rollouts(void **state)
+{
+    world *w = *state;
+    mcg_pool_view *a = add_pool(w, "alpha", "new-a");
+    mcg_pool_view *b = add_pool(w, "beta", "new-b");
+    set_max(a, 3, false);
+    set_max(b, 3, false);
+    a->disrupts = b->disrupts = true;
+    add_done(w, "a1", "alpha", "old-a");
+    add_done(w, "a2", "alpha", "old-a");
+    add_done(w, "b1", "beta", "old-b");
+    add_done(w, "b2", "beta", "old-b");
+    /* budget 1, beta waiting longer: beta's first node goes, alone */
+    a->waiting_since = 2000;
+    b->waiting_since = 1000;
+    mcg_err err = {0};
+    mcg_rollout_plan_free(w->plan);
+    w->plan = NULL;
+    assert_int_equal(mcg_rollout_plan_make(&w->plan, w->nodes, w->nnodes, w->views, w->npools, 1,
+                                           &err),
+                     0);
+    assert_int_equal(w->plan->nupdates, 1);
+    assert_string_equal(w->plan->updates[0].node, "b1");
+    /* the other way round */
+    a->waiting_since = 500;
+    mcg_rollout_plan_free(w->plan);
+    w->plan = NULL;
+    assert_int_equal(mcg_rollout_plan_make(&w->plan, w->nodes, w->nnodes, w->views, w->npools, 1,
+                                           &err),
+                     0);
+    assert_int_equal(w->plan->nupdates, 1);
+    assert_string_equal(w->plan->updates[0].node, "a1");
+    /* no budget: every node that capacity allows */
+    assert_int_equal(plan(w)->nupdates, 4);
+    /* a halted pool and a held one start nothing */
+    a->halted = "node a9: health check x failed";
+    b->held = "waiting for the window";
+    b->held_reason = "MaintenanceWindow";
+    assert_int_equal(plan(w)->nupdates, 0);
+    a->halted = NULL;
+    b->held = NULL;
+    /* a canary of 1: one node, then nothing until it is done and its pause passed */
+    mcg_pool *pa = (mcg_pool *)a->pool;
+    pa->rollout.present = true;
+    pa->rollout.canary = 1;
+    const mcg_rollout_plan *p = plan(w);
+    size_t alpha = 0;
+    for (size_t i = 0; i < p->nupdates; i++)
+        alpha += !strcmp(p->updates[i].pool, "alpha");
+    assert_int_equal(alpha, 1);
+    w->nodes[0].desired = "new-a"; /* a1 took it, not done yet */
+    p = plan(w);
+    for (size_t i = 0; i < p->nupdates; i++)
+        assert_string_not_equal(p->updates[i].pool, "alpha");
+    w->nodes[0].current = "new-a"; /* done: the pause still holds */
+    p = plan(w);
+    assert_true(p->pools[0].canary_done);
+    for (size_t i = 0; i < p->nupdates; i++)
+        assert_string_not_equal(p->updates[i].pool, "alpha");
+    a->canary_passed = true;
+    p = plan(w);
+    assert_non_null(find_update(p, "a2"));
+    pa->rollout.present = false;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1217,6 +1288,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_property_chaos, setup, teardown),
         cmocka_unit_test(test_scale),
         cmocka_unit_test(test_waves),
+        cmocka_unit_test_setup_teardown(test_safe_rollouts, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
