@@ -597,6 +597,41 @@ static void untrusted_messages(mcg_strv *msgs, mcg_repo *r, const mcg_signers *r
     mcg_strv_free(&lines);
 }
 
+/*
+ * Whether updating a node of the pool from its configuration to its target
+ * drains or reboots it, under the repo's disruption policy (what
+ * maxConcurrentDisruptions counts). Unknown (a new pool, a config the
+ * cluster no longer holds): yes.
+ */
+static bool pool_disrupts(pass *p, const mcg_pool_view *pv)
+{
+    const char *from = pv->configuration, *to = pv->target;
+    const tip_pool *tip = NULL;
+    for (size_t j = 0; j < p->ntips; j++)
+        if (!strcmp(p->tips[j].pool, pv->pool->name))
+            tip = &p->tips[j];
+    if (!from || !*from || !to || !*to || !strcmp(from, to) || !tip)
+        return true;
+    char *old = NULL;
+    size_t len = 0;
+    mcg_ignition oi, ni;
+    memset(&oi, 0, sizeof(oi));
+    memset(&ni, 0, sizeof(ni));
+    bool yes = true;
+    if (mcg_cluster_get_config(p->c, from, &old, &len, NULL) == 0 &&
+        mcg_ignition_parse_json(&oi, from, old, len, NULL) == 0 &&
+        mcg_ignition_parse_json(&ni, to, tip->spec, tip->spec_len, NULL) == 0) {
+        mcg_diff d;
+        mcg_render_diff(&d, &oi, &ni, &p->m->policy);
+        yes = d.actions.reboot || d.actions.drain;
+        mcg_diff_free(&d);
+    }
+    mcg_ignition_free(&oi);
+    mcg_ignition_free(&ni);
+    free(old);
+    return yes;
+}
+
 /* What the planner sees of each pool: its target, why it is held, its
  * pause, the changes by keys not trusted now it still holds. */
 static mcg_pool_view *pool_views(pass *p)
@@ -627,6 +662,8 @@ static mcg_pool_view *pool_views(pass *p)
     mcg_safe_in in = {prev, p->nodes, p->nnodes, &p->log, p->src, p->o->repo, p->now};
     p->safe = mcg_safe_pools(pviews, m->npools, &in);
     free(prev);
+    for (size_t i = 0; m->settings.max_disruptions > 0 && i < m->npools; i++)
+        pviews[i].disrupts = pool_disrupts(p, &pviews[i]);
     return pviews;
 }
 

@@ -234,4 +234,32 @@ done
 [ "$most" = 1 ] && ok "two pools, budget 1: never two nodes updating at once" || bad "at most $most at once"
 [ "$(cat "$T/cl/roots/w2/etc/app.conf")" = v8 ] && [ "$(cat "$T/cl/roots/m1/etc/app.conf")" = m8 ] &&
   ok "and both pools finish" || bad "budget: not finished"
+# a change that neither drains nor reboots (a None rule) is not counted: the
+# workers all go at once while the masters, rebooting, go one at a time
+cat >"$R/machineconfigs/policy.yaml" <<'EOF'
+apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata: {name: cluster}
+spec:
+  nodeDisruptionPolicy:
+    files:
+    - path: /etc/app.conf
+      actions: [{type: None}]
+EOF
+write_mc "$R" 10-app worker /etc/app.conf v9
+write_mc "$R" 10-mapp master /etc/mapp.conf m9
+scommit "$R" op "v9: workers without disruption, masters with a reboot"
+mmost=0 wmost=0
+for i in $(seq 8); do
+  ctl
+  mb=0 wb=0
+  for n in w0 w1 w2 m0 m1; do d=$(ann $n desiredConfig); c=$(ann $n currentConfig)
+    if [ -n "$d" ] && [ "$d" != "$c" ]; then case $n in m*) mb=$((mb + 1)) ;; *) wb=$((wb + 1)) ;; esac; fi; done
+  [ "$mb" -gt "$mmost" ] && mmost=$mb
+  [ "$wb" -gt "$wmost" ] && wmost=$wb
+  for n in w0 w1 w2 m0 m1; do "$MCGIT" agent --node "$n" --cluster "$CL" --once -q >/dev/null 2>&1 || true; done
+done
+[ "$wmost" = 3 ] && [ "$mmost" = 1 ] &&
+  ok "the budget counts what drains or reboots: workers 3 at once (None), masters one at a time" ||
+  bad "workers at most $wmost, masters at most $mmost"
 finish
