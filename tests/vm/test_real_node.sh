@@ -34,7 +34,7 @@ IMG=${MCGIT_VM_IMAGE:-/var/cache/mcgit-vm/image}
 scen=(1 2 5)
 all=
 case ${1:-} in
-  --all) scen=(1 2 3 4 5 6 7 2b); all=1 ;;
+  --all) scen=(1 2 3 4 5 6 7 2b 8 8b); all=1 ;;
   "") ;;
   *) scen=("$@") ;;
 esac
@@ -211,6 +211,100 @@ s1() {
     { bad "1: ssh after removal: exit $rc"; sed 's/^/    /' "$T/ssh.out"; }
   cur=$cfg2
   timed 1 "$s"
+}
+
+# ---------------------------------------------------------------- scenario 8
+# Safe rollouts on a real host: the pool's health check (a unit that must be
+# active) is carried in the rendered spec; a config whose unit fails to start
+# is reverted by the agent, its reboot included, and the guest comes back on
+# the old config with the unit running.
+s8() {
+  local s=$(date +%s) b0 b1 good bad svc health
+  policy '{}' # no rule: a unit's change reboots
+  svc() { printf '[Unit]\\nDescription=mcgit health test\\n[Service]\\nExecStart=%s\\n[Install]\\nWantedBy=multi-user.target\\n' "$1"; }
+  health='"mcgitHealth":{"checks":[{"name":"svc","unit":"mcgit-svc.service"}],"onFailure":"Revert","timeout":90}'
+  good=$(publish_spec "{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"systemd\":{\"units\":[{\"name\":\"mcgit-svc.service\",\"enabled\":true,\"contents\":\"$(svc '/bin/sleep infinity')\"}]}},$health}")
+  desire $G "$good"
+  wait_done $G "$good" 400 && ok "8: a unit under a health check: Done once it is active" || bad "8: good config not Done"
+  [ "$(gx $G systemctl is-active mcgit-svc.service)" = active ] && ok "8: mcgit-svc.service active" || bad "8: not active"
+  b0=$(bootid $G)
+  bad=$(publish_spec "{\"config\":{\"ignition\":{\"version\":\"3.4.0\"},\"systemd\":{\"units\":[{\"name\":\"mcgit-svc.service\",\"enabled\":true,\"contents\":\"$(svc '/bin/false')\"}]}},$health}")
+  desire $G "$bad"
+  wait_state $G Degraded 900 && ok "8: the unit fails after the reboot: the node goes Degraded" || bad "8: not Degraded"
+  case "$(field $G reason)" in
+    "health check svc failed "*"after update to $bad: unit mcgit-svc.service failed; reverted to $good")
+      ok "8: the reason names the check, the config and the one it went back to" ;;
+    *) bad "8: reason: $(field $G reason)" ;;
+  esac
+  wait_for_current() { local end=$(($(date +%s) + 400)); while [ "$(date +%s)" -lt "$end" ]; do
+      [ "$(field $G currentConfig)" = "$good" ] && return 0; sleep 2; done; return 1; }
+  wait_for_current && ok "8: reverted: currentConfig is the good config again" || bad "8: current $(field $G currentConfig)"
+  b1=$(bootid $G)
+  [ -n "$b1" ] && [ "$b1" != "$b0" ] && ok "8: the guest rebooted ($b0 -> $b1)" || bad "8: boot id $b1"
+  local end=$(($(date +%s) + 120))
+  until [ "$(gx $G systemctl is-active mcgit-svc.service)" = active ] || [ "$(date +%s)" -gt "$end" ]; do sleep 3; done
+  [ "$(gx $G systemctl is-active mcgit-svc.service)" = active ] &&
+    gx $G grep -q 'sleep infinity' /etc/systemd/system/mcgit-svc.service &&
+    ok "8: the guest is back on the old config, the unit running" || bad "8: unit $(gx $G systemctl is-active mcgit-svc.service)"
+  gx $G journalctl -u mcgit-agent.service -o cat >"$T/journal8" 2>&1 || true
+  expect_grep "health check svc failed .*: reverting" "$T/journal8" "8: the agent's journal says it reverted"
+  desire $G "$good"
+  wait_done $G "$good" 300 && ok "8: given the good config again: Done" || bad "8: not Done again"
+  cur=$good
+  timed 8 "$s"
+}
+
+# Scenario 8b: the same through a controller on this host, from a signed
+# repo whose pool has spec.rollout: the failed check halts the pool.
+s8b() {
+  local s=$(date +%s) R=$T/repo8 end cfg
+  policy '{}'
+  mkkey op8 ed25519
+  signer_line op@example.com op8 >"$T/trust8"
+  "$MCGIT" init "$R" >/dev/null 2>&1
+  sign_setup "$R" "$T/trust8"
+  cat >>"$R/pools/worker.yaml" <<'EOF'
+  rollout:
+    healthChecks:
+    - name: svc
+      unit: mcgit-svc.service
+    healthTimeout: 90s
+EOF
+  unit_mc() { # EXEC
+    cat >"$R/machineconfigs/50-svc.yaml" <<EOF
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata: {name: 50-svc, labels: {machineconfiguration.openshift.io/role: worker}}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    systemd:
+      units:
+      - name: mcgit-svc.service
+        enabled: true
+        contents: "[Service]\\nExecStart=$1\\n[Install]\\nWantedBy=multi-user.target\\n"
+EOF
+  }
+  unit_mc "/bin/sleep infinity"
+  scommit "$R" op8 "svc: sleeps"
+  ctl8() { "$MCGIT" controller --repo "$R" --trust "$T/trust8" --cluster "local:$CL" --once >/dev/null 2>&1 || true; }
+  ctl8
+  cfg=$(field $G desiredConfig)
+  wait_done $G "$cfg" 600 && ok "8b: the controller's config with its health check: Done" || bad "8b: not Done"
+  unit_mc "/bin/false"
+  scommit "$R" op8 "svc: fails"
+  ctl8
+  wait_state $G Degraded 900 && ok "8b: the failing unit: Degraded, reverted" || bad "8b: not Degraded"
+  end=$(($(date +%s) + 400))
+  until [ "$(field $G currentConfig)" = "$cfg" ] || [ "$(date +%s)" -gt "$end" ]; do sleep 3; done
+  ctl8
+  local halted
+  halted=$(python3 -c 'import json,sys; c=[x for x in json.load(open(sys.argv[1]))["status"]["conditions"] if x["type"]=="RolloutHalted"]; print(c[0]["status"], c[0]["message"]) if c else print("none")' "$CL/pools/worker.json")
+  case "$halted" in "True node $G: health check svc failed on source commit "*) ok "8b: the pool shows RolloutHalted, naming the guest and the check" ;;
+    *) bad "8b: RolloutHalted: $halted" ;; esac
+  [ "$(gx $G systemctl is-active mcgit-svc.service)" = active ] && ok "8b: the guest runs the old unit" ||
+    bad "8b: unit $(gx $G systemctl is-active mcgit-svc.service)"
+  timed 8b "$s"
 }
 
 # ---------------------------------------------------------------- scenario 2
@@ -518,7 +612,7 @@ s7() {
 
 for n in "${scen[@]}"; do
   case $n in
-    1|2|2b|3|4|5|6|7) "s$n" ;;
+    1|2|2b|3|4|5|6|7|8|8b) "s$n" ;;
     *) bad "no scenario $n" ;;
   esac
 done
