@@ -334,6 +334,7 @@ void mcg_pass_result_clear(mcg_pass_result *res)
     if (res) {
         mcg_strv_free(&res->unmanaged);
         mcg_strv_free(&res->targeted);
+        mcg_strv_free(&res->overrides);
     }
 }
 
@@ -664,6 +665,12 @@ static mcg_pool_view *pool_views(pass *p)
     free(prev);
     for (size_t i = 0; m->settings.max_disruptions > 0 && i < m->npools; i++)
         pviews[i].disrupts = pool_disrupts(p, &pviews[i]);
+    for (size_t i = 0; i < m->npools; i++)
+        if (pviews[i].window_override) {
+            char *line = mcg_sprintf("%s %s", m->pools[i].name, pviews[i].target);
+            mcg_strv_push(&p->res->overrides, line);
+            free(line);
+        }
     return pviews;
 }
 

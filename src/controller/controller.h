@@ -42,6 +42,8 @@ typedef struct mcg_pass_result {
     size_t writes;          /* pool, config and policy objects written */
     mcg_strv unmanaged;     /* "node: reason" for nodes no pool manages because of a conflict */
     mcg_strv targeted;      /* "node rendered-config" for each desiredConfig written */
+    mcg_strv overrides;     /* "pool rendered-config": rolling out outside its maintenance
+                               windows on an operator's `mcgit sync --now` */
     char event_error[512];  /* the first Kubernetes Event refused in this pass, "" none */
     char stale[1024];       /* SourceStale: the newest verified source is older than
                                maxSourceAge (every pool carries the condition); "" fresh */

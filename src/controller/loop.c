@@ -146,6 +146,7 @@ typedef struct loop_state {
     char last[2200];         /* the problem last reported ("" none) */
     char last_event[512];    /* the first event refusal, reported once ("" none yet) */
     mcg_strv last_unmanaged; /* nodes last reported as unmanaged */
+    mcg_strv last_overrides; /* "pool target" overrides already logged */
     bool stale;              /* SourceStale was reported (logged once, and once when over) */
 } loop_state;
 
@@ -203,6 +204,12 @@ static void report_news(loop_state *st, const mcg_pass_result *res)
     mcg_strv_free(&st->last_unmanaged);
     for (size_t i = 0; i < res->unmanaged.n; i++)
         mcg_strv_push(&st->last_unmanaged, res->unmanaged.v[i]);
+    for (size_t i = 0; i < res->overrides.n; i++) /* once per pool and target */
+        if (!mcg_strv_contains(&st->last_overrides, res->overrides.v[i])) {
+            say("pool %s: outside its maintenance windows, on an operator's `mcgit sync --now`",
+                res->overrides.v[i]);
+            mcg_strv_push(&st->last_overrides, res->overrides.v[i]);
+        }
 }
 
 /* Log a turn: its problem once (and once more when over), then news. */
@@ -412,6 +419,7 @@ int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_
             wait_sleeping(o->interval, &sg);
     }
     mcg_strv_free(&st.last_unmanaged);
+    mcg_strv_free(&st.last_overrides);
     mcg_gitops_tip_watch_free(tw);
     signals_end(&sg);
     mcg_metrics_server_free(srv); /* its thread may call mcg_controller_wake: a no-op now */

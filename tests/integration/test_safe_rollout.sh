@@ -202,6 +202,8 @@ expect_rc 0 "mcgit sync --now worker" -- "$MCGIT" sync --cluster "$CL" --now wor
 expect_grep "^pool worker: $V7B rolls out now, outside its maintenance windows" "$T/out" "sync --now says what it overrides"
 MCGIT_TEST_NOW=$((SAT_0200 + 86400 + 10)) ctl
 [ "$(at_target "$V7B")" = 3 ] && ok "sync --now: the rollout starts outside the window" || bad "not started by sync --now"
+expect_grep "^mcgit controller: pool worker $V7B: outside its maintenance windows, on an operator's \`mcgit sync --now\`" "$T/ctl.out" \
+  "the controller logs the override"
 expect_grep "^True Updating .*outside its maintenance windows, on an operator's \`mcgit sync --now\`" <(cond Updating) \
   "the pool's Updating condition says it was an operator's override"
 agents; MCGIT_TEST_NOW=$((SAT_0200 + 86400 + 20)) ctl; agents
