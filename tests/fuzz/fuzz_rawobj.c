@@ -10,7 +10,7 @@
  * the limit.
  *
  * fuzz-sources: src/pack/rawobj.c src/pack/delta.c src/util/util.c
- * fuzz-pkgs: libgit2 jansson
+ * fuzz-pkgs: libgit2 jansson libsodium
  * fuzz-options: -max_len=65536
  */
 #include "pack/pack.h"
