@@ -71,7 +71,7 @@ typedef enum {
     MCG_ENT_DIR,
     MCG_ENT_SYMLINK,
     MCG_ENT_HARDLINK,
-    MCG_ENT_ABSENT, /* a symlink that must not exist (a disabled unit's link) */
+    MCG_ENT_ABSENT,  /* a symlink that must not exist (a disabled unit's link) */
     MCG_ENT_REMOVED, /* a file or link that must not exist (keys sshd would read for core);
                         what was there first is backed up, and restored when it leaves */
 } mcg_ent_kind;
@@ -93,7 +93,7 @@ typedef struct mcg_ent {
     size_t len;                /* FILE: the size of the contents */
     unsigned char *data_owned;
     const mcg_dataref *ref; /* FILE contents still encoded in the spec (mcg_acfg_load, stream) */
-    char *target; /* SYMLINK target; HARDLINK target path relative to the root */
+    char *target;           /* SYMLINK target; HARDLINK target path relative to the root */
 } mcg_ent;
 
 /*
@@ -107,7 +107,7 @@ typedef struct mcg_acfg {
     mcg_ignition ign;
     mcg_ent *ents;
     size_t n;
-    bool borrows; /* file contents are in the caller's spec text (stream) */
+    bool borrows;   /* file contents are in the caller's spec text (stream) */
     mcg_strv notes; /* what the node skips, as MCO's daemon does (a unit to enable that is
                        not on disk, core's keys on a host without core): for the log */
 } mcg_acfg;

@@ -29,8 +29,8 @@ typedef struct mcg_pctx {
     mcg_linemap *lines; /* may be NULL: every value reports base_line */
     int base_line;
     mcg_diags *diags;
-    int errors;         /* problems added through this context */
-    mcg_diags *warns;   /* where warnings go; NULL: they are errors (a rendered spec) */
+    int errors;       /* problems added through this context */
+    mcg_diags *warns; /* where warnings go; NULL: they are errors (a rendered spec) */
     /* Each file's data: URL is decoded and then dropped, from the JSON tree
      * (writable then) and from the model (source stays NULL). */
     bool consume;
@@ -82,8 +82,7 @@ int mcg_yaml_each_doc(const char *file, const char *data, size_t len, int line_o
  * the object holding it (".key" is then appended), for messages.
  */
 bool mcg_get_str(mcg_pctx *c, const json_t *obj, const char *key, const char *name, char **out);
-bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
-                  mcg_tri *out);
+bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *name, mcg_tri *out);
 bool mcg_get_int(mcg_pctx *c, const json_t *obj, const char *key, const char *name, bool *has,
                  int64_t *out);
 /* Object/array or absent/null (returns NULL); reports a wrong type. */

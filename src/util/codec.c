@@ -99,7 +99,7 @@ typedef struct {
     int depth;
     const char *what;
     mcg_err *err;
-    mcg_buf tmp; /* a string with escapes or non-ASCII bytes, decoded */
+    mcg_buf tmp;  /* a string with escapes or non-ASCII bytes, decoded */
     bool inplace; /* the last string read lies in the input as it is */
     bool failed;
 } jreader;

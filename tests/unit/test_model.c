@@ -1340,7 +1340,6 @@ static void test_parse_json_spec(void **state)
                      MCG_EINVAL);
 }
 
-
 /* A rendered spec of one file whose contents object is contents_json. */
 static char *spec_of(const char *contents_json)
 {
