@@ -363,8 +363,7 @@ static void keep_section(mcg_pctx *c, const json_t *obj, const char *key, const 
     keyset seen = {0}; /* linear: 80,000 users cost no more than their bytes */
     size_t i;
     json_t *e;
-    json_array_foreach(arr, i, e)
-    {
+    json_array_foreach(arr, i, e) {
         json_t *id = json_is_object(e) ? json_object_get(e, idkey) : NULL;
         if (!json_is_object(e)) {
             mcg_pctx_err(c, e, "field '%s[%zu]' must be a mapping", name, i);
@@ -457,8 +456,7 @@ static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix
         json_t *arr = mcg_get_arr(c, storage, kinds[k], name);
         size_t i;
         json_t *e;
-        json_array_foreach(arr, i, e)
-        {
+        json_array_foreach(arr, i, e) {
             char ename[300];
             snprintf(ename, sizeof(ename), "storage.%s[%zu]", kinds[k], i);
             /* a file the JSON reader kept as a span: read it now, and free it
@@ -637,8 +635,7 @@ static void parse_dropins(mcg_pctx *c, json_t *e, const char *name, mcg_unit *u)
     size_t cap = 0;
     size_t j;
     json_t *d;
-    json_array_foreach(dr, j, d)
-    {
+    json_array_foreach(dr, j, d) {
         char dname[340];
         snprintf(dname, sizeof(dname), "%s.dropins[%zu]", name, j);
         parse_dropin(c, d, dname, u, &cap, &dseen);
@@ -680,8 +677,7 @@ static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
     keyset seen = {0};
     size_t i;
     json_t *e;
-    json_array_foreach(arr, i, e)
-    {
+    json_array_foreach(arr, i, e) {
         char name[300];
         snprintf(name, sizeof(name), "systemd.units[%zu]", i);
         if (!json_is_object(e)) {
@@ -716,8 +712,7 @@ static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
     json_t *others = json_array();
     size_t i;
     json_t *u;
-    json_array_foreach(users, i, u)
-    {
+    json_array_foreach(users, i, u) {
         char name[64];
         snprintf(name, sizeof(name), "passwd.users[%zu]", i);
         if (!json_is_object(u)) {
@@ -738,8 +733,7 @@ static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
         }
         const char *key;
         json_t *v;
-        json_object_foreach(u, key, v)
-        {
+        json_object_foreach(u, key, v) {
             if (strcmp(key, "name") && strcmp(key, "sshAuthorizedKeys") &&
                 strcmp(key, "passwordHash") && !mcg_json_is_empty(v))
                 mcg_pctx_err(c, v,
@@ -761,8 +755,7 @@ static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
         json_t *keysarr = mcg_get_arr(c, u, "sshAuthorizedKeys", "sshAuthorizedKeys");
         size_t j;
         json_t *k;
-        json_array_foreach(keysarr, j, k)
-        {
+        json_array_foreach(keysarr, j, k) {
             if (!json_is_string(k) || !json_string_length(k) ||
                 strchr(json_string_value(k), '\n') ||
                 strlen(json_string_value(k)) != json_string_length(k)) {
@@ -794,8 +787,7 @@ static void parse_ign_kargs(mcg_pctx *c, const json_t *cfg, mcg_ignition *ign)
         json_t *arr = mcg_get_arr(c, ka, *k, "kernelArguments");
         size_t i;
         json_t *v;
-        json_array_foreach(arr, i, v)
-        {
+        json_array_foreach(arr, i, v) {
             if (!json_is_string(v))
                 mcg_pctx_err(c, v, "kernelArguments.%s[%zu] must be a string", *k, i);
         }
@@ -839,8 +831,7 @@ static bool expand_file_spans(mcg_pctx *c, const json_t *cfg)
     json_t *files = json_is_object(storage) ? json_object_get(storage, "files") : NULL;
     size_t i, off, n;
     json_t *e;
-    json_array_foreach(files, i, e)
-    {
+    json_array_foreach(files, i, e) {
         json_t *obj;
         mcg_err je = {0};
         if (!mcg_json_span(e, &off, &n))
