@@ -191,7 +191,7 @@ static int cmd_apply(const char *root, const char *specfile)
     /* the apply's parse alone (model + decoders), to split the apply time */
     double p0 = now();
     mcg_ignition check;
-    if (mcg_ignition_parse_json_refs(&check, name, spec, len, &e) != 0) {
+    if (mcg_ignition_parse_json(&check, name, spec, len, &e) != 0) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
