@@ -686,7 +686,7 @@ static int payload_find(payload *pl, const char *url, size_t len, mcg_err *err)
 
 int mcg_dataurl_decode_n(const char *url, size_t len, mcg_buf *out, mcg_err *err)
 {
-    payload ref;
+    payload ref = {NULL, 0, false};
     int rc = payload_find(&ref, url, len, err);
     if (rc)
         return rc;
