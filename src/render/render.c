@@ -575,81 +575,299 @@ static void normalise(mcg_ignition *ign)
     }
 }
 
-static json_t *owner_json(const mcg_owner *o)
+/*
+ * The canonical spec ({"config": <Ignition 3.4.0>, the fields beside it}),
+ * written directly: the document mcg_json_canonical() would print for it
+ * (keys sorted bytewise, 2-space indent, jansson's string escapes, raw
+ * UTF-8, trailing newline), without building and sorting a jansson tree
+ * first, which costs five times as long (docs/PERFORMANCE.md). Every object
+ * below has its keys emitted in sorted order by construction and none is
+ * empty. test_render.c checks that jansson reads each spec back and prints
+ * the same bytes.
+ */
+static void w_indent(mcg_buf *b, int depth)
 {
-    if (o->has_id)
-        return json_pack("{s:I}", "id", (json_int_t)o->id);
-    return json_pack("{s:s}", "name", o->name);
+    static const char spaces[] = "                                ";
+    mcg_buf_putc(b, '\n');
+    for (int n = 2 * depth; n > 0; n -= 32)
+        mcg_buf_put(b, spaces, n < 32 ? (size_t)n : 32);
 }
 
-static void set_tri(json_t *o, const char *key, mcg_tri t)
+/* A JSON string as jansson escapes it (no JSON_ESCAPE_SLASH/ENSURE_ASCII). */
+static void w_str(mcg_buf *b, const char *s)
 {
-    if (t)
-        json_object_set_new(o, key, json_boolean(t == MCG_TRUE));
+    static const char hex[] = "0123456789ABCDEF";
+    mcg_buf_putc(b, '"');
+    const char *run = s;
+    for (const char *p = s;; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        mcg_buf_put(b, run, (size_t)(p - run));
+        if (!c)
+            break;
+        char e[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t n = 2;
+        switch (c) {
+        case '"':
+            e[1] = '"';
+            break;
+        case '\\':
+            e[1] = '\\';
+            break;
+        case '\b':
+            e[1] = 'b';
+            break;
+        case '\f':
+            e[1] = 'f';
+            break;
+        case '\n':
+            e[1] = 'n';
+            break;
+        case '\r':
+            e[1] = 'r';
+            break;
+        case '\t':
+            e[1] = 't';
+            break;
+        default:
+            e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[c >> 4], e[5] = hex[c & 15];
+            n = 6;
+        }
+        mcg_buf_put(b, e, n);
+        run = p + 1;
+    }
+    mcg_buf_putc(b, '"');
 }
 
-/* passwd: core (its password hash and SSH keys) and the users and groups kept as they were. */
-static void spec_passwd(json_t *cfg, const mcg_ignition *ign)
+/* Start the next member "key": of an object whose members sit at depth. */
+static void w_key(mcg_buf *b, int depth, int *count, const char *key)
 {
+    if ((*count)++)
+        mcg_buf_putc(b, ',');
+    w_indent(b, depth);
+    w_str(b, key);
+    mcg_buf_put(b, ": ", 2);
+}
+
+/* Start the next element of an array whose elements sit at depth. */
+static void w_elem(mcg_buf *b, int depth, int *count)
+{
+    if ((*count)++)
+        mcg_buf_putc(b, ',');
+    w_indent(b, depth);
+}
+
+static void w_close(mcg_buf *b, int depth, char c)
+{
+    w_indent(b, depth);
+    mcg_buf_putc(b, c);
+}
+
+static void w_bool(mcg_buf *b, mcg_tri t)
+{
+    mcg_buf_puts(b, t == MCG_TRUE ? "true" : "false");
+}
+
+static void w_owner(mcg_buf *b, int depth, const mcg_owner *o)
+{
+    int n = 0;
+    mcg_buf_putc(b, '{');
+    if (o->has_id) {
+        w_key(b, depth + 1, &n, "id");
+        mcg_buf_printf(b, "%" JSON_INTEGER_FORMAT, (json_int_t)o->id);
+    } else {
+        w_key(b, depth + 1, &n, "name");
+        w_str(b, o->name);
+    }
+    w_close(b, depth, '}');
+}
+
+/* One file, directory or link; keys in sorted order: contents group hard
+ * mode overwrite path target user. */
+static void w_storage(mcg_buf *b, int depth, const mcg_storage *s)
+{
+    int n = 0, d = depth + 1;
+    mcg_buf_putc(b, '{');
+    if (s->kind == MCG_NODE_FILE && s->source) {
+        int m = 0;
+        w_key(b, d, &n, "contents");
+        mcg_buf_putc(b, '{');
+        if (s->compression) {
+            w_key(b, d + 1, &m, "compression");
+            w_str(b, s->compression);
+        }
+        w_key(b, d + 1, &m, "source");
+        w_str(b, s->source);
+        w_close(b, d, '}');
+    }
+    if (s->group.name || s->group.has_id) {
+        w_key(b, d, &n, "group");
+        w_owner(b, d, &s->group);
+    }
+    if (s->kind == MCG_NODE_LINK && s->hard) {
+        w_key(b, d, &n, "hard");
+        w_bool(b, s->hard);
+    }
+    if (s->kind != MCG_NODE_LINK && s->has_mode) {
+        w_key(b, d, &n, "mode");
+        mcg_buf_printf(b, "%d", s->mode);
+    }
+    if (s->overwrite) {
+        w_key(b, d, &n, "overwrite");
+        w_bool(b, s->overwrite);
+    }
+    w_key(b, d, &n, "path");
+    w_str(b, s->path);
+    if (s->kind == MCG_NODE_LINK && s->target) {
+        w_key(b, d, &n, "target");
+        w_str(b, s->target);
+    }
+    if (s->user.name || s->user.has_id) {
+        w_key(b, d, &n, "user");
+        w_owner(b, d, &s->user);
+    }
+    w_close(b, depth, '}');
+}
+
+/* A unit; keys in sorted order: contents dropins enabled mask name. */
+static void w_unit(mcg_buf *b, int depth, const mcg_unit *u)
+{
+    int n = 0, d = depth + 1;
+    mcg_buf_putc(b, '{');
+    if (u->contents) {
+        w_key(b, d, &n, "contents");
+        w_str(b, u->contents);
+    }
+    if (u->ndropins) {
+        int k = 0;
+        w_key(b, d, &n, "dropins");
+        mcg_buf_putc(b, '[');
+        for (size_t i = 0; i < u->ndropins; i++) {
+            int m = 0;
+            w_elem(b, d + 1, &k);
+            mcg_buf_putc(b, '{');
+            if (u->dropins[i].contents) {
+                w_key(b, d + 2, &m, "contents");
+                w_str(b, u->dropins[i].contents);
+            }
+            w_key(b, d + 2, &m, "name");
+            w_str(b, u->dropins[i].name);
+            w_close(b, d + 1, '}');
+        }
+        w_close(b, d, ']');
+    }
+    if (u->enabled) {
+        w_key(b, d, &n, "enabled");
+        w_bool(b, u->enabled);
+    }
+    if (u->mask) {
+        w_key(b, d, &n, "mask");
+        w_bool(b, u->mask);
+    }
+    w_key(b, d, &n, "name");
+    w_str(b, u->name);
+    w_close(b, depth, '}');
+}
+
+/*
+ * A jansson value whose member sits at depth, printed as mcg_json_canonical
+ * prints it (the same dump) with every line after the first indented to
+ * that depth. Used for the unreconcilable sections, kept verbatim.
+ */
+static int w_raw_cb(const char *buf, size_t size, void *data)
+{
+    mcg_buf_put(data, buf, size);
+    return 0;
+}
+
+static void w_raw(mcg_buf *b, int depth, const json_t *v)
+{
+    mcg_buf tmp = MCG_BUF_INIT;
+    json_dump_callback(v, w_raw_cb, &tmp, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_ENCODE_ANY);
+    const char *p = tmp.ptr, *end = tmp.ptr + tmp.len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) {
+            mcg_buf_put(b, p, (size_t)(end - p));
+            break;
+        }
+        mcg_buf_put(b, p, (size_t)(nl - p));
+        w_indent(b, depth);
+        p = nl + 1;
+    }
+    mcg_buf_free(&tmp);
+}
+
+/* A list of strings whose member sits at depth. */
+static void w_strv(mcg_buf *b, int depth, const mcg_strv *v)
+{
+    int k = 0;
+    mcg_buf_putc(b, '[');
+    for (size_t i = 0; i < v->n; i++) {
+        w_elem(b, depth + 1, &k);
+        w_str(b, v->v[i]);
+    }
+    w_close(b, depth, ']');
+}
+
+/* core's entry of passwd.users, as an element at depth 4. */
+static void w_core(mcg_buf *b, const mcg_ignition *ign)
+{
+    int u = 0;
+    mcg_buf_putc(b, '{');
+    w_key(b, 5, &u, "name");
+    w_str(b, "core");
+    if (ign->password_hash) {
+        w_key(b, 5, &u, "passwordHash");
+        w_str(b, ign->password_hash);
+    }
+    if (ign->ssh_keys.n) {
+        w_key(b, 5, &u, "sshAuthorizedKeys");
+        w_strv(b, 5, &ign->ssh_keys);
+    }
+    w_close(b, 4, '}');
+}
+
+/* config.passwd, a member at depth 2 (cfg: the members of config so far). */
+static void w_passwd(mcg_buf *b, const mcg_ignition *ign, int *cfg)
+{
+    int n = 0;
     json_t *ex_users = extra_get(ign, "users"), *ex_groups = extra_get(ign, "groups");
     if (!has_core(ign) && !ex_users && !ex_groups)
         return;
-    json_t *users = json_array(), *passwd = json_object();
-    if (has_core(ign)) {
-        json_t *core = json_pack("{s:s}", "name", "core");
-        if (ign->password_hash)
-            json_object_set_new(core, "passwordHash", json_string(ign->password_hash));
-        if (ign->ssh_keys.n) {
-            json_t *keys = json_array();
-            for (size_t i = 0; i < ign->ssh_keys.n; i++)
-                json_array_append_new(keys, json_string(ign->ssh_keys.v[i]));
-            json_object_set_new(core, "sshAuthorizedKeys", keys);
+    w_key(b, 2, cfg, "passwd");
+    mcg_buf_putc(b, '{');
+    if (ex_groups) {
+        w_key(b, 3, &n, "groups");
+        w_raw(b, 3, ex_groups);
+    }
+    if (has_core(ign) || ex_users) {
+        int users = 0;
+        bool core_done = !has_core(ign);
+        w_key(b, 3, &n, "users");
+        mcg_buf_putc(b, '[');
+        /* sorted by name: core at its place among the others (sorted) */
+        for (size_t i = 0; i <= json_array_size(ex_users); i++) {
+            json_t *u = json_array_get(ex_users, i);
+            const char *un = u ? json_string_value(json_object_get(u, "name")) : NULL;
+            if (!core_done && (!u || strcmp(un ? un : "", "core") > 0)) {
+                w_elem(b, 4, &users);
+                w_core(b, ign);
+                core_done = true;
+            }
+            if (u) {
+                w_elem(b, 4, &users);
+                w_raw(b, 4, u);
+            }
         }
-        json_array_append_new(users, core);
+        w_close(b, 3, ']');
     }
-    size_t i;
-    json_t *u;
-    json_array_foreach(ex_users, i, u)
-    {
-        json_array_append(users, u);
-    }
-    if (json_array_size(users) > 1)
-        json_array_sort_by(users, "name");
-    if (json_array_size(users))
-        json_object_set(passwd, "users", users);
-    json_decref(users);
-    if (ex_groups)
-        json_object_set(passwd, "groups", ex_groups);
-    json_object_set_new(cfg, "passwd", passwd);
+    w_close(b, 2, '}');
 }
 
-/* One file, directory or link of storage. */
-static json_t *storage_entry_json(const mcg_storage *s)
-{
-    json_t *e = json_pack("{s:s}", "path", s->path);
-    set_tri(e, "overwrite", s->overwrite);
-    if (s->user.name || s->user.has_id)
-        json_object_set_new(e, "user", owner_json(&s->user));
-    if (s->group.name || s->group.has_id)
-        json_object_set_new(e, "group", owner_json(&s->group));
-    if (s->kind != MCG_NODE_LINK && s->has_mode)
-        json_object_set_new(e, "mode", json_integer(s->mode));
-    if (s->kind == MCG_NODE_FILE && s->source) {
-        json_t *ct = json_pack("{s:s}", "source", s->source);
-        if (s->compression)
-            json_object_set_new(ct, "compression", json_string(s->compression));
-        json_object_set_new(e, "contents", ct);
-    }
-    if (s->kind == MCG_NODE_LINK) {
-        if (s->target)
-            json_object_set_new(e, "target", json_string(s->target));
-        set_tri(e, "hard", s->hard);
-    }
-    return e;
-}
-
-/* storage: files, directories and links, and the sections kept as they were. */
-static void spec_storage(json_t *cfg, const mcg_ignition *ign)
+/* config.storage, a member at depth 2. */
+static void w_storage_section(mcg_buf *b, const mcg_ignition *ign, int *cfg)
 {
     static const char *const storage_extra[] = {"disks", "filesystems", "luks", "raid", NULL};
     bool storage_ex = false;
@@ -657,108 +875,137 @@ static void spec_storage(json_t *cfg, const mcg_ignition *ign)
         storage_ex = storage_ex || extra_get(ign, *k);
     if (!ign->nstorage && !storage_ex)
         return;
-    json_t *files = json_array(), *dirs = json_array(), *links = json_array();
-    for (size_t i = 0; i < ign->nstorage; i++) {
-        const mcg_storage *s = &ign->storage[i];
-        json_array_append_new(s->kind == MCG_NODE_FILE  ? files
-                              : s->kind == MCG_NODE_DIR ? dirs
-                                                        : links,
-                              storage_entry_json(s));
+    /* keys in sorted order, the kept sections among the managed lists */
+    static const struct {
+        const char *key;
+        int kind; /* mcg_node_kind, or -1: a kept section */
+    } lists[] = {{"directories", MCG_NODE_DIR},
+                 {"disks", -1},
+                 {"files", MCG_NODE_FILE},
+                 {"filesystems", -1},
+                 {"links", MCG_NODE_LINK},
+                 {"luks", -1},
+                 {"raid", -1}};
+    int n = 0;
+    w_key(b, 2, cfg, "storage");
+    mcg_buf_putc(b, '{');
+    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+        if (lists[l].kind < 0) {
+            json_t *v = extra_get(ign, lists[l].key);
+            if (v) {
+                w_key(b, 3, &n, lists[l].key);
+                w_raw(b, 3, v);
+            }
+            continue;
+        }
+        int k = 0;
+        for (size_t i = 0; i < ign->nstorage; i++) {
+            if ((int)ign->storage[i].kind != lists[l].kind)
+                continue;
+            if (!k) {
+                w_key(b, 3, &n, lists[l].key);
+                mcg_buf_putc(b, '[');
+            }
+            w_elem(b, 4, &k);
+            w_storage(b, 4, &ign->storage[i]);
+        }
+        if (k)
+            w_close(b, 3, ']');
     }
-    json_t *st = json_object();
-    if (json_array_size(files))
-        json_object_set(st, "files", files);
-    if (json_array_size(dirs))
-        json_object_set(st, "directories", dirs);
-    if (json_array_size(links))
-        json_object_set(st, "links", links);
-    json_decref(files);
-    json_decref(dirs);
-    json_decref(links);
-    for (const char *const *k = storage_extra; *k; k++)
-        if (extra_get(ign, *k))
-            json_object_set(st, *k, extra_get(ign, *k));
-    json_object_set_new(cfg, "storage", st);
+    w_close(b, 2, '}');
 }
 
-/* systemd: the units with their drop-ins. */
-static void spec_units(json_t *cfg, const mcg_ignition *ign)
+/* config.systemd, a member at depth 2. */
+static void w_systemd(mcg_buf *b, const mcg_ignition *ign, int *cfg)
 {
+    int k = 0, m = 0;
     if (!ign->nunits)
         return;
-    json_t *units = json_array();
+    w_key(b, 2, cfg, "systemd");
+    mcg_buf_putc(b, '{');
+    w_key(b, 3, &m, "units");
+    mcg_buf_putc(b, '[');
     for (size_t i = 0; i < ign->nunits; i++) {
-        const mcg_unit *u = &ign->units[i];
-        json_t *e = json_pack("{s:s}", "name", u->name);
-        set_tri(e, "enabled", u->enabled);
-        set_tri(e, "mask", u->mask);
-        if (u->contents)
-            json_object_set_new(e, "contents", json_string(u->contents));
-        if (u->ndropins) {
-            json_t *dr = json_array();
-            for (size_t j = 0; j < u->ndropins; j++) {
-                json_t *d = json_pack("{s:s}", "name", u->dropins[j].name);
-                if (u->dropins[j].contents)
-                    json_object_set_new(d, "contents", json_string(u->dropins[j].contents));
-                json_array_append_new(dr, d);
-            }
-            json_object_set_new(e, "dropins", dr);
-        }
-        json_array_append_new(units, e);
+        w_elem(b, 4, &k);
+        w_unit(b, 4, &ign->units[i]);
     }
-    json_object_set_new(cfg, "systemd", json_pack("{s:o}", "units", units));
+    w_close(b, 3, ']');
+    w_close(b, 2, '}');
 }
 
-/* The fields of the spec beside config: extensions, fips, kernel, OS image. */
-static void spec_os(json_t *spec, const mcg_osspec *os)
+/* config, the member at depth 1: ignition, kernelArguments, passwd, storage, systemd. */
+static void w_config(mcg_buf *b, const mcg_ignition *ign, int *top)
 {
-    if (os->ext_image)
-        json_object_set_new(spec, "baseOSExtensionsContainerImage", json_string(os->ext_image));
+    int cfg = 0, n = 0;
+    w_key(b, 1, top, "config");
+    mcg_buf_putc(b, '{');
+    w_key(b, 2, &cfg, "ignition");
+    mcg_buf_putc(b, '{');
+    w_key(b, 3, &n, "version");
+    w_str(b, "3.4.0");
+    w_close(b, 2, '}');
+    if (extra_get(ign, "kernelArguments")) {
+        w_key(b, 2, &cfg, "kernelArguments");
+        w_raw(b, 2, extra_get(ign, "kernelArguments"));
+    }
+    w_passwd(b, ign, &cfg);
+    w_storage_section(b, ign, &cfg);
+    w_systemd(b, ign, &cfg);
+    w_close(b, 1, '}');
+}
+
+/* The members after config: extensions, fips, kernelArguments, kernelType, mcgitHealth,
+ * osImageURL. */
+static void w_os_fields(mcg_buf *b, const mcg_ignition *ign, int *top)
+{
+    const mcg_osspec *os = &ign->os;
     if (os->extensions.n) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < os->extensions.n; i++)
-            json_array_append_new(a, json_string(os->extensions.v[i]));
-        json_object_set_new(spec, "extensions", a);
+        w_key(b, 1, top, "extensions");
+        w_strv(b, 1, &os->extensions);
     }
-    if (os->fips)
-        json_object_set_new(spec, "fips", json_true());
+    if (os->fips) {
+        w_key(b, 1, top, "fips");
+        mcg_buf_puts(b, "true");
+    }
     if (os->kargs.n) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < os->kargs.n; i++)
-            json_array_append_new(a, json_string(os->kargs.v[i]));
-        json_object_set_new(spec, "kernelArguments", a);
+        w_key(b, 1, top, "kernelArguments");
+        w_strv(b, 1, &os->kargs);
     }
-    if (os->kernel_type)
-        json_object_set_new(spec, "kernelType", json_string(os->kernel_type));
-    if (os->os_image_url)
-        json_object_set_new(spec, "osImageURL", json_string(os->os_image_url));
+    if (os->kernel_type) {
+        w_key(b, 1, top, "kernelType");
+        w_str(b, os->kernel_type);
+    }
+    if (ign->health) {
+        w_key(b, 1, top, "mcgitHealth");
+        w_raw(b, 1, ign->health);
+    }
+    if (os->os_image_url) {
+        w_key(b, 1, top, "osImageURL");
+        w_str(b, os->os_image_url);
+    }
 }
 
-json_t *mcg_render_spec_json(const mcg_ignition *ign)
+static void spec_canonical(const mcg_ignition *ign, mcg_buf *b)
 {
-    json_t *cfg = json_object();
-    json_object_set_new(cfg, "ignition", json_pack("{s:s}", "version", "3.4.0"));
-    spec_passwd(cfg, ign);
-    if (extra_get(ign, "kernelArguments"))
-        json_object_set(cfg, "kernelArguments", extra_get(ign, "kernelArguments"));
-    spec_storage(cfg, ign);
-    spec_units(cfg, ign);
-    json_t *spec = json_pack("{s:o}", "config", cfg);
-    spec_os(spec, &ign->os);
-    if (ign->health)
-        json_object_set(spec, "mcgitHealth", ign->health);
-    return spec;
+    int top = 0;
+    const mcg_osspec *os = &ign->os;
+    mcg_buf_putc(b, '{');
+    if (os->ext_image) {
+        w_key(b, 1, &top, "baseOSExtensionsContainerImage");
+        w_str(b, os->ext_image);
+    }
+    w_config(b, ign, &top);
+    w_os_fields(b, ign, &top);
+    w_close(b, 0, '}');
+    mcg_buf_putc(b, '\n');
 }
 
 int mcg_render_name(const mcg_ignition *ign, const char *pool, char **spec, size_t *spec_len,
                     char hash[MCG_HASH_HEX + 1], char **name, mcg_err *err)
 {
     mcg_buf b = MCG_BUF_INIT;
-    json_t *j = mcg_render_spec_json(ign);
-    int rc = mcg_json_canonical(j, &b, err);
-    json_decref(j);
-    if (rc)
-        goto out;
+    int rc = 0;
+    spec_canonical(ign, &b);
     if (b.len > MCG_RENDER_MAX_BYTES) {
         rc = mcg_err_set(err, MCG_EINVAL, "rendered config is %zu bytes, over the 1.5 MiB limit",
                          b.len);

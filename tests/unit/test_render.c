@@ -1017,6 +1017,148 @@ static void test_spec_round_trip(void **state)
     repo_free(&rp);
 }
 
+/* ------------------------------------------------------------ canonical bytes */
+
+/* mcg_render_name writes the canonical spec directly; it must be exactly what
+ * jansson prints with mcg_json_canonical for the same document read back. */
+static void assert_same_as_jansson(const mcg_ignition *ign)
+{
+    char *spec = NULL, *name = NULL;
+    size_t len = 0;
+    char hash[MCG_HASH_HEX + 1];
+    mcg_err err = {0};
+    assert_int_equal(mcg_render_name(ign, "p", &spec, &len, hash, &name, &err), 0);
+    json_t *j = json_loadb(spec, len, JSON_REJECT_DUPLICATES, NULL);
+    assert_non_null(j);
+    mcg_buf want = MCG_BUF_INIT;
+    assert_int_equal(mcg_json_canonical(j, &want, &err), 0);
+    if (len != want.len || memcmp(spec, want.ptr, len) != 0)
+        fail_msg("direct canonical spec differs from jansson's:\n%s\n---\n%s", spec, want.ptr);
+    json_decref(j);
+    mcg_buf_free(&want);
+    free(spec);
+    free(name);
+}
+
+static void test_canonical_matches_jansson(void **state)
+{
+    (void)state;
+    /* every string field with every character class jansson escapes or not */
+    mcg_buf odd = MCG_BUF_INIT;
+    for (int c = 1; c < 0x80; c++)
+        mcg_buf_putc(&odd, (char)c);
+    mcg_buf_puts(&odd, "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 / \\ \" end");
+    mcg_ignition ign = {0};
+    ign.version = mcg_strdup("3.4.0");
+    ign.nstorage = 4;
+    ign.storage = mcg_calloc(4, sizeof(*ign.storage));
+    mcg_storage *f = &ign.storage[0];
+    f->kind = MCG_NODE_FILE;
+    f->path = mcg_sprintf("/etc/%s", "f\"q\\x\xc3\xa9");
+    f->has_mode = true;
+    f->mode = 0755;
+    f->overwrite = MCG_FALSE;
+    f->has_contents = true;
+    f->source = mcg_strdup(odd.ptr);
+    f->compression = mcg_strdup("gzip");
+    f->user.has_id = true;
+    f->user.id = 2147483647;
+    f->group.name = mcg_strdup(odd.ptr);
+    mcg_storage *d = &ign.storage[1];
+    d->kind = MCG_NODE_DIR;
+    d->path = mcg_strdup("/etc/d");
+    d->has_mode = true;
+    d->mode = 0;
+    mcg_storage *l = &ign.storage[2];
+    l->kind = MCG_NODE_LINK;
+    l->path = mcg_strdup("/etc/l");
+    l->target = mcg_strdup(odd.ptr);
+    l->hard = MCG_TRUE;
+    l->overwrite = MCG_TRUE;
+    l->user.name = mcg_strdup("u");
+    mcg_storage *f2 = &ign.storage[3];
+    f2->kind = MCG_NODE_FILE;
+    f2->path = mcg_strdup("/etc/plain");
+    ign.nunits = 2;
+    ign.units = mcg_calloc(2, sizeof(*ign.units));
+    ign.units[0].name = mcg_strdup("a.service");
+    ign.units[0].contents = mcg_strdup(odd.ptr);
+    ign.units[0].enabled = MCG_FALSE;
+    ign.units[0].mask = MCG_TRUE;
+    ign.units[0].ndropins = 2;
+    ign.units[0].dropins = mcg_calloc(2, sizeof(mcg_dropin));
+    ign.units[0].dropins[0].name = mcg_strdup("a.conf");
+    ign.units[0].dropins[0].contents = mcg_strdup(odd.ptr);
+    ign.units[0].dropins[1].name = mcg_strdup("b.conf");
+    ign.units[1].name = mcg_strdup("b.service");
+    mcg_strv_push(&ign.ssh_keys, odd.ptr);
+    mcg_strv_push(&ign.ssh_keys, "ssh-ed25519 AAAA");
+    assert_same_as_jansson(&ign);
+    /* core among other users, each kept section, the fields beside config */
+    ign.password_hash = mcg_strdup(odd.ptr);
+    ign.extra = json_pack("{s:[{s:s,s:s},{s:s}],s:[{s:s}],s:[{s:s,s:[{s:i}]}],s:[{s:s}],"
+                          "s:[{s:s}],s:[{s:s}],s:{s:[s]}}",
+                          "users", "name", "admin", "shell", odd.ptr, "name", "zed", "groups",
+                          "name", "wheel", "disks", "device", "/dev/sdb", "partitions", "number", 1,
+                          "filesystems", "device", "/dev/sdb1", "luks", "name", "d", "raid", "name",
+                          "md0", "kernelArguments", "shouldExist", odd.ptr);
+    mcg_strv_push(&ign.os.kargs, odd.ptr);
+    mcg_strv_push(&ign.os.kargs, "nosmt");
+    mcg_strv_push(&ign.os.extensions, "usbguard");
+    ign.os.fips = true;
+    ign.os.kernel_type = mcg_strdup("64k-pages");
+    ign.os.os_image_url = mcg_strdup(odd.ptr);
+    ign.os.ext_image = mcg_strdup("quay.io/ext");
+    assert_same_as_jansson(&ign);
+    mcg_strv_free(&ign.ssh_keys); /* core by its password hash alone */
+    assert_same_as_jansson(&ign);
+    json_object_del(ign.extra, "users");
+    assert_same_as_jansson(&ign);
+    free(ign.password_hash);
+    ign.password_hash = NULL; /* no core, groups only */
+    assert_same_as_jansson(&ign);
+    mcg_strv_push(&ign.ssh_keys, odd.ptr);
+
+    /* and every subset: no keys, no units, one kind of storage only, nothing */
+    mcg_strv_free(&ign.ssh_keys);
+    assert_same_as_jansson(&ign);
+    for (size_t i = 0; i < ign.nunits; i++) {
+        free(ign.units[i].name);
+        free(ign.units[i].contents);
+        for (size_t k = 0; k < ign.units[i].ndropins; k++) {
+            free(ign.units[i].dropins[k].name);
+            free(ign.units[i].dropins[k].contents);
+        }
+        free(ign.units[i].dropins);
+    }
+    ign.nunits = 0;
+    assert_same_as_jansson(&ign);
+    ign.nstorage = 1;
+    assert_same_as_jansson(&ign);
+    ign.nstorage = 4;
+    mcg_ignition_free(&ign);
+    mcg_ignition empty = {0};
+    assert_same_as_jansson(&empty);
+    mcg_buf_free(&odd);
+
+    /* and the fixtures' rendered pools */
+    static const char *const dirs[] = {MCG_FIXTURES "/large", MCG_SOURCE_DIR "/repo-template",
+                                       MCG_FIXTURES "/mco"};
+    for (size_t k = 0; k < 3; k++) {
+        mcg_model *m = NULL;
+        mcg_diags dg = {0};
+        mcg_err err = {0};
+        mcg_render *r = NULL;
+        assert_int_equal(mcg_source_load_dir(&m, dirs[k], &dg, &err), 0);
+        assert_int_equal(mcg_render_model(&r, m, &dg), 0);
+        for (size_t i = 0; i < r->n; i++)
+            assert_same_as_jansson(&r->pools[i].merged);
+        mcg_render_free(r);
+        mcg_model_free(m);
+        mcg_diags_free(&dg);
+    }
+}
+
 /* ------------------------------------------------------------ MachineConfig fields */
 
 /*
@@ -1457,6 +1599,7 @@ int main(void)
         cmocka_unit_test(test_creation_order_irrelevant),
         cmocka_unit_test(test_merge_api),
         cmocka_unit_test(test_spec_round_trip),
+        cmocka_unit_test(test_canonical_matches_jansson),
         cmocka_unit_test(test_mc_fields_merge),
         cmocka_unit_test(test_mc_fields_custom_pool),
         cmocka_unit_test(test_mc_fields_hashed),
