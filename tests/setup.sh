@@ -91,7 +91,7 @@ install build-essential debhelper lintian systemd
 # test_bundle_bomb and test_kube_backend measure peak RSS (and the benchmarks
 # use it); tzdata: maintenance windows name IANA time zones.
 install git openssh-client valgrind python3 jq procps gzip coreutils util-linux libcmocka-dev strace time tzdata \
-        clang libclang-rt-14-dev \
+        clang libclang-rt-14-dev clang-format \
         mandoc man-db groff-base zsh \
         prometheus  # promtool and a real Prometheus server: test_metrics.sh
 # Real git servers on 127.0.0.1 (test_remote_ssh.sh, test_remote_https.sh):

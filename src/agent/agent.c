@@ -67,11 +67,11 @@ struct mcg_agent {
     const char *state_rel; /* STATE_DEFAULT when the state dir is inside the root */
     bool live;
     bool force;
-    bool reboot_issued; /* this process already ran the reboot command */
-    char *revert_reason; /* while a failed health check's revert is planned: why */
+    bool reboot_issued;          /* this process already ran the reboot command */
+    char *revert_reason;         /* while a failed health check's revert is planned: why */
     volatile sig_atomic_t *stop; /* mcg_agent_loop's: set, a health phase ends the pass */
-    mcg_acfg *cur;      /* parsed current config, cached for drift checks */
-    char drain_evented[256]; /* the target whose Cordon/Drain events were recorded */
+    mcg_acfg *cur;               /* parsed current config, cached for drift checks */
+    char drain_evented[256];     /* the target whose Cordon/Drain events were recorded */
     char degraded_evented[MCG_AGENT_REASON]; /* the reason last recorded as an event */
 };
 
@@ -802,15 +802,18 @@ static bool base_image_step(mcg_agent *a, const json_t *step, char **run, mcg_ag
         return ok;
     }
     if (!have) {
-        logf_(a, 1, "osImageURL unset: no image was recorded before a rebase, the node stays on "
-                    "its image");
+        logf_(a, 1,
+              "osImageURL unset: no image was recorded before a rebase, the node stays on "
+              "its image");
         return true;
     }
     rec[strcspn(rec, "\n")] = '\0';
     *run = mcg_booted_image_command(rec);
     if (!*run)
-        set_reason(res, MCG_AGENT_DEGRADED, "osImageURL: the recorded booted image '%s' is not "
-                   "understood", rec);
+        set_reason(res, MCG_AGENT_DEGRADED,
+                   "osImageURL: the recorded booted image '%s' is not "
+                   "understood",
+                   rec);
     free(rec);
     return *run != NULL;
 }
@@ -1593,8 +1596,9 @@ static bool held_failed(mcg_agent *a, mcg_cluster *c, const char *desired, const
     bool held = desired && !strcmp(data, desired);
     if (held) {
         char *end = strchr(reason, '\n');
-        set_reason(res, MCG_AGENT_DEGRADED, "%.*s%s%s", end ? (int)(end - reason) : (int)strlen(reason),
-                   reason, cur && strcmp(cur, data) ? "; reverted to " : "",
+        set_reason(res, MCG_AGENT_DEGRADED, "%.*s%s%s",
+                   end ? (int)(end - reason) : (int)strlen(reason), reason,
+                   cur && strcmp(cur, data) ? "; reverted to " : "",
                    cur && strcmp(cur, data) ? cur : "");
         snprintf(res->config, sizeof(res->config), "%s", cur ? cur : "");
         report_degraded(a, c, res);
@@ -1760,8 +1764,8 @@ int mcg_agent_metrics_declare(mcg_metrics *m, mcg_err *err)
                                   "config on disk; counted once until it changes).",
                                   "node", NULL, 0, err)) != 0 ||
         (rc = mcg_metrics_declare(m, "mcgit_agent_applies_total", MCG_METRIC_COUNTER,
-                                  "Passes that changed files (an update applied).", "node", NULL,
-                                  0, err)) != 0 ||
+                                  "Passes that changed files (an update applied).", "node", NULL, 0,
+                                  err)) != 0 ||
         (rc = mcg_metrics_declare(m, "mcgit_agent_reboots_total", MCG_METRIC_COUNTER,
                                   "Reboot actions carried out (or recorded, not live).", "node",
                                   NULL, 0, err)) != 0)

@@ -71,7 +71,7 @@ typedef enum {
     MCG_ENT_DIR,
     MCG_ENT_SYMLINK,
     MCG_ENT_HARDLINK,
-    MCG_ENT_ABSENT, /* a symlink that must not exist (a disabled unit's link) */
+    MCG_ENT_ABSENT,  /* a symlink that must not exist (a disabled unit's link) */
     MCG_ENT_REMOVED, /* a file or link that must not exist (keys sshd would read for core);
                         what was there first is backed up, and restored when it leaves */
 } mcg_ent_kind;

@@ -59,9 +59,9 @@ static char *from_rpm_ostree(const json_t *j)
 static char *from_bootc(const json_t *j)
 {
     const json_t *img = json_object_get(
-        json_object_get(json_object_get(json_object_get(json_object_get(j, "status"), "booted"),
-                                        "image"),
-                        "image"),
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(j, "status"), "booted"), "image"),
+            "image"),
         "image");
     const char *s = json_string_value(img);
     return s && *s ? mcg_sprintf("bootc image %s", s) : NULL;

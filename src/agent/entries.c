@@ -357,8 +357,8 @@ static void add_install_links(entv *ev, const mcg_unit *u, const char *unit_path
  * units it names pushed to also (when given). A unit to enable found
  * nowhere is skipped, with a note, as MCO's daemon skips it.
  */
-static void unit_links(entv *ev, mcg_sroot *r, const mcg_unit *u, const char *contents,
-                       bool enable, bool strict, mcg_strv *also)
+static void unit_links(entv *ev, mcg_sroot *r, const mcg_unit *u, const char *contents, bool enable,
+                       bool strict, mcg_strv *also)
 {
     if (contents) {
         char *upath = mcg_sprintf(UNIT_DIR "/%s", u->name);

@@ -311,7 +311,8 @@ static int check_db(bool *checked, mcg_sroot *r, const json_t *extra, const char
     int rc = 0;
     *checked = db != NULL;
     for (size_t i = 0; db && i < names.n && !rc; i++) {
-        bool has = !strcmp(key, "filesystems") ? mounted_at(db, names.v[i]) : db_has(db, names.v[i]);
+        bool has =
+            !strcmp(key, "filesystems") ? mounted_at(db, names.v[i]) : db_has(db, names.v[i]);
         if (!has)
             rc = mcg_err_set(err, MCG_EINVAL,
                              "%s: %s %s is not on node %s (this node's first config takes the "
@@ -356,15 +357,16 @@ static int check_installed(mcg_buf *note, mcg_sroot *r, const mcg_ignition *ni, 
         bool checked = false;
         if (installed[i].rel) {
             char *rel = mcg_sprintf(installed[i].rel, (int)getpid());
-            int rc = check_db(&checked, r, ni->extra, installed[i].key, installed[i].field, rel,
-                              nn, err);
+            int rc = check_db(&checked, r, ni->extra, installed[i].key, installed[i].field, rel, nn,
+                              err);
             free(rel);
             if (rc)
                 return rc;
         }
         if (note)
-            mcg_buf_printf(note, "%s%s (%s)", note->len ? ", " : "taken as installed: ",
-                           installed[i].name, checked ? "checked" : "not checked");
+            mcg_buf_printf(note, "%s%s (%s)",
+                           note->len ? ", " : "taken as installed: ", installed[i].name,
+                           checked ? "checked" : "not checked");
     }
     return 0;
 }
@@ -439,8 +441,8 @@ static int os_plan_image(json_t *steps, const mcg_host *h, const mcg_osspec *o, 
     if (str_equal(o->os_image_url, n->os_image_url))
         return 0;
     if (!n->os_image_url) { /* back to the image booted before the first rebase */
-        json_array_append_new(steps, json_pack("{s:s,s:s}", "field", "osImageURL", "restore",
-                                               "base-image"));
+        json_array_append_new(
+            steps, json_pack("{s:s,s:s}", "field", "osImageURL", "restore", "base-image"));
         return 0;
     }
     if (!o->os_image_url && (h->rpm_ostree || h->bootc)) /* what it boots now, kept first */

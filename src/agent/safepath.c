@@ -284,4 +284,3 @@ void mcg_agent_tmpname(const char *base, char out[64])
     memcpy(out + 7, hex, 16);
     memcpy(out + 23, ".tmp", 5);
 }
-

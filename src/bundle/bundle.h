@@ -97,9 +97,9 @@ typedef struct mcg_bundle_report {
     mcg_render_result render;
     char newest[MCG_SHA_HEX + 1]; /* the new source tip the bundle brings, "" none */
     int64_t newest_time;          /* its committer time (freeze protection: how old) */
-    mcg_strv plan; /* what the new source tip does, as text: "plan for <tip> (rendered tip:
-                      <sha>)" then mcg_commit_plan_lines; empty when the bundle brings no new tip
-                      or was refused first */
+    mcg_strv plan;    /* what the new source tip does, as text: "plan for <tip> (rendered tip:
+                         <sha>)" then mcg_commit_plan_lines; empty when the bundle brings no new tip
+                         or was refused first */
     char *plan_error; /* why there is no plan although the tip renders, or NULL (owned) */
 } mcg_bundle_report;
 

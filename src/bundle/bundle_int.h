@@ -218,7 +218,7 @@ typedef struct mcg_bundle_conn {
     mcg_repo *view;
     const mcg_packscan *scan; /* a complete scan of the pack, or NULL: walk the objects */
     const mcg_oidmap *pack;   /* ids in the quarantined pack */
-    const git_oid *tips;    /* what the bundle's ref lines name */
+    const git_oid *tips;      /* what the bundle's ref lines name */
     size_t ntips;
     int rc; /* the result, also returned */
     mcg_err err;

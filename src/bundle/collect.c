@@ -146,8 +146,8 @@ static int rset_tree_thin(mcg_bundle_objset *s, git_odb *odb, const git_oid *roo
     rset_add(s, root, parent);
     stack = mcg_malloc(sizeof(*stack));
     cap = 1;
-    stack[n++] = (tree_pair){.tree = *root, .parent = parent ? *parent : (git_oid){{0}},
-                             .has_parent = parent != NULL};
+    stack[n++] = (tree_pair){
+        .tree = *root, .parent = parent ? *parent : (git_oid){{0}}, .has_parent = parent != NULL};
     while (n && !rc) {
         tree_pair tp = stack[--n];
         git_odb_object *obj = NULL, *pobj = NULL;
@@ -179,8 +179,8 @@ static int rset_tree_thin(mcg_bundle_objset *s, git_odb *odb, const git_oid *roo
                 cap *= 2;
                 stack = mcg_realloc(stack, cap * sizeof(*stack));
             }
-            stack[n++] = (tree_pair){.tree = e->id, .parent = base ? *base : (git_oid){{0}},
-                                     .has_parent = base != NULL};
+            stack[n++] = (tree_pair){
+                .tree = e->id, .parent = base ? *base : (git_oid){{0}}, .has_parent = base != NULL};
         }
         git_odb_object_free(pobj);
         git_odb_object_free(obj);
@@ -233,8 +233,8 @@ static int collect_thin(mcg_bundle_objset *s, mcg_repo *r, git_odb *odb,
             break;
         rset_add(s, &id, parents.n ? &parents.v[0] : NULL);
         if (parents.n && git_odb_read(&pobj, odb, &parents.v[0]) == 0)
-            has_ptree = raw_commit_ids(&ptree, NULL, git_odb_object_data(pobj),
-                                       git_odb_object_size(pobj));
+            has_ptree =
+                raw_commit_ids(&ptree, NULL, git_odb_object_data(pobj), git_odb_object_size(pobj));
         git_odb_object_free(pobj);
         if ((rc = rset_tree_thin(s, odb, &tree, has_ptree ? &ptree : NULL, err)) != 0)
             break;
@@ -268,7 +268,8 @@ int mcg_bundle_collect(mcg_bundle_objset *s, mcg_repo *r, const mcg_bundle_refli
         rc = collect_thin(s, r, odb, refs, since, err);
         goto tags;
     }
-    /* A full bundle: all the commits the refs reach (a plain walk over raw commits, each read once). */
+    /* A full bundle: all the commits the refs reach (a plain walk over raw commits, each read
+     * once). */
     mcg_oidv todo = {0};
     for (size_t i = 0; i < refs->n; i++)
         mcg_oidv_push(&todo, &refs->v[i].commit);

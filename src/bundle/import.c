@@ -38,15 +38,15 @@
 #include <unistd.h>
 
 typedef struct session {
-    mcg_repo *q;        /* a view of the repo that also sees the quarantine (main thread) */
-    mcg_repo *q2;       /* the same view for the second thread */
+    mcg_repo *q;           /* a view of the repo that also sees the quarantine (main thread) */
+    mcg_repo *q2;          /* the same view for the second thread */
     mcg_verify_opts hints; /* what the pack scan learnt (memo, scan): saves work only */
-    char approvals[MCG_SHA_HEX + 1]; /* the bundle's refs/notes/mcgit-approvals, "" none */
-    char *objects;      /* the repo's objects directory (with a trailing '/') */
-    char *qdir;         /* objects/mcgit-incoming-XXXXXX */
-    char *pack_name;    /* pack-<name>.{pack,idx} inside qdir/pack */
-    int lockfd;         /* the objects directory, flock()ed shared; -1 none */
-    mcg_packscan *scan; /* what was learnt reading the pack as it was indexed */
+    char approvals[MCG_SHA_HEX + 1];  /* the bundle's refs/notes/mcgit-approvals, "" none */
+    char *objects;                    /* the repo's objects directory (with a trailing '/') */
+    char *qdir;                       /* objects/mcgit-incoming-XXXXXX */
+    char *pack_name;                  /* pack-<name>.{pack,idx} inside qdir/pack */
+    int lockfd;                       /* the objects directory, flock()ed shared; -1 none */
+    mcg_packscan *scan;               /* what was learnt reading the pack as it was indexed */
     char source_tip[MCG_SHA_HEX + 1]; /* new source tip to render, "" none */
     char rep_newest[MCG_SHA_HEX + 1]; /* for the report: the source tip and its time */
     int64_t rep_newest_time;

@@ -87,7 +87,8 @@ int mcg_bundle_refs_default(mcg_bundle_reflist *l, mcg_repo *r, mcg_err *err)
         mcg_err ignore = {0};
         /* Tags that do not lead to a commit are not part of a config history. */
         if (git_reference_resolve(&res, ref) == 0 && git_reference_target(res))
-            breflist_add(l, mcg_repo_git(r), git_reference_name(ref), git_reference_target(res), &ignore);
+            breflist_add(l, mcg_repo_git(r), git_reference_name(ref), git_reference_target(res),
+                         &ignore);
         git_reference_free(res);
         git_reference_free(ref);
         ref = NULL;
@@ -112,7 +113,8 @@ int mcg_bundle_refs_named(mcg_bundle_reflist *l, mcg_repo *r, const char *const 
         if (git_reference_resolve(&res, ref) != 0 || !git_reference_target(res))
             rc = mcg_git_err(err, names[i]);
         else
-            rc = breflist_add(l, mcg_repo_git(r), git_reference_name(ref), git_reference_target(res), err);
+            rc = breflist_add(l, mcg_repo_git(r), git_reference_name(ref),
+                              git_reference_target(res), err);
         git_reference_free(res);
         git_reference_free(ref);
         if (rc)

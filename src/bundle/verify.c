@@ -38,10 +38,13 @@ int mcg_bundle_verify_all(mcg_repo *q, mcg_repo *q2, mcg_bundle_report *rep,
     /* Without verified history, the new source tip must still be valid now. */
     o.tip_now = o.now ? 0 : (int64_t)time(NULL);
     char *src = mcg_sprintf("refs/heads/%s", mcg_repo_source_branch(q));
-    mcg_bundle_conn conn = {.view = q2, .scan = hints->scan, .pack = pack, .tips = tips,
-                            .ntips = ntips};
-    mcg_verify_threads th = {.helper = q2, .first = connectivity, .first_ctx = &conn,
-                             .tick = verify_tick, .tick_ctx = (void *)prog};
+    mcg_bundle_conn conn = {
+        .view = q2, .scan = hints->scan, .pack = pack, .tips = tips, .ntips = ntips};
+    mcg_verify_threads th = {.helper = q2,
+                             .first = connectivity,
+                             .first_ctx = &conn,
+                             .tick = verify_tick,
+                             .tick_ctx = (void *)prog};
     mcg_verify_range *ranges = mcg_calloc(rep->nrefs ? rep->nrefs : 1, sizeof(*ranges));
     size_t *which = mcg_calloc(rep->nrefs ? rep->nrefs : 1, sizeof(*which));
     size_t n = 0;

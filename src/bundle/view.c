@@ -67,7 +67,8 @@ int mcg_bundle_views_attach_scan(mcg_repo *const *views, size_t n, mcg_packscan 
         if (!mcg_packscan_complete(scan))
             continue;
         hints->scan = scan;
-        if (mcg_packscan_backend(&be, scan) != 0 || git_repository_odb(&odb, mcg_repo_git(v)) != 0) {
+        if (mcg_packscan_backend(&be, scan) != 0 ||
+            git_repository_odb(&odb, mcg_repo_git(v)) != 0) {
             if (be)
                 be->free(be);
             return mcg_git_err(err, "quarantine");

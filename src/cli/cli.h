@@ -30,18 +30,37 @@ typedef struct mcg_opt {
     unsigned only;    /* the subcommands that take it, a bit each (mcg_cli_next_sub); 0: all */
 } mcg_opt;
 
-#define MCG_OPT_FLAG(k, n, h) {.key = (k), .name = (n), .help = (h)}
-#define MCG_OPT_VALUE(k, n, a, h) {.key = (k), .name = (n), .arg = (a), .help = (h)}
-#define MCG_OPT_SHORT_FLAG(c, n, h) {.key = (c), .shortname = (c), .name = (n), .help = (h)}
+#define MCG_OPT_FLAG(k, n, h)                                                                      \
+    {                                                                                              \
+        .key = (k), .name = (n), .help = (h)                                                       \
+    }
+#define MCG_OPT_VALUE(k, n, a, h)                                                                  \
+    {                                                                                              \
+        .key = (k), .name = (n), .arg = (a), .help = (h)                                           \
+    }
+#define MCG_OPT_SHORT_FLAG(c, n, h)                                                                \
+    {                                                                                              \
+        .key = (c), .shortname = (c), .name = (n), .help = (h)                                     \
+    }
 /* An option of some subcommands only (s: their bits). */
-#define MCG_OPT_SUB_FLAG(s, k, n, h) {.key = (k), .name = (n), .help = (h), .only = (s)}
+#define MCG_OPT_SUB_FLAG(s, k, n, h)                                                               \
+    {                                                                                              \
+        .key = (k), .name = (n), .help = (h), .only = (s)                                          \
+    }
 #define MCG_OPT_SUB_VALUE(s, k, n, a, h)                                                           \
-    {.key = (k), .name = (n), .arg = (a), .help = (h), .only = (s)}
+    {                                                                                              \
+        .key = (k), .name = (n), .arg = (a), .help = (h), .only = (s)                              \
+    }
 #define MCG_OPT_SHORT_VALUE(c, n, a, h)                                                            \
-    {.key = (c), .shortname = (c), .name = (n), .arg = (a), .help = (h)}
+    {                                                                                              \
+        .key = (c), .shortname = (c), .name = (n), .arg = (a), .help = (h)                         \
+    }
 /* -h, --help: every command has it; the help does not list it. */
 #define MCG_OPT_HELP MCG_OPT_SHORT_FLAG('h', "help", NULL)
-#define MCG_OPT_END {.key = 0}
+#define MCG_OPT_END                                                                                \
+    {                                                                                              \
+        .key = 0                                                                                   \
+    }
 
 typedef struct mcg_cmd {
     const char *name;
@@ -87,9 +106,6 @@ int mcg_cli_unknown_command(const char *name);
 int mcg_cli_help(const mcg_cmd *cmd);
 /* Print every diagnostic to stderr, one per line, sorted (mcg_diags_sort). */
 void mcg_cli_diags(const char *cmd, const mcg_diags *d);
-
-
-
 
 /*
  * The cluster to use: opt (--cluster C) when given, else $MCGIT_CLUSTER when

@@ -55,27 +55,26 @@ static const mcg_opt agent_opts[] = {
 const mcg_cmd mcg_cmd_agent = {
     .name = "agent",
     .summary = "apply a node's rendered config, report its state, detect drift",
-    .usage =
-        "usage: mcgit agent --node N --cluster C [--root DIR] [--state-dir DIR] [--live]\n"
-        "                   [--once] [--interval SECONDS] [--force]\n"
-        "                   [--reboot-command CMD] [--systemctl CMD] [--host-exec PREFIX]\n"
-        "                   [--metrics-bind-address HOST:PORT]\n"
-        "\n"
-        "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG; without\n"
-        "--cluster, $MCGIT_CLUSTER): when its desiredConfig differs from the config on\n"
-        "disk, fetch the rendered config (refused unless its bytes match the hash in\n"
-        "its name), cordon and drain when the disruption policy needs it, write files,\n"
-        "units and core's SSH keys atomically under the root, apply kernel arguments,\n"
-        "OS image, extensions and kernel type through the node's rpm-ostree, bootc or\n"
-        "boot loader (a reboot),\n"
-        "run the actions, uncordon and report Done.\n"
-        "Otherwise compare every managed path with the config and report Degraded on\n"
-        "drift, overwriting nothing.\n"
-        "A live host (--root /, --live) is managed only once this host is proven to be\n"
-        "node N: its machine-id (ROOT/etc/machine-id) and boot id must match the Node's\n"
-        "status.nodeInfo from its kubelet, or the machine-id bound with `mcgit node bind`;\n"
-        "otherwise the agent refuses before writing or cordoning anything.\n"
-        "",
+    .usage = "usage: mcgit agent --node N --cluster C [--root DIR] [--state-dir DIR] [--live]\n"
+             "                   [--once] [--interval SECONDS] [--force]\n"
+             "                   [--reboot-command CMD] [--systemctl CMD] [--host-exec PREFIX]\n"
+             "                   [--metrics-bind-address HOST:PORT]\n"
+             "\n"
+             "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG; without\n"
+             "--cluster, $MCGIT_CLUSTER): when its desiredConfig differs from the config on\n"
+             "disk, fetch the rendered config (refused unless its bytes match the hash in\n"
+             "its name), cordon and drain when the disruption policy needs it, write files,\n"
+             "units and core's SSH keys atomically under the root, apply kernel arguments,\n"
+             "OS image, extensions and kernel type through the node's rpm-ostree, bootc or\n"
+             "boot loader (a reboot),\n"
+             "run the actions, uncordon and report Done.\n"
+             "Otherwise compare every managed path with the config and report Degraded on\n"
+             "drift, overwriting nothing.\n"
+             "A live host (--root /, --live) is managed only once this host is proven to be\n"
+             "node N: its machine-id (ROOT/etc/machine-id) and boot id must match the Node's\n"
+             "status.nodeInfo from its kubelet, or the machine-id bound with `mcgit node bind`;\n"
+             "otherwise the agent refuses before writing or cordoning anything.\n"
+             "",
     .run = run,
     .opts = agent_opts,
 };

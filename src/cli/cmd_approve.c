@@ -15,23 +15,22 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_approve = {
     .name = "approve",
     .summary = "approve a commit for the two-person rule of .mcgit/policy.yaml",
-    .usage =
-        "usage: mcgit approve --repo R REV [--key FILE]\n"
-        "\n"
-        "Sign the commit REV names (an SSH signature over its id, namespace\n"
-        "mcgit-approval, made like git's own: `ssh-keygen -Y sign` with --key FILE,\n"
-        "else git config user.signingkey when gpg.format is ssh) and add it to the\n"
-        "commit's note in refs/notes/mcgit-approvals. A commit that changes a path\n"
-        "an `approvals` rule of .mcgit/policy.yaml names is accepted once its own\n"
-        "signature and its approvals come from `required` distinct trusted\n"
-        "signers (keys; a certificate by its CA and key id). Push the approvals\n"
-        "with the branch, or before it:\n"
-        "  git push origin main refs/notes/mcgit-approvals\n"
-        "Bundles carry them too. Prints the approved commit and the new notes\n"
-        "commit; an approval the note already holds changes nothing and says so.\n"
-        "Warns first when the key's lines in git's gpg.ssh.allowedSignersFile,\n"
-        "git config mcgit.trust or the commit's parent's .mcgit/allowed_signers\n"
-        "leave out namespace mcgit-approval (the approval would not count).\n",
+    .usage = "usage: mcgit approve --repo R REV [--key FILE]\n"
+             "\n"
+             "Sign the commit REV names (an SSH signature over its id, namespace\n"
+             "mcgit-approval, made like git's own: `ssh-keygen -Y sign` with --key FILE,\n"
+             "else git config user.signingkey when gpg.format is ssh) and add it to the\n"
+             "commit's note in refs/notes/mcgit-approvals. A commit that changes a path\n"
+             "an `approvals` rule of .mcgit/policy.yaml names is accepted once its own\n"
+             "signature and its approvals come from `required` distinct trusted\n"
+             "signers (keys; a certificate by its CA and key id). Push the approvals\n"
+             "with the branch, or before it:\n"
+             "  git push origin main refs/notes/mcgit-approvals\n"
+             "Bundles carry them too. Prints the approved commit and the new notes\n"
+             "commit; an approval the note already holds changes nothing and says so.\n"
+             "Warns first when the key's lines in git's gpg.ssh.allowedSignersFile,\n"
+             "git config mcgit.trust or the commit's parent's .mcgit/allowed_signers\n"
+             "leave out namespace mcgit-approval (the approval would not count).\n",
     .run = run,
     .opts = mcg_cli_signer_opts,
 };

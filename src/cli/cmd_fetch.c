@@ -27,37 +27,36 @@ static const mcg_opt fetch_opts[] = {
 const mcg_cmd mcg_cmd_fetch = {
     .name = "fetch",
     .summary = "fetch the source branch from a remote (fast-forward only)",
-    .usage =
-        "usage: mcgit fetch --repo R --trust F [--revoked K] [--remote NAME]\n"
-        "                   [--timeout SECONDS]\n"
-        "\n"
-        "Fetch the source branch from remote NAME (default origin) over file://,\n"
-        "https:// or ssh:// and move the local source branch to it, only if that is a\n"
-        "fast-forward and every new commit verifies under the trust root F (as\n"
-        "`mcgit verify`, and against this host's clock when the branch is extended).\n"
-        "A rewritten or rewound remote branch, or an unsigned or untrusted commit, is\n"
-        "refused (exit 1) and the local branch stays where it was. Prints the new\n"
-        "tip, or one line saying the branch was already up to date. --revoked K (a\n"
-        "KRL or a list of public keys) refuses commits by those keys. --timeout bounds\n"
-        "the whole transfer, however the server behaves (default 300).\n"
-        "\n"
-        "Credentials and pins are files in the directory $MCGIT_GIT_CREDENTIALS (the\n"
-        "key names of Flux's Git Secrets and Kubernetes' SSH and basic auth Secrets):\n"
-        "  identity, ssh-privatekey  ssh: the deploy key (ed25519, unencrypted); the\n"
-        "                      user is the URL's, else username's, else git\n"
-        "  known_hosts         ssh: required; the server's host key must be listed\n"
-        "                      (plain or hashed names, [host]:port off port 22)\n"
-        "  username, password  https: basic auth\n"
-        "  token               https: basic auth as username, else x-access-token\n"
-        "  bearerToken         https: an Authorization: Bearer header\n"
-        "  ca.crt              https: the CA certificates trusted for the server,\n"
-        "                      in place of the system's\n"
-        "A proxy comes from https_proxy, http_proxy and no_proxy (or git's\n"
-        "http.proxy). A failure is one line naming the URL and the cause (cannot\n"
-        "resolve host, connection refused, timed out, authentication failed, host key\n"
-        "refused, TLS certificate refused, not a git repository); an unknown or\n"
-        "changed host key, or a certificate that does not verify, is never accepted,\n"
-        "and nothing moves.\n",
+    .usage = "usage: mcgit fetch --repo R --trust F [--revoked K] [--remote NAME]\n"
+             "                   [--timeout SECONDS]\n"
+             "\n"
+             "Fetch the source branch from remote NAME (default origin) over file://,\n"
+             "https:// or ssh:// and move the local source branch to it, only if that is a\n"
+             "fast-forward and every new commit verifies under the trust root F (as\n"
+             "`mcgit verify`, and against this host's clock when the branch is extended).\n"
+             "A rewritten or rewound remote branch, or an unsigned or untrusted commit, is\n"
+             "refused (exit 1) and the local branch stays where it was. Prints the new\n"
+             "tip, or one line saying the branch was already up to date. --revoked K (a\n"
+             "KRL or a list of public keys) refuses commits by those keys. --timeout bounds\n"
+             "the whole transfer, however the server behaves (default 300).\n"
+             "\n"
+             "Credentials and pins are files in the directory $MCGIT_GIT_CREDENTIALS (the\n"
+             "key names of Flux's Git Secrets and Kubernetes' SSH and basic auth Secrets):\n"
+             "  identity, ssh-privatekey  ssh: the deploy key (ed25519, unencrypted); the\n"
+             "                      user is the URL's, else username's, else git\n"
+             "  known_hosts         ssh: required; the server's host key must be listed\n"
+             "                      (plain or hashed names, [host]:port off port 22)\n"
+             "  username, password  https: basic auth\n"
+             "  token               https: basic auth as username, else x-access-token\n"
+             "  bearerToken         https: an Authorization: Bearer header\n"
+             "  ca.crt              https: the CA certificates trusted for the server,\n"
+             "                      in place of the system's\n"
+             "A proxy comes from https_proxy, http_proxy and no_proxy (or git's\n"
+             "http.proxy). A failure is one line naming the URL and the cause (cannot\n"
+             "resolve host, connection refused, timed out, authentication failed, host key\n"
+             "refused, TLS certificate refused, not a git repository); an unknown or\n"
+             "changed host key, or a certificate that does not verify, is never accepted,\n"
+             "and nothing moves.\n",
     .run = run,
     .opts = fetch_opts,
 };
@@ -70,16 +69,26 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((c = mcg_cli_next(&mcg_cmd_fetch, argc, argv)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_fetch);
-        case 'r': repo = optarg; break;
-        case 'R': remote = optarg; break;
-        case 't': trust = optarg; break;
-        case 'K': revoked = optarg; break;
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_fetch);
+        case 'r':
+            repo = optarg;
+            break;
+        case 'R':
+            remote = optarg;
+            break;
+        case 't':
+            trust = optarg;
+            break;
+        case 'K':
+            revoked = optarg;
+            break;
         case 'T':
             if (!mcg_parse_u64(optarg, &timeout) || !timeout || timeout > 86400)
                 return mcg_cli_usage_error(&mcg_cmd_fetch, "bad --timeout '%s'", optarg);
             break;
-        default: return mcg_cli_usage_error(&mcg_cmd_fetch, NULL);
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_fetch, NULL);
         }
     }
     if (!repo || !trust || optind != argc)

@@ -13,19 +13,18 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_heartbeat = {
     .name = "heartbeat",
     .summary = "a signed empty commit proving the source is current (maxSourceAge)",
-    .usage =
-        "usage: mcgit heartbeat --repo R [--key FILE]\n"
-        "\n"
-        "Write a signed commit on the source branch of R whose tree is the tip's:\n"
-        "nothing changes on any node, but the newest verified source commit is now.\n"
-        "When .mcgit/policy.yaml sets maxSourceAge (e.g. 720h), the controller marks\n"
-        "every pool SourceStale once the newest verified source commit is older than\n"
-        "that, since a source that stops moving may be an attacker withholding\n"
-        "updates (a stale bundle carried to an air-gapped site); a quiet site signs\n"
-        "a heartbeat to show it is not. Signed as git signs (`ssh-keygen -Y sign\n"
-        "-n git`) with --key FILE, else git config user.signingkey with gpg.format\n"
-        "ssh; author from git config user.name and user.email. Push it (or bundle\n"
-        "it) like any change. Prints the new commit.\n",
+    .usage = "usage: mcgit heartbeat --repo R [--key FILE]\n"
+             "\n"
+             "Write a signed commit on the source branch of R whose tree is the tip's:\n"
+             "nothing changes on any node, but the newest verified source commit is now.\n"
+             "When .mcgit/policy.yaml sets maxSourceAge (e.g. 720h), the controller marks\n"
+             "every pool SourceStale once the newest verified source commit is older than\n"
+             "that, since a source that stops moving may be an attacker withholding\n"
+             "updates (a stale bundle carried to an air-gapped site); a quiet site signs\n"
+             "a heartbeat to show it is not. Signed as git signs (`ssh-keygen -Y sign\n"
+             "-n git`) with --key FILE, else git config user.signingkey with gpg.format\n"
+             "ssh; author from git config user.name and user.email. Push it (or bundle\n"
+             "it) like any change. Prints the new commit.\n",
     .run = run,
     .opts = mcg_cli_signer_opts,
 };

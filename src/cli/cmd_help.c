@@ -12,24 +12,22 @@ static int run_version(int argc, char **argv);
 const mcg_cmd mcg_cmd_help = {
     .name = "help",
     .summary = "show help for mcgit or one command",
-    .usage =
-        "usage: mcgit help [CMD]\n"
-        "\n"
-        "Without CMD, list the commands. With CMD, print its usage (the same text\n"
-        "as `mcgit CMD --help`).\n",
+    .usage = "usage: mcgit help [CMD]\n"
+             "\n"
+             "Without CMD, list the commands. With CMD, print its usage (the same text\n"
+             "as `mcgit CMD --help`).\n",
     .run = run_help,
 };
 
 const mcg_cmd mcg_cmd_version = {
     .name = "version",
     .summary = "print mcgit's version",
-    .usage =
-        "usage: mcgit version\n"
-        "\n"
-        "Print mcgit's version, then one line with the versions of libgit2, libyaml,\n"
-        "jansson, OpenSSL and libsodium: libgit2's, libyaml's and libsodium's as\n"
-        "loaded when it runs, jansson's and OpenSSL's as it was compiled against.\n"
-        "(It links libcurl and libmicrohttpd too; their versions are not printed.)\n",
+    .usage = "usage: mcgit version\n"
+             "\n"
+             "Print mcgit's version, then one line with the versions of libgit2, libyaml,\n"
+             "jansson, OpenSSL and libsodium: libgit2's, libyaml's and libsodium's as\n"
+             "loaded when it runs, jansson's and OpenSSL's as it was compiled against.\n"
+             "(It links libcurl and libmicrohttpd too; their versions are not printed.)\n",
     .run = run_version,
 };
 

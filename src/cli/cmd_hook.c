@@ -39,48 +39,47 @@ static const mcg_opt hook_opts[] = {
 const mcg_cmd mcg_cmd_hook = {
     .name = "hook",
     .summary = "install the git hooks, or run one",
-    .usage =
-        "usage: mcgit hook install --repo R --trust F [--revoked K] [--source-branch B]\n"
-        "                          [--webhook-url URL [--webhook-token-file T]]\n"
-        "       mcgit hook pre-receive --repo R --trust F [--revoked K]\n"
-        "       mcgit hook post-receive --repo R --trust F [--revoked K]\n"
-        "                          [--webhook-url URL [--webhook-token-file T]]\n"
-        "\n"
-        "install       put pre-receive, post-receive and (unless R is bare)\n"
-        "              pre-commit into R's hooks directory, record F (made\n"
-        "              absolute) in R's git config (mcgit.trust), B as\n"
-        "              mcgit.sourceBranch when given (default main), and point HEAD\n"
-        "              at the source branch. The hooks run `mcgit` from PATH, or\n"
-        "              git config mcgit.binary when set; when they cannot run it,\n"
-        "              they say so in one line, and pre-receive refuses the push\n"
-        "              (install warns when it finds no mcgit there). With\n"
-        "              --revoked, the revocation list K too (mcgit.revoked, made\n"
-        "              absolute). Without it a recorded mcgit.revoked is kept\n"
-        "              (`git config --unset mcgit.revoked` removes it). The hooks\n"
-        "              pass it to mcgit, and a recorded K that cannot be read\n"
-        "              refuses every push.\n"
-        "pre-receive   read `<old> <new> <ref>` lines on stdin; refuse (exit 1) a push\n"
-        "              to the source branch if any new commit is unsigned or untrusted\n"
-        "              (also against this host's clock), the update is not a\n"
-        "              fast-forward, or the new tree does not validate; refuse any\n"
-        "              push to refs/mcgit/* or the rendered branch, a moved tag, and\n"
-        "              a new tag whose history does not verify. Other refs are\n"
-        "              accepted and read by nothing (a push to another branch gets\n"
-        "              a `mcgit: note:` line naming the source branch). Each\n"
-        "              refusal is one line, which the pusher sees as `remote: ...`.\n"
-        "              An accepted push to the source branch is answered with its\n"
-        "              warnings and its plan (`remote: mcgit: plan: ...`, as\n"
-        "              `mcgit plan` prints it).\n"
-        "post-receive  render the new tip of the source branch (as `mcgit render\n"
-        "              --repo`), then, with a webhook URL (recorded by install as\n"
-        "              mcgit.webhookURL, the token file T made absolute as\n"
-        "              mcgit.webhookTokenFile), POST to it with\n"
-        "              `Authorization: Bearer <the token in T>` so a controller\n"
-        "              started with --webhook-token-file passes at once, e.g.\n"
-        "              http://controller:8080/hooks/git. At most 2 s; a failure is a\n"
-        "              `remote: mcgit: warning:` line and never fails the push.\n"
-        "              `--webhook-url ''` at install removes both settings.\n"
-        "The pre-commit hook runs `mcgit validate` on the working tree.\n",
+    .usage = "usage: mcgit hook install --repo R --trust F [--revoked K] [--source-branch B]\n"
+             "                          [--webhook-url URL [--webhook-token-file T]]\n"
+             "       mcgit hook pre-receive --repo R --trust F [--revoked K]\n"
+             "       mcgit hook post-receive --repo R --trust F [--revoked K]\n"
+             "                          [--webhook-url URL [--webhook-token-file T]]\n"
+             "\n"
+             "install       put pre-receive, post-receive and (unless R is bare)\n"
+             "              pre-commit into R's hooks directory, record F (made\n"
+             "              absolute) in R's git config (mcgit.trust), B as\n"
+             "              mcgit.sourceBranch when given (default main), and point HEAD\n"
+             "              at the source branch. The hooks run `mcgit` from PATH, or\n"
+             "              git config mcgit.binary when set; when they cannot run it,\n"
+             "              they say so in one line, and pre-receive refuses the push\n"
+             "              (install warns when it finds no mcgit there). With\n"
+             "              --revoked, the revocation list K too (mcgit.revoked, made\n"
+             "              absolute). Without it a recorded mcgit.revoked is kept\n"
+             "              (`git config --unset mcgit.revoked` removes it). The hooks\n"
+             "              pass it to mcgit, and a recorded K that cannot be read\n"
+             "              refuses every push.\n"
+             "pre-receive   read `<old> <new> <ref>` lines on stdin; refuse (exit 1) a push\n"
+             "              to the source branch if any new commit is unsigned or untrusted\n"
+             "              (also against this host's clock), the update is not a\n"
+             "              fast-forward, or the new tree does not validate; refuse any\n"
+             "              push to refs/mcgit/* or the rendered branch, a moved tag, and\n"
+             "              a new tag whose history does not verify. Other refs are\n"
+             "              accepted and read by nothing (a push to another branch gets\n"
+             "              a `mcgit: note:` line naming the source branch). Each\n"
+             "              refusal is one line, which the pusher sees as `remote: ...`.\n"
+             "              An accepted push to the source branch is answered with its\n"
+             "              warnings and its plan (`remote: mcgit: plan: ...`, as\n"
+             "              `mcgit plan` prints it).\n"
+             "post-receive  render the new tip of the source branch (as `mcgit render\n"
+             "              --repo`), then, with a webhook URL (recorded by install as\n"
+             "              mcgit.webhookURL, the token file T made absolute as\n"
+             "              mcgit.webhookTokenFile), POST to it with\n"
+             "              `Authorization: Bearer <the token in T>` so a controller\n"
+             "              started with --webhook-token-file passes at once, e.g.\n"
+             "              http://controller:8080/hooks/git. At most 2 s; a failure is a\n"
+             "              `remote: mcgit: warning:` line and never fails the push.\n"
+             "              `--webhook-url ''` at install removes both settings.\n"
+             "The pre-commit hook runs `mcgit validate` on the working tree.\n",
     .run = run,
     .opts = hook_opts,
 };
@@ -237,14 +236,28 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((c = mcg_cli_next(&mcg_cmd_hook, argc, argv)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_hook);
-        case 'r': repo = optarg; break;
-        case 't': trust = optarg; break;
-        case 's': source_branch = optarg; break;
-        case 'K': revoked = optarg; break;
-        case 'U': url = optarg; break;
-        case 'T': token = optarg; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_hook, NULL);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_hook);
+        case 'r':
+            repo = optarg;
+            break;
+        case 't':
+            trust = optarg;
+            break;
+        case 's':
+            source_branch = optarg;
+            break;
+        case 'K':
+            revoked = optarg;
+            break;
+        case 'U':
+            url = optarg;
+            break;
+        case 'T':
+            token = optarg;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_hook, NULL);
         }
     }
     if (argc - optind != 1 || !repo || !trust)

@@ -17,13 +17,12 @@ static const mcg_opt init_opts[] = {
 const mcg_cmd mcg_cmd_init = {
     .name = "init",
     .summary = "create a new config repo from the template",
-    .usage =
-        "usage: mcgit init DIR\n"
-        "\n"
-        "Create DIR (which must not exist, or be empty) holding a new config repo:\n"
-        "mcgit.yaml, .mcgit/allowed_signers, pools master and worker, and the empty\n"
-        "MachineConfigs 00-master and 00-worker; then `git init` it with branch main.\n"
-        "Nothing is committed: review, then commit with a signature (git commit -S).\n",
+    .usage = "usage: mcgit init DIR\n"
+             "\n"
+             "Create DIR (which must not exist, or be empty) holding a new config repo:\n"
+             "mcgit.yaml, .mcgit/allowed_signers, pools master and worker, and the empty\n"
+             "MachineConfigs 00-master and 00-worker; then `git init` it with branch main.\n"
+             "Nothing is committed: review, then commit with a signature (git commit -S).\n",
     .run = run,
     .opts = init_opts,
 };

@@ -30,21 +30,19 @@ static const mcg_opt log_opts[] = {
 const mcg_cmd mcg_cmd_log = {
     .name = "log",
     .summary = "show the rollout history (the rendered branch)",
-    .usage =
-        "usage: mcgit log --repo R [--trust F] [-o json]\n"
-        "\n"
-        "List the rendered commits, newest first: the rendered commit, its time (the\n"
-        "source commit's, UTC), the source commit it was rendered from with its\n"
-        "subject and author, the signer (the fingerprint of the key whose signature\n"
-        "over the source commit holds; with --trust F also the principal the trust\n"
-        "root F, with the repo's .mcgit/allowed_signers as of the commit's parent,\n"
-        "names for it), and each pool's rendered config name. A rollback (a source\n"
-        "commit with a Rollback-To trailer) is marked `rollback to <sha>`. With no\n"
-        "rendered commit yet it prints one line saying so (-o json: []).\n",
+    .usage = "usage: mcgit log --repo R [--trust F] [-o json]\n"
+             "\n"
+             "List the rendered commits, newest first: the rendered commit, its time (the\n"
+             "source commit's, UTC), the source commit it was rendered from with its\n"
+             "subject and author, the signer (the fingerprint of the key whose signature\n"
+             "over the source commit holds; with --trust F also the principal the trust\n"
+             "root F, with the repo's .mcgit/allowed_signers as of the commit's parent,\n"
+             "names for it), and each pool's rendered config name. A rollback (a source\n"
+             "commit with a Rollback-To trailer) is marked `rollback to <sha>`. With no\n"
+             "rendered commit yet it prints one line saying so (-o json: []).\n",
     .run = run,
     .opts = log_opts,
 };
-
 
 static json_t *str_or_null(const char *s)
 {
@@ -72,11 +70,19 @@ static int run(int argc, char **argv)
     optind = 1;
     while ((c = mcg_cli_next(&mcg_cmd_log, argc, argv)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(&mcg_cmd_log);
-        case 'r': repo = optarg; break;
-        case 't': trust = optarg; break;
-        case 'o': format = optarg; break;
-        default: return mcg_cli_usage_error(&mcg_cmd_log, NULL);
+        case 'h':
+            return mcg_cli_help(&mcg_cmd_log);
+        case 'r':
+            repo = optarg;
+            break;
+        case 't':
+            trust = optarg;
+            break;
+        case 'o':
+            format = optarg;
+            break;
+        default:
+            return mcg_cli_usage_error(&mcg_cmd_log, NULL);
         }
     }
     if (!repo || optind != argc)

@@ -27,33 +27,32 @@ static const mcg_opt node_options[] = {
 const mcg_cmd mcg_cmd_node = {
     .name = "node",
     .summary = "add, label, remove, list or bind nodes to their hosts",
-    .usage =
-        "usage: mcgit node add --cluster local:DIR NAME [--labels k=v,...] [--machine-id ID]\n"
-        "       mcgit node label --cluster local:DIR NAME k=v,... | k-\n"
-        "       mcgit node remove --cluster local:DIR NAME\n"
-        "       mcgit node list --cluster local:DIR\n"
-        "       mcgit node bind --cluster C NAME [--root DIR | --machine-id ID]\n"
-        "       mcgit node unbind --cluster C NAME\n"
-        "\n"
-        "A node is a Kubernetes-style Node object (name, labels, creation time, Ready,\n"
-        "unschedulable, mcgit's annotations). Its root filesystem defaults to\n"
-        "DIR/roots/NAME; add gives it etc/passwd and etc/group naming root and core\n"
-        "(as a fresh RHCOS node has them; files already there are kept), where the\n"
-        "agent looks up the owners files are given by name.\n"
-        "Labels decide its pool: node-role.kubernetes.io/worker=\"\"\n"
-        "puts it in pool worker (see the pools' nodeSelector). `k-` removes label k.\n"
-        "Without --cluster, C is $MCGIT_CLUSTER.\n"
-        "\n"
-        "bind records which host the node is: this host's machine-id (read from\n"
-        "ROOT/etc/machine-id, default /etc/machine-id) or ID, in the annotation\n"
-        "machineconfiguration.mcgit.io/machineID. An agent managing a live host\n"
-        "refuses unless the host's machine-id matches the node's (the kubelet's\n"
-        "status.nodeInfo, or this binding). bind refuses a node bound to, or reported\n"
-        "by its kubelet as, another machine; unbind removes the binding.\n"
-        "add --machine-id ID binds the new node at once.\n"
-        "\n"
-        "A label edit that leaves the labels as they are, bind to the machine-id\n"
-        "already bound and unbind of an unbound node change nothing and say so.\n",
+    .usage = "usage: mcgit node add --cluster local:DIR NAME [--labels k=v,...] [--machine-id ID]\n"
+             "       mcgit node label --cluster local:DIR NAME k=v,... | k-\n"
+             "       mcgit node remove --cluster local:DIR NAME\n"
+             "       mcgit node list --cluster local:DIR\n"
+             "       mcgit node bind --cluster C NAME [--root DIR | --machine-id ID]\n"
+             "       mcgit node unbind --cluster C NAME\n"
+             "\n"
+             "A node is a Kubernetes-style Node object (name, labels, creation time, Ready,\n"
+             "unschedulable, mcgit's annotations). Its root filesystem defaults to\n"
+             "DIR/roots/NAME; add gives it etc/passwd and etc/group naming root and core\n"
+             "(as a fresh RHCOS node has them; files already there are kept), where the\n"
+             "agent looks up the owners files are given by name.\n"
+             "Labels decide its pool: node-role.kubernetes.io/worker=\"\"\n"
+             "puts it in pool worker (see the pools' nodeSelector). `k-` removes label k.\n"
+             "Without --cluster, C is $MCGIT_CLUSTER.\n"
+             "\n"
+             "bind records which host the node is: this host's machine-id (read from\n"
+             "ROOT/etc/machine-id, default /etc/machine-id) or ID, in the annotation\n"
+             "machineconfiguration.mcgit.io/machineID. An agent managing a live host\n"
+             "refuses unless the host's machine-id matches the node's (the kubelet's\n"
+             "status.nodeInfo, or this binding). bind refuses a node bound to, or reported\n"
+             "by its kubelet as, another machine; unbind removes the binding.\n"
+             "add --machine-id ID binds the new node at once.\n"
+             "\n"
+             "A label edit that leaves the labels as they are, bind to the machine-id\n"
+             "already bound and unbind of an unbound node change nothing and say so.\n",
     .run = run,
     .opts = node_options,
 };
@@ -73,8 +72,7 @@ static bool machine_id_ok(const char *s)
  * kubelet reports another machine-id or another one is already bound (the
  * local backend checks again under its lock).
  */
-static int bind_node(mcg_cluster *cl, const char *name, const char *id, bool *already,
-                     mcg_err *err)
+static int bind_node(mcg_cluster *cl, const char *name, const char *id, bool *already, mcg_err *err)
 {
     mcg_node n;
     *already = false;

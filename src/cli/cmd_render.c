@@ -30,34 +30,33 @@ static const mcg_opt render_opts[] = {
 const mcg_cmd mcg_cmd_render = {
     .name = "render",
     .summary = "render each pool's MachineConfigs into one config",
-    .usage =
-        "usage: mcgit render [DIR] [-o names|json]\n"
-        "       mcgit render --repo R [--rev REV] --trust F [--revoked K] [-o names|json]\n"
-        "\n"
-        "Render the config directory DIR (default: the current directory) without\n"
-        "touching git. For each pool: select its MachineConfigs (custom pools inherit\n"
-        "worker's), merge them in name order, and name the result\n"
-        "rendered-<pool>-<hash>, hash = first 32 hex digits of the SHA-256 of the\n"
-        "canonical spec. The same input gives the same bytes on any machine.\n"
-        "\n"
-        "  -o names   one line per pool: `<pool> rendered-<pool>-<hash>` (default)\n"
-        "  -o json    one JSON document: {\"pools\": {\"<pool>\": {\"name\", \n"
-        "             \"machineConfigs\": [...], \"spec\": {\"config\": <Ignition 3.4.0>,\n"
-        "             and kernelArguments, extensions, fips, kernelType, osImageURL,\n"
-        "             baseOSExtensionsContainerImage when not their defaults}}}}\n"
-        "\n"
-        "Invalid input: every problem as `file:line: message` on stderr, exit 1.\n"
-        "Warnings (a key Ignition ignores, a MachineConfig no pool selects) go to\n"
-        "stderr as `warning: file:line: message` and leave the exit status alone.\n"
-        "\n"
-        "With --repo, render a commit of the git repository R instead (REV, default\n"
-        "the source branch): first verify the signature of every commit since the\n"
-        "last verified one against the trust root F and the revocation list K (see\n"
-        "`mcgit help verify`), then\n"
-        "append a commit to the rendered branch holding, per pool, spec.json, name,\n"
-        "files/<path> and units/<unit>, made by mcgit <mcgit@localhost> at the source\n"
-        "commit's time (same history, same commit ids, in any clone). A source that\n"
-        "was already rendered adds nothing. A refused commit moves nothing.\n",
+    .usage = "usage: mcgit render [DIR] [-o names|json]\n"
+             "       mcgit render --repo R [--rev REV] --trust F [--revoked K] [-o names|json]\n"
+             "\n"
+             "Render the config directory DIR (default: the current directory) without\n"
+             "touching git. For each pool: select its MachineConfigs (custom pools inherit\n"
+             "worker's), merge them in name order, and name the result\n"
+             "rendered-<pool>-<hash>, hash = first 32 hex digits of the SHA-256 of the\n"
+             "canonical spec. The same input gives the same bytes on any machine.\n"
+             "\n"
+             "  -o names   one line per pool: `<pool> rendered-<pool>-<hash>` (default)\n"
+             "  -o json    one JSON document: {\"pools\": {\"<pool>\": {\"name\", \n"
+             "             \"machineConfigs\": [...], \"spec\": {\"config\": <Ignition 3.4.0>,\n"
+             "             and kernelArguments, extensions, fips, kernelType, osImageURL,\n"
+             "             baseOSExtensionsContainerImage when not their defaults}}}}\n"
+             "\n"
+             "Invalid input: every problem as `file:line: message` on stderr, exit 1.\n"
+             "Warnings (a key Ignition ignores, a MachineConfig no pool selects) go to\n"
+             "stderr as `warning: file:line: message` and leave the exit status alone.\n"
+             "\n"
+             "With --repo, render a commit of the git repository R instead (REV, default\n"
+             "the source branch): first verify the signature of every commit since the\n"
+             "last verified one against the trust root F and the revocation list K (see\n"
+             "`mcgit help verify`), then\n"
+             "append a commit to the rendered branch holding, per pool, spec.json, name,\n"
+             "files/<path> and units/<unit>, made by mcgit <mcgit@localhost> at the source\n"
+             "commit's time (same history, same commit ids, in any clone). A source that\n"
+             "was already rendered adds nothing. A refused commit moves nothing.\n",
     .run = run,
     .opts = render_opts,
 };
@@ -145,9 +144,9 @@ static void print_render(const mcg_render *r, const char *format)
             for (size_t j = 0; j < rp->mcs.n; j++)
                 json_array_append_new(mcs, json_string(rp->mcs.v[j]));
             json_t *spec = json_loadb(rp->spec, rp->spec_len, 0, NULL);
-            json_object_set_new(pools, rp->pool,
-                                json_pack("{s:s,s:o,s:o}", "name", rp->name, "machineConfigs",
-                                          mcs, "spec", spec));
+            json_object_set_new(
+                pools, rp->pool,
+                json_pack("{s:s,s:o,s:o}", "name", rp->name, "machineConfigs", mcs, "spec", spec));
         }
         json_t *doc = json_pack("{s:o}", "pools", pools);
         mcg_buf b = MCG_BUF_INIT;

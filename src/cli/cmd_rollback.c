@@ -14,31 +14,30 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_rollback = {
     .name = "rollback",
     .summary = "return the nodes to an earlier config (a signed source commit)",
-    .usage =
-        "usage: mcgit rollback --repo R REV [--key FILE]\n"
-        "\n"
-        "Write a signed commit on the source branch of R that restores the\n"
-        "machineconfigs/ and pools/ of REV's source commit, keeping .mcgit/ and\n"
-        "mcgit.yaml as they are (a rollback never undoes a trust change), with the\n"
-        "message `Rollback to <short> (<subject>)` and trailer `Rollback-To: <sha>`.\n"
-        "Push it (or bundle it) like any change; once rendered, each pool's rendered\n"
-        "name is the earlier one again. In a clone whose work tree is on the source\n"
-        "branch, the work tree is updated too; local changes in the way refuse it.\n"
-        "\n"
-        "REV is a source commit; a rendered commit id from any clone (recomputed\n"
-        "here: rendered history is a pure function of source history); or a\n"
-        "rendered config name rendered-<pool>-<hash> (the newest source commit that\n"
-        "renders to it).\n"
-        "\n"
-        "The commit is signed as git signs (`ssh-keygen -Y sign -n git -f KEY`,\n"
-        "program from git config gpg.ssh.program): the key is FILE, else git config\n"
-        "user.signingkey with gpg.format ssh. Author: git config user.name and\n"
-        "user.email.\n"
-        "\n"
-        "Prints the new commit, then per pool `<pool> <old name> -> <new name>`.\n"
-        "A REV whose configs the branch already holds changes nothing and says so\n"
-        "(exit 0). An unknown REV or no key is refused (exit 1) and nothing is\n"
-        "written.\n",
+    .usage = "usage: mcgit rollback --repo R REV [--key FILE]\n"
+             "\n"
+             "Write a signed commit on the source branch of R that restores the\n"
+             "machineconfigs/ and pools/ of REV's source commit, keeping .mcgit/ and\n"
+             "mcgit.yaml as they are (a rollback never undoes a trust change), with the\n"
+             "message `Rollback to <short> (<subject>)` and trailer `Rollback-To: <sha>`.\n"
+             "Push it (or bundle it) like any change; once rendered, each pool's rendered\n"
+             "name is the earlier one again. In a clone whose work tree is on the source\n"
+             "branch, the work tree is updated too; local changes in the way refuse it.\n"
+             "\n"
+             "REV is a source commit; a rendered commit id from any clone (recomputed\n"
+             "here: rendered history is a pure function of source history); or a\n"
+             "rendered config name rendered-<pool>-<hash> (the newest source commit that\n"
+             "renders to it).\n"
+             "\n"
+             "The commit is signed as git signs (`ssh-keygen -Y sign -n git -f KEY`,\n"
+             "program from git config gpg.ssh.program): the key is FILE, else git config\n"
+             "user.signingkey with gpg.format ssh. Author: git config user.name and\n"
+             "user.email.\n"
+             "\n"
+             "Prints the new commit, then per pool `<pool> <old name> -> <new name>`.\n"
+             "A REV whose configs the branch already holds changes nothing and says so\n"
+             "(exit 0). An unknown REV or no key is refused (exit 1) and nothing is\n"
+             "written.\n",
     .run = run,
     .opts = mcg_cli_signer_opts,
 };
@@ -80,9 +79,10 @@ static int run(int argc, char **argv)
                 printf("    %s: %s -> %s%s\n", pool, from, to,
                        strcmp(from, to) ? "" : " (unchanged)");
         }
-        fprintf(stderr, "mcgit rollback: committed on %s%s; push it to the repository the "
-                        "controller reads (unless this is it), or bundle it for an air-gapped "
-                        "site\n",
+        fprintf(stderr,
+                "mcgit rollback: committed on %s%s; push it to the repository the "
+                "controller reads (unless this is it), or bundle it for an air-gapped "
+                "site\n",
                 mcg_repo_source_branch(r), res.checked_out ? " (work tree updated)" : "");
     }
     mcg_rollback_result_free(&res);

@@ -35,23 +35,22 @@ static const mcg_opt status_opts[] = {
 const mcg_cmd mcg_cmd_status = {
     .name = "status",
     .summary = "show pools or nodes (the kubectl get machineconfigpool view)",
-    .usage =
-        "usage: mcgit status --cluster C [pools|nodes] [-o json|wide] [--watch]\n"
-        "\n"
-        "pools (default) prints the columns of `kubectl get machineconfigpool`:\n"
-        "  NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT\n"
-        "  UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE\n"
-        "-o wide adds MACHINECONFIGS, the MachineConfigs CONFIG was rendered from\n"
-        "(status.configuration.source, in merge order).\n"
-        "nodes prints NODE DESIRED CURRENT STATE (-o wide adds POOL and REASON).\n"
-        "\n"
-        "C is local:DIR (the embedded store), kube (in-cluster service account) or\n"
-        "kube:KUBECONFIG; on kube the pools are MachineConfigPool objects, so\n"
-        "`kubectl get mcp` prints the same table. Under the table: each paused pool\n"
-        "and why (in git, or by an operator: `mcgit pool pause` or `kubectl patch mcp\n"
-        "POOL --type merge -p '{\"spec\":{\"paused\":true}}'`), and SourceStale.\n"
-        "Without --cluster, C is $MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR`\n"
-        "once per shell).\n",
+    .usage = "usage: mcgit status --cluster C [pools|nodes] [-o json|wide] [--watch]\n"
+             "\n"
+             "pools (default) prints the columns of `kubectl get machineconfigpool`:\n"
+             "  NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT\n"
+             "  UPDATEDMACHINECOUNT DEGRADEDMACHINECOUNT AGE\n"
+             "-o wide adds MACHINECONFIGS, the MachineConfigs CONFIG was rendered from\n"
+             "(status.configuration.source, in merge order).\n"
+             "nodes prints NODE DESIRED CURRENT STATE (-o wide adds POOL and REASON).\n"
+             "\n"
+             "C is local:DIR (the embedded store), kube (in-cluster service account) or\n"
+             "kube:KUBECONFIG; on kube the pools are MachineConfigPool objects, so\n"
+             "`kubectl get mcp` prints the same table. Under the table: each paused pool\n"
+             "and why (in git, or by an operator: `mcgit pool pause` or `kubectl patch mcp\n"
+             "POOL --type merge -p '{\"spec\":{\"paused\":true}}'`), and SourceStale.\n"
+             "Without --cluster, C is $MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR`\n"
+             "once per shell).\n",
     .run = run,
     .opts = status_opts,
 };
@@ -102,8 +101,8 @@ static const char *cond_status(const json_t *pool, const char *type)
 /* The names in status.configuration.source, comma-separated ("<none>" without). */
 static char *source_cell(const json_t *pool)
 {
-    json_t *src = json_object_get(
-        json_object_get(json_object_get(pool, "status"), "configuration"), "source");
+    json_t *src = json_object_get(json_object_get(json_object_get(pool, "status"), "configuration"),
+                                  "source");
     mcg_buf b = MCG_BUF_INIT;
     size_t i;
     json_t *r;
@@ -160,14 +159,16 @@ static void pool_notes(const json_t *items, mcg_buf *out)
      * operator's (the object's spec.paused), or both */
     json_array_foreach(items, i, p)
     {
-        const char *pool = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+        const char *pool =
+            json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
         bool git = mcg_pool_object_git_paused(p);
         bool op = mcg_pool_object_operator_paused(p);
         if (git || op)
             mcg_buf_printf(out, "%s: paused %s\n", pool ? pool : "?",
-                           git && op ? "in git (spec.paused) and by an operator (`mcgit pool resume`)"
-                           : git     ? "in git (spec.paused; resumed by a signed commit)"
-                                     : "by an operator (`mcgit pool resume` resumes it)");
+                           git && op
+                               ? "in git (spec.paused) and by an operator (`mcgit pool resume`)"
+                           : git ? "in git (spec.paused; resumed by a signed commit)"
+                                 : "by an operator (`mcgit pool resume` resumes it)");
     }
 }
 
@@ -211,8 +212,8 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
     {
         json_t *md = json_object_get(p, "metadata");
         const char *name = json_string_value(json_object_get(md, "name"));
-        const char *cfg = json_string_value(
-            json_object_get(json_object_get(json_object_get(p, "status"), "configuration"), "name"));
+        const char *cfg = json_string_value(json_object_get(
+            json_object_get(json_object_get(p, "status"), "configuration"), "name"));
         mcg_strv_push(&t.cells, name ? name : "");
         mcg_strv_push(&t.cells, cfg ? cfg : "");
         mcg_strv_push(&t.cells, cond_status(p, "Updated"));
@@ -322,8 +323,8 @@ int mcg_cli_status_nodes(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
         if (wide) {
             /* the pool the controller would put it in; a conflict is shown as the reason */
             char *conflict = NULL;
-            const mcg_pool *p = mcg_rollout_pool_of(&nodes[i].labels, pm->pools, pm->npools,
-                                                    &conflict);
+            const mcg_pool *p =
+                mcg_rollout_pool_of(&nodes[i].labels, pm->pools, pm->npools, &conflict);
             mcg_strv_push(&t.cells, p ? p->name : conflict ? "<unmanaged>" : "<none>");
             char *reason = conflict ? mcg_sprintf("unmanaged: %s", conflict)
                                     : mcg_strdup(nodes[i].reason ? nodes[i].reason : "");

@@ -18,23 +18,22 @@ static const mcg_opt sync_opts[];
 const mcg_cmd mcg_cmd_sync = {
     .name = "sync",
     .summary = "ask the controller for a pass now, and wait for its result",
-    .usage =
-        "usage: mcgit sync [--cluster C] [--now POOL] [--wait] [--timeout SECONDS]\n"
-        "\n"
-        "Ask the controller for a reconcile pass now rather than at the end of its\n"
-        "--interval: a request on the cluster side that the controller watches (local:DIR:\n"
-        "DIR/sync.json, noticed at once; kube: annotations of the MachineConfiguration\n"
-        "`cluster`, noticed within 4 s). The controller answers each request after the\n"
-        "pass it started, with that pass's result. Requests made while a pass runs are\n"
-        "answered by the next one, which starts at once.\n"
-        "\n"
-        "--now POOL is the operator's override of POOL's maintenance windows\n"
-        "(spec.maintenanceWindows): the pool's current target rolls out at once,\n"
-        "outside its windows, and the pool's Updating condition says it was asked\n"
-        "for (recorded on the pool object as machineconfiguration.mcgit.io/sync-now;\n"
-        "a later target waits for its window again).\n"
-        "\n"
-        "Without --cluster, C is $MCGIT_CLUSTER.\n",
+    .usage = "usage: mcgit sync [--cluster C] [--now POOL] [--wait] [--timeout SECONDS]\n"
+             "\n"
+             "Ask the controller for a reconcile pass now rather than at the end of its\n"
+             "--interval: a request on the cluster side that the controller watches (local:DIR:\n"
+             "DIR/sync.json, noticed at once; kube: annotations of the MachineConfiguration\n"
+             "`cluster`, noticed within 4 s). The controller answers each request after the\n"
+             "pass it started, with that pass's result. Requests made while a pass runs are\n"
+             "answered by the next one, which starts at once.\n"
+             "\n"
+             "--now POOL is the operator's override of POOL's maintenance windows\n"
+             "(spec.maintenanceWindows): the pool's current target rolls out at once,\n"
+             "outside its windows, and the pool's Updating condition says it was asked\n"
+             "for (recorded on the pool object as machineconfiguration.mcgit.io/sync-now;\n"
+             "a later target waits for its window again).\n"
+             "\n"
+             "Without --cluster, C is $MCGIT_CLUSTER.\n",
     .run = run,
     .opts = sync_opts,
 };
@@ -123,15 +122,23 @@ int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_w
     optind = 1;
     while ((c = mcg_cli_next(cmd, argc, argv)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(cmd);
-        case 'c': cluster = optarg; break;
-        case 'w': out->wait = true; break;
-        case 'n': out->now = optarg; break;
+        case 'h':
+            return mcg_cli_help(cmd);
+        case 'c':
+            cluster = optarg;
+            break;
+        case 'w':
+            out->wait = true;
+            break;
+        case 'n':
+            out->now = optarg;
+            break;
         case 't':
             if (mcg_cli_parse_timeout(optarg, &out->timeout) != 0)
                 return mcg_cli_usage_error(cmd, "bad --timeout '%s'", optarg);
             break;
-        default: return mcg_cli_usage_error(cmd, NULL);
+        default:
+            return mcg_cli_usage_error(cmd, NULL);
         }
     }
     out->cluster = mcg_cli_cluster(cluster);
@@ -149,8 +156,8 @@ static int sync_now(mcg_cluster *cl, const char *pool, mcg_err *err)
     {
         const char *n = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
         if (n && !strcmp(n, pool))
-            target = json_string_value(
-                json_object_get(json_object_get(json_object_get(p, "spec"), "configuration"), "name"));
+            target = json_string_value(json_object_get(
+                json_object_get(json_object_get(p, "spec"), "configuration"), "name"));
     }
     if (!rc && !target)
         rc = mcg_err_set(err, MCG_ENOTFOUND, "pool %s has no target (yet) to roll out", pool);

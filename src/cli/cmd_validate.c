@@ -17,17 +17,16 @@ static const mcg_opt validate_opts[] = {
 const mcg_cmd mcg_cmd_validate = {
     .name = "validate",
     .summary = "check a config directory and report every problem",
-    .usage =
-        "usage: mcgit validate [DIR]\n"
-        "\n"
-        "Parse and check DIR (default: the current directory) as a config repo:\n"
-        "mcgit.yaml, pools/*.yaml and machineconfigs/*.yaml, and that every pool\n"
-        "renders. Valid: exit 0, nothing printed. Otherwise every problem found is\n"
-        "printed to stderr as `file:line: message` and the exit status is 1.\n"
-        "What Ignition only warns about (a key it does not know, such as `networkd: {}`\n"
-        "or a misspelt `mdoe`), and a MachineConfig that no pool's\n"
-        "machineConfigSelector selects, are printed as `warning: file:line: message`\n"
-        "and leave the exit status alone, unless mcgit.yaml says `warnings: error`.\n",
+    .usage = "usage: mcgit validate [DIR]\n"
+             "\n"
+             "Parse and check DIR (default: the current directory) as a config repo:\n"
+             "mcgit.yaml, pools/*.yaml and machineconfigs/*.yaml, and that every pool\n"
+             "renders. Valid: exit 0, nothing printed. Otherwise every problem found is\n"
+             "printed to stderr as `file:line: message` and the exit status is 1.\n"
+             "What Ignition only warns about (a key it does not know, such as `networkd: {}`\n"
+             "or a misspelt `mdoe`), and a MachineConfig that no pool's\n"
+             "machineConfigSelector selects, are printed as `warning: file:line: message`\n"
+             "and leave the exit status alone, unless mcgit.yaml says `warnings: error`.\n",
     .run = run,
     .opts = validate_opts,
 };

@@ -301,15 +301,21 @@ int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, con
     optind = 1;
     while ((c = mcg_cli_next(cmd, argc, argv)) != -1) {
         switch (c) {
-        case 'h': return mcg_cli_help(cmd);
-        case 'r': *repo = optarg; break;
-        case 'k': *key = optarg; break;
-        default: return mcg_cli_usage_error(cmd, NULL);
+        case 'h':
+            return mcg_cli_help(cmd);
+        case 'r':
+            *repo = optarg;
+            break;
+        case 'k':
+            *key = optarg;
+            break;
+        default:
+            return mcg_cli_usage_error(cmd, NULL);
         }
     }
     if (!*repo || argc - optind != npos)
-        return mcg_cli_usage_error(cmd, npos ? "expected --repo R and one REV"
-                                             : "--repo is required");
+        return mcg_cli_usage_error(cmd,
+                                   npos ? "expected --repo R and one REV" : "--repo is required");
     return -1;
 }
 
@@ -328,4 +334,3 @@ int mcg_cli_init_libraries(void)
     }
     return 0;
 }
-

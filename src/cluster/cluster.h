@@ -66,7 +66,10 @@ typedef struct mcg_node_patch {
 } mcg_node_patch;
 
 /* Leaves everything alone; set the fields to change. */
-#define MCG_NODE_PATCH_INIT {.unschedulable = -1, .ready = -1}
+#define MCG_NODE_PATCH_INIT                                                                        \
+    {                                                                                              \
+        .unschedulable = -1, .ready = -1                                                           \
+    }
 
 /*
  * A cluster handle. Its backend is private (cluster_int.h): callers use the
@@ -204,9 +207,9 @@ typedef struct mcg_event {
     const char *component; /* who reports: "mcgit-controller", "mcgit-agent" */
     bool pool;             /* the object is the MachineConfigPool `name`, else the Node */
     const char *name;
-    bool warning;          /* type Warning, else Normal */
-    const char *reason;    /* UpperCamelCase */
-    const char *message;   /* one line */
+    bool warning;        /* type Warning, else Normal */
+    const char *reason;  /* UpperCamelCase */
+    const char *message; /* one line */
 } mcg_event;
 
 /*
@@ -282,11 +285,11 @@ bool mcg_pool_object_halt_pending(const json_t *pool);
 bool mcg_pool_object_git_paused(const json_t *pool);
 
 typedef struct mcg_sync_state {
-    uint64_t requested; /* requests made so far (0: none ever) */
-    uint64_t handled;   /* the newest request a pass answered (0: none) */
-    bool failed;        /* that pass failed, was refused or could not fetch */
+    uint64_t requested;  /* requests made so far (0: none ever) */
+    uint64_t handled;    /* the newest request a pass answered (0: none) */
+    bool failed;         /* that pass failed, was refused or could not fetch */
     char handled_at[32]; /* when, RFC 3339 ("" none) */
-    char result[512];   /* that pass's result, one printable line */
+    char result[512];    /* that pass's result, one printable line */
 } mcg_sync_state;
 
 /* The sync requests and answers; all zero when none was ever made. */

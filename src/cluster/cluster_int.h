@@ -55,14 +55,13 @@ typedef struct mcg_cluster_ops {
     int (*wait_change)(mcg_cluster *c, const char *node, long timeout_ms, mcg_err *err);
     /* Operator requests (see cluster.h); NULL: MCG_EINVAL "not supported". pause_pool
      * and the sync writes are fenced; answer_sync gets a cleaned line. */
-    int (*pause_pool)(mcg_cluster *c, const char *pool, bool pause, bool *changed,
-                      bool *git_paused, mcg_err *err);
+    int (*pause_pool)(mcg_cluster *c, const char *pool, bool pause, bool *changed, bool *git_paused,
+                      mcg_err *err);
     int (*get_sync)(mcg_cluster *c, mcg_sync_state *out, mcg_err *err);
     int (*annotate_pool)(mcg_cluster *c, const char *pool, const char *key, const char *value,
                          mcg_err *err);
     int (*request_sync)(mcg_cluster *c, uint64_t *gen, mcg_err *err);
-    int (*answer_sync)(mcg_cluster *c, uint64_t gen, bool failed, const char *result,
-                       mcg_err *err);
+    int (*answer_sync)(mcg_cluster *c, uint64_t gen, bool failed, const char *result, mcg_err *err);
     /* mcg_cluster_patch_nodes over valid names only, after one fence();
      * a backend whose batch takes time fences each write itself (kube).
      * Default: fence and patch_node for each. */

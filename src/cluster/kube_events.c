@@ -36,8 +36,8 @@ json_t *mcg_kube_event_object(const mcg_event *ev, const char *uid, const char *
     json_t *src = json_pack("{s:s}", "component", ev->component);
     if (host && *host)
         json_object_set_new(src, "host", json_string(host));
-    return json_pack("{s:s,s:s,s:{s:s,s:s},s:o,s:s,s:s,s:s,s:o,s:s,s:s,s:i,s:s,s:s}",
-                     "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace", ns,
+    return json_pack("{s:s,s:s,s:{s:s,s:s},s:o,s:s,s:s,s:s,s:o,s:s,s:s,s:i,s:s,s:s}", "apiVersion",
+                     "v1", "kind", "Event", "metadata", "name", name, "namespace", ns,
                      "involvedObject", obj, "reason", ev->reason, "message", ev->message, "type",
                      ev->warning ? "Warning" : "Normal", "source", src, "firstTimestamp", ts,
                      "lastTimestamp", ts, "count", 1, "reportingComponent", ev->component,

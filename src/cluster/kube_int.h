@@ -40,7 +40,6 @@
 /* Label on published rendered MachineConfigs (list and garbage-collect only those). */
 #define MCG_KUBE_LABEL_RENDERED MCG_ANN_PREFIX "rendered"
 
-
 /* Where the in-cluster service account's files are. */
 #define MCG_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -486,8 +485,8 @@ json_t *mcg_kube_event_object(const mcg_event *ev, const char *uid, const char *
                               const char *name, const char *host, int64_t now);
 
 /* kube_requests.c: an operator's pause of a pool and sync requests. */
-int mcg_kube_op_annotate_pool(mcg_cluster *c, const char *pool, const char *key,
-                              const char *value, mcg_err *err);
+int mcg_kube_op_annotate_pool(mcg_cluster *c, const char *pool, const char *key, const char *value,
+                              mcg_err *err);
 int mcg_kube_op_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *changed,
                            bool *git_paused, mcg_err *err);
 int mcg_kube_op_get_sync(mcg_cluster *c, mcg_sync_state *out, mcg_err *err);

@@ -158,8 +158,8 @@ static json_t *meta_patch(const json_t *o, const json_t *obj)
     if (refs && !json_equal(json_object_get(om, "ownerReferences"), refs))
         json_object_set(md, "ownerReferences", refs);
     if (!mcg_kube_str_at(om, "annotations", MCG_ANN_GENERATED_BY))
-        json_object_set_new(md, "annotations", json_pack("{s:s}", MCG_ANN_GENERATED_BY,
-                                                         MCGIT_VERSION));
+        json_object_set_new(md, "annotations",
+                            json_pack("{s:s}", MCG_ANN_GENERATED_BY, MCGIT_VERSION));
     if (!json_object_size(md)) {
         json_decref(md);
         return NULL;
@@ -170,11 +170,10 @@ static json_t *meta_patch(const json_t *o, const json_t *obj)
 /* The MachineConfig object of a rendered config (spec consumed). */
 static json_t *mc_object(mcg_kube *k, const char *name, json_t *specobj, const char *hex)
 {
-    json_t *obj =
-        json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s,s:s}},s:o}", "apiVersion", MCG_KUBE_GV, "kind",
-                  "MachineConfig", "metadata", "name", name, "labels", MCG_KUBE_LABEL_RENDERED,
-                  "true", "annotations", MCG_KUBE_ANN_SPEC_HASH, hex, MCG_ANN_GENERATED_BY,
-                  MCGIT_VERSION, "spec", specobj);
+    json_t *obj = json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s,s:s}},s:o}", "apiVersion", MCG_KUBE_GV,
+                            "kind", "MachineConfig", "metadata", "name", name, "labels",
+                            MCG_KUBE_LABEL_RENDERED, "true", "annotations", MCG_KUBE_ANN_SPEC_HASH,
+                            hex, MCG_ANN_GENERATED_BY, MCGIT_VERSION, "spec", specobj);
     json_t *ref = owner_ref(k, name);
     if (ref)
         json_object_set_new(json_object_get(obj, "metadata"), "ownerReferences",

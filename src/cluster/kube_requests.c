@@ -61,7 +61,8 @@ static json_t *pause_patch(const json_t *o, bool pause)
         json_object_set_new(ann, MCG_ANN_PAUSED, json_null());
     if (lift) { /* a rollout halt lifted (cluster.h) */
         char ts[32];
-        json_object_set_new(ann, MCG_ANN_RESUMED, json_string(mcg_time_iso(ts, (int64_t)time(NULL))));
+        json_object_set_new(ann, MCG_ANN_RESUMED,
+                            json_string(mcg_time_iso(ts, (int64_t)time(NULL))));
     }
     if (json_object_size(ann))
         json_object_set_new(md, "annotations", ann);
@@ -105,8 +106,8 @@ int mcg_kube_op_pause_pool(mcg_cluster *c, const char *pool, bool pause, bool *c
     return rc;
 }
 
-int mcg_kube_op_annotate_pool(mcg_cluster *c, const char *pool, const char *key,
-                              const char *value, mcg_err *err)
+int mcg_kube_op_annotate_pool(mcg_cluster *c, const char *pool, const char *key, const char *value,
+                              mcg_err *err)
 {
     mcg_kube *k = mcg_kube_of(c);
     char *path = mcg_sprintf(MCG_KUBE_MCP_PATH "/%s", pool);

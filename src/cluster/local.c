@@ -65,10 +65,10 @@ typedef struct seen_set {
 typedef struct local {
     mcg_cluster base;
     char *dir;
-    bool made; /* the subdirectories exist (made on the first write) */
-    int ifd;   /* inotify on DIR/nodes for wait_change, -1 until first needed */
-    seen_set one;  /* the node get_node read last (one entry) */
-    seen_set all;  /* every node, as list_nodes read them */
+    bool made;      /* the subdirectories exist (made on the first write) */
+    int ifd;        /* inotify on DIR/nodes for wait_change, -1 until first needed */
+    seen_set one;   /* the node get_node read last (one entry) */
+    seen_set all;   /* every node, as list_nodes read them */
     seen_node sync; /* DIR/sync.json as get_sync read it (or this process wrote it) */
     bool sync_valid;
 } local;
@@ -323,8 +323,9 @@ static int l_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_
     if (l->ifd < 0) {
         char *d = mcg_sprintf("%s/nodes", l->dir);
         l->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (l->ifd >= 0 && inotify_add_watch(l->ifd, d, IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE |
-                                                            IN_DELETE | IN_ATTRIB) < 0) {
+        if (l->ifd >= 0 &&
+            inotify_add_watch(
+                l->ifd, d, IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_ATTRIB) < 0) {
             close(l->ifd);
             l->ifd = -1;
         }
@@ -364,12 +365,14 @@ static int l_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_
         }
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        long gone = (long)((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
+        long gone =
+            (long)((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
         long left = timeout_ms - gone;
         if (left <= 0 || (c->stop && *c->stop))
             return 0;
         struct pollfd pfd = {l->ifd, POLLIN, 0};
-        int slice = (int)(left < 200 ? left : 200); /* the stop flag is looked at 5 times a second */
+        int slice =
+            (int)(left < 200 ? left : 200); /* the stop flag is looked at 5 times a second */
         if (l->ifd >= 0)
             (void)poll(&pfd, 1, slice);
         else {
@@ -535,9 +538,9 @@ static int edit_patch(json_t *o, const char *name, const void *arg, mcg_err *err
             st = json_object();
             json_object_set_new(o, "status", st);
         }
-        json_object_set_new(st, "conditions",
-                            json_pack("[{s:s,s:s}]", "type", "Ready", "status",
-                                      p->ready ? "True" : "False"));
+        json_object_set_new(
+            st, "conditions",
+            json_pack("[{s:s,s:s}]", "type", "Ready", "status", p->ready ? "True" : "False"));
     }
     return 0;
 }

@@ -37,7 +37,6 @@ void mcg_nodes_free(mcg_node *nodes, size_t n)
     free(nodes);
 }
 
-
 bool mcg_time_parse(const char *s, int64_t *out)
 {
     struct tm tm;
@@ -66,11 +65,11 @@ json_t *mcg_node_to_json(const mcg_node *n)
         json_object_set_new(ann, MCG_ANN_MACHINE_ID, json_string(n->bound_machine_id));
     char ts[32];
     mcg_time_iso(ts, n->created);
-    json_t *o = json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o},s:{s:b},s:{s:[{s:s,s:s}]}}", "apiVersion", "v1",
-                     "kind", "Node", "metadata", "name", n->name, "creationTimestamp", ts, "labels",
-                     labels, "annotations", ann, "spec", "unschedulable", n->unschedulable,
-                     "status", "conditions", "type", "Ready", "status",
-                     n->ready ? "True" : "False");
+    json_t *o =
+        json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o},s:{s:b},s:{s:[{s:s,s:s}]}}", "apiVersion", "v1",
+                  "kind", "Node", "metadata", "name", n->name, "creationTimestamp", ts, "labels",
+                  labels, "annotations", ann, "spec", "unschedulable", n->unschedulable, "status",
+                  "conditions", "type", "Ready", "status", n->ready ? "True" : "False");
     json_t *info = json_object();
     if (n->machine_id)
         json_object_set_new(info, "machineID", json_string(n->machine_id));

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static json_t *selector_json(const mcg_selector *s)
 {
     if (!s->present)
@@ -46,8 +45,8 @@ static json_t *selector_json(const mcg_selector *s)
             json_t *vals = json_array();
             for (size_t j = 0; j < s->exprs[i].values.n; j++)
                 json_array_append_new(vals, json_string(s->exprs[i].values.v[j]));
-            json_t *e = json_pack("{s:s,s:s}", "key", s->exprs[i].key, "operator",
-                                  ops[s->exprs[i].op]);
+            json_t *e =
+                json_pack("{s:s,s:s}", "key", s->exprs[i].key, "operator", ops[s->exprs[i].op]);
             if (json_array_size(vals))
                 json_object_set_new(e, "values", vals);
             else
@@ -85,8 +84,8 @@ static json_t *source_refs(const mcg_model *m, const mcg_pool *p)
     mcg_render_select(&names, m, p);
     json_t *a = json_array();
     for (size_t i = 0; i < names.n; i++)
-        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "apiVersion", MCG_API_OPENSHIFT,
-                                           "kind", "MachineConfig", "name", names.v[i]));
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "apiVersion", MCG_API_OPENSHIFT, "kind",
+                                           "MachineConfig", "name", names.v[i]));
     mcg_strv_free(&names);
     return a;
 }
@@ -154,8 +153,8 @@ static json_t *pool_spec(const mcg_pool *p, const mcg_pool_status *st, const jso
     json_t *pp = json_object_get(json_object_get(prev, "spec"), "paused");
     json_object_set_new(spec, "paused", json_is_boolean(pp) ? json_incref(pp) : json_false());
     if (st->target)
-        json_object_set_new(spec, "configuration", json_pack("{s:s,s:O}", "name", st->target,
-                                                             "source", target_src));
+        json_object_set_new(spec, "configuration",
+                            json_pack("{s:s,s:O}", "name", st->target, "source", target_src));
     return spec;
 }
 
@@ -167,7 +166,8 @@ static json_t *pool_object(const mcg_model *m, const mcg_pool *p, const mcg_pool
     json_t *md = json_object();
     json_object_set_new(md, "name", json_string(p->name));
     json_t *pc = json_object_get(json_object_get(prev, "metadata"), "creationTimestamp");
-    json_object_set_new(md, "creationTimestamp", json_is_string(pc) ? json_incref(pc) : json_string(ts));
+    json_object_set_new(md, "creationTimestamp",
+                        json_is_string(pc) ? json_incref(pc) : json_string(ts));
     json_t *src = source_refs(m, p);
     json_t *spec = pool_spec(p, st, prev, src);
     json_t *status = json_object();
@@ -241,7 +241,8 @@ static int read_tip(tip_pool **out, size_t *n, mcg_repo *r, const mcg_model *m, 
         name[strcspn(name, "\n")] = '\0';
         if (!mcg_render_name_matches(name, t->spec, t->spec_len)) {
             free(name);
-            return mcg_err_set(err, MCG_ETRUST, "rendered config of pool %s does not match its name",
+            return mcg_err_set(err, MCG_ETRUST,
+                               "rendered config of pool %s does not match its name",
                                m->pools[i].name);
         }
         t->pool = mcg_strdup(m->pools[i].name);
@@ -457,7 +458,7 @@ typedef struct {
     mcg_pass_result *res;
     mcg_signers *root; /* the trust root, revocations applied */
     mcg_repo *r;
-    mcg_rendered_log log;               /* the rendered branch, newest first */
+    mcg_rendered_log log;      /* the rendered branch, newest first */
     char src[MCG_SHA_HEX + 1]; /* the source commit of the rendered tip ("": none) */
     mcg_model *m;              /* the model of src */
     mcg_diags diags;
@@ -468,7 +469,7 @@ typedef struct {
     size_t nnodes;
     json_t *prev_pools; /* the pool objects before the pass */
     mcg_rollout_plan *plan;
-    mcg_strv untrusted; /* per pool of m: its UntrustedChanges message ("" none) */
+    mcg_strv untrusted;  /* per pool of m: its UntrustedChanges message ("" none) */
     mcg_safe_pool *safe; /* per pool of m: its safe rollout (safe.c) */
 } pass;
 
@@ -680,7 +681,8 @@ static mcg_pool_view *pool_views(pass *p)
  * pool and the object has no status.pausedInGit, that spec.paused is git's
  * and is cleared once, so that the signed commit that resumes the pool
  * resumes it (an object that also has the older pause annotation is an
- * operator's pause anyway, and is left for `mcgit pool resume`). Best effort: what fails is tried again next pass.
+ * operator's pause anyway, and is left for `mcgit pool resume`). Best effort: what fails is tried
+ * again next pass.
  */
 static void migrate_git_pause(pass *p)
 {
@@ -689,7 +691,8 @@ static void migrate_git_pause(pass *p)
     json_array_foreach(p->prev_pools, k, pp)
     {
         json_t *spec = json_object_get(pp, "spec");
-        const char *name = json_string_value(json_object_get(json_object_get(pp, "metadata"), "name"));
+        const char *name =
+            json_string_value(json_object_get(json_object_get(pp, "metadata"), "name"));
         const mcg_pool *mp = name ? mcg_model_pool(p->m, name) : NULL;
         bool changed = false;
         if (!mp || !mp->paused || !json_is_true(json_object_get(spec, "paused")) ||
@@ -784,7 +787,7 @@ static void halt_events(pass *p)
     for (size_t i = 0; p->safe && i < p->m->npools; i++) {
         if (!p->safe[i].raised_now || !p->safe[i].halted_msg)
             continue;
-        mcg_event ev = {"mcgit-controller", true, p->m->pools[i].name, true, "RolloutHalted",
+        mcg_event ev = {"mcgit-controller",   true, p->m->pools[i].name, true, "RolloutHalted",
                         p->safe[i].halted_msg};
         mcg_cluster_event(p->c, &ev, NULL);
     }

@@ -18,10 +18,10 @@
 #define MCG_KEEP_CONFIGS_DEFAULT 3
 
 typedef struct mcg_controller_opts {
-    const char *repo;  /* path of the config repo (a clone/mirror when it has a remote) */
-    const char *trust; /* trust root: allowed_signers file */
+    const char *repo;    /* path of the config repo (a clone/mirror when it has a remote) */
+    const char *trust;   /* trust root: allowed_signers file */
     const char *revoked; /* revocation list (KRL or key list) attached to it, NULL: none */
-    const char *remote; /* remote to fetch from, NULL: "origin" when it exists */
+    const char *remote;  /* remote to fetch from, NULL: "origin" when it exists */
     /* How many older rendered configs of each pool stay published besides
      * the ones nodes and pools use: the newest ones on the rendered branch. */
     unsigned keep_configs;
@@ -39,14 +39,14 @@ typedef struct mcg_pass_result {
     char fetch_error[1024]; /* why, one line, credentials in URLs removed */
     size_t updates;         /* desiredConfig writes made */
     size_t nodes;
-    size_t writes;          /* pool, config and policy objects written */
-    mcg_strv unmanaged;     /* "node: reason" for nodes no pool manages because of a conflict */
-    mcg_strv targeted;      /* "node rendered-config" for each desiredConfig written */
-    mcg_strv overrides;     /* "pool rendered-config": rolling out outside its maintenance
-                               windows on an operator's `mcgit sync --now` */
-    char event_error[512];  /* the first Kubernetes Event refused in this pass, "" none */
-    char stale[1024];       /* SourceStale: the newest verified source is older than
-                               maxSourceAge (every pool carries the condition); "" fresh */
+    size_t writes;         /* pool, config and policy objects written */
+    mcg_strv unmanaged;    /* "node: reason" for nodes no pool manages because of a conflict */
+    mcg_strv targeted;     /* "node rendered-config" for each desiredConfig written */
+    mcg_strv overrides;    /* "pool rendered-config": rolling out outside its maintenance
+                              windows on an operator's `mcgit sync --now` */
+    char event_error[512]; /* the first Kubernetes Event refused in this pass, "" none */
+    char stale[1024];      /* SourceStale: the newest verified source is older than
+                              maxSourceAge (every pool carries the condition); "" fresh */
 } mcg_pass_result;
 
 /*
@@ -104,7 +104,6 @@ int mcg_controller_metrics_declare(mcg_metrics *m, mcg_err *err);
 /* The default leader election identity: $MCGIT_IDENTITY, else HOST_PID
  * (two replicas on one host never share one). */
 void mcg_controller_default_identity(char *out, size_t n);
-
 
 /*
  * Copy src to out (size n), replacing the user-information part of any URL

@@ -14,11 +14,11 @@
 /* What a pass holds of each pool's safe rollout, in the order of its pool views. */
 typedef struct mcg_safe_pool {
     char *target, *node, *check, *source, *since; /* status.rolloutHalt (target NULL: none) */
-    bool halted;                                   /* the halt holds (not resumed) */
-    bool raised_now;                               /* first seen in this pass */
-    char *halted_msg;                              /* RolloutHalted's message */
-    char *held_msg;                                /* "waiting for the window ..." */
-    char *healthy_at;                              /* status.canary.healthyAt, kept */
+    bool halted;                                  /* the halt holds (not resumed) */
+    bool raised_now;                              /* first seen in this pass */
+    char *halted_msg;                             /* RolloutHalted's message */
+    char *held_msg;                               /* "waiting for the window ..." */
+    char *healthy_at;                             /* status.canary.healthyAt, kept */
     int64_t healthy_unix;
     int64_t rolling_since; /* status.rolloutSince: when its rollout to the target began (0: none) */
 } mcg_safe_pool;
@@ -27,9 +27,9 @@ typedef struct mcg_safe_in {
     const json_t *const *prev; /* per pool view: its object before the pass (NULL: none) */
     const mcg_node *nodes;
     size_t nnodes;
-    const mcg_rendered_log *log;  /* the rendered branch, newest first */
-    const char *source;  /* the source commit of the targets */
-    const char *repo;    /* --repo, for the rollback the halt message names */
+    const mcg_rendered_log *log; /* the rendered branch, newest first */
+    const char *source;          /* the source commit of the targets */
+    const char *repo;            /* --repo, for the rollback the halt message names */
     int64_t now;
 } mcg_safe_in;
 
@@ -43,7 +43,6 @@ void mcg_safe_pools_free(mcg_safe_pool *sp, size_t n);
 /* status.rolloutHalt and status.canary of one pool's object. */
 void mcg_safe_status(json_t *status, const mcg_safe_pool *sp, const mcg_pool_status *st,
                      int64_t now);
-
 
 /* A fetch that failed (fetch) or whose new commits were refused (verify). */
 void mcg_ctl_record_fetch(mcg_metrics *m, double seconds, bool failed, bool refused);

@@ -20,7 +20,8 @@ static const json_t *prev_of(const json_t *prev_pools, const char *name)
     json_t *pp;
     json_array_foreach(prev_pools, k, pp)
     {
-        const char *nm = json_string_value(json_object_get(json_object_get(pp, "metadata"), "name"));
+        const char *nm =
+            json_string_value(json_object_get(json_object_get(pp, "metadata"), "name"));
         if (nm && !strcmp(nm, name))
             return pp;
     }
@@ -62,12 +63,12 @@ void mcg_ctl_emit_events(mcg_cluster *c, const mcg_rollout_plan *plan, const jso
     for (size_t p = 0; p < plan->npools; p++) {
         const mcg_pool_status *st = &plan->pools[p];
         const json_t *prev = prev_of(prev_pools, st->pool);
-        const char *was = json_string_value(
-            json_object_get(json_object_get(json_object_get(prev, "spec"), "configuration"), "name"));
+        const char *was = json_string_value(json_object_get(
+            json_object_get(json_object_get(prev, "spec"), "configuration"), "name"));
         char *msg = NULL;
         if (st->target && (!was || strcmp(was, st->target) != 0)) {
-            msg = mcg_sprintf("%s successfully generated (source commit %.12s)", st->target,
-                              source);
+            msg =
+                mcg_sprintf("%s successfully generated (source commit %.12s)", st->target, source);
             emit(c, st->pool, false, "RenderedConfigGenerated", msg, failed, fn);
             free(msg);
             msg = NULL;
@@ -107,7 +108,9 @@ void mcg_ctl_emit_events(mcg_cluster *c, const mcg_rollout_plan *plan, const jso
         const char *pd = prev_status(prev, deg->type);
         if (deg->status && (!pd || !strcmp(pd, "False")))
             emit(c, st->pool, true, "Degraded",
-                 *deg->message ? deg->message : *deg->reason ? deg->reason : "the pool is degraded",
+                 *deg->message  ? deg->message
+                 : *deg->reason ? deg->reason
+                                : "the pool is degraded",
                  failed, fn);
     }
     mcg_strv_free(&done);

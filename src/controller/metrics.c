@@ -18,7 +18,7 @@
 /* Bucket bounds, in seconds. */
 static const double fast_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                       0.5,   1,      2.5,   5,    10,    30,   60,  300};
-static const double rollout_buckets[] = {1,   5,    10,   30,   60,    120,   300,
+static const double rollout_buckets[] = {1,   5,    10,   30,   60,   120,   300,
                                          600, 1200, 1800, 3600, 7200, 14400, 86400};
 
 #define NFAST (sizeof(fast_buckets) / sizeof(*fast_buckets))
@@ -96,7 +96,8 @@ int mcg_controller_metrics_declare(mcg_metrics *m, mcg_err *err)
                                   "Rendering a verified source commit onto the rendered branch.",
                                   NULL, fast_buckets, NFAST, err)) != 0 ||
         (rc = mcg_metrics_declare(m, "mcgit_pass_duration_seconds", MCG_METRIC_HISTOGRAM,
-                                  "Whole reconcile passes.", NULL, fast_buckets, NFAST, err)) != 0 ||
+                                  "Whole reconcile passes.", NULL, fast_buckets, NFAST, err)) !=
+            0 ||
         (rc = mcg_metrics_declare(m, "mcgit_rollout_duration_seconds", MCG_METRIC_HISTOGRAM,
                                   "From a pool's new target to every node Done at it.", "pool",
                                   rollout_buckets, NROLLOUT, err)) != 0)

@@ -105,13 +105,13 @@ static void halt_of(mcg_safe_pool *sp, const mcg_safe_in *in, const json_t *prev
         sp->since = mcg_strdup(ts);
         sp->raised_now = true;
     }
-    const char *resumed = sget(json_object_get(json_object_get(prev, "metadata"), "annotations"),
-                               MCG_ANN_RESUMED);
+    const char *resumed =
+        sget(json_object_get(json_object_get(prev, "metadata"), "annotations"), MCG_ANN_RESUMED);
     sp->halted = !(resumed && strcmp(resumed, sp->since) >= 0);
     if (!sp->halted)
         return;
-    const char *good = last_good_source(in->log, sget(json_object_get(prev, "metadata"), "name"),
-                                        cfg);
+    const char *good =
+        last_good_source(in->log, sget(json_object_get(prev, "metadata"), "name"), cfg);
     const char *pool = sget(json_object_get(prev, "metadata"), "name");
     char *next = good ? mcg_sprintf("`mcgit rollback --repo %s %.12s` restores the last good "
                                     "source, or push a fix",
@@ -194,13 +194,14 @@ static bool canary_passed(mcg_safe_pool *sp, const mcg_pool *p, const json_t *pr
 /* When the pool's rollout to its target began: kept in its status, else now (0: not rolling). */
 static int64_t rolling_since(const json_t *prev, const mcg_pool_view *pv, int64_t now)
 {
-    if (!pv->target || !*pv->target || (pv->configuration && !strcmp(pv->configuration, pv->target)))
+    if (!pv->target || !*pv->target ||
+        (pv->configuration && !strcmp(pv->configuration, pv->target)))
         return 0;
     const json_t *rs = json_object_get(json_object_get(prev, "status"), "rolloutSince");
     const char *t = sget(rs, "target");
     json_t *at = json_object_get(rs, "since");
     return t && !strcmp(t, pv->target) && json_is_integer(at) ? (int64_t)json_integer_value(at)
-                                                               : now;
+                                                              : now;
 }
 
 mcg_safe_pool *mcg_safe_pools(mcg_pool_view *pv, size_t np, const mcg_safe_in *in)
@@ -248,13 +249,14 @@ void mcg_safe_status(json_t *status, const mcg_safe_pool *sp, const mcg_pool_sta
                                       sp->node, "check", sp->check, "source", sp->source, "since",
                                       sp->since));
     if (sp->rolling_since && st->target) /* with a disruption budget, the longest waiting first */
-        json_object_set_new(status, "rolloutSince",
-                            json_pack("{s:s,s:I}", "target", st->target, "since",
-                                      (json_int_t)sp->rolling_since));
+        json_object_set_new(
+            status, "rolloutSince",
+            json_pack("{s:s,s:I}", "target", st->target, "since", (json_int_t)sp->rolling_since));
     if (sp->healthy_at && st->target)
         json_object_set_new(status, "canary",
                             json_pack("{s:s,s:s,s:I}", "target", st->target, "healthyAt",
-                                      sp->healthy_at, "healthySince", (json_int_t)sp->healthy_unix));
+                                      sp->healthy_at, "healthySince",
+                                      (json_int_t)sp->healthy_unix));
     else if (st->canary_done && st->target) {
         char ts[32];
         mcg_time_iso(ts, now);

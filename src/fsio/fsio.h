@@ -38,7 +38,6 @@ int mcg_tz_local(const char *tz, int64_t t, struct tm *out);
 int mcg_env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint64_t *out,
                 mcg_err *err);
 
-
 /* The one logger: "mcgit WHO: message" (WHO NULL or "": the message alone) on stderr,
  * one write per line. */
 #include <stdarg.h>

@@ -54,7 +54,8 @@ static int policy_of(const mcg_signpolicy **out, mcg_policy_cache *pc, git_repos
         pc->blob = *id;
         mcg_diags d = {0};
         if (git_blob_lookup(&blob, repo, id) != 0)
-            snprintf(pc->error, sizeof(pc->error), "the parent's .mcgit/policy.yaml cannot be read");
+            snprintf(pc->error, sizeof(pc->error),
+                     "the parent's .mcgit/policy.yaml cannot be read");
         else if (mcg_signpolicy_parse(&pc->policy, ".mcgit/policy.yaml", git_blob_rawcontent(blob),
                                       (size_t)git_blob_rawsize(blob), &d) != 0)
             snprintf(pc->error, sizeof(pc->error), "the parent's %s",

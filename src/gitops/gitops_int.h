@@ -76,9 +76,9 @@ void mcg_chain_stats(const mcg_chain *ch, size_t *made, size_t *renders);
  * approvals to use.
  */
 typedef struct mcg_vrange {
-    git_oid *order;   /* the range in walk order */
+    git_oid *order; /* the range in walk order */
     size_t n;
-    git_oid notes;    /* the approvals notes commit, when has_notes */
+    git_oid notes; /* the approvals notes commit, when has_notes */
     bool has_notes;
 } mcg_vrange;
 int mcg_verify_walk(mcg_vrange *vr, mcg_repo *r, const char *tip, const mcg_verify_opts *o,
@@ -92,8 +92,8 @@ void mcg_vrange_free(mcg_vrange *vr);
  * pass's. Only reads vr and r's objects: threads may run chunks of one
  * walk at once, each with its own handle on the repository.
  */
-size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from,
-                        size_t to, const mcg_verify_opts *o, const mcg_signers *root);
+size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from, size_t to,
+                        const mcg_verify_opts *o, const mcg_signers *root);
 /*
  * The same for any run of commits: verify ids[0, n), parents before
  * children, into out[pos[i]] (pos NULL: out[i]), taking every commit
@@ -103,8 +103,8 @@ size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, siz
  * NULL) is true; returns how many were verified.
  */
 size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_repo *r,
-                       const git_oid *ids, size_t n, const git_oid *notes,
-                       const mcg_verify_opts *o, const mcg_signers *root, const atomic_bool *stop);
+                       const git_oid *ids, size_t n, const git_oid *notes, const mcg_verify_opts *o,
+                       const mcg_signers *root, const atomic_bool *stop);
 
 /*
  * After a range is verified: each held verdict that a good commit of the
@@ -202,8 +202,7 @@ bool mcg_deadline_finish(mcg_deadline *d);
  * (secrets wiped) by mcg_transport_free, after the fetch.
  */
 typedef struct mcg_transport mcg_transport;
-int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *fo,
-                       mcg_err *err);
+int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *fo, mcg_err *err);
 /*
  * The failed fetch's one-line reason: "URL: CAUSE: detail", the URL without
  * a password, the cause one of: cannot resolve host, connection refused,

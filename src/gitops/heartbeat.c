@@ -26,7 +26,8 @@ int mcg_git_signature_for(git_signature **out, mcg_repo *r, const mcg_rollback_o
                            who);
     if (o->when) {
         git_signature *t = NULL;
-        if (git_signature_new(&t, (*out)->name, (*out)->email, (git_time_t)o->when, o->offset) != 0) {
+        if (git_signature_new(&t, (*out)->name, (*out)->email, (git_time_t)o->when, o->offset) !=
+            0) {
             git_signature_free(*out);
             *out = NULL;
             return mcg_git_err(err, "signature");

@@ -67,7 +67,7 @@ out:
 }
 
 int mcg_gitops_commit_plan_make(mcg_commit_plan **out, mcg_repo *r, const char *sha, mcg_model *m,
-                         mcg_render *rd, mcg_err *err)
+                                mcg_render *rd, mcg_err *err)
 {
     mcg_commit_plan *p = mcg_calloc(1, sizeof(*p));
     int rc = 0;
@@ -211,8 +211,9 @@ void mcg_commit_plan_unreconcilable(const mcg_commit_plan *p, mcg_strv *out)
                            it->op == MCG_DIFF_REMOVED ? "removed"
                            : it->op == MCG_DIFF_ADDED ? "added"
                                                       : "changed");
-            mcg_buf_printf(&b, " (from %s): unreconcilable, an installed node cannot take it "
-                               "(MCO refuses it too); revert it, or reinstall the pool's nodes",
+            mcg_buf_printf(&b,
+                           " (from %s): unreconcilable, an installed node cannot take it "
+                           "(MCO refuses it too); revert it, or reinstall the pool's nodes",
                            pp->old_name ? pp->old_name : "none");
             mcg_strv_push(out, b.ptr);
         }
@@ -263,8 +264,8 @@ static void safe_lines(mcg_strv *out, const mcg_pool *p)
     const mcg_rollout_spec *r = &p->rollout;
     mcg_buf b = MCG_BUF_INIT;
     if (r->present && r->canary > 0) {
-        mcg_buf_printf(&b, "  canary: %lld node%s first, the next wave after ", (long long)r->canary,
-                       r->canary == 1 ? "" : "s");
+        mcg_buf_printf(&b, "  canary: %lld node%s first, the next wave after ",
+                       (long long)r->canary, r->canary == 1 ? "" : "s");
         put_duration(&b, r->canary_pause);
         mcg_buf_puts(&b, " healthy");
         mcg_strv_push(out, b.ptr);
@@ -364,8 +365,8 @@ json_t *mcg_commit_plan_json(const mcg_commit_plan *p)
         json_t *o = json_object();
         json_object_set_new(o, "pool", json_string(pp->name));
         json_object_set_new(o, "old", pp->old_name ? json_string(pp->old_name) : json_null());
-        json_object_set_new(o, "new", pp->new_name && !pp->error ? json_string(pp->new_name)
-                                                                  : json_null());
+        json_object_set_new(o, "new",
+                            pp->new_name && !pp->error ? json_string(pp->new_name) : json_null());
         if (pp->error)
             json_object_set_new(o, "error", json_string(pp->error));
         bool changed = !pp->error && !(pp->old_name && !strcmp(pp->old_name, pp->new_name));
@@ -382,8 +383,8 @@ json_t *mcg_commit_plan_json(const mcg_commit_plan *p)
                                    "actions", mcg_disruption_json(&it->actions)));
         }
         json_object_set_new(o, "changes", changes);
-        json_object_set_new(o, "actions", changed ? mcg_disruption_json(&pp->diff.actions)
-                                                  : json_array());
+        json_object_set_new(o, "actions",
+                            changed ? mcg_disruption_json(&pp->diff.actions) : json_array());
         json_object_set_new(o, "unreconcilable", json_boolean(changed && refuses(pp)));
         json_object_set_new(o, "paused", json_boolean(pp->pool && pp->pool->paused));
         if (pp->nodes_known) {
@@ -400,9 +401,8 @@ json_t *mcg_commit_plan_json(const mcg_commit_plan *p)
         json_array_append_new(pools, o);
     }
     json_t *warnings = json_array();
-    for (size_t i = 0; p->model && !p->model->settings.warnings_as_errors &&
-                       i < p->model->warnings.count;
-         i++)
+    for (size_t i = 0;
+         p->model && !p->model->settings.warnings_as_errors && i < p->model->warnings.count; i++)
         json_array_append_new(warnings, json_string(p->model->warnings.msgs[i]));
     return json_pack("{s:i,s:s,s:o,s:o,s:o}", "version", 1, "source", p->source, "renderedTip",
                      p->rendered[0] ? json_string(p->rendered) : json_null(), "pools", pools,

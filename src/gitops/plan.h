@@ -47,7 +47,7 @@ int mcg_gitops_commit_plan(mcg_commit_plan **out, mcg_repo *r, const char *sha, 
 /* The same for a model and render the caller made of sha; both transferred
  * to *out on success (the caller keeps them on failure). */
 int mcg_gitops_commit_plan_make(mcg_commit_plan **out, mcg_repo *r, const char *sha, mcg_model *m,
-                         mcg_render *rd, mcg_err *err);
+                                mcg_render *rd, mcg_err *err);
 void mcg_commit_plan_free(mcg_commit_plan *p);
 /*
  * Pushed to out, one line per change of a pool's current target that an

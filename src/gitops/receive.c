@@ -200,9 +200,8 @@ static int check_tag(mcg_repo *r, const mcg_signers *root, const char *old, cons
     return verify_range(r, root, ref, sha, NULL, held ? now : 0, 0, approvals, out);
 }
 
-int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,
-                             const char *new, const char *ref, int64_t now,
-                             const char *approvals, mcg_diags *out)
+int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old, const char *new,
+                             const char *ref, int64_t now, const char *approvals, mcg_diags *out)
 {
     char *src = mcg_sprintf("refs/heads/%s", r->source_branch);
     char *ren = mcg_sprintf("refs/heads/%s", r->rendered_branch);

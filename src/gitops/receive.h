@@ -10,8 +10,8 @@
 #include "gitops/repo.h"
 
 typedef struct mcg_hook_install_opts {
-    const char *repo;          /* the repository (bare or not) */
-    const char *trust;         /* absolute path of the trust root, for mcgit.trust */
+    const char *repo;    /* the repository (bare or not) */
+    const char *trust;   /* absolute path of the trust root, for mcgit.trust */
     const char *revoked; /* absolute path of a revocation list, for mcgit.revoked; NULL: keep */
     const char *source_branch; /* NULL: keep mcgit.sourceBranch (default main) */
     const char *webhook_url;   /* NULL: keep mcgit.webhookURL ("" removes it) */
@@ -52,9 +52,8 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
  * (approvals for the two-person rule pushed with the branch), or NULL for
  * the ref's current value.
  */
-int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,
-                             const char *new, const char *ref, int64_t now,
-                             const char *approvals, mcg_diags *out);
+int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old, const char *new,
+                             const char *ref, int64_t now, const char *approvals, mcg_diags *out);
 
 /* The longest ref name an update line may carry, with its NUL. */
 #define MCG_REFNAME_MAX 4096

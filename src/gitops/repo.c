@@ -319,8 +319,8 @@ bool mcg_git_trailer(const char *msg, const char *key, char out[MCG_SHA_HEX + 1]
 
 /* ------------------------------------------------------------ load */
 
-static void load_tree_dir(mcg_model *m, git_repository *repo, const git_tree *root,
-                          const char *dir, mcg_diags *diags)
+static void load_tree_dir(mcg_model *m, git_repository *repo, const git_tree *root, const char *dir,
+                          mcg_diags *diags)
 {
     git_tree_entry *ent = NULL;
     git_tree *sub = NULL;
@@ -449,11 +449,11 @@ static void oidset_free(oidset *s)
 
 /* The trust set for children of one parent: root + the parent's repo file. */
 typedef struct signer_cache {
-    git_oid blob;      /* .mcgit/allowed_signers blob the set was made from */
+    git_oid blob; /* .mcgit/allowed_signers blob the set was made from */
     bool has_blob;
     bool valid;
-    mcg_signers *set;  /* root ∪ repo file */
-    char error[512];   /* the repo file did not parse */
+    mcg_signers *set; /* root ∪ repo file */
+    char error[512];  /* the repo file did not parse */
 } signer_cache;
 
 static const mcg_signers *signers_for(signer_cache *cache, mcg_repo *r,
@@ -523,7 +523,7 @@ typedef struct verify_ctx {
     const mcg_verify_opts *o;
     const oidset *bad; /* the commits of this run verified bad so far */
     signer_cache *cache;
-    const git_oid *notes;   /* the approvals notes commit, or NULL */
+    const git_oid *notes; /* the approvals notes commit, or NULL */
     mcg_policy_cache *policy;
 } verify_ctx;
 
@@ -641,9 +641,9 @@ static bool times_ok(mcg_verdict *v, const verify_ctx *vc, git_commit *const *pa
  * arriving), and on pass 0 the two-person rule of that parent's policy.
  * False when it fails, with the reason in v.
  */
-static bool verify_parent(mcg_verdict *v, const verify_ctx *vc, git_commit *c,
-                          git_commit **parents, unsigned np, unsigned i, unsigned pass,
-                          int64_t when, const mcg_buf *sig, const mcg_buf *data)
+static bool verify_parent(mcg_verdict *v, const verify_ctx *vc, git_commit *c, git_commit **parents,
+                          unsigned np, unsigned i, unsigned pass, int64_t when, const mcg_buf *sig,
+                          const mcg_buf *data)
 {
     mcg_repo *r = vc->r;
     int64_t t = pass ? vc->o->now : when;
@@ -658,8 +658,7 @@ static bool verify_parent(mcg_verdict *v, const verify_ctx *vc, git_commit *c,
         if (parent_ok && parents[i])
             set = signers_for(vc->cache, r, vc->o->scan, parents[i], vc->root, why, sizeof(why));
         if (!parent_ok)
-            snprintf(why, sizeof(why), " (parent %.12s failed verification)",
-                     git_oid_tostr_s(pid));
+            snprintf(why, sizeof(why), " (parent %.12s failed verification)", git_oid_tostr_s(pid));
     }
     mcg_sig_result res = {0};
     mcg_err e = {0};
@@ -886,8 +885,8 @@ out:
 }
 
 size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_repo *r,
-                       const git_oid *ids, size_t n, const git_oid *notes,
-                       const mcg_verify_opts *o, const mcg_signers *root, const atomic_bool *stop)
+                       const git_oid *ids, size_t n, const git_oid *notes, const mcg_verify_opts *o,
+                       const mcg_signers *root, const atomic_bool *stop)
 {
     oidset bad = {0};
     signer_cache cache = {0};
@@ -920,8 +919,8 @@ size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_re
     return i;
 }
 
-size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from,
-                        size_t to, const mcg_verify_opts *o, const mcg_signers *root)
+size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, size_t from, size_t to,
+                        const mcg_verify_opts *o, const mcg_signers *root)
 {
     size_t nbad;
     mcg_verify_list(out, NULL, &nbad, r, vr->order + from, to - from,

@@ -17,8 +17,8 @@ typedef int (*mcg_commit_sign_fn)(char **armored, const char *buf, size_t len, v
 
 /* Signing as git does for gpg.format ssh: `PROGRAM -Y sign -n NS -f KEY` (NS: git). */
 typedef struct mcg_ssh_signer {
-    char *program; /* git config gpg.ssh.program, default ssh-keygen */
-    char *key;     /* a key file; its private key may be in ssh-agent, or encrypted */
+    char *program;  /* git config gpg.ssh.program, default ssh-keygen */
+    char *key;      /* a key file; its private key may be in ssh-agent, or encrypted */
     const char *ns; /* the signature namespace; NULL: git (static text, not owned) */
 } mcg_ssh_signer;
 

@@ -56,8 +56,7 @@ static void load_subdir(mcg_model *m, int rootfd, const char *sub, mcg_diags *di
     if (fd < 0) {
         if (errno != ENOENT)
             mcg_diags_add(diags, "%s/: %s", sub,
-                          errno == ELOOP || errno == ENOTDIR ? "not a directory"
-                                                             : strerror(errno));
+                          errno == ELOOP || errno == ENOTDIR ? "not a directory" : strerror(errno));
         return;
     }
     DIR *d = fdopendir(fd);

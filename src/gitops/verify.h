@@ -138,8 +138,7 @@ bool mcg_gitops_verified_mark(mcg_repo *r, const mcg_signers *root, char sha[MCG
  * commit already descends from leaves it unchanged, so the mark never moves
  * back.
  */
-int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *root,
-                             mcg_err *err);
+int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *root, mcg_err *err);
 
 /*
  * The blast radius of source commit `commit` (typically one a revoked key

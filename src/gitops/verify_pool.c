@@ -43,11 +43,11 @@
 #include <string.h>
 
 #define VERIFY_MIN_CHUNK 32 /* commits; fewer is not worth a hand-over */
-#define VERIFY_CHUNKS 128    /* per range, at most: small, so both threads end together */
-#define VERIFY_RUN 64        /* commits per run read ahead */
+#define VERIFY_CHUNKS 128   /* per range, at most: small, so both threads end together */
+#define VERIFY_RUN 64       /* commits per run read ahead */
 
 typedef struct vjob {
-    size_t range; /* index in the ranges */
+    size_t range;    /* index in the ranges */
     size_t from, to; /* in the range's list of commits to verify (vlist) */
     size_t nbad;
 } vjob;
@@ -82,13 +82,13 @@ typedef struct vpool {
     const mcg_verify_threads *th;
     uint64_t done, total; /* commits verified, for progress */
     /* reading ahead of the first range's walk */
-    bool ahead_on;      /* the second thread reads ahead */
+    bool ahead_on;          /* the second thread reads ahead */
     atomic_bool ahead_stop; /* the walk is over: stop */
-    bool ahead_busy;    /* the second thread reads ahead now (under mu) */
-    bool ahead_done;    /* it has read ahead all it will (under mu) */
+    bool ahead_busy;        /* the second thread reads ahead now (under mu) */
+    bool ahead_done;        /* it has read ahead all it will (under mu) */
     git_oid ahead_tip, ahead_since, ahead_notes;
     bool ahead_has_since, ahead_has_notes;
-    vahead *ahead;      /* written by the second thread while ahead_busy */
+    vahead *ahead; /* written by the second thread while ahead_busy */
     size_t nahead;
 } vpool;
 
@@ -179,9 +179,8 @@ static bool first_parent(git_odb *odb, const git_oid *id, git_oid *parent)
     const char *d = git_odb_object_data(obj);
     size_t len = git_odb_object_size(obj);
     const size_t tl = 5 + MCG_SHA_HEX + 1, pl = 7 + MCG_SHA_HEX + 1; /* "tree X\n", "parent X\n" */
-    if (git_odb_object_type(obj) == GIT_OBJECT_COMMIT && len >= tl + pl &&
-        !memcmp(d, "tree ", 5) && d[tl - 1] == '\n' && !memcmp(d + tl, "parent ", 7) &&
-        d[tl + pl - 1] == '\n')
+    if (git_odb_object_type(obj) == GIT_OBJECT_COMMIT && len >= tl + pl && !memcmp(d, "tree ", 5) &&
+        d[tl - 1] == '\n' && !memcmp(d + tl, "parent ", 7) && d[tl + pl - 1] == '\n')
         ok = git_oid_fromstrn(parent, d + tl + 7, MCG_SHA_HEX) == 0;
     git_odb_object_free(obj);
     return ok;

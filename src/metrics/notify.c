@@ -53,8 +53,8 @@ int mcg_metrics_notify(const char *url, const char *token_file, const char *body
         while (len && (tok[len - 1] == '\n' || tok[len - 1] == '\r'))
             tok[--len] = '\0';
         if (!len || strchr(tok, '\n') || strchr(tok, '\r')) {
-            rc = mcg_err_set(err, MCG_EINVAL, "%s: expected one line holding the token",
-                             token_file);
+            rc =
+                mcg_err_set(err, MCG_EINVAL, "%s: expected one line holding the token", token_file);
             goto out;
         }
         auth = mcg_sprintf("Authorization: Bearer %s", tok);
@@ -79,7 +79,8 @@ int mcg_metrics_notify(const char *url, const char *token_file, const char *body
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
     CURLcode cc = curl_easy_perform(h);
     if (cc != CURLE_OK) {
-        rc = mcg_err_set(err, MCG_EIO, "POST %s: %s", shown, ebuf[0] ? ebuf : curl_easy_strerror(cc));
+        rc = mcg_err_set(err, MCG_EIO, "POST %s: %s", shown,
+                         ebuf[0] ? ebuf : curl_easy_strerror(cc));
         goto out;
     }
     long status = 0;

@@ -52,8 +52,8 @@ static bool name_ok(const char *s, bool label)
         return false;
     for (size_t i = 0; s[i]; i++) {
         char c = s[i];
-        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-                     (!label && c == ':');
+        bool alpha =
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!label && c == ':');
         if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
             return false;
     }
@@ -267,8 +267,12 @@ static void update(mcg_metrics *m, const char *name, const char *const *lv, doub
         case OP_ADD:
             fits = f->type == MCG_METRIC_GAUGE || (f->type == MCG_METRIC_COUNTER && v >= 0);
             break;
-        case OP_SET: fits = f->type == MCG_METRIC_GAUGE; break;
-        case OP_OBSERVE: fits = f->type == MCG_METRIC_HISTOGRAM; break;
+        case OP_SET:
+            fits = f->type == MCG_METRIC_GAUGE;
+            break;
+        case OP_OBSERVE:
+            fits = f->type == MCG_METRIC_HISTOGRAM;
+            break;
         }
     for (size_t i = 0; fits && i < f->nlabels; i++)
         fits = lv && lv[i];
@@ -279,8 +283,12 @@ static void update(mcg_metrics *m, const char *name, const char *const *lv, doub
     }
     series *s = series_get(f, lv, true);
     switch (op) {
-    case OP_ADD: s->value += v; break;
-    case OP_SET: s->value = v; break;
+    case OP_ADD:
+        s->value += v;
+        break;
+    case OP_SET:
+        s->value = v;
+        break;
     case OP_OBSERVE:
         s->value += v;
         s->count++;

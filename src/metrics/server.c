@@ -152,8 +152,8 @@ typedef enum { AUTH_NONE, AUTH_BAD, AUTH_OK } auth_verdict;
 static auth_verdict authenticate(struct MHD_Connection *conn, const mcg_buf *tok,
                                  const mcg_buf *body, const char **how)
 {
-    const char *bearer = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *bearer =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     const char *gitlab = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Gitlab-Token");
     const char *sig = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Hub-Signature-256");
     if (bearer) {
@@ -198,8 +198,7 @@ static enum MHD_Result hook_done(mcg_metrics_server *s, struct MHD_Connection *c
     char peer[64];
     peer_of(conn, peer, sizeof(peer));
     if (rq->too_large) {
-        logf_(s, "webhook: refused a call from %s: body over %d bytes", peer,
-              MCG_WEBHOOK_MAX_BODY);
+        logf_(s, "webhook: refused a call from %s: body over %d bytes", peer, MCG_WEBHOOK_MAX_BODY);
         return answer_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, "body too large\n");
     }
     mcg_buf tok = MCG_BUF_INIT;
@@ -232,8 +231,8 @@ static enum MHD_Result hook_done(mcg_metrics_server *s, struct MHD_Connection *c
  * collects the body (bounded) and is judged at the end.
  */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
 {
     (void)version;
     mcg_metrics_server *s = cls;
@@ -261,8 +260,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!rq) {
         rq = mcg_calloc(1, sizeof(*rq));
         *con_cls = rq;
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         uint64_t want;
         if (cl && mcg_parse_u64(cl, &want) && want > MCG_WEBHOOK_MAX_BODY) {
             /* answered before the body is read (no 100 Continue is sent) */
@@ -298,8 +297,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 /* Split "HOST:PORT", "[V6]:PORT" or ":PORT" into host (NULL: any) and port. */
-static int split_bind(const char *addr, char *host, size_t hn, char *port, size_t pn,
-                      mcg_err *err)
+static int split_bind(const char *addr, char *host, size_t hn, char *port, size_t pn, mcg_err *err)
 {
     const char *colon;
     if (addr[0] == '[') {

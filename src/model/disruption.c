@@ -230,11 +230,11 @@ json_t *mcg_disruption_json(const mcg_disruption *a)
     if (a->daemon_reload)
         json_array_append_new(arr, json_pack("{s:s}", "type", "DaemonReload"));
     for (size_t i = 0; i < a->reload.n; i++)
-        json_array_append_new(arr, json_pack("{s:s,s:s}", "type", "Reload", "service",
-                                             a->reload.v[i]));
+        json_array_append_new(arr,
+                              json_pack("{s:s,s:s}", "type", "Reload", "service", a->reload.v[i]));
     for (size_t i = 0; i < a->restart.n; i++)
-        json_array_append_new(arr, json_pack("{s:s,s:s}", "type", "Restart", "service",
-                                             a->restart.v[i]));
+        json_array_append_new(
+            arr, json_pack("{s:s,s:s}", "type", "Restart", "service", a->restart.v[i]));
     if (!json_array_size(arr))
         json_array_append_new(arr, json_pack("{s:s}", "type", "None"));
     return arr;

@@ -398,12 +398,11 @@ static void parse_entry(mcg_pctx *c, const json_t *e, int k, const char *ename, 
                      first);
 }
 
-static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix,
-                          mcg_ignition *ign)
+static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix, mcg_ignition *ign)
 {
     char name[256];
-    static const char *const keys[] = {"files", "directories", "links", "disks", "raid",
-                                       "filesystems", "luks", NULL};
+    static const char *const keys[] = {"files", "directories", "links", "disks",
+                                       "raid",  "filesystems", "luks",  NULL};
     snprintf(name, sizeof(name), "%s.storage", prefix);
     mcg_check_keys_warn(c, storage, name, keys);
     /* unreconcilable once a node is installed: kept, never applied */
@@ -811,11 +810,10 @@ int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, m
         return MCG_EINVAL;
     }
     out->version = mcg_strdup(vs);
-    static const char *const top[] = {"ignition", "passwd", "storage", "systemd",
-                                      "kernelArguments", NULL};
+    static const char *const top[] = {"ignition", "passwd",          "storage",
+                                      "systemd",  "kernelArguments", NULL};
     mcg_check_keys_warn(c, cfg, prefix, top);
-    static const char *const igk[] = {"version", "config", "timeouts", "security", "proxy",
-                                      NULL};
+    static const char *const igk[] = {"version", "config", "timeouts", "security", "proxy", NULL};
     mcg_check_keys_warn(c, ig, "ignition", igk);
     refuse(c, ig, "config", "ignition.config", "remote configs are not supported");
     refuse(c, ig, "security", "ignition.security", "remote sources are not supported");
@@ -851,9 +849,15 @@ int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *dat
      * ties these bytes to that render); here they change nothing */
     mcg_pctx c = {.file = what, .diags = &d, .warns = &warns, .near_miss_warns = true};
     json_t *cfg = json_is_object(root) ? json_object_get(root, "config") : NULL;
-    static const char *const keys[] = {"config",     "kernelArguments", "extensions",
-                                       "fips",       "kernelType",      "osImageURL",
-                                       "baseOSExtensionsContainerImage", "mcgitHealth", NULL};
+    static const char *const keys[] = {"config",
+                                       "kernelArguments",
+                                       "extensions",
+                                       "fips",
+                                       "kernelType",
+                                       "osImageURL",
+                                       "baseOSExtensionsContainerImage",
+                                       "mcgitHealth",
+                                       NULL};
     if (!cfg) {
         rc = mcg_err_set(err, MCG_EINVAL, "%s: no 'config' in rendered spec", what);
         goto out;
@@ -879,4 +883,3 @@ out:
     json_decref(root);
     return rc;
 }
-

@@ -111,8 +111,8 @@ typedef struct mcg_storage {
     mcg_owner user, group;
     /* files: contents (source + compression) travel as one field */
     bool has_contents;
-    char *source;      /* data: URL as given */
-    char *compression; /* NULL or "gzip" */
+    char *source;        /* data: URL as given */
+    char *compression;   /* NULL or "gzip" */
     unsigned char *data; /* decoded bytes (owned), len in data_len */
     size_t data_len;
     /* links */
@@ -145,12 +145,12 @@ typedef struct mcg_unit {
  * baseOSExtensionsContainerImage the last non-empty value.
  */
 typedef struct mcg_osspec {
-    mcg_strv kargs;       /* one kernel argument per entry (entries split as the kernel does) */
-    mcg_strv extensions;  /* RHCOS extension names (MCO's allow-list) */
+    mcg_strv kargs;      /* one kernel argument per entry (entries split as the kernel does) */
+    mcg_strv extensions; /* RHCOS extension names (MCO's allow-list) */
     bool fips;
-    char *kernel_type;    /* NULL (default), "realtime" or "64k-pages" */
-    char *os_image_url;   /* NULL when unset */
-    char *ext_image;      /* baseOSExtensionsContainerImage, NULL when unset */
+    char *kernel_type;  /* NULL (default), "realtime" or "64k-pages" */
+    char *os_image_url; /* NULL when unset */
+    char *ext_image;    /* baseOSExtensionsContainerImage, NULL when unset */
 } mcg_osspec;
 
 /*
@@ -320,11 +320,11 @@ bool mcg_model_branch_name_ok(const char *s);
 
 /* mcgit.yaml: repo settings. */
 typedef struct mcg_settings {
-    char *source_branch;     /* default "main" */
-    char *rendered_branch;   /* default "rendered" */
+    char *source_branch;           /* default "main" */
+    char *rendered_branch;         /* default "rendered" */
     bool source_set, rendered_set; /* mcgit.yaml names them */
-    bool warnings_as_errors; /* `warnings: error`: every warning refuses the commit */
-    int64_t max_disruptions; /* maxConcurrentDisruptions across all pools; 0: no limit */
+    bool warnings_as_errors;       /* `warnings: error`: every warning refuses the commit */
+    int64_t max_disruptions;       /* maxConcurrentDisruptions across all pools; 0: no limit */
 } mcg_settings;
 
 typedef struct mcg_model {

@@ -29,8 +29,8 @@ typedef struct mcg_pctx {
     mcg_linemap *lines; /* may be NULL: every value reports base_line */
     int base_line;
     mcg_diags *diags;
-    int errors;         /* problems added through this context */
-    mcg_diags *warns;   /* where warnings go; NULL: they are errors (a rendered spec) */
+    int errors;       /* problems added through this context */
+    mcg_diags *warns; /* where warnings go; NULL: they are errors (a rendered spec) */
     /* An unknown key near a known one stays a warning (a rendered spec:
      * such a key was refused, or not, when the spec was rendered). */
     bool near_miss_warns;
@@ -71,8 +71,7 @@ int mcg_yaml_each_doc(const char *file, const char *data, size_t len, int line_o
  * the object holding it (".key" is then appended), for messages.
  */
 bool mcg_get_str(mcg_pctx *c, const json_t *obj, const char *key, const char *name, char **out);
-bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
-                  mcg_tri *out);
+bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *name, mcg_tri *out);
 bool mcg_get_int(mcg_pctx *c, const json_t *obj, const char *key, const char *name, bool *has,
                  int64_t *out);
 /* Object/array or absent/null (returns NULL); reports a wrong type. */

@@ -216,9 +216,8 @@ static char *parse_meta_name(mcg_pctx *c, const json_t *root, const char *kind, 
     }
     bool ok = label_only ? mcg_name_is_dns_label(name) : mcg_name_is_dns_subdomain(name);
     if (!ok) {
-        mcg_pctx_err(c, json_object_get(md, "name"),
-                     "%s name '%s' is not a valid DNS-1123 %s", kind, name,
-                     label_only ? "label" : "subdomain");
+        mcg_pctx_err(c, json_object_get(md, "name"), "%s name '%s' is not a valid DNS-1123 %s",
+                     kind, name, label_only ? "label" : "subdomain");
         free(name);
         return NULL;
     }
@@ -239,10 +238,9 @@ static void parse_pool(mcg_model *m, mcg_pctx *c, const json_t *root)
         if (json_is_null_or_absent(json_object_get(root, "spec")))
             mcg_pctx_err(c, root, "MachineConfigPool has no spec");
     } else {
-        static const char *const keys[] = {"machineConfigSelector", "nodeSelector",
-                                           "maxUnavailable",        "paused",
-                                           "configuration",         "rollout",
-                                           "maintenanceWindows",    NULL};
+        static const char *const keys[] = {
+            "machineConfigSelector", "nodeSelector", "maxUnavailable",     "paused",
+            "configuration",         "rollout",      "maintenanceWindows", NULL};
         mcg_check_keys(c, spec, "spec", keys);
         parse_selector(c, spec, "machineConfigSelector", &p.mc_selector);
         parse_selector(c, spec, "nodeSelector", &p.node_selector);
@@ -258,11 +256,15 @@ static void parse_pool(mcg_model *m, mcg_pctx *c, const json_t *root)
             uint64_t v = 0;
             char *num = n ? mcg_strndup(s, n - 1) : mcg_strdup("");
             if (n < 2 || s[n - 1] != '%' || !mcg_parse_u64(num, &v))
-                mcg_pctx_err(c, mu, "maxUnavailable '%s' must be an integer or a percentage "
-                                    "like \"10%%\"", s);
+                mcg_pctx_err(c, mu,
+                             "maxUnavailable '%s' must be an integer or a percentage "
+                             "like \"10%%\"",
+                             s);
             else if (v > 100)
-                mcg_pctx_err(c, mu, "maxUnavailable '%s' is over 100%% (a percentage of the "
-                                    "pool's nodes: 1%% to 100%%)", s);
+                mcg_pctx_err(c, mu,
+                             "maxUnavailable '%s' is over 100%% (a percentage of the "
+                             "pool's nodes: 1%% to 100%%)",
+                             s);
             free(num);
             p.max_unavailable_set = true;
             p.max_unavailable_is_percent = true;
@@ -326,8 +328,13 @@ static void parse_mc(mcg_model *m, mcg_pctx *c, const json_t *root)
     json_t *spec = mcg_get_obj(c, root, "spec", "spec");
     if (!spec)
         goto done; /* MCO: a MachineConfig without a spec changes nothing */
-    static const char *const keys[] = {"config", "kernelArguments", "extensions", "osImageURL",
-                                       "kernelType", "fips", "baseOSExtensionsContainerImage",
+    static const char *const keys[] = {"config",
+                                       "kernelArguments",
+                                       "extensions",
+                                       "osImageURL",
+                                       "kernelType",
+                                       "fips",
+                                       "baseOSExtensionsContainerImage",
                                        NULL};
     mcg_check_keys(c, spec, "spec", keys);
     json_t *cfg = json_object_get(spec, "config");
@@ -406,7 +413,8 @@ static void parse_actions(mcg_pctx *c, const json_t *holder, const char *name, m
         else {
             mcg_pctx_err(c, json_object_get(a, "type"),
                          "action type '%s' is not one of None, Reboot, Drain, Reload, Restart, "
-                         "DaemonReload, Special", type);
+                         "DaemonReload, Special",
+                         type);
             free(type);
             continue;
         }
@@ -579,9 +587,9 @@ bool mcg_model_branch_name_ok(const char *s)
 
 static void parse_settings(mcg_model *m, mcg_pctx *c, const json_t *root)
 {
-    static const char *const keys[] = {"sourceBranch", "renderedBranch", "apiGroup",
-                                       "signatures",   "warnings",       "maxConcurrentDisruptions",
-                                       NULL};
+    static const char *const keys[] = {
+        "sourceBranch", "renderedBranch",           "apiGroup", "signatures",
+        "warnings",     "maxConcurrentDisruptions", NULL};
     mcg_check_keys(c, root, "", keys);
     bool has = false;
     if (mcg_get_int(c, root, "maxConcurrentDisruptions", "maxConcurrentDisruptions", &has,
@@ -697,15 +705,16 @@ static void add_doc(json_t *root, mcg_linemap *lines, void *arg)
                       (is_mcfg && !strcmp(api, "operator.openshift.io/v1"));
         if (!api_ok)
             mcg_pctx_err(&c, json_object_get(root, "apiVersion"),
-                         "apiVersion '%s' is not supported (use %s or %s)", api,
-                         MCG_API_OPENSHIFT, MCG_API_MCGIT);
+                         "apiVersion '%s' is not supported (use %s or %s)", api, MCG_API_OPENSHIFT,
+                         MCG_API_MCGIT);
         else if (a->kind == FILE_POOLS && strcmp(kind, "MachineConfigPool") != 0)
             mcg_pctx_err(&c, json_object_get(root, "kind"),
                          "kind '%s' does not belong in pools/ (MachineConfigPool only)", kind);
         else if (a->kind == FILE_MCS && strcmp(kind, "MachineConfig") != 0 && !is_mcfg)
             mcg_pctx_err(&c, json_object_get(root, "kind"),
                          "kind '%s' does not belong in machineconfigs/ (MachineConfig or "
-                         "MachineConfiguration)", kind);
+                         "MachineConfiguration)",
+                         kind);
         else {
             mcg_check_keys(&c, root, "", top);
             if (a->kind == FILE_POOLS)

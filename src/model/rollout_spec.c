@@ -43,8 +43,8 @@ static bool get_duration(mcg_pctx *c, const json_t *obj, const char *key, const 
     int64_t v = mcg_parse_duration(s);
     bool ok = v >= 0 && v <= max;
     if (v < 0)
-        mcg_pctx_err(c, json_object_get(obj, key), "%s '%s' is not a duration like 5m, 90s or 1h30m",
-                     name, s);
+        mcg_pctx_err(c, json_object_get(obj, key),
+                     "%s '%s' is not a duration like 5m, 90s or 1h30m", name, s);
     else if (v > max)
         mcg_pctx_err(c, json_object_get(obj, key), "%s '%s' is over %lld h", name, s,
                      (long long)(max / 3600));
@@ -216,8 +216,7 @@ void mcg_parse_pool_rollout(mcg_pctx *c, const json_t *spec, mcg_pool *p)
     p->windows = mcg_calloc(json_array_size(arr), sizeof(*p->windows));
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-        parse_window(c, v, i, &p->windows[p->nwindows++]);
+    json_array_foreach(arr, i, v) parse_window(c, v, i, &p->windows[p->nwindows++]);
 }
 
 void mcg_model_check_zones(const mcg_model *m, bool (*known)(const char *tz), mcg_diags *diags)
@@ -226,8 +225,9 @@ void mcg_model_check_zones(const mcg_model *m, bool (*known)(const char *tz), mc
         for (size_t k = 0; k < m->pools[i].nwindows; k++) {
             const mcg_window *w = &m->pools[i].windows[k];
             if (w->tz && !known(w->tz))
-                mcg_diags_add(diags, "%s:%d: spec.maintenanceWindows[%zu].timeZone: unknown time "
-                                     "zone '%s'",
+                mcg_diags_add(diags,
+                              "%s:%d: spec.maintenanceWindows[%zu].timeZone: unknown time "
+                              "zone '%s'",
                               m->pools[i].loc.file, w->line, k, w->tz);
         }
 }

@@ -4,8 +4,8 @@
  * Labels are kept sorted by key so that anything derived from them is
  * deterministic, and lookups are binary searches. A set read from an
  * object (a Node's or MachineConfig's labels, which can be many) is built
- * by appending and sorting once, never by a sorted insert per label. Selector semantics follow metav1.LabelSelector: every
- * matchLabels pair must be present and every expression true.
+ * by appending and sorting once, never by a sorted insert per label. Selector semantics follow
+ * metav1.LabelSelector: every matchLabels pair must be present and every expression true.
  */
 #include "model/model.h"
 
@@ -161,7 +161,8 @@ static bool label_name_ok(const char *s, size_t n, bool allow_empty)
         return false;
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
-        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        bool alnum =
+            (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
         if (!alnum && ch != '-' && ch != '_' && ch != '.')
             return false;
         if ((i == 0 || i == n - 1) && !alnum)
@@ -290,9 +291,9 @@ bool mcg_name_is_dns_subdomain(const char *s)
 
 bool mcg_name_is_unit(const char *s)
 {
-    static const char *const suffixes[] = {".service", ".socket", ".device", ".mount",
-                                           ".automount", ".swap", ".target", ".path",
-                                           ".timer", ".slice", ".scope", NULL};
+    static const char *const suffixes[] = {".service",   ".socket", ".device", ".mount",
+                                           ".automount", ".swap",   ".target", ".path",
+                                           ".timer",     ".slice",  ".scope",  NULL};
     size_t n = strlen(s);
     if (n == 0 || n > 255 || s[0] == '.' || s[0] == '-')
         return false;

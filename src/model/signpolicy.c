@@ -31,7 +31,6 @@ void mcg_signpolicy_free(mcg_signpolicy *p)
     free(p);
 }
 
-
 /*
  * A pattern as git normalises a pathspec before matching (prefix_path,
  * normalize_path_copy): "./x", "a//b", "a/./b" and "a/../b" name x, a/b,

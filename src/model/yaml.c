@@ -210,8 +210,10 @@ static bool next_event(conv *cv, yaml_event_t *ev)
     cv->syntax = true;
     int tab_line = tab_indent_line(cv, &p->problem_mark);
     if (tab_line) {
-        mcg_diags_add(cv->diags, "%s:%d: tab character used for indentation (YAML indents with "
-                      "spaces only)", cv->file, tab_line + cv->line_offset);
+        mcg_diags_add(cv->diags,
+                      "%s:%d: tab character used for indentation (YAML indents with "
+                      "spaces only)",
+                      cv->file, tab_line + cv->line_offset);
         return false;
     }
     mcg_diags_add(cv->diags, "%s:%d: invalid YAML: %s%s%s", cv->file,
@@ -239,7 +241,7 @@ static json_t *conv_scalar(conv *cv, const yaml_event_t *ev)
     if (cv->strings)
         ; /* numbers stay text */
     else if ((s[0] >= '0' && s[0] <= '9') ||
-        ((s[0] == '-' || s[0] == '+') && s[1] >= '0' && s[1] <= '9')) {
+             ((s[0] == '-' || s[0] == '+') && s[1] >= '0' && s[1] <= '9')) {
         json_int_t v;
         int r = parse_int_scalar(s, &v);
         if (r == 0)

@@ -90,10 +90,10 @@ bad:
 /* ------------------------------------------------------------ making */
 
 #define DELTA_BLOCK 16
-#define DELTA_MULT 0x01000193u   /* the rolling hash's multiplier */
-#define DELTA_CHAIN 64           /* candidate blocks looked at per position */
-#define DELTA_COPY_MAX 0x10000u  /* bytes per copy instruction, as git writes them */
-#define DELTA_LAZY 1024          /* matches shorter than this look a block ahead for a longer one */
+#define DELTA_MULT 0x01000193u  /* the rolling hash's multiplier */
+#define DELTA_CHAIN 64          /* candidate blocks looked at per position */
+#define DELTA_COPY_MAX 0x10000u /* bytes per copy instruction, as git writes them */
+#define DELTA_LAZY 1024         /* matches shorter than this look a block ahead for a longer one */
 
 /* The hash of DELTA_BLOCK bytes at p. */
 static uint32_t block_hash(const unsigned char *p)

@@ -198,8 +198,7 @@ void mcg_pack_writer_thin(mcg_pack_writer *w, const mcg_oidmap *have);
  * as a delta on o->base when it has one that the pack may use (written
  * before, or one the reader has) and that makes it smaller, else whole.
  */
-int mcg_pack_write_object(mcg_pack_writer *w, git_odb *odb, const mcg_pack_place *o,
-                          mcg_err *err);
+int mcg_pack_write_object(mcg_pack_writer *w, git_odb *odb, const mcg_pack_place *o, mcg_err *err);
 
 /* ------------------------------------------------------------ store */
 
@@ -232,7 +231,6 @@ int mcg_pack_store(const char *packdir, const mcg_pack_obj *objs, size_t n, mcg_
  * CRC-32 its index records.
  */
 typedef struct mcg_pack_reuse mcg_pack_reuse;
-
 
 /* Map every pack-*.idx/.pack pair in packdir; NULL when there is none usable. */
 mcg_pack_reuse *mcg_pack_reuse_open(const char *packdir);

@@ -189,10 +189,10 @@ typedef struct mcg_scan_state {
     int type;    /* as stored */
     size_t base; /* index of the base (OFS, or REF found) */
     bool base_known;
-    git_oid ref_base; /* MCG_PACK_REF */
+    git_oid ref_base;   /* MCG_PACK_REF */
     unsigned char *ext; /* a REF_DELTA's base read from the repository (thin packs), or NULL */
     size_t ext_len;
-    bool keep;        /* inflate into out */
+    bool keep;  /* inflate into out */
     bool sized; /* the object's inflated size is accounted (a delta: once its header is read) */
     unsigned char *out;
     z_stream z;
@@ -225,10 +225,10 @@ struct mcg_pack_scanner {
     mcg_scan_hint *hints;
     size_t nhints, caphints;
     EVP_MD_CTX *md;
-    git_odb *bases;  /* the repository's objects: a thin pack's REF_DELTA bases, or NULL */
-    bool incomplete; /* an object could not be typed or read */
+    git_odb *bases;       /* the repository's objects: a thin pack's REF_DELTA bases, or NULL */
+    bool incomplete;      /* an object could not be typed or read */
     mcg_pack_sizes sizes; /* what the objects parsed so far declare they inflate to */
-    bool odd_tree;   /* a tree out of git's order, or with odd modes or names */
+    bool odd_tree;        /* a tree out of git's order, or with odd modes or names */
 };
 
 struct mcg_packscan {

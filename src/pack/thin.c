@@ -110,9 +110,9 @@ int mcg_pack_thin_entry(mcg_pack_writer *w, git_odb *odb, const mcg_pack_place *
     }
     unsigned char hd[48], hw[16];
     uint64_t at = w->written;
-    size_t nd = zd ? mcg_pack_entry_header(hd, ofs ? MCG_PACK_OFS : MCG_PACK_REF, dlen,
-                                           at - off, &o->base)
-                   : 0;
+    size_t nd =
+        zd ? mcg_pack_entry_header(hd, ofs ? MCG_PACK_OFS : MCG_PACK_REF, dlen, at - off, &o->base)
+           : 0;
     if (!beat) {
         if (!(zw = deflate_all(git_odb_object_data(obj), len, &zwlen))) {
             rc = mcg_err_set(err, MCG_EIO, "pack: cannot compress an object");

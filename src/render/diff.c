@@ -115,7 +115,7 @@ static const void **sorted_ptrs(const void *arr, size_t n, size_t sz,
 /* The diff kind of a storage entry. */
 static mcg_diff_kind storage_kind(const mcg_storage *s)
 {
-    return s->kind == MCG_NODE_DIR ? MCG_DIFF_DIR
+    return s->kind == MCG_NODE_DIR    ? MCG_DIFF_DIR
            : s->kind == MCG_NODE_LINK ? MCG_DIFF_LINK
                                       : MCG_DIFF_FILE;
 }

@@ -17,13 +17,13 @@
 
 typedef struct mcg_rendered_pool {
     char *pool;
-    mcg_strv mcs;           /* MachineConfig names in merge order */
-    mcg_ignition merged;    /* the merged config; defaults filled in */
-    char *spec;             /* canonical spec.json bytes ({"config": ...}) */
+    mcg_strv mcs;        /* MachineConfig names in merge order */
+    mcg_ignition merged; /* the merged config; defaults filled in */
+    char *spec;          /* canonical spec.json bytes ({"config": ...}) */
     size_t spec_len;
     char hash[MCG_HASH_HEX + 1];
-    char *name;             /* rendered-<pool>-<hash> */
-    char *error;            /* non-NULL: this pool could not render (and the rest is unset) */
+    char *name;  /* rendered-<pool>-<hash> */
+    char *error; /* non-NULL: this pool could not render (and the rest is unset) */
 } mcg_rendered_pool;
 
 typedef struct mcg_render {
@@ -69,10 +69,10 @@ typedef enum {
     MCG_DIFF_DIR,
     MCG_DIFF_LINK,
     MCG_DIFF_UNIT,
-    MCG_DIFF_SSHKEYS,        /* core's SSH keys (key "core") */
-    MCG_DIFF_PASSWORD,       /* core's password hash (key "core"): no disruption */
-    MCG_DIFF_KARGS,          /* the MachineConfig kernelArguments */
-    MCG_DIFF_OS,             /* extensions, kernelType, osImageURL, baseOSExtensionsContainerImage */
+    MCG_DIFF_SSHKEYS,  /* core's SSH keys (key "core") */
+    MCG_DIFF_PASSWORD, /* core's password hash (key "core"): no disruption */
+    MCG_DIFF_KARGS,    /* the MachineConfig kernelArguments */
+    MCG_DIFF_OS,       /* extensions, kernelType, osImageURL, baseOSExtensionsContainerImage */
     MCG_DIFF_UNRECONCILABLE, /* fips, disks, raid, filesystems, luks, users, groups, Ignition
                                 kernelArguments: nodes refuse the config (Unreconcilable) */
 } mcg_diff_kind;
@@ -81,11 +81,11 @@ typedef enum {
 typedef struct mcg_diff_item {
     mcg_diff_kind kind;
     mcg_diff_op op;
-    char *key;      /* path, unit name, field name, or "core" */
-    mcg_strv what;  /* CHANGED storage: "contents", "mode", "owner", "target", "type",
-                       "overwrite"; units: "contents", "enabled", "mask", "dropin NAME";
-                       kernel arguments and extensions: "+arg" / "-arg"; SSH keys: "N added,
-                       M removed"; OS fields: the new value. Empty otherwise. */
+    char *key;              /* path, unit name, field name, or "core" */
+    mcg_strv what;          /* CHANGED storage: "contents", "mode", "owner", "target", "type",
+                               "overwrite"; units: "contents", "enabled", "mask", "dropin NAME";
+                               kernel arguments and extensions: "+arg" / "-arg"; SSH keys: "N added,
+                               M removed"; OS fields: the new value. Empty otherwise. */
     mcg_disruption actions; /* this change alone, under the policy (finished) */
 } mcg_diff_item;
 

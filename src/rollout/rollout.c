@@ -323,10 +323,9 @@ static void push_update(updates *u, const mcg_node_view *n, const mcg_pool *p, c
 
 /* 1. New nodes, in rollout order, get newcfg while *capacity lasts, each
  * using one unit of it. */
-static void plan_new_nodes(const mcg_pool_view *pv, const char *newcfg,
-                           const mcg_node_view *nodes, const size_t *members, size_t nm,
-                           const char **eff, cand *scratch, updates *u, int64_t *capacity,
-                           int64_t *budget)
+static void plan_new_nodes(const mcg_pool_view *pv, const char *newcfg, const mcg_node_view *nodes,
+                           const size_t *members, size_t nm, const char **eff, cand *scratch,
+                           updates *u, int64_t *capacity, int64_t *budget)
 {
     const mcg_pool *p = pv->pool;
     size_t k = 0;
@@ -334,8 +333,7 @@ static void plan_new_nodes(const mcg_pool_view *pv, const char *newcfg,
         if (is_new(&nodes[members[i]], eff[members[i]]))
             scratch[k++] = make_cand(nodes, members[i]);
     qsort(scratch, k, sizeof(*scratch), cand_cmp);
-    for (size_t i = 0; i < k && *capacity > 0 && (!pv->disrupts || *budget > 0);
-         i++, (*capacity)--) {
+    for (size_t i = 0; i<k && * capacity> 0 && (!pv->disrupts || *budget > 0); i++, (*capacity)--) {
         push_update(u, scratch[i].n, p, newcfg, MCG_UPDATE_NEW_NODE);
         eff[scratch[i].idx] = newcfg;
         if (pv->disrupts)
@@ -634,11 +632,11 @@ static void status_degraded(mcg_pool_status *st, const mcg_pool_view *pv,
     if (why && !strncmp(why, "pool ", 5) && !strncmp(why + 5, pv->pool->name, pl) &&
         !strncmp(why + 5 + pl, ": ", 2))
         why += 5 + pl + 2; /* "pool P: ..." about this pool: named once */
-    char *rendermsg = !renderdeg ? NULL
-                      : strcmp(rreason, "FetchFailed")
-                          ? mcg_sprintf("Failed to render configuration for pool %s: %s",
-                                        pv->pool->name, why)
-                          : mcg_strdup(why);
+    char *rendermsg =
+        !renderdeg ? NULL
+        : strcmp(rreason, "FetchFailed")
+            ? mcg_sprintf("Failed to render configuration for pool %s: %s", pv->pool->name, why)
+            : mcg_strdup(why);
     cond_set(&st->conds[MCG_COND_NODE_DEGRADED], MCG_COND_NODE_DEGRADED, nodedeg,
              nodedeg ? "NodesDegraded" : "", nodemsg ? mcg_strdup(nodemsg) : NULL);
     cond_set(&st->conds[MCG_COND_RENDER_DEGRADED], MCG_COND_RENDER_DEGRADED, renderdeg,

@@ -66,18 +66,18 @@ typedef struct mcg_pool_view {
                                   from commits by keys not trusted now; this message names
                                   them (UntrustedChanges) */
     /* Safe rollouts (the pool's spec.rollout and maintenance windows): */
-    const char *halted;      /* non-NULL: RolloutHalted, this message (a node's health check
-                                failed on this source commit); holds the rollout as a pause */
-    const char *held;        /* non-NULL: why no update starts now (outside the maintenance
-                                windows); held_reason is its CamelCase reason */
+    const char *halted; /* non-NULL: RolloutHalted, this message (a node's health check
+                           failed on this source commit); holds the rollout as a pause */
+    const char *held;   /* non-NULL: why no update starts now (outside the maintenance
+                           windows); held_reason is its CamelCase reason */
     const char *held_reason;
-    bool canary_passed;      /* the canary wave was healthy at the target for canaryPause */
-    bool window_override;    /* outside its windows, rolling out on `mcgit sync --now` */
-    int64_t waiting_since;   /* when its rollout to the target began (unix seconds, 0:
-                                unknown): with a disruption budget, the pool waiting
-                                longest goes first */
-    bool disrupts;           /* updates to the target drain or reboot: they count against
-                                maxConcurrentDisruptions */
+    bool canary_passed;    /* the canary wave was healthy at the target for canaryPause */
+    bool window_override;  /* outside its windows, rolling out on `mcgit sync --now` */
+    int64_t waiting_since; /* when its rollout to the target began (unix seconds, 0:
+                              unknown): with a disruption budget, the pool waiting
+                              longest goes first */
+    bool disrupts;         /* updates to the target drain or reboot: they count against
+                              maxConcurrentDisruptions */
 } mcg_pool_view;
 
 /* ------------------------------------------------------------ outputs */

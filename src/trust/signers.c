@@ -81,7 +81,6 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
-
 static unsigned digits(const char *s, size_t n)
 {
     unsigned v = 0;
@@ -571,7 +570,8 @@ void mcg_signers_digest(const mcg_signers *s, unsigned char out[32])
         snprintf(times, sizeof(times), "%lld %lld %d%d%d", (long long)e->valid_after,
                  (long long)e->valid_before, e->ca, e->no_touch, e->verify_required);
         digest_field(md, e->principals, strlen(e->principals));
-        digest_field(md, e->namespaces ? e->namespaces : "", e->namespaces ? strlen(e->namespaces) + 1 : 0);
+        digest_field(md, e->namespaces ? e->namespaces : "",
+                     e->namespaces ? strlen(e->namespaces) + 1 : 0);
         digest_field(md, times, strlen(times));
         digest_field(md, e->blob, e->blob_len);
     }

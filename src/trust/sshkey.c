@@ -311,10 +311,10 @@ static bool parse_cert(mcg_sshpub *k, const unsigned char *blob, mcg_wire *w, ch
 
     if (!wire_u64(w, &c->serial) || !mcg_wire_u32(w, &c->type) ||
         !mcg_wire_string(w, &c->key_id, &c->key_id_len) ||
-        !mcg_wire_string(w, &c->principals, &c->principals_len) ||
-        !wire_u64(w, &c->valid_after) || !wire_u64(w, &c->valid_before) ||
-        !mcg_wire_string(w, &crit, &crit_len) || !mcg_wire_string(w, &exts, &exts_len) ||
-        !mcg_wire_string(w, &reserved, &reserved_len) || !mcg_wire_string(w, &c->ca, &c->ca_len)) {
+        !mcg_wire_string(w, &c->principals, &c->principals_len) || !wire_u64(w, &c->valid_after) ||
+        !wire_u64(w, &c->valid_before) || !mcg_wire_string(w, &crit, &crit_len) ||
+        !mcg_wire_string(w, &exts, &exts_len) || !mcg_wire_string(w, &reserved, &reserved_len) ||
+        !mcg_wire_string(w, &c->ca, &c->ca_len)) {
         snprintf(why, whylen, "%s certificate is truncated", k->kt->cert);
         return false;
     }
@@ -334,8 +334,7 @@ static bool parse_cert(mcg_sshpub *k, const unsigned char *blob, mcg_wire *w, ch
         return false;
     }
     if (c->nprincipals > MCG_CERT_MAX_PRINCIPALS) {
-        snprintf(why, whylen, "certificate lists more than %d principals",
-                 MCG_CERT_MAX_PRINCIPALS);
+        snprintf(why, whylen, "certificate lists more than %d principals", MCG_CERT_MAX_PRINCIPALS);
         return false;
     }
     /* the CA: a plain key whose signature over everything before it verifies */

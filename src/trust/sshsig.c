@@ -518,9 +518,9 @@ out:
     return rc;
 }
 
-int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers,
-                           const mcg_sigmemo *memo, const char *armored, size_t armored_len,
-                           const void *msg, size_t msg_len, int64_t when, mcg_err *err)
+int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers, const mcg_sigmemo *memo,
+                           const char *armored, size_t armored_len, const void *msg, size_t msg_len,
+                           int64_t when, mcg_err *err)
 {
     return verify_ns(res, signers, memo, armored, armored_len, msg, msg_len, when, SIG_NAMESPACE,
                      err);

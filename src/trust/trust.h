@@ -227,9 +227,9 @@ size_t mcg_sigmemo_count(const mcg_sigmemo *m);
  * be NULL) is not verified cryptographically again. Same results, same
  * messages; a digest only ever stands for a signature that verified.
  */
-int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers,
-                           const mcg_sigmemo *memo, const char *armored, size_t armored_len,
-                           const void *msg, size_t msg_len, int64_t when, mcg_err *err);
+int mcg_sshsig_verify_memo(mcg_sig_result *res, const mcg_signers *signers, const mcg_sigmemo *memo,
+                           const char *armored, size_t armored_len, const void *msg, size_t msg_len,
+                           int64_t when, mcg_err *err);
 
 /*
  * Fingerprint of an SSH public key blob (wire format) as ssh-keygen -l

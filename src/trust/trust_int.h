@@ -37,8 +37,8 @@ enum {
     MCG_KEY_DSA = 6,
 };
 
-#define MCG_RSA_MIN_BITS 2048      /* mcgit trusts no smaller RSA key */
-#define MCG_RSA_OPENSSH_MIN 1024   /* OpenSSH reads none smaller */
+#define MCG_RSA_MIN_BITS 2048    /* mcgit trusts no smaller RSA key */
+#define MCG_RSA_OPENSSH_MIN 1024 /* OpenSSH reads none smaller */
 #define MCG_RSA_MAX_BITS 16384
 #define MCG_CERT_MAX_PRINCIPALS 256 /* as OpenSSH's SSHKEY_CERT_MAX_PRINCIPALS */
 
@@ -169,7 +169,6 @@ struct mcg_signers {
 
 /* ------------------------------------------------------ revocation */
 
-
 void mcg_revoked_free(mcg_revoked *r);
 /* Feed a canonical encoding of every entry of r (NULL: none) to md (mcg_signers_digest). */
 void mcg_revoked_digest(const mcg_revoked *r, EVP_MD_CTX *md);
@@ -195,6 +194,5 @@ int mcg_trust_match_list(const char *s, const char *list);
  * (and the quote character) shown as '?', cut with "..." to fit outlen.
  */
 void mcg_trust_printable(const unsigned char *s, size_t n, char *out, size_t outlen);
-
 
 #endif

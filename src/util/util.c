@@ -331,7 +331,6 @@ void mcg_strv_free(mcg_strv *s)
     s->n = s->cap = 0;
 }
 
-
 static unsigned char hash_key[crypto_shorthash_KEYBYTES];
 static pthread_once_t hash_once = PTHREAD_ONCE_INIT;
 
@@ -374,10 +373,17 @@ int64_t mcg_parse_duration(const char *s)
                 return -1;
         }
         switch (*s++) {
-        case 'h': total += n * 3600; break;
-        case 'm': total += n * 60; break;
-        case 's': total += n; break;
-        default: return -1;
+        case 'h':
+            total += n * 3600;
+            break;
+        case 'm':
+            total += n * 60;
+            break;
+        case 's':
+            total += n;
+            break;
+        default:
+            return -1;
         }
         if (total > 10LL * 366 * 86400)
             return -1;

@@ -20,13 +20,13 @@
 
 enum {
     MCG_OK = 0,
-    MCG_EINVAL = -1,   /* invalid input (parse or validation) */
-    MCG_EIO = -2,      /* a system call or library failed */
-    MCG_ENOMEM = -3,   /* allocation failed or a size limit was hit */
-    MCG_ETRUST = -4,   /* signature or trust policy refused */
-    MCG_ENOTFOUND = -5,/* named object does not exist */
-    MCG_ECONFLICT = -6,/* concurrent update or non-fast-forward */
-    MCG_EUSAGE = -7,   /* bad command-line usage */
+    MCG_EINVAL = -1,    /* invalid input (parse or validation) */
+    MCG_EIO = -2,       /* a system call or library failed */
+    MCG_ENOMEM = -3,    /* allocation failed or a size limit was hit */
+    MCG_ETRUST = -4,    /* signature or trust policy refused */
+    MCG_ENOTFOUND = -5, /* named object does not exist */
+    MCG_ECONFLICT = -6, /* concurrent update or non-fast-forward */
+    MCG_EUSAGE = -7,    /* bad command-line usage */
 };
 
 #define MCG_ERR_MSG 1024
@@ -42,8 +42,7 @@ typedef struct mcg_err {
  *     return mcg_err_set(err, MCG_EINVAL, "%s:%d: bad", file, line);
  * reads naturally. err may be NULL (the message is dropped).
  */
-int mcg_err_set(mcg_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int mcg_err_set(mcg_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prefix the current message with "fmt: ", keep the code, return it.
  * err may be NULL: nothing is recorded and MCG_EIO is returned (the code is
  * not known), so where the code matters write
@@ -80,7 +79,10 @@ typedef struct mcg_buf {
     size_t cap;
 } mcg_buf;
 
-#define MCG_BUF_INIT {.ptr = NULL, .len = 0, .cap = 0}
+#define MCG_BUF_INIT                                                                               \
+    {                                                                                              \
+        .ptr = NULL, .len = 0, .cap = 0                                                            \
+    }
 
 void mcg_buf_put(mcg_buf *b, const void *data, size_t n);
 void mcg_buf_puts(mcg_buf *b, const char *s);

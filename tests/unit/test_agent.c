@@ -562,7 +562,6 @@ static void test_units(void **state)
     free(n2);
 }
 
-
 /* The whole file root/rel, its length in *n. */
 static char *get_n(const char *root, const char *rel, size_t *n)
 {
@@ -1020,7 +1019,7 @@ static void test_policy(void **state)
         bool builtin = strstr(cases[i].new_json, "/etc/containers/registries.d/") != NULL;
         if (!*cases[i].new_json)
             ssh = false;
-        assert_string_equal(got, builtin            ? "Reload crio.service"
+        assert_string_equal(got, builtin           ? "Reload crio.service"
                                  : ssh || nochange ? "None"
                                                    : "Reboot");
         free(got);

@@ -25,7 +25,6 @@
 #define H40 "0123456789abcdef0123456789abcdef01234567"
 #define H40B "89abcdef0123456789abcdef0123456789abcdef"
 
-
 /* Parse len bytes at text; rc, with the header in *h (caller frees) and the bytes left in *rest. */
 static int parse(mcg_bundle_hdr *h, const char *text, size_t len, size_t *rest, mcg_err *err)
 {

@@ -527,8 +527,8 @@ static void test_requests(void **state)
     assert_true(changed);
     assert_int_equal(mcg_cluster_list_pools(f->c, &items, &e), 0);
     assert_false(mcg_pool_object_operator_paused(json_array_get(items, 0)));
-    assert_null(json_object_get(json_object_get(json_array_get(items, 0), "metadata"),
-                                "annotations"));
+    assert_null(
+        json_object_get(json_object_get(json_array_get(items, 0), "metadata"), "annotations"));
     json_decref(items);
     assert_int_equal(mcg_cluster_pause_pool(f->c, "worker", false, &changed, NULL, &e), 0);
     assert_false(changed);
@@ -548,8 +548,8 @@ static void test_requests(void **state)
             mcg_cluster *c = NULL;
             uint64_t g;
             char *spec = mcg_sprintf("local:%s", f->cdir);
-            int bad = mcg_cluster_open(&c, spec, NULL) != 0 ||
-                      mcg_cluster_request_sync(c, &g, NULL) != 0;
+            int bad =
+                mcg_cluster_open(&c, spec, NULL) != 0 || mcg_cluster_request_sync(c, &g, NULL) != 0;
             mcg_cluster_free(c);
             free(spec);
             _exit(bad);
@@ -579,7 +579,8 @@ static void test_requests(void **state)
         mcg_cluster *c = NULL;
         uint64_t g;
         char *spec = mcg_sprintf("local:%s", f->cdir);
-        int bad = mcg_cluster_open(&c, spec, NULL) != 0 || mcg_cluster_request_sync(c, &g, NULL) != 0;
+        int bad =
+            mcg_cluster_open(&c, spec, NULL) != 0 || mcg_cluster_request_sync(c, &g, NULL) != 0;
         mcg_cluster_free(c);
         free(spec);
         _exit(bad);

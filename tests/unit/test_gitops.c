@@ -41,8 +41,8 @@ typedef struct fx {
     char dir[256];
     git_repository *repo;
     mcg_sshkey alice, bob;
-    mcg_signers *root;   /* alice */
-    char *bob_line;      /* bob's allowed_signers line */
+    mcg_signers *root; /* alice */
+    char *bob_line;    /* bob's allowed_signers line */
 } fx;
 
 static git_oid blob(git_repository *repo, const char *text)
@@ -73,7 +73,8 @@ static git_oid tree_of(fx *f, const char *readme, const char *signers)
         git_treebuilder *sub = NULL;
         git_oid sid, b = blob(f->repo, signers);
         assert_int_equal(git_treebuilder_new(&sub, f->repo, NULL), 0);
-        assert_int_equal(git_treebuilder_insert(NULL, sub, "allowed_signers", &b, GIT_FILEMODE_BLOB), 0);
+        assert_int_equal(
+            git_treebuilder_insert(NULL, sub, "allowed_signers", &b, GIT_FILEMODE_BLOB), 0);
         assert_int_equal(git_treebuilder_write(&sid, sub), 0);
         git_treebuilder_free(sub);
         assert_int_equal(git_treebuilder_insert(NULL, tb, ".mcgit", &sid, GIT_FILEMODE_TREE), 0);
@@ -97,11 +98,12 @@ static git_oid commit(fx *f, git_oid tree_id, const git_oid *parents, size_t np,
     assert_int_equal(git_tree_lookup(&tree, f->repo, &tree_id), 0);
     for (size_t i = 0; i < np; i++)
         assert_int_equal(git_commit_lookup((git_commit **)&ps[i], f->repo, &parents[i]), 0);
-    assert_int_equal(
-        git_commit_create_buffer(&buf, f->repo, sig, sig, NULL, "c\n", tree, np, ps), 0);
+    assert_int_equal(git_commit_create_buffer(&buf, f->repo, sig, sig, NULL, "c\n", tree, np, ps),
+                     0);
     if (key) {
         char *armored = mcg_sshsig_sign(key, buf.ptr, buf.size);
-        assert_int_equal(git_commit_create_with_signature(&id, f->repo, buf.ptr, armored, "gpgsig"), 0);
+        assert_int_equal(git_commit_create_with_signature(&id, f->repo, buf.ptr, armored, "gpgsig"),
+                         0);
         free(armored);
     } else {
         assert_int_equal(git_commit_create_with_signature(&id, f->repo, buf.ptr, NULL, NULL), 0);
@@ -236,7 +238,8 @@ static void assert_ranges_same(fx *f, const char *tip, const mcg_verify_opts *o,
     assert_int_equal(mcg_repo_open(&r, f->dir, &err), 0);
     assert_int_equal(mcg_repo_open(&helper, f->dir, &err), 0);
     for (int threads = 1; threads <= 3; threads++) {
-        mcg_verify_threads th = {.helper = threads >= 2 ? helper : NULL, .ahead_first = threads == 3};
+        mcg_verify_threads th = {.helper = threads >= 2 ? helper : NULL,
+                                 .ahead_first = threads == 3};
         mcg_verify_range range = {.tip = tip, .since = o->since};
         assert_int_equal(mcg_gitops_verify_ranges(&range, 1, r, &th, o, f->root, &err), 0);
         assert_same_report(&range.rep, want);
@@ -292,17 +295,18 @@ static void test_removed_signer(void **state)
 static void test_clock(void **state)
 {
     fx *f = *state;
-    char *line = mcg_sprintf("carol@example.com valid-before=\"20260601Z\" %s", strchr(f->bob_line, ' ') + 1);
+    char *line = mcg_sprintf("carol@example.com valid-before=\"20260601Z\" %s",
+                             strchr(f->bob_line, ' ') + 1);
     mcg_signers *old = f->root, *carol = NULL;
     mcg_err err = {0};
     assert_int_equal(mcg_signers_parse(&carol, "trust2", line, strlen(line), &err), 0);
     f->root = mcg_signers_union(old, carol);
     git_oid base = commit(f, tree_of(f, "b", NULL), NULL, 0, T0, &f->alice);
     git_oid in_window = commit(f, tree_of(f, "w", NULL), &base, 1, T0 + 86400 * 100, &f->bob);
-    git_oid back = commit(f, tree_of(f, "back", NULL), &in_window, 1, T0 + 86400 * 100 - MCG_CLOCK_SKEW - 1,
-                          &f->alice);
-    git_oid skew_ok = commit(f, tree_of(f, "ok", NULL), &in_window, 1, T0 + 86400 * 100 - MCG_CLOCK_SKEW,
-                             &f->alice);
+    git_oid back = commit(f, tree_of(f, "back", NULL), &in_window, 1,
+                          T0 + 86400 * 100 - MCG_CLOCK_SKEW - 1, &f->alice);
+    git_oid skew_ok = commit(f, tree_of(f, "ok", NULL), &in_window, 1,
+                             T0 + 86400 * 100 - MCG_CLOCK_SKEW, &f->alice);
     mcg_verify_report rep = {0};
     /* history held already, or a first fetch: judged by committer times */
     verify_both(f, &rep, &skew_ok, (mcg_verify_opts){0});
@@ -485,7 +489,7 @@ static void test_threads_long(void **state)
         if (i == 64 || i == 200 || i == 333 || i == 650)
             key = NULL; /* unsigned: bad, its children follow from the root */
         if (i == 450)
-            key = &f->bob; /* removed signer */
+            key = &f->bob;                                      /* removed signer */
         int64_t when = i == 500 ? t - MCG_CLOCK_SKEW - 100 : t; /* backdated */
         if (i % 50 == 25) { /* a side branch of two commits, merged back */
             git_oid s1 = commit(f, tree_of(f, "s1", signers), &line[i - 1], 1, when, &f->alice);
@@ -614,7 +618,6 @@ static void test_split_git_parity(void **state)
     free(pub);
 }
 
-
 #define Z40 "0000000000000000000000000000000000000000"
 #define A40 "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"
 
@@ -630,14 +633,14 @@ static void test_receive_parse_line(void **state)
     static const char *const bad[] = {
         "",
         "\n",
-        Z40 " " A40 " refs/heads/main",          /* no newline */
-        Z40 " " A40 "  refs/heads/main\n",       /* two spaces */
-        Z40 " " A40 " refs/heads/ma in\n",       /* a space in the ref */
-        Z40 " " A40 " refs/heads/m\tain\n",      /* a control character */
-        Z40 " " A40 " \n",                       /* no ref */
+        Z40 " " A40 " refs/heads/main",     /* no newline */
+        Z40 " " A40 "  refs/heads/main\n",  /* two spaces */
+        Z40 " " A40 " refs/heads/ma in\n",  /* a space in the ref */
+        Z40 " " A40 " refs/heads/m\tain\n", /* a control character */
+        Z40 " " A40 " \n",                  /* no ref */
         Z40 "  " A40 " refs/heads/main\n",
         "A94A8FE5CCB19BA61C4C0873D391E987982FBBD3 " A40 " refs/heads/main\n",
-        Z40 "0 " A40 " refs/heads/main\n",       /* a 41-digit id */
+        Z40 "0 " A40 " refs/heads/main\n", /* a 41-digit id */
         Z40 " " A40 "\n",
     };
     char old[MCG_SHA_HEX + 1], new[MCG_SHA_HEX + 1], ref[MCG_REFNAME_MAX];

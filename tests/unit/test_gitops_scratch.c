@@ -185,9 +185,8 @@ static void test_same_ids_as_the_repository(void **state)
     assert_int_equal(git_treebuilder_write(&tree, tb), 0);
     git_treebuilder_free(tb);
     const git_oid *p1[] = {&c1};
-    assert_int_equal(git_commit_create_from_ids(&c1, f->repo, NULL, sig, sig, NULL, "one\n", &tree,
-                                                0, NULL),
-                     0);
+    assert_int_equal(
+        git_commit_create_from_ids(&c1, f->repo, NULL, sig, sig, NULL, "one\n", &tree, 0, NULL), 0);
     /* the second commit exists only in the scratch store */
     assert_int_equal(mcg_repo_scratch(&s, &mem, f->r, &err), 0);
     git_repository *sg = mcg_repo_git(s);
@@ -196,16 +195,13 @@ static void test_same_ids_as_the_repository(void **state)
     assert_int_equal(git_treebuilder_write(&s_tree, tb), 0);
     git_treebuilder_free(tb);
     assert_true(git_oid_equal(&s_tree, &tree));
-    assert_int_equal(git_commit_create_from_ids(&s_c1, sg, NULL, sig, sig, NULL, "one\n", &s_tree,
-                                                0, NULL),
-                     0);
+    assert_int_equal(
+        git_commit_create_from_ids(&s_c1, sg, NULL, sig, sig, NULL, "one\n", &s_tree, 0, NULL), 0);
     assert_true(git_oid_equal(&s_c1, &c1));
-    assert_int_equal(git_commit_create_from_ids(&s_c2, sg, NULL, sig, sig, NULL, "two\n", &s_tree,
-                                                1, p1),
-                     0);
-    assert_int_equal(git_commit_create_from_ids(&c2, f->repo, NULL, sig, sig, NULL, "two\n", &tree,
-                                                1, p1),
-                     0);
+    assert_int_equal(
+        git_commit_create_from_ids(&s_c2, sg, NULL, sig, sig, NULL, "two\n", &s_tree, 1, p1), 0);
+    assert_int_equal(
+        git_commit_create_from_ids(&c2, f->repo, NULL, sig, sig, NULL, "two\n", &tree, 1, p1), 0);
     assert_true(git_oid_equal(&s_c2, &c2));
     /* prefixes resolve in the store and on disk */
     git_object *o = NULL;

@@ -24,7 +24,6 @@
 
 #include "cluster/kube_int.h"
 
-
 /* A scratch directory for file-based cases. */
 static char tmpdir[256];
 

@@ -75,8 +75,8 @@ static void test_format_exact(void **state)
     assert_int_equal(mcg_metrics_declare(m, "z_seconds", MCG_METRIC_HISTOGRAM, "Time.\nline 2 \\",
                                          "pool", b, 3, NULL),
                      0);
-    assert_int_equal(mcg_metrics_declare(m, "a_gauge", MCG_METRIC_GAUGE, "A \"gauge\".", "node,state",
-                                         NULL, 0, NULL),
+    assert_int_equal(mcg_metrics_declare(m, "a_gauge", MCG_METRIC_GAUGE, "A \"gauge\".",
+                                         "node,state", NULL, 0, NULL),
                      0);
     assert_int_equal(
         mcg_metrics_declare(m, "m_total", MCG_METRIC_COUNTER, "Count.", NULL, NULL, 0, NULL), 0);
@@ -123,14 +123,14 @@ static void test_misuse_counted(void **state)
     mcg_metrics_declare(m, "c_total", MCG_METRIC_COUNTER, "", "x", NULL, 0, NULL);
     mcg_metrics_declare(m, "g", MCG_METRIC_GAUGE, "", NULL, NULL, 0, NULL);
     mcg_metrics_declare(m, "h", MCG_METRIC_HISTOGRAM, "", NULL, b, 1, NULL);
-    mcg_metrics_add(m, "c_total", MCG_LV("a"), -1);      /* counters only go up */
-    mcg_metrics_set(m, "c_total", MCG_LV("a"), 5);       /* set is for gauges */
-    mcg_metrics_add(m, "c_total", NULL, 1);              /* missing label value */
-    mcg_metrics_add(m, "nope", NULL, 1);                 /* undeclared */
-    mcg_metrics_observe(m, "g", NULL, 1);                /* observe is for histograms */
-    mcg_metrics_add(m, "h", NULL, 1);                    /* add is not */
-    mcg_metrics_set(m, "g", NULL, NAN);                  /* not a number */
-    mcg_metrics_add(NULL, "g", NULL, 1);                 /* no registry: nothing */
+    mcg_metrics_add(m, "c_total", MCG_LV("a"), -1); /* counters only go up */
+    mcg_metrics_set(m, "c_total", MCG_LV("a"), 5);  /* set is for gauges */
+    mcg_metrics_add(m, "c_total", NULL, 1);         /* missing label value */
+    mcg_metrics_add(m, "nope", NULL, 1);            /* undeclared */
+    mcg_metrics_observe(m, "g", NULL, 1);           /* observe is for histograms */
+    mcg_metrics_add(m, "h", NULL, 1);               /* add is not */
+    mcg_metrics_set(m, "g", NULL, NAN);             /* not a number */
+    mcg_metrics_add(NULL, "g", NULL, 1);            /* no registry: nothing */
     double v;
     assert_true(mcg_metrics_get(m, "mcgit_metrics_errors_total", NULL, &v));
     assert_true(v == 7);

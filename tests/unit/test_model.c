@@ -1340,7 +1340,6 @@ static void test_parse_json_spec(void **state)
                      MCG_EINVAL);
 }
 
-
 static void test_names(void **state)
 {
     (void)state;
@@ -2124,15 +2123,23 @@ int main(void)
 {
     size_t ncases = sizeof(cases) / sizeof(cases[0]);
     static const struct CMUnitTest extra[] = {
-        cmocka_unit_test(test_ignition_versions), cmocka_unit_test(test_gzip_bomb),
-        cmocka_unit_test(test_file_too_large),    cmocka_unit_test(test_every_problem),
-        cmocka_unit_test(test_parse_json_spec),   cmocka_unit_test(test_names),
-        cmocka_unit_test(test_labels_arg),        cmocka_unit_test(test_warnings),
-        cmocka_unit_test(test_mc_fields),         cmocka_unit_test(test_unreconcilable_kept),
-        cmocka_unit_test(test_unit_contents),     cmocka_unit_test(test_ignition_v2),
-        cmocka_unit_test(test_many_dropins),      cmocka_unit_test(test_labels_build),
+        cmocka_unit_test(test_ignition_versions),
+        cmocka_unit_test(test_gzip_bomb),
+        cmocka_unit_test(test_file_too_large),
+        cmocka_unit_test(test_every_problem),
+        cmocka_unit_test(test_parse_json_spec),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_labels_arg),
+        cmocka_unit_test(test_warnings),
+        cmocka_unit_test(test_mc_fields),
+        cmocka_unit_test(test_unreconcilable_kept),
+        cmocka_unit_test(test_unit_contents),
+        cmocka_unit_test(test_ignition_v2),
+        cmocka_unit_test(test_many_dropins),
+        cmocka_unit_test(test_labels_build),
         cmocka_unit_test(test_one_problem_per_mistake),
-        cmocka_unit_test(test_disruption_rules),  cmocka_unit_test(test_near_miss),
+        cmocka_unit_test(test_disruption_rules),
+        cmocka_unit_test(test_near_miss),
     };
     size_t nextra = sizeof(extra) / sizeof(extra[0]);
     struct CMUnitTest *tests = mcg_calloc(ncases + nextra, sizeof(*tests));

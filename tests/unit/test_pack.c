@@ -410,7 +410,6 @@ typedef struct fixture {
     size_t nobjects;
 } fixture;
 
-
 static git_oid blob(git_repository *repo, const char *text, size_t len)
 {
     git_oid id;
@@ -839,8 +838,8 @@ static void test_thin(void **state)
     git_oid preadme = entry_id(f->repo, &ptree, "README");
     mcg_pack_place v[3];
     memset(v, 0, sizeof(v));
-    v[0] = (mcg_pack_place){.id = f->commits[last], .pack = -1, .has_base = true,
-                            .base = f->commits[last - 1]};
+    v[0] = (mcg_pack_place){
+        .id = f->commits[last], .pack = -1, .has_base = true, .base = f->commits[last - 1]};
     v[1] = (mcg_pack_place){.id = f->signed_root, .pack = -1, .has_base = true, .base = ptree};
     v[2] = (mcg_pack_place){.id = f->readme_last, .pack = -1, .has_base = true, .base = preadme};
     mcg_oidmap have = {0};

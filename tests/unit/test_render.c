@@ -25,7 +25,6 @@
 #include "gitops/gitops.h" /* mcg_source_load_dir, for the fixtures */
 #include "render/render.h"
 
-
 #define API "apiVersion: machineconfiguration.openshift.io/v1\n"
 #define ROLE "machineconfiguration.openshift.io/role"
 
@@ -1445,8 +1444,8 @@ static void test_many_users_merge(void **state)
         "      - type: Drain\n"                                                                    \
         "    sshkey:\n"                                                                            \
         "      actions:\n"                                                                         \
-        "      - type: Reload\n"                                                                  \
-        "        reload:\n"                                                                       \
+        "      - type: Reload\n"                                                                   \
+        "        reload:\n"                                                                        \
         "          serviceName: sshd.service\n"
 
 #define CHRONY(V)                                                                                  \
@@ -1495,9 +1494,10 @@ static const diff_case diff_cases[] = {
      "    systemd:\n      units:\n      - name: x.service\n        contents: \"[Unit]\\n\"\n", true,
      "added unit x.service: Reboot", "Reboot"},
     {"SSH keys and the password hash under the sshkey rule, as MCO", CHRONY("a"),
-     CHRONY("a") "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n"
-                 "        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE3m8S3Ey4tJ2Ykq6vQW2nC0m5J0Kc7q op\n"
-                 "        passwordHash: $6$x$y\n",
+     CHRONY(
+         "a") "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n"
+              "        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE3m8S3Ey4tJ2Ykq6vQW2nC0m5J0Kc7q op\n"
+              "        passwordHash: $6$x$y\n",
      true,
      "added sshAuthorizedKeys core (1 added, 0 removed): Reload sshd.service; added passwordHash "
      "core: Reload sshd.service",

@@ -361,7 +361,8 @@ static void test_capacity_basic(void **state)
     assert_int_equal(st->unavailable_count, 2); /* as the plan leaves them */
     assert_int_equal(st->max_unavailable, 2);
     assert_true(st->conds[MCG_COND_UPDATING].status);
-    assert_string_equal(st->conds[MCG_COND_UPDATING].message, "All nodes are updating to MachineConfig new (2 of 5 nodes updating)");
+    assert_string_equal(st->conds[MCG_COND_UPDATING].message,
+                        "All nodes are updating to MachineConfig new (2 of 5 nodes updating)");
     assert_false(st->conds[MCG_COND_UPDATED].status);
 }
 
@@ -440,8 +441,9 @@ static void test_retarget_failing(void **state)
     assert_null(find_update(p, "b"));
     assert_null(find_update(p, "busy"));
     assert_int_equal(p->pools[0].degraded_count, 2);
-    assert_string_equal(p->pools[0].conds[MCG_COND_NODE_DEGRADED].message,
-                        "Node bad1 is reporting: \"Degraded\", Node bad2 is reporting: \"Unreconcilable\"");
+    assert_string_equal(
+        p->pools[0].conds[MCG_COND_NODE_DEGRADED].message,
+        "Node bad1 is reporting: \"Degraded\", Node bad2 is reporting: \"Unreconcilable\"");
 
     /* a failing node that is not ready stays */
     w->nodes[0].ready = false;
@@ -585,12 +587,14 @@ static void test_paused(void **state)
     p = plan(w);
     assert_int_equal(p->nupdates, 0);
     assert_false(p->pools[0].conds[MCG_COND_UPDATING].status);
-    assert_string_equal(p->pools[0].conds[MCG_COND_UPDATING].message,
-                        "Pool is paused; will not update to MachineConfig new (paused by an operator)");
+    assert_string_equal(
+        p->pools[0].conds[MCG_COND_UPDATING].message,
+        "Pool is paused; will not update to MachineConfig new (paused by an operator)");
     ((mcg_pool *)v->pool)->paused = true;
     p = plan(w);
-    assert_string_equal(p->pools[0].conds[MCG_COND_UPDATING].message,
-                        "Pool is paused; will not update to MachineConfig new (paused in git and by an operator)");
+    assert_string_equal(
+        p->pools[0].conds[MCG_COND_UPDATING].message,
+        "Pool is paused; will not update to MachineConfig new (paused in git and by an operator)");
     assert_int_equal(p->nupdates, 0);
     /* resumed by the operator, still paused in git: nothing moves */
     v->operator_paused = false;
@@ -787,7 +791,8 @@ static void test_fully_updated(void **state)
     assert_string_equal(st->configuration, "new");
     assert_true(st->conds[MCG_COND_UPDATED].status);
     assert_string_equal(st->conds[MCG_COND_UPDATED].reason, "AllNodesUpdated");
-    assert_string_equal(st->conds[MCG_COND_UPDATED].message, "All nodes are updated with MachineConfig new");
+    assert_string_equal(st->conds[MCG_COND_UPDATED].message,
+                        "All nodes are updated with MachineConfig new");
     assert_false(st->conds[MCG_COND_UPDATING].status);
     assert_string_equal(st->conds[MCG_COND_UPDATING].reason, "");
     assert_string_equal(st->conds[MCG_COND_UPDATING].message, "");
@@ -860,8 +865,9 @@ static void test_counts_mixed(void **state)
     assert_int_equal(st->unavailable_count, 7);
     assert_int_equal(st->degraded_count, 2);
     assert_int_equal(st->updating_count, 5);
-    assert_string_equal(st->conds[MCG_COND_NODE_DEGRADED].message,
-                        "Node degraded is reporting: \"Degraded\", Node unrec is reporting: \"Unreconcilable\"");
+    assert_string_equal(
+        st->conds[MCG_COND_NODE_DEGRADED].message,
+        "Node degraded is reporting: \"Degraded\", Node unrec is reporting: \"Unreconcilable\"");
 }
 
 static void test_degraded_message(void **state)
@@ -1213,18 +1219,16 @@ static void test_safe_rollouts(void **state)
     mcg_err err = {0};
     mcg_rollout_plan_free(w->plan);
     w->plan = NULL;
-    assert_int_equal(mcg_rollout_plan_make(&w->plan, w->nodes, w->nnodes, w->views, w->npools, 1,
-                                           &err),
-                     0);
+    assert_int_equal(
+        mcg_rollout_plan_make(&w->plan, w->nodes, w->nnodes, w->views, w->npools, 1, &err), 0);
     assert_int_equal(w->plan->nupdates, 1);
     assert_string_equal(w->plan->updates[0].node, "b1");
     /* the other way round */
     a->waiting_since = 500;
     mcg_rollout_plan_free(w->plan);
     w->plan = NULL;
-    assert_int_equal(mcg_rollout_plan_make(&w->plan, w->nodes, w->nnodes, w->views, w->npools, 1,
-                                           &err),
-                     0);
+    assert_int_equal(
+        mcg_rollout_plan_make(&w->plan, w->nodes, w->nnodes, w->views, w->npools, 1, &err), 0);
     assert_int_equal(w->plan->nupdates, 1);
     assert_string_equal(w->plan->updates[0].node, "a1");
     /* no budget: every node that capacity allows */

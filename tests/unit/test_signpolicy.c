@@ -32,7 +32,8 @@ static const good_case good[] = {
     {"age only", "maxSourceAge: 720h\n", 0, 720 * 3600},
     {"mixed units", "maxSourceAge: 1h30m15s\n", 0, 5415},
     {"two rules and an age",
-     "approvals:\n- paths: [pools]\n  required: 1\n- paths: ['*']\n  required: 3\nmaxSourceAge: 90m\n",
+     "approvals:\n- paths: [pools]\n  required: 1\n- paths: ['*']\n  required: 3\nmaxSourceAge: "
+     "90m\n",
      2, 5400},
 };
 
@@ -77,7 +78,8 @@ static void test_good(void **state)
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         mcg_signpolicy *p = NULL;
         mcg_diags d = {0};
-        int rc = mcg_signpolicy_parse(&p, ".mcgit/policy.yaml", good[i].text, strlen(good[i].text), &d);
+        int rc =
+            mcg_signpolicy_parse(&p, ".mcgit/policy.yaml", good[i].text, strlen(good[i].text), &d);
         if (rc != 0)
             fail_msg("%s: %s", good[i].name, d.count ? d.msgs[0] : "?");
         assert_int_equal(p->nrules, good[i].nrules);
@@ -93,7 +95,8 @@ static void test_bad(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         mcg_signpolicy *p = (mcg_signpolicy *)1;
         mcg_diags d = {0};
-        int rc = mcg_signpolicy_parse(&p, ".mcgit/policy.yaml", bad[i].text, strlen(bad[i].text), &d);
+        int rc =
+            mcg_signpolicy_parse(&p, ".mcgit/policy.yaml", bad[i].text, strlen(bad[i].text), &d);
         if (rc == 0)
             fail_msg("%s: accepted", bad[i].name);
         assert_null(p);
@@ -120,16 +123,11 @@ static void test_match(void **state)
         const char *path;
         int required; /* 0: no rule */
     } cases[] = {
-        {"pools/master.yaml", 2},
-        {"pools/worker.yaml", 0},
-        {".mcgit/allowed_signers", 2},
-        {".mcgit/policy.yaml", 2},
-        {".mcgit/sub/deeper", 2}, /* '*' crosses '/', as in git pathspecs */
-        {"machineconfigs/10-x.yaml", 3},
-        {"machineconfigs", 3},
-        {"machineconfigsX/a", 0},
-        {"etc/chrony.conf", 1},
-        {"README.md", 0},
+        {"pools/master.yaml", 2},        {"pools/worker.yaml", 0}, {".mcgit/allowed_signers", 2},
+        {".mcgit/policy.yaml", 2},       {".mcgit/sub/deeper", 2}, /* '*' crosses '/', as in git
+                                                                      pathspecs */
+        {"machineconfigs/10-x.yaml", 3}, {"machineconfigs", 3},    {"machineconfigsX/a", 0},
+        {"etc/chrony.conf", 1},          {"README.md", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const mcg_signpolicy_rule *r = mcg_signpolicy_rule_for(p, cases[i].path);

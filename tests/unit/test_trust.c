@@ -673,8 +673,8 @@ static void test_memo(void **state)
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         mcg_signers *s = signers_of(refused[i].signers);
-        int rc = mcg_sshsig_verify_memo(&res, s, memo, sig, sl, msg, msg_len, refused[i].when,
-                                        &err);
+        int rc =
+            mcg_sshsig_verify_memo(&res, s, memo, sig, sl, msg, msg_len, refused[i].when, &err);
         if (rc != MCG_ETRUST || !strstr(err.msg, refused[i].want))
             fail_msg("case %zu: rc %d '%s', want '%s'", i, rc, err.msg, refused[i].want);
         mcg_signers_free(s);
@@ -1133,9 +1133,8 @@ static void tkey_new(tkey *k, const char *type)
         assert_non_null(k->ec);
         unsigned char pt[200];
         size_t n = 0;
-        assert_int_equal(EVP_PKEY_get_octet_string_param(k->ec, OSSL_PKEY_PARAM_PUB_KEY, pt,
-                                                         sizeof(pt), &n),
-                         1);
+        assert_int_equal(
+            EVP_PKEY_get_octet_string_param(k->ec, OSSL_PKEY_PARAM_PUB_KEY, pt, sizeof(pt), &n), 1);
         put_cstr(&k->blob, k->bits == 256 ? "nistp256" : k->bits == 384 ? "nistp384" : "nistp521");
         put_str(&k->blob, pt, n);
     }
@@ -1171,8 +1170,9 @@ static void tkey_sign(const tkey *k, const void *data, size_t len, uint8_t flags
         crypto_sign_detached(sig, NULL, data, len, k->sk_);
         put_str(out, sig, 64);
     } else {
-        const EVP_MD *md = k->bits == 256 ? EVP_sha256() : k->bits == 384 ? EVP_sha384()
-                                                                          : EVP_sha512();
+        const EVP_MD *md = k->bits == 256   ? EVP_sha256()
+                           : k->bits == 384 ? EVP_sha384()
+                                            : EVP_sha512();
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
         unsigned char der[256];
         size_t dl = sizeof(der);
@@ -1385,7 +1385,8 @@ static void test_certificates(void **state)
         /* the window: valid_after inclusive, valid_before exclusive */
         EXPECT(verify_with(caline, a, t - 10, &res, &err), NULL);
         EXPECT(verify_with(caline, a, t + 9, &res, &err), NULL);
-        EXPECT(verify_with(caline, a, t + 10, &res, &err), "certificate 'alice-2023' is not valid at");
+        EXPECT(verify_with(caline, a, t + 10, &res, &err),
+               "certificate 'alice-2023' is not valid at");
         EXPECT(verify_with(caline, a, t - 11, &res, &err), "is not valid at");
         /* the CA key on a plain line, or the user key without its CA: not trusted */
         char *plain_ca = line_for("alice@example.com", &ca.blob);
@@ -1541,7 +1542,8 @@ static void test_revocation(void **state)
     mcg_buf cert = MCG_BUF_INIT, cert0 = MCG_BUF_INIT;
     tkey_cert(&cert, &u, &ca, 1000, 1, "alice-laptop", p, 0, UINT64_MAX);
     tkey_cert(&cert0, &v, &ca, 0, 1, "serial-zero", p, 0, UINT64_MAX);
-    char *ul = line_for("alice@example.com", &u.blob), *cl = line_for("*@example.com cert-authority", &ca.blob);
+    char *ul = line_for("alice@example.com", &u.blob),
+         *cl = line_for("*@example.com cert-authority", &ca.blob);
     char *both = mcg_sprintf("%s%s", ul, cl);
     char *by_key = tkey_sshsig(&u, &u.blob, 1, 0), *by_cert = tkey_sshsig(&u, &cert, 1, 0);
     char *by_cert0 = tkey_sshsig(&v, &cert0, 1, 0);
@@ -1666,8 +1668,9 @@ static void test_revocation(void **state)
          "invalid serial range"},
         {"unknown subsection", 1, "\0\0\0\0\0\0\0\0\x30\0\0\0\0", 13,
          "certificate subsection type 48 is unknown"},
-        {"trailing in subsection", 1, "\0\0\0\0\0\0\0\0\x21\0\0\0\x11\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0\4X",
-         30, "subsection has trailing data"},
+        {"trailing in subsection", 1,
+         "\0\0\0\0\0\0\0\0\x21\0\0\0\x11\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0\4X", 30,
+         "subsection has trailing data"},
     };
     for (size_t i = 0; i < sizeof(badk) / sizeof(badk[0]); i++) {
         mcg_signers *s = NULL;
@@ -1741,16 +1744,25 @@ static void test_sign(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_signers_good),      cmocka_unit_test(test_signers_bad),
-        cmocka_unit_test(test_signers_limits),    cmocka_unit_test(test_signers_union),
-        cmocka_unit_test(test_patterns),          cmocka_unit_test(test_fmt_time),
-        cmocka_unit_test(test_fingerprints),      cmocka_unit_test(test_verify_each_key_type),
-        cmocka_unit_test(test_verify_git_commit), cmocka_unit_test(test_verify_refusals),
-        cmocka_unit_test(test_verify_policy),     cmocka_unit_test(test_memo),
-        cmocka_unit_test(test_malformed_armor),   cmocka_unit_test(test_verify_all_types),
-        cmocka_unit_test(test_certificates),      cmocka_unit_test(test_revocation),
+        cmocka_unit_test(test_signers_good),
+        cmocka_unit_test(test_signers_bad),
+        cmocka_unit_test(test_signers_limits),
+        cmocka_unit_test(test_signers_union),
+        cmocka_unit_test(test_patterns),
+        cmocka_unit_test(test_fmt_time),
+        cmocka_unit_test(test_fingerprints),
+        cmocka_unit_test(test_verify_each_key_type),
+        cmocka_unit_test(test_verify_git_commit),
+        cmocka_unit_test(test_verify_refusals),
+        cmocka_unit_test(test_verify_policy),
+        cmocka_unit_test(test_memo),
+        cmocka_unit_test(test_malformed_armor),
+        cmocka_unit_test(test_verify_all_types),
+        cmocka_unit_test(test_certificates),
+        cmocka_unit_test(test_revocation),
         cmocka_unit_test(test_sign),
-        cmocka_unit_test(test_malformed_blob),    cmocka_unit_test(test_malformed_fields),
+        cmocka_unit_test(test_malformed_blob),
+        cmocka_unit_test(test_malformed_fields),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

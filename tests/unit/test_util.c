@@ -20,8 +20,6 @@
 
 #include "util/util.h"
 
-
-
 /* ------------------------------------------------------------ base64 */
 
 typedef struct {
@@ -739,9 +737,9 @@ static void test_bfmt_truncation(void **state)
         const char *want;
     } cases[] = {
         {16, "short", true, "x=short"},
-        {8, "short", true, "x=short"},      /* 7 chars + NUL: fits exactly */
-        {7, "short", false, "x=s..."},      /* one too many */
-        {4, "abcdef", false, "..."},        /* the smallest buffer */
+        {8, "short", true, "x=short"}, /* 7 chars + NUL: fits exactly */
+        {7, "short", false, "x=s..."}, /* one too many */
+        {4, "abcdef", false, "..."},   /* the smallest buffer */
         {12, "", true, "x="},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
