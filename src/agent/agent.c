@@ -259,8 +259,7 @@ static void load_created(mcg_agent *a, mcg_strv *out)
     free(data);
     size_t i;
     json_t *v;
-    json_array_foreach(j, i, v)
-    {
+    json_array_foreach(j, i, v) {
         const char *d = json_string_value(v);
         char *abs = d ? mcg_sprintf("/%s", d) : NULL;
         if (abs && mcg_path_is_clean_abs(abs)) /* relative to the root, clean */
@@ -564,8 +563,7 @@ static void json_strv(mcg_strv *out, const json_t *arr)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach(arr, i, v) {
         if (json_is_string(v))
             mcg_strv_push(out, json_string_value(v));
     }
@@ -1039,8 +1037,7 @@ static int health_round(mcg_agent *a, const json_t *checks, const char **name, c
     mcg_health_env env = {a->live, a->o.systemctl, a->o.host_exec};
     size_t i;
     json_t *hc;
-    json_array_foreach(checks, i, hc)
-    {
+    json_array_foreach(checks, i, hc) {
         char *cmd = mcg_health_cmd(hc, &env, false);
         if (!cmd)
             continue; /* this node cannot run it (neither live nor given the means) */

@@ -41,8 +41,7 @@ static char *from_rpm_ostree(const json_t *j)
 {
     size_t i;
     json_t *d;
-    json_array_foreach(json_object_get(j, "deployments"), i, d)
-    {
+    json_array_foreach(json_object_get(j, "deployments"), i, d) {
         if (!json_is_true(json_object_get(d, "booted")))
             continue;
         const char *img = json_string_value(json_object_get(d, "container-image-reference"));

@@ -31,8 +31,7 @@ char *mcg_health_cmd(const json_t *check, const mcg_health_env *env, bool failed
             mcg_buf_printf(&b, "%s ", env->host_exec);
         size_t i;
         json_t *w;
-        json_array_foreach(cmd, i, w)
-        {
+        json_array_foreach(cmd, i, w) {
             if (i)
                 mcg_buf_putc(&b, ' ');
             mcg_sh_quote(&b, json_string_value(w) ? json_string_value(w) : "");

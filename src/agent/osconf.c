@@ -289,8 +289,7 @@ static void entry_names(mcg_strv *out, const json_t *extra, const char *key, con
 {
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(extra, key), i, v)
-    {
+    json_array_foreach(json_object_get(extra, key), i, v) {
         const char *s = json_string_value(json_object_get(v, field));
         if (s && *s)
             mcg_strv_push(out, s);

@@ -22,12 +22,12 @@ enum { MCG_EXIT_OK = 0, MCG_EXIT_FAIL = 1, MCG_EXIT_USAGE = 2 };
  * ends the array.
  */
 typedef struct mcg_opt {
-    int key;          /* what mcg_cli_next returns for it (> 0) */
+    int key;          /* its binding's key, or what mcg_cli_parse_next returns (> 0) */
     char shortname;   /* accepted as -c too; 0: long only */
     const char *name; /* accepted as --name; NULL: short only */
     const char *arg;  /* its value as the help names it ("R", "text|json"); NULL: a flag */
     const char *help; /* its entry in the option list, lines split by '\n'; NULL: not listed */
-    unsigned only;    /* the subcommands that take it, a bit each (mcg_cli_next_sub); 0: all */
+    unsigned only;    /* the subcommands that take it, a bit each (mcg_cli_parse_next); 0: all */
 } mcg_opt;
 
 #define MCG_OPT_FLAG(k, n, h)                                                                      \
@@ -55,6 +55,12 @@ typedef struct mcg_opt {
     {                                                                                              \
         .key = (c), .shortname = (c), .name = (n), .arg = (a), .help = (h)                         \
     }
+/* The options most commands share, with one help text each. */
+#define MCG_OPT_CLUSTER MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)")
+#define MCG_OPT_TRUST MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file")
+#define MCG_OPT_REVOKED                                                                            \
+    MCG_OPT_VALUE('K', "revoked", "K",                                                             \
+                  "the revocation list, an OpenSSH KRL or a list\nof public keys")
 /* -h, --help: every command has it; the help does not list it. */
 #define MCG_OPT_HELP MCG_OPT_SHORT_FLAG('h', "help", NULL)
 #define MCG_OPT_END                                                                                \
@@ -86,18 +92,41 @@ void mcg_cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /*
- * getopt_long over cmd->opts: the next option's key, -1 after the last
- * option, or '?' after a bad one, which it says itself (getopt's own
- * messages are off): an unknown option, with a did-you-mean for a
- * misspelt long one, an ambiguous abbreviation, a missing argument, an
- * argument to a flag — one line "mcgit CMD: ..." on stderr; the command
- * then returns mcg_cli_usage_error(cmd, NULL). optarg holds an option's
- * value; set optind = 1 before the first call.
+ * Where an option's value goes, for mcg_cli_parse: a value option's
+ * argument is stored in *str, a flag sets *flag (exactly one of the two is
+ * set). The array ends with MCG_BIND_END; NULL binds nothing. As git's parse-options binds an
+ * option to its variable, so a command's run() holds no switch of
+ * "case 'r': repo = optarg".
  */
-int mcg_cli_next(const mcg_cmd *cmd, int argc, char **argv);
-/* mcg_cli_next for subcommand sub (one bit): options whose .only has it
- * or is 0; any other is unrecognised, as if the table did not hold it. */
-int mcg_cli_next_sub(const mcg_cmd *cmd, unsigned sub, int argc, char **argv);
+typedef struct mcg_optbind {
+    int key;
+    const char **str;
+    bool *flag;
+} mcg_optbind;
+#define MCG_BIND_END                                                                               \
+    {                                                                                              \
+        0, NULL, NULL                                                                              \
+    }
+/*
+ * getopt_long over the options of cmd that subcommand sub (one bit; ~0u:
+ * every one) takes — those whose .only has it or is 0 — from argv[optind],
+ * storing each one binds holds, until one it does not hold: its key (> 0;
+ * optarg its value) for the caller to handle (a number, a list). 0 after
+ * the last option (the operands from argv[optind]); -1 when the command is
+ * to return *ex at once: 0 after its help (-h, --help), or 2 after a usage
+ * error. A bad option is said on its own line "mcgit CMD: ..." (getopt's
+ * own messages are off): an unknown option, with a did-you-mean for a
+ * misspelt long one, an ambiguous abbreviation, a missing argument, an
+ * argument to a flag; then the hint. Set optind = 1 before the first call.
+ */
+int mcg_cli_parse_next(const mcg_cmd *cmd, unsigned sub, int argc, char **argv,
+                       const mcg_optbind *binds, int *ex);
+/*
+ * Every option of cmd bound in binds: parse them all (optind from 1).
+ * Returns -1 when done (the operands from argv[optind]), or the exit status
+ * to return: 0 after the help, 2 after a usage error.
+ */
+int mcg_cli_parse(const mcg_cmd *cmd, int argc, char **argv, const mcg_optbind *binds);
 /* "mcgit: 'NAME' is not a command" (with a did-you-mean for a misspelt
  * one) and the hint on stderr; returns 2. */
 int mcg_cli_unknown_command(const char *name);

@@ -17,7 +17,7 @@ static int run(int argc, char **argv);
 static const mcg_opt agent_opts[] = {
     MCG_OPT_HELP,
     MCG_OPT_VALUE('n', "node", "N", "the node to reconcile"),
-    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_CLUSTER,
     MCG_OPT_VALUE('r', "root", "DIR",
                   "filesystem to manage (default: the cluster's root\n"
                   "for the node, DIR/roots/N for local:DIR; `--root /`\n"
@@ -118,46 +118,26 @@ static int parse_args(int argc, char **argv, agent_args *args)
     memset(args, 0, sizeof(*args));
     o->verbosity = 1;
     args->interval = 30;
-    int ch;
+    int ch, ex;
+    const mcg_optbind binds[] = {{'n', &o->node, NULL},
+                                 {'c', &args->cluster, NULL},
+                                 {'r', &o->root, NULL},
+                                 {'s', &o->state_dir, NULL},
+                                 {'L', NULL, &o->live},
+                                 {'1', NULL, &args->once},
+                                 {'f', NULL, &o->force},
+                                 {'R', &o->reboot_command, NULL},
+                                 {'S', &o->systemctl, NULL},
+                                 {'X', &o->host_exec, NULL},
+                                 {'M', &args->metrics_bind, NULL},
+                                 MCG_BIND_END};
     optind = 1;
-    while ((ch = mcg_cli_next(&mcg_cmd_agent, argc, argv)) != -1) {
+    while ((ch = mcg_cli_parse_next(&mcg_cmd_agent, ~0u, argc, argv, binds, &ex)) > 0) {
         switch (ch) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_agent);
-        case 'n':
-            o->node = optarg;
-            break;
-        case 'c':
-            args->cluster = optarg;
-            break;
-        case 'r':
-            o->root = optarg;
-            break;
-        case 's':
-            o->state_dir = optarg;
-            break;
-        case 'L':
-            o->live = true;
-            break;
-        case '1':
-            args->once = true;
-            break;
         case 'i':
             if (!mcg_parse_u64(optarg, &args->interval) || args->interval == 0 ||
                 args->interval > 86400)
                 return mcg_cli_usage_error(&mcg_cmd_agent, "--interval: expected 1..86400 seconds");
-            break;
-        case 'f':
-            o->force = true;
-            break;
-        case 'R':
-            o->reboot_command = optarg;
-            break;
-        case 'S':
-            o->systemctl = optarg;
-            break;
-        case 'X':
-            o->host_exec = optarg;
             break;
         case 'v':
             o->verbosity = 2;
@@ -165,13 +145,10 @@ static int parse_args(int argc, char **argv, agent_args *args)
         case 'q':
             o->verbosity = 0;
             break;
-        case 'M':
-            args->metrics_bind = optarg;
-            break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_agent, NULL);
         }
     }
+    if (ch < 0)
+        return ex;
     return check_args(args, optind != argc);
 }
 

@@ -170,29 +170,18 @@ static int do_create(int argc, char **argv)
     const char *repo = NULL;
     mcg_bundle_create_opts o = {0};
     mcg_strv refs = {0};
-    int c, rc;
+    int c, rc, ex;
+    const mcg_optbind binds[] = {{'r', &repo, NULL}, {'s', &o.since, NULL}, MCG_BIND_END};
     optind = 1;
-    while ((c = mcg_cli_next_sub(&mcg_cmd_bundle, SUB_CREATE, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            mcg_strv_free(&refs);
-            return mcg_cli_help(&mcg_cmd_bundle);
-        case 'q':
+    while ((c = mcg_cli_parse_next(&mcg_cmd_bundle, SUB_CREATE, argc, argv, binds, &ex)) > 0) {
+        if (c == 'q')
             mcg_verbosity = 0;
-            break;
-        case 'r':
-            repo = optarg;
-            break;
-        case 's':
-            o.since = optarg;
-            break;
-        case 'f':
+        else /* 'f' */
             mcg_strv_push(&refs, optarg);
-            break;
-        default:
-            mcg_strv_free(&refs);
-            return mcg_cli_usage_error(&mcg_cmd_bundle, NULL);
-        }
+    }
+    if (c < 0) {
+        mcg_strv_free(&refs);
+        return ex;
     }
     if (!repo || optind + 1 != argc) {
         mcg_strv_free(&refs);
@@ -310,28 +299,14 @@ static void print_imported(const mcg_bundle_report *rep, mcg_repo *r)
 static int do_check(int argc, char **argv, bool import)
 {
     const char *repo = NULL, *trust = NULL, *revoked = NULL;
-    int c;
+    int c, ex;
+    const mcg_optbind binds[] = {
+        {'r', &repo, NULL}, {'t', &trust, NULL}, {'K', &revoked, NULL}, MCG_BIND_END};
     optind = 1;
-    while ((c = mcg_cli_next_sub(&mcg_cmd_bundle, SUB_CHECK, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_bundle);
-        case 'q':
-            mcg_verbosity = 0;
-            break;
-        case 'r':
-            repo = optarg;
-            break;
-        case 't':
-            trust = optarg;
-            break;
-        case 'K':
-            revoked = optarg;
-            break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_bundle, NULL);
-        }
-    }
+    while ((c = mcg_cli_parse_next(&mcg_cmd_bundle, SUB_CHECK, argc, argv, binds, &ex)) > 0)
+        mcg_verbosity = 0; /* 'q' */
+    if (c < 0)
+        return ex;
     if (!repo || !trust || optind + 1 != argc)
         return mcg_cli_usage_error(&mcg_cmd_bundle, "%s needs --repo R, --trust F and one FILE",
                                    import ? "import" : "verify");

@@ -16,8 +16,8 @@ static int run(int argc, char **argv);
 static const mcg_opt controller_opts[] = {
     MCG_OPT_HELP,
     MCG_OPT_VALUE('r', "repo", "R", "the config repo: a clone, or a URL with --mirror"),
-    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
-    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_TRUST,
+    MCG_OPT_CLUSTER,
     MCG_OPT_VALUE('K', "revoked", "K",
                   "a revocation list (OpenSSH KRL or public keys): a\n"
                   "commit by a revoked key or certificate is refused;\n"
@@ -158,32 +158,17 @@ static int number_opt(int c, ctl_args *a)
 /* Parse the options into a: -1 when run goes on, else the exit status. */
 static int parse_args(int argc, char **argv, ctl_args *a)
 {
-    int c, st = -1;
+    int c, ex, st = -1;
+    const mcg_optbind binds[] = {
+        {'r', &a->o.repo, NULL},       {'t', &a->o.trust, NULL},       {'c', &a->cluster, NULL},
+        {'R', &a->o.remote, NULL},     {'m', &a->mirror, NULL},        {'1', NULL, &a->once},
+        {'M', &a->metrics_bind, NULL}, {'W', &a->webhook_token, NULL}, MCG_BIND_END};
     optind = 1;
-    while (st < 0 && (c = mcg_cli_next(&mcg_cmd_controller, argc, argv)) != -1) {
+    while (st < 0 &&
+           (c = mcg_cli_parse_next(&mcg_cmd_controller, ~0u, argc, argv, binds, &ex)) > 0) {
         switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_controller);
-        case 'r':
-            a->o.repo = optarg;
-            break;
-        case 't':
-            a->o.trust = optarg;
-            break;
         case 'K':
             a->o.revoked = *optarg ? optarg : NULL;
-            break;
-        case 'c':
-            a->cluster = optarg;
-            break;
-        case 'R':
-            a->o.remote = optarg;
-            break;
-        case 'm':
-            a->mirror = optarg;
-            break;
-        case '1':
-            a->once = true;
             break;
         case 'q':
             mcg_verbosity = 0;
@@ -191,16 +176,12 @@ static int parse_args(int argc, char **argv, ctl_args *a)
         case 'v':
             mcg_verbosity = 2;
             break;
-        case 'M':
-            a->metrics_bind = optarg;
-            break;
-        case 'W':
-            a->webhook_token = optarg;
-            break;
         default:
             st = number_opt(c, a);
         }
     }
+    if (st < 0 && c < 0)
+        st = ex;
     if (st >= 0)
         return st;
     a->cluster = mcg_cli_cluster(a->cluster);

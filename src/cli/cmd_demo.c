@@ -77,22 +77,10 @@ static int run(int argc, char **argv)
 {
     const char *dir = NULL;
     bool keep = false;
-    int c;
-    optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_demo, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_demo);
-        case 'd':
-            dir = optarg;
-            break;
-        case 'k':
-            keep = true;
-            break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_demo, NULL);
-        }
-    }
+    const mcg_optbind binds[] = {{'d', &dir, NULL}, {'k', NULL, &keep}, MCG_BIND_END};
+    int ex = mcg_cli_parse(&mcg_cmd_demo, argc, argv, binds);
+    if (ex >= 0)
+        return ex;
     if (optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_demo, "unexpected argument '%s'", argv[optind]);
     char where[PATH_MAX], self[PATH_MAX];

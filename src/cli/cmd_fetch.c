@@ -16,9 +16,8 @@ static int run(int argc, char **argv);
 static const mcg_opt fetch_opts[] = {
     MCG_OPT_HELP,
     MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
-    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
-    MCG_OPT_VALUE('K', "revoked", "K",
-                  "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_TRUST,
+    MCG_OPT_REVOKED,
     MCG_OPT_VALUE('R', "remote", "NAME", "the remote to fetch from (default: origin)"),
     MCG_OPT_VALUE('T', "timeout", "SECONDS", "bound the whole transfer (default: 300)"),
     MCG_OPT_END,
@@ -65,32 +64,23 @@ static int run(int argc, char **argv)
 {
     const char *repo = NULL, *remote = "origin", *trust = NULL, *revoked = NULL;
     uint64_t timeout = MCG_FETCH_TIMEOUT_DEFAULT;
-    int c;
+    int c, ex;
+    const mcg_optbind binds[] = {{'r', &repo, NULL},
+                                 {'R', &remote, NULL},
+                                 {'t', &trust, NULL},
+                                 {'K', &revoked, NULL},
+                                 MCG_BIND_END};
     optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_fetch, argc, argv)) != -1) {
+    while ((c = mcg_cli_parse_next(&mcg_cmd_fetch, ~0u, argc, argv, binds, &ex)) > 0) {
         switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_fetch);
-        case 'r':
-            repo = optarg;
-            break;
-        case 'R':
-            remote = optarg;
-            break;
-        case 't':
-            trust = optarg;
-            break;
-        case 'K':
-            revoked = optarg;
-            break;
         case 'T':
             if (!mcg_parse_u64(optarg, &timeout) || !timeout || timeout > 86400)
                 return mcg_cli_usage_error(&mcg_cmd_fetch, "bad --timeout '%s'", optarg);
             break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_fetch, NULL);
         }
     }
+    if (c < 0)
+        return ex;
     if (!repo || !trust || optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_fetch, "--repo and --trust are required");
     mcg_err err = {0};

@@ -26,7 +26,7 @@ static int run(int argc, char **argv);
 static const mcg_opt hook_opts[] = {
     MCG_OPT_HELP,
     MCG_OPT_VALUE('r', "repo", "R", "the repository whose hooks these are"),
-    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
+    MCG_OPT_TRUST,
     MCG_OPT_VALUE('K', "revoked", "K",
                   "an OpenSSH KRL or a list of public keys; a commit\n"
                   "by a revoked key or certificate is refused"),
@@ -232,34 +232,13 @@ static int run(int argc, char **argv)
 {
     const char *repo = NULL, *trust = NULL, *source_branch = NULL, *revoked = NULL;
     const char *url = NULL, *token = NULL;
-    int c;
-    optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_hook, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_hook);
-        case 'r':
-            repo = optarg;
-            break;
-        case 't':
-            trust = optarg;
-            break;
-        case 's':
-            source_branch = optarg;
-            break;
-        case 'K':
-            revoked = optarg;
-            break;
-        case 'U':
-            url = optarg;
-            break;
-        case 'T':
-            token = optarg;
-            break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_hook, NULL);
-        }
-    }
+    const mcg_optbind binds[] = {
+        {'r', &repo, NULL},    {'t', &trust, NULL}, {'s', &source_branch, NULL},
+        {'K', &revoked, NULL}, {'U', &url, NULL},   {'T', &token, NULL},
+        MCG_BIND_END};
+    int ex = mcg_cli_parse(&mcg_cmd_hook, argc, argv, binds);
+    if (ex >= 0)
+        return ex;
     if (argc - optind != 1 || !repo || !trust)
         return mcg_cli_usage_error(&mcg_cmd_hook, "expected a subcommand, --repo and --trust");
     const char *sub = argv[optind];

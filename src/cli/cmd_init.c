@@ -29,13 +29,9 @@ const mcg_cmd mcg_cmd_init = {
 
 static int run(int argc, char **argv)
 {
-    int c;
-    optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_init, argc, argv)) != -1) {
-        if (c == 'h')
-            return mcg_cli_help(&mcg_cmd_init);
-        return mcg_cli_usage_error(&mcg_cmd_init, NULL);
-    }
+    int ex = mcg_cli_parse(&mcg_cmd_init, argc, argv, NULL); /* --help only */
+    if (ex >= 0)
+        return ex;
     if (argc - optind != 1)
         return mcg_cli_usage_error(&mcg_cmd_init, "expected exactly one DIR");
     mcg_err err = {0};

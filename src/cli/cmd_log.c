@@ -66,25 +66,11 @@ static void print_text(const mcg_rendered_log_entry *e, const char *ts)
 static int run(int argc, char **argv)
 {
     const char *repo = NULL, *format = "text", *trust = NULL;
-    int c;
-    optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_log, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_log);
-        case 'r':
-            repo = optarg;
-            break;
-        case 't':
-            trust = optarg;
-            break;
-        case 'o':
-            format = optarg;
-            break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_log, NULL);
-        }
-    }
+    const mcg_optbind binds[] = {
+        {'r', &repo, NULL}, {'t', &trust, NULL}, {'o', &format, NULL}, MCG_BIND_END};
+    int ex = mcg_cli_parse(&mcg_cmd_log, argc, argv, binds);
+    if (ex >= 0)
+        return ex;
     if (!repo || optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_log, "--repo is required");
     if (strcmp(format, "text") && strcmp(format, "json"))

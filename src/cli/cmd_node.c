@@ -16,7 +16,7 @@ static int run(int argc, char **argv);
 
 static const mcg_opt node_options[] = {
     MCG_OPT_HELP,
-    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_CLUSTER,
     MCG_OPT_VALUE('l', "labels", "k=v,...", "add: the new node's labels"),
     MCG_OPT_VALUE('m', "machine-id", "ID", "add, bind: bind the node to machine-id ID"),
     MCG_OPT_VALUE('r', "root", "DIR",
@@ -217,28 +217,14 @@ static int run(int argc, char **argv)
 {
     const char *cluster = NULL;
     node_opts o = {0};
-    int c;
-    optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_node, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_node);
-        case 'c':
-            cluster = optarg;
-            break;
-        case 'l':
-            o.labels = optarg;
-            break;
-        case 'm':
-            o.machine_id = optarg;
-            break;
-        case 'r':
-            o.root = optarg;
-            break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_node, NULL);
-        }
-    }
+    const mcg_optbind binds[] = {{'c', &cluster, NULL},
+                                 {'l', &o.labels, NULL},
+                                 {'m', &o.machine_id, NULL},
+                                 {'r', &o.root, NULL},
+                                 MCG_BIND_END};
+    int ex = mcg_cli_parse(&mcg_cmd_node, argc, argv, binds);
+    if (ex >= 0)
+        return ex;
     cluster = mcg_cli_cluster(cluster);
     if (!cluster || optind >= argc)
         return mcg_cli_usage_error(&mcg_cmd_node, "expected a subcommand and --cluster");

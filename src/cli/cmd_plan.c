@@ -22,9 +22,8 @@ static const mcg_opt plan_opts[] = {
     MCG_OPT_HELP,
     MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
     MCG_OPT_VALUE('R', "rev", "REV", "the commit to plan (default: the source branch)"),
-    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
-    MCG_OPT_VALUE('K', "revoked", "K",
-                  "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_TRUST,
+    MCG_OPT_REVOKED,
     MCG_OPT_VALUE('c', "cluster", "C", "count the nodes of cluster C (default:\n$MCGIT_CLUSTER)"),
     MCG_OPT_SHORT_VALUE('o', "output", "text|json", "text (default) or json, as above"),
     MCG_OPT_END,
@@ -278,34 +277,12 @@ static int run(int argc, char **argv)
 {
     const char *format = "text", *repo = NULL, *rev = NULL, *trust = NULL, *revoked = NULL,
                *cluster = NULL;
-    int c;
-    optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_plan, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_plan);
-        case 'o':
-            format = optarg;
-            break;
-        case 'r':
-            repo = optarg;
-            break;
-        case 'R':
-            rev = optarg;
-            break;
-        case 't':
-            trust = optarg;
-            break;
-        case 'K':
-            revoked = optarg;
-            break;
-        case 'c':
-            cluster = optarg;
-            break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_plan, NULL);
-        }
-    }
+    const mcg_optbind binds[] = {{'o', &format, NULL}, {'r', &repo, NULL},    {'R', &rev, NULL},
+                                 {'t', &trust, NULL},  {'K', &revoked, NULL}, {'c', &cluster, NULL},
+                                 MCG_BIND_END};
+    int ex = mcg_cli_parse(&mcg_cmd_plan, argc, argv, binds);
+    if (ex >= 0)
+        return ex;
     if (strcmp(format, "text") && strcmp(format, "json"))
         return mcg_cli_usage_error(&mcg_cmd_plan, "unknown output format '%s'", format);
     if (!repo || !trust || optind != argc)

@@ -21,9 +21,8 @@ static const mcg_opt render_opts[] = {
     MCG_OPT_SHORT_VALUE('o', "output", "names|json", "names (default) or json, as above"),
     MCG_OPT_VALUE('r', "repo", "R", "render a commit of the git repository R"),
     MCG_OPT_VALUE('R', "rev", "REV", "with --repo: the commit (default: the source\nbranch)"),
-    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
-    MCG_OPT_VALUE('K', "revoked", "K",
-                  "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_TRUST,
+    MCG_OPT_REVOKED,
     MCG_OPT_END,
 };
 
@@ -64,31 +63,11 @@ const mcg_cmd mcg_cmd_render = {
 static int run(int argc, char **argv)
 {
     const char *format = "names", *repo = NULL, *rev = NULL, *trust = NULL, *revoked = NULL;
-    int c;
-    optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_render, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_render);
-        case 'o':
-            format = optarg;
-            break;
-        case 'r':
-            repo = optarg;
-            break;
-        case 'R':
-            rev = optarg;
-            break;
-        case 't':
-            trust = optarg;
-            break;
-        case 'K':
-            revoked = optarg;
-            break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_render, NULL);
-        }
-    }
+    const mcg_optbind binds[] = {{'o', &format, NULL}, {'r', &repo, NULL},    {'R', &rev, NULL},
+                                 {'t', &trust, NULL},  {'K', &revoked, NULL}, MCG_BIND_END};
+    int ex = mcg_cli_parse(&mcg_cmd_render, argc, argv, binds);
+    if (ex >= 0)
+        return ex;
     if (strcmp(format, "names") && strcmp(format, "json"))
         return mcg_cli_usage_error(&mcg_cmd_render, "unknown output format '%s'", format);
     if (argc - optind > 1 || (repo && optind != argc))

@@ -17,7 +17,7 @@ static int run(int argc, char **argv);
 
 static const mcg_opt status_opts[] = {
     MCG_OPT_HELP,
-    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_CLUSTER,
     MCG_OPT_SHORT_VALUE('o', "output", "text|json|wide",
                         "text (default); wide: more columns; json: a\n"
                         "Kubernetes List ({\"apiVersion\": \"v1\", \"kind\":\n"
@@ -87,8 +87,7 @@ static const char *cond_status(const json_t *pool, const char *type)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(json_object_get(pool, "status"), "conditions"), i, c)
-    {
+    json_array_foreach(json_object_get(json_object_get(pool, "status"), "conditions"), i, c) {
         json_t *t = json_object_get(c, "type");
         if (json_is_string(t) && !strcmp(json_string_value(t), type)) {
             json_t *s = json_object_get(c, "status");
@@ -106,8 +105,7 @@ static char *source_cell(const json_t *pool)
     mcg_buf b = MCG_BUF_INIT;
     size_t i;
     json_t *r;
-    json_array_foreach(src, i, r)
-    {
+    json_array_foreach(src, i, r) {
         const char *n = json_string_value(json_object_get(r, "name"));
         if (n)
             mcg_buf_printf(&b, "%s%s", b.len ? "," : "", n);
@@ -134,12 +132,10 @@ static void pool_notes(const json_t *items, mcg_buf *out)
 {
     size_t i;
     json_t *p;
-    json_array_foreach(items, i, p)
-    {
+    json_array_foreach(items, i, p) {
         size_t k;
         json_t *c;
-        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), k, c)
-        {
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), k, c) {
             const char *type = json_string_value(json_object_get(c, "type"));
             const char *st = json_string_value(json_object_get(c, "status"));
             const char *msg = json_string_value(json_object_get(c, "message"));
@@ -157,8 +153,7 @@ static void pool_notes(const json_t *items, mcg_buf *out)
     }
     /* paused pools, and why: git's spec.paused (status.pausedInGit), an
      * operator's (the object's spec.paused), or both */
-    json_array_foreach(items, i, p)
-    {
+    json_array_foreach(items, i, p) {
         const char *pool =
             json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
         bool git = mcg_pool_object_git_paused(p);
@@ -208,8 +203,7 @@ int mcg_cli_status_pools(mcg_cluster *cl, const char *format, mcg_buf *out, mcg_
     size_t i;
     json_t *p;
     int64_t now = (int64_t)time(NULL);
-    json_array_foreach(items, i, p)
-    {
+    json_array_foreach(items, i, p) {
         json_t *md = json_object_get(p, "metadata");
         const char *name = json_string_value(json_object_get(md, "name"));
         const char *cfg = json_string_value(json_object_get(
@@ -252,8 +246,7 @@ static mcg_model *pools_of(const json_t *items)
     mcg_model *m = mcg_model_new();
     size_t i;
     json_t *p;
-    json_array_foreach(items, i, p)
-    {
+    json_array_foreach(items, i, p) {
         json_t *name = json_object_get(json_object_get(p, "metadata"), "name");
         json_t *spec = json_object_get(p, "spec");
         if (!json_is_string(name) || !mcg_name_is_dns_label(json_string_value(name)) ||
@@ -410,25 +403,11 @@ static int run(int argc, char **argv)
 {
     const char *cluster = NULL, *format = "text", *what = "pools";
     bool watch = false;
-    int c;
-    optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_status, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_status);
-        case 'c':
-            cluster = optarg;
-            break;
-        case 'o':
-            format = optarg;
-            break;
-        case 'w':
-            watch = true;
-            break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_status, NULL);
-        }
-    }
+    const mcg_optbind binds[] = {
+        {'c', &cluster, NULL}, {'o', &format, NULL}, {'w', NULL, &watch}, MCG_BIND_END};
+    int ex = mcg_cli_parse(&mcg_cmd_status, argc, argv, binds);
+    if (ex >= 0)
+        return ex;
     if (optind < argc)
         what = argv[optind++];
     cluster = mcg_cli_cluster(cluster);

@@ -87,60 +87,44 @@ int mcg_cli_parse_timeout(const char *arg, double *out)
     return 0;
 }
 
+/* The wait options, which sync's table has too. */
+#define WAIT_OPT_WAIT                                                                              \
+    MCG_OPT_FLAG('w', "wait",                                                                      \
+                 "wait for the answer and print it; exit 1 when the\n"                             \
+                 "pass failed, was refused or could not fetch")
+#define WAIT_OPT_TIMEOUT                                                                           \
+    MCG_OPT_VALUE('t', "timeout", "SECONDS", "how long --wait waits (default 60); past it,\nexit 1")
+
 const mcg_opt mcg_cli_wait_opts[] = {
-    MCG_OPT_HELP,
-    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
-    MCG_OPT_FLAG('w', "wait",
-                 "wait for the answer and print it; exit 1 when the\n"
-                 "pass failed, was refused or could not fetch"),
-    MCG_OPT_VALUE('t', "timeout", "SECONDS",
-                  "how long --wait waits (default 60); past it,\nexit 1"),
-    MCG_OPT_END,
+    MCG_OPT_HELP, MCG_OPT_CLUSTER, WAIT_OPT_WAIT, WAIT_OPT_TIMEOUT, MCG_OPT_END,
 };
 
 /* sync's: the wait options and --now POOL. */
 static const mcg_opt sync_opts[] = {
     MCG_OPT_HELP,
-    MCG_OPT_VALUE('c', "cluster", "C", "the cluster (default: $MCGIT_CLUSTER)"),
+    MCG_OPT_CLUSTER,
     MCG_OPT_VALUE('n', "now", "POOL",
                   "roll POOL's current target out now, outside its\nmaintenance windows"),
-    MCG_OPT_FLAG('w', "wait",
-                 "wait for the answer and print it; exit 1 when the\n"
-                 "pass failed, was refused or could not fetch"),
-    MCG_OPT_VALUE('t', "timeout", "SECONDS",
-                  "how long --wait waits (default 60); past it,\nexit 1"),
+    WAIT_OPT_WAIT,
+    WAIT_OPT_TIMEOUT,
     MCG_OPT_END,
 };
 
 int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_wait_args *out)
 {
     const char *cluster = NULL;
-    int c;
+    int c, ex;
     out->wait = false;
     out->timeout = 60;
     out->now = NULL;
+    const mcg_optbind binds[] = {
+        {'c', &cluster, NULL}, {'w', NULL, &out->wait}, {'n', &out->now, NULL}, MCG_BIND_END};
     optind = 1;
-    while ((c = mcg_cli_next(cmd, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(cmd);
-        case 'c':
-            cluster = optarg;
-            break;
-        case 'w':
-            out->wait = true;
-            break;
-        case 'n':
-            out->now = optarg;
-            break;
-        case 't':
-            if (mcg_cli_parse_timeout(optarg, &out->timeout) != 0)
-                return mcg_cli_usage_error(cmd, "bad --timeout '%s'", optarg);
-            break;
-        default:
-            return mcg_cli_usage_error(cmd, NULL);
-        }
-    }
+    while ((c = mcg_cli_parse_next(cmd, ~0u, argc, argv, binds, &ex)) > 0)
+        if (mcg_cli_parse_timeout(optarg, &out->timeout) != 0) /* 't' */
+            return mcg_cli_usage_error(cmd, "bad --timeout '%s'", optarg);
+    if (c < 0)
+        return ex;
     out->cluster = mcg_cli_cluster(cluster);
     return -1;
 }
@@ -152,8 +136,7 @@ static int sync_now(mcg_cluster *cl, const char *pool, mcg_err *err)
     size_t i;
     int rc = mcg_cluster_list_pools(cl, &items, err);
     const char *target = NULL;
-    json_array_foreach(items, i, p)
-    {
+    json_array_foreach(items, i, p) {
         const char *n = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
         if (n && !strcmp(n, pool))
             target = json_string_value(json_object_get(

@@ -33,13 +33,9 @@ const mcg_cmd mcg_cmd_validate = {
 
 static int run(int argc, char **argv)
 {
-    int c;
-    optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_validate, argc, argv)) != -1) {
-        if (c == 'h')
-            return mcg_cli_help(&mcg_cmd_validate);
-        return mcg_cli_usage_error(&mcg_cmd_validate, NULL);
-    }
+    int ex = mcg_cli_parse(&mcg_cmd_validate, argc, argv, NULL); /* --help only */
+    if (ex >= 0)
+        return ex;
     if (argc - optind > 1)
         return mcg_cli_usage_error(&mcg_cmd_validate, "expected at most one DIR");
     const char *dir = optind < argc ? argv[optind] : ".";

@@ -18,9 +18,8 @@ static const mcg_opt opts[] = {
                   "verify what REV does not reach (default: the last\n"
                   "commit mcgit verified here, else the root)"),
     MCG_OPT_FLAG('A', "all", "verify the whole history, ignoring the last\nverified commit"),
-    MCG_OPT_VALUE('t', "trust", "F", "the trust root, an allowed_signers file"),
-    MCG_OPT_VALUE('K', "revoked", "K",
-                  "the revocation list, an OpenSSH KRL or a list\nof public keys"),
+    MCG_OPT_TRUST,
+    MCG_OPT_REVOKED,
     MCG_OPT_SHORT_VALUE('o', "output", "text|json",
                         "text (default), or a JSON list of {\"commit\",\n"
                         "\"status\" (good, vouched, bad), \"principal\",\n"
@@ -130,37 +129,13 @@ typedef struct verify_args {
 /* Parse the options into a: -1 when run goes on, else the exit status. */
 static int parse_args(int argc, char **argv, verify_args *a)
 {
-    int c;
-    optind = 1;
-    while ((c = mcg_cli_next(&mcg_cmd_verify, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(&mcg_cmd_verify);
-        case 'r':
-            a->repo = optarg;
-            break;
-        case 'R':
-            a->rev = optarg;
-            break;
-        case 's':
-            a->since = optarg;
-            break;
-        case 'A':
-            a->all = true;
-            break;
-        case 't':
-            a->trust = optarg;
-            break;
-        case 'K':
-            a->revoked = optarg;
-            break;
-        case 'o':
-            a->format = optarg;
-            break;
-        default:
-            return mcg_cli_usage_error(&mcg_cmd_verify, NULL);
-        }
-    }
+    const mcg_optbind binds[] = {{'r', &a->repo, NULL},   {'R', &a->rev, NULL},
+                                 {'s', &a->since, NULL},  {'A', NULL, &a->all},
+                                 {'t', &a->trust, NULL},  {'K', &a->revoked, NULL},
+                                 {'o', &a->format, NULL}, MCG_BIND_END};
+    int ex = mcg_cli_parse(&mcg_cmd_verify, argc, argv, binds);
+    if (ex >= 0)
+        return ex;
     if (!a->repo || !a->trust || optind != argc)
         return mcg_cli_usage_error(&mcg_cmd_verify, "--repo and --trust are required");
     if (a->all && a->since)

@@ -87,7 +87,7 @@ static void bad_long(const mcg_cmd *cmd, const struct option *opts, const char *
 }
 
 /* getopt_long(argc, argv, shortopts, longopts, NULL), saying itself what
- * is wrong (mcg_cli_next). */
+ * is wrong (next_sub). */
 static int next_opt(const mcg_cmd *cmd, int argc, char **argv, const char *shortopts,
                     const struct option *longopts)
 {
@@ -119,12 +119,8 @@ static int next_opt(const mcg_cmd *cmd, int argc, char **argv, const char *short
 /* The most options a command may have (a fixed table: no allocation per call). */
 #define MAX_OPTS 32
 
-int mcg_cli_next(const mcg_cmd *cmd, int argc, char **argv)
-{
-    return mcg_cli_next_sub(cmd, ~0u, argc, argv);
-}
-
-int mcg_cli_next_sub(const mcg_cmd *cmd, unsigned sub, int argc, char **argv)
+/* The next option's key of those sub takes, -1 after the last, or '?' after a bad one (said). */
+static int next_sub(const mcg_cmd *cmd, unsigned sub, int argc, char **argv)
 {
     struct option longopts[MAX_OPTS + 1];
     char shortopts[2 * MAX_OPTS + 1];
@@ -147,6 +143,42 @@ int mcg_cli_next_sub(const mcg_cmd *cmd, unsigned sub, int argc, char **argv)
     longopts[n] = (struct option){0};
     shortopts[s] = '\0';
     return next_opt(cmd, argc, argv, shortopts, longopts);
+}
+
+int mcg_cli_parse_next(const mcg_cmd *cmd, unsigned sub, int argc, char **argv,
+                       const mcg_optbind *binds, int *ex)
+{
+    int c;
+    while ((c = next_sub(cmd, sub, argc, argv)) != -1) {
+        if (c == 'h') {
+            *ex = mcg_cli_help(cmd);
+            return -1;
+        }
+        if (c == '?') {
+            *ex = mcg_cli_usage_error(cmd, NULL);
+            return -1;
+        }
+        const mcg_optbind *b = binds;
+        while (b && b->key && b->key != c)
+            b++;
+        if (!b || !b->key)
+            return c;
+        if (b->str)
+            *b->str = optarg;
+        else
+            *b->flag = true;
+    }
+    return 0;
+}
+
+int mcg_cli_parse(const mcg_cmd *cmd, int argc, char **argv, const mcg_optbind *binds)
+{
+    int ex;
+    optind = 1;
+    int c = mcg_cli_parse_next(cmd, ~0u, argc, argv, binds, &ex);
+    if (c > 0)
+        abort(); /* an option of cmd's table with no binding: a bug of the command */
+    return c < 0 ? ex : -1;
 }
 
 int mcg_cli_unknown_command(const char *name)
@@ -173,7 +205,7 @@ int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
         mcg_log_vline(cmd->name, fmt, ap);
         va_end(ap);
     }
-    /* mcg_cli_next has already named a bad option on its own line */
+    /* mcg_cli_parse_next has already named a bad option on its own line */
     fprintf(stderr, "see 'mcgit help %s'\n", cmd->name);
     return MCG_EXIT_USAGE;
 }
@@ -296,23 +328,11 @@ const mcg_opt mcg_cli_signer_opts[] = {
 int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, const char **repo,
                         const char **key)
 {
-    int c;
     *repo = *key = NULL;
-    optind = 1;
-    while ((c = mcg_cli_next(cmd, argc, argv)) != -1) {
-        switch (c) {
-        case 'h':
-            return mcg_cli_help(cmd);
-        case 'r':
-            *repo = optarg;
-            break;
-        case 'k':
-            *key = optarg;
-            break;
-        default:
-            return mcg_cli_usage_error(cmd, NULL);
-        }
-    }
+    const mcg_optbind binds[] = {{'r', repo, NULL}, {'k', key, NULL}, MCG_BIND_END};
+    int ex = mcg_cli_parse(cmd, argc, argv, binds);
+    if (ex >= 0)
+        return ex;
     if (!*repo || argc - optind != npos)
         return mcg_cli_usage_error(cmd,
                                    npos ? "expected --repo R and one REV" : "--repo is required");

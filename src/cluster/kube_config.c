@@ -152,8 +152,7 @@ static int find_named(const json_t *root, const char *list, const char *inner, c
         return mcg_err_set(err, MCG_EINVAL, "kubeconfig %s: %s must be a list", file, list);
     size_t i;
     json_t *e;
-    json_array_foreach(arr, i, e)
-    {
+    json_array_foreach(arr, i, e) {
         json_t *n = json_object_get(e, "name");
         if (json_is_string(n) && !strcmp(json_string_value(n), name)) {
             json_t *o = json_object_get(e, inner);
@@ -355,10 +354,8 @@ static void kc_wipe(json_t *root)
     json_t *users = json_object_get(root, "users");
     size_t i;
     json_t *u;
-    json_array_foreach(users, i, u)
-    {
-        json_object_foreach(json_object_get(u, "user"), k, v)
-        {
+    json_array_foreach(users, i, u) {
+        json_object_foreach(json_object_get(u, "user"), k, v) {
             if (json_is_string(v))
                 mcg_wipe((char *)json_string_value(v), json_string_length(v));
         }

@@ -28,8 +28,7 @@ static int eviction_version(mcg_kube *k, mcg_err *err)
     bool v1 = false, v1beta1 = false;
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(o, "versions"), i, v)
-    {
+    json_array_foreach(json_object_get(o, "versions"), i, v) {
         const char *ver = mcg_kube_str_at(v, "version", NULL);
         v1 |= ver && !strcmp(ver, "v1");
         v1beta1 |= ver && !strcmp(ver, "v1beta1");
@@ -81,8 +80,7 @@ static bool pod_skipped(const json_t *pod)
         return true;
     size_t i;
     json_t *ref;
-    json_array_foreach(json_object_get(md, "ownerReferences"), i, ref)
-    {
+    json_array_foreach(json_object_get(md, "ownerReferences"), i, ref) {
         const char *kind = mcg_kube_str_at(ref, "kind", NULL);
         if (kind && !strcmp(kind, "DaemonSet") && json_is_true(json_object_get(ref, "controller")))
             return true;

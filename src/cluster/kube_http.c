@@ -791,8 +791,7 @@ static int each_item(json_t *items, const char *path, mcg_kube_item_fn fn, void 
     size_t i;
     json_t *it;
     int rc = 0;
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach(items, i, it) {
         if (!json_is_object(it)) {
             rc = mcg_err_set(err, MCG_EINVAL, "GET %.*s: list item is not an object",
                              (int)strcspn(path, "?"), path);

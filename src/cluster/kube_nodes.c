@@ -14,6 +14,7 @@
  */
 #include "cluster/kube_int.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,21 +58,8 @@ bool mcg_kube_node_differs(const mcg_node *a, const mcg_node *b)
 
 size_t mcg_kube_cache_pos(const mcg_kube *k, const char *name, bool *found)
 {
-    size_t lo = 0, hi = k->nnodes;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(k->nodes[mid].n.name, name);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = false;
-    return lo;
+    return mcg_bsearch_str(k->nodes, k->nnodes, sizeof(*k->nodes),
+                           offsetof(mcg_kube_node_ent, n.name), name, found);
 }
 
 void mcg_kube_cache_clear(mcg_kube *k)
@@ -303,15 +291,22 @@ static int patch_obj_node(mcg_kube *k, const char *name, const char *sub, const 
     return rc;
 }
 
-int mcg_kube_op_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err)
+/* The annotations a patch sets (an empty object when it sets none). */
+static json_t *patch_annotations(const mcg_node_patch *p)
 {
-    mcg_kube *k = mcg_kube_of(c);
     json_t *ann = json_object();
     ann_set(ann, MCG_ANN_DESIRED, p->desired);
     ann_set(ann, MCG_ANN_CURRENT, p->current);
     ann_set(ann, MCG_ANN_STATE, p->state);
     ann_set(ann, MCG_ANN_REASON, p->reason);
     ann_set(ann, MCG_ANN_MACHINE_ID, p->bound_machine_id);
+    return ann;
+}
+
+int mcg_kube_op_patch_node(mcg_cluster *c, const char *name, const mcg_node_patch *p, mcg_err *err)
+{
+    mcg_kube *k = mcg_kube_of(c);
+    json_t *ann = patch_annotations(p);
     bool main_patch = json_object_size(ann) || p->unschedulable >= 0 || p->if_desired;
     int rc = 0;
     bool moved = false; /* the last try lost a race */
@@ -458,8 +453,9 @@ int mcg_kube_op_label_node(mcg_cluster *c, const char *name, const char *edits, 
         mcg_labels cur = {0};
         const char *lk;
         json_t *lv;
-        json_object_foreach(have, lk, lv) if (json_is_string(lv))
-            mcg_labels_add(&cur, lk, json_string_value(lv));
+        json_object_foreach(have, lk, lv)
+            if (json_is_string(lv))
+                mcg_labels_add(&cur, lk, json_string_value(lv));
         mcg_labels_finish(&cur);
         if ((rc = mcg_labels_parse_arg(&cur, edits, err)) != 0) {
             mcg_labels_free(&cur);
@@ -523,12 +519,7 @@ static json_t *batch_body(mcg_kube *k, bool cache_ok, const char *name, const mc
 {
     if (p->ready >= 0)
         return NULL;
-    json_t *ann = json_object();
-    ann_set(ann, MCG_ANN_DESIRED, p->desired);
-    ann_set(ann, MCG_ANN_CURRENT, p->current);
-    ann_set(ann, MCG_ANN_STATE, p->state);
-    ann_set(ann, MCG_ANN_REASON, p->reason);
-    ann_set(ann, MCG_ANN_MACHINE_ID, p->bound_machine_id);
+    json_t *ann = patch_annotations(p);
     if (!json_object_size(ann) && p->unschedulable < 0 && !p->if_desired) {
         json_decref(ann);
         return NULL;

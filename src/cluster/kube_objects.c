@@ -31,13 +31,11 @@ json_t *mcg_kube_merge_diff(const json_t *from, const json_t *to)
     json_t *patch = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)from, k, v)
-    {
+    json_object_foreach((json_t *)from, k, v) {
         if (!json_object_get(to, k) && !json_is_null(v))
             json_object_set_new(patch, k, json_null());
     }
-    json_object_foreach((json_t *)to, k, v)
-    {
+    json_object_foreach((json_t *)to, k, v) {
         json_t *old = json_object_get(from, k);
         if (json_is_null(v)) {
             if (old && !json_is_null(old))
@@ -70,8 +68,7 @@ json_t *mcg_kube_strip_nulls(const json_t *v)
         json_t *o = json_object();
         const char *k;
         json_t *e;
-        json_object_foreach((json_t *)v, k, e)
-        {
+        json_object_foreach((json_t *)v, k, e) {
             if (!json_is_null(e))
                 json_object_set_new(o, k, mcg_kube_strip_nulls(e));
         }
@@ -81,7 +78,8 @@ json_t *mcg_kube_strip_nulls(const json_t *v)
         json_t *a = json_array();
         size_t i;
         json_t *e;
-        json_array_foreach(v, i, e) json_array_append_new(a, mcg_kube_strip_nulls(e));
+        json_array_foreach(v, i, e)
+            json_array_append_new(a, mcg_kube_strip_nulls(e));
         return a;
     }
     return json_deep_copy(v);

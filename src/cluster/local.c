@@ -648,8 +648,9 @@ static int edit_labels(json_t *o, const char *name, const void *arg, mcg_err *er
     mcg_labels l = {0};
     const char *k;
     json_t *v;
-    json_object_foreach(have, k, v) if (json_is_string(v))
-        mcg_labels_add(&l, k, json_string_value(v));
+    json_object_foreach(have, k, v)
+        if (json_is_string(v))
+            mcg_labels_add(&l, k, json_string_value(v));
     mcg_labels_finish(&l);
     int rc = mcg_labels_parse_arg(&l, (const char *)arg, err);
     if (!rc) {

@@ -94,8 +94,7 @@ int mcg_node_from_json(mcg_node *n, const json_t *o, mcg_err *err)
     n->name = mcg_strdup(json_string_value(name));
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(md, "labels"), k, v)
-    {
+    json_object_foreach(json_object_get(md, "labels"), k, v) {
         if (json_is_string(v))
             mcg_labels_add(&n->labels, k, json_string_value(v));
     }
@@ -130,8 +129,7 @@ int mcg_node_from_json(mcg_node *n, const json_t *o, mcg_err *err)
     n->unschedulable = json_is_true(json_object_get(json_object_get(o, "spec"), "unschedulable"));
     size_t i;
     json_t *cond;
-    json_array_foreach(json_object_get(json_object_get(o, "status"), "conditions"), i, cond)
-    {
+    json_array_foreach(json_object_get(json_object_get(o, "status"), "conditions"), i, cond) {
         json_t *t = json_object_get(cond, "type"), *s = json_object_get(cond, "status");
         if (json_is_string(t) && !strcmp(json_string_value(t), "Ready"))
             n->ready = json_is_string(s) && !strcmp(json_string_value(s), "True");

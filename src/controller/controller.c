@@ -63,8 +63,7 @@ static json_t *prev_condition(const json_t *prev, const char *type)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(json_object_get(prev, "status"), "conditions"), i, c)
-    {
+    json_array_foreach(json_object_get(json_object_get(prev, "status"), "conditions"), i, c) {
         json_t *t = json_object_get(c, "type");
         if (json_is_string(t) && !strcmp(json_string_value(t), type))
             return c;
@@ -267,8 +266,7 @@ static json_t *prev_pool(const json_t *prev, const char *name)
 {
     size_t k;
     json_t *pp;
-    json_array_foreach(prev, k, pp)
-    {
+    json_array_foreach(prev, k, pp) {
         json_t *nm = json_object_get(json_object_get(pp, "metadata"), "name");
         if (json_is_string(nm) && !strcmp(json_string_value(nm), name))
             return pp;
@@ -294,8 +292,7 @@ static bool pool_same(const json_t *prev, const json_t *obj)
     const json_t *pm = json_object_get(prev, "metadata"), *om = json_object_get(obj, "metadata");
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)om, key, v)
-    {
+    json_object_foreach((json_t *)om, key, v) {
         if (!json_equal(json_object_get(pm, key), v))
             return false;
     }
@@ -688,8 +685,7 @@ static void migrate_git_pause(pass *p)
 {
     size_t k;
     json_t *pp;
-    json_array_foreach(p->prev_pools, k, pp)
-    {
+    json_array_foreach(p->prev_pools, k, pp) {
         json_t *spec = json_object_get(pp, "spec");
         const char *name =
             json_string_value(json_object_get(json_object_get(pp, "metadata"), "name"));
@@ -822,8 +818,7 @@ static int pass_status(pass *p, mcg_err *err)
     /* pools removed from the repo lose their objects */
     size_t k;
     json_t *pp;
-    json_array_foreach(p->prev_pools, k, pp)
-    {
+    json_array_foreach(p->prev_pools, k, pp) {
         json_t *nm = json_object_get(json_object_get(pp, "metadata"), "name");
         if (json_is_string(nm) && !mcg_model_pool(m, json_string_value(nm)))
             mcg_cluster_delete_pool(p->c, json_string_value(nm), NULL);

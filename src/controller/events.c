@@ -18,8 +18,7 @@ static const json_t *prev_of(const json_t *prev_pools, const char *name)
 {
     size_t k;
     json_t *pp;
-    json_array_foreach(prev_pools, k, pp)
-    {
+    json_array_foreach(prev_pools, k, pp) {
         const char *nm =
             json_string_value(json_object_get(json_object_get(pp, "metadata"), "name"));
         if (nm && !strcmp(nm, name))
@@ -33,8 +32,7 @@ static const char *prev_status(const json_t *prev, const char *type)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(json_object_get(prev, "status"), "conditions"), i, c)
-    {
+    json_array_foreach(json_object_get(json_object_get(prev, "status"), "conditions"), i, c) {
         const char *t = json_string_value(json_object_get(c, "type"));
         if (t && !strcmp(t, type))
             return json_string_value(json_object_get(c, "status"));

@@ -121,24 +121,26 @@ static int commit(demo *d, const char *msg, bool sign, char sha[MCG_SHA_HEX + 1]
     return 0;
 }
 
-static void print_pools(demo *d)
+/* One of `mcgit status`'s tables (the pools' or the nodes'), on stdout now. */
+static void print_table(demo *d, int (*table)(mcg_cluster *, const char *, mcg_buf *, mcg_err *),
+                        const char *format)
 {
     mcg_buf b = MCG_BUF_INIT;
     mcg_err err = {0};
-    if (d->o->pools_table(d->cl, "text", &b, &err) == 0 && b.ptr)
+    if (table(d->cl, format, &b, &err) == 0 && b.ptr)
         fputs(b.ptr, stdout);
     mcg_buf_free(&b);
     fflush(stdout);
 }
 
+static void print_pools(demo *d)
+{
+    print_table(d, d->o->pools_table, "text");
+}
+
 static void print_nodes(demo *d)
 {
-    mcg_buf b = MCG_BUF_INIT;
-    mcg_err err = {0};
-    if (d->o->nodes_table(d->cl, "wide", &b, &err) == 0 && b.ptr)
-        fputs(b.ptr, stdout);
-    mcg_buf_free(&b);
-    fflush(stdout);
+    print_table(d, d->o->nodes_table, "wide");
 }
 
 /* Every pool Updated at its target (and has nodes at it). */
@@ -151,8 +153,7 @@ static bool all_updated(demo *d, const char *want_worker)
     bool ok = json_array_size(items) == 3;
     size_t i;
     json_t *p;
-    json_array_foreach(items, i, p)
-    {
+    json_array_foreach(items, i, p) {
         json_t *st = json_object_get(p, "status");
         const char *cfg =
             json_string_value(json_object_get(json_object_get(st, "configuration"), "name"));
@@ -183,8 +184,7 @@ static const char *worker_target(demo *d, char *buf, size_t n)
         return buf;
     size_t i;
     json_t *p;
-    json_array_foreach(items, i, p)
-    {
+    json_array_foreach(items, i, p) {
         const char *name =
             json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
         const char *tgt = json_string_value(
@@ -571,12 +571,10 @@ static bool render_degraded(demo *d)
     if (mcg_cluster_list_pools(d->cl, &items, &err) == 0) {
         size_t i;
         json_t *pl;
-        json_array_foreach(items, i, pl)
-        {
+        json_array_foreach(items, i, pl) {
             size_t j;
             json_t *c;
-            json_array_foreach(json_object_get(json_object_get(pl, "status"), "conditions"), j, c)
-            {
+            json_array_foreach(json_object_get(json_object_get(pl, "status"), "conditions"), j, c) {
                 const char *t = json_string_value(json_object_get(c, "type"));
                 const char *s = json_string_value(json_object_get(c, "status"));
                 if (!refused && t && s && !strcmp(t, "RenderDegraded") && !strcmp(s, "True")) {

@@ -13,7 +13,9 @@
  */
 #include "metrics/metrics.h"
 
+#include <stddef.h>
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,21 +65,7 @@ static bool name_ok(const char *s, bool label)
 /* Index of family name, or where it would go (*found false). Lock held. */
 static size_t family_find(const mcg_metrics *m, const char *name, bool *found)
 {
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(m->f[mid].name, name);
-        if (!c) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = false;
-    return lo;
+    return mcg_bsearch_str(m->f, m->n, sizeof(*m->f), offsetof(family, name), name, found);
 }
 
 /* Drop every series of f (its declaration stays). */

@@ -324,8 +324,7 @@ static void keep_section(mcg_pctx *c, const json_t *obj, const char *key, const 
     keyset seen = {0}; /* linear: 80,000 users cost no more than their bytes */
     size_t i;
     json_t *e;
-    json_array_foreach(arr, i, e)
-    {
+    json_array_foreach(arr, i, e) {
         json_t *id = json_is_object(e) ? json_object_get(e, idkey) : NULL;
         if (!json_is_object(e)) {
             mcg_pctx_err(c, e, "field '%s[%zu]' must be a mapping", name, i);
@@ -418,8 +417,7 @@ static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix
         json_t *arr = mcg_get_arr(c, storage, kinds[k], name);
         size_t i;
         json_t *e;
-        json_array_foreach(arr, i, e)
-        {
+        json_array_foreach(arr, i, e) {
             char ename[300];
             snprintf(ename, sizeof(ename), "storage.%s[%zu]", kinds[k], i);
             parse_entry(c, e, k, ename, ign, &seen);
@@ -587,8 +585,7 @@ static void parse_dropins(mcg_pctx *c, json_t *e, const char *name, mcg_unit *u)
     size_t cap = 0;
     size_t j;
     json_t *d;
-    json_array_foreach(dr, j, d)
-    {
+    json_array_foreach(dr, j, d) {
         char dname[340];
         snprintf(dname, sizeof(dname), "%s.dropins[%zu]", name, j);
         parse_dropin(c, d, dname, u, &cap, &dseen);
@@ -630,8 +627,7 @@ static void parse_units(mcg_pctx *c, const json_t *systemd, mcg_ignition *ign)
     keyset seen = {0};
     size_t i;
     json_t *e;
-    json_array_foreach(arr, i, e)
-    {
+    json_array_foreach(arr, i, e) {
         char name[300];
         snprintf(name, sizeof(name), "systemd.units[%zu]", i);
         if (!json_is_object(e)) {
@@ -666,8 +662,7 @@ static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
     json_t *others = json_array();
     size_t i;
     json_t *u;
-    json_array_foreach(users, i, u)
-    {
+    json_array_foreach(users, i, u) {
         char name[64];
         snprintf(name, sizeof(name), "passwd.users[%zu]", i);
         if (!json_is_object(u)) {
@@ -688,8 +683,7 @@ static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
         }
         const char *key;
         json_t *v;
-        json_object_foreach(u, key, v)
-        {
+        json_object_foreach(u, key, v) {
             if (strcmp(key, "name") && strcmp(key, "sshAuthorizedKeys") &&
                 strcmp(key, "passwordHash") && !mcg_json_is_empty(v))
                 mcg_pctx_err(c, v,
@@ -711,8 +705,7 @@ static void parse_passwd(mcg_pctx *c, const json_t *passwd, mcg_ignition *ign)
         json_t *keysarr = mcg_get_arr(c, u, "sshAuthorizedKeys", "sshAuthorizedKeys");
         size_t j;
         json_t *k;
-        json_array_foreach(keysarr, j, k)
-        {
+        json_array_foreach(keysarr, j, k) {
             if (!json_is_string(k) || !json_string_length(k) ||
                 strchr(json_string_value(k), '\n') ||
                 strlen(json_string_value(k)) != json_string_length(k)) {
@@ -744,8 +737,7 @@ static void parse_ign_kargs(mcg_pctx *c, const json_t *cfg, mcg_ignition *ign)
         json_t *arr = mcg_get_arr(c, ka, *k, "kernelArguments");
         size_t i;
         json_t *v;
-        json_array_foreach(arr, i, v)
-        {
+        json_array_foreach(arr, i, v) {
             if (!json_is_string(v))
                 mcg_pctx_err(c, v, "kernelArguments.%s[%zu] must be a string", *k, i);
         }

@@ -38,8 +38,7 @@ static json_t *copy_obj(mcg_pctx *c, const json_t *o)
     json_t *n = like(c, o, json_object());
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)o, k, v)
-    {
+    json_object_foreach((json_t *)o, k, v) {
         json_object_set(n, k, v);
     }
     return n;
@@ -137,8 +136,7 @@ static json_t *list(mcg_pctx *c, const json_t *obj, const char *key, const char 
     json_t *out = like(c, arr, json_array());
     size_t i;
     json_t *e;
-    json_array_foreach(arr, i, e)
-    {
+    json_array_foreach(arr, i, e) {
         char ename[128];
         snprintf(ename, sizeof(ename), "%s[%zu]", name, i);
         json_t *t = fn(c, e, ename);
@@ -186,6 +184,20 @@ static keypos *group(const json_t *arr, const char *k, size_t *n)
     return kp;
 }
 
+/* The elements of arr (len of them; the reference is taken) not marked in drop; frees drop and kp.
+ */
+static json_t *kept(json_t *arr, size_t len, bool *drop, keypos *kp)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < len; i++)
+        if (!drop[i])
+            json_array_append(out, json_array_get(arr, i));
+    free(drop);
+    free(kp);
+    json_decref(arr);
+    return out;
+}
+
 /* removeIgnDuplicateFilesUnitsUsers for files: of one path the last is kept. */
 static json_t *dedupe_last(json_t *arr, const char *k)
 {
@@ -195,14 +207,7 @@ static json_t *dedupe_last(json_t *arr, const char *k)
     for (size_t i = 0; i + 1 < n; i++)
         if (!strcmp(kp[i].key, kp[i + 1].key))
             drop[kp[i].pos] = true;
-    json_t *out = json_array();
-    for (size_t i = 0; i < len; i++)
-        if (!drop[i])
-            json_array_append(out, json_array_get(arr, i));
-    free(drop);
-    free(kp);
-    json_decref(arr);
-    return out;
+    return kept(arr, len, drop, kp);
 }
 
 /* Units: the last of a name wins and takes the earlier ones' missing drop-ins. */
@@ -226,8 +231,7 @@ static json_t *dedupe_units(mcg_pctx *c, json_t *arr)
                 json_t *theirs = json_object_get(u, "dropins");
                 size_t k;
                 json_t *d;
-                json_array_foreach(theirs, k, d)
-                {
+                json_array_foreach(theirs, k, d) {
                     if (!merged) {
                         merged = like(c, theirs, json_array());
                         if (json_is_array(mine))
@@ -247,14 +251,7 @@ static json_t *dedupe_units(mcg_pctx *c, json_t *arr)
         }
         g = end;
     }
-    json_t *out = json_array();
-    for (size_t i = 0; i < len; i++)
-        if (!drop[i])
-            json_array_append(out, json_array_get(arr, i));
-    free(drop);
-    free(kp);
-    json_decref(arr);
-    return out;
+    return kept(arr, len, drop, kp);
 }
 
 /* Users: every one must be core; their SSH keys united into the last. */
@@ -266,8 +263,7 @@ static json_t *merge_users(mcg_pctx *c, const json_t *users)
     json_t *keys = like(c, users, json_array()), *last = NULL;
     size_t i;
     json_t *u;
-    json_array_foreach(users, i, u)
-    {
+    json_array_foreach(users, i, u) {
         const char *name = json_is_object(u) ? key_of(u, "name") : NULL;
         if (!name || strcmp(name, "core") != 0) {
             mcg_pctx_err(c, u,
@@ -287,8 +283,7 @@ static json_t *merge_users(mcg_pctx *c, const json_t *users)
         json_t *src = json_object_get(json_array_get(users, n - 1 - pass), "sshAuthorizedKeys");
         size_t j;
         json_t *k;
-        json_array_foreach(src, j, k)
-        {
+        json_array_foreach(src, j, k) {
             bool dup = false;
             for (size_t m = 0; m < json_array_size(keys) && !dup; m++)
                 dup = json_equal(json_array_get(keys, m), k);
@@ -346,8 +341,7 @@ json_t *mcg_ignition_translate_v2(mcg_pctx *c, const json_t *cfg)
         json_t *fss = mcg_get_arr(c, st, "filesystems", "storage.filesystems");
         size_t i;
         json_t *e;
-        json_array_foreach(fss, i, e)
-        {
+        json_array_foreach(fss, i, e) {
             const char *n = json_is_object(e) ? key_of(e, "name") : NULL;
             if (!n || strcmp(n, "root") != 0)
                 mcg_pctx_err(c, e,

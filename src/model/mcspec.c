@@ -62,8 +62,7 @@ void mcg_check_keys_warn(mcg_pctx *c, const json_t *obj, const char *prefix,
 {
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)obj, key, v)
-    {
+    json_object_foreach((json_t *)obj, key, v) {
         bool ok = false;
         for (const char *const *a = allowed; *a && !ok; a++)
             ok = !strcmp(*a, key);
@@ -83,8 +82,7 @@ bool mcg_json_is_deep_empty(const json_t *v)
     if (json_is_object(v)) {
         const char *k;
         json_t *x;
-        json_object_foreach((json_t *)v, k, x)
-        {
+        json_object_foreach((json_t *)v, k, x) {
             if (!mcg_json_is_deep_empty(x))
                 return false;
         }
@@ -93,8 +91,7 @@ bool mcg_json_is_deep_empty(const json_t *v)
     if (json_is_array(v)) {
         size_t i;
         json_t *x;
-        json_array_foreach(v, i, x)
-        {
+        json_array_foreach(v, i, x) {
             if (!mcg_json_is_deep_empty(x))
                 return false;
         }
@@ -180,8 +177,7 @@ static void str_list(mcg_pctx *c, const json_t *spec, const char *key,
     json_t *arr = mcg_get_arr(c, spec, key, name);
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach(arr, i, v) {
         if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v) ||
             strchr(json_string_value(v), '\n')) {
             mcg_pctx_err(c, v, "%s[%zu] must be a one-line string", name, i);

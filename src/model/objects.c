@@ -93,8 +93,7 @@ static void parse_labels(mcg_pctx *c, const json_t *obj, const char *name, mcg_l
         return;
     const char *k;
     json_t *v;
-    json_object_foreach(o, k, v)
-    {
+    json_object_foreach(o, k, v) {
         if (!json_is_string(v)) {
             mcg_pctx_err(c, v, "label '%s' must be a string (quote it)", k);
             continue;
@@ -121,8 +120,7 @@ static void parse_selector(mcg_pctx *c, const json_t *spec, const char *key, mcg
     json_t *ml = mcg_get_obj(c, s, "matchLabels", name);
     const char *k;
     json_t *v;
-    json_object_foreach(ml, k, v)
-    {
+    json_object_foreach(ml, k, v) {
         if (!json_is_string(v)) {
             mcg_pctx_err(c, v, "%s.matchLabels['%s'] must be a string (quote it)", name, k);
             continue;
@@ -133,8 +131,7 @@ static void parse_selector(mcg_pctx *c, const json_t *spec, const char *key, mcg
     json_t *me = mcg_get_arr(c, s, "matchExpressions", name);
     size_t i;
     json_t *e;
-    json_array_foreach(me, i, e)
-    {
+    json_array_foreach(me, i, e) {
         char ename[160];
         mcg_bfmt(ename, sizeof(ename), "%s.matchExpressions[%zu]", name, i);
         if (!json_is_object(e)) {
@@ -171,8 +168,7 @@ static void parse_selector(mcg_pctx *c, const json_t *spec, const char *key, mcg
             ok = false; /* "must be a list" said it: not also "needs values" */
         size_t j;
         json_t *vv;
-        json_array_foreach(vals, j, vv)
-        {
+        json_array_foreach(vals, j, vv) {
             if (!json_is_string(vv)) {
                 mcg_pctx_err(c, vv, "%s.values[%zu] must be a string", ename, j);
                 ok = false;
@@ -380,8 +376,7 @@ static void parse_actions(mcg_pctx *c, const json_t *holder, const char *name, m
     }
     size_t i;
     json_t *a;
-    json_array_foreach(arr, i, a)
-    {
+    json_array_foreach(arr, i, a) {
         char an[200];
         snprintf(an, sizeof(an), "%s.actions[%zu]", name, i);
         char *type = NULL;
@@ -443,8 +438,7 @@ static void parse_rules(mcg_pctx *c, const json_t *ndp, const char *list, const 
     json_t *arr = mcg_get_arr(c, ndp, list, name);
     size_t i;
     json_t *r;
-    json_array_foreach(arr, i, r)
-    {
+    json_array_foreach(arr, i, r) {
         char rn[160];
         snprintf(rn, sizeof(rn), "%s[%zu]", name, i);
         if (!json_is_object(r)) {

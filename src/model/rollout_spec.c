@@ -75,8 +75,7 @@ static void parse_check(mcg_pctx *c, const json_t *v, size_t i, mcg_health_check
     json_t *cmd = mcg_get_arr(c, v, "command", name);
     size_t k;
     json_t *w;
-    json_array_foreach(cmd, k, w)
-    {
+    json_array_foreach(cmd, k, w) {
         if (!json_is_string(w) || !*json_string_value(w) || strchr(json_string_value(w), '\n')) {
             mcg_pctx_err(c, w, "%s.command[%zu] must be a non-empty string on one line", name, k);
             continue;
@@ -98,8 +97,7 @@ static void parse_checks(mcg_pctx *c, const json_t *ro, mcg_rollout_spec *r)
     r->checks = mcg_calloc(json_array_size(arr), sizeof(*r->checks));
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach(arr, i, v) {
         parse_check(c, v, i, &r->checks[r->nchecks]);
         for (size_t k = 0; k < r->nchecks; k++)
             if (r->checks[r->nchecks].name && r->checks[k].name &&
@@ -175,8 +173,7 @@ static void parse_window(mcg_pctx *c, const json_t *v, size_t i, mcg_window *w)
     json_t *days = mcg_get_arr(c, v, "days", name);
     size_t k;
     json_t *d;
-    json_array_foreach(days, k, d)
-    {
+    json_array_foreach(days, k, d) {
         int b = json_is_string(d) ? day_bit(json_string_value(d)) : -1;
         if (b < 0)
             mcg_pctx_err(c, d, "%s.days[%zu] must be one of Mon, Tue, Wed, Thu, Fri, Sat, Sun",
@@ -216,7 +213,8 @@ void mcg_parse_pool_rollout(mcg_pctx *c, const json_t *spec, mcg_pool *p)
     p->windows = mcg_calloc(json_array_size(arr), sizeof(*p->windows));
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v) parse_window(c, v, i, &p->windows[p->nwindows++]);
+    json_array_foreach(arr, i, v)
+        parse_window(c, v, i, &p->windows[p->nwindows++]);
 }
 
 void mcg_model_check_zones(const mcg_model *m, bool (*known)(const char *tz), mcg_diags *diags)

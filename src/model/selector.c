@@ -9,6 +9,7 @@
  */
 #include "model/model.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,23 +30,11 @@ const char *mcg_labels_get(const mcg_labels *l, const char *key)
 /* Position of key in the sorted items (*found: it is there). */
 static size_t labels_pos(const mcg_labels *l, const char *key, bool *found)
 {
-    size_t lo = 0, hi = l->n;
+    size_t hi = l->n;
     *found = false;
     if (hi && strcmp(l->items[hi - 1].key, key) < 0)
         return hi; /* sorts last: the common case when building in order */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(l->items[mid].key, key);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return mcg_bsearch_str(l->items, l->n, sizeof(*l->items), offsetof(mcg_kv, key), key, found);
 }
 
 /* Room for one more item (capacity doubles). */

@@ -104,8 +104,7 @@ static void parse_rule(mcg_pctx *c, const json_t *r, size_t i, mcg_signpolicy *p
     else if (json_array_size(paths) > MAX_PATHS)
         mcg_pctx_err(c, paths, "%s.paths: more than %d paths", name, MAX_PATHS);
     else
-        json_array_foreach(paths, k, v)
-        {
+        json_array_foreach(paths, k, v) {
             const char *s = json_string_value(v), *why = NULL;
             char *norm = NULL;
             if (!s || !*s || strlen(s) > 1024)
@@ -163,8 +162,7 @@ static void on_doc(json_t *root, mcg_linemap *lines, void *arg)
     else if (rules) {
         size_t i;
         const json_t *r;
-        json_array_foreach(rules, i, r)
-        {
+        json_array_foreach(rules, i, r) {
             mcg_pctx rc = {.file = d->file, .lines = lines, .base_line = 1, .diags = d->diags};
             parse_rule(&rc, r, i, d->p);
         }

@@ -490,17 +490,33 @@ static const char *field_name(char *buf, size_t size, const char *name, const ch
     return buf;
 }
 
+/*
+ * obj[key] into *v: 1 when it is there, not null, and of one of types (a
+ * bit each, 1u << json_type); 0 when absent or null; -1 after the error
+ * "field 'NAME' must be WHAT".
+ */
+static int get_field(mcg_pctx *c, const json_t *obj, const char *key, const char *name,
+                     unsigned types, const char *what, json_t **v)
+{
+    *v = json_object_get(obj, key);
+    if (!*v || json_is_null(*v))
+        return 0;
+    if (!(types & 1u << json_typeof(*v))) {
+        char fb[400];
+        mcg_pctx_err(c, *v, "field '%s' must be %s", field_name(fb, sizeof(fb), name, key), what);
+        return -1;
+    }
+    return 1;
+}
+
 bool mcg_get_str(mcg_pctx *c, const json_t *obj, const char *key, const char *name, char **out)
 {
-    json_t *v = json_object_get(obj, key);
-    char fb[400];
-    if (!v || json_is_null(v))
-        return true;
-    if (!json_is_string(v)) {
-        mcg_pctx_err(c, v, "field '%s' must be a string", field_name(fb, sizeof(fb), name, key));
-        return false;
-    }
+    json_t *v;
+    int k = get_field(c, obj, key, name, 1u << JSON_STRING, "a string", &v);
+    if (k <= 0)
+        return k == 0;
     if (strlen(json_string_value(v)) != json_string_length(v)) {
+        char fb[400];
         mcg_pctx_err(c, v, "field '%s' contains a NUL byte", field_name(fb, sizeof(fb), name, key));
         return false;
     }
@@ -511,67 +527,42 @@ bool mcg_get_str(mcg_pctx *c, const json_t *obj, const char *key, const char *na
 
 bool mcg_get_bool(mcg_pctx *c, const json_t *obj, const char *key, const char *name, mcg_tri *out)
 {
-    json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v))
-        return true;
-    if (!json_is_boolean(v)) {
-        char fb[400];
-        mcg_pctx_err(c, v, "field '%s' must be true or false",
-                     field_name(fb, sizeof(fb), name, key));
-        return false;
-    }
-    *out = json_is_true(v) ? MCG_TRUE : MCG_FALSE;
-    return true;
+    json_t *v;
+    int k = get_field(c, obj, key, name, 1u << JSON_TRUE | 1u << JSON_FALSE, "true or false", &v);
+    if (k > 0)
+        *out = json_is_true(v) ? MCG_TRUE : MCG_FALSE;
+    return k >= 0;
 }
 
 bool mcg_get_int(mcg_pctx *c, const json_t *obj, const char *key, const char *name, bool *has,
                  int64_t *out)
 {
-    json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v))
-        return true;
-    if (!json_is_integer(v)) {
-        char fb[400];
-        mcg_pctx_err(c, v, "field '%s' must be an integer", field_name(fb, sizeof(fb), name, key));
-        return false;
+    json_t *v;
+    int k = get_field(c, obj, key, name, 1u << JSON_INTEGER, "an integer", &v);
+    if (k > 0) {
+        *has = true;
+        *out = (int64_t)json_integer_value(v);
     }
-    *has = true;
-    *out = (int64_t)json_integer_value(v);
-    return true;
+    return k >= 0;
 }
 
 json_t *mcg_get_obj(mcg_pctx *c, const json_t *obj, const char *key, const char *name)
 {
-    json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v))
-        return NULL;
-    if (!json_is_object(v)) {
-        char fb[400];
-        mcg_pctx_err(c, v, "field '%s' must be a mapping", field_name(fb, sizeof(fb), name, key));
-        return NULL;
-    }
-    return v;
+    json_t *v;
+    return get_field(c, obj, key, name, 1u << JSON_OBJECT, "a mapping", &v) > 0 ? v : NULL;
 }
 
 json_t *mcg_get_arr(mcg_pctx *c, const json_t *obj, const char *key, const char *name)
 {
-    json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v))
-        return NULL;
-    if (!json_is_array(v)) {
-        char fb[400];
-        mcg_pctx_err(c, v, "field '%s' must be a list", field_name(fb, sizeof(fb), name, key));
-        return NULL;
-    }
-    return v;
+    json_t *v;
+    return get_field(c, obj, key, name, 1u << JSON_ARRAY, "a list", &v) > 0 ? v : NULL;
 }
 
 void mcg_check_keys(mcg_pctx *c, const json_t *obj, const char *prefix, const char *const *allowed)
 {
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)obj, key, v)
-    {
+    json_object_foreach((json_t *)obj, key, v) {
         bool ok = false;
         for (const char *const *a = allowed; *a; a++)
             if (!strcmp(*a, key)) {

@@ -38,6 +38,20 @@ static bool check_next(mcg_pack_scanner *p)
 
 /* ------------------------------------------------------------ threads */
 
+/*
+ * With p->mu held: check one queued commit, or wait for more work (true);
+ * false once the scan is over and no commit is left to check.
+ */
+static bool check_or_wait(mcg_pack_scanner *p)
+{
+    if (check_next(p))
+        return true;
+    if (p->scan_done)
+        return false;
+    pthread_cond_wait(&p->cv, &p->mu);
+    return true;
+}
+
 /* The scanner thread: parse what is queued, check signatures in between. */
 static void *scanner_main(void *arg)
 {
@@ -63,11 +77,8 @@ static void *scanner_main(void *arg)
             p->scan_done = true;
             pthread_cond_broadcast(&p->cv);
         }
-        if (check_next(p))
-            continue;
-        if (p->scan_done)
+        if (!check_or_wait(p))
             break;
-        pthread_cond_wait(&p->cv, &p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -188,13 +199,8 @@ mcg_packscan *mcg_pack_scan_finish(mcg_pack_scanner *p)
         pthread_mutex_lock(&p->mu);
         p->eof = true;
         pthread_cond_broadcast(&p->cv);
-        for (;;) { /* help until the scan is over and no commit is left */
-            if (check_next(p))
-                continue;
-            if (p->scan_done)
-                break;
-            pthread_cond_wait(&p->cv, &p->mu);
-        }
+        while (check_or_wait(p))
+            ; /* help until the scan is over and no commit is left */
         pthread_mutex_unlock(&p->mu);
         pthread_join(p->th, NULL);
     }

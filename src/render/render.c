@@ -279,22 +279,19 @@ static void extra_merge(mcg_ignition *d, const json_t *src)
         d->extra = json_object();
     const char *sec;
     json_t *list;
-    json_object_foreach((json_t *)src, sec, list)
-    {
+    json_object_foreach((json_t *)src, sec, list) {
         json_t *have = json_object_get(d->extra, sec);
         if (!strcmp(sec, "kernelArguments")) {
             json_t *mine = have ? have : json_object();
             const char *k;
             json_t *vals;
-            json_object_foreach(list, k, vals)
-            {
+            json_object_foreach(list, k, vals) {
                 json_t *dst = json_object_get(mine, k);
                 if (!dst)
                     json_object_set_new(mine, k, dst = json_array());
                 size_t i;
                 json_t *v;
-                json_array_foreach(vals, i, v)
-                {
+                json_array_foreach(vals, i, v) {
                     bool dup = false;
                     for (size_t j = 0; j < json_array_size(dst) && !dup; j++)
                         dup = json_equal(json_array_get(dst, j), v);
@@ -314,19 +311,16 @@ static void extra_merge(mcg_ignition *d, const json_t *src)
         keyidx ix = {0};
         size_t i, pos;
         json_t *e;
-        json_array_foreach(have, i, e)
-        {
+        json_array_foreach(have, i, e) {
             idx_put(&ix, (char *)json_string_value(json_object_get(e, idk)), i);
         }
-        json_array_foreach(list, i, e)
-        {
+        json_array_foreach(list, i, e) {
             const char *id = json_string_value(json_object_get(e, idk));
             if (id && idx_get(&ix, id, &pos)) {
                 /* field by field; the key itself stays (the index points at it) */
                 json_t *dst = json_array_get(have, pos), *v;
                 const char *k;
-                json_object_foreach(e, k, v)
-                {
+                json_object_foreach(e, k, v) {
                     if (strcmp(k, idk) != 0)
                         json_object_set(dst, k, v);
                 }
@@ -568,8 +562,7 @@ static void normalise(mcg_ignition *ign)
             qsort(ign->units[i].dropins, ign->units[i].ndropins, sizeof(mcg_dropin), dropin_cmp);
     const char *sec;
     json_t *list;
-    json_object_foreach(ign->extra, sec, list)
-    {
+    json_object_foreach(ign->extra, sec, list) {
         if (json_is_array(list))
             json_array_sort_by(list, extra_idkey(sec));
     }
@@ -606,34 +599,10 @@ static void w_str(mcg_buf *b, const char *s)
         mcg_buf_put(b, run, (size_t)(p - run));
         if (!c)
             break;
-        char e[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t n = 2;
-        switch (c) {
-        case '"':
-            e[1] = '"';
-            break;
-        case '\\':
-            e[1] = '\\';
-            break;
-        case '\b':
-            e[1] = 'b';
-            break;
-        case '\f':
-            e[1] = 'f';
-            break;
-        case '\n':
-            e[1] = 'n';
-            break;
-        case '\r':
-            e[1] = 'r';
-            break;
-        case '\t':
-            e[1] = 't';
-            break;
-        default:
-            e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[c >> 4], e[5] = hex[c & 15];
-            n = 6;
-        }
+        static const char from[] = "\"\\\b\f\n\r\t", to[] = "\"\\bfnrt";
+        const char *hit = strchr(from, c);
+        char e[6] = {'\\', hit ? to[hit - from] : 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        size_t n = hit ? 2 : 6;
         mcg_buf_put(b, e, n);
         run = p + 1;
     }

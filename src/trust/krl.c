@@ -257,18 +257,6 @@ out:
 
 /* -------------------------------------------------------------- parsing */
 
-/* Read a big-endian uint64; false (cursor unchanged) when too short. */
-static bool wire_u64(mcg_wire *w, uint64_t *v)
-{
-    uint32_t hi, lo;
-    mcg_wire t = *w;
-    if (!mcg_wire_u32(&t, &hi) || !mcg_wire_u32(&t, &lo))
-        return false;
-    *v = (uint64_t)hi << 32 | lo;
-    *w = t;
-    return true;
-}
-
 /* Read one byte; false when none is left. */
 static bool wire_u8(mcg_wire *w, unsigned *v)
 {
@@ -292,7 +280,7 @@ static int serial_bitmap(rev_ca *c, mcg_wire *s, const char *name, mcg_err *err)
     const unsigned char *bm;
     size_t bn;
     uint64_t lo;
-    if (!wire_u64(s, &lo) || !mcg_wire_string(s, &bm, &bn))
+    if (!mcg_wire_u64(s, &lo) || !mcg_wire_string(s, &bm, &bn))
         return krl_err(err, name, "serial bitmap is truncated");
     if (bn && (bm[0] & 0x80))
         return krl_err(err, name, "serial bitmap is negative");
@@ -341,7 +329,7 @@ static int parse_certs(mcg_revoked *r, mcg_wire *w, const char *name, mcg_err *e
         switch (type) {
         case CERT_SERIAL_LIST:
             while (s.len) {
-                if (!wire_u64(&s, &lo))
+                if (!mcg_wire_u64(&s, &lo))
                     return krl_err(err, name, "serial list is truncated");
                 if (lo == 0)
                     return krl_err(err, name, "revokes serial 0");
@@ -349,7 +337,7 @@ static int parse_certs(mcg_revoked *r, mcg_wire *w, const char *name, mcg_err *e
             }
             break;
         case CERT_SERIAL_RANGE:
-            if (!wire_u64(&s, &lo) || !wire_u64(&s, &hi))
+            if (!mcg_wire_u64(&s, &lo) || !mcg_wire_u64(&s, &hi))
                 return krl_err(err, name, "serial range is truncated");
             if (lo == 0 || lo > hi)
                 return krl_err(err, name, "has an invalid serial range");
@@ -396,7 +384,7 @@ static int parse_krl(mcg_revoked *r, const unsigned char *data, size_t len, cons
     if (version != KRL_VERSION)
         return mcg_err_set(err, MCG_EINVAL, "%s: KRL format version %u is not supported", name,
                            (unsigned)version);
-    if (!wire_u64(&w, &krl_version) || !wire_u64(&w, &date) || !wire_u64(&w, &flags) ||
+    if (!mcg_wire_u64(&w, &krl_version) || !mcg_wire_u64(&w, &date) || !mcg_wire_u64(&w, &flags) ||
         !mcg_wire_string(&w, &reserved, &reserved_len) ||
         !mcg_wire_string(&w, &comment, &comment_len))
         return krl_err(err, name, "header is truncated");
@@ -557,41 +545,30 @@ size_t mcg_signers_revoked_count(const mcg_signers *s)
     return n;
 }
 
-/* Feed one length-prefixed field to md. */
-static void digest_blob(EVP_MD_CTX *md, const void *p, size_t n)
-{
-    unsigned char len[8];
-    for (int i = 0; i < 8; i++)
-        len[i] = (unsigned char)((uint64_t)n >> (56 - 8 * i));
-    EVP_DigestUpdate(md, len, sizeof(len));
-    if (n)
-        EVP_DigestUpdate(md, p, n);
-}
-
 void mcg_revoked_digest(const mcg_revoked *r, EVP_MD_CTX *md)
 {
     char tag[64];
     if (!r) {
-        digest_blob(md, "no-revocations", 14);
+        mcg_signers_digest_field(md, "no-revocations", 14);
         return;
     }
     snprintf(tag, sizeof(tag), "revoked %zu %zu %zu %zu", r->nkey, r->nsha1, r->nsha256, r->nca);
-    digest_blob(md, tag, strlen(tag));
+    mcg_signers_digest_field(md, tag, strlen(tag));
     for (size_t i = 0; i < r->nkey; i++)
-        digest_blob(md, r->key[i].p, r->key[i].n);
+        mcg_signers_digest_field(md, r->key[i].p, r->key[i].n);
     for (size_t i = 0; i < r->nsha1; i++)
-        digest_blob(md, r->sha1[i].p, r->sha1[i].n);
+        mcg_signers_digest_field(md, r->sha1[i].p, r->sha1[i].n);
     for (size_t i = 0; i < r->nsha256; i++)
-        digest_blob(md, r->sha256[i].p, r->sha256[i].n);
+        mcg_signers_digest_field(md, r->sha256[i].p, r->sha256[i].n);
     for (size_t i = 0; i < r->nca; i++) {
         const rev_ca *c = &r->ca[i];
-        digest_blob(md, c->ca.p, c->ca.n);
+        mcg_signers_digest_field(md, c->ca.p, c->ca.n);
         for (size_t k = 0; k < c->nrange; k++) {
             snprintf(tag, sizeof(tag), "%llu-%llu", (unsigned long long)c->range[k][0],
                      (unsigned long long)c->range[k][1]);
-            digest_blob(md, tag, strlen(tag));
+            mcg_signers_digest_field(md, tag, strlen(tag));
         }
         for (size_t k = 0; k < c->nkid; k++)
-            digest_blob(md, c->kid[k].p, c->kid[k].n);
+            mcg_signers_digest_field(md, c->kid[k].p, c->kid[k].n);
     }
 }

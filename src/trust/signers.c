@@ -545,8 +545,7 @@ mcg_signers *mcg_signers_union(const mcg_signers *a, const mcg_signers *b)
     return s;
 }
 
-/* Feed a length-prefixed field to the digest, so fields cannot run together. */
-static void digest_field(EVP_MD_CTX *md, const void *p, size_t n)
+void mcg_signers_digest_field(EVP_MD_CTX *md, const void *p, size_t n)
 {
     unsigned char len[8];
     for (int i = 0; i < 8; i++)
@@ -563,17 +562,17 @@ void mcg_signers_digest(const mcg_signers *s, unsigned char out[32])
     if (!md)
         abort(); /* out of memory, as mcg_malloc */
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-    digest_field(md, "mcgit-signers-v1", 16);
+    mcg_signers_digest_field(md, "mcgit-signers-v1", 16);
     for (size_t i = 0; i < mcg_signers_count(s); i++) {
         const mcg_signer *e = &s->v[i];
         char times[64];
         snprintf(times, sizeof(times), "%lld %lld %d%d%d", (long long)e->valid_after,
                  (long long)e->valid_before, e->ca, e->no_touch, e->verify_required);
-        digest_field(md, e->principals, strlen(e->principals));
-        digest_field(md, e->namespaces ? e->namespaces : "",
-                     e->namespaces ? strlen(e->namespaces) + 1 : 0);
-        digest_field(md, times, strlen(times));
-        digest_field(md, e->blob, e->blob_len);
+        mcg_signers_digest_field(md, e->principals, strlen(e->principals));
+        mcg_signers_digest_field(md, e->namespaces ? e->namespaces : "",
+                                 e->namespaces ? strlen(e->namespaces) + 1 : 0);
+        mcg_signers_digest_field(md, times, strlen(times));
+        mcg_signers_digest_field(md, e->blob, e->blob_len);
     }
     mcg_revoked_digest(s ? s->revoked : NULL, md);
     EVP_DigestFinal_ex(md, out, &olen);

@@ -38,6 +38,17 @@ bool mcg_wire_u32(mcg_wire *w, uint32_t *v)
     return true;
 }
 
+bool mcg_wire_u64(mcg_wire *w, uint64_t *v)
+{
+    uint32_t hi, lo;
+    mcg_wire t = *w;
+    if (!mcg_wire_u32(&t, &hi) || !mcg_wire_u32(&t, &lo))
+        return false;
+    *v = (uint64_t)hi << 32 | lo;
+    *w = t;
+    return true;
+}
+
 bool mcg_wire_string(mcg_wire *w, const unsigned char **s, size_t *n)
 {
     mcg_wire t = *w;
@@ -125,18 +136,6 @@ void mcg_sshkey_plain_blob(const mcg_sshpub *k, mcg_buf *out)
 {
     mcg_wire_put_string(out, k->kt->name, strlen(k->kt->name));
     mcg_buf_put(out, k->fields, k->fields_len);
-}
-
-/* Read a big-endian uint64; false (cursor unchanged) when too short. */
-static bool wire_u64(mcg_wire *w, uint64_t *v)
-{
-    uint32_t hi, lo;
-    mcg_wire t = *w;
-    if (!mcg_wire_u32(&t, &hi) || !mcg_wire_u32(&t, &lo))
-        return false;
-    *v = (uint64_t)hi << 32 | lo;
-    *w = t;
-    return true;
 }
 
 /*
@@ -309,12 +308,12 @@ static bool parse_cert(mcg_sshpub *k, const unsigned char *blob, mcg_wire *w, ch
     size_t crit_len, exts_len, reserved_len, sig_len;
     char cwhy[128];
 
-    if (!wire_u64(w, &c->serial) || !mcg_wire_u32(w, &c->type) ||
+    if (!mcg_wire_u64(w, &c->serial) || !mcg_wire_u32(w, &c->type) ||
         !mcg_wire_string(w, &c->key_id, &c->key_id_len) ||
-        !mcg_wire_string(w, &c->principals, &c->principals_len) || !wire_u64(w, &c->valid_after) ||
-        !wire_u64(w, &c->valid_before) || !mcg_wire_string(w, &crit, &crit_len) ||
-        !mcg_wire_string(w, &exts, &exts_len) || !mcg_wire_string(w, &reserved, &reserved_len) ||
-        !mcg_wire_string(w, &c->ca, &c->ca_len)) {
+        !mcg_wire_string(w, &c->principals, &c->principals_len) ||
+        !mcg_wire_u64(w, &c->valid_after) || !mcg_wire_u64(w, &c->valid_before) ||
+        !mcg_wire_string(w, &crit, &crit_len) || !mcg_wire_string(w, &exts, &exts_len) ||
+        !mcg_wire_string(w, &reserved, &reserved_len) || !mcg_wire_string(w, &c->ca, &c->ca_len)) {
         snprintf(why, whylen, "%s certificate is truncated", k->kt->cert);
         return false;
     }

@@ -20,6 +20,8 @@ typedef struct mcg_wire {
 
 /* Read a big-endian uint32; false (cursor unchanged) when too short. */
 bool mcg_wire_u32(mcg_wire *w, uint32_t *v);
+/* Read a big-endian uint64; false (cursor unchanged) when too short. */
+bool mcg_wire_u64(mcg_wire *w, uint64_t *v);
 /* Read a uint32-length-prefixed string; *s points into the input. */
 bool mcg_wire_string(mcg_wire *w, const unsigned char **s, size_t *n);
 /* Read a string and check it equals the NUL-terminated `want`. */
@@ -170,6 +172,8 @@ struct mcg_signers {
 /* ------------------------------------------------------ revocation */
 
 void mcg_revoked_free(mcg_revoked *r);
+/* Feed one field to md, its length first (8 bytes, big-endian), so fields cannot run together. */
+void mcg_signers_digest_field(EVP_MD_CTX *md, const void *p, size_t n);
 /* Feed a canonical encoding of every entry of r (NULL: none) to md (mcg_signers_digest). */
 void mcg_revoked_digest(const mcg_revoked *r, EVP_MD_CTX *md);
 /* A deep copy of a, then b's entries added (either may be NULL; NULL when both are). */

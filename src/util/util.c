@@ -524,3 +524,25 @@ const char *mcg_did_you_mean(const char *word, const char *const *candidates)
     }
     return pick;
 }
+
+size_t mcg_bsearch_str(const void *base, size_t n, size_t size, size_t key_off, const char *key,
+                       bool *found)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *k;
+        memcpy(&k, (const char *)base + mid * size + key_off, sizeof(k));
+        int c = strcmp(k, key);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}

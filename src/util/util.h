@@ -238,4 +238,13 @@ size_t mcg_edit_distance(const char *a, const char *b, size_t limit);
  */
 const char *mcg_did_you_mean(const char *word, const char *const *candidates);
 
+/*
+ * Binary search of the n elements of size bytes at base, sorted (strcmp) by
+ * the string that the char * member at offset key_off of each points to
+ * (offsetof): the index of key with *found true, or where key would go with
+ * *found false.
+ */
+size_t mcg_bsearch_str(const void *base, size_t n, size_t size, size_t key_off, const char *key,
+                       bool *found);
+
 #endif

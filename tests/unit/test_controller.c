@@ -161,13 +161,11 @@ static const json_t *condition(const json_t *pools, const char *pool, const char
 {
     size_t i, j;
     json_t *p, *c;
-    json_array_foreach(pools, i, p)
-    {
+    json_array_foreach(pools, i, p) {
         const char *nm = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
         if (!nm || strcmp(nm, pool) != 0)
             continue;
-        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), j, c)
-        {
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "conditions"), j, c) {
             const char *t = json_string_value(json_object_get(c, "type"));
             if (t && !strcmp(t, type))
                 return c;
