@@ -240,7 +240,7 @@ static int load_state_cfg(mcg_agent *a, const char *name, bool strict, mcg_acfg 
     free(p);
     if (rc)
         return rc;
-    rc = mcg_acfg_load(out, &a->root, name, spec, len, strict, false, err);
+    rc = mcg_acfg_load(out, &a->root, name, spec, len, strict, err);
     free(spec);
     return rc;
 }
@@ -1226,13 +1226,8 @@ static int phase_commit(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
     fsync(a->statefd);
     mcg_agent_testpoint("committed");
     mcg_acfg_free(a->cur);
-    a->cur = NULL;
-    /* a streamed config borrows the caller's spec: it goes, and the next
-     * drift check loads the kept copy instead */
-    if (!jr->new_cfg->borrows) {
-        a->cur = jr->new_cfg; /* transferred */
-        jr->new_cfg = NULL;
-    }
+    a->cur = jr->new_cfg; /* transferred */
+    jr->new_cfg = NULL;
     return 0;
 }
 
@@ -1333,9 +1328,7 @@ static bool update_load(mcg_agent *a, update *u, const char *name, const char *s
         set_reason(res, MCG_AGENT_DEGRADED, "%s", e.msg);
         return false;
     }
-    /* streamed: the files are decoded from spec as they are written, never
-     * all in memory at once (spec outlives new_cfg: both end with do_update) */
-    if (mcg_acfg_load(&u->new_cfg, &a->root, name, spec, len, true, true, &e) != 0) {
+    if (mcg_acfg_load(&u->new_cfg, &a->root, name, spec, len, true, &e) != 0) {
         set_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
         return false;
     }

@@ -88,26 +88,21 @@ typedef struct mcg_ent {
     int mode; /* FILE / DIR permission bits */
     uid_t uid;
     gid_t gid;
-    const unsigned char *data; /* FILE contents (borrowed from the config, or data_owned);
-                                  NULL when they are in ref */
+    const unsigned char *data; /* FILE contents (borrowed from the config, or data_owned) */
     size_t len;                /* FILE: the size of the contents */
     unsigned char *data_owned;
-    const mcg_dataref *ref; /* FILE contents still encoded in the spec (mcg_acfg_load, stream) */
-    char *target;           /* SYMLINK target; HARDLINK target path relative to the root */
+    char *target; /* SYMLINK target; HARDLINK target path relative to the root */
 } mcg_ent;
 
 /*
  * A parsed rendered config and its entries, sorted by path. File contents
- * live in ign: decoded (the data: URLs they came from dropped once decoded,
- * so a kept config costs about the size of its files), or, when streamed,
- * still encoded in the spec text the config borrows.
+ * live in ign, decoded; the entries borrow them.
  */
 typedef struct mcg_acfg {
     char *name;
     mcg_ignition ign;
     mcg_ent *ents;
     size_t n;
-    bool borrows;   /* file contents are in the caller's spec text (stream) */
     mcg_strv notes; /* what the node skips, as MCO's daemon does (a unit to enable that is
                        not on disk, core's keys on a host without core): for the log */
 } mcg_acfg;
@@ -116,43 +111,16 @@ typedef struct mcg_acfg {
  * Parse spec (len bytes) and expand it into entries. strict: a named user
  * or group that is not in the root's /etc/passwd or /etc/group, or a unit
  * to enable whose file cannot be found, is an error; otherwise such owners
- * map to root. stream: file contents are not decoded into memory but read
- * from spec, a chunk at a time, when they are written or compared
- * (mcg_ent_reader): spec must then outlive *out; otherwise spec is
- * borrowed for the call only. Every data: URL is checked either way. *out
- * is NULL on failure.
+ * map to root. spec is borrowed for the call only; every data: URL is
+ * decoded and checked. *out is NULL on failure.
  */
 int mcg_acfg_load(mcg_acfg **out, mcg_sroot *root, const char *name, const char *spec, size_t len,
-                  bool strict, bool stream, mcg_err *err);
+                  bool strict, mcg_err *err);
 void mcg_acfg_free(mcg_acfg *c);
 /* Binary search by path; NULL when absent. */
 const mcg_ent *mcg_acfg_find(const mcg_acfg *c, const char *path);
 /* True when two entries would put the same thing on disk. */
 bool mcg_ent_equal(const mcg_ent *a, const mcg_ent *b);
-
-/*
- * A FILE entry's contents, a chunk at a time: straight from memory, or
- * decoded from the entry's data: URL into the caller's buffer (buf, cap
- * bytes), so that no file needs to be decoded whole.
- */
-typedef struct mcg_ent_reader {
-    const mcg_ent *e;
-    size_t off; /* bytes handed out */
-    bool decoding;
-    mcg_datadec dec;
-    unsigned char *buf;
-    size_t cap;
-} mcg_ent_reader;
-
-int mcg_ent_reader_open(mcg_ent_reader *r, const mcg_ent *e, unsigned char *buf, size_t cap,
-                        mcg_err *err);
-/*
- * The next chunk in *p, *n bytes (valid until the next call); *n is 0 at
- * the end. Fails if the contents cannot be decoded or their size is not
- * e->len (the parse checked both: fail closed).
- */
-int mcg_ent_reader_next(mcg_ent_reader *r, const unsigned char **p, size_t *n, mcg_err *err);
-void mcg_ent_reader_close(mcg_ent_reader *r);
 
 /* ------------------------------------------------------------ apply */
 

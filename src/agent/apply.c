@@ -424,27 +424,7 @@ typedef struct {
     uid_t euid;
     gid_t egid;
     mcg_exec_stats *st;
-    unsigned char *dec; /* contents decoded from a data: URL, a chunk at a time */
 } batch;
-
-#define DEC_CHUNK 65536
-
-/* Write e's contents to fd, a chunk at a time. */
-static int write_contents(int fd, const mcg_ent *e, unsigned char *buf, mcg_err *err)
-{
-    mcg_ent_reader rd;
-    int rc = mcg_ent_reader_open(&rd, e, buf, DEC_CHUNK, err);
-    while (!rc) {
-        const unsigned char *p;
-        size_t n;
-        if ((rc = mcg_ent_reader_next(&rd, &p, &n, err)) != 0 || n == 0)
-            break;
-        if (mcg_write_all(fd, p, n) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
-    }
-    mcg_ent_reader_close(&rd);
-    return rc;
-}
 
 static const char *base_of(const char *path)
 {
@@ -559,8 +539,8 @@ static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
     bool set_mode = !fresh || (mode & b->umask) != 0;
     bool set_owner =
         b->as_root && (!fresh || e->uid != b->euid || e->gid != b->egid || e->gid != b->gids[slot]);
-    if ((rc = write_contents(fd, e, b->dec, err)) == 0 &&
-        ((set_mode && fchmod(fd, mode) != 0) || (set_owner && fchown(fd, e->uid, e->gid) != 0)))
+    if (mcg_write_all(fd, e->data, e->len) != 0 || (set_mode && fchmod(fd, mode) != 0) ||
+        (set_owner && fchown(fd, e->uid, e->gid) != 0))
         rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
     close(fd);
     if (!rc && b->n == BATCH_FILES)
@@ -788,7 +768,6 @@ int mcg_plan_execute(mcg_sroot *r, int statefd, const mcg_acfg *old, const mcg_a
     b.egid = getegid();
     b.st = st;
     b.p = mcg_calloc(BATCH_FILES, sizeof(*b.p));
-    b.dec = mcg_malloc(DEC_CHUNK);
     mcg_sroot_forget(r);
     /* directories the journal says this update makes are mcgit's from now on,
      * and so is any other one made on the way */
@@ -811,7 +790,6 @@ out:
     if (rc)
         batch_discard(&b);
     free(b.p);
-    free(b.dec);
     r->made = NULL;
     mcg_sroot_forget(r);
     return rc;
@@ -844,57 +822,22 @@ static void mode_str(char out[16], mode_t m)
     snprintf(out, 16, "%s %04o", t, (unsigned)(m & 07777));
 }
 
-/* Read up to n bytes from fd into buf: how many, fewer only at the end; -1 on error. */
-static ssize_t read_full(int fd, char *buf, size_t n)
+/* fd holds exactly the len bytes at want (read bufsz at a time into buf). */
+static bool same_content(int fd, const unsigned char *want, size_t len, char *buf, size_t bufsz)
 {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = read(fd, buf + got, n - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            return -1;
-        if (k == 0)
-            break;
-        got += (size_t)k;
-    }
-    return (ssize_t)got;
-}
-
-/*
- * fd holds exactly e's contents: each chunk of them (from memory, or
- * decoded from the data: URL into dec) against as many bytes read into
- * buf (bufsz at a time), then the end of the file. A chunk that cannot
- * be decoded counts as a difference.
- */
-static bool same_content(int fd, const mcg_ent *e, char *buf, size_t bufsz, unsigned char *dec,
-                         size_t decsz)
-{
-    mcg_ent_reader rd;
-    mcg_err err = {0};
-    bool same = false;
-    if (mcg_ent_reader_open(&rd, e, dec, decsz, &err) != 0)
-        return false;
+    size_t off = 0;
     for (;;) {
-        const unsigned char *p;
-        size_t n;
-        if (mcg_ent_reader_next(&rd, &p, &n, &err) != 0)
-            break;
-        if (n == 0) {
-            same = read(fd, buf, 1) == 0; /* and nothing after them */
-            break;
-        }
-        while (n) {
-            size_t k = n < bufsz ? n : bufsz;
-            if (read_full(fd, buf, k) != (ssize_t)k || memcmp(buf, p, k) != 0)
-                goto out;
-            p += k;
-            n -= k;
-        }
+        ssize_t n = read(fd, buf, bufsz);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return false;
+        if (n == 0)
+            return off == len;
+        if (off + (size_t)n > len || memcmp(buf, want + off, (size_t)n) != 0)
+            return false;
+        off += (size_t)n;
     }
-out:
-    mcg_ent_reader_close(&rd);
-    return same;
 }
 
 /* Append "what" to a path's message, parts joined by " and ". */
@@ -930,7 +873,6 @@ static void mode_part(mcg_buf *m, mode_t have_mode, mode_t want_mode)
 /* What the scratch buffers of a drift check hold, and whether owners count. */
 typedef struct {
     char *buf;
-    unsigned char *dec;
     size_t bufsz;
     bool owners; /* owners are only set by an agent running as root: only then are they checked */
 } drift_bufs;
@@ -960,8 +902,7 @@ static void drift_file(mcg_buf *m, int dfd, const char *base, const mcg_ent *e, 
         mode_part(m, st.st_mode, S_IFREG | (mode_t)e->mode);
         if (d->owners)
             owner_part(m, &st, e);
-        if ((size_t)st.st_size != e->len ||
-            !same_content(fd, e, d->buf, d->bufsz, d->dec, d->bufsz))
+        if ((size_t)st.st_size != e->len || !same_content(fd, e->data, e->len, d->buf, d->bufsz))
             part(m, "content differs");
     }
     close(fd);
@@ -1064,7 +1005,6 @@ static void drift_bufs_init(drift_bufs *d)
 {
     d->bufsz = 1u << 17;
     d->buf = mcg_malloc(d->bufsz);
-    d->dec = mcg_malloc(d->bufsz);
     d->owners = geteuid() == 0;
 }
 
@@ -1086,7 +1026,6 @@ void mcg_plan_decide_first(mcg_disruption *out, mcg_sroot *r, const mcg_acfg *ne
     mcg_disruption_finish(out);
     mcg_buf_free(&m);
     free(d.buf);
-    free(d.dec);
 }
 
 int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *err)
@@ -1109,6 +1048,5 @@ int mcg_drift_check(mcg_sroot *r, const mcg_acfg *cfg, mcg_strv *out, mcg_err *e
     mcg_sroot_forget(r);
     mcg_buf_free(&m);
     free(d.buf);
-    free(d.dec);
     return 0;
 }

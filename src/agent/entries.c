@@ -495,9 +495,8 @@ static int add_storage(entv *ev, idtab *ids, mcg_sroot *r, mcg_storage *s, bool 
     case MCG_NODE_FILE:
         e->kind = MCG_ENT_FILE;
         e->mode = s->has_mode ? s->mode : 0644;
-        e->data = s->data ? s->data : s->ref.p ? NULL : (const unsigned char *)"";
-        e->len = s->data || s->ref.p ? s->data_len : 0;
-        e->ref = !s->data && s->ref.p ? &s->ref : NULL;
+        e->data = s->data ? s->data : (const unsigned char *)"";
+        e->len = s->data ? s->data_len : 0;
         break;
     case MCG_NODE_DIR:
         e->kind = MCG_ENT_DIR;
@@ -602,16 +601,14 @@ static int sort_unique_paths(entv *ev, mcg_err *err)
 }
 
 int mcg_acfg_load(mcg_acfg **out, mcg_sroot *r, const char *name, const char *spec, size_t len,
-                  bool strict, bool stream, mcg_err *err)
+                  bool strict, mcg_err *err)
 {
     *out = NULL;
     mcg_acfg *c = mcg_calloc(1, sizeof(*c));
     c->name = mcg_strdup(name);
-    c->borrows = stream;
     entv ev = {0};
     idtab ids = {0};
-    int rc = stream ? mcg_ignition_parse_json_refs(&c->ign, name, spec, len, err)
-                    : mcg_ignition_parse_json_consume(&c->ign, name, spec, len, err);
+    int rc = mcg_ignition_parse_json(&c->ign, name, spec, len, err);
     if (rc)
         goto out;
     for (size_t i = 0; i < c->ign.nstorage; i++)
@@ -654,106 +651,6 @@ const mcg_ent *mcg_acfg_find(const mcg_acfg *c, const char *path)
     return NULL;
 }
 
-int mcg_ent_reader_open(mcg_ent_reader *r, const mcg_ent *e, unsigned char *buf, size_t cap,
-                        mcg_err *err)
-{
-    memset(r, 0, sizeof(*r));
-    r->e = e;
-    r->buf = buf;
-    r->cap = cap;
-    if (!e->ref)
-        return 0;
-    r->decoding = true;
-    /* the parse counted the decoded size: inflating beyond it is refused */
-    int rc = mcg_datadec_start(&r->dec, e->ref, e->len, err);
-    if (rc)
-        mcg_err_prefix(err, "/%s", e->path);
-    return rc;
-}
-
-int mcg_ent_reader_next(mcg_ent_reader *r, const unsigned char **p, size_t *n, mcg_err *err)
-{
-    const mcg_ent *e = r->e;
-    *n = 0;
-    if (!r->decoding) {
-        size_t left = e->len - r->off;
-        *p = e->data + r->off;
-        *n = left;
-        r->off += left;
-        return 0;
-    }
-    int rc = mcg_datadec_read(&r->dec, r->buf, r->cap, n, err);
-    if (rc)
-        return mcg_err_prefix(err, "/%s", e->path);
-    *p = r->buf;
-    r->off += *n;
-    if (r->off > e->len || (*n == 0 && r->off != e->len))
-        return mcg_err_set(err, MCG_EIO, "/%s: contents decode to %s bytes than parsed", e->path,
-                           r->off > e->len ? "more" : "fewer");
-    return 0;
-}
-
-void mcg_ent_reader_close(mcg_ent_reader *r)
-{
-    if (r->decoding)
-        mcg_datadec_end(&r->dec);
-    r->decoding = false;
-}
-
-/*
- * The contents of two FILE entries of the same size are the same bytes.
- * The same encoded text decodes to the same bytes; two different texts of
- * canonical base64 (the only kind the decoder accepts) never do; anything
- * else is decoded a chunk at a time and compared. A decoding failure
- * counts as different (the write then reports it).
- */
-static bool same_bytes(const mcg_ent *a, const mcg_ent *b)
-{
-    if (a->len == 0)
-        return true;
-    if (!a->ref && !b->ref)
-        return !memcmp(a->data, b->data, a->len);
-    const mcg_dataref *x = a->ref, *y = b->ref;
-    if (x && y && x->base64 == y->base64 && x->gzip == y->gzip) {
-        if (x->n == y->n && !memcmp(x->p, y->p, x->n))
-            return true;
-        if (x->base64 && !x->gzip)
-            return false;
-    }
-    unsigned char ba[16384], bb[16384];
-    mcg_ent_reader ra, rb;
-    mcg_err e = {0};
-    bool same = false;
-    if (mcg_ent_reader_open(&ra, a, ba, sizeof(ba), &e) != 0)
-        return false;
-    if (mcg_ent_reader_open(&rb, b, bb, sizeof(bb), &e) != 0) {
-        mcg_ent_reader_close(&ra);
-        return false;
-    }
-    const unsigned char *pa = NULL, *pb = NULL;
-    size_t na = 0, nb = 0;
-    for (;;) {
-        if (!na && mcg_ent_reader_next(&ra, &pa, &na, &e) != 0)
-            break;
-        if (!nb && mcg_ent_reader_next(&rb, &pb, &nb, &e) != 0)
-            break;
-        if (!na || !nb) {
-            same = !na && !nb;
-            break;
-        }
-        size_t k = na < nb ? na : nb;
-        if (memcmp(pa, pb, k) != 0)
-            break;
-        pa += k;
-        pb += k;
-        na -= k;
-        nb -= k;
-    }
-    mcg_ent_reader_close(&ra);
-    mcg_ent_reader_close(&rb);
-    return same;
-}
-
 bool mcg_ent_equal(const mcg_ent *a, const mcg_ent *b)
 {
     if (a->kind != b->kind || strcmp(a->path, b->path))
@@ -761,7 +658,7 @@ bool mcg_ent_equal(const mcg_ent *a, const mcg_ent *b)
     switch (a->kind) {
     case MCG_ENT_FILE:
         return a->mode == b->mode && a->uid == b->uid && a->gid == b->gid && a->len == b->len &&
-               same_bytes(a, b);
+               (a->len == 0 || !memcmp(a->data, b->data, a->len));
     case MCG_ENT_DIR:
         return a->mode == b->mode && a->uid == b->uid && a->gid == b->gid;
     case MCG_ENT_SYMLINK:

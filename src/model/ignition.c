@@ -136,24 +136,6 @@ static void check_verification(mcg_pctx *c, const json_t *ver, const char *name,
         mcg_pctx_err(c, h, "field '%s.hash' does not match the contents", name);
 }
 
-/* The URL of contents ct: a span of the spec text (no copy), or the
- * string itself (kept in st->source); NULL when there is none. */
-static const char *contents_url(mcg_pctx *c, const json_t *ct, const char *cname, mcg_storage *st,
-                                size_t *url_len)
-{
-    size_t soff, slen;
-    if (c->text && mcg_json_span(json_object_get(ct, "source"), &soff, &slen) &&
-        soff <= c->text_len && slen <= c->text_len - soff) {
-        *url_len = slen;
-        return c->text + soff;
-    }
-    if (mcg_get_str(c, ct, "source", cname, &st->source) && st->source) {
-        *url_len = strlen(st->source);
-        return st->source;
-    }
-    return NULL;
-}
-
 static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mcg_storage *st)
 {
     json_t *ct = mcg_get_obj(c, file, "contents", name);
@@ -167,8 +149,8 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
     refuse(c, ct, "httpHeaders", "contents.httpHeaders", "only data: URLs are supported");
     st->has_contents = true;
     int before = c->errors;
-    size_t url_len = 0;
-    const char *url = contents_url(c, ct, cname, st, &url_len);
+    mcg_get_str(c, ct, "source", cname, &st->source);
+    const char *url = st->source;
     mcg_get_str(c, ct, "compression", cname, &st->compression);
     if (st->compression && !*st->compression) {
         free(st->compression);
@@ -179,21 +161,19 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
                      "field '%s.compression' must be gzip (got '%s')", cname, st->compression);
     if (c->errors != before)
         return;
-    /* refs: the decoded bytes only pass through the scratch buffer */
-    mcg_buf own = MCG_BUF_INIT, *raw = c->refs ? &c->scratch : &own;
-    raw->len = 0;
+    mcg_buf raw = MCG_BUF_INIT;
     /* Problems with the bytes are reported at the source, or at contents
      * when there is none (compression of nothing). */
     const json_t *at = json_object_get(ct, "source") ? json_object_get(ct, "source") : ct;
     if (url) {
         mcg_err e = {0};
-        if (url_len < 5 || memcmp(url, "data:", 5) != 0) {
+        if (strncmp(url, "data:", 5) != 0) {
             mcg_pctx_err(c, at,
                          "field '%s.source': remote sources are not supported, use a data: URL",
                          cname);
             goto out;
         }
-        if (mcg_dataurl_decode_n(url, url_len, raw, &e) != 0) {
+        if (mcg_dataurl_decode(url, &raw, &e) != 0) {
             mcg_pctx_err(c, at, "field '%s.source': %s", cname, e.msg);
             goto out;
         }
@@ -201,20 +181,15 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
     if (st->compression) {
         mcg_buf plain = MCG_BUF_INIT;
         mcg_err e = {0};
-        if (mcg_gunzip((unsigned char *)raw->ptr, raw->len, MAX_FILE_BYTES, &plain, &e) != 0) {
+        if (mcg_gunzip((unsigned char *)raw.ptr, raw.len, MAX_FILE_BYTES, &plain, &e) != 0) {
             mcg_pctx_err(c, at, "field '%s.source': %s", cname, e.msg);
             mcg_buf_free(&plain);
             goto out;
         }
-        if (c->refs) {
-            mcg_buf_free(raw);
-            *raw = plain;
-        } else {
-            mcg_buf_free(&own);
-            own = plain;
-        }
+        mcg_buf_free(&raw);
+        raw = plain;
     }
-    if (raw->len > MAX_FILE_BYTES) {
+    if (raw.len > MAX_FILE_BYTES) {
         mcg_pctx_err(c, ct, "field '%s' is larger than 1.5 MiB", cname);
         goto out;
     }
@@ -224,25 +199,11 @@ static void parse_contents(mcg_pctx *c, const json_t *file, const char *name, mc
     if (ver) {
         char vname[320];
         snprintf(vname, sizeof(vname), "%s.verification", cname);
-        check_verification(c, ver, vname, (unsigned char *)raw->ptr, raw->len);
+        check_verification(c, ver, vname, (unsigned char *)raw.ptr, raw.len);
     }
-    if (c->refs) { /* located, not kept: the apply decodes it again, in chunks */
-        st->data_len = raw->len;
-        if (url) {
-            mcg_err e = {0};
-            mcg_dataref_init(&st->ref, url, url_len, &e); /* checked by the decode above */
-            st->ref.gzip = st->compression != NULL;
-        }
-        goto out;
-    }
-    st->data = (unsigned char *)mcg_buf_detach(&own, &st->data_len);
-    if (c->consume) { /* the URL's bytes go as soon as they are decoded */
-        free(st->source);
-        st->source = NULL;
-        json_object_del((json_t *)ct, "source");
-    }
+    st->data = (unsigned char *)mcg_buf_detach(&raw, &st->data_len);
 out:
-    mcg_buf_free(&own);
+    mcg_buf_free(&raw);
 }
 
 static void parse_common(mcg_pctx *c, const json_t *e, const char *name, mcg_storage *st)
@@ -459,18 +420,7 @@ static void parse_storage(mcg_pctx *c, const json_t *storage, const char *prefix
         json_array_foreach(arr, i, e) {
             char ename[300];
             snprintf(ename, sizeof(ename), "storage.%s[%zu]", kinds[k], i);
-            /* a file the JSON reader kept as a span: read it now, and free it
-             * once it is in the model, so one file's tree lives at a time */
-            json_t *owned = NULL;
-            if (k == 0 && c->text && mcg_json_span(e, &(size_t){0}, &(size_t){0})) {
-                mcg_err je = {0};
-                if (mcg_json_parse_file_span(&owned, c->file, c->text, c->text_len, e, &je)) {
-                    mcg_pctx_err(c, e, "%s", je.msg);
-                    continue;
-                }
-            }
-            parse_entry(c, owned ? owned : e, k, ename, ign, &seen);
-            json_decref(owned);
+            parse_entry(c, e, k, ename, ign, &seen);
         }
     }
     keyset_free(&seen);
@@ -821,30 +771,6 @@ static bool version_v2(const char *v)
     return !strcmp(v, "2.0.0") || !strcmp(v, "2.1.0") || !strcmp(v, "2.2.0");
 }
 
-/*
- * Make the files mcg_json_parse_spans kept as spans trees again, in place
- * (the 2.x translation reads them as values). False when one cannot be read.
- */
-static bool expand_file_spans(mcg_pctx *c, const json_t *cfg)
-{
-    json_t *storage = json_object_get(cfg, "storage");
-    json_t *files = json_is_object(storage) ? json_object_get(storage, "files") : NULL;
-    size_t i, off, n;
-    json_t *e;
-    json_array_foreach(files, i, e) {
-        json_t *obj;
-        mcg_err je = {0};
-        if (!mcg_json_span(e, &off, &n))
-            continue;
-        if (mcg_json_parse_file_span(&obj, c->file, c->text, c->text_len, e, &je) != 0) {
-            mcg_pctx_err(c, e, "%s", je.msg);
-            return false;
-        }
-        json_array_set_new(files, i, obj);
-    }
-    return true;
-}
-
 int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, mcg_ignition *out)
 {
     int before = c->errors;
@@ -865,8 +791,6 @@ int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, m
     }
     const char *vs = json_string_value(ver);
     if (version_v2(vs)) {
-        if (c->text && !expand_file_spans(c, cfg))
-            return MCG_EINVAL;
         if (!(translated = mcg_ignition_translate_v2(c, cfg)))
             return MCG_EINVAL;
         cfg = translated;
@@ -904,35 +828,18 @@ int mcg_ignition_from_json(mcg_pctx *c, const json_t *cfg, const char *prefix, m
     return 0;
 }
 
-/*
- * How a spec's file contents are kept: URL and decoded bytes (copy), the
- * decoded bytes only (consume), or neither, only where the URL lies (refs).
- */
-typedef enum { SPEC_COPY, SPEC_CONSUME, SPEC_REFS } spec_mode;
-
-/* mcg_ignition_parse_json, _consume and _refs. */
-static int parse_spec(mcg_ignition *out, const char *what, const char *data, size_t len,
-                      spec_mode mode, mcg_err *err)
+int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *data, size_t len,
+                            mcg_err *err)
 {
     memset(out, 0, sizeof(*out));
     json_t *root = NULL;
-    bool spans = mode != SPEC_COPY;
-    int rc = spans ? mcg_json_parse_spans(&root, what, data, len, err)
-                   : mcg_json_parse(&root, what, data, len, err);
+    int rc = mcg_json_parse(&root, what, data, len, err);
     if (rc)
         return rc;
     mcg_diags d = {0}, warns = {0};
     /* warnings were shown when the config was rendered (the name's hash
      * ties these bytes to that render); here they change nothing */
-    mcg_pctx c = {.file = what,
-                  .diags = &d,
-                  .warns = &warns,
-                  .consume = mode == SPEC_CONSUME,
-                  .refs = mode == SPEC_REFS,
-                  .text = spans ? data : NULL,
-                  .text_len = spans ? len : 0,
-                  .scratch = MCG_BUF_INIT,
-                  .near_miss_warns = true};
+    mcg_pctx c = {.file = what, .diags = &d, .warns = &warns, .near_miss_warns = true};
     json_t *cfg = json_is_object(root) ? json_object_get(root, "config") : NULL;
     static const char *const keys[] = {"config",
                                        "kernelArguments",
@@ -965,25 +872,6 @@ static int parse_spec(mcg_ignition *out, const char *what, const char *data, siz
 out:
     mcg_diags_free(&d);
     mcg_diags_free(&warns);
-    mcg_buf_free(&c.scratch);
     json_decref(root);
     return rc;
-}
-
-int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *data, size_t len,
-                            mcg_err *err)
-{
-    return parse_spec(out, what, data, len, SPEC_COPY, err);
-}
-
-int mcg_ignition_parse_json_consume(mcg_ignition *out, const char *what, const char *data,
-                                    size_t len, mcg_err *err)
-{
-    return parse_spec(out, what, data, len, SPEC_CONSUME, err);
-}
-
-int mcg_ignition_parse_json_refs(mcg_ignition *out, const char *what, const char *data, size_t len,
-                                 mcg_err *err)
-{
-    return parse_spec(out, what, data, len, SPEC_REFS, err);
 }

@@ -115,9 +115,6 @@ typedef struct mcg_storage {
     char *compression;   /* NULL or "gzip" */
     unsigned char *data; /* decoded bytes (owned), len in data_len */
     size_t data_len;
-    /* mcg_ignition_parse_json_refs: the contents, still encoded, in the
-     * spec text (or in source); data is NULL, data_len their decoded size */
-    mcg_dataref ref;
     /* links */
     char *target;
     mcg_tri hard;
@@ -387,29 +384,6 @@ const mcg_pool *mcg_model_pool(const mcg_model *m, const char *name);
  */
 int mcg_ignition_parse_json(mcg_ignition *out, const char *what, const char *data, size_t len,
                             mcg_err *err);
-/*
- * mcg_ignition_parse_json for a reader that needs only the decoded bytes
- * (the agent's kept config): every file's `source` is NULL in *out. The
- * JSON tree holds no copy of the URLs (mcg_json_parse_spans: they are read
- * where they lie in data; one written with escapes is freed as soon as it
- * is decoded), so the parse holds the spec and the decoded files. Same
- * validation, results and messages otherwise.
- */
-int mcg_ignition_parse_json_consume(mcg_ignition *out, const char *what, const char *data,
-                                    size_t len, mcg_err *err);
-/*
- * mcg_ignition_parse_json for a reader that streams file contents (the
- * agent's apply): no file's bytes are kept decoded. Each file's data: URL
- * is decoded and checked as mcg_ignition_parse_json does (size, gzip,
- * verification hash: the same refusals and messages), one file at a time,
- * and then only located: st->ref points at its payload in data (or in
- * st->source, when the JSON string had escapes), st->data is NULL and
- * st->data_len the decoded size. data must outlive *out. The JSON tree
- * holds no copy of the URLs (mcg_json_parse_spans).
- */
-int mcg_ignition_parse_json_refs(mcg_ignition *out, const char *what, const char *data, size_t len,
-                                 mcg_err *err);
-
 /* Parse a MachineConfiguration's disruption policy from JSON (cluster store). */
 int mcg_policy_parse_json(mcg_disruption_policy *out, const char *what, const char *data,
                           size_t len, mcg_err *err);

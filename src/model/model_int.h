@@ -31,17 +31,6 @@ typedef struct mcg_pctx {
     mcg_diags *diags;
     int errors;       /* problems added through this context */
     mcg_diags *warns; /* where warnings go; NULL: they are errors (a rendered spec) */
-    /* Each file's data: URL is decoded and then dropped, from the JSON tree
-     * (writable then) and from the model (source stays NULL). */
-    bool consume;
-    /* Each file's contents are checked, then only located (st->ref); the
-     * decoded bytes go (mcg_ignition_parse_json_refs). */
-    bool refs;
-    /* The text the tree was parsed from, for the spans of
-     * mcg_json_parse_spans (NULL: no spans) */
-    const char *text;
-    size_t text_len;
-    mcg_buf scratch; /* decoded bytes of one file, reused (refs) */
     /* An unknown key near a known one stays a warning (a rendered spec:
      * such a key was refused, or not, when the spec was rendered). */
     bool near_miss_warns;

@@ -47,9 +47,6 @@ void mcg_render_select(mcg_strv *out, const mcg_model *m, const mcg_pool *pool);
 /* Merge src on top of dst, Ignition-style (field by field per key). */
 void mcg_ignition_merge(mcg_ignition *dst, const mcg_ignition *src);
 
-/* The rendered spec {"config": <Ignition 3.4.0>} as JSON (caller decrefs). */
-json_t *mcg_render_spec_json(const mcg_ignition *ign);
-
 /*
  * Canonical bytes and content name of a merged config. Fails with
  * MCG_EINVAL when the spec is over MCG_RENDER_MAX_BYTES.

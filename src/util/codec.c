@@ -1,17 +1,16 @@
 /*
- * codec.c — SHA-256, hex, canonical JSON, a strict JSON reader for large
+ * codec.c — SHA-256, hex, canonical JSON, a strict JSON reader for
  * rendered specs, and the strict decoders that turn Ignition's data: URLs
  * into bytes.
  *
  * Decoders are allow-lists: anything outside the grammar is refused with a
  * message saying what was found, never silently skipped. The ones on the
  * agent's path (JSON, base64, percent) work on whole runs of bytes and
- * reserve their output once: a rendered spec can be tens of megabytes.
+ * reserve their output once.
  */
 #include "util/util.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -83,24 +82,13 @@ static int hexval(char c)
 
 #define JSON_MAX_DEPTH 2048
 
-/*
- * Where a value is, for mcg_json_parse_spans: the path from the top down to
- * config.storage.files[*].contents.source, one step per level; J_NONE off
- * that path (and always for mcg_json_parse).
- */
-typedef enum { J_NONE, J_ROOT, J_CONFIG, J_STORAGE, J_FILES, J_FILE, J_CONTENTS, J_SOURCE } jctx;
-
-#define JSPAN_LEN (1 + 2 * sizeof(uint64_t))
-
 typedef struct {
     const unsigned char *p, *end;
-    const unsigned char *base; /* the whole input (spans are offsets into it) */
     int line;
     int depth;
     const char *what;
     mcg_err *err;
-    mcg_buf tmp;  /* a string with escapes or non-ASCII bytes, decoded */
-    bool inplace; /* the last string read lies in the input as it is */
+    mcg_buf tmp; /* a string with escapes or non-ASCII bytes, decoded */
     bool failed;
 } jreader;
 
@@ -284,10 +272,8 @@ static bool jstring(jreader *r, const char **s, size_t *n)
         *s = (const char *)start;
         *n = (size_t)(p - start);
         r->p = p + 1;
-        r->inplace = true;
         return true;
     }
-    r->inplace = false;
     r->tmp.len = 0;
     mcg_buf_put(&r->tmp, start, (size_t)(p - start));
     for (;;) {
@@ -382,10 +368,9 @@ bad:
     return NULL;
 }
 
-static json_t *jvalue(jreader *r, jctx ctx);
-static json_t *jspan(const jreader *r, const void *at, size_t n);
+static json_t *jvalue(jreader *r);
 
-static json_t *jarray(jreader *r, jctx ctx)
+static json_t *jarray(jreader *r)
 {
     json_t *a = json_array();
     r->p++;
@@ -395,14 +380,9 @@ static json_t *jarray(jreader *r, jctx ctx)
         return a;
     }
     for (;;) {
-        const unsigned char *start = r->p;
-        json_t *v = jvalue(r, ctx == J_FILES ? J_FILE : J_NONE);
+        json_t *v = jvalue(r);
         if (!v)
             goto bad;
-        if (ctx == J_FILES && json_is_object(v)) { /* checked; kept as where it is */
-            json_decref(v);
-            v = jspan(r, start, (size_t)(r->p - start));
-        }
         json_array_append_new(a, v);
         jskip_ws(r);
         if (r->p < r->end && *r->p == ',') {
@@ -422,28 +402,7 @@ bad:
     return NULL;
 }
 
-/* The context of the value of key k (n bytes) in an object in context ctx. */
-static jctx jchild(jctx ctx, const char *k, size_t n)
-{
-#define IS(word) (n == sizeof(word) - 1 && !memcmp(k, word, n))
-    switch (ctx) {
-    case J_ROOT:
-        return IS("config") ? J_CONFIG : J_NONE;
-    case J_CONFIG:
-        return IS("storage") ? J_STORAGE : J_NONE;
-    case J_STORAGE:
-        return IS("files") ? J_FILES : J_NONE;
-    case J_FILE:
-        return IS("contents") ? J_CONTENTS : J_NONE;
-    case J_CONTENTS:
-        return IS("source") ? J_SOURCE : J_NONE;
-    default:
-        return J_NONE;
-    }
-#undef IS
-}
-
-static json_t *jobject(jreader *r, jctx ctx)
+static json_t *jobject(jreader *r)
 {
     json_t *o = json_object();
     char *key = NULL;
@@ -463,7 +422,6 @@ static json_t *jobject(jreader *r, jctx ctx)
         if (!jstring(r, &k, &kn))
             goto bad;
         key = mcg_strndup(k, kn); /* r->tmp is reused by the value */
-        jctx vctx = ctx == J_NONE ? J_NONE : jchild(ctx, k, kn);
         if (json_object_get(o, key)) {
             jfail(r, "duplicate object key '%.60s'", key);
             goto bad;
@@ -475,7 +433,7 @@ static json_t *jobject(jreader *r, jctx ctx)
         }
         r->p++;
         jskip_ws(r);
-        json_t *v = jvalue(r, vctx);
+        json_t *v = jvalue(r);
         if (!v)
             goto bad;
         json_object_set_new_nocheck(o, key, v);
@@ -511,41 +469,8 @@ static json_t *jliteral(jreader *r, const char *word, json_t *v)
     return v;
 }
 
-/*
- * A string written without escapes lies in the input as it is: a source
- * string then becomes a span (offset and length) instead of a copy.
- */
-static json_t *jspan(const jreader *r, const void *at, size_t n)
-{
-    char span[JSPAN_LEN];
-    uint64_t off = (uint64_t)((const unsigned char *)at - r->base), len = n;
-    span[0] = '\0';
-    memcpy(span + 1, &off, sizeof(off));
-    memcpy(span + 1 + sizeof(off), &len, sizeof(len));
-    return json_stringn_nocheck(span, sizeof(span));
-}
-
-static json_t *jspan_or_copy(jreader *r, jctx ctx, const char *s, size_t n)
-{
-    if (ctx != J_SOURCE || !r->inplace)
-        return json_stringn_nocheck(s, n);
-    return jspan(r, s, n);
-}
-
-bool mcg_json_span(const json_t *v, size_t *off, size_t *len)
-{
-    if (!json_is_string(v) || json_string_length(v) != JSPAN_LEN || json_string_value(v)[0])
-        return false;
-    uint64_t o, n;
-    memcpy(&o, json_string_value(v) + 1, sizeof(o));
-    memcpy(&n, json_string_value(v) + 1 + sizeof(o), sizeof(n));
-    *off = (size_t)o;
-    *len = (size_t)n;
-    return true;
-}
-
-/* One value at r->p (whitespace already skipped), in context ctx. */
-static json_t *jvalue(jreader *r, jctx ctx)
+/* One value at r->p (whitespace already skipped). */
+static json_t *jvalue(jreader *r)
 {
     json_t *v = NULL;
     if (++r->depth > JSON_MAX_DEPTH) {
@@ -558,16 +483,16 @@ static json_t *jvalue(jreader *r, jctx ctx)
     }
     switch (*r->p) {
     case '{':
-        v = jobject(r, ctx);
+        v = jobject(r);
         break;
     case '[':
-        v = jarray(r, ctx);
+        v = jarray(r);
         break;
     case '"': {
         const char *s;
         size_t n;
         if (jstring(r, &s, &n))
-            v = jspan_or_copy(r, ctx, s, n);
+            v = json_stringn_nocheck(s, n);
         break;
     }
     case 't':
@@ -589,17 +514,10 @@ static json_t *jvalue(jreader *r, jctx ctx)
     return v;
 }
 
-/* The value in data[off, off + n) (data: the whole text, len bytes), in context top. */
-static int json_parse_at(json_t **out, const char *what, const char *data, size_t len, size_t off,
-                         size_t n, jctx top, mcg_err *err)
+int mcg_json_parse(json_t **out, const char *what, const char *data, size_t len, mcg_err *err)
 {
-    if (off > len || n > len - off) {
-        *out = NULL;
-        return mcg_err_set(err, MCG_EINVAL, "%s: invalid JSON: span out of range", what);
-    }
-    jreader r = {.p = (const unsigned char *)data + off,
-                 .base = (const unsigned char *)data,
-                 .end = (const unsigned char *)data + off + n,
+    jreader r = {.p = (const unsigned char *)data,
+                 .end = (const unsigned char *)data + len,
                  .line = 1,
                  .what = what,
                  .err = err,
@@ -609,7 +527,7 @@ static int json_parse_at(json_t **out, const char *what, const char *data, size_
     json_t *v = NULL;
     if (r.p >= r.end || (*r.p != '{' && *r.p != '['))
         jfail(&r, "'[' or '{' expected");
-    else if ((v = jvalue(&r, top)) != NULL) {
+    else if ((v = jvalue(&r)) != NULL) {
         jskip_ws(&r);
         if (r.p != r.end) {
             jfail(&r, "end of file expected");
@@ -622,27 +540,6 @@ static int json_parse_at(json_t **out, const char *what, const char *data, size_
         return MCG_EINVAL;
     *out = v;
     return 0;
-}
-
-int mcg_json_parse(json_t **out, const char *what, const char *data, size_t len, mcg_err *err)
-{
-    return json_parse_at(out, what, data, len, 0, len, J_NONE, err);
-}
-
-int mcg_json_parse_spans(json_t **out, const char *what, const char *data, size_t len, mcg_err *err)
-{
-    return json_parse_at(out, what, data, len, 0, len, J_ROOT, err);
-}
-
-int mcg_json_parse_file_span(json_t **out, const char *what, const char *data, size_t len,
-                             const json_t *span, mcg_err *err)
-{
-    size_t off, n;
-    if (!mcg_json_span(span, &off, &n)) {
-        *out = NULL;
-        return mcg_err_set(err, MCG_EINVAL, "%s: invalid JSON: not a span", what);
-    }
-    return json_parse_at(out, what, data, len, off, n, J_FILE, err);
 }
 
 /* Sextet of each base64 character; -1 for anything else ('=' included). */
@@ -765,9 +662,15 @@ void mcg_base64_encode(const unsigned char *in, size_t len, mcg_buf *out)
     }
 }
 
-int mcg_dataref_init(mcg_dataref *ref, const char *url, size_t len, mcg_err *err)
+/* Where the payload of a data: URL is (what follows its ','), not checked yet. */
+typedef struct {
+    const char *p; /* n bytes, not NUL-terminated */
+    size_t n;
+    bool base64; /* ";base64": else percent-encoded */
+} payload;
+
+static int payload_find(payload *pl, const char *url, size_t len, mcg_err *err)
 {
-    memset(ref, 0, sizeof(*ref));
     if (len < 5 || memcmp(url, "data:", 5) != 0)
         return mcg_err_set(err, MCG_EINVAL, "only data: URLs are supported");
     const char *meta = url + 5;
@@ -775,17 +678,16 @@ int mcg_dataref_init(mcg_dataref *ref, const char *url, size_t len, mcg_err *err
     if (!comma)
         return mcg_err_set(err, MCG_EINVAL, "invalid data URL: no ','");
     size_t mlen = (size_t)(comma - meta);
-    ref->base64 = mlen >= 7 && memcmp(comma - 7, ";base64", 7) == 0;
-    ref->p = comma + 1;
-    ref->at = (size_t)(ref->p - url);
-    ref->n = len - ref->at;
+    pl->base64 = mlen >= 7 && memcmp(comma - 7, ";base64", 7) == 0;
+    pl->p = comma + 1;
+    pl->n = len - (size_t)(pl->p - url);
     return 0;
 }
 
 int mcg_dataurl_decode_n(const char *url, size_t len, mcg_buf *out, mcg_err *err)
 {
-    mcg_dataref ref;
-    int rc = mcg_dataref_init(&ref, url, len, err);
+    payload ref = {NULL, 0, false};
+    int rc = payload_find(&ref, url, len, err);
     if (rc)
         return rc;
     if (ref.base64)
@@ -874,181 +776,6 @@ int mcg_gunzip(const unsigned char *in, size_t len, size_t limit, mcg_buf *out, 
 out:
     inflateEnd(&zs);
     return rc;
-}
-
-/* ------------------------------------------------------ chunked decoder */
-
-#define ZBUF_SIZE 16384
-
-int mcg_datadec_start(mcg_datadec *d, const mcg_dataref *ref, size_t limit, mcg_err *err)
-{
-    memset(d, 0, sizeof(*d));
-    d->ref = *ref;
-    d->limit = limit;
-    if (ref->base64 && ref->n % 4 != 0)
-        return mcg_err_set(err, MCG_EINVAL,
-                           "invalid data URL: invalid base64: length %zu is not a multiple of 4",
-                           ref->n);
-    if (!ref->gzip)
-        return 0;
-    z_stream *zs = mcg_calloc(1, sizeof(*zs));
-    if (inflateInit2(zs, 16 + MAX_WBITS) != Z_OK) {
-        free(zs);
-        return mcg_err_set(err, MCG_EIO, "cannot start gzip decoder");
-    }
-    d->zs = zs;
-    d->zbuf = mcg_malloc(ZBUF_SIZE);
-    return 0;
-}
-
-void mcg_datadec_end(mcg_datadec *d)
-{
-    if (d->zs) {
-        inflateEnd(d->zs);
-        free(d->zs);
-    }
-    free(d->zbuf);
-    d->zs = NULL;
-    d->zbuf = NULL;
-}
-
-/* The base64 quad at s (payload offset at) into o: 1 to 3 bytes, or -1 (err set). */
-static int b64_quad(const unsigned char *s, size_t at, bool last, unsigned char o[3], mcg_err *err)
-{
-    int pad = !last || s[3] != '=' ? 0 : s[2] != '=' ? 1 : 2;
-    int v[4];
-    for (int j = 0; j < 4 - pad; j++)
-        if ((v[j] = b64tab[s[j]]) < 0) {
-            if (last && s[j] == '=' && j >= 2)
-                mcg_err_set(err, MCG_EINVAL,
-                            "invalid data URL: invalid base64: data after padding");
-            else
-                mcg_err_set(err, MCG_EINVAL,
-                            "invalid data URL: invalid base64: unexpected character at %zu",
-                            at + b64_bad_at(s));
-            return -1;
-        }
-    for (int j = 4 - pad; j < 4; j++)
-        v[j] = 0;
-    if ((pad == 2 && (v[1] & 15)) || (pad == 1 && (v[2] & 3))) {
-        mcg_err_set(err, MCG_EINVAL, "invalid data URL: invalid base64: non-zero padding bits");
-        return -1;
-    }
-    o[0] = (unsigned char)(v[0] << 2 | v[1] >> 4);
-    o[1] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
-    o[2] = (unsigned char)((v[2] & 3) << 6 | v[3]);
-    return 3 - pad;
-}
-
-/* Up to cap bytes of the URL's decoded payload (before any inflating). */
-static int raw_read(mcg_datadec *d, unsigned char *out, size_t cap, size_t *got, mcg_err *err)
-{
-    const unsigned char *s = (const unsigned char *)d->ref.p;
-    size_t n = d->ref.n, o = 0;
-    while (d->iq < d->nq && o < cap)
-        out[o++] = d->q[d->iq++];
-    while (o < cap && d->pos < n) {
-        size_t rem = n - d->pos;
-        if (!d->ref.base64) {
-            size_t lim = rem < cap - o ? rem : cap - o;
-            const char *p = d->ref.p + d->pos;
-            const char *pct = memchr(p, '%', lim);
-            size_t k = pct ? (size_t)(pct - p) : lim;
-            memcpy(out + o, p, k);
-            o += k;
-            d->pos += k;
-            if (!pct)
-                continue;
-            int hi = rem - k > 1 ? hexval(pct[1]) : -1,
-                lo = hi < 0 || rem - k < 3 ? -1 : hexval(pct[2]);
-            if (hi < 0 || lo < 0)
-                return mcg_err_set(err, MCG_EINVAL,
-                                   "invalid data URL: bad percent escape at offset %zu",
-                                   d->ref.at + d->pos);
-            out[o++] = (unsigned char)(hi << 4 | lo);
-            d->pos += 3;
-            continue;
-        }
-        if (rem > 4 && cap - o >= 3) { /* whole quads straight into out, all but the last */
-            size_t nq = (rem - 4) / 4, room = (cap - o) / 3;
-            if (nq > room)
-                nq = room;
-            const unsigned char *q = s + d->pos;
-            unsigned char *w = out + o;
-            for (size_t i = 0; i < nq; i++, q += 4, w += 3) {
-                int a = b64tab[q[0]], b = b64tab[q[1]], c = b64tab[q[2]], e = b64tab[q[3]];
-                if ((a | b | c | e) < 0)
-                    return mcg_err_set(err, MCG_EINVAL,
-                                       "invalid data URL: invalid base64: unexpected character "
-                                       "at %zu",
-                                       (size_t)(q - s) + b64_bad_at(q));
-                unsigned v = (unsigned)a << 18 | (unsigned)b << 12 | (unsigned)c << 6 | (unsigned)e;
-                w[0] = (unsigned char)(v >> 16);
-                w[1] = (unsigned char)(v >> 8);
-                w[2] = (unsigned char)v;
-            }
-            d->pos += 4 * nq;
-            o += 3 * nq;
-            continue;
-        }
-        /* one quad through q: the last one (padding), or too little room */
-        int k = b64_quad(s + d->pos, d->pos, rem == 4, d->q, err);
-        if (k < 0)
-            return MCG_EINVAL;
-        d->nq = (unsigned char)k;
-        d->iq = 0;
-        d->pos += 4;
-        while (d->iq < d->nq && o < cap)
-            out[o++] = d->q[d->iq++];
-    }
-    *got = o;
-    return 0;
-}
-
-int mcg_datadec_read(mcg_datadec *d, unsigned char *out, size_t cap, size_t *got, mcg_err *err)
-{
-    *got = 0;
-    if (!d->ref.gzip) {
-        int rc = raw_read(d, out, cap, got, err);
-        d->total += *got;
-        return rc;
-    }
-    z_stream *zs = d->zs;
-    zs->next_out = out;
-    zs->avail_out = (uInt)(cap > UINT_MAX ? UINT_MAX : cap);
-    uInt want = zs->avail_out;
-    while (zs->avail_out > 0 && !d->end) {
-        bool more = d->iq < d->nq || d->pos < d->ref.n; /* decoded bytes still to come */
-        if (zs->avail_in == 0 && more) {
-            size_t n = 0;
-            int rc = raw_read(d, d->zbuf, ZBUF_SIZE, &n, err);
-            if (rc)
-                return rc;
-            zs->next_in = d->zbuf;
-            zs->avail_in = (uInt)n;
-            more = d->iq < d->nq || d->pos < d->ref.n;
-        }
-        uInt in0 = zs->avail_in, out0 = zs->avail_out;
-        int zr = inflate(zs, Z_NO_FLUSH);
-        if (zr == Z_STREAM_END) {
-            if (zs->avail_in != 0 || more)
-                return mcg_err_set(err, MCG_EINVAL, "invalid gzip data: trailing bytes");
-            d->end = true;
-        } else if (zr == Z_BUF_ERROR) { /* no progress: only more input helps */
-            if (zs->avail_in || !more)
-                return mcg_err_set(err, MCG_EINVAL, "invalid gzip data: truncated");
-        } else if (zr != Z_OK) {
-            return mcg_err_set(err, MCG_EINVAL, "invalid gzip data%s%s", zs->msg ? ": " : "",
-                               zs->msg ? zs->msg : "");
-        } else if (zs->avail_in == in0 && zs->avail_out == out0 && !more) {
-            return mcg_err_set(err, MCG_EINVAL, "invalid gzip data: truncated");
-        }
-    }
-    *got = want - zs->avail_out;
-    d->total += *got;
-    if (d->total > d->limit)
-        return mcg_err_set(err, MCG_ENOMEM, "gzip data expands beyond %zu bytes", d->limit);
-    return 0;
 }
 
 bool mcg_path_is_clean_abs(const char *p)

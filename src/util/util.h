@@ -169,24 +169,6 @@ int mcg_json_canonical(const json_t *v, mcg_buf *out, mcg_err *err);
  */
 int mcg_json_parse(json_t **out, const char *what, const char *data, size_t len, mcg_err *err);
 
-/*
- * mcg_json_parse for a rendered spec whose files stay in the text: each
- * object in the list config.storage.files is read and checked, then kept
- * only as a span, a string that no JSON text can produce (it begins with a
- * NUL byte) giving where the object lies in data; mcg_json_parse_file_span
- * makes it a tree again, one file at a time. In that tree each
- * contents.source string written without escapes is a span of data too,
- * not a copy. Every other value is as mcg_json_parse makes it; the same
- * texts are accepted and refused.
- */
-int mcg_json_parse_spans(json_t **out, const char *what, const char *data, size_t len,
-                         mcg_err *err);
-/* The file object at span (of data, len bytes), its source a span as above. */
-int mcg_json_parse_file_span(json_t **out, const char *what, const char *data, size_t len,
-                             const json_t *span, mcg_err *err);
-/* When v is a span made by mcg_json_parse_spans: true, with its offset and length. */
-bool mcg_json_span(const json_t *v, size_t *off, size_t *len);
-
 /* ------------------------------------------------------------ decoders */
 
 /* Strict standard base64 (padding required, no whitespace). */
@@ -207,54 +189,6 @@ int mcg_dataurl_decode_n(const char *url, size_t len, mcg_buf *out, mcg_err *err
 
 /* Gunzip in into out, refusing outputs larger than limit bytes. */
 int mcg_gunzip(const unsigned char *in, size_t len, size_t limit, mcg_buf *out, mcg_err *err);
-
-/*
- * Where a data: URL's bytes are, without decoding them: the payload (what
- * follows the URL's ',') in the text that holds the URL, borrowed.
- */
-typedef struct mcg_dataref {
-    const char *p; /* the payload, n bytes, not NUL-terminated; NULL: no contents */
-    size_t n;
-    size_t at;   /* the payload's offset in its URL (for messages) */
-    bool base64; /* ";base64": else percent-encoded */
-    bool gzip;   /* the decoded bytes are gzip data, inflated too */
-} mcg_dataref;
-
-/*
- * Locate the payload of the data: URL of len bytes at url (ref->gzip is
- * left false). Fails as mcg_dataurl_decode does on a URL without "data:"
- * or ','. The payload itself is checked only when it is decoded.
- */
-int mcg_dataref_init(mcg_dataref *ref, const char *url, size_t len, mcg_err *err);
-
-/*
- * A decoder of a data: URL's bytes into a caller's buffer, a chunk at a
- * time, so that a file's contents never need to be in memory whole: strict
- * base64 or percent decoding as mcg_dataurl_decode, then, when ref->gzip,
- * inflating as mcg_gunzip (limit: the most bytes the data may inflate to).
- * Pure computation. The same bytes in the same order as the whole-buffer
- * decoders for any chunk sizes; input they refuse is refused here, when the
- * decoder reaches it (a chunk or more may have been handed out before).
- */
-typedef struct mcg_datadec {
-    mcg_dataref ref;
-    size_t limit;
-    size_t pos;         /* payload bytes consumed */
-    unsigned char q[3]; /* decoded bytes of one base64 quad not handed out yet */
-    unsigned char nq, iq;
-    void *zs;            /* z_stream, when gzip */
-    unsigned char *zbuf; /* decoded bytes waiting for inflate */
-    size_t total;        /* bytes handed out */
-    bool end;
-} mcg_datadec;
-
-int mcg_datadec_start(mcg_datadec *d, const mcg_dataref *ref, size_t limit, mcg_err *err);
-/*
- * Decode up to cap (> 0) bytes into out; *got is how many, 0 only at the
- * end of the data. After an error the decoder is only to be ended.
- */
-int mcg_datadec_read(mcg_datadec *d, unsigned char *out, size_t cap, size_t *got, mcg_err *err);
-void mcg_datadec_end(mcg_datadec *d);
 
 /* ------------------------------------------------------------- paths */
 

@@ -1,34 +1,41 @@
 #!/usr/bin/env bash
-# Agent benchmark: apply 10,000 files of 4 KiB vs `cp -a` + `sync`, and a
-# drift check of them vs `sha256sum`, with peak memory. Needs a Release
-# build (BUILD, default build-release) and writes the "## Agent" section of
-# docs/PERFORMANCE.md when run with --record.
-#   tests/bench/bench_agent.sh [--record] [BUILD]
+# Agent benchmark: apply a rendered config vs `cp -a` + `sync` of the same
+# files, and a drift check of them vs `sha256sum` (and `cat`), with peak
+# memory, on the configs a user can make: "typical" (30 files, 5 units) and
+# "largest" (about 1.2 MiB of files, its rendered spec just under the
+# 1.5 MiB the renderer accepts), both made by gen_configs.py --agent and
+# rendered by mcgit's own renderer. Needs a Release build (BUILD, default
+# build-release).
+#   tests/bench/bench_agent.sh [BUILD]
+#   BENCH_BEFORE=DIR   a second build (e.g. of the branch point), measured in
+#                      the same interleaved runs: its rows and after/before
+#                      ratios are printed too
+#   BENCH_RUNS=N       runs per config (default 9); BENCH_CONFIGS="typical largest"
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 . "$SRC/tests/bench/lib.sh"
-RECORD=0
-[ "${1:-}" = --record ] && { RECORD=1; shift; }
 BUILD=${1:-${BUILD:-$SRC/build-release}}
 BENCH=$BUILD/tests/bench/bench_agent
+BEFORE=${BENCH_BEFORE:-}
 [ -x "$BENCH" ] || { echo "no $BENCH: cmake -B $BUILD -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD" >&2; exit 2; }
-N=${BENCH_N:-10000}
-SIZE=${BENCH_SIZE:-4096}
-RUNS=${BENCH_RUNS:-5}
+[ -z "$BEFORE" ] || [ -x "$BEFORE/tests/bench/bench_agent" ] || { echo "no $BEFORE/tests/bench/bench_agent" >&2; exit 2; }
+RUNS=${BENCH_RUNS:-9}
+CONFIGS=${BENCH_CONFIGS:-typical largest}
 T=$(mktemp -d "${TMPDIR:-/tmp}/mcgit-bench.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export LC_ALL=C
+LOAD0=$(bench_load)
 
-TIMEV=
-[ -x /usr/bin/time ] && /usr/bin/time -v true >/dev/null 2>&1 && TIMEV=/usr/bin/time
 # peak_kb FILE: "Maximum resident set size" from a /usr/bin/time -v log.
 peak_kb() { awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2}' "$1"; }
-# cpu_s FILE...: user + system seconds summed over /usr/bin/time -v logs.
-cpu_s() { awk -F: '/(User|System) time \(seconds\)/ {s += $2} END {printf "%.3f", s}' "$@"; }
-run_timed() { # LOG CMD...: run CMD, /usr/bin/time -v into LOG when available
-  local log=$1; shift
-  if [ -n "$TIMEV" ]; then "$TIMEV" -v -o "$log" "$@"; else "$@"; echo "Maximum resident set size (kbytes): 0" >"$log"; fi
+# children_cpu: user + system seconds of this shell's finished children so
+# far (getrusage, finer than /usr/bin/time's 10 ms; `times` is read in this
+# shell, not in a command substitution's subshell)
+children_cpu() {
+  times >"$T/times"
+  sed -n 2p "$T/times" | awk '{gsub(/s/, ""); split($1, u, "m"); split($2, s, "m"); printf "%.6f", u[1] * 60 + u[2] + s[1] * 60 + s[2]}'
 }
+val() { awk -v k="$1" '$1 == k {print $2}' "$2"; } # val KEY FILE: "KEY value" line of a bench output
 # The shell's own clock: no process start-up inside a timing. The agent's
 # side is timed in its process (bench_agent.c); each peer's figure is its
 # whole process minus the median cost of starting one (EXEC, `true` timed
@@ -40,224 +47,124 @@ exec_cost() {
 }
 EXEC=$(exec_cost)
 since() { echo "$EPOCHREALTIME - $1 - $EXEC" | bc -l; } # seconds since $1, less one start-up
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-"$BENCH" tree "$T/src" "$N" "$SIZE"
-sync
-
-# Every run writes into new directories and nothing is deleted until the
-# end: ext4 skips inodes freed in the last minutes when it allocates new
-# ones (without a journal, as on this machine's /tmp, it checks each one's
-# deletion time), so a tree deleted just before a measurement slows
-# whatever is measured next by a varying amount. cp and the agent also take
-# turns going first.
-apply=() parse=() cp_s=() drift_cold=() drift_warm=() sha=() cat_s=() runs=() apply_cpu=() cp_cpu=()
-measure_cp() { # cp -a of the same tree, then sync
-  sync
-  local t0 t1
-  t0=$EPOCHREALTIME; run_timed "$T/cp.time" cp -a "$T/src" "$T/cp.$r"; run_timed "$T/sync.time" sync
-  cp_s+=("$(printf '%.3f' "$(echo "$(since "$t0") - $EXEC" | bc -l)")") # two processes
-  cp_cpu+=("$(cpu_s "$T/cp.time" "$T/sync.time")")
-  cp_kb=$(peak_kb "$T/cp.time")
-}
-measure_apply() { # the agent applying a config of the same files into an empty root
-  mkdir -p "$T/root.$r"; sync
-  run_timed "$T/apply.time" "$BENCH" apply "$T/root.$r" "$N" "$SIZE" >"$T/apply.out"
-  apply+=("$(awk '/apply_seconds/ {print $2}' "$T/apply.out")")
-  parse+=("$(awk '/parse_seconds/ {print $2}' "$T/apply.out")")
-  apply_cpu+=("$(awk '/apply_cpu_seconds/ {print $2}' "$T/apply.out")")
-  apply_kb=$(awk '/apply_peak_rss_kib/ {print $2}' "$T/apply.out") # the apply's own, not the spec's building
-  proc_kb=$(peak_kb "$T/apply.time")
-}
-for r in $(seq 1 "$RUNS"); do
-  if [ $((r % 2)) = 1 ]; then measure_cp; measure_apply; else measure_apply; measure_cp; fi
-  # drift check (cold: load + parse + compare; warm: the loop's steady state)
-  # against sha256sum and cat of the same files (cat: the floor of reading
-  # them), taking turns going first; all read from a warm page cache
-  (cd "$T/root.$r" && find etc/bench -type f -print0 | sort -z >"$T/list")
-  measure_drift() {
-    run_timed "$T/drift.time" "$BENCH" drift "$T/root.$r" 3 >"$T/drift.out"
-    drift_cold+=("$(awk '/drift_cold_seconds/ {print $2}' "$T/drift.out")")
-    drift_warm+=("$(awk '/drift_warm_seconds/ {print $2}' "$T/drift.out")")
-    drift_kb=$(peak_kb "$T/drift.time")
-  }
-  measure_read() {
-    t0=$EPOCHREALTIME; (cd "$T/root.$r" && run_timed "$T/sha.time" xargs -0 sha256sum <"$T/list" >/dev/null)
-    sha+=("$(printf '%.3f' "$(echo "$(since "$t0") - $EXEC" | bc -l)")") # xargs + sha256sum
-    sha_kb=$(peak_kb "$T/sha.time")
-    t0=$EPOCHREALTIME; (cd "$T/root.$r" && xargs -0 cat <"$T/list" >/dev/null)
-    cat_s+=("$(printf '%.3f' "$(echo "$(since "$t0") - $EXEC" | bc -l)")") # xargs + cat
-  }
-  if [ $((r % 2)) = 1 ]; then measure_drift; measure_read; else measure_read; measure_drift; fi
-  line=$(python3 -c "a,p,c,dw,dc,s=${apply[-1]},${parse[-1]},${cp_s[-1]},${drift_warm[-1]},${drift_cold[-1]},${sha[-1]}
-print(f'apply {a:.3f} s (parse {p:.3f}) / cp -a + sync {c:.3f} s = {a/c:.2f}x; drift {dw:.3f} s warm, {dc:.3f} s cold / sha256sum {s:.3f} s = {dw/s:.2f}x, {dc/s:.2f}x')")
-  runs+=("$line")
-  echo "run $r: $line" >&2
-done
-spec_bytes=$(awk '/spec_bytes/ {print $2}' "$T/apply.out")
-A=$(printf '%s\n' "${apply[@]}" | median)
-P=$(printf '%s\n' "${parse[@]}" | median)
-W=$(python3 -c "print(f'{$A-$P:.3f}')")
-C=$(printf '%s\n' "${cp_s[@]}" | median)
-DC=$(printf '%s\n' "${drift_cold[@]}" | median)
-DW=$(printf '%s\n' "${drift_warm[@]}" | median)
-S=$(printf '%s\n' "${sha[@]}" | median)
-CAT=$(printf '%s\n' "${cat_s[@]}" | median)
-ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
-AC=$(printf '%s\n' "${apply_cpu[@]}" | median)
-CC=$(printf '%s\n' "${cp_cpu[@]}" | median)
-# Ratios are the median of each run's own ratio: the two sides of a run ran
-# back to back, under the same load.
-# pratio NUM_ARRAY DEN_ARRAY [SUB_ARRAY]: median over runs of (num - sub) / den.
-pratio() {
-  local -n num=$1 den=$2
-  local i sub
-  for i in "${!num[@]}"; do
-    if [ -n "${3:-}" ]; then local -n s3=$3; sub=${s3[$i]}; else sub=0; fi
-    python3 -c "print(f'{(${num[$i]}-$sub)/${den[$i]}:.2f}')"
-  done | median
-}
-R_APPLY=$(pratio apply cp_s); R_WRITE=$(pratio apply cp_s parse)
-R_WARM=$(pratio drift_warm sha); R_COLD=$(pratio drift_cold sha)
-R_WARM_CAT=$(pratio drift_warm cat_s); R_COLD_CAT=$(pratio drift_cold cat_s)
-# minmax NUM_ARRAY DEN_ARRAY: "min–max" of the per-run ratios
-minmax() {
-  local -n num=$1 den=$2
-  local i
-  for i in "${!num[@]}"; do echo "${num[$i]} / ${den[$i]}" | bc -l; done | sort -g |
-    awk '{v[NR] = $1} END {printf "%.2f–%.2f", v[1], v[NR]}'
-}
-R_CPU=$(pratio apply_cpu cp_cpu)
-R_RUNS=$(for i in "${!apply[@]}"; do python3 -c "print(f'{${apply[$i]}/${cp_s[$i]}:.2f}')"; done | sort -n | tr '\n' ' ')
-echo "apply $A s (parse $P s, rest $W s) vs cp -a + sync $C s: ${R_APPLY}x, without the parse ${R_WRITE}x (target <= 2x)"
-echo "drift warm $DW s / cold $DC s vs sha256sum $S s: ${R_WARM}x / ${R_COLD}x (target <= 1x)"
-echo "apply CPU $AC s vs cp -a + sync CPU $CC s: ${R_CPU}x; apply/cp per run: $R_RUNS"
-echo "drift warm / cold vs cat $CAT s: ${R_WARM_CAT}x / ${R_COLD_CAT}x"
-echo "peak RSS KiB: apply $apply_kb (the whole bench process, building the spec too: $proc_kb), cp $cp_kb, drift $drift_kb, sha256sum $sha_kb; files $((N * SIZE / 1024)) KiB"
-MIB() { awk -v k="$1" 'BEGIN {printf "%.0f MiB", k / 1024}'; }
-FILES_MB=$(awk -v b="$((N * SIZE))" 'BEGIN {printf "%.0f", b / 1e6}')
-bench_table "agent apply, $N files x $SIZE B ($FILES_MB MB; peak RSS / files $(awk -v k="$apply_kb" -v b="$((N * SIZE))" 'BEGIN {printf "%.1f", k * 1024 / b}')x)" \
-  "$A s" "cp -a + sync: $C s" "$R_APPLY" "$(minmax apply cp_s)" "$(MIB "$apply_kb")"
-bench_table "agent apply, CPU" "$AC s" "cp -a + sync: $CC s" "$R_CPU" "$(minmax apply_cpu cp_cpu)" ""
-bench_table "drift check, warm, $N files" "$DW s" "sha256sum: $S s" "$R_WARM" "$(minmax drift_warm sha)" "$(MIB "$drift_kb")"
-bench_table "drift check, warm, $N files" "$DW s" "cat: $CAT s" "$R_WARM_CAT" "$(minmax drift_warm cat_s)" ""
-bench_table "drift check, cold (read + parse the spec)" "$DC s" "sha256sum: $S s" "$R_COLD" "$(minmax drift_cold sha)" ""
-bench_table "drift check, cold (read + parse the spec)" "$DC s" "cat: $CAT s" "$R_COLD_CAT" "$(minmax drift_cold cat_s)" ""
-
-[ "$RECORD" = 1 ] || exit 0
-DOC=$SRC/docs/PERFORMANCE.md
-mkdir -p "$SRC/docs"
-[ -f "$DOC" ] || printf '# Performance\n' >"$DOC"
-SECTION=$T/section.md
-RUNLINES=$(for i in "${!runs[@]}"; do echo "* run $((i + 1)): ${runs[$i]}"; done)
-LOAD=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
-cat >"$SECTION" <<EOF
-## Agent
-
-**Reproduce:** \`tests/bench/bench_agent.sh --record [BUILD]\` (a Release build, default
-\`build-release/\`; \`BENCH_RUNS\`, \`BENCH_N\`, \`BENCH_SIZE\` change the defaults; not run by
-ctest). Median of $RUNS runs, all from one invocation; $(nproc) CPUs, $(uname -sr),
-$(df -T "$T" | awk 'NR==2 {print $2}') under \`$(dirname "$T")\`, page cache warm, load average $LOAD
-when it finished (the machine is shared with other builds).
-
-**Workload:** $N files of $SIZE bytes (pseudo-random, so base64 does not shrink them) in 100
-directories. The rendered spec is $spec_bytes bytes — far over the 1.5 MiB limit the renderer
-enforces: this is a stress test of the agent, built by \`bench_agent.c\` and handed to
-\`mcg_agent_apply()\`. Each run writes into fresh directories and nothing is deleted until
-the end: ext4 skips recently freed inodes when it allocates new ones (without a journal, as
-here, it reads each candidate's deletion time), so deleting a tree just before a measurement
-slows the next one by a varying amount — the main cause of the 1.4–6.5x spread recorded
-before. cp and the agent take turns going first.
-
-| measurement | mcgit | baseline | ratio | target |
-| --- | --- | --- | --- | --- |
-| apply into an empty root: hash check, state copy of the spec, parse, plan, journal, write, syncfs, rename, prune, syncfs | $A s | \`cp -a\` + \`sync\`: $C s | ${R_APPLY}x | <= 2x |
-| of which parsing the spec (\`mcg_ignition_parse_json_refs\`: JSON, base64, validation) | $P s | | | |
-| apply without the parse | $W s | \`cp -a\` + \`sync\`: $C s | ${R_WRITE}x | |
-| apply, CPU time (user + system, in the process) | $AC s | \`cp -a\` + \`sync\`, CPU: $CC s | ${R_CPU}x | |
-| drift check, warm (parsed config kept, as in the agent's loop) | $DW s | \`sha256sum\` of the files: $S s | ${R_WARM}x | <= 1x |
-| drift check, cold (read + parse the kept spec, then compare, as \`--once\` does) | $DC s | \`sha256sum\`: $S s | ${R_COLD}x | — |
-
-The drift target is for the comparison itself, which is what the agent's loop runs. A cold
-check — each \`mcgit agent --once\` — also reads and parses the 56 MB spec; for a real
-config that costs milliseconds.
-
-Variance (measured when this section was first recorded, 2026-11-21): seven other
-invocations, most under heavier load (load average 4–6, other builds writing), gave median
-apply ratios of 1.25–1.89x, with single runs from 0.8x to 2.5x (\`sync\` and
-\`syncfs()\` both wait for everyone's dirty data), and cold drift checks of 0.68–1.35x; the
-warm drift check stayed at 0.08–0.17x.
-
-Times are medians over the runs; each ratio is the median of the runs' own ratios (the two
-sides of a run ran back to back, under the same load). The apply ratios of the runs, sorted:
-${R_RUNS% }. The runs (apply / cp -a + sync; drift warm and cold / sha256sum):
-
-$RUNLINES
-
-**Peak memory** (maximum resident set): apply $apply_kb KiB, the apply's own with the
-received spec counted, measured from after the spec was built (cp -a $cp_kb KiB); drift
-check, cold then warm, $drift_kb KiB (sha256sum $sha_kb KiB). An apply does not hold the
-decoded files: \`mcg_ignition_parse_json_refs\` checks each \`data:\` URL by decoding it,
-one file at a time, and keeps only where it lies in the spec, and each file is decoded in
-64 KiB chunks as it is written; the JSON reader keeps each file object (and its URL) as a
-span of the spec text and the parse reads one file back at a time. So an apply holds the
-spec it received, the model and the entries. A drift check, and the config the agent keeps
-between passes, has the files decoded (loaded from the state copy: the spec text and the
-decoded files while it is parsed, the decoded files after). Real rendered configs are at
-most 1.5 MiB, so a real agent stays within a few MiB.
-
-**Where the time goes** (one apply with timers added, on this machine when quiet): checking
-the spec's hash 0.05 s (SHA-256 of 56 MB); writing the agent's own copy of the spec into its
-state directory 0.05–0.2 s (56 MB, more than the files themselves; offline drift checks and
-crash recovery need it); parsing 0.13 s; planning and the journal under 0.01 s; writing the
-10,000 files about 0.3 s, nearly all of it in the kernel creating inodes (\`ext4_create\`)
-and copying data, as for \`cp -a\` (which copies in the kernel with \`copy_file_range\`: its
-CPU time is lower). The drift check compares sizes first and bytes second (\`read\` +
-\`memcmp\`, no hashing). Cold, reading and parsing the kept 56 MB spec is most of it, and a
-third of that is the kernel handing out fresh memory for the copies the parse makes; for
-a real config (at most 1.5 MiB) the parse takes a few milliseconds.
-
-**Changes made while measuring** (before them, on the same machine: apply 3.81x cp -a +
-sync with the spec parse at 1.77 s, cold drift check 4.09x sha256sum, peak 317 MB for the
-apply and 258 MB for the drift check):
-
-1. The rendered spec is read by \`mcg_json_parse\` (\`src/util/codec.c\`) instead of
-   \`json_loadb\`: jansson pulls every byte through a UTF-8-checking stream and appends it
-   to a buffer one at a time (0.45 s CPU for this spec); the new reader finds a string
-   without escapes or non-ASCII bytes with one tight scan and copies it once. It accepts
-   exactly what jansson accepts with \`JSON_REJECT_DUPLICATES\`: \`test_util\` runs both on a
-   table of inputs and on 20,000 mutated documents.
-2. \`mcg_base64_decode\` decodes four characters at a time through a table into room
-   reserved once, instead of appending three bytes at a time; percent-decoding copies runs.
-3. The duplicate-path check of a config (\`parse_storage\`) was quadratic (50 million
-   \`strcmp\` for 10,000 files); now a hash set, and the model's arrays grow geometrically.
-4. The agent no longer copies the spec before parsing it, and drops the \`data:\` URLs
-   once decoded.
-5. The agent's own copy of the spec is written back (\`sync_file_range\`) while the spec is
-   parsed, and fsync'd after; the per-batch \`fsync()\` of every directory (about 100 here,
-   0.1 s) gave way to the one \`syncfs()\` per filesystem at the end, which now also covers
-   filesystems mounted inside the root.
-6. A new temp file is created with its final mode, and chowned only when the process's
-   owner (or the directory's group) is not already the wanted one: two system calls fewer
-   per file in the common case.
-
-Changes 1–4 take the parse from 1.37 s to 0.13 s of CPU; 5 and 6 trim the writing.
-
-How files are written: temp files in their own directory with mode and owner set on the
-descriptor, then one \`syncfs()\` per batch of up to 4,096 files makes their data durable,
-then the renames; one \`syncfs()\` per filesystem at the end makes the renames (and every
-other change) durable before the journal moves on — the guarantee of fsync-per-file and
-fsync-per-directory at the cost of a few syncs.
-EOF
-python3 - "$DOC" "$SECTION" <<'PY'
-import re, sys
-doc, sec = sys.argv[1], open(sys.argv[2]).read()
-text = open(doc).read()
-m = re.search(r'^## Agent\n.*?(?=^## |\Z)', text, flags=re.S | re.M)
-if m:
-    text = text[:m.start()] + sec + ("\n" if text[m.end():] else "") + text[m.end():]
+# One config: every run writes into new directories and nothing is deleted
+# until the end (ext4 skips inodes freed in the last minutes when it
+# allocates new ones, so a tree deleted just before a measurement slows
+# whatever is measured next). The sides take turns going first.
+bench_config() {
+  local w=$1 r b sides
+  python3 "$SRC/tests/bench/gen_configs.py" "$T/$w" --agent "$w"
+  "$BUILD/mcgit" render "$T/$w" -o names >/dev/null # the product accepts it
+  "$BENCH" spec "$T/$w" "$T/$w.json" >"$T/$w.spec"
+  mkdir -p "$T/src.$w"
+  "$BENCH" apply "$T/src.$w" "$T/$w.json" >/dev/null # the peers' copy of the files
+  (cd "$T/src.$w" && find etc -type f -print0 | sort -z >"$T/$w.list")
+  sides="after"
+  [ -z "$BEFORE" ] || sides="after before"
+  : >"$T/$w.runs"
+  for r in $(seq 1 "$RUNS"); do
+    EXEC=$(exec_cost) # again each run: the load changes
+    declare -A v=()
+    measure_cp() {
+      sync
+      local t0 c0 c1
+      children_cpu >"$T/cpu0"
+      t0=$EPOCHREALTIME
+      cp -a "$T/src.$w/etc" "$T/cp.$w.$r"
+      sync
+      v[cp]=$(echo "$(since "$t0") - $EXEC" | bc -l) # two processes
+      children_cpu >"$T/cpu1"
+      c0=$(cat "$T/cpu0"); c1=$(cat "$T/cpu1")
+      v[cp_cpu]=$(echo "$c1 - $c0" | bc -l)
+    }
+    measure_apply() { # SIDE: that build applying the config into an empty root
+      local s=$1 bin=$BENCH
+      [ "$s" = after ] || bin=$BEFORE/tests/bench/bench_agent
+      mkdir -p "$T/root.$w.$s.$r"; sync
+      "$bin" apply "$T/root.$w.$s.$r" "$T/$w.json" >"$T/apply.out"
+      v[${s}_apply]=$(val apply_seconds "$T/apply.out")
+      v[${s}_cpu]=$(val apply_cpu_seconds "$T/apply.out")
+      v[${s}_parse]=$(val parse_seconds "$T/apply.out")
+      v[${s}_kb]=$(val apply_peak_rss_kib "$T/apply.out")
+      v[${s}_jr]=$(val json_reader_seconds "$T/apply.out")
+      v[${s}_jj]=$(val json_jansson_seconds "$T/apply.out")
+      "$bin" spec "$T/$w" "$T/$w.$s.json" >"$T/spec.out"
+      cmp -s "$T/$w.json" "$T/$w.$s.json" || { echo "bench_agent: the builds render different specs" >&2; exit 1; }
+      v[${s}_name]=$(val render_name_seconds "$T/spec.out")
+    }
+    measure_drift() { # SIDE: cold (load + parse + compare), warm (the loop's steady state)
+      local s=$1 bin=$BENCH
+      [ "$s" = after ] || bin=$BEFORE/tests/bench/bench_agent
+      /usr/bin/time -v -o "$T/drift.time" "$bin" drift "$T/root.$w.$s.$r" 3 >"$T/drift.out"
+      v[${s}_cold]=$(val drift_cold_seconds "$T/drift.out")
+      v[${s}_warm]=$(val drift_warm_seconds "$T/drift.out")
+      v[${s}_dkb]=$(peak_kb "$T/drift.time")
+    }
+    measure_read() { # sha256sum and cat of the same files (cat: the floor of reading them): the
+      # median of 5 back to back, each less the cost of starting a process
+      local i t0 files=() sha=() cat=()
+      mapfile -d '' files <"$T/$w.list"
+      files=("${files[@]/#/$T/root.$w.after.$r/}")
+      for i in 1 2 3 4 5; do
+        t0=$EPOCHREALTIME; sha256sum -- "${files[@]}" >/dev/null; sha+=("$(since "$t0")")
+        t0=$EPOCHREALTIME; cat -- "${files[@]}" >/dev/null; cat+=("$(since "$t0")")
+      done
+      v[sha]=$(printf '%s\n' "${sha[@]}" | sort -g | sed -n 3p)
+      v[cat]=$(printf '%s\n' "${cat[@]}" | sort -g | sed -n 3p)
+    }
+    if [ $((r % 2)) = 1 ]; then
+      measure_cp; for b in $sides; do measure_apply "$b"; done
+      for b in $sides; do measure_drift "$b"; done; measure_read
+    else
+      for b in $(echo "$sides" | tr ' ' '\n' | tac); do measure_apply "$b"; done; measure_cp
+      measure_read; for b in $(echo "$sides" | tr ' ' '\n' | tac); do measure_drift "$b"; done
+    fi
+    for b in "${!v[@]}"; do printf '%s=%s ' "$b" "${v[$b]}"; done >>"$T/$w.runs"
+    echo >>"$T/$w.runs"
+    unset v
+  done
+  python3 - "$w" "$T/$w.runs" "$T/$w.spec" "$BEFORE" <<'PY'
+import statistics, sys
+w, runs, spec, before = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+rows = [dict(kv.split("=") for kv in line.split()) for line in open(runs) if line.strip()]
+rows = [{k: float(x) for k, x in r.items()} for r in rows]
+info = dict(line.split(None, 1) for line in open(spec))
+med = lambda k: statistics.median(r[k] for r in rows)
+def ratio(a, b):
+    q = sorted(r[a] / r[b] for r in rows if r[b] > 0)
+    if not q:
+        return "", ""
+    return "%.3g" % statistics.median(q), "%.3g–%.3g" % (q[0], q[-1])
+def t(k):
+    x = med(k)
+    return "%.1f ms" % (x * 1e3) if x < 1 else "%.3f s" % x
+def row(work, a, peer, b, rss=""):
+    rr, mm = ratio(a, b)
+    print("TABLE|%s|%s|%s: %s|%s|%s|%s" % (work, t(a), peer, t(b), rr, mm, rss))
+mib = lambda k: "%.1f MiB" % (max(r[k] for r in rows) / 1024)
+what = "%s, %d files (%.0f KiB), %d units, spec %.0f KiB" % (
+    w, int(info["files"]), int(info["decoded_bytes"]) / 1024, int(info["units"]), int(info["spec_bytes"]) / 1024)
+sides = ["after"] + (["before"] if before else [])
+for s in sides:
+    tag = "" if s == "after" else " (before)"
+    row("agent apply%s, %s" % (tag, what), s + "_apply", "cp -a + sync", "cp", mib(s + "_kb"))
+    row("agent apply%s, CPU, %s" % (tag, w), s + "_cpu", "cp -a + sync", "cp_cpu")
+    row("drift check%s, warm, %s" % (tag, w), s + "_warm", "sha256sum", "sha", mib(s + "_dkb"))
+    row("drift check%s, cold (read + parse the kept spec), %s" % (tag, w), s + "_cold", "sha256sum", "sha")
+    row("drift check%s, warm, %s" % (tag, w), s + "_warm", "cat", "cat")
+    row("drift check%s, cold, %s" % (tag, w), s + "_cold", "cat", "cat")
+    row("the apply's parse of the spec%s, %s" % (tag, w), s + "_parse", "the whole apply", s + "_apply")
+    row("JSON read of the spec (mcg_json_parse)%s, %s" % (tag, w), s + "_jr", "jansson json_loadb", s + "_jj")
+if before:
+    for k, name in (("apply", "apply"), ("cpu", "apply, CPU"), ("parse", "parse"), ("warm", "drift warm"),
+                    ("cold", "drift cold"), ("name", "canonical spec writer (mcg_render_name)")):
+        row("%s, %s: after / before" % (name, w), "after_" + k, "before", "before_" + k)
+    print("TABLE|apply peak RSS, %s: after / before|%s|before: %s|%.3g||" % (
+        w, mib("after_kb"), mib("before_kb"), max(r["after_kb"] for r in rows) / max(r["before_kb"] for r in rows)))
 else:
-    text = text.rstrip("\n") + "\n\n" + sec
-open(doc, "w").write(text)
+    print("TABLE|canonical spec writer (mcg_render_name), %s|%s|—|||" % (w, t("after_name")))
 PY
-echo "recorded in $DOC"
+}
+for w in $CONFIGS; do bench_config "$w"; done
+echo "load average: $LOAD0 at the start, $(bench_load) at the end; $RUNS runs per config" >&2

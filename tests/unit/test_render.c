@@ -1019,7 +1019,7 @@ static void test_spec_round_trip(void **state)
 /* ------------------------------------------------------------ canonical bytes */
 
 /* mcg_render_name writes the canonical spec directly; it must be exactly what
- * jansson prints for mcg_render_spec_json with mcg_json_canonical. */
+ * jansson prints with mcg_json_canonical for the same document read back. */
 static void assert_same_as_jansson(const mcg_ignition *ign)
 {
     char *spec = NULL, *name = NULL;
@@ -1027,7 +1027,8 @@ static void assert_same_as_jansson(const mcg_ignition *ign)
     char hash[MCG_HASH_HEX + 1];
     mcg_err err = {0};
     assert_int_equal(mcg_render_name(ign, "p", &spec, &len, hash, &name, &err), 0);
-    json_t *j = mcg_render_spec_json(ign);
+    json_t *j = json_loadb(spec, len, JSON_REJECT_DUPLICATES, NULL);
+    assert_non_null(j);
     mcg_buf want = MCG_BUF_INIT;
     assert_int_equal(mcg_json_canonical(j, &want, &err), 0);
     if (len != want.len || memcmp(spec, want.ptr, len) != 0)
