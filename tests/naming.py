@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 WORDS = {
-    "util": "base64 bfmt bsearch buf calloc datadec dataref dataurl diags did edit err gunzip hex human "
+    "util": "base64 bfmt bsearch buf calloc dataurl diags did edit err gunzip hex human "
             "json malloc memeq parse path realloc sha256 sprintf strcmp strdup strndup strv time "
             "keyed vbfmt wipe",
     "model": "check disruption extension get ignition json kargs labels linemap model name osspec "

@@ -1,7 +1,7 @@
 /*
  * render.c — selection, Ignition merge, canonical spec and content name.
  *
- * Merge rules (REFERENCE.md): files, directories and links share one key
+ * Merge rules (as MCO merges MachineConfigs): files, directories and links share one key
  * space (path); units are keyed by name and drop-ins by name within their
  * unit; for the same key a later entry wins field by field, a field it
  * leaves unset keeps the earlier value; an entry of another kind at the same
