@@ -80,7 +80,7 @@ for i in $(seq "$ROUNDS"); do
 done
 printf 'process start (`mcgit version` / `git version`): %.3f s / %.3f s\n' "$(min "${ta[@]}")" "$(min "${tb[@]}")"
 
-measure() { # measure LABEL
+measure() { # measure LABEL TAG
   echo
   echo "$1"
   printf '%-10s %10s %10s %7s %10s %10s %7s%s\n' range "mcgit (B)" "git (B)" ratio "mcgit (s)" "git (s)" ratio \
@@ -111,11 +111,13 @@ measure() { # measure LABEL
     printf '%-10s %10d %10d %7s %10.3f %10.3f %7s%s\n' "$n commit$([ "$n" = 1 ] || echo s)" \
       "$s_mc" "$s_git" "$(ratio "$s_mc" "$s_git")" "$(min "${ta[@]}")" "$(min "${tb[@]}")" \
       "$(ratio "$(min "${ta[@]}")" "$(min "${tb[@]}")")" "$s_old"
+    # run-all.sh's table: the size, which is what a thin bundle is for
+    echo "TABLE|thin bundle since main~$n, $2|$s_mc B|git bundle create: $s_git B|$(ratio "$s_mc" "$s_git")|time $(ratio "$(min "${ta[@]}")" "$(min "${tb[@]}")")x (best of $ROUNDS)||"
   done
 }
 
-measure "loose objects (as the history was written):"
+measure "loose objects (as the history was written):" loose
 git -C "$T/repo" gc -q
-measure "after git gc (one pack):"
+measure "after git gc (one pack):" packed
 echo
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo ?)"

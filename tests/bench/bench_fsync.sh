@@ -48,6 +48,7 @@ round() {
       rm -rf "$T/p.git" "$T/w"; git clone -q --bare "$R" "$T/p.git"
       "$MCGIT" render --repo "$T/p.git" --trust "$T/trust" >/dev/null 2>&1
       "$MCGIT" hook install --repo "$T/p.git" --trust "$T/trust" >/dev/null 2>&1
+      git -C "$T/p.git" config mcgit.binary "$MCGIT" # the hook finds this build, not one on PATH
       git clone -q "$T/p.git" "$T/w" 2>/dev/null
       git -C "$T/w" config gpg.format ssh; git -C "$T/w" config user.signingkey "$T/key"
       (R=$T/w; bench_mc "pushed-$mode")

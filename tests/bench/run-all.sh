@@ -22,6 +22,8 @@ LOGS=$BUILD/bench-logs
 
 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 2
 nice cmake --build "$BUILD" -j2 >/dev/null || { echo "run-all: build failed" >&2; exit 2; }
+BUILD=$(cd "$BUILD" && pwd) # absolute: hooks run a benchmark's binary from the server repo
+export BUILD
 mkdir -p "$LOGS"
 
 names=()
