@@ -95,8 +95,9 @@ sed "s#server: $KUBE_SERVER#server: https://127.0.0.1:$port#" "$KUBE_DIR/control
 sleep 0.5
 python3 "$SRC/tests/kube/fleet.py" run &
 PIDS="$PIDS $!"
-# The first rollout (every node new: all take their target at once) runs
-# with the controller talking to the server directly.
+# The first rollout (every node new; a node without currentConfig counts
+# against its pool's maxUnavailable: worker's NODES-POOL nodes at 1, bench's
+# POOL at 10%) runs with the controller talking to the server directly.
 "$MCGIT" controller -v --repo "$R" --trust "$T/trust" --cluster "kube:$KUBE_DIR/controller.kubeconfig" \
   --interval 30 >"$T/ctl0.log" 2>&1 &
 CTL=$!
@@ -110,7 +111,7 @@ pool_done() { # POOL COUNT TARGET-OR-EMPTY
 }
 t0=$EPOCHREALTIME
 until pool_done worker $((NODES - POOL)) "" && pool_done bench "$POOL" ""; do sleep 0.5; done
-echo "first rollout (new nodes take the target at once): $(echo "$EPOCHREALTIME - $t0" | bc) s" >&2
+echo "first rollout ($((NODES - POOL)) new worker nodes at maxUnavailable 1, $POOL bench nodes at 10%): $(echo "$EPOCHREALTIME - $t0" | bc) s" >&2
 
 # ------------------------------------------------------------ steady state
 # Now through the counting proxy (it takes the Lease at once: the first
