@@ -158,14 +158,20 @@ until kubectl get node w2 -o jsonpath='{.metadata.annotations.machineconfigurati
 done
 kubectl get node w2 -o jsonpath='{.metadata.annotations.machineconfiguration\.mcgit\.io/reason}' >"$T/out"
 cat "$T/out"; echo; expect_grep 'drain: .*apps/db-1' "$T/out" "a drain blocked by the PDB names the pod in the node's reason"
-# The agent retries every second (cordon, drain, fail, uncordon), so one
-# look may land inside a retry: a node that a failed drain leaves cordoned
-# stays cordoned at every look of ten seconds, one that is uncordoned is not.
+# The agent retries every second (cordon, drain, fail, uncordon), so the
+# node is uncordoned only between two retries, a window a poll can miss on a
+# loaded machine. A watch (kubectl talks to the server directly, not through
+# the fault proxy) sees every change of the node: one that a failed drain
+# leaves cordoned shows unschedulable at every version for fifteen seconds.
+kubectl get node w2 -w -o jsonpath='{.spec.unschedulable}{"\n"}' >"$T/unsched" 2>/dev/null &
+WATCHER=$!
 uncordoned=no
-for _ in $(seq 40); do
-  [ "$(kubectl get node w2 -o jsonpath='{.spec.unschedulable}')" != true ] && { uncordoned=yes; break; }
+for _ in $(seq 60); do
+  grep -qvx true "$T/unsched" && { uncordoned=yes; break; }
   sleep 0.25
 done
+kill "$WATCHER" 2>/dev/null || true
+wait "$WATCHER" 2>/dev/null || true
 [ "$uncordoned" = yes ] && ok "a failed drain uncordons the node" || bad "w2 left cordoned after a failed drain"
 kubectl -n apps delete pdb db >/dev/null
 wait_converged 90 && ok "second rollout converges after the leader was killed" \
