@@ -142,14 +142,6 @@ void mcg_cli_diags(const char *cmd, const mcg_diags *d);
  */
 const char *mcg_cli_cluster(const char *opt);
 
-/*
- * Load the trust root from --trust FILE and, when revoked is non-NULL and
- * non-empty, attach the revocation list --revoked FILE (a KRL or a plain key
- * list) to it. *out is NULL on failure.
- */
-struct mcg_signers;
-int mcg_cli_load_trust(struct mcg_signers **out, const char *path, const char *revoked,
-                       mcg_err *err);
 /* The tables (or -o json) of `mcgit status pools|nodes`, into out. */
 struct mcg_cluster;
 int mcg_cli_status_pools(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);
@@ -181,13 +173,25 @@ int mcg_cli_wait_args_parse(const mcg_cmd *cmd, int argc, char **argv, mcg_cli_w
 extern const mcg_opt mcg_cli_wait_opts[];
 
 /*
- * Options of the commands that sign for the operator (rollback, approve,
- * heartbeat): --repo R (required), --key FILE and exactly npos positional
- * arguments (then argv[optind]...). Returns -1 when parsed, else the exit
- * status to return (help printed, or a usage error).
+ * The commands that sign (approve, heartbeat, rollback): --repo R (required),
+ * --key FILE, --trust F and --revoked K (the trust root they verify what
+ * they build on with; default git config mcgit.trust or
+ * gpg.ssh.allowedSignersFile, mcgit.revoked or gpg.ssh.revocationFile) and
+ * npos positional arguments (at argv[optind]). Returns -1 when parsed, else
+ * the exit status to return (help, or a usage error).
  */
-int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, const char **repo,
-                        const char **key);
+typedef struct mcg_cli_signer {
+    const char *repo, *key, *trust, *revoked;
+} mcg_cli_signer;
+int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, mcg_cli_signer *a);
+/*
+ * Before such a command signs on top of rev (parents_only: of rev's
+ * parents): load its trust root (above) and verify that history
+ * (mcg_gitops_verify_base). 0, or an error in err.
+ */
+struct mcg_repo;
+int mcg_cli_signer_check(struct mcg_repo *r, const mcg_cli_signer *a, const char *rev,
+                         bool parents_only, mcg_err *err);
 /* Their option table: the .opts of every command that parses with it. */
 extern const mcg_opt mcg_cli_signer_opts[];
 

@@ -15,7 +15,7 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_approve = {
     .name = "approve",
     .summary = "approve a commit for the two-person rule of .mcgit/policy.yaml",
-    .usage = "usage: mcgit approve --repo R REV [--key FILE]\n"
+    .usage = "usage: mcgit approve --repo R REV [--key FILE] [--trust F] [--revoked K]\n"
              "\n"
              "Sign the commit REV names (an SSH signature over its id, namespace\n"
              "mcgit-approval, made like git's own: `ssh-keygen -Y sign` with --key FILE,\n"
@@ -30,7 +30,11 @@ const mcg_cmd mcg_cmd_approve = {
              "commit; an approval the note already holds changes nothing and says so.\n"
              "Warns first when the key's lines in git's gpg.ssh.allowedSignersFile,\n"
              "git config mcgit.trust or the commit's parent's .mcgit/allowed_signers\n"
-             "leave out namespace mcgit-approval (the approval would not count).\n",
+             "leave out namespace mcgit-approval (the approval would not count).\n"
+             "Before it signs, the history REV builds on (its parents) is verified under\n"
+             "the trust root (--trust, else git config mcgit.trust or\n"
+             "gpg.ssh.allowedSignersFile); an approval on top of history that does not\n"
+             "verify is refused.\n",
     .run = run,
     .opts = mcg_cli_signer_opts,
 };
@@ -55,17 +59,19 @@ static void warn_namespaces(mcg_repo *r, const char *rev, const char *key)
 
 static int run(int argc, char **argv)
 {
-    const char *repo, *key;
-    int ex = mcg_cli_signer_args(&mcg_cmd_approve, argc, argv, 1, &repo, &key);
+    mcg_cli_signer a;
+    int ex = mcg_cli_signer_args(&mcg_cmd_approve, argc, argv, 1, &a);
     if (ex >= 0)
         return ex;
     mcg_err err = {0};
     mcg_repo *r = NULL;
     mcg_ssh_signer signer = {0};
     char approved[MCG_SHA_HEX + 1], notes[MCG_SHA_HEX + 1];
-    int rc = mcg_repo_open(&r, repo, &err);
+    int rc = mcg_repo_open(&r, a.repo, &err);
     if (!rc)
-        rc = mcg_ssh_signer_init(&signer, r, key, &err);
+        rc = mcg_cli_signer_check(r, &a, argv[optind], true, &err);
+    if (!rc)
+        rc = mcg_ssh_signer_init(&signer, r, a.key, &err);
     signer.ns = "mcgit-approval";
     if (!rc)
         warn_namespaces(r, argv[optind], signer.key);

@@ -3,6 +3,7 @@
  * USB stick, as standard git bundles, verified before anything moves.
  */
 #include "cli/cli.h"
+#include "gitops/verify.h"
 #include "bundle/bundle.h"
 #include "trust/trust.h"
 
@@ -316,7 +317,7 @@ static int do_check(int argc, char **argv, bool import)
     mcg_repo *r = NULL;
     mcg_bundle_report rep = {0};
     mcg_diags diags = {0};
-    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
+    int rc = mcg_gitops_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc) {

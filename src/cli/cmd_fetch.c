@@ -3,6 +3,7 @@
  * fast-forward only.
  */
 #include "cli/cli.h"
+#include "gitops/verify.h"
 #include "gitops/remote.h"
 
 #include <getopt.h>
@@ -87,7 +88,7 @@ static int run(int argc, char **argv)
     mcg_repo *r = NULL;
     mcg_signers *root = NULL;
     char sha[MCG_SHA_HEX + 1], before[MCG_SHA_HEX + 1] = "";
-    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
+    int rc = mcg_gitops_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc) {

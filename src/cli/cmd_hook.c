@@ -7,6 +7,7 @@
  *   mcgit hook post-receive --repo R --trust F
  */
 #include "cli/cli.h"
+#include "gitops/verify.h"
 #include "gitops/receive.h"
 #include "metrics/metrics.h"
 
@@ -139,7 +140,7 @@ static int install(const char *repo, const char *trust, const char *revoked,
         return MCG_EXIT_FAIL;
     }
     /* record nothing the hooks would then refuse every push over */
-    if (mcg_cli_load_trust(&check, trust_abs, revoked ? revoked_abs : NULL, &err) != 0) {
+    if (mcg_gitops_load_trust(&check, trust_abs, revoked ? revoked_abs : NULL, &err) != 0) {
         mcg_cli_error("hook", "%s", err.msg);
         return MCG_EXIT_FAIL;
     }
@@ -197,7 +198,7 @@ static int receive(const char *which, const char *repo, const char *trust, const
     mcg_buf in = MCG_BUF_INIT;
     mcg_diags d = {0};
     bool source_moved = false;
-    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
+    int rc = mcg_gitops_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (rc) {

@@ -2,6 +2,7 @@
  * cmd_log.c — `mcgit log`: the rollout history on the rendered branch.
  */
 #include "cli/cli.h"
+#include "gitops/verify.h"
 #include "gitops/rendered.h"
 #include "trust/trust.h"
 
@@ -79,7 +80,7 @@ static int run(int argc, char **argv)
     mcg_repo *r = NULL;
     mcg_signers *root = NULL;
     mcg_rendered_log log = {0};
-    int rc = trust ? mcg_cli_load_trust(&root, trust, NULL, &err) : 0;
+    int rc = trust ? mcg_gitops_load_trust(&root, trust, NULL, &err) : 0;
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc)

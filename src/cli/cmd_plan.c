@@ -4,6 +4,7 @@
  * and writes nothing.
  */
 #include "cli/cli.h"
+#include "gitops/verify.h"
 #include "cluster/cluster.h"
 #include "fsio/fsio.h"
 #include "gitops/plan.h"
@@ -297,7 +298,7 @@ static int run(int argc, char **argv)
     mcg_commit_plan *p = NULL;
     char sha[MCG_SHA_HEX + 1];
     char *src = NULL;
-    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
+    int rc = mcg_gitops_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc) {

@@ -146,7 +146,7 @@ static int render_repo(const char *repo, const char *rev, const char *trust, con
     mcg_diags diags = {0};
     mcg_verify_report rep = {0};
     mcg_render_result res;
-    int rc = mcg_cli_load_trust(&root, trust, revoked, &err);
+    int rc = mcg_gitops_load_trust(&root, trust, revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (!rc)

@@ -14,7 +14,7 @@ static int run(int argc, char **argv);
 const mcg_cmd mcg_cmd_rollback = {
     .name = "rollback",
     .summary = "return the nodes to an earlier config (a signed source commit)",
-    .usage = "usage: mcgit rollback --repo R REV [--key FILE]\n"
+    .usage = "usage: mcgit rollback --repo R REV [--key FILE] [--trust F] [--revoked K]\n"
              "\n"
              "Write a signed commit on the source branch of R that restores the\n"
              "machineconfigs/ and pools/ of REV's source commit, keeping .mcgit/ and\n"
@@ -37,15 +37,18 @@ const mcg_cmd mcg_cmd_rollback = {
              "Prints the new commit, then per pool `<pool> <old name> -> <new name>`.\n"
              "A REV whose configs the branch already holds changes nothing and says so\n"
              "(exit 0). An unknown REV or no key is refused (exit 1) and nothing is\n"
-             "written.\n",
+             "written. Before it signs, the history it builds on (the source branch)\n"
+             "and REV's are verified under the trust root (--trust, else git config\n"
+             "mcgit.trust or gpg.ssh.allowedSignersFile): a rollback on top of a\n"
+             "commit that does not verify is refused (docs/trust.md).\n",
     .run = run,
     .opts = mcg_cli_signer_opts,
 };
 
 static int run(int argc, char **argv)
 {
-    const char *repo, *key;
-    int ex = mcg_cli_signer_args(&mcg_cmd_rollback, argc, argv, 1, &repo, &key);
+    mcg_cli_signer a;
+    int ex = mcg_cli_signer_args(&mcg_cmd_rollback, argc, argv, 1, &a);
     if (ex >= 0)
         return ex;
     mcg_err err = {0};
@@ -53,13 +56,20 @@ static int run(int argc, char **argv)
     mcg_ssh_signer signer = {0};
     mcg_rollback_result res = {0};
     char target[MCG_SHA_HEX + 1] = "";
-    int rc = mcg_repo_open(&r, repo, &err);
+    int rc = mcg_repo_open(&r, a.repo, &err);
     /* an unknown REV is refused before asking for a key; then the source
      * commit it names is the REV (found once, however it was named) */
     if (!rc)
         rc = mcg_gitops_rollback_target(target, r, argv[optind], &err);
+    /* what it builds on (the branch) and what it restores (the target) */
     if (!rc)
-        rc = mcg_ssh_signer_init(&signer, r, key, &err);
+        rc = mcg_cli_signer_check(r, &a, mcg_repo_source_branch(r), false, &err);
+    char tip[MCG_SHA_HEX + 1];
+    if (!rc && mcg_repo_resolve(r, mcg_repo_source_branch(r), tip, NULL) == 0 &&
+        !mcg_repo_descends(r, tip, target))
+        rc = mcg_cli_signer_check(r, &a, target, false, &err);
+    if (!rc)
+        rc = mcg_ssh_signer_init(&signer, r, a.key, &err);
     if (!rc) {
         mcg_rollback_opts o = {0};
         o.sign = mcg_ssh_signer_sign;

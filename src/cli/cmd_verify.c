@@ -22,8 +22,8 @@ static const mcg_opt opts[] = {
     MCG_OPT_REVOKED,
     MCG_OPT_SHORT_VALUE('o', "output", "text|json",
                         "text (default), or a JSON list of {\"commit\",\n"
-                        "\"status\" (good, vouched, bad), \"principal\",\n"
-                        "\"fingerprint\", \"reason\", \"vouchedBy\",\n"
+                        "\"status\" (good, bad), \"principal\",\n"
+                        "\"fingerprint\", \"reason\", \"untrusted\",\n"
                         "\"stillIn\"}"),
     MCG_OPT_END,
 };
@@ -46,16 +46,17 @@ const mcg_cmd mcg_cmd_verify = {
              "With --revoked K (an OpenSSH KRL or a list of public keys, as git's\n"
              "gpg.ssh.revocationFile), a commit by a revoked key or certificate is bad.\n"
              "A commit whose valid signature is by a key not trusted now (revoked,\n"
-             "removed, expired), or whose approvals no longer count, is vouched for by a\n"
-             "later good commit that builds on it, and bad when none does: a trust\n"
-             "change applies to what arrives after it (docs/trust.md). After revoking a\n"
-             "key, `--all` lists every commit it signed, and after each, one line per\n"
-             "pool whose current rendered config still holds its changes (the blast\n"
-             "radius): `still-in <sha> <pool>: <kind> <key>, ...`.\n"
+             "removed) is bad, whatever builds on it: nothing is vouched for by a later\n"
+             "commit. History below the last commit verified here, or below a\n"
+             "checkpoint the trust root names (`# mcgit-checkpoint: <commit>`), is not\n"
+             "verified again: a trust change applies to what arrives after it\n"
+             "(docs/trust.md). After revoking a key, `--all` (which ignores both) lists\n"
+             "every commit it signed, and after each, one line per pool whose current\n"
+             "rendered config still holds its changes (the blast radius):\n"
+             "`still-in <sha> <pool>: <kind> <key>, ...`.\n"
              "\n"
              "Prints one line per commit, parents first:\n"
              "  good <sha> <principal> <fingerprint>\n"
-             "  vouched <sha> <fingerprint> <reason>; vouched for by <sha>\n"
              "  bad <sha> <reason>\n"
              "When there is no new commit: one line, `nothing to verify: ...`.\n"
              "Exit status 1 if any commit is bad.\n",
@@ -66,17 +67,16 @@ const mcg_cmd mcg_cmd_verify = {
 /* One verdict as an object of the -o json list. */
 static json_t *verdict_json(const mcg_verdict *v, const mcg_strv *radius)
 {
-    const char *st = v->vouched_by[0] ? "vouched" : v->good ? "good" : "bad";
-    json_t *o = json_pack("{s:s,s:s}", "commit", v->sha, "status", st);
-    if (v->good && !v->vouched_by[0]) {
+    json_t *o = json_pack("{s:s,s:s}", "commit", v->sha, "status", v->good ? "good" : "bad");
+    if (v->good) {
         json_object_set_new(o, "principal", json_string(v->principal));
         json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
     } else {
         json_object_set_new(o, "reason", json_string(v->reason));
         if (v->fingerprint[0])
             json_object_set_new(o, "fingerprint", json_string(v->fingerprint));
-        if (v->vouched_by[0])
-            json_object_set_new(o, "vouchedBy", json_string(v->vouched_by));
+        if (v->held) /* a valid signature by a key not trusted now */
+            json_object_set_new(o, "untrusted", json_true());
     }
     if (radius->n) {
         json_t *ra = json_array();
@@ -108,10 +108,7 @@ static void print_text(const mcg_verify_report *rep, const mcg_strv *radius, con
                since ? since : "the last verified one");
     for (size_t i = 0; i < rep->n; i++) {
         const mcg_verdict *v = &rep->v[i];
-        if (v->vouched_by[0])
-            printf("vouched %s %s %s; vouched for by %s\n", v->sha, v->fingerprint, v->reason,
-                   v->vouched_by);
-        else if (v->good)
+        if (v->good)
             printf("good %s %s %s\n", v->sha, v->principal, v->fingerprint);
         else
             printf("bad %s %s\n", v->sha, v->reason);
@@ -151,7 +148,7 @@ static void report(const verify_args *a, const mcg_verify_report *rep, mcg_repo 
 {
     mcg_strv *radius = mcg_calloc(rep->n ? rep->n : 1, sizeof(*radius));
     for (size_t i = 0; a->all && i < rep->n; i++)
-        if (rep->v[i].held || rep->v[i].vouched_by[0])
+        if (rep->v[i].held)
             mcg_gitops_blast_radius(&radius[i], r, rep->v[i].sha, NULL);
     if (!strcmp(a->format, "json"))
         print_json(rep, radius);
@@ -172,7 +169,7 @@ static int run(int argc, char **argv)
     mcg_signers *root = NULL;
     mcg_repo *r = NULL, *helper = NULL;
     mcg_verify_report rep = {0};
-    int rc = mcg_cli_load_trust(&root, a.trust, a.revoked, &err);
+    int rc = mcg_gitops_load_trust(&root, a.trust, a.revoked, &err);
     if (!rc)
         rc = mcg_repo_open(&r, a.repo, &err);
     /* Both cores: a second handle on the repository for the second thread,

@@ -287,56 +287,48 @@ void mcg_cli_diags(const char *cmd, const mcg_diags *d)
     mcg_diags_free(&sorted);
 }
 
-#include "trust/trust.h"
-
-int mcg_cli_load_trust(mcg_signers **out, const char *path, const char *revoked, mcg_err *err)
-{
-    char *data = NULL;
-    size_t len = 0;
-    mcg_signers *s = NULL;
-    *out = NULL;
-    int rc = mcg_read_file(path, MCG_SIGNERS_MAX_TEXT, &data, &len, err);
-    if (rc == 0)
-        rc = mcg_signers_parse(&s, path, data, len, err);
-    if (rc)
-        mcg_err_prefix(err, "trust root (an allowed_signers file)");
-    free(data);
-    data = NULL;
-    if (rc == 0 && revoked && *revoked) {
-        rc = mcg_read_file(revoked, MCG_REVOKED_MAX_SIZE, &data, &len, err);
-        if (rc == 0)
-            rc = mcg_signers_revoke(s, revoked, data, len, err);
-        free(data);
-    }
-    if (rc == 0) {
-        *out = s; /* transferred */
-        s = NULL;
-    }
-    mcg_signers_free(s);
-    return rc;
-}
-
 const mcg_opt mcg_cli_signer_opts[] = {
     MCG_OPT_HELP,
     MCG_OPT_VALUE('r', "repo", "R", "the config repo"),
     MCG_OPT_VALUE('k', "key", "FILE",
                   "the private key to sign with (default: git config\n"
                   "user.signingkey)"),
+    MCG_OPT_VALUE('t', "trust", "F",
+                  "the trust root to verify what it signs on with\n"
+                  "(default: git config mcgit.trust, else\n"
+                  "gpg.ssh.allowedSignersFile)"),
+    MCG_OPT_VALUE('K', "revoked", "K",
+                  "revoked keys (default: git config mcgit.revoked,\n"
+                  "else gpg.ssh.revocationFile)"),
     MCG_OPT_END,
 };
 
-int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, const char **repo,
-                        const char **key)
+int mcg_cli_signer_args(const mcg_cmd *cmd, int argc, char **argv, int npos, mcg_cli_signer *a)
 {
-    *repo = *key = NULL;
-    const mcg_optbind binds[] = {{'r', repo, NULL}, {'k', key, NULL}, MCG_BIND_END};
+    memset(a, 0, sizeof(*a));
+    const mcg_optbind binds[] = {{'r', &a->repo, NULL},
+                                 {'k', &a->key, NULL},
+                                 {'t', &a->trust, NULL},
+                                 {'K', &a->revoked, NULL},
+                                 MCG_BIND_END};
     int ex = mcg_cli_parse(cmd, argc, argv, binds);
     if (ex >= 0)
         return ex;
-    if (!*repo || argc - optind != npos)
+    if (!a->repo || argc - optind != npos)
         return mcg_cli_usage_error(cmd,
                                    npos ? "expected --repo R and one REV" : "--repo is required");
     return -1;
+}
+
+int mcg_cli_signer_check(mcg_repo *r, const mcg_cli_signer *a, const char *rev, bool parents_only,
+                         mcg_err *err)
+{
+    mcg_signers *root = NULL;
+    int rc = mcg_gitops_signing_trust(&root, r, a->trust, a->revoked, err);
+    if (!rc)
+        rc = mcg_gitops_verify_base(r, rev, parents_only, root, err);
+    mcg_signers_free(root);
+    return rc;
 }
 
 /*

@@ -489,25 +489,9 @@ static void pass_free(pass *p)
 /* Open: the trust root and revocations, re-read every pass, and the repo. */
 static int pass_open(pass *p, mcg_err *err)
 {
-    const mcg_controller_opts *o = p->o;
-    char *data = NULL;
-    size_t len = 0;
-    int rc;
-    if ((rc = mcg_read_file(o->trust, MCG_SIGNERS_MAX_TEXT, &data, &len, err)) != 0 ||
-        (rc = mcg_signers_parse(&p->root, o->trust, data, len, err)) != 0) {
-        mcg_err_prefix(err, "trust root (an allowed_signers file)");
-        goto out;
-    }
-    if (o->revoked) { /* re-read each pass, like the trust root */
-        free(data);
-        data = NULL;
-        if ((rc = mcg_read_file(o->revoked, MCG_REVOKED_MAX_SIZE, &data, &len, err)) != 0 ||
-            (rc = mcg_signers_revoke(p->root, o->revoked, data, len, err)) != 0)
-            goto out;
-    }
-    rc = mcg_repo_open(&p->r, o->repo, err);
-out:
-    free(data);
+    int rc = mcg_gitops_load_trust(&p->root, p->o->trust, p->o->revoked, err);
+    if (!rc)
+        rc = mcg_repo_open(&p->r, p->o->repo, err);
     return rc;
 }
 

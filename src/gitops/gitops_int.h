@@ -107,12 +107,6 @@ size_t mcg_verify_list(mcg_verdict *out, const size_t *pos, size_t *nbad, mcg_re
                        const mcg_signers *root, const atomic_bool *stop);
 
 /*
- * After a range is verified: each held verdict that a good commit of the
- * range descends from becomes good (vouched_by set), the rest stay bad and
- * counted in rep->nbad (repo.c; docs/trust.md, "Trust changes").
- */
-void mcg_verify_vouch(mcg_verify_report *rep, mcg_repo *r);
-/*
  * With o->tip_now and no o->now (a receiver without verified history): the
  * range's newest commit (its tip, last in vr) must also verify as arriving
  * at o->tip_now; when it does not, its verdict becomes that refusal.

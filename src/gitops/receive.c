@@ -44,18 +44,8 @@ static int verify_range(mcg_repo *r, const mcg_signers *root, const char *ref, c
     }
     for (size_t i = 0; i < rep.n; i++) {
         const mcg_verdict *v = &rep.v[i];
-        if (!v->good) {
+        if (!v->good)
             mcg_diags_add(out, "refusing %s: commit %.12s: %s", ref, v->sha, v->reason);
-        } else if (now && v->vouched_by[0]) {
-            /* Onto history this server holds, a key not trusted now adds
-             * nothing, even under a trusted commit: vouching is for history
-             * that arrived before the trust change (docs/trust.md). */
-            mcg_diags_add(out,
-                          "refusing %s: commit %.12s: %s (new history by a key not trusted "
-                          "now, even under %.12s)",
-                          ref, v->sha, v->reason, v->vouched_by);
-            rc = MCG_ETRUST;
-        }
     }
     if (rep.nbad)
         rc = MCG_ETRUST;

@@ -671,8 +671,9 @@ static bool verify_parent(mcg_verdict *v, const verify_ctx *vc, git_commit *c, g
         mcg_bfmt(v->reason, sizeof(v->reason), "%s%s%s", pfx, e.msg, why);
         snprintf(v->fingerprint, sizeof(v->fingerprint), "%s", res.fingerprint);
         v->principal[0] = '\0';
-        /* held: refused at its own time for who signed it (on arrival, a key
-         * expired now is no trust change: refused) */
+        /* held: refused at its own time for who signed it — a key the trust
+         * root no longer trusts; reported, never accepted (on arrival, a
+         * key expired now is no trust change) */
         v->held = pass == 0 && held_signature(vc, c, sig, data, &res, when);
         return false;
     }
@@ -686,8 +687,8 @@ static bool verify_parent(mcg_verdict *v, const verify_ctx *vc, git_commit *c, g
         int arc = mcg_approvals_check(awhy, sizeof(awhy), r->git, c, parents[i], set, res.signer,
                                       vc->notes, vc->o->now, vc->policy);
         if (arc != 0) {
+            /* approvals that do not count now never counted: never held */
             mcg_bfmt(v->reason, sizeof(v->reason), "%s%s", pfx, awhy);
-            v->held = true; /* its own signature holds */
             return false;
         }
     }
@@ -823,6 +824,23 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
 
 /* ------------------------------------------------------------ verify */
 
+/*
+ * The trust root's checkpoints (mcg_signers_checkpoints) that tip descends
+ * from, hidden from the walk: history up to each counts as verified. One
+ * the repository does not hold, or that tip does not descend from, hides
+ * nothing.
+ */
+static void hide_checkpoints(git_revwalk *walk, mcg_repo *r, const char *tip,
+                             const mcg_signers *root)
+{
+    for (size_t i = 0; i < mcg_signers_checkpoint_count(root); i++) {
+        const char *cp = mcg_signers_checkpoint(root, i);
+        git_oid oid;
+        if (git_oid_fromstr(&oid, cp) == 0 && mcg_repo_descends(r, tip, cp))
+            git_revwalk_hide(walk, &oid);
+    }
+}
+
 void mcg_vrange_free(mcg_vrange *vr)
 {
     free(vr->order);
@@ -864,6 +882,8 @@ int mcg_verify_walk(mcg_vrange *vr, mcg_repo *r, const char *tip, const mcg_veri
             goto out;
         }
     }
+    if (!o->since && !o->from_root)
+        hide_checkpoints(walk, r, tip_sha, root);
     /* The whole range first: libgit2 sorts before it hands out the first commit. */
     while (git_revwalk_next(&oid, walk) == 0) {
         if (vr->n == cap) {
@@ -928,52 +948,6 @@ size_t mcg_verify_chunk(mcg_verdict *out, mcg_repo *r, const mcg_vrange *vr, siz
     return nbad;
 }
 
-/*
- * Trust changes (docs/trust.md): a held commit — a valid signature by a key
- * not trusted now, or approvals that no longer count — is part of the
- * history a later good commit builds on, and that commit's signer vouches
- * for it, as a signature over a commit id covers the whole history below
- * it. Children come after parents in rep, so one pass from the end finds,
- * for each held commit, whether a good commit (good by itself, or vouched
- * for in turn) has it as a parent; those become good, the rest stay bad.
- * Nothing is vouched for by a commit outside the range, and a held tip is
- * always bad: a key not trusted now adds nothing new.
- */
-void mcg_verify_vouch(mcg_verify_report *rep, mcg_repo *r)
-{
-    size_t held = 0;
-    for (size_t i = 0; i < rep->n; i++)
-        held += !rep->v[i].good && rep->v[i].held;
-    if (!held)
-        return;
-    mcg_oidmap by = {0}; /* commit -> 1 + index of the nearest good child */
-    for (size_t k = rep->n; k-- > 0;) {
-        mcg_verdict *v = &rep->v[k];
-        git_oid id;
-        uint64_t child = 0;
-        if (git_oid_fromstr(&id, v->sha) != 0)
-            continue;
-        if (!v->good && v->held && mcg_oidmap_get(&by, &id, &child) && child) {
-            v->good = true;
-            snprintf(v->vouched_by, sizeof(v->vouched_by), "%s", rep->v[child - 1].sha);
-            rep->nbad--;
-        }
-        if (!v->good)
-            continue;
-        git_commit *c = NULL;
-        if (git_commit_lookup(&c, r->git, &id) != 0)
-            continue;
-        for (unsigned i = 0; i < git_commit_parentcount(c); i++) {
-            const git_oid *pid = git_commit_parent_id(c, i);
-            uint64_t have = 0;
-            if (!mcg_oidmap_get(&by, pid, &have) || !have)
-                mcg_oidmap_put(&by, pid, k + 1);
-        }
-        git_commit_free(c);
-    }
-    mcg_oidmap_free(&by);
-}
-
 void mcg_verify_tip_now(mcg_verify_report *rep, mcg_repo *r, const mcg_vrange *vr,
                         const mcg_verify_opts *o, const mcg_signers *root)
 {
@@ -1006,7 +980,6 @@ int mcg_gitops_verify(mcg_verify_report *rep, mcg_repo *r, const char *tip,
     rep->v = mcg_calloc(vr.n ? vr.n : 1, sizeof(*rep->v));
     rep->n = vr.n;
     rep->nbad = mcg_verify_chunk(rep->v, r, &vr, 0, vr.n, o, root);
-    mcg_verify_vouch(rep, r);
     mcg_verify_tip_now(rep, r, &vr, o, root);
     mcg_vrange_free(&vr);
     return 0;

@@ -15,13 +15,13 @@ typedef struct mcg_verdict {
     char principal[256];
     char fingerprint[64];
     char reason[512];
-    /* Held: the commit's signature is valid but its key (or an approval's)
-     * is not trusted now — revoked, removed, expired (reason says which).
-     * A held commit is good only when a later good commit of the range
-     * descends from it (docs/trust.md, "Trust changes"): then good is true
-     * and vouched_by names the nearest such commit; else it is bad. */
+    /* Held: bad, with a valid signature by a key the trust root no longer
+     * trusts (revoked, its line deleted); reason says which. Nothing makes
+     * a held commit good: it counts only below the receiver's verified mark
+     * or a checkpoint of the trust root, which are not verified again
+     * (docs/trust.md, "Trust changes"). Kept to report a revoked key's
+     * commits and what they left (`verify --all`, UntrustedChanges). */
     bool held;
-    char vouched_by[MCG_SHA_HEX + 1];
 } mcg_verdict;
 
 typedef struct mcg_verify_report {
@@ -41,8 +41,10 @@ struct mcg_packscan;
 
 typedef struct mcg_verify_opts {
     /* Verify only what is not reachable from since (trusted as verified).
-     * NULL: the repository's verified mark (mcg_gitops_verified_mark) when
-     * tip descends from it (unless from_root), else the whole history. */
+     * NULL: what neither the repository's verified mark
+     * (mcg_gitops_verified_mark) nor a checkpoint of the trust root
+     * (mcg_signers_checkpoints) reaches, each where tip descends from it
+     * (unless from_root: then the whole history). */
     const char *since;
     bool from_root; /* with since NULL: ignore the verified mark */
     /* Nonzero: this history is arriving now (push, fetch, bundle import) on
@@ -139,6 +141,30 @@ bool mcg_gitops_verified_mark(mcg_repo *r, const mcg_signers *root, char sha[MCG
  * back.
  */
 int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *root, mcg_err *err);
+
+/*
+ * The trust root: the allowed_signers file at path with the checkpoints it
+ * names (mcg_signers_checkpoints), and the revocation file revoked (NULL or
+ * "": none). The one loader of the CLI, the hooks and the controller. A
+ * file missing, too large or malformed: an error naming it, *out NULL.
+ */
+int mcg_gitops_load_trust(mcg_signers **out, const char *path, const char *revoked, mcg_err *err);
+/*
+ * The trust root a command that signs verifies with: trust (--trust), else
+ * r's git config mcgit.trust, else gpg.ssh.allowedSignersFile; revoked
+ * (--revoked), else mcgit.revoked, else gpg.ssh.revocationFile. None: an
+ * error saying how to give one.
+ */
+int mcg_gitops_signing_trust(mcg_signers **out, mcg_repo *r, const char *trust, const char *revoked,
+                             mcg_err *err);
+/*
+ * Before signing on top of rev (parents_only: on top of its parents, for
+ * an approval of rev itself): every commit of that history not below r's
+ * verified mark or a checkpoint of root must verify under root, else
+ * MCG_ETRUST naming the first bad commit. Nothing is written.
+ */
+int mcg_gitops_verify_base(mcg_repo *r, const char *rev, bool parents_only, const mcg_signers *root,
+                           mcg_err *err);
 
 /*
  * The blast radius of source commit `commit` (typically one a revoked key

@@ -413,7 +413,6 @@ static void settle(vpool *p, size_t i, mcg_repo *r)
         o.since = p->ranges[i].since;
         rep->nbad = mcg_verify_chunk(rep->v + redo, r, &p->vr[i], redo, p->vr[i].n, &o, p->root);
     }
-    mcg_verify_vouch(rep, r);
     if (p->ranges[i].newest)
         mcg_verify_tip_now(rep, r, &p->vr[i], p->opts, p->root);
 }

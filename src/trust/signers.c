@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ------------------------------------------------------------ patterns */
 
@@ -508,6 +509,7 @@ void mcg_signers_free(mcg_signers *s)
         signer_clear(&s->v[i]);
     free(s->v);
     mcg_revoked_free(s->revoked);
+    mcg_strv_free(&s->checkpoints);
     free(s);
 }
 
@@ -575,6 +577,8 @@ void mcg_signers_digest(const mcg_signers *s, unsigned char out[32])
         mcg_signers_digest_field(md, e->blob, e->blob_len);
     }
     mcg_revoked_digest(s ? s->revoked : NULL, md);
+    for (size_t i = 0; s && i < s->checkpoints.n; i++)
+        mcg_signers_digest_field(md, s->checkpoints.v[i], strlen(s->checkpoints.v[i]));
     EVP_DigestFinal_ex(md, out, &olen);
     EVP_MD_CTX_free(md);
 }
@@ -600,4 +604,76 @@ int mcg_signers_key_ns(const mcg_signers *s, const mcg_signers *key, const char 
         rc = 0;
     }
     return rc;
+}
+
+/* ----------------------------------------------------------- checkpoints */
+
+#define CHECKPOINT_TAG "mcgit-checkpoint:"
+#define CHECKPOINT_HEX 40 /* a SHA-1 commit id in hex */
+
+/*
+ * One line of the trust root: 1 with the commit id in id when it is a
+ * checkpoint line ("# mcgit-checkpoint: <40 hex> [comment]"), 0 when it is
+ * any other line, -1 when it is a malformed checkpoint line.
+ */
+static int checkpoint_line(const char *l, size_t n, char id[CHECKPOINT_HEX + 1])
+{
+    size_t i = 0, tl = strlen(CHECKPOINT_TAG);
+    while (i < n && (l[i] == ' ' || l[i] == '\t'))
+        i++;
+    if (i == n || l[i++] != '#')
+        return 0;
+    while (i < n && (l[i] == ' ' || l[i] == '\t'))
+        i++;
+    if (n - i < tl || strncasecmp(l + i, CHECKPOINT_TAG, tl) != 0)
+        return 0;
+    for (i += tl; i < n && (l[i] == ' ' || l[i] == '\t');)
+        i++;
+    size_t h = 0;
+    while (i + h < n && h <= CHECKPOINT_HEX && strchr("0123456789abcdef", l[i + h]) && l[i + h])
+        h++;
+    bool end = i + h == n || l[i + h] == ' ' || l[i + h] == '\t' || l[i + h] == '\r';
+    if (h != CHECKPOINT_HEX || !end)
+        return -1;
+    memcpy(id, l + i, CHECKPOINT_HEX);
+    id[CHECKPOINT_HEX] = '\0';
+    return 1;
+}
+
+int mcg_signers_checkpoints(mcg_signers *s, const char *name, const char *text, size_t len,
+                            mcg_err *err)
+{
+    mcg_strv found = {0};
+    size_t lineno = 0;
+    for (size_t pos = 0; pos < len;) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+        char id[CHECKPOINT_HEX + 1];
+        lineno++;
+        int c = checkpoint_line(text + pos, n, id);
+        if (c < 0) {
+            mcg_strv_free(&found);
+            return mcg_err_set(err, MCG_EINVAL,
+                               "%s:%zu: a checkpoint line is '# " CHECKPOINT_TAG
+                               " <commit id, 40 lower-case hex digits>'",
+                               name, lineno);
+        }
+        if (c > 0 && !mcg_strv_contains(&found, id))
+            mcg_strv_push(&found, id);
+        pos += n + (nl ? 1 : 0);
+    }
+    for (size_t i = 0; i < found.n; i++)
+        mcg_strv_push(&s->checkpoints, found.v[i]);
+    mcg_strv_free(&found);
+    return 0;
+}
+
+size_t mcg_signers_checkpoint_count(const mcg_signers *s)
+{
+    return s ? s->checkpoints.n : 0;
+}
+
+const char *mcg_signers_checkpoint(const mcg_signers *s, size_t i)
+{
+    return s && i < s->checkpoints.n ? s->checkpoints.v[i] : NULL;
 }

@@ -461,26 +461,16 @@ int mcg_sshsig_check(unsigned char digest[MCG_SIGMEMO_DIGEST], const char *armor
 }
 
 /*
- * The identity distinct signers are counted by: a plain key by its
- * fingerprint; a certificate by its CA key and key id (a certificate is the
- * CA's statement about one identity, whichever principals it lists). The
- * key id is printed safely (non-printable bytes as '?').
+ * The identity distinct signers are counted by: the key that signed, by its
+ * fingerprint, whether it signed as a plain key or through a certificate.
+ * One private key is one signer however many certificates it holds (two
+ * CAs, two key ids, renewed short-lived certificates, or a plain line and a
+ * certificate of the same key): each can be made at will by whoever holds
+ * the key, so none is a second person.
  */
-static void signer_id(char *out, size_t outlen, const mcg_sshpub *k, const char *fp)
+static void signer_id(char *out, size_t outlen, const char *fp)
 {
-    if (!k->is_cert) {
-        snprintf(out, outlen, "key %s", fp);
-        return;
-    }
-    char ca[64], id[200];
-    size_t n = k->cert.key_id_len < sizeof(id) - 1 ? k->cert.key_id_len : sizeof(id) - 1;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = k->cert.key_id[i];
-        id[i] = (c >= 0x20 && c < 0x7f && c != '\'') ? (char)c : '?';
-    }
-    id[n] = '\0';
-    mcg_ssh_fingerprint(k->cert.ca, k->cert.ca_len, ca);
-    snprintf(out, outlen, "certificate '%s' of CA %s", id, ca);
+    snprintf(out, outlen, "key %s", fp);
 }
 
 /* mcg_sshsig_verify_memo for namespace ns. */
@@ -511,7 +501,7 @@ static int verify_ns(mcg_sig_result *res, const mcg_signers *signers, const mcg_
                      err) != 0)
         goto out;
     snprintf(res->principal, sizeof(res->principal), "%s", principal);
-    signer_id(res->signer, sizeof(res->signer), &p.k, res->fingerprint);
+    signer_id(res->signer, sizeof(res->signer), res->fingerprint);
     rc = 0;
 out:
     prepared_free(&p);

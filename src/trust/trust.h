@@ -125,6 +125,25 @@ int mcg_signers_revoke(mcg_signers *s, const char *name, const void *data, size_
 /* Number of revocation entries (keys, fingerprints, serial ranges, key ids) in s. */
 size_t mcg_signers_revoked_count(const mcg_signers *s);
 
+/*
+ * Checkpoints of a trust root (docs/trust.md, "Trust changes"): lines of
+ * the allowed_signers text given out of band of the form
+ *     # mcgit-checkpoint: <commit id, 40 lower-case hex digits> [comment]
+ * (a comment to ssh-keygen and git). Each names a commit up to which a
+ * receiver without verified history counts the history as verified: the
+ * operator records one when revoking a key or removing a signer. Adds
+ * those of text to s (repeats once); a line that starts so but names no
+ * full commit id refuses the whole file with MCG_EINVAL, "<name>:<line>:
+ * ...", and s is unchanged. Only ever called on the trust root: a repo's
+ * own .mcgit/allowed_signers names no checkpoint. Not copied by
+ * mcg_signers_union; part of mcg_signers_digest.
+ */
+int mcg_signers_checkpoints(mcg_signers *s, const char *name, const char *text, size_t len,
+                            mcg_err *err);
+size_t mcg_signers_checkpoint_count(const mcg_signers *s);
+/* Checkpoint i (0-based) of s, or NULL past the end. */
+const char *mcg_signers_checkpoint(const mcg_signers *s, size_t i);
+
 /* Who signed, filled by mcg_sshsig_verify. */
 typedef struct mcg_sig_result {
     char principal[256];  /* principals field of the allowed_signers line that accepted the key;
@@ -134,8 +153,8 @@ typedef struct mcg_sig_result {
     char keytype[64];     /* "ssh-ed25519", "ssh-ed25519-cert-v01@openssh.com", ... */
     bool revoked;         /* refused because the key or certificate is revoked */
     char signer[384];     /* on success, who signed for counting distinct signers: "key
-                             SHA256:..." for a plain key, "certificate '<key id>' of CA
-                             SHA256:..." for a certificate (its CA and key id) */
+                             SHA256:..." of the key that signed, plain or certified (a
+                             certificate counts as the key it certifies) */
 } mcg_sig_result;
 
 /*

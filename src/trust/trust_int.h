@@ -167,6 +167,7 @@ struct mcg_signers {
     mcg_signer *v;
     size_t n;
     mcg_revoked *revoked; /* owned; NULL: nothing revoked */
+    mcg_strv checkpoints; /* commit ids the trust root names (mcg_signers_checkpoints) */
 };
 
 /* ------------------------------------------------------ revocation */

@@ -363,45 +363,68 @@ static void test_mark_survives_root_change(void **state)
 }
 
 /*
- * Trust changes (docs/trust.md): a commit whose valid signature is by a key
- * the trust root no longer trusts — revoked, or its line deleted — is held,
- * and good only when a later good commit builds on it; a held tip is bad; a
- * signer the repo removed in signed history stays removed even when a
- * trusted commit builds on its commit. With and without hints alike.
+ * Trust changes (docs/trust.md): nothing is vouched for by a later commit.
+ * A commit whose valid signature is by a key the trust root no longer
+ * trusts (revoked, or its line deleted) is held and bad, whatever builds on
+ * it; it counts only below a checkpoint the trust root names or the
+ * repository's verified mark. A signer the repo removed in signed history
+ * stays removed. With and without hints alike.
  */
-static void test_vouch(void **state)
+static void test_no_vouching(void **state)
 {
     fx *f = *state;
     mcg_err err = {0};
     git_oid c0 = commit(f, tree_of(f, "0", NULL), NULL, 0, T0, &f->alice);
     git_oid c1 = commit(f, tree_of(f, "1", NULL), &c0, 1, T0 + 10, &f->bob);
     git_oid c2 = commit(f, tree_of(f, "2", NULL), &c1, 1, T0 + 20, &f->alice);
-    /* bob revoked: c1 vouched for by c2, and bad as the tip */
     mcg_signers *old = f->root;
     char *a = mcg_sshkey_public_line(&f->alice, "alice");
-    char *text = mcg_sprintf("alice@example.com %s\n%s", a, f->bob_line);
-    assert_int_equal(mcg_signers_parse(&f->root, "trust", text, strlen(text), &err), 0);
     char *b = mcg_sshkey_public_line(&f->bob, NULL);
-    assert_int_equal(mcg_signers_revoke(f->root, "revoked", b, strlen(b), &err), 0);
-    mcg_verify_report rep = {0};
-    verify_both(f, &rep, &c2, (mcg_verify_opts){0});
-    assert_int_equal(rep.nbad, 0);
-    const mcg_verdict *v = verdict(&rep, &c1);
-    assert_true(v->good && v->held);
-    assert_non_null(strstr(v->reason, "is revoked"));
-    assert_string_equal(v->vouched_by, git_oid_tostr_s(&c2));
-    assert_true(verdict(&rep, &c2)->good && !verdict(&rep, &c2)->vouched_by[0]);
-    mcg_verify_report_free(&rep);
-    verify_both(f, &rep, &c1, (mcg_verify_opts){0});
-    assert_int_equal(rep.nbad, 1);
-    assert_false(verdict(&rep, &c1)->good);
-    mcg_verify_report_free(&rep);
-    mcg_signers_free(f->root);
+    char cp1[MCG_SHA_HEX + 1], cp0[MCG_SHA_HEX + 1];
+    git_oid_tostr(cp1, sizeof(cp1), &c1);
+    git_oid_tostr(cp0, sizeof(cp0), &c0);
+    /* bob revoked: c1 bad under c2, and as the tip */
+    for (int k = 0; k < 3; k++) {
+        /* k 0: no checkpoint; 1: one below c1 (c0); 2: one at c1 */
+        char *text = mcg_sprintf("alice@example.com %s\n%s%s%s\n", a, f->bob_line,
+                                 k ? "  #  mcgit-checkpoint: " : "",
+                                 k == 1 ? cp0
+                                 : k    ? cp1
+                                        : "");
+        assert_int_equal(mcg_signers_parse(&f->root, "trust", text, strlen(text), &err), 0);
+        assert_int_equal(mcg_signers_checkpoints(f->root, "trust", text, strlen(text), &err), 0);
+        assert_int_equal(mcg_signers_checkpoint_count(f->root), k ? 1 : 0);
+        assert_int_equal(mcg_signers_revoke(f->root, "revoked", b, strlen(b), &err), 0);
+        mcg_verify_report rep = {0};
+        verify_both(f, &rep, &c2, (mcg_verify_opts){0});
+        if (k < 2) {
+            assert_int_equal(rep.nbad, 1);
+            const mcg_verdict *v = verdict(&rep, &c1);
+            assert_true(!v->good && v->held);
+            assert_non_null(strstr(v->reason, "is revoked"));
+        } else { /* history up to the checkpoint counts as verified */
+            assert_int_equal(rep.n, 1);
+            assert_int_equal(rep.nbad, 0);
+        }
+        mcg_verify_report_free(&rep);
+        /* --all ignores checkpoints: the blast radius is listed */
+        verify_both(f, &rep, &c2, (mcg_verify_opts){.from_root = true});
+        assert_int_equal(rep.nbad, 1);
+        mcg_verify_report_free(&rep);
+        mcg_signers_free(f->root);
+        free(text);
+    }
     f->root = old;
     /* bob's line deleted from the root (it is alice alone): the same */
+    mcg_verify_report rep = {0};
     verify_both(f, &rep, &c2, (mcg_verify_opts){0});
+    assert_int_equal(rep.nbad, 1);
+    assert_false(verdict(&rep, &c1)->good);
+    assert_true(verdict(&rep, &c1)->held);
+    mcg_verify_report_free(&rep);
+    /* below the verified mark it counts: a receiver keeps what it verified */
+    verify_both(f, &rep, &c2, (mcg_verify_opts){.since = cp1});
     assert_int_equal(rep.nbad, 0);
-    assert_string_equal(verdict(&rep, &c1)->vouched_by, git_oid_tostr_s(&c2));
     mcg_verify_report_free(&rep);
     /* bob added, then removed by the repo in signed history: his commit on
      * top of the removal stays bad, alice's commit on it notwithstanding */
@@ -415,8 +438,41 @@ static void test_vouch(void **state)
     assert_false(verdict(&rep, &d2)->held);
     mcg_verify_report_free(&rep);
     free(b);
-    free(text);
     free(a);
+}
+
+/* Checkpoint lines: malformed ones refuse the file with its line; others are comments. */
+static void test_checkpoint_lines(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int rc;
+        size_t n;
+    } cases[] = {
+        {"# a comment\n", 0, 0},
+        {"# mcgit-checkpoint: 0123456789abcdef0123456789abcdef01234567\n", 0, 1},
+        {"#mcgit-checkpoint:0123456789abcdef0123456789abcdef01234567 after the revocation\r\n", 0,
+         1},
+        {"# mcgit-checkpoint: 0123456789abcdef0123456789abcdef01234567\n"
+         "# mcgit-checkpoint: 0123456789abcdef0123456789abcdef01234567\n",
+         0, 1},
+        {"# mcgit-checkpoint: 0123456789abcdef\n", MCG_EINVAL, 0},
+        {"# mcgit-checkpoint: 0123456789ABCDEF0123456789abcdef01234567\n", MCG_EINVAL, 0},
+        {"# mcgit-checkpoint: 0123456789abcdef0123456789abcdef012345678\n", MCG_EINVAL, 0},
+        {"# mcgit-checkpoint:\n", MCG_EINVAL, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        mcg_signers *s = NULL;
+        mcg_err err = {0};
+        assert_int_equal(mcg_signers_parse(&s, "t", cases[i].text, strlen(cases[i].text), &err), 0);
+        int rc = mcg_signers_checkpoints(s, "t", cases[i].text, strlen(cases[i].text), &err);
+        assert_int_equal(rc, cases[i].rc);
+        assert_int_equal(mcg_signers_checkpoint_count(s), cases[i].n);
+        if (rc)
+            assert_non_null(strstr(err.msg, "t:1: a checkpoint line is"));
+        mcg_signers_free(s);
+    }
 }
 
 /*
@@ -768,7 +824,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_import_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_long, setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_git_parity, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_vouch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_vouching, setup, teardown),
+        cmocka_unit_test(test_checkpoint_lines),
         cmocka_unit_test(test_receive_parse_line),
         cmocka_unit_test_setup_teardown(test_pre_receive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_post_receive, setup, teardown),
