@@ -79,6 +79,33 @@ static int move_approvals(mcg_repo *r, const git_oid *notes, mcg_err *err)
     return rc;
 }
 
+/*
+ * Whether the fetched approvals grow the ones held here (approvals only
+ * grow). When the remote's were deleted, rewound or rewritten, the ones held
+ * here stay, the branch is verified against them, and one warning says so:
+ * refusing the whole fetch would freeze every controller on a forge without
+ * mcgit's hook, an outage for commits that need no approval at all.
+ */
+static bool approvals_grow(mcg_repo *r, const git_oid *notes, const char *remote_name)
+{
+    git_oid cur;
+    char old[MCG_SHA_HEX + 1] = "", new[MCG_SHA_HEX + 1];
+    mcg_err e = {0};
+    if (git_reference_name_to_id(&cur, r->git, MCG_APPROVALS_REF) == 0) {
+        if (git_oid_equal(&cur, notes))
+            return true;
+        git_oid_tostr(old, sizeof(old), &cur);
+    }
+    git_oid_tostr(new, sizeof(new), notes);
+    if (mcg_gitops_approvals_grow(r, old, new, &e) == 0)
+        return true;
+    mcg_log_line("fetch",
+                 "warning: remote '%s': %s; keeping the approvals held here (commits that need "
+                 "an approval only the remote has are refused until it is restored)",
+                 remote_name, e.msg);
+    return false;
+}
+
 /* Whether the remote, still connected after a fetch, advertised refs/heads/branch. */
 static bool advertised(git_remote *remote, const char *branch)
 {
@@ -235,6 +262,8 @@ int mcg_gitops_fetch(mcg_repo *r, const char *remote_name, const mcg_signers *ro
                          remote_name, r->source_branch);
         goto out;
     }
+    if (has_notes && !approvals_grow(r, &notes_oid, remote_name))
+        has_notes = false; /* verified against the approvals held here */
     if ((rc = verify_fetched(r, &new_oid, held ? &old_oid : NULL, has_notes ? &notes_oid : NULL,
                              root, now, err)) != 0)
         goto out;

@@ -78,10 +78,15 @@ expect_rc 0 "fetch: the first fetch brings history and approvals" -- "$MCGIT" fe
 git -C "$S" update-ref refs/notes/mcgit-approvals "$N1"
 echo "# w2" >>"$W/pools/worker.yaml"; scommit "$W" alice "worker 2"
 git -C "$W" push -q origin main 2>/dev/null
-expect_rc 1 "fetch: a remote whose approvals were rewound is refused, not force-copied" -- \
+# (N6) not a frozen fleet: the branch still arrives, verified against the
+# approvals held here, and the rewound notes are never copied
+expect_rc 0 "fetch: a remote whose approvals were rewound still brings a commit that needs none" -- \
   "$MCGIT" fetch --repo "$T/mirror" --trust "$TR"
-expect_grep "approvals only grow" "$T/err" "fetch: the reason"
-[ "$(git -C "$T/mirror" rev-parse refs/notes/mcgit-approvals)" = "$N2" ] && ok "fetch: the local approvals are kept" ||
+expect_grep "warning: remote 'origin': .*approvals only grow.*keeping the approvals held here" "$T/err" \
+  "fetch: it warns, naming the remote and why"
+[ "$(git -C "$T/mirror" rev-parse main)" = "$(git -C "$W" rev-parse main)" ] && ok "fetch: the branch moved" ||
+  bad "fetch: the branch did not move"
+[ "$(git -C "$T/mirror" rev-parse refs/notes/mcgit-approvals)" = "$N2" ] && ok "fetch: the local approvals are kept, not force-copied" ||
   bad "fetch: local approvals moved"
 git -C "$S" update-ref refs/notes/mcgit-approvals "$N2"
 

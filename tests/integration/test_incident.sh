@@ -8,10 +8,14 @@
 # the good config. The thief's key then signs nothing new: not by push, not
 # through a mirror, not in a bundle. A new controller, a new mirror (mcgit
 # fetch) and a new air-gapped site importing the whole history all accept
-# the history and render the rollback to the same rendered commit.
+# the history (from the checkpoint the operator recorded in the trust root
+# when revoking) and render the rollback to the same rendered commit;
+# without the checkpoint a new site refuses it. Nothing the key signs after
+# the revocation is accepted, whatever trusted commit builds on it.
 #
 # Departing signer: carol's line is deleted from the trust root after she
-# signed; the history she signed stays usable, her new commits are refused.
+# signed, with a checkpoint; the history she signed stays usable, her new
+# commits are refused.
 . "$(dirname "$0")/lib.sh"
 need jq
 
@@ -71,6 +75,8 @@ pass && pass && [ "$(motd w0)$(motd w1)" = evilevil ] && ok "the thief's config 
 # ---------------------------------------------------------------- the runbook
 # 1. revoke the key everywhere
 ssh-keygen -q -k -f "$ETC/revoked" "$T/keys/bob.pub"
+cp "$TR" "$ETC/allowed_signers.before"
+echo "# mcgit-checkpoint: $(git -C "$SV" rev-parse main) key revoked $(date -u +%F)" >>"$TR"
 expect_rc 0 "runbook 1: hook install --revoked" -- "$MCGIT" hook install --repo "$SV" --trust "$TR" --revoked "$ETC/revoked"
 expect_rc 0 "runbook 1: the controller, with --revoked, keeps its verified history (no refusal)" -- \
   pass --revoked "$ETC/revoked"
@@ -86,7 +92,8 @@ expect_grep "^still-in $EVIL worker: file /etc/motd$" "$T/out" "runbook 2: and w
 git -C "$W" log --format=%H -- .mcgit >"$T/trustlog"
 [ "$(git -C "$W" log --format=%H "$GOOD..main" -- .mcgit)" = "" ] && ok "runbook 3: the thief changed nothing under .mcgit/" ||
   bad "the thief changed .mcgit/"
-expect_rc 0 "runbook 3: mcgit rollback, signed by alice" -- "$MCGIT" rollback --repo "$W" "$GOOD" --key "$T/keys/alice"
+expect_rc 0 "runbook 3: mcgit rollback, signed by alice" -- "$MCGIT" rollback --repo "$W" "$GOOD" --key "$T/keys/alice" \
+  --trust "$TR" --revoked "$ETC/revoked"
 ROLL=$(git -C "$W" rev-parse HEAD)
 unset GIT_AUTHOR_DATE GIT_COMMITTER_DATE # the rollback is dated now: what follows too
 expect_rc 0 "runbook 3: the rollback's push is accepted" -- git -C "$W" push origin main
@@ -102,10 +109,10 @@ for _ in 1 2 3; do [ "$(motd w0)$(motd w1)" = goodgood ] || pass --revoked "$ETC
 [ "$(git -C "$T/mirror" rev-parse rendered)" = "$SRV_RENDERED" ] && ok "the controller's rendered commit is the server's" ||
   bad "controller rendered differs"
 expect_grep "^False  $" <(cond worker UntrustedChanges) "runbook 4: the condition clears once the rollback replaced the change"
-expect_rc 0 "runbook 2 again: verify --all exits 0 now" -- \
+expect_rc 1 "runbook 2 again: verify --all still lists the revoked key's commit" -- \
   "$MCGIT" verify --repo "$SV" --trust "$TR" --revoked "$ETC/revoked" --all
-expect_grep "^vouched $EVIL SHA256:[^ ]+ key SHA256:[^ ]+ is revoked .*; vouched for by $ROLL$" "$T/out" \
-  "the thief's commit is listed as vouched for by the rollback"
+expect_grep "^bad $EVIL key SHA256:[^ ]+ is revoked" "$T/out" "the thief's commit stays bad: nothing vouches for it"
+expect_grep "^good $ROLL " "$T/out" "the rollback itself is good"
 grep -q "^still-in $EVIL" "$T/out" && bad "the rollback did not replace the thief's change: $(grep still-in "$T/out")" ||
   ok "after the rollback, no pool holds the thief's change any more"
 
@@ -114,11 +121,12 @@ git clone -q "$SV" "$T/thief"
 sign_setup "$T/thief" "$TR"
 write_mc "$T/thief" 10-worker worker /etc/motd evil2
 scommit "$T/thief" bob "thief: again"
+THIEF2=$(git -C "$T/thief" rev-parse HEAD)
 expect_rc 1 "a revoked key's new commit is refused at the server" -- git -C "$T/thief" push origin main
 expect_grep "is revoked" "$T/err" "the pusher is told the key is revoked"
 "$MCGIT" bundle create --repo "$T/thief" "$T/thief.bundle" 2>/dev/null
 git init -q --bare "$T/site0"
-expect_rc 1 "a revoked key's new commit is refused by bundle import (even on top of vouched history)" -- \
+expect_rc 1 "a revoked key's new commit is refused by bundle import" -- \
   "$MCGIT" bundle import --repo "$T/site0" "$T/thief.bundle" --trust "$TR" --revoked "$ETC/revoked" -q
 [ -z "$(git -C "$T/site0" for-each-ref)" ] && ok "no ref moved" || bad "bundle import moved refs"
 
@@ -131,11 +139,16 @@ echo "built on feature" >"$W/NOTES"
 scommit "$W" alice "alice builds on the feature branch"
 expect_rc 1 "a trusted commit on top of the revoked key's new commit is refused at the server" -- \
   git -C "$W" push origin on-feature:main
-expect_grep "new history by a key not trusted now" "$T/err" "the pusher is told why"
+expect_grep "commit ${THIEF2:0:12}: key SHA256:[^ ]+ is revoked" "$T/err" "the pusher is told why"
 git -C "$W" checkout -q main
 [ "$(git -C "$SV" rev-parse main)" = "$ROLL" ] && ok "server main stays at the rollback" || bad "server main moved"
 
 # ---------------------------------------------------------------- new controllers, mirrors, sites
+"$MCGIT" bundle create --repo "$SV" "$T/full.bundle" 2>/dev/null
+git init -q --bare "$T/site-nocp"
+expect_rc 1 "without the checkpoint, a new site refuses the history the revoked key signed" -- \
+  "$MCGIT" bundle import --repo "$T/site-nocp" "$T/full.bundle" --trust "$ETC/allowed_signers.before" --revoked "$ETC/revoked" -q
+expect_grep "${EVIL:0:12}.*is revoked" "$T/err" "(and names the thief's commit)"
 git clone -q --bare "$SV" "$T/mirror2"
 expect_rc 0 "a new controller renders the whole history with the revocation" -- \
   "$MCGIT" render --repo "$T/mirror2" --trust "$TR" --revoked "$ETC/revoked"
@@ -146,7 +159,6 @@ git -C "$T/mirror3" remote add origin "$SV"
 expect_rc 0 "a new mirror: mcgit fetch of the whole history" -- \
   "$MCGIT" fetch --repo "$T/mirror3" --trust "$TR" --revoked "$ETC/revoked"
 [ "$(git -C "$T/mirror3" rev-parse main)" = "$ROLL" ] && ok "the new mirror is at the rollback" || bad "mirror3 main"
-"$MCGIT" bundle create --repo "$SV" "$T/full.bundle" 2>/dev/null
 git init -q --bare "$T/site"
 expect_rc 0 "a new air-gapped site imports the whole history" -- \
   "$MCGIT" bundle import --repo "$T/site" "$T/full.bundle" --trust "$TR" --revoked "$ETC/revoked" -q
@@ -156,6 +168,7 @@ expect_rc 0 "and renders it" -- "$MCGIT" render --repo "$T/site" --trust "$TR" -
 
 # ---------------------------------------------------------------- a departing signer
 grep -v '^carol@' "$TR" >"$TR.new" && mv "$TR.new" "$TR"
+echo "# mcgit-checkpoint: $(git -C "$SV" rev-parse main) carol left" >>"$TR"
 echo more >"$W/NOTES"
 scommit "$W" alice "alice, after carol left"
 expect_rc 0 "carol's line deleted: alice's push is accepted and rendered" -- git -C "$W" push origin main
