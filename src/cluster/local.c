@@ -118,8 +118,9 @@ static int lock_dir(local *l, int how, int *fd, mcg_err *err)
     if (how == LOCK_EX && (rc = ensure_dirs(l, err)) != 0)
         return rc;
     char *p = mcg_sprintf("%s/.lock", l->dir);
-    int f = how == LOCK_EX ? open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644)
-                           : open(p, O_RDONLY | O_CLOEXEC);
+    /* never blocking on a FIFO put in its place, never through a link */
+    int f = how == LOCK_EX ? open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644)
+                           : open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     free(p);
     if (f < 0 && how == LOCK_SH && errno == ENOENT)
         return 0;
@@ -1116,6 +1117,24 @@ static char *l_node_root(mcg_cluster *c, const char *name)
  * API server's are: not fsynced, and past 1 MiB the file moves to
  * events.jsonl.1, replacing the one before. */
 #define EVENTS_MAX (1L << 20)
+/*
+ * The events file opened for appending: never blocking (a FIFO or device
+ * put in its place would hang the controller, SIGTERM included), never
+ * through a symbolic link, and only a regular file; -1 (errno) or -2 (not a
+ * regular file).
+ */
+static int events_open(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat st;
+    if (fd < 0 && errno == ENXIO) /* a FIFO nobody reads */
+        return -2;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        return -2;
+    }
+    return fd;
+}
 static int l_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err)
 {
     local *l = (local *)c;
@@ -1136,20 +1155,23 @@ static int l_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err)
     if (!line)
         return mcg_err_set(err, MCG_ENOMEM, "event about %s: out of memory", ev->name);
     char *path = mcg_sprintf("%s/events.jsonl", l->dir);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = events_open(path);
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > EVENTS_MAX) {
         char *old = mcg_sprintf("%s.1", path);
         if (rename(path, old) == 0) { /* the next event starts a new file */
             close(fd);
-            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+            fd = events_open(path);
         }
         free(old);
     }
     size_t len = strlen(line);
     line[len++] = '\n'; /* over the NUL: written by length */
     if (fd < 0 || write(fd, line, len) != (ssize_t)len)
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, fd < 0 ? strerror(errno) : "short write");
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path,
+                         fd == -2 ? "not a regular file"
+                         : fd < 0 ? strerror(errno)
+                                  : "short write");
     if (fd >= 0)
         close(fd);
     free(path);

@@ -17,7 +17,9 @@ int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_
 {
     *data = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO in the file's place must not hang the reader (it is
+     * refused below as not a regular file; regular files ignore the flag) */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "%s: %s", path,
                            errno == ELOOP ? "is a symbolic link" : strerror(errno));
