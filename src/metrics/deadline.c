@@ -8,21 +8,38 @@
  * closes the socket, and the slot is released under the same lock the
  * reaper holds while it cuts: a socket is only ever shut down while
  * libmicrohttpd still owns it, never after its number was reused.
+ *
+ * One client address holds at most per_address connections, but a new one
+ * is never refused for it: the address's oldest connection that is not
+ * being answered (its request headers still arriving, or idle between
+ * requests) is cut instead; and past three quarters of all slots, the
+ * oldest such connection of any address. Honest clients send their headers
+ * at once and are answered in milliseconds, slow ones dribble for seconds,
+ * so the one cut is a slow one, and clients behind one proxy, NAT or
+ * sidecar (one address for all) are still served while some of them are
+ * slow. For its address's sake, a connection younger than YOUNG_MS is not
+ * cut (an honest request whose headers the server has not read yet, in a
+ * burst of new connections); the slot limit still bounds them.
  */
 #include "metrics/metrics_int.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #define REAP_EVERY_MS 100
+#define YOUNG_MS 100 /* a connection this young is not cut for its address's sake */
 
 typedef struct slot {
     bool used, cut;
+    bool answering; /* its request's headers are in: being answered */
     int fd;
-    struct timespec t0; /* the current request's start */
+    struct timespec t0;     /* the current request's start */
+    unsigned char addr[20]; /* the client's address: family, then its bytes */
 } slot;
 
 struct mcg_conn_guard {
@@ -31,6 +48,7 @@ struct mcg_conn_guard {
     pthread_t reaper;
     bool stop;
     unsigned deadline_ms;
+    unsigned per_address;
     unsigned n;
     unsigned long cuts;
     slot *s;
@@ -70,7 +88,7 @@ static void *reap(void *arg)
     return NULL;
 }
 
-mcg_conn_guard *mcg_conn_guard_new(unsigned slots, unsigned deadline_ms)
+mcg_conn_guard *mcg_conn_guard_new(unsigned slots, unsigned deadline_ms, unsigned per_address)
 {
     mcg_conn_guard *g = mcg_calloc(1, sizeof(*g));
     pthread_condattr_t ca;
@@ -80,6 +98,7 @@ mcg_conn_guard *mcg_conn_guard_new(unsigned slots, unsigned deadline_ms)
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&g->mu, NULL);
     g->deadline_ms = deadline_ms;
+    g->per_address = per_address;
     g->n = slots;
     g->s = mcg_calloc(slots ? slots : 1, sizeof(*g->s));
     if (pthread_create(&g->reaper, NULL, reap, g) != 0) {
@@ -107,10 +126,74 @@ void mcg_conn_guard_free(mcg_conn_guard *g)
     free(g);
 }
 
+/* The client address of conn as a slot key (zeros when unknown). */
+static void client_key(struct MHD_Connection *conn, unsigned char key[20])
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    memset(key, 0, 20);
+    if (!ci || !ci->client_addr)
+        return;
+    const struct sockaddr *sa = ci->client_addr;
+    key[0] = (unsigned char)sa->sa_family;
+    if (sa->sa_family == AF_INET)
+        memcpy(key + 4, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    else if (sa->sa_family == AF_INET6)
+        memcpy(key + 4, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+}
+
+static bool older(const slot *a, const slot *b)
+{
+    return a->t0.tv_sec < b->t0.tv_sec ||
+           (a->t0.tv_sec == b->t0.tv_sec && a->t0.tv_nsec < b->t0.tv_nsec);
+}
+
+/*
+ * Under g->mu, for the slot `fresh` just taken: when its address holds more
+ * than per_address connections, or more than three quarters of the slots
+ * are used, cut the oldest connection not being answered (of that address,
+ * resp. of any), never fresh itself.
+ */
+static void make_room(mcg_conn_guard *g, const slot *fresh)
+{
+    slot *mine = NULL, *any = NULL;
+    unsigned same = 0, used = 0;
+    for (unsigned i = 0; i < g->n; i++) {
+        slot *s = &g->s[i];
+        if (!s->used || s->cut)
+            continue;
+        used++;
+        bool at = memcmp(s->addr, fresh->addr, sizeof(s->addr)) == 0;
+        same += at;
+        if (s == fresh || s->answering)
+            continue;
+        if (at && (!mine || older(s, mine)))
+            mine = s;
+        if (!any || older(s, any))
+            any = s;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    slot *cut =
+        g->per_address && same > g->per_address && mine && ms_since(&mine->t0, &now) >= YOUNG_MS
+            ? mine
+            : NULL;
+    if (!cut && used > g->n / 4 * 3)
+        cut = any;
+    if (cut) {
+        shutdown(cut->fd, SHUT_RDWR);
+        cut->cut = true;
+        g->cuts++;
+    }
+}
+
 void mcg_conn_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                            enum MHD_ConnectionNotificationCode toe)
 {
     mcg_conn_guard *g = cls;
+    unsigned char key[20];
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        client_key(conn, key);
     pthread_mutex_lock(&g->mu);
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
@@ -118,8 +201,10 @@ void mcg_conn_guard_notify(void *cls, struct MHD_Connection *conn, void **socket
         for (unsigned i = 0; ci && i < g->n; i++)
             if (!g->s[i].used) {
                 g->s[i] = (slot){.used = true, .fd = ci->connect_fd};
+                memcpy(g->s[i].addr, key, sizeof(key));
                 clock_gettime(CLOCK_MONOTONIC, &g->s[i].t0);
                 *socket_context = &g->s[i];
+                make_room(g, &g->s[i]);
                 break;
             }
     } else if (*socket_context) { /* closed: its socket is closed right after */
@@ -129,16 +214,35 @@ void mcg_conn_guard_notify(void *cls, struct MHD_Connection *conn, void **socket
     pthread_mutex_unlock(&g->mu);
 }
 
-void mcg_conn_guard_request_done(mcg_conn_guard *g, struct MHD_Connection *conn)
+/* The slot of conn, or NULL. */
+static slot *slot_of(mcg_conn_guard *g, struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    if (!g || !ci || !ci->socket_context)
+    return g && ci ? ci->socket_context : NULL;
+}
+
+void mcg_conn_guard_request_started(mcg_conn_guard *g, struct MHD_Connection *conn)
+{
+    slot *s = slot_of(g, conn);
+    if (!s)
         return;
     pthread_mutex_lock(&g->mu);
-    slot *s = ci->socket_context;
     if (s->used)
+        s->answering = true;
+    pthread_mutex_unlock(&g->mu);
+}
+
+void mcg_conn_guard_request_done(mcg_conn_guard *g, struct MHD_Connection *conn)
+{
+    slot *s = slot_of(g, conn);
+    if (!s)
+        return;
+    pthread_mutex_lock(&g->mu);
+    if (s->used) {
         clock_gettime(CLOCK_MONOTONIC, &s->t0); /* the next request's deadline starts now */
+        s->answering = false;
+    }
     pthread_mutex_unlock(&g->mu);
 }
 

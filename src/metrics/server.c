@@ -16,10 +16,13 @@
  * is checked the same way. A refused call is logged with the peer address
  * and what was wrong, never with what it sent. Bodies are bounded
  * (MCG_WEBHOOK_MAX_BODY), connections and their time too: at most
- * MAX_CONNECTIONS in all and MAX_PER_ADDRESS from one client address, and
- * each request has REQUEST_DEADLINE_MS from its start to its answer, however
- * slowly its client trickles bytes (deadline.c), so slow clients from one
- * address lock out nobody else and hold a connection for seconds at most.
+ * MAX_CONNECTIONS in all and MAX_PER_ADDRESS from one client address (a
+ * new one past it cuts that address's oldest request rather than being
+ * refused, so slow clients behind one proxy or NAT do not lock out the
+ * honest ones sharing their address), and each request has
+ * REQUEST_DEADLINE_MS from its start to its answer, however slowly its
+ * client trickles bytes (deadline.c), so a slow client holds a connection
+ * for seconds at most.
  */
 #include "fsio/fsio.h"
 #include "metrics/metrics_int.h"
@@ -236,6 +239,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
     (void)version;
     mcg_metrics_server *s = cls;
+    mcg_conn_guard_request_started(s->guard, conn);
     if (!strcmp(url, "/metrics")) {
         if (strcmp(method, "GET") && strcmp(method, "HEAD"))
             return answer_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only\n");
@@ -414,12 +418,11 @@ int mcg_metrics_serve(mcg_metrics_server **out, const mcg_metrics_server_opts *o
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    s->guard = mcg_conn_guard_new(MAX_CONNECTIONS + 8, REQUEST_DEADLINE_MS);
+    s->guard = mcg_conn_guard_new(MAX_CONNECTIONS + 8, REQUEST_DEADLINE_MS, MAX_PER_ADDRESS);
     if (s->guard)
         s->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL,
                                 NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)s->fd,
                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MAX_PER_ADDRESS,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
                                 MHD_OPTION_NOTIFY_CONNECTION, mcg_conn_guard_notify, s->guard,
                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
