@@ -136,14 +136,28 @@ static int sync_now(mcg_cluster *cl, const char *pool, mcg_err *err)
     size_t i;
     int rc = mcg_cluster_list_pools(cl, &items, err);
     const char *target = NULL;
+    bool found = false;
     json_array_foreach(items, i, p) {
         const char *n = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
-        if (n && !strcmp(n, pool))
+        if (n && !strcmp(n, pool)) {
+            found = true;
             target = json_string_value(json_object_get(
                 json_object_get(json_object_get(p, "spec"), "configuration"), "name"));
+        }
     }
-    if (!rc && !target)
-        rc = mcg_err_set(err, MCG_ENOTFOUND, "pool %s has no target (yet) to roll out", pool);
+    if (!rc && !found)
+        rc =
+            mcg_err_set(err, MCG_ENOTFOUND, "no pool '%s' (`mcgit status pools` lists them)", pool);
+    else if (!rc && !target)
+        rc = mcg_err_set(err, MCG_ENOTFOUND, "pool %s has no target yet to roll out", pool);
+    /* the override names a config the cluster holds, never one to come */
+    char *spec = NULL;
+    size_t len = 0;
+    if (!rc && mcg_cluster_get_config(cl, target, &spec, &len, NULL) != 0)
+        rc = mcg_err_set(err, MCG_ENOTFOUND,
+                         "pool %s: its target %s is not published yet; nothing to roll out now",
+                         pool, target);
+    free(spec);
     if (!rc)
         rc = mcg_cluster_annotate_pool(cl, pool, MCG_ANN_SYNC_NOW, target, err);
     if (!rc)

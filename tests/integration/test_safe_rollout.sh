@@ -208,7 +208,15 @@ expect_grep "^True Updating .*outside its maintenance windows, on an operator's 
   "the pool's Updating condition says it was an operator's override"
 agents; MCGIT_TEST_NOW=$((SAT_0200 + 86400 + 20)) ctl; agents
 expect_rc 1 "sync --now for a pool that does not exist" -- "$MCGIT" sync --cluster "$CL" --now nosuch
-expect_grep "pool nosuch has no target" "$T/err" "named"
+expect_grep "no pool 'nosuch'" "$T/err" "(it says the pool does not exist)"
+# a target the pool names that the cluster does not hold (yet): no override for it
+cp "$T/cl/pools/worker.json" "$T/worker.json.saved"
+jq '.spec.configuration.name = "rendered-worker-0000000000000000000000000000dead"' "$T/worker.json.saved" >"$T/cl/pools/worker.json"
+expect_rc 1 "sync --now for a target that is not published" -- "$MCGIT" sync --cluster "$CL" --now worker
+expect_grep "pool worker: its target rendered-worker-0+dead is not published yet" "$T/err" "(it says so)"
+jq -e '.metadata.annotations["machineconfiguration.mcgit.io/sync-now"] // "" | test("dead") | not' "$T/cl/pools/worker.json" >/dev/null &&
+  ok "(no override recorded for it)" || bad "an override for an unpublished target was recorded"
+cp "$T/worker.json.saved" "$T/cl/pools/worker.json"
 
 # ---------------------------------------------------------------- a shared disruption budget
 "$MCGIT" node add --cluster "$CL" m0 --labels node-role.kubernetes.io/master= >/dev/null
