@@ -42,11 +42,14 @@ MAY_USE = {
     "cluster": CORE + ["fsio"],
     "metrics": ["util", "fsio"],
     "agent": CORE + ["fsio", "cluster", "metrics"],
-    "controller": CORE + ["fsio", "pack", "gitops", "bundle", "cluster", "metrics"],
+    # a site's status as signed records, and the fleet view at HQ
+    "site": CORE + ["fsio", "pack", "gitops", "bundle", "cluster"],
+    "controller": CORE + ["fsio", "pack", "gitops", "bundle", "cluster", "metrics", "site"],
     # `mcgit demo`'s story: it drives gitops and a local cluster, as an operator would
     "demo": CORE + ["fsio", "gitops", "cluster"],
     "cli": CORE
-    + ["fsio", "pack", "gitops", "bundle", "cluster", "agent", "controller", "metrics", "demo"],
+    + ["fsio", "pack", "gitops", "bundle", "cluster", "agent", "controller", "metrics", "demo",
+       "site"],
     "main": ["cli"],  # src/main.c: the command table
 }
 # Modules split by concern, as libgit2 splits git2/*.h: besides the umbrella
@@ -56,7 +59,7 @@ PUBLIC = {
     "gitops": ["repo.h", "source.h", "verify.h", "receive.h", "rendered.h", "plan.h", "sign.h",
                "remote.h"],
 }
-LIBGIT2 = {"pack", "gitops", "bundle"}
+LIBGIT2 = {"pack", "gitops", "bundle", "site"}
 LIBCURL = {"cluster", "metrics"}
 LIBMHD = {"metrics"}  # libmicrohttpd: the metrics and webhook listener
 

@@ -34,6 +34,7 @@ WORDS = {
     "controller": "controller ctl pass redact safe",
     "metrics": "conn metrics",
     "demo": "demo",
+    "site": "site",
 }
 
 # Words two modules share today, and why they may.

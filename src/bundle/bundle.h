@@ -139,6 +139,30 @@ int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
                       mcg_diags *diags, mcg_err *err);
 
 /*
+ * A bundle that carries refs of one namespace only, checked by their owner
+ * (a site's status records: site/): refs under prefix are imported, every
+ * other ref is skipped; each created or fast-forwarded one is passed to
+ * check with a view q that sees the quarantine, before anything moves.
+ */
+typedef struct mcg_bundle_refs_only {
+    const char *prefix; /* e.g. "refs/mcgit/status/" */
+    int (*check)(void *ctx, mcg_repo *q, const mcg_bundle_ref *br, mcg_err *err);
+    void *ctx;
+} mcg_bundle_refs_only;
+
+/*
+ * mcg_bundle_import for such a bundle: the header, prerequisites, the pack
+ * indexed into a quarantine (every bound of mcg_bundle_import), every ref
+ * tip present and its update a fast-forward (an older value refused as
+ * stale), every object the refs reach present, only->check for each new
+ * value; then the pack and the refs move (compare-and-swap). No signature
+ * of a source commit is checked and nothing is rendered. Any refusal
+ * changes nothing.
+ */
+int mcg_bundle_import_only(mcg_bundle_report *rep, mcg_repo *r, const char *path,
+                           const mcg_bundle_refs_only *only, mcg_err *err);
+
+/*
  * Remove what an interrupted bundle command leaves: the quarantine of a
  * verify or import in progress, or the temp file a bundle is being written
  * to. Async-signal-safe: call it from a SIGINT/SIGTERM/SIGHUP handler, then

@@ -207,6 +207,10 @@ int mcg_bundle_views_attach_scan(mcg_repo *const *views, size_t n, mcg_packscan 
 
 /* Decide what happens to one ref (br->action); refusals set err and return nonzero. */
 int mcg_bundle_classify(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid, mcg_err *err);
+/* The update of any ref, whatever its namespace: CREATE, SAME, FORWARD, or
+ * a refusal (STALE, REWRITE; a tag that moves when is_tag). */
+int mcg_bundle_classify_any(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid, bool is_tag,
+                            mcg_err *err);
 /* Peel a ref's new value to a commit sha within the quarantined view q. */
 int mcg_bundle_peel_commit(char sha[MCG_SHA_HEX + 1], mcg_repo *q, const mcg_bundle_ref *br,
                            mcg_err *err);

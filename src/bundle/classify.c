@@ -25,10 +25,8 @@ static int descends(git_repository *repo, const git_oid *a, const git_oid *b, mc
 int mcg_bundle_classify(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid, mcg_err *err)
 {
     const char *name = br->name;
-    git_oid old;
     bool is_tag = !strncmp(name, "refs/tags/", 10);
     bool is_notes = !strcmp(name, "refs/notes/mcgit-approvals");
-    int d;
     if (!strcmp(name, "HEAD")) {
         br->note = "HEAD is not imported";
         return 0;
@@ -41,6 +39,15 @@ int mcg_bundle_classify(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid,
         br->note = "the rendered branch is made locally";
         return 0;
     }
+    return mcg_bundle_classify_any(br, q, new_oid, is_tag, err);
+}
+
+int mcg_bundle_classify_any(mcg_bundle_ref *br, mcg_repo *q, const git_oid *new_oid, bool is_tag,
+                            mcg_err *err)
+{
+    const char *name = br->name;
+    git_oid old;
+    int d;
     br->action = MCG_BUNDLE_SKIP;
     if (git_reference_name_to_id(&old, mcg_repo_git(q), name) != 0) {
         br->action = MCG_BUNDLE_CREATE;

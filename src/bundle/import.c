@@ -50,6 +50,7 @@ typedef struct session {
     char source_tip[MCG_SHA_HEX + 1]; /* new source tip to render, "" none */
     char rep_newest[MCG_SHA_HEX + 1]; /* for the report: the source tip and its time */
     int64_t rep_newest_time;
+    const mcg_bundle_refs_only *only; /* mcg_bundle_import_only: its refs, its check */
 } session;
 
 /* Close the views, remove the quarantine, then drop the lock. */
@@ -314,6 +315,43 @@ static int check_render(session *s, mcg_bundle_report *rep, mcg_err *err)
     return rc;
 }
 
+/*
+ * Steps of mcg_bundle_import_only, in place of plan_refs to check_render:
+ * refs outside the prefix skipped, the rest classified, connectivity from
+ * every tip, then the owner's check of each new value.
+ */
+static int check_only(session *s, mcg_bundle_report *rep, git_oid *tips, const mcg_oidmap *pack,
+                      mcg_err *err)
+{
+    const mcg_bundle_refs_only *o = s->only;
+    size_t ntips = 0;
+    int rc = 0;
+    for (size_t i = 0; i < rep->nrefs && !rc; i++) {
+        mcg_bundle_ref *br = &rep->refs[i];
+        git_object *obj = NULL;
+        if (strncmp(br->name, o->prefix, strlen(o->prefix)) != 0) {
+            br->note = "not a ref this import takes";
+            continue;
+        }
+        git_oid_fromstr(&tips[ntips], br->new_sha);
+        if (git_object_lookup(&obj, mcg_repo_git(s->q), &tips[ntips], GIT_OBJECT_COMMIT) != 0)
+            rc = mcg_err_set(err, MCG_EINVAL, "incomplete bundle: %s points to missing commit %s",
+                             br->name, br->new_sha);
+        git_object_free(obj);
+        if (!rc)
+            rc = mcg_bundle_classify_any(br, s->q, &tips[ntips++], false, err);
+    }
+    mcg_bundle_conn conn = {.view = s->q, .scan = NULL, .pack = pack, .tips = tips, .ntips = ntips};
+    if (!rc && (rc = mcg_bundle_check_connected(&conn)) != 0)
+        *err = conn.err;
+    for (size_t i = 0; i < rep->nrefs && !rc; i++) {
+        const mcg_bundle_ref *br = &rep->refs[i];
+        if (br->action == MCG_BUNDLE_CREATE || br->action == MCG_BUNDLE_FORWARD)
+            rc = o->check(o->ctx, s->q, br, err);
+    }
+    return rc;
+}
+
 /* Every check of verify/import, leaving the quarantine in s on success. */
 static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const char *path,
                         const mcg_signers *root, const mcg_bundle_progress *prog, mcg_err *err)
@@ -345,11 +383,15 @@ static int check_bundle(session *s, mcg_bundle_report *rep, mcg_repo *r, const c
     strict_off = true;
     want = mcg_calloc(rep->nrefs ? rep->nrefs : 1, sizeof(*want));
     tips = mcg_calloc(rep->nrefs ? rep->nrefs : 1, sizeof(*tips));
-    if ((rc = open_views(s, r, &pack, err)) != 0 ||
-        (rc = plan_refs(s, rep, r, want, tips, root, err)) != 0 ||
-        (rc = mcg_bundle_verify_all(s->q, s->q2, rep, want, tips, rep->nrefs, &pack, root,
-                                    &s->hints, prog, err)) != 0 ||
-        (rc = refuse_verdicts(rep, err)) != 0 || (rc = check_render(s, rep, err)) != 0)
+    if (s->only) {
+        if ((rc = open_views(s, r, &pack, err)) != 0 ||
+            (rc = check_only(s, rep, tips, &pack, err)) != 0)
+            goto out;
+    } else if ((rc = open_views(s, r, &pack, err)) != 0 ||
+               (rc = plan_refs(s, rep, r, want, tips, root, err)) != 0 ||
+               (rc = mcg_bundle_verify_all(s->q, s->q2, rep, want, tips, rep->nrefs, &pack, root,
+                                           &s->hints, prog, err)) != 0 ||
+               (rc = refuse_verdicts(rep, err)) != 0 || (rc = check_render(s, rep, err)) != 0)
         goto out;
     rep->accepted = true;
     memcpy(rep->newest, s->rep_newest, sizeof(rep->newest));
@@ -460,11 +502,31 @@ out:
     return rc;
 }
 
+static int import_run(session *s, mcg_bundle_report *rep, mcg_repo *r, const char *path,
+                      const mcg_signers *root, const mcg_bundle_progress *progress,
+                      mcg_diags *diags, mcg_err *err);
+
 int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
                       const mcg_signers *root, const mcg_bundle_progress *progress,
                       mcg_diags *diags, mcg_err *err)
 {
     session s = {.lockfd = -1};
+    return import_run(&s, rep, r, path, root, progress, diags, err);
+}
+
+int mcg_bundle_import_only(mcg_bundle_report *rep, mcg_repo *r, const char *path,
+                           const mcg_bundle_refs_only *only, mcg_err *err)
+{
+    session s = {.lockfd = -1, .only = only};
+    return import_run(&s, rep, r, path, NULL, NULL, NULL, err);
+}
+
+/* mcg_bundle_import, or with s->only mcg_bundle_import_only. */
+static int import_run(session *s0, mcg_bundle_report *rep, mcg_repo *r, const char *path,
+                      const mcg_signers *root, const mcg_bundle_progress *progress,
+                      mcg_diags *diags, mcg_err *err)
+{
+    session s = *s0;
     mcg_verify_report vr = {0};
     bool any = false, blocked = false;
     sigset_t stop, old;
@@ -515,7 +577,7 @@ int mcg_bundle_import(mcg_bundle_report *rep, mcg_repo *r, const char *path,
             rep->rendered = true;
     }
 out:
-    if (rep->accepted && (rc == 0 || rep->imported)) {
+    if (rep->accepted && (rc == 0 || rep->imported) && !s.only) {
         /* counted for monitoring (mcgit_bundle_imports_total): an accepted
          * import, moved or up to date; a failure to count is not the import's */
         mcg_err cerr = {0};

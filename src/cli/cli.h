@@ -146,6 +146,9 @@ const char *mcg_cli_cluster(const char *opt);
 struct mcg_cluster;
 int mcg_cli_status_pools(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);
 int mcg_cli_status_nodes(struct mcg_cluster *cl, const char *format, mcg_buf *out, mcg_err *err);
+/* `mcgit status --sites --repo R`: a table, -o json (a List) or -o metrics (Prometheus text). */
+int mcg_cli_status_sites(const char *repo, const char *format, int64_t now, mcg_buf *out,
+                         mcg_err *err);
 
 /*
  * Wait up to timeout seconds for a controller to answer sync request gen

@@ -24,6 +24,10 @@ static const mcg_opt status_opts[] = {
                         "\"List\", \"items\": [...]}) of MachineConfigPool\n"
                         "or Node objects, the shapes `kubectl get -o json`\n"
                         "prints"),
+    MCG_OPT_FLAG(
+        'S', "sites",
+        "the fleet: every site of --repo R and what it\nlast reported (-o json, or -o metrics)"),
+    MCG_OPT_VALUE('r', "repo", "R", "with --sites: HQ's config repo"),
     MCG_OPT_SHORT_FLAG('w', "watch",
                        "after the table, print each row again when it\n"
                        "changes (the header once, as `kubectl get\n"
@@ -36,6 +40,7 @@ const mcg_cmd mcg_cmd_status = {
     .name = "status",
     .summary = "show pools or nodes (the kubectl get machineconfigpool view)",
     .usage = "usage: mcgit status --cluster C [pools|nodes] [-o json|wide] [--watch]\n"
+             "       mcgit status --sites --repo R [-o json|metrics]\n"
              "\n"
              "pools (default) prints the columns of `kubectl get machineconfigpool`:\n"
              "  NAME CONFIG UPDATED UPDATING DEGRADED MACHINECOUNT READYMACHINECOUNT\n"
@@ -50,7 +55,15 @@ const mcg_cmd mcg_cmd_status = {
              "and why (in git, or by an operator: `mcgit pool pause` or `kubectl patch mcp\n"
              "POOL --type merge -p '{\"spec\":{\"paused\":true}}'`), and SourceStale.\n"
              "Without --cluster, C is $MCGIT_CLUSTER (`export MCGIT_CLUSTER=local:DIR`\n"
-             "once per shell).\n",
+             "once per shell).\n"
+             "\n"
+             "--sites prints the fleet from HQ's repo R: one row per site declared at R's\n"
+             "verified source commit and pool, with what its newest imported status\n"
+             "record says (`mcgit site import`): SITE POOL CONFIG SOURCE MACHINES UPDATED\n"
+             "ATTESTED DEGRADED REPORTED STALE. A site never heard from is listed; a site\n"
+             "whose last record is older than its maxReportAge (default 24h) is stale.\n"
+             "-o metrics prints the same as Prometheus metrics (mcgit_site_*), for a\n"
+             "hub's node-exporter textfile collector. See docs/sites.md.\n",
     .run = run,
     .opts = status_opts,
 };
@@ -399,15 +412,35 @@ static void show(const mcg_buf *out, const mcg_buf *last, const char *format, bo
     fflush(stdout);
 }
 
+/* --sites: the fleet from HQ's repo. */
+static int status_sites(const char *repo, const char *format, bool no_operands, bool watch)
+{
+    if (!repo || !no_operands || watch)
+        return mcg_cli_usage_error(&mcg_cmd_status, "--sites takes --repo R and -o only");
+    if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "metrics"))
+        return mcg_cli_usage_error(&mcg_cmd_status, "unknown output format '%s'", format);
+    mcg_err err = {0};
+    mcg_buf out = MCG_BUF_INIT;
+    int rc = mcg_cli_status_sites(repo, format, (int64_t)time(NULL), &out, &err);
+    if (rc)
+        mcg_cli_error("status", "%s", err.msg);
+    else if (out.ptr)
+        fwrite(out.ptr, 1, out.len, stdout);
+    mcg_buf_free(&out);
+    return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;
+}
+
 static int run(int argc, char **argv)
 {
-    const char *cluster = NULL, *format = "text", *what = "pools";
-    bool watch = false;
-    const mcg_optbind binds[] = {
-        {'c', &cluster, NULL}, {'o', &format, NULL}, {'w', NULL, &watch}, MCG_BIND_END};
+    const char *cluster = NULL, *format = "text", *what = "pools", *repo = NULL;
+    bool watch = false, sites = false;
+    const mcg_optbind binds[] = {{'c', &cluster, NULL}, {'o', &format, NULL}, {'w', NULL, &watch},
+                                 {'S', NULL, &sites},   {'r', &repo, NULL},   MCG_BIND_END};
     int ex = mcg_cli_parse(&mcg_cmd_status, argc, argv, binds);
     if (ex >= 0)
         return ex;
+    if (sites)
+        return status_sites(repo, format, optind == argc, watch);
     if (optind < argc)
         what = argv[optind++];
     cluster = mcg_cli_cluster(cluster);

@@ -388,6 +388,7 @@ int mcg_git_load_tree(mcg_model **out, mcg_repo *r, const git_tree *tree, const 
                       (*out)->settings.rendered_branch, r->rendered_branch);
     load_tree_dir(*out, r->git, tree, "pools", diags);
     load_tree_dir(*out, r->git, tree, "machineconfigs", diags);
+    load_tree_dir(*out, r->git, tree, "sites", diags);
     if ((*out)->npools == 0 && diags->count == before)
         mcg_diags_add(diags, "%s: no pools found (expected pools/*.yaml)", label);
     mcg_model_finish(*out, diags);

@@ -100,6 +100,7 @@ int mcg_source_load_dir(mcg_model **out, const char *dir, mcg_diags *diags, mcg_
     free(data);
     load_subdir(*out, rootfd, "pools", diags);
     load_subdir(*out, rootfd, "machineconfigs", diags);
+    load_subdir(*out, rootfd, "sites", diags);
     close(rootfd);
     if ((*out)->npools == 0 && diags->count == before)
         mcg_diags_add(diags, "%s: no pools found (expected pools/*.yaml)", dir);

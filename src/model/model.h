@@ -327,12 +327,25 @@ typedef struct mcg_settings {
     int64_t max_disruptions;       /* maxConcurrentDisruptions across all pools; 0: no limit */
 } mcg_settings;
 
+/* sites/NAME.yaml (site.c): a site of the fleet and the key it reports with. */
+#define MCG_API_SITE "mcgit.io/v1"
+typedef struct mcg_site {
+    char *name;
+    char *status_key;       /* an OpenSSH public key line: the site signs its status with it */
+    mcg_strv pools;         /* the pools it runs; empty: every pool */
+    int64_t max_report_age; /* seconds; stale after this long without a report (default 24h) */
+    mcg_loc loc;
+} mcg_site;
+void mcg_model_site_clear(mcg_site *s);
+
 typedef struct mcg_model {
     mcg_strv files; /* file names, owned; mcg_loc.file points here */
     mcg_pool *pools;
     size_t npools;
     mcg_machineconfig *mcs;
     size_t nmcs;
+    mcg_site *sites; /* sorted by name */
+    size_t nsites;
     mcg_disruption_policy policy;
     mcg_settings settings;
     /*
@@ -375,6 +388,8 @@ void mcg_model_finish(mcg_model *m, mcg_diags *diags);
 void mcg_model_check_zones(const mcg_model *m, bool (*known)(const char *tz), mcg_diags *diags);
 
 const mcg_pool *mcg_model_pool(const mcg_model *m, const char *name);
+/* The site called name, or NULL. */
+const mcg_site *mcg_model_find_site(const mcg_model *m, const char *name);
 
 /*
  * Parse a rendered spec ({"config": <Ignition>, "kernelArguments": [...],

@@ -84,6 +84,9 @@ json_t *mcg_get_arr(mcg_pctx *c, const json_t *obj, const char *key, const char 
  * distance), as 'unknown field "key" (did you mean "allowed"?)'.
  */
 void mcg_check_keys(mcg_pctx *c, const json_t *obj, const char *prefix, const char *const *allowed);
+/* A document of sites/NAME.yaml (site.c), and the checks across sites once all are read. */
+void mcg_parse_site(mcg_model *m, mcg_pctx *c, const json_t *root);
+void mcg_model_finish_sites(mcg_model *m, mcg_diags *diags);
 /* A pool's spec.rollout and spec.maintenanceWindows (rollout_spec.c), and their freeing. */
 void mcg_parse_pool_rollout(mcg_pctx *c, const json_t *spec, mcg_pool *p);
 void mcg_pool_rollout_free(mcg_pool *p);

@@ -70,6 +70,9 @@ void mcg_model_free(mcg_model *m)
         mcg_ignition_free(&m->mcs[i].config);
     }
     free(m->mcs);
+    for (size_t i = 0; i < m->nsites; i++)
+        mcg_model_site_clear(&m->sites[i]);
+    free(m->sites);
     mcg_policy_free(&m->policy);
     free(m->settings.source_branch);
     free(m->settings.rendered_branch);
@@ -635,7 +638,7 @@ static void parse_settings(mcg_model *m, mcg_pctx *c, const json_t *root)
 
 /* ------------------------------------------------------------ dispatch */
 
-typedef enum { FILE_POOLS, FILE_MCS, FILE_SETTINGS, FILE_OTHER } file_kind;
+typedef enum { FILE_POOLS, FILE_MCS, FILE_SITES, FILE_SETTINGS, FILE_OTHER } file_kind;
 
 static bool has_yaml_ext(const char *s)
 {
@@ -652,6 +655,8 @@ static file_kind classify(const char *rel)
         return FILE_POOLS;
     if (!strncmp(rel, "machineconfigs/", 15) && !strchr(rel + 15, '/') && has_yaml_ext(rel + 15))
         return FILE_MCS;
+    if (!strncmp(rel, "sites/", 6) && !strchr(rel + 6, '/') && has_yaml_ext(rel + 6))
+        return FILE_SITES;
     return FILE_OTHER;
 }
 
@@ -683,6 +688,10 @@ static void add_doc(json_t *root, mcg_linemap *lines, void *arg)
     }
     if (a->kind == FILE_SETTINGS) {
         parse_settings(a->m, &c, root);
+        return;
+    }
+    if (a->kind == FILE_SITES) {
+        mcg_parse_site(a->m, &c, root);
         return;
     }
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
@@ -779,6 +788,7 @@ void mcg_model_finish(mcg_model *m, mcg_diags *diags)
             mcg_diags_add(diags, "%s:%d: MachineConfig '%s' is already defined at %s:%d",
                           m->mcs[i].loc.file, m->mcs[i].loc.line, m->mcs[i].name,
                           m->mcs[i - 1].loc.file, m->mcs[i - 1].loc.line);
+    mcg_model_finish_sites(m, diags);
     /* An MC no pool selects reaches no node: legal (MCO), but rarely meant. */
     for (size_t i = 0; m->npools && !m->pools_refused && i < m->nmcs; i++) {
         bool selected = false;

@@ -677,3 +677,10 @@ const char *mcg_signers_checkpoint(const mcg_signers *s, size_t i)
 {
     return s && i < s->checkpoints.n ? s->checkpoints.v[i] : NULL;
 }
+
+void mcg_signers_inherit_revoked(mcg_signers *dst, const mcg_signers *src)
+{
+    mcg_revoked *merged = mcg_revoked_merge(dst->revoked, src ? src->revoked : NULL);
+    mcg_revoked_free(dst->revoked);
+    dst->revoked = merged;
+}

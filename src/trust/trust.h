@@ -122,6 +122,10 @@ int mcg_signers_key_ns(const mcg_signers *s, const mcg_signers *key, const char 
 int mcg_signers_revoke(mcg_signers *s, const char *name, const void *data, size_t len,
                        mcg_err *err);
 
+/* Add what src revokes (NULL: nothing) to dst: a set made from one key line
+ * (a site's status key, say) refused for the trust root's revocations too. */
+void mcg_signers_inherit_revoked(mcg_signers *dst, const mcg_signers *src);
+
 /* Number of revocation entries (keys, fingerprints, serial ranges, key ids) in s. */
 size_t mcg_signers_revoked_count(const mcg_signers *s);
 
