@@ -49,6 +49,11 @@ static const mcg_opt controller_opts[] = {
                   "X-Hub-Signature-256) starts a pass at once; a\n"
                   "wrong or missing token gets 401. `mcgit hook\n"
                   "install --webhook-url` makes pushes call it"),
+    MCG_OPT_VALUE('S', "site", "NAME",
+                  "this controller runs site NAME (sites/NAME.yaml):\n"
+                  "after each pass whose status changed, record it as\n"
+                  "a signed record (as `mcgit site record`)"),
+    MCG_OPT_VALUE('Y', "site-key", "FILE", "with --site: the site's private key"),
     MCG_OPT_SHORT_FLAG('q', "quiet", "less logging on stderr"),
     MCG_OPT_SHORT_FLAG('v', "verbose", "more logging on stderr"),
     MCG_OPT_END,
@@ -61,6 +66,7 @@ const mcg_cmd mcg_cmd_controller = {
              "                        [--remote NAME] [--once] [--interval SECONDS]\n"
              "                        [--keep-configs N] [--fetch-timeout SECONDS] [-q | -v]\n"
              "                        [--metrics-bind-address HOST:PORT [--webhook-token-file F]]\n"
+             "                        [--site NAME --site-key FILE]\n"
              "       mcgit controller --repo URL --mirror DIR --trust F --cluster C ...\n"
              "\n"
              "R is a clone of the config repo. A URL (https://, ssh://, file://,\n"
@@ -111,6 +117,8 @@ static int check_usage(const mcg_controller_opts *o, const char *cluster, const 
         return mcg_cli_usage_error(
             &mcg_cmd_controller,
             "--webhook-token-file needs --metrics-bind-address (its listener)");
+    if (!o->site != !o->site_key)
+        return mcg_cli_usage_error(&mcg_cmd_controller, "--site and --site-key go together");
     bool url = mcg_gitops_is_url(o->repo);
     if (url && !mirror)
         return mcg_cli_usage_error(&mcg_cmd_controller,
@@ -159,10 +167,17 @@ static int number_opt(int c, ctl_args *a)
 static int parse_args(int argc, char **argv, ctl_args *a)
 {
     int c, ex, st = -1;
-    const mcg_optbind binds[] = {
-        {'r', &a->o.repo, NULL},       {'t', &a->o.trust, NULL},       {'c', &a->cluster, NULL},
-        {'R', &a->o.remote, NULL},     {'m', &a->mirror, NULL},        {'1', NULL, &a->once},
-        {'M', &a->metrics_bind, NULL}, {'W', &a->webhook_token, NULL}, MCG_BIND_END};
+    const mcg_optbind binds[] = {{'r', &a->o.repo, NULL},
+                                 {'t', &a->o.trust, NULL},
+                                 {'c', &a->cluster, NULL},
+                                 {'R', &a->o.remote, NULL},
+                                 {'m', &a->mirror, NULL},
+                                 {'1', NULL, &a->once},
+                                 {'M', &a->metrics_bind, NULL},
+                                 {'W', &a->webhook_token, NULL},
+                                 {'S', &a->o.site, NULL},
+                                 {'Y', &a->o.site_key, NULL},
+                                 MCG_BIND_END};
     optind = 1;
     while (st < 0 &&
            (c = mcg_cli_parse_next(&mcg_cmd_controller, ~0u, argc, argv, binds, &ex)) > 0) {

@@ -19,6 +19,7 @@
  * from what the cluster holds — so a pass with nothing to do writes nothing.
  */
 #include "controller/controller_int.h"
+#include "site/site.h"
 #include "fsio/fsio.h"
 #include "render/render.h"
 #include "rollout/rollout.h"
@@ -833,9 +834,26 @@ static void pass_collect(pass *p)
 }
 
 /*
+ * 9. A site's controller records its cluster's status, when it changed, as
+ * a signed record (docs/sites.md). A failure to record fails no rollout:
+ * it is said in res->site_error.
+ */
+static void pass_site(pass *p)
+{
+    mcg_site_record_result sr;
+    mcg_err e = {0};
+    if (!p->o->site)
+        return;
+    if (mcg_site_record(&sr, p->r, p->c, p->o->site, p->o->site_key, p->now, false, &e) != 0)
+        mcg_bfmt(p->res->site_error, sizeof(p->res->site_error), "%s", e.msg);
+    else
+        snprintf(p->res->site_record, sizeof(p->res->site_record), "%s", sr.commit);
+}
+
+/*
  * One pass, phase by phase: open, fetch (1), verify and render (2), the
  * last good state (3), publish (4), plan (5), desiredConfig (6), status
- * (7), collect (8).
+ * (7), collect (8), the site's record (9).
  */
 int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_cluster *c,
                         int64_t now, mcg_err *err)
@@ -853,6 +871,7 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
         (rc = pass_desired(&p, err)) != 0 || (rc = pass_status(&p, err)) != 0)
         goto out;
     pass_collect(&p);
+    pass_site(&p);
 out:
     pass_free(&p);
     return rc;

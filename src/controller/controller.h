@@ -30,6 +30,10 @@ typedef struct mcg_controller_opts {
     /* Where a pass records what it did (mcg_controller_metrics_declare'd);
      * NULL: nowhere. */
     mcg_metrics *metrics;
+    /* A site's controller (docs/sites.md): after each pass, its cluster's
+     * status recorded as a signed record on refs/mcgit/status/<site>
+     * (mcg_site_record) when it changed. NULL: none. */
+    const char *site, *site_key;
 } mcg_controller_opts;
 
 typedef struct mcg_pass_result {
@@ -47,6 +51,8 @@ typedef struct mcg_pass_result {
     char event_error[512]; /* the first Kubernetes Event refused in this pass, "" none */
     char stale[1024];      /* SourceStale: the newest verified source is older than
                               maxSourceAge (every pool carries the condition); "" fresh */
+    char site_record[41];  /* the status record this pass made (opts site), "" none */
+    char site_error[512];  /* why none could be made, "" when it could */
 } mcg_pass_result;
 
 /*

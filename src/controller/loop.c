@@ -189,6 +189,10 @@ static void report_news(loop_state *st, const mcg_pass_result *res)
     else if (!res->stale[0] && st->stale)
         say("SourceStale over: the verified source is within maxSourceAge again");
     st->stale = res->stale[0] != '\0';
+    if (res->site_record[0])
+        say("site status recorded: %s", res->site_record);
+    if (res->site_error[0])
+        say("site status not recorded: %s", res->site_error);
     if (res->event_error[0] && !st->last_event[0]) { /* once: events are best effort */
         say("events not recorded: %s", res->event_error);
         snprintf(st->last_event, sizeof(st->last_event), "%s", res->event_error);

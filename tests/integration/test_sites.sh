@@ -84,7 +84,18 @@ expect_rc 0 "a second record with nothing changed writes nothing" -- record nort
 expect_grep "^unchanged" "$T/out" "(and says so)"
 expect_rc 1 "record with another site's key is refused at the site" -- record north site-south
 expect_grep "is not site 'north''s statusKey" "$T/err" "(it says whose key it is not)"
-expect_rc 0 "site record at south" -- record south
+# south's controller records its status itself, each pass whose status changed
+expect_rc 0 "south's controller with --site records its status" -- \
+  "$MCGIT" controller --repo "$T/south.git" --trust "$T/trust" --cluster "local:$T/south-cl" --once \
+  --site south --site-key "$T/keys/site-south"
+expect_grep "site status recorded: [0-9a-f]{40}" "$T/err" "(its log names the record)"
+S1=$(git -C "$T/south.git" rev-parse refs/mcgit/status/south)
+"$MCGIT" controller --repo "$T/south.git" --trust "$T/trust" --cluster "local:$T/south-cl" --once \
+  --site south --site-key "$T/keys/site-south" >/dev/null 2>&1
+[ "$(git -C "$T/south.git" rev-parse refs/mcgit/status/south)" = "$S1" ] && ok "a pass that changed nothing records nothing" ||
+  bad "a second record for an unchanged status"
+expect_rc 2 "--site without --site-key is a usage error" -- \
+  "$MCGIT" controller --repo "$T/south.git" --trust "$T/trust" --cluster "local:$T/south-cl" --once --site south
 
 # ---------------------------------------------------------------- back to HQ
 expect_rc 0 "site export at north" -- "$MCGIT" site export --repo "$T/north.git" --site north "$T/north.status"
