@@ -1027,37 +1027,87 @@ static int do_update(mcg_agent *a, mcg_cluster *c, const char *name, const char 
 #define HEALTH_POLL_MS 1000
 #define FAILED_TARGET "failed-target"
 
+#define HEALTH_MIN_MS 1000 /* a check run gets at least this, even past the deadline */
+
+/* What one round of the checks found. */
+enum { HEALTH_PASSED, HEALTH_PENDING, HEALTH_FAILED, HEALTH_STOPPED };
+
+/* The output of a check that did not pass, in the log (bounded by the run). */
+static void health_output(mcg_agent *a, const char *name, const mcg_health_run *r)
+{
+    if (!r->kept)
+        return;
+    const char *p = r->out;
+    while (*p) {
+        size_t k = strcspn(p, "\n");
+        logf_(a, 1, "health check %s output: %.*s", name, (int)k, p);
+        p += k + (p[k] == '\n');
+    }
+    if (r->dropped)
+        logf_(a, 1, "health check %s output: (%zu more bytes dropped)", name, r->dropped);
+}
+
+/* Why check hc did not pass (run r, or rc: it could not start); HEALTH_PENDING or _FAILED. */
+static int health_verdict(mcg_agent *a, const json_t *hc, int rc, const mcg_health_run *r,
+                          char *why, size_t whyn)
+{
+    mcg_health_env env = {a->live, a->o.systemctl, a->o.host_exec};
+    const char *unit = json_string_value(json_object_get(hc, "unit"));
+    const char *argv0 = json_string_value(json_array_get(json_object_get(hc, "command"), 0));
+    if (rc != 0) {
+        snprintf(why, whyn, "cannot start '/bin/sh': %s", strerror(errno));
+        return HEALTH_PENDING;
+    }
+    if (r->timed_out) {
+        snprintf(why, whyn, "%s%s%s still running at the deadline: its process group was killed",
+                 unit ? "unit " : "'", unit ? unit : argv0, unit ? "" : "'");
+        return HEALTH_PENDING;
+    }
+    if (!unit) {
+        snprintf(why, whyn, "'%s' exited %d", argv0, r->status);
+        return HEALTH_PENDING;
+    }
+    char *probe = mcg_health_cmd(hc, &env, true);
+    mcg_health_run pr;
+    bool failed = probe &&
+                  mcg_health_exec(probe, mcg_mono_ms() + HEALTH_MIN_MS * 10, a->stop, &pr) == 0 &&
+                  !pr.timed_out && pr.status == 0;
+    free(probe);
+    snprintf(why, whyn, "unit %s %s", unit, failed ? "failed" : "is not active");
+    return failed ? HEALTH_FAILED : HEALTH_PENDING;
+}
+
 /*
- * One round of the pool's checks: 0 when all pass; 1 while one is not
- * passing yet (*name, why: the first); 2 when a unit failed for good.
+ * One round of the pool's checks, each run bounded by the phase's deadline
+ * (unix seconds): HEALTH_PASSED when all pass; otherwise the first that did
+ * not (*name, why; its run in *last): HEALTH_PENDING while it may still
+ * pass, HEALTH_FAILED when it never will (a unit failed for good, a check
+ * this node cannot run), HEALTH_STOPPED when the agent is stopping.
  */
-static int health_round(mcg_agent *a, const json_t *checks, const char **name, char *why,
-                        size_t whyn)
+static int health_round(mcg_agent *a, const json_t *checks, int64_t deadline, const char **name,
+                        char *why, size_t whyn, mcg_health_run *last)
 {
     mcg_health_env env = {a->live, a->o.systemctl, a->o.host_exec};
     size_t i;
     json_t *hc;
     json_array_foreach(checks, i, hc) {
-        char *cmd = mcg_health_cmd(hc, &env, false);
-        if (!cmd)
-            continue; /* this node cannot run it (neither live nor given the means) */
-        int st = run_sh(cmd);
-        free(cmd);
-        if (st == 0)
-            continue;
         *name = mcg_health_name(hc);
-        const char *unit = json_string_value(json_object_get(hc, "unit"));
-        char *probe = mcg_health_cmd(hc, &env, true);
-        bool failed = probe && run_sh(probe) == 0;
-        free(probe);
-        if (unit)
-            snprintf(why, whyn, "unit %s %s", unit, failed ? "failed" : "is not active");
-        else
-            snprintf(why, whyn, "'%s' exited %d",
-                     json_string_value(json_array_get(json_object_get(hc, "command"), 0)), st);
-        return failed ? 2 : 1;
+        char *cmd = mcg_health_cmd(hc, &env, false);
+        if (!cmd) { /* never skipped: a check that cannot run has not passed */
+            snprintf(why, whyn, "not run: %s", mcg_health_cannot_run(hc));
+            return HEALTH_FAILED;
+        }
+        int64_t left = (deadline - (int64_t)time(NULL)) * 1000;
+        int rc = mcg_health_exec(cmd, mcg_mono_ms() + (left > HEALTH_MIN_MS ? left : HEALTH_MIN_MS),
+                                 a->stop, last);
+        free(cmd);
+        if (rc == 0 && last->interrupted)
+            return HEALTH_STOPPED;
+        if (rc == 0 && !last->timed_out && last->status == 0)
+            continue;
+        return health_verdict(a, hc, rc, last, why, whyn);
     }
-    return 0;
+    return HEALTH_PASSED;
 }
 
 /* The update's target is what the disk holds: recorded as current, and as failed. */
@@ -1140,15 +1190,12 @@ static int phase_health(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
     }
     deadline = (int64_t)json_integer_value(json_object_get(jr->j, "healthDeadline"));
     const char *name = NULL, *shown = NULL;
-    char why[256] = "";
+    char why[512] = "";
+    mcg_health_run *run = mcg_calloc(1, sizeof(*run));
     int st;
-    while ((st = health_round(a, checks, &name, why, sizeof(why))) == 1 &&
-           (now = (int64_t)time(NULL)) < deadline) {
-        if (a->stop && *a->stop) { /* stopping: the journal resumes the checks, same deadline */
-            set_reason(res, MCG_AGENT_WORKING, "health checks interrupted: the agent is stopping");
-            jr->stop = true;
-            return 0;
-        }
+    while ((st = health_round(a, checks, deadline, &name, why, sizeof(why), run)) ==
+               HEALTH_PENDING &&
+           (now = (int64_t)time(NULL)) < deadline && !(a->stop && *a->stop)) {
         if (name != shown) { /* Working, naming the check, once per check */
             set_reason(res, MCG_AGENT_WORKING, "waiting for health check %s (%s)", name, why);
             mcg_node_patch p = MCG_NODE_PATCH_INIT;
@@ -1156,15 +1203,26 @@ static int phase_health(mcg_agent *a, mcg_cluster *c, journal *jr, mcg_agent_res
             p.reason = res->reason;
             patch(a, c, &p);
             logf_(a, 1, "%s", res->reason);
+            health_output(a, name, run);
             shown = name;
         }
         struct timespec ts = {HEALTH_POLL_MS / 1000, (HEALTH_POLL_MS % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (st == 0) {
+    if (st != HEALTH_PASSED && st != HEALTH_FAILED && a->stop && *a->stop) {
+        /* stopping: the journal resumes the checks, same deadline */
+        set_reason(res, MCG_AGENT_WORKING, "health checks interrupted: the agent is stopping");
+        jr->stop = true;
+        free(run);
+        return 0;
+    }
+    if (st == HEALTH_PASSED) {
+        free(run);
         logf_(a, 1, "health checks passed");
         return journal_enter(a, jr, PHASE_COMMIT, err);
     }
+    health_output(a, name, run);
+    free(run);
     char human[32];
     mcg_human_duration((int64_t)time(NULL) - (deadline - timeout), human);
     char *reason = mcg_sprintf("health check %s failed %s after update to %s: %s", name, human,

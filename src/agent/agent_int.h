@@ -267,6 +267,29 @@ typedef struct mcg_health_env {
  */
 char *mcg_health_cmd(const json_t *check, const mcg_health_env *env, bool failed_probe);
 const char *mcg_health_name(const json_t *check);
+/* Why this node cannot run check (mcg_health_cmd gave NULL): one phrase. */
+const char *mcg_health_cannot_run(const json_t *check);
+
+#define MCG_HEALTH_OUTPUT_MAX 4096
+
+/* One run of a check. */
+typedef struct mcg_health_run {
+    int status;                          /* exit status, 128 + signal */
+    bool timed_out;                      /* still running at the deadline: its group was killed */
+    bool interrupted;                    /* the agent is stopping: its group was killed */
+    char out[MCG_HEALTH_OUTPUT_MAX + 1]; /* the first bytes of stdout and stderr */
+    size_t kept, dropped;                /* bytes kept in out, and counted past it */
+} mcg_health_run;
+
+/*
+ * Run `sh -c cmd` in a process group of its own until it exits, the
+ * monotonic deadline_ms (mcg_mono_ms) or *stop (may be NULL); at either of
+ * the last two the group gets SIGTERM, then SIGKILL after a grace period.
+ * What the check leaves running in its group is killed when it exits. Its
+ * output is bounded (r->out). 0, or -1 (errno) when it could not be started.
+ */
+int mcg_health_exec(const char *cmd, int64_t deadline_ms, volatile sig_atomic_t *stop,
+                    mcg_health_run *r);
 
 /* Carry out one file step (write, remove, shadow) under the root. */
 int mcg_osstep_file(mcg_sroot *root, const json_t *step, mcg_err *err);
