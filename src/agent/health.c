@@ -344,8 +344,8 @@ static int record_failed(mcg_agent *a, const char *target, const char *reason, m
  * if it needs one), which ends Degraded with the reason. With Halt (or
  * nothing to go back to) the node stays as it is, Degraded.
  */
-static int health_failed(mcg_agent *a, mcg_cluster *c, mcg_update *u, bool halt, const char *reason,
-                         mcg_agent_result *res, mcg_err *err)
+static int health_failed(mcg_agent *a, mcg_cluster *c, mcg_update *u, bool halt, const char *check,
+                         const char *reason, mcg_agent_result *res, mcg_err *err)
 {
     bool revert = u->j.from && !halt;
     int rc = record_failed(a, u->j.target, reason, err);
@@ -360,14 +360,17 @@ static int health_failed(mcg_agent *a, mcg_cluster *c, mcg_update *u, bool halt,
         mcg_agent_log(a, 1, "cannot revert: %s", e.msg);
         revert = false;
     }
+    mcg_node_patch p = MCG_NODE_PATCH_INIT;
+    p.failed_check = check; /* beside the human reason, for the controller */
+    p.failed_config = u->j.target;
     if (revert) { /* the pass starts it */
+        mcg_agent_patch(a, c, &p);
         u->revert_to = mcg_strdup(u->j.from);
         u->revert_reason = mcg_strdup(reason);
         return 0;
     }
     mcg_agent_reason(res, MCG_AGENT_DEGRADED, "%s", reason);
     snprintf(res->config, sizeof(res->config), "%s", u->j.target);
-    mcg_node_patch p = MCG_NODE_PATCH_INIT;
     p.current = u->j.target;
     p.state = "Degraded";
     p.reason = res->reason;
@@ -435,7 +438,7 @@ int mcg_agent_phase_health(mcg_agent *a, mcg_cluster *c, mcg_update *u, mcg_agen
         mcg_human_duration((int64_t)time(NULL) - (deadline - hs.timeout), human);
         char *reason = mcg_sprintf("health check %s failed %s after update to %s: %s", name, human,
                                    u->j.target, why);
-        rc = health_failed(a, c, u, hs.halt, reason, res, err);
+        rc = health_failed(a, c, u, hs.halt, name, reason, res, err);
         free(reason);
     }
     free(run);

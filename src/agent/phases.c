@@ -456,6 +456,8 @@ static int phase_commit(mcg_agent *a, mcg_cluster *c, mcg_update *u, mcg_agent_r
         mcg_agent_log(a, 1, "%s", installed);
     if (u->j.cordoned)
         p.unschedulable = 0;
+    if (!u->j.revert)
+        p.failed_check = ""; /* healthy: no failed check on the node any more */
     snprintf(res->config, sizeof(res->config), "%s", target);
     res->state = MCG_AGENT_DONE;
     res->reason[0] = '\0';

@@ -8,7 +8,11 @@
 #     other node never gets the config;
 #   - a check this agent cannot run (a command, and no --host-exec on a
 #     simulated node) is a failed check, never "passed": the node reverts,
-#     says why, and the pool halts.
+#     says why, and the pool halts;
+#   - the controller halts from the structured field the agent writes beside
+#     its human reason (annotation healthFailure: {check, config}), not from
+#     the reason's words: a node whose reason reads "health check ..." without
+#     the field halts nothing, and a reworded reason with it still halts.
 . "$(dirname "$0")/lib.sh"
 need jq timeout
 
@@ -134,4 +138,49 @@ expect_grep "^True node w0: health check never failed" <(halted) "the pool halts
 ctl; agent w1
 [ "$(ann w1 desiredConfig)" = "$V1" ] && [ "$(cat "$T/cl/roots/w1/etc/app.conf")" = v1 ] &&
   ok "the bad config does not roll out to w1" || bad "w1 moved to $(ann w1 desiredConfig)"
+# ------------------------------------------------------------ the halt reads the structured field
+pool_yaml '  rollout:
+    healthChecks:
+    - name: never
+      command: [/bin/false]
+    healthTimeout: 5s'
+write_mc "$R" 10-app worker /etc/app.conf v4
+scommit "$R" op "v4 with a check that fails where it runs"
+ctl
+V4=$(ann w0 desiredConfig)
+[ "$V4" != "$V3" ] && ok "v4 goes to w0" || bad "w0 desired $V4"
+agent w0 --host-exec "$T/hx"
+[ "$(ann w0 state)" = Degraded ] && [ "$(ann w0 currentConfig)" = "$V1" ] && ok "v4's check fails on w0: reverted" ||
+  bad "w0: $(ann w0 state) $(ann w0 reason)"
+[ "$(ann w0 healthFailure | jq -c .)" = "{\"check\":\"never\",\"config\":\"$V4\"}" ] &&
+  ok "the failure is on the node as a structured field: {check, config}" || bad "healthFailure: $(ann w0 healthFailure)"
+setann() { # NODE KEY VALUE|"" (""": removed), as a reworded agent would leave it
+  jq --arg k "machineconfiguration.mcgit.io/$2" --arg v "$3" \
+    'if $v == "" then del(.metadata.annotations[$k]) else .metadata.annotations[$k] = $v end' \
+    "$T/cl/nodes/$1.json" >"$T/node.tmp" && mv "$T/node.tmp" "$T/cl/nodes/$1.json"
+}
+failure=$(ann w0 healthFailure)
+setann w0 healthFailure ""
+ctl
+case "$(ann w0 reason)" in "health check never failed "*) ;; *) bad "w0's reason: $(ann w0 reason)" ;; esac
+expect_grep "^False " <(halted) "a reason that reads 'health check ...' without the field halts nothing"
+setann w0 healthFailure "$failure"
+setann w0 reason "Gesundheitsprüfung never fehlgeschlagen; zurück auf $V1"
+ctl
+expect_grep "^True node w0: health check never failed on source commit" <(halted) \
+  "the reworded reason, with the field: the pool halts"
+ctl; agent w1 --host-exec "$T/hx"
+[ "$(ann w1 desiredConfig)" = "$V1" ] && ok "and w1 never gets v4" || bad "w1 moved to $(ann w1 desiredConfig)"
+
+# a config that passes its checks clears the field
+pool_yaml '  rollout:
+    healthChecks:
+    - name: fine
+      command: [/bin/true]
+    healthTimeout: 5s'
+write_mc "$R" 10-app worker /etc/app.conf v5
+scommit "$R" op "v5, healthy"
+for i in 1 2 3; do ctl; agent w0 --host-exec "$T/hx"; agent w1 --host-exec "$T/hx"; done
+[ "$(ann w0 state) $(ann w1 state)" = "Done Done" ] && [ -z "$(ann w0 healthFailure)" ] &&
+  ok "v5 everywhere, Done: the failed check is gone from w0" || bad "w0: $(ann w0 state) $(ann w0 healthFailure)"
 finish
