@@ -12,7 +12,9 @@
 #   - the controller halts from the structured field the agent writes beside
 #     its human reason (annotation healthFailure: {check, config}), not from
 #     the reason's words: a node whose reason reads "health check ..." without
-#     the field halts nothing, and a reworded reason with it still halts.
+#     the field halts nothing, and a reworded reason with it still halts;
+#   - an agent stopped (SIGTERM) while a check hangs stops at once, the
+#     check's group killed, and its journal keeps the health phase.
 . "$(dirname "$0")/lib.sh"
 need jq timeout
 
@@ -183,4 +185,32 @@ scommit "$R" op "v5, healthy"
 for i in 1 2 3; do ctl; agent w0 --host-exec "$T/hx"; agent w1 --host-exec "$T/hx"; done
 [ "$(ann w0 state) $(ann w1 state)" = "Done Done" ] && [ -z "$(ann w0 healthFailure)" ] &&
   ok "v5 everywhere, Done: the failed check is gone from w0" || bad "w0: $(ann w0 state) $(ann w0 healthFailure)"
+# ------------------------------------------------------------ SIGTERM while a check hangs
+pool_yaml "  rollout:
+    healthChecks:
+    - name: hang
+      command: [/bin/sh, $T/hang.sh]
+    healthTimeout: 10m"
+write_mc "$R" 10-app worker /etc/app.conf v6
+scommit "$R" op "v6 with a check that hangs for 10 minutes"
+ctl
+rm -f "$T/bg.pid"
+"$MCGIT" agent --node w0 --cluster "$CL" --interval 1 -v --host-exec "$T/hx" >"$T/loop.out" 2>&1 &
+LOOP=$!
+PIDS+=("$LOOP")
+for i in $(seq 100); do [ -s "$T/bg.pid" ] && break; sleep 0.1; done
+[ -s "$T/bg.pid" ] && ok "the hanging check is running" || bad "the check never started"
+sleep 0.5
+t0=$(date +%s)
+kill -TERM "$LOOP"
+stopped=no
+for i in $(seq 100); do kill -0 "$LOOP" 2>/dev/null || { stopped=yes; break; }; sleep 0.1; done
+[ "$stopped" = yes ] && ok "SIGTERM stops the agent during a hanging check ($(($(date +%s) - t0))s)" ||
+  { bad "the agent did not stop within 10s of SIGTERM"; kill -KILL "$LOOP" 2>/dev/null || true; }
+bg=$(cat "$T/bg.pid" 2>/dev/null)
+sleep 0.5
+[ -n "$bg" ] && ! alive "$bg" && ok "and the check's group was killed" || { bad "the check's child outlives the agent"; kill "$bg" 2>/dev/null || true; }
+[ "$(jq -r .phase "$T/cl/roots/w0/var/lib/mcgit/journal.json" 2>/dev/null)" = health ] &&
+  ok "the journal keeps the health phase, for the next agent to resume" || bad "journal: $(cat "$T/cl/roots/w0/var/lib/mcgit/journal.json" 2>&1 | head -3)"
+expect_grep "health checks interrupted: the agent is stopping" "$T/loop.out" "the agent says why it stopped there"
 finish
