@@ -2146,6 +2146,47 @@ static void test_journal_refused_pass(void **state)
     free(n2);
 }
 
+/* A journal as the agent wrote it before the journal was typed: read, and written back byte for
+ * byte (an agent upgraded mid-update resumes it). */
+static void test_journal_earlier_format(void **state)
+{
+    (void)state;
+    const char *text = "{\n"
+                       " \"backups\": [\n  \"etc/a\"\n ],\n"
+                       " \"cordoned\": false,\n"
+                       " \"daemonReload\": false,\n"
+                       " \"drain\": false,\n"
+                       " \"force\": false,\n"
+                       " \"from\": null,\n"
+                       " \"mkdirs\": [],\n"
+                       " \"os\": [\n"
+                       "  {\n   \"bootc\": false,\n   \"field\": \"osImageURL\",\n"
+                       "   \"record\": \"base-image\"\n  },\n"
+                       "  {\n   \"field\": \"osImageURL\",\n"
+                       "   \"run\": \"rpm-ostree rebase 'x'\"\n  }\n"
+                       " ],\n"
+                       " \"osStep\": 0,\n"
+                       " \"phase\": \"apply\",\n"
+                       " \"reboot\": true,\n"
+                       " \"reload\": [],\n"
+                       " \"restart\": [],\n"
+                       " \"restores\": [],\n"
+                       " \"target\": \"rendered-worker-1\",\n"
+                       " \"version\": 1\n"
+                       "}";
+    mcg_journal j;
+    mcg_err e = {0};
+    if (mcg_agent_journal_parse(&j, text, strlen(text), &e) != 0)
+        fail_msg("parse: %s", e.msg);
+    assert_int_equal(j.os.n, 2);
+    assert_int_equal(j.os.v[0].kind, MCG_OSSTEP_RECORD);
+    assert_int_equal(j.os.v[1].kind, MCG_OSSTEP_RUN);
+    char *again = mcg_agent_journal_dump(&j);
+    assert_string_equal(again, text);
+    free(again);
+    mcg_agent_journal_clear(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2183,6 +2224,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_os_resume, setup, teardown),
         cmocka_unit_test(test_journal_round_trip),
         cmocka_unit_test(test_journal_refused),
+        cmocka_unit_test(test_journal_earlier_format),
         cmocka_unit_test_setup_teardown(test_journal_refused_pass, setup, teardown),
     };
     return cmocka_run_group_tests_name("agent", tests, NULL, NULL);
