@@ -79,6 +79,9 @@ const mcg_cmd mcg_cmd_agent = {
              "(a check still running then is killed with its process group, and fails);\n"
              "a check this agent cannot run (not live, without --systemctl or --host-exec)\n"
              "fails, saying why: the node reverts and the pool halts, never reported passed.\n"
+             "An interrupted update resumes from its journal; a journal this agent cannot\n"
+             "read whole (another version, a missing or unknown key, a wrong type) is not\n"
+             "resumed: the node goes Degraded saying why, and nothing is written.\n"
              "",
     .run = run,
     .opts = agent_opts,
