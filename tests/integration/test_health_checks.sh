@@ -161,16 +161,22 @@ setann() { # NODE KEY VALUE|"" (""": removed), as a reworded agent would leave i
     'if $v == "" then del(.metadata.annotations[$k]) else .metadata.annotations[$k] = $v end' \
     "$T/cl/nodes/$1.json" >"$T/node.tmp" && mv "$T/node.tmp" "$T/cl/nodes/$1.json"
 }
-failure=$(ann w0 healthFailure)
-setann w0 healthFailure ""
-ctl
-case "$(ann w0 reason)" in "health check never failed "*) ;; *) bad "w0's reason: $(ann w0 reason)" ;; esac
-expect_grep "^False " <(halted) "a reason that reads 'health check ...' without the field halts nothing"
-setann w0 healthFailure "$failure"
+prose=$(ann w0 reason)
+case "$prose" in "health check never failed "*) ;; *) bad "w0's reason: $prose" ;; esac
 setann w0 reason "Gesundheitsprüfung never fehlgeschlagen; zurück auf $V1"
 ctl
 expect_grep "^True node w0: health check never failed on source commit" <(halted) \
-  "the reworded reason, with the field: the pool halts"
+  "a reworded reason, with the field: the pool halts"
+# the halt forgotten (as before it was raised), the field gone, the old words back: no halt
+failure=$(ann w0 healthFailure)
+jq 'del(.status.rolloutHalt)' "$T/cl/pools/worker.json" >"$T/pool.tmp" && mv "$T/pool.tmp" "$T/cl/pools/worker.json"
+setann w0 healthFailure ""
+setann w0 reason "$prose"
+ctl
+expect_grep "^False " <(halted) "a reason that reads 'health check ...' without the field halts nothing"
+setann w0 healthFailure "$failure"
+ctl
+expect_grep "^True node w0: health check never failed" <(halted) "the field back: halted again"
 ctl; agent w1 --host-exec "$T/hx"
 [ "$(ann w1 desiredConfig)" = "$V1" ] && ok "and w1 never gets v4" || bad "w1 moved to $(ann w1 desiredConfig)"
 
