@@ -218,16 +218,46 @@ typedef struct mcg_host {
 void mcg_host_detect(mcg_host *h, mcg_sroot *root, bool live);
 const char *mcg_boot_name(mcg_boot_kind k);
 
+/* What one OS step does; its name in the journal's "os" list is the key beside "field". */
+typedef enum {
+    MCG_OSSTEP_RUN,     /* "run": a shell command line (arguments quoted) */
+    MCG_OSSTEP_WRITE,   /* "write": a file under the root, with "data" */
+    MCG_OSSTEP_REMOVE,  /* "remove": a file under the root */
+    MCG_OSSTEP_SHADOW,  /* "shadow": core's password hash into etc/shadow */
+    MCG_OSSTEP_RECORD,  /* "record": keep the booted image (state file arg), "bootc" */
+    MCG_OSSTEP_RESTORE, /* "restore": rebase back to the recorded image (state file arg) */
+} mcg_osstep_kind;
+
+/* One OS step of an update, as the journal keeps it. Strings owned. */
+typedef struct mcg_osstep {
+    mcg_osstep_kind kind;
+    char *field; /* the config field it carries out: "kernelArguments", ... */
+    char *arg;   /* the command, the path under the root, the hash, or the state file */
+    char *data;  /* MCG_OSSTEP_WRITE: the contents; NULL otherwise */
+    bool bootc;  /* MCG_OSSTEP_RECORD: ask bootc, not rpm-ostree */
+} mcg_osstep;
+
+/* A list of OS steps, in order. */
+typedef struct mcg_ossteps {
+    mcg_osstep *v;
+    size_t n;
+} mcg_ossteps;
+
+/* Append a step (strings copied; data may be NULL). */
+void mcg_osstep_add(mcg_ossteps *s, mcg_osstep_kind kind, const char *field, const char *arg,
+                    const char *data, bool bootc);
+void mcg_osstep_free(mcg_ossteps *s);
+
 /*
  * The OS steps of the update old -> new_cfg on host h (old NULL: nothing
- * applied yet), as a JSON list for the journal: {"field", "run": CMD} (a
- * shell command line, arguments quoted), {"field", "write": REL, "data"},
- * {"field", "remove": REL}, {"field": "passwordHash", "shadow": HASH}.
+ * applied yet), appended to *steps for the journal: commands to run (a
+ * shell command line, arguments quoted), files to write or remove under the
+ * root, core's password hash, the booted image to record or restore.
  * *reboot: a step needs a reboot (every field but the password hash).
  * Fails, naming the field and node, when the node cannot apply a field or
  * the change is unreconcilable; nothing is written either way.
  */
-int mcg_osplan_make(json_t **steps, bool *reboot, mcg_sroot *root, const mcg_host *h,
+int mcg_osplan_make(mcg_ossteps *steps, bool *reboot, mcg_sroot *root, const mcg_host *h,
                     const mcg_acfg *old, const mcg_acfg *new_cfg, const char *node, mcg_err *err);
 
 /*
@@ -258,18 +288,52 @@ typedef struct mcg_health_env {
     const char *systemctl; /* --systemctl, NULL: systemctl */
     const char *host_exec; /* --host-exec prefix, NULL: none */
 } mcg_health_env;
+
+/* A pool's health checks as its rendered spec carries them (mcgitHealth), typed. */
+typedef struct mcg_health_spec {
+    mcg_health_check *checks; /* a unit (a valid unit name) or a command each */
+    size_t n;
+    int64_t timeout; /* seconds */
+    bool halt;       /* onFailure: Halt (default Revert) */
+} mcg_health_spec;
+
+/* Read a rendered spec's mcgitHealth (NULL: no checks) into *out. */
+void mcg_health_spec_read(mcg_health_spec *out, const json_t *health);
+void mcg_health_spec_free(mcg_health_spec *s);
+
 /*
- * The command line of one check of a rendered spec's mcgitHealth: for a
- * unit `systemctl is-active --quiet UNIT` (failed_probe: `is-failed
- * --quiet`, whose exit 0 means the unit failed for good), for a command the
- * command (NULL for failed_probe); NULL when this node cannot run it.
- * Caller frees.
+ * The command line of one check: for a unit `systemctl is-active --quiet
+ * UNIT` (failed_probe: `is-failed --quiet`, whose exit 0 means the unit
+ * failed for good), for a command the command (NULL for failed_probe); NULL
+ * when this node cannot run it. Caller frees.
  */
-char *mcg_health_cmd(const json_t *check, const mcg_health_env *env, bool failed_probe);
-const char *mcg_health_name(const json_t *check);
+char *mcg_health_cmd(const mcg_health_check *check, const mcg_health_env *env, bool failed_probe);
+/* Why this node cannot run check (mcg_health_cmd gave NULL): one phrase. */
+const char *mcg_health_cannot_run(const mcg_health_check *check);
+
+#define MCG_HEALTH_OUTPUT_MAX 4096
+
+/* One run of a check. */
+typedef struct mcg_health_run {
+    int status;                          /* exit status, 128 + signal */
+    bool timed_out;                      /* still running at the deadline: its group was killed */
+    bool interrupted;                    /* the agent is stopping: its group was killed */
+    char out[MCG_HEALTH_OUTPUT_MAX + 1]; /* the first bytes of stdout and stderr */
+    size_t kept, dropped;                /* bytes kept in out, and counted past it */
+} mcg_health_run;
+
+/*
+ * Run `sh -c cmd` in a process group of its own until it exits, the
+ * monotonic deadline_ms (mcg_mono_ms) or *stop (may be NULL); at either of
+ * the last two the group gets SIGTERM, then SIGKILL after a grace period.
+ * What the check leaves running in its group is killed when it exits. Its
+ * output is bounded (r->out). 0, or -1 (errno) when it could not be started.
+ */
+int mcg_health_exec(const char *cmd, int64_t deadline_ms, volatile sig_atomic_t *stop,
+                    mcg_health_run *r);
 
 /* Carry out one file step (write, remove, shadow) under the root. */
-int mcg_osstep_file(mcg_sroot *root, const json_t *step, mcg_err *err);
+int mcg_osstep_file(mcg_sroot *root, const mcg_osstep *step, mcg_err *err);
 
 /* True when the sorted list v holds s (binary search). */
 bool mcg_sorted_has(const mcg_strv *v, const char *s);
@@ -277,5 +341,196 @@ bool mcg_sorted_has(const mcg_strv *v, const char *s);
 /* With MCGIT_TEST_PAUSE_AT=name set: say "mcgit: paused at name" on stderr
  * and sleep for ever (the power-cut tests, tests/vm). Otherwise nothing. */
 void mcg_agent_testpoint(const char *name);
+
+/* ============================================================ the update
+ *
+ * The agent's update, bottom up: the state directory (state.c), the
+ * journal (journal.c), reporting (report.c), planning (plan.c), the phases
+ * (phases.c) and health (health.c); agent.c keeps the pass.
+ */
+
+/* An agent (agent.h's mcg_agent), shared by the files of the update. */
+struct mcg_agent {
+    mcg_agent_opts o;
+    mcg_sroot root;
+    int statefd;
+    int lockfd;            /* flock on <state>/lock: one agent per state directory */
+    const char *state_rel; /* the default state dir's path inside the root, NULL: elsewhere */
+    bool live;
+    bool force;
+    bool reboot_issued;          /* this process already ran the reboot command */
+    volatile sig_atomic_t *stop; /* mcg_agent_loop's: set, a health phase ends the pass */
+    mcg_acfg *cur;               /* parsed current config, cached for drift checks */
+    char drain_evented[256];     /* the target whose Cordon/Drain events were recorded */
+    char degraded_evented[MCG_AGENT_REASON]; /* the reason last recorded as an event */
+};
+
+/* ------------------------------------------------------------ state.c */
+
+/*
+ * A state file written in two steps, so that its writeback can run while
+ * the agent does something else: mcg_agent_state_start() writes the data
+ * to a temp file and starts writeback; mcg_agent_state_finish() waits for it
+ * (fsync), renames the file into place and syncs the directory.
+ */
+typedef struct mcg_agent_pending {
+    int fd;
+    char *tmp, *name;
+} mcg_agent_pending;
+
+int mcg_agent_state_start(mcg_agent *a, const char *name, const void *data, size_t len,
+                          mcg_agent_pending *p, mcg_err *err);
+int mcg_agent_state_finish(mcg_agent *a, mcg_agent_pending *p, mcg_err *err);
+/* Drop a pending write (its temp file removed); a no-op once finished. */
+void mcg_agent_state_abort(mcg_agent *a, mcg_agent_pending *p);
+/* Write state file name (relative to the state directory) atomically, synced. */
+int mcg_agent_state_write(mcg_agent *a, const char *name, const void *data, size_t len,
+                          mcg_err *err);
+/* Read state file name (NUL-terminated); MCG_ENOTFOUND when it does not exist. */
+int mcg_agent_state_read(mcg_agent *a, const char *name, char **data, size_t *len, mcg_err *err);
+/* Remove state file name and sync the directory. */
+void mcg_agent_state_remove(mcg_agent *a, const char *name);
+/* The name in `current`, or NULL. Caller frees. */
+char *mcg_agent_current_name(mcg_agent *a);
+/* The kept copy of config name (configs/NAME.json), parsed. */
+int mcg_agent_config_load(mcg_agent *a, const char *name, bool strict, mcg_acfg **out,
+                          mcg_err *err);
+/* The kept copy of config name, as bytes. */
+int mcg_agent_config_read(mcg_agent *a, const char *name, char **spec, size_t *len, mcg_err *err);
+/* The current config, parsed once and kept in a->cur (NULL: none). */
+mcg_acfg *mcg_agent_current(mcg_agent *a);
+/* The directories mcgit created, sorted (none when the file is missing or unreadable). */
+void mcg_agent_created_load(mcg_agent *a, mcg_strv *out);
+int mcg_agent_created_save(mcg_agent *a, const mcg_strv *dirs, mcg_err *err);
+/* Drop every kept config but keep's. */
+void mcg_agent_configs_prune(mcg_agent *a, const char *keep);
+
+/* ------------------------------------------------------------ journal.c */
+
+/* The phases of an update, in order, under the names journal.json gives them. */
+typedef enum {
+    MCG_PHASE_WRITE,   /* "apply": back up, then write the files; a failure reverts */
+    MCG_PHASE_OS,      /* "os": the OS steps, one at a time ("osStep") */
+    MCG_PHASE_ACTIONS, /* "actions": daemon-reload / reload / restart, or the reboot decided */
+    MCG_PHASE_REBOOT,  /* "reboot": the reboot command run, done when the boot id changed */
+    MCG_PHASE_HEALTH,  /* "health": the pool's checks, after the actions or the reboot */
+    MCG_PHASE_COMMIT,  /* "finish": record current, report Done, uncordon, drop the journal */
+    MCG_PHASE_COUNT,
+} mcg_phase;
+
+/* The journal's format; a journal of another version is refused, never resumed. */
+#define MCG_JOURNAL_VERSION 1
+
+/*
+ * journal.json, typed: read once (mcg_agent_journal_parse checks every
+ * key), written from this struct at every change. Strings owned.
+ */
+typedef struct mcg_journal {
+    char *target; /* the config applied */
+    char *from;   /* the config it replaces, NULL: none */
+    mcg_phase phase;
+    bool force;         /* rewrite every path, not only the changed ones */
+    bool cordoned;      /* the update cordoned the node */
+    bool reboot, drain; /* the disruption decided */
+    bool daemon_reload;
+    mcg_strv reload, restart; /* units to reload / restart */
+    mcg_plan_disk disk;       /* backups, restores, directories the update makes */
+    mcg_ossteps os;           /* the OS steps */
+    size_t os_step;           /* the first OS step not done yet */
+    char *boot_id;            /* the boot id the reboot must change, NULL: not decided */
+    bool has_deadline;        /* the health phase began: */
+    int64_t health_deadline;  /* its deadline, unix seconds */
+    char *revert;    /* going back after a failed health check: why (ends Degraded); NULL */
+    char *installed; /* a first config: the install-time sections it holds; NULL */
+} mcg_journal;
+
+void mcg_agent_journal_clear(mcg_journal *j);
+/*
+ * Parse journal.json (len bytes) into *out, checking it whole: the version
+ * first (only MCG_JOURNAL_VERSION is known), then every key (none missing,
+ * none unknown, each of its type), the phase and each OS step's kind.
+ * MCG_EINVAL with one line naming what is wrong; *out is cleared then.
+ */
+int mcg_agent_journal_parse(mcg_journal *out, const char *data, size_t len, mcg_err *err);
+/* journal.json's bytes for j (sorted keys, indented). Caller frees. */
+char *mcg_agent_journal_dump(const mcg_journal *j);
+/* Read the state directory's journal: MCG_ENOTFOUND when there is none. */
+int mcg_agent_journal_read(mcg_agent *a, mcg_journal *out, mcg_err *err);
+int mcg_agent_journal_write(mcg_agent *a, const mcg_journal *j, mcg_err *err);
+/* Drop the journal (the update is over). */
+void mcg_agent_journal_drop(mcg_agent *a);
+const char *mcg_agent_phase_name(mcg_phase p);
+
+/* ------------------------------------------------------------ report.c */
+
+void mcg_agent_log(mcg_agent *a, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Set res's state and its one-line reason. */
+void mcg_agent_reason(mcg_agent_result *res, mcg_agent_state st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Patch the node; failures (cluster unreachable) are logged, not fatal. c may be NULL. */
+int mcg_agent_patch(mcg_agent *a, mcg_cluster *c, const mcg_node_patch *p);
+/* A Kubernetes Event about this node (best effort; nothing without a cluster). */
+void mcg_agent_event(mcg_agent *a, mcg_cluster *c, bool warning, const char *reason,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Report res (Degraded or Unreconcilable) on the node, with an event once per reason. */
+void mcg_agent_report_degraded(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res);
+void mcg_agent_uncordon(mcg_agent *a, mcg_cluster *c);
+/* Record one pass of the loop in the metrics; last_drift: the drift reason last counted. */
+void mcg_agent_record_pass(mcg_agent *a, int rc, const mcg_agent_result *res, double seconds,
+                           char *last_drift, size_t n);
+
+/* ------------------------------------------------------------ the update in progress */
+
+/*
+ * An update being carried out (phases.c): its journal and both configs.
+ * A phase that ends the pass sets stop. A failed health check that reverts
+ * hands the pass the update to start next (revert_to, its kept spec, why).
+ */
+typedef struct mcg_update {
+    mcg_journal j;
+    bool resumed;            /* left by an earlier run */
+    mcg_acfg *old, *new_cfg; /* owned; new_cfg moves to a->cur at the commit */
+    bool stop;               /* the pass ends here: Degraded, or waiting for the reboot */
+    char *revert_to;         /* NULL, or the config to go back to (a new update) */
+    char *revert_spec;       /* its kept spec */
+    size_t revert_len;
+    char *revert_reason; /* why: the failed check */
+} mcg_update;
+
+void mcg_agent_update_free(mcg_update *u);
+
+/* ------------------------------------------------------------ plan.c */
+
+/*
+ * Plan the update to config name/spec (its hash checked here): the target
+ * parsed and kept, the OS steps, the disk plan, the disruption; the node
+ * reported Working, cordoned and drained when the update needs it. revert:
+ * NULL, or why this update goes back to a healthy config (it ends Degraded,
+ * with no health checks). Fills *u (u->j at its first phase; nothing is
+ * written to the root). False when the update is refused: the reason in
+ * res, the node uncordoned, u freed.
+ */
+bool mcg_agent_plan(mcg_agent *a, mcg_cluster *c, const char *name, const char *spec, size_t len,
+                    const char *revert, mcg_update *u, mcg_agent_result *res);
+
+/* ------------------------------------------------------------ phases.c, health.c */
+
+/*
+ * Carry out u from its journal's phase, one phase after another, until the
+ * update is committed or a phase stops the pass; the configs not given
+ * (u->old, u->new_cfg NULL) are loaded from the state directory. Always
+ * leaves the outcome in res (and u->revert_to when a failed check asks to
+ * go back); returns 0 unless the state directory itself fails.
+ */
+int mcg_agent_update_run(mcg_agent *a, mcg_cluster *c, mcg_update *u, mcg_agent_result *res,
+                         mcg_err *err);
+/* Enter phase: recorded in the journal first. */
+int mcg_agent_phase_enter(mcg_agent *a, mcg_update *u, mcg_phase phase, mcg_err *err);
+/* The health phase (health.c): the pool's checks until all pass or the deadline. */
+int mcg_agent_phase_health(mcg_agent *a, mcg_cluster *c, mcg_update *u, mcg_agent_result *res,
+                           mcg_err *err);
+/* The state file naming a target whose health check failed, and why (health.c). */
+#define MCG_AGENT_FAILED_TARGET "failed-target"
 
 #endif

@@ -166,9 +166,9 @@ static bool str_equal(const char *a, const char *b)
 }
 
 /* Append a command step for field; cmd is consumed (freed). */
-static void step_run(json_t *steps, const char *field, mcg_buf *cmd)
+static void step_run(mcg_ossteps *steps, const char *field, mcg_buf *cmd)
 {
-    json_array_append_new(steps, json_pack("{s:s,s:s}", "field", field, "run", cmd->ptr));
+    mcg_osstep_add(steps, MCG_OSSTEP_RUN, field, cmd->ptr, NULL, false);
     mcg_buf_free(cmd);
 }
 
@@ -434,19 +434,17 @@ static int os_check_reconcilable(mcg_sroot *r, const mcg_host *h, const mcg_acfg
 }
 
 /* The OS image: rpm-ostree rebase or bootc switch. */
-static int os_plan_image(json_t *steps, const mcg_host *h, const mcg_osspec *o, const mcg_osspec *n,
-                         const char *nn, mcg_err *err)
+static int os_plan_image(mcg_ossteps *steps, const mcg_host *h, const mcg_osspec *o,
+                         const mcg_osspec *n, const char *nn, mcg_err *err)
 {
     if (str_equal(o->os_image_url, n->os_image_url))
         return 0;
     if (!n->os_image_url) { /* back to the image booted before the first rebase */
-        json_array_append_new(
-            steps, json_pack("{s:s,s:s}", "field", "osImageURL", "restore", "base-image"));
+        mcg_osstep_add(steps, MCG_OSSTEP_RESTORE, "osImageURL", "base-image", NULL, false);
         return 0;
     }
     if (!o->os_image_url && (h->rpm_ostree || h->bootc)) /* what it boots now, kept first */
-        json_array_append_new(steps, json_pack("{s:s,s:s,s:b}", "field", "osImageURL", "record",
-                                               "base-image", "bootc", !h->rpm_ostree));
+        mcg_osstep_add(steps, MCG_OSSTEP_RECORD, "osImageURL", "base-image", NULL, !h->rpm_ostree);
     mcg_buf c = MCG_BUF_INIT;
     if (h->rpm_ostree) {
         mcg_buf_puts(&c, "rpm-ostree rebase --experimental ");
@@ -465,7 +463,7 @@ static int os_plan_image(json_t *steps, const mcg_host *h, const mcg_osspec *o, 
 }
 
 /* The kernel type: back to the default kernel, then to the new type (rpm-ostree). */
-static int os_plan_kernel_type(json_t *steps, const mcg_host *h, const mcg_osspec *o,
+static int os_plan_kernel_type(mcg_ossteps *steps, const mcg_host *h, const mcg_osspec *o,
                                const mcg_osspec *n, const char *nn, mcg_err *err)
 {
     const char *ok = o->kernel_type, *nk = n->kernel_type;
@@ -497,7 +495,7 @@ static int os_plan_kernel_type(json_t *steps, const mcg_host *h, const mcg_osspe
 }
 
 /* Extensions: one rpm-ostree update installing and uninstalling their packages. */
-static int os_plan_extensions(json_t *steps, const mcg_host *h, const mcg_osspec *o,
+static int os_plan_extensions(mcg_ossteps *steps, const mcg_host *h, const mcg_osspec *o,
                               const mcg_osspec *n, const char *nn, mcg_err *err)
 {
     if (strv_equal(&o->extensions, &n->extensions))
@@ -529,7 +527,7 @@ static int os_plan_extensions(json_t *steps, const mcg_host *h, const mcg_osspec
 }
 
 /* Kernel arguments through rpm-ostree kargs: all deleted if present, the new appended. */
-static void kargs_rpm_ostree(json_t *steps, const mcg_strv *all, const mcg_strv *nargs)
+static void kargs_rpm_ostree(mcg_ossteps *steps, const mcg_strv *all, const mcg_strv *nargs)
 {
     mcg_buf c = MCG_BUF_INIT;
     mcg_buf_puts(&c, "rpm-ostree kargs");
@@ -549,22 +547,21 @@ static void kargs_rpm_ostree(json_t *steps, const mcg_strv *all, const mcg_strv 
 }
 
 /* Kernel arguments through etc/kernel/cmdline, then kernel-install add-all. */
-static void kargs_kernel_install(json_t *steps, mcg_sroot *r, const mcg_strv *all,
+static void kargs_kernel_install(mcg_ossteps *steps, mcg_sroot *r, const mcg_strv *all,
                                  const mcg_strv *nargs)
 {
     mcg_buf c = MCG_BUF_INIT;
     char *cur = read_rel(r, KERNEL_CMDLINE);
     char *text = cmdline_edit(cur ? cur : "", all, nargs);
     free(cur);
-    json_array_append_new(steps, json_pack("{s:s,s:s,s:s}", "field", "kernelArguments", "write",
-                                           KERNEL_CMDLINE, "data", text));
+    mcg_osstep_add(steps, MCG_OSSTEP_WRITE, "kernelArguments", KERNEL_CMDLINE, text, false);
     free(text);
     mcg_buf_puts(&c, "kernel-install add-all");
     step_run(steps, "kernelArguments", &c);
 }
 
 /* Kernel arguments through grubby: all removed, then the new added. */
-static void kargs_grubby(json_t *steps, const mcg_strv *all, const mcg_strv *nargs)
+static void kargs_grubby(mcg_ossteps *steps, const mcg_strv *all, const mcg_strv *nargs)
 {
     mcg_buf c = MCG_BUF_INIT;
     mcg_buf_puts(&c, "grubby --update-kernel=ALL --remove-args=");
@@ -586,7 +583,7 @@ static void kargs_grubby(json_t *steps, const mcg_strv *all, const mcg_strv *nar
 
 /* Kernel arguments through a drop-in of etc/default/grub.d (removed when none), then grub's update.
  */
-static void kargs_grub(json_t *steps, const mcg_host *h, const mcg_strv *nargs)
+static void kargs_grub(mcg_ossteps *steps, const mcg_host *h, const mcg_strv *nargs)
 {
     mcg_buf c = MCG_BUF_INIT;
     if (nargs->n) {
@@ -603,19 +600,17 @@ static void kargs_grub(json_t *steps, const mcg_host *h, const mcg_strv *nargs)
             }
         }
         mcg_buf_puts(&d, "\"\n");
-        json_array_append_new(steps, json_pack("{s:s,s:s,s:s}", "field", "kernelArguments", "write",
-                                               GRUB_DROPIN, "data", d.ptr));
+        mcg_osstep_add(steps, MCG_OSSTEP_WRITE, "kernelArguments", GRUB_DROPIN, d.ptr, false);
         mcg_buf_free(&d);
     } else {
-        json_array_append_new(
-            steps, json_pack("{s:s,s:s}", "field", "kernelArguments", "remove", GRUB_DROPIN));
+        mcg_osstep_add(steps, MCG_OSSTEP_REMOVE, "kernelArguments", GRUB_DROPIN, NULL, false);
     }
     mcg_buf_puts(&c, h->grub_update);
     step_run(steps, "kernelArguments", &c);
 }
 
 /* Kernel arguments, through the node's boot-loader configuration. */
-static int os_plan_kargs(json_t *steps, mcg_sroot *r, const mcg_host *h, const mcg_osspec *o,
+static int os_plan_kargs(mcg_ossteps *steps, mcg_sroot *r, const mcg_host *h, const mcg_osspec *o,
                          const mcg_osspec *n, const char *nn, mcg_err *err)
 {
     if (strv_equal(&o->kargs, &n->kargs))
@@ -648,7 +643,7 @@ static int os_plan_kargs(json_t *steps, mcg_sroot *r, const mcg_host *h, const m
 }
 
 /* Core's password hash, set in etc/shadow: no reboot (MCO: a passwd change needs none). */
-static int os_plan_password(json_t *steps, mcg_sroot *r, const mcg_ignition *oi,
+static int os_plan_password(mcg_ossteps *steps, mcg_sroot *r, const mcg_ignition *oi,
                             const mcg_ignition *ni, const char *nn, mcg_err *err)
 {
     if (str_equal(oi->password_hash, ni->password_hash))
@@ -660,36 +655,61 @@ static int os_plan_password(json_t *steps, mcg_sroot *r, const mcg_ignition *oi,
         return mcg_err_set(err, MCG_EINVAL,
                            "passwordHash: user core is not in /etc/shadow on node %s", nn);
     /* unset after being set: locked, as MCO leaves it ("*") */
-    json_array_append_new(steps, json_pack("{s:s,s:s}", "field", "passwordHash", "shadow",
-                                           ni->password_hash ? ni->password_hash : "*"));
+    mcg_osstep_add(steps, MCG_OSSTEP_SHADOW, "passwordHash",
+                   ni->password_hash ? ni->password_hash : "*", NULL, false);
     return 0;
 }
 
-int mcg_osplan_make(json_t **out, bool *reboot, mcg_sroot *r, const mcg_host *h,
+int mcg_osplan_make(mcg_ossteps *out, bool *reboot, mcg_sroot *r, const mcg_host *h,
                     const mcg_acfg *old, const mcg_acfg *new_cfg, const char *node, mcg_err *err)
 {
     static const mcg_ignition none = {0};
     const mcg_ignition *oi = old ? &old->ign : &none, *ni = &new_cfg->ign;
     const mcg_osspec *o = &oi->os, *n = &ni->os;
     const char *nn = node && *node ? node : "this node";
-    json_t *steps = json_array();
+    mcg_ossteps steps = {NULL, 0};
     int rc = 0;
-    *out = NULL;
     *reboot = false;
     if ((rc = os_check_reconcilable(r, h, old, oi, ni, nn, err)) != 0 ||
-        (rc = os_plan_image(steps, h, o, n, nn, err)) != 0 ||
-        (rc = os_plan_kernel_type(steps, h, o, n, nn, err)) != 0 ||
-        (rc = os_plan_extensions(steps, h, o, n, nn, err)) != 0 ||
-        (rc = os_plan_kargs(steps, r, h, o, n, nn, err)) != 0)
+        (rc = os_plan_image(&steps, h, o, n, nn, err)) != 0 ||
+        (rc = os_plan_kernel_type(&steps, h, o, n, nn, err)) != 0 ||
+        (rc = os_plan_extensions(&steps, h, o, n, nn, err)) != 0 ||
+        (rc = os_plan_kargs(&steps, r, h, o, n, nn, err)) != 0)
         goto out;
-    *reboot = json_array_size(steps) > 0;
-    if ((rc = os_plan_password(steps, r, oi, ni, nn, err)) != 0)
+    *reboot = steps.n > 0;
+    if ((rc = os_plan_password(&steps, r, oi, ni, nn, err)) != 0)
         goto out;
-    *out = steps;
-    steps = NULL;
+    mcg_osstep_free(out);
+    *out = steps; /* transferred */
+    steps.v = NULL;
+    steps.n = 0;
 out:
-    json_decref(steps);
+    mcg_osstep_free(&steps);
     return rc;
+}
+
+void mcg_osstep_add(mcg_ossteps *s, mcg_osstep_kind kind, const char *field, const char *arg,
+                    const char *data, bool bootc)
+{
+    s->v = mcg_realloc(s->v, (s->n + 1) * sizeof(*s->v));
+    mcg_osstep *st = &s->v[s->n++];
+    st->kind = kind;
+    st->field = mcg_strdup(field);
+    st->arg = mcg_strdup(arg);
+    st->data = data ? mcg_strdup(data) : NULL;
+    st->bootc = bootc;
+}
+
+void mcg_osstep_free(mcg_ossteps *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->v[i].field);
+        free(s->v[i].arg);
+        free(s->v[i].data);
+    }
+    free(s->v);
+    s->v = NULL;
+    s->n = 0;
 }
 
 /* ------------------------------------------------------------ steps */
@@ -763,29 +783,25 @@ static int set_shadow(mcg_sroot *r, const char *hash, mcg_err *err)
 }
 
 /* A write, remove or shadow step under the root (agent_int.h). */
-int mcg_osstep_file(mcg_sroot *r, const json_t *step, mcg_err *err)
+int mcg_osstep_file(mcg_sroot *r, const mcg_osstep *step, mcg_err *err)
 {
-    const char *w = json_string_value(json_object_get(step, "write"));
-    const char *rm = json_string_value(json_object_get(step, "remove"));
-    const char *sh = json_string_value(json_object_get(step, "shadow"));
     int rc = 0;
-    if (w) {
-        const char *data = json_string_value(json_object_get(step, "data"));
-        if (!data)
+    if (step->kind == MCG_OSSTEP_WRITE) {
+        if (!step->data)
             return mcg_err_set(err, MCG_EINVAL, "journal: a write step without data");
-        rc = write_rel(r, w, data, strlen(data), 0644, err);
-    } else if (rm) {
+        rc = write_rel(r, step->arg, step->data, strlen(step->data), 0644, err);
+    } else if (step->kind == MCG_OSSTEP_REMOVE) {
         int dfd;
         const char *base;
-        rc = mcg_sroot_parent(r, rm, false, &dfd, &base, err);
+        rc = mcg_sroot_parent(r, step->arg, false, &dfd, &base, err);
         if (rc == MCG_ENOTFOUND)
             return 0;
         if (!rc && unlinkat(dfd, base, 0) != 0 && errno != ENOENT)
-            rc = mcg_err_set(err, MCG_EIO, "/%s: %s", rm, strerror(errno));
-    } else if (sh) {
-        rc = set_shadow(r, sh, err);
+            rc = mcg_err_set(err, MCG_EIO, "/%s: %s", step->arg, strerror(errno));
+    } else if (step->kind == MCG_OSSTEP_SHADOW) {
+        rc = set_shadow(r, step->arg, err);
     } else {
-        rc = mcg_err_set(err, MCG_EINVAL, "journal: unknown OS step");
+        rc = mcg_err_set(err, MCG_EINVAL, "journal: not a file step");
     }
     mcg_sroot_forget(r);
     return rc;

@@ -37,12 +37,13 @@ static const mcg_opt agent_opts[] = {
                   "counts as done once it exits 0)"),
     MCG_OPT_VALUE('S', "systemctl", "CMD",
                   "systemctl to run when live (e.g. `chroot /rootfs\n"
-                  "systemctl`)"),
+                  "systemctl`); not live: a pool's unit health checks\n"
+                  "run only through it"),
     MCG_OPT_VALUE('X', "host-exec", "PREFIX",
                   "run rpm-ostree, bootc, grubby, kernel-install and\n"
                   "update-grub as `PREFIX CMD ARGS` (e.g. `chroot\n"
-                  "/rootfs`); not live: they run only when this is\n"
-                  "given"),
+                  "/rootfs`), and a pool's command health checks; not\n"
+                  "live: they run only when this is given"),
     MCG_OPT_VALUE('M', "metrics-bind-address", "HOST:PORT",
                   "serve Prometheus metrics at http://HOST:PORT/metrics\n"
                   "(passes, node state, drift detections, applies,\n"
@@ -74,6 +75,13 @@ const mcg_cmd mcg_cmd_agent = {
              "node N: its machine-id (ROOT/etc/machine-id) and boot id must match the Node's\n"
              "status.nodeInfo from its kubelet, or the machine-id bound with `mcgit node bind`;\n"
              "otherwise the agent refuses before writing or cordoning anything.\n"
+             "A pool's health checks run after each update, each bounded by healthTimeout\n"
+             "(a check still running then is killed with its process group, and fails);\n"
+             "a check this agent cannot run (not live, without --systemctl or --host-exec)\n"
+             "fails, saying why: the node reverts and the pool halts, never reported passed.\n"
+             "An interrupted update resumes from its journal; a journal this agent cannot\n"
+             "read whole (another version, a missing or unknown key, a wrong type) is not\n"
+             "resumed: the node goes Degraded saying why, and nothing is written.\n"
              "",
     .run = run,
     .opts = agent_opts,

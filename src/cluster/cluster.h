@@ -23,6 +23,8 @@
 #define MCG_ANN_CURRENT MCG_ANN_PREFIX "currentConfig"
 #define MCG_ANN_STATE MCG_ANN_PREFIX "state"
 #define MCG_ANN_REASON MCG_ANN_PREFIX "reason"
+/* A failed health check, beside the human reason: JSON {"check": NAME, "config": RENDERED} */
+#define MCG_ANN_HEALTH_FAILURE MCG_ANN_PREFIX "healthFailure"
 /* The machine-id of the host bound to this node by `mcgit node bind` (or
  * `node add --machine-id`): the identity an agent proves on a host without a
  * kubelet (see docs/agent.md, "Node identity"). */
@@ -38,6 +40,11 @@ typedef struct mcg_node {
     char *current;
     char *state;
     char *reason;
+    /* The health check that failed on this node, and the rendered config it
+     * failed at (MCG_ANN_HEALTH_FAILURE, written by the agent beside its
+     * human reason); NULL when none. What the controller halts a pool on. */
+    char *failed_check;
+    char *failed_config;
     /* Who the node is (NULL when unknown): status.nodeInfo as the kubelet
      * reports it, and the machine-id bound by mcgit (MCG_ANN_MACHINE_ID). */
     char *machine_id;
@@ -57,6 +64,10 @@ typedef struct mcg_node_patch {
     const char *current;
     const char *state;
     const char *reason;
+    /* The failed health check (MCG_ANN_HEALTH_FAILURE): NULL leave, "" clear,
+     * else set with failed_config (the rendered config it failed at). */
+    const char *failed_check;
+    const char *failed_config;
     int unschedulable; /* -1 leave, 0 or 1 set */
     int ready;         /* -1 leave, 0 or 1 set */
     /* Only apply when the node's desiredConfig equals this (NULL: always). */

@@ -86,6 +86,9 @@ int mcg_cluster_kube_open(mcg_cluster **out, const char *spec, const char *kubec
 
 /* Parse a Kubernetes Node object into n (cleared first; err may be NULL). */
 int mcg_node_from_json(mcg_node *n, const json_t *o, mcg_err *err);
+/* The MCG_ANN_HEALTH_FAILURE value a patch sets: NULL leave (check NULL), "" clear,
+ * else the JSON {check, config}. Caller frees. */
+char *mcg_node_failure_value(const char *check, const char *config);
 
 /* Name rules the wrappers enforce, for backends that read names from storage. */
 bool mcg_cluster_config_name_ok(const char *name);

@@ -32,6 +32,8 @@ static void node_copy(mcg_node *d, const mcg_node *s)
     d->current = s->current ? mcg_strdup(s->current) : NULL;
     d->state = s->state ? mcg_strdup(s->state) : NULL;
     d->reason = s->reason ? mcg_strdup(s->reason) : NULL;
+    d->failed_check = s->failed_check ? mcg_strdup(s->failed_check) : NULL;
+    d->failed_config = s->failed_config ? mcg_strdup(s->failed_config) : NULL;
     d->machine_id = s->machine_id ? mcg_strdup(s->machine_id) : NULL;
     d->boot_id = s->boot_id ? mcg_strdup(s->boot_id) : NULL;
     d->system_uuid = s->system_uuid ? mcg_strdup(s->system_uuid) : NULL;
@@ -44,6 +46,8 @@ bool mcg_kube_node_differs(const mcg_node *a, const mcg_node *b)
     if (a->ready != b->ready || a->unschedulable != b->unschedulable ||
         !mcg_kube_str_eq(a->desired, b->desired) || !mcg_kube_str_eq(a->current, b->current) ||
         !mcg_kube_str_eq(a->state, b->state) || !mcg_kube_str_eq(a->reason, b->reason) ||
+        !mcg_kube_str_eq(a->failed_check, b->failed_check) ||
+        !mcg_kube_str_eq(a->failed_config, b->failed_config) ||
         !mcg_kube_str_eq(a->machine_id, b->machine_id) ||
         !mcg_kube_str_eq(a->boot_id, b->boot_id) ||
         !mcg_kube_str_eq(a->system_uuid, b->system_uuid) ||
@@ -300,6 +304,9 @@ static json_t *patch_annotations(const mcg_node_patch *p)
     ann_set(ann, MCG_ANN_STATE, p->state);
     ann_set(ann, MCG_ANN_REASON, p->reason);
     ann_set(ann, MCG_ANN_MACHINE_ID, p->bound_machine_id);
+    char *failure = mcg_node_failure_value(p->failed_check, p->failed_config);
+    ann_set(ann, MCG_ANN_HEALTH_FAILURE, failure);
+    free(failure);
     return ann;
 }
 

@@ -529,6 +529,9 @@ static int edit_patch(json_t *o, const char *name, const void *arg, mcg_err *err
     set_ann(ann, MCG_ANN_STATE, p->state);
     set_ann(ann, MCG_ANN_REASON, p->reason);
     set_ann(ann, MCG_ANN_MACHINE_ID, p->bound_machine_id);
+    char *failure = mcg_node_failure_value(p->failed_check, p->failed_config);
+    set_ann(ann, MCG_ANN_HEALTH_FAILURE, failure);
+    free(failure);
     if (p->unschedulable >= 0)
         json_object_set_new(json_object_get(o, "spec"), "unschedulable",
                             json_boolean(p->unschedulable));

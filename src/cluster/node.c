@@ -23,6 +23,8 @@ void mcg_node_clear(mcg_node *n)
     free(n->current);
     free(n->state);
     free(n->reason);
+    free(n->failed_check);
+    free(n->failed_config);
     free(n->machine_id);
     free(n->boot_id);
     free(n->system_uuid);
@@ -35,6 +37,31 @@ void mcg_nodes_free(mcg_node *nodes, size_t n)
     for (size_t i = 0; i < n; i++)
         mcg_node_clear(&nodes[i]);
     free(nodes);
+}
+
+char *mcg_node_failure_value(const char *check, const char *config)
+{
+    if (!check)
+        return NULL;
+    if (!*check)
+        return mcg_strdup("");
+    json_t *o = json_pack("{s:s,s:s}", "check", check, "config", config ? config : "");
+    char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+/* The failed check of annotation value v (JSON {check, config}), when it is one. */
+static void read_failure(mcg_node *n, const char *v)
+{
+    json_t *o = v ? json_loads(v, 0, NULL) : NULL;
+    const char *check = json_string_value(json_object_get(o, "check"));
+    const char *config = json_string_value(json_object_get(o, "config"));
+    if (check && *check && config) {
+        n->failed_check = mcg_strdup(check);
+        n->failed_config = mcg_strdup(config);
+    }
+    json_decref(o);
 }
 
 bool mcg_time_parse(const char *s, int64_t *out)
@@ -63,6 +90,10 @@ json_t *mcg_node_to_json(const mcg_node *n)
         json_object_set_new(ann, MCG_ANN_REASON, json_string(n->reason));
     if (n->bound_machine_id)
         json_object_set_new(ann, MCG_ANN_MACHINE_ID, json_string(n->bound_machine_id));
+    char *failure = mcg_node_failure_value(n->failed_check, n->failed_config);
+    if (failure && *failure)
+        json_object_set_new(ann, MCG_ANN_HEALTH_FAILURE, json_string(failure));
+    free(failure);
     char ts[32];
     mcg_time_iso(ts, n->created);
     json_t *o =
@@ -112,6 +143,7 @@ int mcg_node_from_json(mcg_node *n, const json_t *o, mcg_err *err)
     ANN(reason, MCG_ANN_REASON);
     ANN(bound_machine_id, MCG_ANN_MACHINE_ID);
 #undef ANN
+    read_failure(n, json_string_value(json_object_get(ann, MCG_ANN_HEALTH_FAILURE)));
     json_t *info = json_object_get(json_object_get(o, "status"), "nodeInfo");
 #define INFO(field, key)                                                                           \
     do {                                                                                           \

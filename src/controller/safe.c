@@ -5,8 +5,9 @@
  *
  *   status.rolloutHalt  {target, node, check, source, since}: a node's
  *                       health check failed on target (the node is
- *                       Degraded with "health check NAME failed ..." at
- *                       that desiredConfig). The pool holds the rollout
+ *                       Degraded at that desiredConfig, and carries the
+ *                       failed check and config as structured fields:
+ *                       MCG_ANN_HEALTH_FAILURE). The pool holds the rollout
  *                       (RolloutHalted) until its target moves on (a new
  *                       source commit) or `mcgit pool resume` stamps the
  *                       pool with MCG_ANN_RESUMED after since.
@@ -23,8 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define HEALTH_PREFIX "health check "
 
 void mcg_safe_pools_free(mcg_safe_pool *sp, size_t n)
 {
@@ -46,18 +45,21 @@ static const char *sget(const json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-/* The node Degraded by a health check at target (its check's name into check), or NULL. */
+/*
+ * The node Degraded by a health check at target (its check's name into
+ * check), or NULL: what the agent reports as a structured field beside its
+ * human reason (mcg_node.failed_check and failed_config), never the reason.
+ */
 static const mcg_node *failed_node(const mcg_node *nodes, size_t nn, const char *target,
                                    char check[64])
 {
     for (size_t i = 0; target && i < nn; i++) {
         const mcg_node *n = &nodes[i];
-        if (!n->state || strcmp(n->state, "Degraded") || !n->reason || !n->desired ||
-            strcmp(n->desired, target) || strncmp(n->reason, HEALTH_PREFIX, 13))
+        if (!n->state || strcmp(n->state, "Degraded") || !n->desired ||
+            strcmp(n->desired, target) || !n->failed_check || !n->failed_config ||
+            strcmp(n->failed_config, target))
             continue;
-        const char *s = n->reason + 13;
-        size_t k = strcspn(s, " ");
-        snprintf(check, 64, "%.*s", (int)(k < 63 ? k : 63), s);
+        snprintf(check, 64, "%s", n->failed_check);
         return n;
     }
     return NULL;

@@ -80,6 +80,10 @@ static void parse_check(mcg_pctx *c, const json_t *v, size_t i, mcg_health_check
             mcg_pctx_err(c, w, "%s.command[%zu] must be a non-empty string on one line", name, k);
             continue;
         }
+        if (strlen(json_string_value(w)) != json_string_length(w)) { /* never truncated */
+            mcg_pctx_err(c, w, "%s.command[%zu] contains a NUL byte", name, k);
+            continue;
+        }
         mcg_strv_push(&hc->command, json_string_value(w));
     }
     if (hc->command.n && hc->command.v[0][0] != '/')

@@ -1939,6 +1939,254 @@ static void test_os_resume(void **state)
     free(n2);
 }
 
+/* ------------------------------------------------ the journal, typed */
+
+/* A journal with every field set, each OS step kind once. */
+static void full_journal(mcg_journal *j, const char *target, const char *from)
+{
+    memset(j, 0, sizeof(*j));
+    j->target = mcg_strdup(target);
+    j->from = from ? mcg_strdup(from) : NULL;
+    j->phase = MCG_PHASE_HEALTH;
+    j->force = true;
+    j->cordoned = true;
+    j->reboot = true;
+    j->drain = false;
+    j->daemon_reload = true;
+    mcg_strv_push(&j->reload, "crio.service");
+    mcg_strv_push(&j->restart, "chronyd.service");
+    mcg_strv_push(&j->disk.backups, "etc/a");
+    mcg_strv_push(&j->disk.restores, "etc/b");
+    mcg_strv_push(&j->disk.mkdirs, "etc/new");
+    mcg_osstep_add(&j->os, MCG_OSSTEP_RECORD, "osImageURL", "base-image", NULL, true);
+    mcg_osstep_add(&j->os, MCG_OSSTEP_RUN, "osImageURL", "rpm-ostree rebase 'x'", NULL, false);
+    mcg_osstep_add(&j->os, MCG_OSSTEP_WRITE, "kernelArguments", "etc/kernel/cmdline", "a b\n",
+                   false);
+    mcg_osstep_add(&j->os, MCG_OSSTEP_REMOVE, "kernelArguments", "etc/default/grub.d/50.cfg", NULL,
+                   false);
+    mcg_osstep_add(&j->os, MCG_OSSTEP_SHADOW, "passwordHash", "$6$x$y", NULL, false);
+    mcg_osstep_add(&j->os, MCG_OSSTEP_RESTORE, "osImageURL", "base-image", NULL, false);
+    j->os_step = 3;
+    j->boot_id = mcg_strdup("0f3c");
+    j->has_deadline = true;
+    j->health_deadline = 1767225600;
+    j->revert = mcg_strdup("health check api failed");
+    j->installed = mcg_strdup("taken as installed: storage.disks (not checked)");
+}
+
+/* Written from the struct and read back: every field the same, the bytes too. */
+static void test_journal_round_trip(void **state)
+{
+    (void)state;
+    mcg_journal j, k;
+    mcg_err e = {0};
+    full_journal(&j, "rendered-worker-2", "rendered-worker-1");
+    char *text = mcg_agent_journal_dump(&j);
+    if (mcg_agent_journal_parse(&k, text, strlen(text), &e) != 0)
+        fail_msg("parse: %s", e.msg);
+    assert_string_equal(k.target, j.target);
+    assert_string_equal(k.from, j.from);
+    assert_int_equal(k.phase, MCG_PHASE_HEALTH);
+    assert_true(k.force && k.cordoned && k.reboot && !k.drain && k.daemon_reload);
+    assert_string_equal(k.reload.v[0], "crio.service");
+    assert_string_equal(k.restart.v[0], "chronyd.service");
+    assert_string_equal(k.disk.backups.v[0], "etc/a");
+    assert_string_equal(k.disk.restores.v[0], "etc/b");
+    assert_string_equal(k.disk.mkdirs.v[0], "etc/new");
+    assert_int_equal(k.os.n, 6);
+    for (size_t i = 0; i < 6; i++) {
+        assert_int_equal(k.os.v[i].kind, j.os.v[i].kind);
+        assert_string_equal(k.os.v[i].field, j.os.v[i].field);
+        assert_string_equal(k.os.v[i].arg, j.os.v[i].arg);
+        assert_int_equal(k.os.v[i].bootc, j.os.v[i].bootc);
+    }
+    assert_string_equal(k.os.v[2].data, "a b\n");
+    assert_int_equal(k.os_step, 3);
+    assert_string_equal(k.boot_id, "0f3c");
+    assert_true(k.has_deadline);
+    assert_int_equal(k.health_deadline, 1767225600);
+    assert_string_equal(k.revert, j.revert);
+    assert_string_equal(k.installed, j.installed);
+    char *again = mcg_agent_journal_dump(&k);
+    assert_string_equal(again, text);
+    assert_contains(text, "\"version\": 1");
+    free(again);
+    free(text);
+    mcg_agent_journal_clear(&k);
+    /* the optional fields absent, from null: still the same both ways */
+    mcg_agent_journal_clear(&j);
+    memset(&j, 0, sizeof(j));
+    j.target = mcg_strdup("rendered-worker-1");
+    text = mcg_agent_journal_dump(&j);
+    assert_int_equal(mcg_agent_journal_parse(&k, text, strlen(text), &e), 0);
+    assert_null(k.from);
+    assert_null(k.boot_id);
+    assert_false(k.has_deadline);
+    assert_null(k.revert);
+    assert_null(k.installed);
+    assert_int_equal(k.phase, MCG_PHASE_WRITE);
+    again = mcg_agent_journal_dump(&k);
+    assert_string_equal(again, text);
+    free(again);
+    free(text);
+    mcg_agent_journal_clear(&k);
+    mcg_agent_journal_clear(&j);
+}
+
+/* journal.json with one change applied to a good one: key = value (JSON), or key deleted. */
+static char *journal_with(const char *target, const char *from, const char *key, const char *value)
+{
+    mcg_journal j;
+    full_journal(&j, target, from);
+    char *text = mcg_agent_journal_dump(&j);
+    mcg_agent_journal_clear(&j);
+    json_t *o = json_loads(text, 0, NULL);
+    free(text);
+    if (value)
+        json_object_set_new(o, key, json_loads(value, JSON_DECODE_ANY, NULL));
+    else
+        json_object_del(o, key);
+    text = json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(1));
+    json_decref(o);
+    return text;
+}
+
+static const struct bad_journal {
+    const char *key, *value, *want;
+} bad_journals[] = {
+    {"version", "99", "state journal.json: version 99 is not one this agent knows (it knows 1)"},
+    {"version", NULL, "state journal.json: no 'version'"},
+    {"version", "\"1\"", "state journal.json: 'version' must be an integer"},
+    {"osStep", NULL, "state journal.json: no 'osStep'"},
+    {"target", NULL, "state journal.json: no 'target'"},
+    {"reboot", "\"yes\"", "state journal.json: 'reboot' must be true or false"},
+    {"restart", "[\"a.service\", 3]", "state journal.json: 'restart' must be a list of strings"},
+    {"healthDeadline", "\"soon\"", "state journal.json: 'healthDeadline' must be an integer"},
+    {"from", "7", "state journal.json: 'from' must be a string or null"},
+    {"surprise", "true", "state journal.json: unknown key 'surprise'"},
+    {"phase", "\"celebrate\"", "state journal.json: unknown phase 'celebrate'"},
+    {"osStep", "7", "state journal.json: osStep 7 of 1 steps"},
+    {"os", "[{\"field\":\"kernelType\",\"frobnicate\":\"x\"}]",
+     "state journal.json: os[0] (kernelType): 'frobnicate' is not a kind of step"},
+    {"os", "[{\"field\":\"kernelArguments\",\"write\":\"etc/x\"}]",
+     "state journal.json: os[0] (kernelArguments): malformed write step"},
+    {"os", "[{\"run\":\"true\"}]", "state journal.json: os[0] has no field"},
+};
+
+/* Each wrong journal is refused whole, naming what is wrong. */
+static void test_journal_refused(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad_journals) / sizeof(*bad_journals); i++) {
+        const struct bad_journal *b = &bad_journals[i];
+        char *text = journal_with("rendered-worker-2", "rendered-worker-1", b->key, b->value);
+        if (!strcmp(b->key, "osStep") && b->value) { /* one step only */
+            json_t *o = json_loads(text, 0, NULL);
+            json_object_set_new(o, "os",
+                                json_loads("[{\"field\":\"f\",\"run\":\"true\"}]", 0, NULL));
+            free(text);
+            text = json_dumps(o, JSON_SORT_KEYS);
+            json_decref(o);
+        }
+        mcg_journal j;
+        mcg_err e = {0};
+        int rc = mcg_agent_journal_parse(&j, text, strlen(text), &e);
+        if (rc != MCG_EINVAL || !strstr(e.msg, b->want))
+            fail_msg("%s = %s: rc %d, '%s', want '%s'", b->key, b->value ? b->value : "(gone)", rc,
+                     e.msg, b->want);
+        assert_null(j.target); /* cleared */
+        free(text);
+    }
+}
+
+/*
+ * A journal the agent cannot read whole — of version 99, missing a key,
+ * with a wrong type — is not resumed: the node Degraded naming why, and
+ * nothing written (the files, current, the journal itself as they were).
+ */
+static void test_journal_refused_pass(void **state)
+{
+    fx *f = *state;
+    char *n1 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a1\"}}]}}");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    char *n2 = deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{\"files\":["
+                         "{\"path\":\"/etc/a\",\"contents\":{\"source\":\"data:,a2\"}}]}}");
+    static const struct bad_journal cases[] = {
+        {"version", "99", "state journal.json: version 99 is not one this agent knows"},
+        {"cordoned", NULL, "state journal.json: no 'cordoned'"},
+        {"osStep", "\"2\"", "state journal.json: 'osStep' must be an integer"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        char *text = journal_with(n2, n1, cases[i].key, cases[i].value);
+        put(f->root, "var/lib/mcgit/journal.json", text, 0600);
+        mcg_agent_result r = pass(f);
+        assert_int_equal(r.state, MCG_AGENT_DEGRADED);
+        assert_contains(r.reason, cases[i].want);
+        assert_contains(r.reason, "not resumed, nothing written");
+        assert_string_equal(r.config, n1);
+        assert_node(f, "Degraded", n1, cases[i].want);
+        assert_file(f->root, "etc/a", "a1", 0644);
+        char *cur = get(f->root, "var/lib/mcgit/current");
+        assert_contains(cur, n1);
+        free(cur);
+        char *after = get(f->root, "var/lib/mcgit/journal.json");
+        assert_string_equal(after, text);
+        free(after);
+        char *kept = mcg_sprintf("var/lib/mcgit/configs/%s.json", n2);
+        assert_false(exists(f->root, kept));
+        free(kept);
+        free(text);
+    }
+    /* once the journal is taken away, the update goes on */
+    rm_file(f->root, "var/lib/mcgit/journal.json");
+    assert_int_equal(pass(f).state, MCG_AGENT_DONE);
+    assert_file(f->root, "etc/a", "a2", 0644);
+    free(n1);
+    free(n2);
+}
+
+/* A journal as the agent wrote it before the journal was typed: read, and written back byte for
+ * byte (an agent upgraded mid-update resumes it). */
+static void test_journal_earlier_format(void **state)
+{
+    (void)state;
+    const char *text = "{\n"
+                       " \"backups\": [\n  \"etc/a\"\n ],\n"
+                       " \"cordoned\": false,\n"
+                       " \"daemonReload\": false,\n"
+                       " \"drain\": false,\n"
+                       " \"force\": false,\n"
+                       " \"from\": null,\n"
+                       " \"mkdirs\": [],\n"
+                       " \"os\": [\n"
+                       "  {\n   \"bootc\": false,\n   \"field\": \"osImageURL\",\n"
+                       "   \"record\": \"base-image\"\n  },\n"
+                       "  {\n   \"field\": \"osImageURL\",\n"
+                       "   \"run\": \"rpm-ostree rebase 'x'\"\n  }\n"
+                       " ],\n"
+                       " \"osStep\": 0,\n"
+                       " \"phase\": \"apply\",\n"
+                       " \"reboot\": true,\n"
+                       " \"reload\": [],\n"
+                       " \"restart\": [],\n"
+                       " \"restores\": [],\n"
+                       " \"target\": \"rendered-worker-1\",\n"
+                       " \"version\": 1\n"
+                       "}";
+    mcg_journal j;
+    mcg_err e = {0};
+    if (mcg_agent_journal_parse(&j, text, strlen(text), &e) != 0)
+        fail_msg("parse: %s", e.msg);
+    assert_int_equal(j.os.n, 2);
+    assert_int_equal(j.os.v[0].kind, MCG_OSSTEP_RECORD);
+    assert_int_equal(j.os.v[1].kind, MCG_OSSTEP_RUN);
+    char *again = mcg_agent_journal_dump(&j);
+    assert_string_equal(again, text);
+    free(again);
+    mcg_agent_journal_clear(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1974,6 +2222,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_os_fips, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_password_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_resume, setup, teardown),
+        cmocka_unit_test(test_journal_round_trip),
+        cmocka_unit_test(test_journal_refused),
+        cmocka_unit_test(test_journal_earlier_format),
+        cmocka_unit_test_setup_teardown(test_journal_refused_pass, setup, teardown),
     };
     return cmocka_run_group_tests_name("agent", tests, NULL, NULL);
 }

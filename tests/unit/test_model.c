@@ -991,6 +991,11 @@ static const parse_case cases[] = {
      WORKER_POOL "  rollout:\n    healthChecks:\n    - name: k\n      command: [check-api]\n",
      POOLF ":12:", "spec.rollout.healthChecks[0].command must start with an absolute path",
      0, NULL, NULL, NULL},
+    {"refuse: a NUL inside a health check command (never truncated)", POOLF,
+     WORKER_POOL "  rollout:\n    healthChecks:\n    - name: k\n"
+                 "      command: [/bin/true, \"x\\0; rm -rf /\"]\n",
+     POOLF ":12:", "spec.rollout.healthChecks[0].command[1] contains a NUL byte",
+     0, NULL, NULL, NULL},
     {"refuse: a health check with both unit and command", POOLF,
      WORKER_POOL "  rollout:\n    healthChecks:\n    - name: k\n      unit: a.service\n"
                  "      command: [/bin/true]\n",
