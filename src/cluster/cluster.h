@@ -29,6 +29,12 @@
  * `node add --machine-id`): the identity an agent proves on a host without a
  * kubelet (see docs/agent.md, "Node identity"). */
 #define MCG_ANN_MACHINE_ID MCG_ANN_PREFIX "machineID"
+/* The node's public key (an OpenSSH ed25519 line) the operator pinned with
+ * `mcgit node bind --node-key`: what an attestation must verify against. */
+#define MCG_ANN_NODE_KEY MCG_ANN_PREFIX "nodeKey"
+/* The agent's signed statement of what it applied, written on Done
+ * (docs/sites.md, "Node attestation"). */
+#define MCG_ANN_ATTESTATION MCG_ANN_PREFIX "attestation"
 
 typedef struct mcg_node {
     char *name;
@@ -51,6 +57,8 @@ typedef struct mcg_node {
     char *boot_id;
     char *system_uuid;
     char *bound_machine_id;
+    char *node_key;    /* MCG_ANN_NODE_KEY, NULL when none pinned */
+    char *attestation; /* MCG_ANN_ATTESTATION, NULL when none */
 } mcg_node;
 
 void mcg_node_clear(mcg_node *n);
@@ -74,6 +82,10 @@ typedef struct mcg_node_patch {
     const char *if_desired;
     /* The bound machine-id (MCG_ANN_MACHINE_ID); NULL leave, "" clear. */
     const char *bound_machine_id;
+    /* The pinned node key (MCG_ANN_NODE_KEY) and the attestation
+     * (MCG_ANN_ATTESTATION); NULL leave, "" clear. */
+    const char *node_key;
+    const char *attestation;
 } mcg_node_patch;
 
 /* Leaves everything alone; set the fields to change. */

@@ -38,6 +38,8 @@ static void node_copy(mcg_node *d, const mcg_node *s)
     d->boot_id = s->boot_id ? mcg_strdup(s->boot_id) : NULL;
     d->system_uuid = s->system_uuid ? mcg_strdup(s->system_uuid) : NULL;
     d->bound_machine_id = s->bound_machine_id ? mcg_strdup(s->bound_machine_id) : NULL;
+    d->node_key = s->node_key ? mcg_strdup(s->node_key) : NULL;
+    d->attestation = s->attestation ? mcg_strdup(s->attestation) : NULL;
 }
 
 /* Whether two views of a node differ in anything mcgit reads. */
@@ -51,7 +53,9 @@ bool mcg_kube_node_differs(const mcg_node *a, const mcg_node *b)
         !mcg_kube_str_eq(a->machine_id, b->machine_id) ||
         !mcg_kube_str_eq(a->boot_id, b->boot_id) ||
         !mcg_kube_str_eq(a->system_uuid, b->system_uuid) ||
-        !mcg_kube_str_eq(a->bound_machine_id, b->bound_machine_id) || a->labels.n != b->labels.n)
+        !mcg_kube_str_eq(a->bound_machine_id, b->bound_machine_id) ||
+        !mcg_kube_str_eq(a->node_key, b->node_key) ||
+        !mcg_kube_str_eq(a->attestation, b->attestation) || a->labels.n != b->labels.n)
         return true;
     for (size_t i = 0; i < a->labels.n; i++)
         if (!mcg_kube_str_eq(mcg_labels_get(&b->labels, a->labels.items[i].key),
@@ -304,6 +308,8 @@ static json_t *patch_annotations(const mcg_node_patch *p)
     ann_set(ann, MCG_ANN_STATE, p->state);
     ann_set(ann, MCG_ANN_REASON, p->reason);
     ann_set(ann, MCG_ANN_MACHINE_ID, p->bound_machine_id);
+    ann_set(ann, MCG_ANN_NODE_KEY, p->node_key);
+    ann_set(ann, MCG_ANN_ATTESTATION, p->attestation);
     char *failure = mcg_node_failure_value(p->failed_check, p->failed_config);
     ann_set(ann, MCG_ANN_HEALTH_FAILURE, failure);
     free(failure);

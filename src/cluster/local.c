@@ -529,6 +529,8 @@ static int edit_patch(json_t *o, const char *name, const void *arg, mcg_err *err
     set_ann(ann, MCG_ANN_STATE, p->state);
     set_ann(ann, MCG_ANN_REASON, p->reason);
     set_ann(ann, MCG_ANN_MACHINE_ID, p->bound_machine_id);
+    set_ann(ann, MCG_ANN_NODE_KEY, p->node_key);
+    set_ann(ann, MCG_ANN_ATTESTATION, p->attestation);
     char *failure = mcg_node_failure_value(p->failed_check, p->failed_config);
     set_ann(ann, MCG_ANN_HEALTH_FAILURE, failure);
     free(failure);

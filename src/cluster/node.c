@@ -29,6 +29,8 @@ void mcg_node_clear(mcg_node *n)
     free(n->boot_id);
     free(n->system_uuid);
     free(n->bound_machine_id);
+    free(n->node_key);
+    free(n->attestation);
     memset(n, 0, sizeof(*n));
 }
 
@@ -90,6 +92,10 @@ json_t *mcg_node_to_json(const mcg_node *n)
         json_object_set_new(ann, MCG_ANN_REASON, json_string(n->reason));
     if (n->bound_machine_id)
         json_object_set_new(ann, MCG_ANN_MACHINE_ID, json_string(n->bound_machine_id));
+    if (n->node_key)
+        json_object_set_new(ann, MCG_ANN_NODE_KEY, json_string(n->node_key));
+    if (n->attestation)
+        json_object_set_new(ann, MCG_ANN_ATTESTATION, json_string(n->attestation));
     char *failure = mcg_node_failure_value(n->failed_check, n->failed_config);
     if (failure && *failure)
         json_object_set_new(ann, MCG_ANN_HEALTH_FAILURE, json_string(failure));
@@ -142,6 +148,8 @@ int mcg_node_from_json(mcg_node *n, const json_t *o, mcg_err *err)
     ANN(state, MCG_ANN_STATE);
     ANN(reason, MCG_ANN_REASON);
     ANN(bound_machine_id, MCG_ANN_MACHINE_ID);
+    ANN(node_key, MCG_ANN_NODE_KEY);
+    ANN(attestation, MCG_ANN_ATTESTATION);
 #undef ANN
     read_failure(n, json_string_value(json_object_get(ann, MCG_ANN_HEALTH_FAILURE)));
     json_t *info = json_object_get(json_object_get(o, "status"), "nodeInfo");
