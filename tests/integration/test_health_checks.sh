@@ -13,6 +13,8 @@
 #     its human reason (annotation healthFailure: {check, config}), not from
 #     the reason's words: a node whose reason reads "health check ..." without
 #     the field halts nothing, and a reworded reason with it still halts;
+#   - a NUL inside a check's command is refused by `mcgit validate` with the
+#     file and line, never truncated;
 #   - an agent stopped (SIGTERM) while a check hangs stops at once, the
 #     check's group killed, and its journal keeps the health phase.
 . "$(dirname "$0")/lib.sh"
@@ -191,6 +193,17 @@ scommit "$R" op "v5, healthy"
 for i in 1 2 3; do ctl; agent w0 --host-exec "$T/hx"; agent w1 --host-exec "$T/hx"; done
 [ "$(ann w0 state) $(ann w1 state)" = "Done Done" ] && [ -z "$(ann w0 healthFailure)" ] &&
   ok "v5 everywhere, Done: the failed check is gone from w0" || bad "w0: $(ann w0 state) $(ann w0 healthFailure)"
+# ------------------------------------------------------------ a NUL inside a command
+pool_yaml '  rollout:
+    healthChecks:
+    - name: nul
+      command: [/bin/true, "ok\0; rm -rf /"]'
+expect_rc 1 "mcgit validate: a NUL inside a command" -- "$MCGIT" validate "$R"
+"$MCGIT" validate "$R" >"$T/validate.out" 2>&1 || true
+expect_grep "pools/worker.yaml:13:.*spec.rollout.healthChecks\[0\].command\[1\] contains a NUL byte" "$T/validate.out" \
+  "refused with the file and line"
+git -C "$R" checkout -q -- pools/worker.yaml
+
 # ------------------------------------------------------------ SIGTERM while a check hangs
 pool_yaml "  rollout:
     healthChecks:
