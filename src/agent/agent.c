@@ -109,6 +109,7 @@ static void drift_pass(mcg_agent *a, mcg_cluster *c, const mcg_node *n, mcg_agen
             mcg_agent_log(a, 1, "Done: %s", cur->name);
             a->degraded_evented[0] = '\0'; /* a new problem is a new event */
         }
+        mcg_agent_attest(a, c, n, cur->name);
     }
     mcg_strv_free(&diffs);
 }

@@ -131,6 +131,9 @@ int mcg_agent_verify_host(const char *root, const char *node, mcg_cluster *c, mc
 
 /* Close the agent's descriptors and free its cached configs. NULL is a no-op. */
 void mcg_agent_free(mcg_agent *a);
+/* The public line of the node key (made at the first call, <state>/node.key),
+ * for `mcgit agent --print-node-key`; the caller frees *line. */
+int mcg_agent_node_key_line(char **line, mcg_agent *a, mcg_err *err);
 
 /*
  * One reconcile pass against the cluster: finish a leftover journal, read

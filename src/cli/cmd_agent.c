@@ -29,6 +29,10 @@ static const mcg_opt agent_opts[] = {
                  "the root is the host's: run systemctl actions and\n"
                  "reboots (implied by --root /)"),
     MCG_OPT_FLAG('1', "once", "one pass; exit 0 when Done, 1 when Degraded"),
+    MCG_OPT_FLAG('P', "print-node-key",
+                 "print the node key's public line (made at the first\n"
+                 "start, <state>/node.key) and exit: pin it with `mcgit\n"
+                 "node bind --node-key`"),
     MCG_OPT_VALUE('i', "interval", "SECONDS", "time between passes (default 30)"),
     MCG_OPT_FLAG('f', "force", "re-apply the whole config once, clearing drift"),
     MCG_OPT_VALUE('R', "reboot-command", "CMD",
@@ -56,33 +60,35 @@ static const mcg_opt agent_opts[] = {
 const mcg_cmd mcg_cmd_agent = {
     .name = "agent",
     .summary = "apply a node's rendered config, report its state, detect drift",
-    .usage = "usage: mcgit agent --node N --cluster C [--root DIR] [--state-dir DIR] [--live]\n"
-             "                   [--once] [--interval SECONDS] [--force]\n"
-             "                   [--reboot-command CMD] [--systemctl CMD] [--host-exec PREFIX]\n"
-             "                   [--metrics-bind-address HOST:PORT]\n"
-             "\n"
-             "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG; without\n"
-             "--cluster, $MCGIT_CLUSTER): when its desiredConfig differs from the config on\n"
-             "disk, fetch the rendered config (refused unless its bytes match the hash in\n"
-             "its name), cordon and drain when the disruption policy needs it, write files,\n"
-             "units and core's SSH keys atomically under the root, apply kernel arguments,\n"
-             "OS image, extensions and kernel type through the node's rpm-ostree, bootc or\n"
-             "boot loader (a reboot),\n"
-             "run the actions, uncordon and report Done.\n"
-             "Otherwise compare every managed path with the config and report Degraded on\n"
-             "drift, overwriting nothing.\n"
-             "A live host (--root /, --live) is managed only once this host is proven to be\n"
-             "node N: its machine-id (ROOT/etc/machine-id) and boot id must match the Node's\n"
-             "status.nodeInfo from its kubelet, or the machine-id bound with `mcgit node bind`;\n"
-             "otherwise the agent refuses before writing or cordoning anything.\n"
-             "A pool's health checks run after each update, each bounded by healthTimeout\n"
-             "(a check still running then is killed with its process group, and fails);\n"
-             "a check this agent cannot run (not live, without --systemctl or --host-exec)\n"
-             "fails, saying why: the node reverts and the pool halts, never reported passed.\n"
-             "An interrupted update resumes from its journal; a journal this agent cannot\n"
-             "read whole (another version, a missing or unknown key, a wrong type) is not\n"
-             "resumed: the node goes Degraded saying why, and nothing is written.\n"
-             "",
+    .usage =
+        "usage: mcgit agent --node N --cluster C [--root DIR] [--state-dir DIR] [--live]\n"
+        "                   [--once] [--interval SECONDS] [--force]\n"
+        "                   [--reboot-command CMD] [--systemctl CMD] [--host-exec PREFIX]\n"
+        "                   [--metrics-bind-address HOST:PORT]\n"
+        "       mcgit agent --node N --cluster C [--root DIR] [--state-dir DIR] --print-node-key\n"
+        "\n"
+        "Reconcile node N of cluster C (local:DIR, kube or kube:KUBECONFIG; without\n"
+        "--cluster, $MCGIT_CLUSTER): when its desiredConfig differs from the config on\n"
+        "disk, fetch the rendered config (refused unless its bytes match the hash in\n"
+        "its name), cordon and drain when the disruption policy needs it, write files,\n"
+        "units and core's SSH keys atomically under the root, apply kernel arguments,\n"
+        "OS image, extensions and kernel type through the node's rpm-ostree, bootc or\n"
+        "boot loader (a reboot),\n"
+        "run the actions, uncordon and report Done.\n"
+        "Otherwise compare every managed path with the config and report Degraded on\n"
+        "drift, overwriting nothing.\n"
+        "A live host (--root /, --live) is managed only once this host is proven to be\n"
+        "node N: its machine-id (ROOT/etc/machine-id) and boot id must match the Node's\n"
+        "status.nodeInfo from its kubelet, or the machine-id bound with `mcgit node bind`;\n"
+        "otherwise the agent refuses before writing or cordoning anything.\n"
+        "A pool's health checks run after each update, each bounded by healthTimeout\n"
+        "(a check still running then is killed with its process group, and fails);\n"
+        "a check this agent cannot run (not live, without --systemctl or --host-exec)\n"
+        "fails, saying why: the node reverts and the pool halts, never reported passed.\n"
+        "An interrupted update resumes from its journal; a journal this agent cannot\n"
+        "read whole (another version, a missing or unknown key, a wrong type) is not\n"
+        "resumed: the node goes Degraded saying why, and nothing is written.\n"
+        "",
     .run = run,
     .opts = agent_opts,
 };
@@ -100,7 +106,7 @@ typedef struct {
     mcg_agent_opts o;
     const char *cluster;
     const char *metrics_bind;
-    bool once;
+    bool once, print_key;
     uint64_t interval;
 } agent_args;
 
@@ -133,6 +139,7 @@ static int parse_args(int argc, char **argv, agent_args *args)
                                  {'s', &o->state_dir, NULL},
                                  {'L', NULL, &o->live},
                                  {'1', NULL, &args->once},
+                                 {'P', NULL, &args->print_key},
                                  {'f', NULL, &o->force},
                                  {'R', &o->reboot_command, NULL},
                                  {'S', &o->systemctl, NULL},
@@ -158,6 +165,20 @@ static int parse_args(int argc, char **argv, agent_args *args)
     if (ch < 0)
         return ex;
     return check_args(args, optind != argc);
+}
+
+/* --print-node-key: the node key's public line. */
+static int print_key(mcg_agent *a)
+{
+    mcg_err err = {0};
+    char *line = NULL;
+    if (mcg_agent_node_key_line(&line, a, &err) != 0) {
+        mcg_cli_error("agent", "%s", err.msg);
+        return MCG_EXIT_FAIL;
+    }
+    printf("%s\n", line);
+    free(line);
+    return MCG_EXIT_OK;
 }
 
 /* --once: one pass, its outcome printed; the exit status. */
@@ -245,7 +266,9 @@ static int run(int argc, char **argv)
         mcg_cli_error("agent", "%s", err.msg);
         goto out;
     }
-    status = args.once ? run_once(a, c, o.node) : run_loop(a, c, &args, mx);
+    status = args.print_key ? print_key(a)
+             : args.once    ? run_once(a, c, o.node)
+                            : run_loop(a, c, &args, mx);
 out:
     mcg_agent_free(a);
     mcg_metrics_free(mx);

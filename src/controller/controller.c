@@ -159,7 +159,8 @@ static json_t *pool_spec(const mcg_pool *p, const mcg_pool_status *st, const jso
 }
 
 static json_t *pool_object(const mcg_model *m, const mcg_pool *p, const mcg_pool_status *st,
-                           const json_t *prev, const mcg_safe_pool *sp, int64_t now)
+                           const json_t *prev, const mcg_safe_pool *sp, int64_t now,
+                           size_t attested)
 {
     char ts[32];
     mcg_time_iso(ts, now);
@@ -186,6 +187,8 @@ static json_t *pool_object(const mcg_model *m, const mcg_pool *p, const mcg_pool
                         json_integer((json_int_t)st->unavailable_count));
     json_object_set_new(status, "degradedMachineCount",
                         json_integer((json_int_t)st->degraded_count));
+    /* mcgit's: nodes whose signed attestation verifies (docs/sites.md) */
+    json_object_set_new(status, "attestedMachineCount", json_integer((json_int_t)attested));
     json_object_set_new(status, "conditions", conditions(st, prev, ts));
     if (sp)
         mcg_safe_status(status, sp, st, now);
@@ -783,18 +786,24 @@ static int pass_status(pass *p, mcg_err *err)
     const mcg_model *m = p->m;
     mcg_pass_result *res = p->res;
     int rc = 0;
+    mcg_strv digests = {0};
     for (size_t i = 0; i < m->npools; i++) {
         json_t *prev = prev_pool(p->prev_pools, m->pools[i].name);
+        size_t attested =
+            mcg_ctl_attested_count(p->c, p->nodes, p->nnodes, p->plan, m->pools[i].name, &digests);
         json_t *obj = pool_object(m, &m->pools[i], &p->plan->pools[i], prev,
-                                  p->safe ? &p->safe[i] : NULL, p->now);
+                                  p->safe ? &p->safe[i] : NULL, p->now, attested);
         if (!pool_same(prev, obj)) {
             rc = mcg_cluster_put_pool(p->c, m->pools[i].name, obj, err);
             res->writes++;
         }
         json_decref(obj);
         if (rc)
-            return rc;
+            break;
     }
+    mcg_strv_free(&digests);
+    if (rc)
+        return rc;
     mcg_ctl_record_status(p->o->metrics, p->plan, p->nodes, p->nnodes, p->now);
     mcg_ctl_record_safe(p->o->metrics, p->plan, p->safe, p->nodes, p->nnodes);
     halt_events(p);

@@ -111,6 +111,34 @@ static bool rendered_here(const checker *ck, const char *pool, const char *confi
     return found;
 }
 
+/*
+ * Nodes of the record whose attestation verifies here (against the key the
+ * record carries for them, which the site key signed) on config, whose
+ * digest is the config's own (its name is the start of its SHA-256).
+ */
+static long long attested_on(const json_t *doc, const char *config)
+{
+    const char *dash = strrchr(config, '-');
+    long long n = 0;
+    size_t i;
+    json_t *node;
+    json_array_foreach(json_object_get(doc, "nodes"), i, node) {
+        mcg_attestation at;
+        const char *name = json_string_value(json_object_get(node, "name"));
+        const char *cur = json_string_value(json_object_get(node, "current"));
+        if (!name || !cur || strcmp(cur, config) || !dash ||
+            mcg_trust_attestation_verify(
+                &at, json_string_value(json_object_get(node, "attestation")),
+                json_string_value(json_object_get(node, "nodeKey")), NULL) != 0)
+            continue;
+        if (!strcmp(at.node, name) && !strcmp(at.config, config) &&
+            !strncmp(at.digest, "sha256:", 7) && strlen(at.digest) == 7 + 64 &&
+            !strncmp(at.digest + 7, dash + 1, strlen(dash + 1)))
+            n++;
+    }
+    return n;
+}
+
 /* Each pool the record lists runs a config HQ rendered for it. */
 static int check_pools(const checker *ck, const json_t *doc, const char *rec, mcg_err *err)
 {
@@ -130,6 +158,13 @@ static int check_pools(const checker *ck, const json_t *doc, const char *rec, mc
                                "record %.12s: pool %s runs %s, a config this repository never "
                                "rendered for it",
                                rec, name, cfg);
+        long long claimed = json_integer_value(json_object_get(p, "attestedMachineCount"));
+        long long verified = *cfg ? attested_on(doc, cfg) : 0;
+        if (claimed > verified)
+            return mcg_err_set(err, MCG_ETRUST,
+                               "record %.12s: pool %s claims %lld attested machines, %lld "
+                               "attestations in the record verify",
+                               rec, name, claimed, verified);
     }
     return 0;
 }

@@ -72,11 +72,18 @@ static int nodes_json(json_t *out, mcg_cluster *cl, mcg_err *err)
     mcg_node *nodes = NULL;
     size_t n = 0;
     int rc = mcg_cluster_list_nodes(cl, &nodes, &n, err);
-    for (size_t i = 0; !rc && i < n; i++)
-        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s}", "name", nodes[i].name, "desired",
-                                             nodes[i].desired ? nodes[i].desired : "", "current",
-                                             nodes[i].current ? nodes[i].current : "", "state",
-                                             nodes[i].state ? nodes[i].state : ""));
+    for (size_t i = 0; !rc && i < n; i++) {
+        json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "name", nodes[i].name, "desired",
+                              nodes[i].desired ? nodes[i].desired : "", "current",
+                              nodes[i].current ? nodes[i].current : "", "state",
+                              nodes[i].state ? nodes[i].state : "");
+        /* so that HQ verifies each node's statement itself */
+        if (nodes[i].node_key && *nodes[i].node_key && nodes[i].attestation) {
+            json_object_set_new(o, "nodeKey", json_string(nodes[i].node_key));
+            json_object_set_new(o, "attestation", json_string(nodes[i].attestation));
+        }
+        json_array_append_new(out, o);
+    }
     mcg_nodes_free(nodes, n);
     return rc;
 }

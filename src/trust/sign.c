@@ -54,6 +54,34 @@ char *mcg_sshkey_public_line(const mcg_sshkey *key, const char *comment)
 
 char *mcg_sshsig_sign(const mcg_sshkey *key, const void *msg, size_t len)
 {
+    return mcg_sshsig_sign_ns(key, SIG_NAMESPACE, msg, len);
+}
+
+int mcg_sshkey_from_secret(mcg_sshkey *key, const void *sk, size_t len)
+{
+    unsigned char pk[32];
+    memset(key, 0, sizeof(*key));
+    if (sodium_init() < 0)
+        abort();
+    if (len != sizeof(key->sk))
+        return MCG_EINVAL;
+    memcpy(key->sk, sk, sizeof(key->sk));
+    /* the public half, from the seed, must be the one stored with it */
+    crypto_sign_ed25519_sk_to_pk(pk, key->sk);
+    unsigned char again_pk[32], again_sk[64];
+    crypto_sign_seed_keypair(again_pk, again_sk, key->sk);
+    bool ok = !sodium_memcmp(pk, again_pk, sizeof(pk));
+    mcg_wipe(again_sk, sizeof(again_sk));
+    if (!ok) {
+        mcg_sshkey_wipe(key);
+        return MCG_EINVAL;
+    }
+    memcpy(key->pk, pk, sizeof(pk));
+    return 0;
+}
+
+char *mcg_sshsig_sign_ns(const mcg_sshkey *key, const char *ns, const void *msg, size_t len)
+{
     unsigned char h[crypto_hash_sha512_BYTES], sig[crypto_sign_BYTES];
     mcg_buf signed_data = MCG_BUF_INIT, blob = MCG_BUF_INIT, sigblob = MCG_BUF_INIT,
             pk = MCG_BUF_INIT, b64 = MCG_BUF_INIT, out = MCG_BUF_INIT;
@@ -63,7 +91,7 @@ char *mcg_sshsig_sign(const mcg_sshkey *key, const void *msg, size_t len)
     crypto_hash_sha512(h, len ? msg : (const void *)"", len);
     /* what is signed: "SSHSIG" ns reserved hash H(msg) */
     mcg_buf_put(&signed_data, "SSHSIG", 6);
-    mcg_wire_put_string(&signed_data, SIG_NAMESPACE, strlen(SIG_NAMESPACE));
+    mcg_wire_put_string(&signed_data, ns, strlen(ns));
     mcg_wire_put_string(&signed_data, "", 0);
     mcg_wire_put_string(&signed_data, SIG_HASH, strlen(SIG_HASH));
     mcg_wire_put_string(&signed_data, h, sizeof(h));
@@ -75,7 +103,7 @@ char *mcg_sshsig_sign(const mcg_sshkey *key, const void *msg, size_t len)
     put_u32(&blob, 1);
     pubkey_blob(&pk, key->pk);
     mcg_wire_put_string(&blob, pk.ptr, pk.len);
-    mcg_wire_put_string(&blob, SIG_NAMESPACE, strlen(SIG_NAMESPACE));
+    mcg_wire_put_string(&blob, ns, strlen(ns));
     mcg_wire_put_string(&blob, "", 0);
     mcg_wire_put_string(&blob, SIG_HASH, strlen(SIG_HASH));
     mcg_wire_put_string(&blob, sigblob.ptr, sigblob.len);

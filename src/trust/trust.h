@@ -298,5 +298,34 @@ char *mcg_sshkey_public_line(const mcg_sshkey *key, const char *comment);
  * frees it. mcg_sshsig_verify accepts it for a line holding key's public key.
  */
 char *mcg_sshsig_sign(const mcg_sshkey *key, const void *msg, size_t len);
+/* The same in namespace ns (e.g. "mcgit-attestation"). */
+char *mcg_sshsig_sign_ns(const mcg_sshkey *key, const char *ns, const void *msg, size_t len);
+/* key from its 64-byte secret (libsodium's: the seed, then the public key),
+ * checked: the public half must be the seed's. MCG_EINVAL otherwise. */
+int mcg_sshkey_from_secret(mcg_sshkey *key, const void *sk, size_t len);
+
+/*
+ * Node attestation (docs/sites.md): a node's signed statement of what it
+ * applied, in namespace mcgit-attestation, with the node key the operator
+ * pinned (`mcgit node bind --node-key`).
+ */
+#define MCG_ATTEST_NS "mcgit-attestation"
+typedef struct mcg_attestation {
+    char node[254];
+    char machine_id[64];
+    char boot_id[64];
+    char config[254]; /* the rendered config applied */
+    char digest[80];  /* "sha256:" and the SHA-256 of its spec, in hex */
+} mcg_attestation;
+/* The annotation value: JSON of the fields and the signature (caller frees). */
+char *mcg_trust_attestation_sign(const mcg_sshkey *key, const mcg_attestation *a);
+/*
+ * Parse an annotation value (at most 16 KiB) into out and verify its
+ * signature against pinned, an OpenSSH public key line. MCG_ETRUST or
+ * MCG_EINVAL with one line otherwise. It says nothing of whether the config
+ * is the expected one: the caller compares out's fields.
+ */
+int mcg_trust_attestation_verify(mcg_attestation *out, const char *annotation, const char *pinned,
+                                 mcg_err *err);
 
 #endif
