@@ -71,6 +71,13 @@ site_up() { # site_up NAME: its repo (from a bundle), cluster, one rollout
 }
 site_up north && ok "north rolled out from a bundle" || bad "north"
 site_up south && ok "south rolled out from a bundle" || bad "south"
+# north's operator pins each node's key: its records carry attested machines
+for n in north-w0 north-w1; do
+  "$MCGIT" agent --node "$n" --cluster "local:$T/north-cl" --print-node-key >"$T/$n.pub" 2>/dev/null
+  "$MCGIT" node bind --cluster "local:$T/north-cl" "$n" --node-key "$T/$n.pub" >/dev/null
+  "$MCGIT" agent --node "$n" --cluster "local:$T/north-cl" --once -q >/dev/null 2>&1 || true
+done
+"$MCGIT" controller --repo "$T/north.git" --trust "$T/trust" --cluster "local:$T/north-cl" --once -q >/dev/null 2>&1
 record() { "$MCGIT" site record --repo "$T/$1.git" --cluster "local:$T/$1-cl" --site "$1" --site-key "$T/keys/${2:-site-$1}" "${@:3}"; }
 expect_rc 0 "site record at north" -- record north
 R1=$(cat "$T/out")
@@ -107,13 +114,14 @@ expect_rc 0 "HQ imports south's status" -- "$MCGIT" site import --repo "$HQ" "$T
 expect_rc 0 "mcgit status --sites" -- "$MCGIT" status --sites --repo "$HQ"
 cp "$T/out" "$T/fleet"
 expect_grep "^SITE +POOL +CONFIG +SOURCE +MACHINES +UPDATED +ATTESTED +DEGRADED +REPORTED +STALE" "$T/fleet" "the table's header"
-expect_grep "^north +worker +rendered-worker-[0-9a-f]+ +[0-9a-f]{12} +2 +2 +0 +0 +.* ago +no" "$T/fleet" "north's worker pool"
+expect_grep "^north +worker +rendered-worker-[0-9a-f]+ +[0-9a-f]{12} +2 +2 +2 +0 +.* ago +no" "$T/fleet" "north's worker pool: 2 machines, updated, attested"
+expect_grep "^south +worker +rendered-worker-[0-9a-f]+ +[0-9a-f]{12} +2 +2 +0 +0 " "$T/fleet" "south pinned no key: none attested"
 expect_grep "^south +worker " "$T/fleet" "south's worker pool"
 grep -q "^south +master" "$T/fleet" && bad "south runs only the worker pool (spec.pools)" || ok "south's row lists only its pools (spec.pools)"
 expect_grep "^east +- +- +- +0 +0 +0 +0 +never +yes" "$T/fleet" "east, never heard from, is listed and stale"
 expect_rc 0 "status --sites -o json" -- "$MCGIT" status --sites --repo "$HQ" -o json
 jq -e '[.items[] | select(.site == "north" and .pool == "worker")][0] | .machineCount == 2 and .updatedMachineCount == 2 and
-  .attestedMachineCount == 0 and .degradedMachineCount == 0 and (.reportedAt | test("Z$")) and .stale == false' "$T/out" >/dev/null &&
+  .attestedMachineCount == 2 and .degradedMachineCount == 0 and (.reportedAt | test("Z$")) and .stale == false' "$T/out" >/dev/null &&
   ok "-o json: the contract's fields" || bad "json: $(cat "$T/out")"
 expect_rc 0 "status --sites -o metrics" -- "$MCGIT" status --sites --repo "$HQ" -o metrics
 expect_grep '^mcgit_site_stale\{site="east"\} 1$' "$T/out" "metrics: east is stale"
@@ -187,6 +195,16 @@ jq -c '.source = "0000000000000000000000000000000000000bad"' "$T/now.json" >"$T/
 forge "$T/forge.git" north "$T/keys/site-north" mcgit-site "$T/nosrc.json"
 "$MCGIT" site export --repo "$T/forge.git" --site north "$T/forged.status" --since "$R1" 2>/dev/null
 refused "a record naming a source commit HQ does not hold" "$T/forged.status" "not in this repository's verified history"
+git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
+jq -c '(.pools[] | select(.name == "worker") | .attestedMachineCount) = 2 | del(.nodes[].attestation)' "$T/now.json" >"$T/claim.json"
+forge "$T/forge.git" north "$T/keys/site-north" mcgit-site "$T/claim.json"
+"$MCGIT" site export --repo "$T/forge.git" --site north "$T/forged.status" --since "$R1" 2>/dev/null
+refused "a record claiming attested machines without their attestations" "$T/forged.status" "claims 2 attested machines, 0 attestations in the record verify"
+git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
+jq -c '(.nodes[] | select(.name == "north-w1") | .attestation) = ([.nodes[] | select(.name == "north-w0")][0].attestation)' "$T/now.json" >"$T/replay.json"
+forge "$T/forge.git" north "$T/keys/site-north" mcgit-site "$T/replay.json"
+"$MCGIT" site export --repo "$T/forge.git" --site north "$T/forged.status" --since "$R1" 2>/dev/null
+refused "a record where one node's attestation stands in for another's" "$T/forged.status" "claims 2 attested machines, 1 attestations"
 git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
 jq -c '.site = "west"' "$T/now.json" >"$T/west.json"
 forge "$T/forge.git" west "$T/keys/site-north" mcgit-site "$T/west.json"
