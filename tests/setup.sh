@@ -72,11 +72,12 @@ finish() {
 trap finish EXIT
 
 # Building mcgit (C only: gcc, not build-essential's g++), and `mcgit demo`,
-# which needs nothing else at run time (not even git: it signs and commits
-# through libgit2 and libsodium).
+# which needs nothing else to run (it signs and commits through libgit2 and
+# libsodium); git for the `git log` and `git verify-commit` lines its end
+# suggests, to explore what it made.
 install gcc libc6-dev make cmake pkg-config \
         libgit2-dev libyaml-dev libjansson-dev libcurl4-openssl-dev libssl-dev \
-        libsodium-dev zlib1g-dev libmicrohttpd-dev
+        libsodium-dev zlib1g-dev libmicrohttpd-dev git
 [ "$demo" = 1 ] && exit 0
 # deploy/debian/build-deb.sh: debhelper, lintian, and systemd's pkg-config
 # file (the unit directory)

@@ -713,7 +713,7 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
     if (!have_raw || git_odb_object_type(raw) != GIT_OBJECT_COMMIT ||
         mcg_commit_split_signature(&sig, &data, git_odb_object_data(raw),
                                    git_odb_object_size(raw)) != 0) {
-        snprintf(v->reason, sizeof(v->reason), "commit is not signed");
+        snprintf(v->reason, sizeof(v->reason), "%s", MCG_REASON_UNSIGNED);
         goto out;
     }
     git_odb_object_free(raw);

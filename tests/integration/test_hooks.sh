@@ -60,10 +60,16 @@ expect_grep "^remote: mcgit: rendered " "$T/push.out" "the pusher sees the rende
 
 echo "change" >"$C/NOTES"; scommit "$C" - "unsigned change"
 refused "unsigned commit" "commit [0-9a-f]{12}: commit is not signed" -- push origin main
+expect_grep "^remote: mcgit: hint: sign the tip with \`git commit --amend -S --no-edit\`" "$T/push.out" \
+  "the refusal of an unsigned commit says how to sign it"
+# the hint, followed as written, makes the push go through
+git -C "$C" -c user.signingkey="$T/keys/alice" commit -q --amend -S --no-edit
+expect_rc 0 "after git commit --amend -S --no-edit the push is accepted" -- git -C "$C" push -q origin main
 reset_client
 
 echo "bob" >"$C/NOTES"; scommit "$C" bob "bob is not trusted"
 refused "untrusted key" "is not in allowed signers" -- push origin main
+grep -q "hint: sign" "$T/push.out" && bad "a signed (untrusted) commit gets the signing hint" || ok "a signed commit gets no signing hint"
 reset_client
 
 echo "a" >"$C/NOTES"; scommit "$C" alice "signed one"
@@ -92,8 +98,9 @@ refused "signed commit whose tree does not validate" "machineconfigs/99-bad.yaml
 reset_client
 
 echo "good" >"$C/NOTES"; scommit "$C" alice "second config"
+nrendered=$(git -C "$S" rev-list --count rendered)
 expect_rc 0 "push of a second signed commit is accepted" -- push origin main
-[ "$(git -C "$S" rev-list --count rendered)" = 2 ] &&
+[ "$(git -C "$S" rev-list --count rendered)" = $((nrendered + 1)) ] &&
   [ "$(git -C "$S" log -1 --format='%(trailers:key=Source-Commit,valueonly)' rendered | head -1)" = \
     "$(git -C "$C" rev-parse main)" ] && ok "post-receive appended a second render" || bad "second render"
 
