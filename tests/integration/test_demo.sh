@@ -35,7 +35,7 @@ expect_grep "Rollback-To" "$T/demo.out" "rollback narrated"
 expect_grep "^    [0-9a-f]{12} is the first render's commit on the rendered branch; it was rendered from source commit [0-9a-f]{12} on main, which the rollback names" \
   "$T/demo.out" "the rollback says why it prints two ids"
 # the "Explore:" lines run as printed (tests/setup.sh --demo installs git for them)
-grep -qE '^install .*libmicrohttpd-dev git$' "$SRC/tests/setup.sh" && ok "setup.sh --demo installs git" || bad "setup.sh --demo: no git"
+grep -qE '^ +libsodium-dev .*libmicrohttpd-dev git$' "$SRC/tests/setup.sh" && ok "setup.sh --demo installs git" || bad "setup.sh --demo: no git"
 sed -n '/^==> Done in .* Explore:/,$p' "$T/demo.out" | grep -E '^    (git|/.*mcgit) ' >"$T/explore"
 [ "$(wc -l <"$T/explore")" -ge 5 ] && ok "the demo ends with lines to explore" || bad "explore lines: $(cat "$T/explore")"
 while read -r line; do
