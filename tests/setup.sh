@@ -114,5 +114,16 @@ kpkgs=(golang-go dpkg-dev golang-github-modern-go-reflect2-dev golang-github-jso
        etcd-server curl openssl)
 command -v kubectl >/dev/null 2>&1 || kpkgs+=(kubernetes-client)
 install "${kpkgs[@]}"
+# Debian's kubectl as well when the one on PATH is another: test_kube_deploy
+# runs docs/kubernetes.md's install steps with both (Debian's 1.20 resolves
+# short names from a cache newer ones refresh). Unpacked into the kube cache,
+# not installed over the other.
+kcache=${MCGIT_KUBE_CACHE:-/var/cache/mcgit-kube}
+if ! dpkg -s kubernetes-client >/dev/null 2>&1 && [ ! -x "$kcache/debian-kubectl/usr/bin/kubectl" ]; then
+  kdl=$(mktemp -d) && chmod 755 "$kdl" && mkdir -p "$kcache"
+  (cd "$kdl" && apt-get download -qq kubernetes-client 2>/dev/null &&
+    dpkg-deb -x kubernetes-client_*.deb "$kcache/debian-kubectl")
+  rm -rf "$kdl"
+fi
 # The packaged etcd is disabled (quiet_services); the tests start their own.
 "$(dirname "$0")"/kube/build-apiserver.sh >/dev/null
