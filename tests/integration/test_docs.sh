@@ -32,6 +32,16 @@ block = re.search(r"```sh\n(.*?)```", part, re.S).group(1)
 print(block)
 PY
 [ -s "$T/next-steps.sh" ] && ok "README has a next-steps block" || bad "README has no next-steps block"
+# and its "Every command" block, run after it in the same shell: nothing in
+# it may block a paste (the controller and agent make one pass)
+python3 - "$SRC/README.md" >>"$T/next-steps.sh" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+part = text.split("Every command, in the order of a config", 1)[1]
+print(re.search(r"```sh\n(.*?)```", part, re.S).group(1))
+PY
+grep -q '^mcgit controller .*--once' "$T/next-steps.sh" && grep -q '^mcgit agent .*--once' "$T/next-steps.sh" &&
+  ok "README's every-command block: controller and agent with --once" || bad "README's every-command block runs a daemon in the foreground"
 mkdir -p "$T/ns/home" "$T/ns/clone/build" "$T/ns/bin"
 ln -s "$MCGIT" "$T/ns/clone/build/mcgit"
 cat >"$T/ns/bin/apt-get" <<'SHIM'
@@ -40,10 +50,16 @@ for p in "$@"; do case $p in -*|install) ;; *) dpkg -s "$p" >/dev/null 2>&1 || {
 SHIM
 chmod +x "$T/ns/bin/apt-get"
 (cd "$T/ns/clone" && HOME="$T/ns/home" PATH="$T/ns/bin:$(dirname "$(command -v git)"):/usr/bin:/bin" \
-  bash -euo pipefail "$T/next-steps.sh") >"$T/ns/out" 2>&1 && ok "the next-steps block runs as written" ||
-  { bad "the next-steps block fails"; tail -5 "$T/ns/out"; }
+  timeout 120 bash -euo pipefail "$T/next-steps.sh") >"$T/ns/out" 2>&1 && ok "the next-steps and every-command blocks run as written" ||
+  { bad "the next-steps or every-command block fails"; tail -5 "$T/ns/out"; }
 expect_grep 'Good "git" signature for me@example.com' "$T/ns/out" "git log --show-signature: a good signature"
 expect_grep '^worker rendered-worker-[0-9a-f]{32}' "$T/ns/out" "mcgit render renders the signed commit"
+expect_grep '^worker-0 Done rendered-worker-[0-9a-f]{32}$' "$T/ns/out" "the agent's pass applied worker-0's config"
+expect_grep '^worker +rendered-worker-[0-9a-f]{32} +True +False +False +1 +1 +1 +0 ' "$T/ns/out" "mcgit status (\$MCGIT_CLUSTER): the worker pool is updated"
+expect_grep '^refs/heads/main \(none\) -> [0-9a-f]{40} \([0-9]+ commits verified\)' "$T/ns/out" "the mirror imported the bundle"
+[ -z "$(ls -A "$T/ns/clone" | grep -v '^build$')" ] && ok "the blocks write nothing into the project's clone" ||
+  bad "the blocks wrote into the clone: $(ls -A "$T/ns/clone" | tr '\n' ' ')"
+[ -d "$T/ns/home/mcgit-try/cfg" ] && [ -d "$T/ns/home/mcgit-try/life" ] && ok "they work in ~/mcgit-try" || bad "no ~/mcgit-try/cfg or life"
 
 # What a newcomer tripped over in the docs
 if tr '\n' ' ' <"$SRC/docs/operations.md" | grep -qE "not part of +this +release"; then bad "operations.md says the kube backend is not part of this release"
