@@ -84,8 +84,9 @@ int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err)
         struct stat st;
         if (stat(path, &st) != 0)
             mcg_err_set(err, MCG_ENOTFOUND,
-                        "%s: no such repository (`git init --bare %s` makes an empty one)", path,
-                        path);
+                        "%s: no such repository (`git clone --bare URL %s` makes a clone of "
+                        "the config repo to read, `git init --bare %s` an empty one to push to)",
+                        path, path, path);
         else
             mcg_git_err(err, path);
         mcg_repo_free(r);

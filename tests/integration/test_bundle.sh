@@ -190,7 +190,7 @@ refused "sha256 object format" "capability 'object-format=sha256'" "$T/dst" "$T/
 refused "unknown version" 'unsupported bundle version' "$T/dst" "$T/v4.bundle"
 expect_rc 1 "import into a repository that does not exist" -- \
   "$MCGIT" bundle import --repo "$T/nowhere" "$T/next.bundle" --trust "$T/trust"
-expect_grep "nowhere: no such repository \(\`git init --bare .*nowhere\` makes an empty one\)" "$T/err" \
+expect_grep "nowhere: no such repository \(.*\`git init --bare .*nowhere\` an empty one to push to\)" "$T/err" \
   "missing repository: the reason says how to make one"
 [ ! -e "$T/nowhere" ] && ok "missing repository: nothing created" || bad "missing repository: something created"
 # Damage anywhere in the pack, as the indexer and the scan thread reading

@@ -24,6 +24,18 @@ done
 ! git -C "$S" config mcgit.binary >/dev/null && ok "no binary pinned: the hooks run mcgit from PATH" ||
   bad "mcgit.binary = $(git -C "$S" config mcgit.binary)"
 ! grep -q warning "$T/err" && ok "install finds mcgit on PATH" || { bad "install warned"; sed 's/^/    /' "$T/err"; }
+# the mcgit it found ($T/bin) is not where sshd's PATH looks: pushes over ssh
+# would not find it, and install says so (the caller's PATH is not the server's)
+if [ -x /usr/local/bin/mcgit ] || [ -x /usr/bin/mcgit ] || [ -x /bin/mcgit ]; then
+  skip_part "an mcgit is installed on sshd's PATH here: the note cannot be shown"
+else
+  expect_grep "^mcgit hook: note: mcgit is on your PATH but not on the PATH sshd gives a push over ssh \(/usr/local/bin:/usr/bin:/bin:/usr/games\): .*git -C $S config mcgit.binary" \
+    "$T/err" "install notes that sshd's PATH has no mcgit, and how to name one"
+  git -C "$S" config mcgit.binary "$(readlink -f "$MCGIT")"
+  "$MCGIT" hook install --repo "$S" --trust "$TR" >/dev/null 2>"$T/err2" || true
+  ! grep -q "note: mcgit is on your PATH" "$T/err2" && ok "with git config mcgit.binary set, no note" || bad "note despite mcgit.binary"
+  git -C "$S" config --unset mcgit.binary
+fi
 expect_rc 1 "hook install with a missing trust file" -- "$MCGIT" hook install --repo "$S" --trust "$T/nope"
 expect_rc 2 "hook with an unknown subcommand" -- "$MCGIT" hook frobnicate --repo "$S" --trust "$TR"
 
