@@ -526,8 +526,7 @@ static int story_chrony(demo *d, const char *first_worker)
     return 0;
 }
 
-/* Chapter 3: a file edited by hand is drift; the agent forced to re-apply, the node is Done again.
- */
+/* Chapter 3: a file edited by hand is drift; re-applied on request, the node is Done again. */
 static int story_drift(demo *d)
 {
     say("Someone edits /etc/chrony.conf on worker-1 by hand: drift");
@@ -556,8 +555,7 @@ static int story_drift(demo *d)
            "(MCO's force file: a running agent takes it at its next pass)\n",
            d->dir);
     char *force = mcg_sprintf("%s/cluster/roots/worker-1/run", d->dir);
-    mcg_err err = {0};
-    int rc = mcg_mkdirs(force, 0755, &err) == 0 ? 0 : -1;
+    int rc = mcg_mkdirs(force, 0755, d->err) == 0 ? 0 : -1;
     char *ff = mcg_sprintf("%s/machine-config-daemon-force", force);
     rc = rc ? rc : write_text(d, ff, "");
     free(ff);

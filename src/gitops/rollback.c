@@ -529,7 +529,8 @@ static int moved_under_worktree(mcg_repo *r, git_commit *tip, mcg_err *err)
     if (git_repository_index(&idx, r->git) != 0 || git_index_read(idx, 0) != 0 ||
         git_commit_tree(&t, tip) != 0 || index_is(r->git, idx, t))
         goto out;
-    git_commit_dup(&c, tip);
+    if (git_commit_dup(&c, tip) != 0)
+        goto out;
     for (int i = 0; i < MOVED_DEPTH && git_commit_parent(&next, c, 0) == 0; i++) {
         git_commit_free(c);
         c = next;
