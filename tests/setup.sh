@@ -72,11 +72,12 @@ finish() {
 trap finish EXIT
 
 # Building mcgit (C only: gcc, not build-essential's g++), and `mcgit demo`,
-# which needs nothing else at run time (not even git: it signs and commits
-# through libgit2 and libsodium).
+# which needs nothing else to run (it signs and commits through libgit2 and
+# libsodium); git for the `git log` and `git verify-commit` lines its end
+# suggests, to explore what it made.
 install gcc libc6-dev make cmake pkg-config \
         libgit2-dev libyaml-dev libjansson-dev libcurl4-openssl-dev libssl-dev \
-        libsodium-dev zlib1g-dev libmicrohttpd-dev
+        libsodium-dev zlib1g-dev libmicrohttpd-dev git
 [ "$demo" = 1 ] && exit 0
 # deploy/debian/build-deb.sh: debhelper, lintian, and systemd's pkg-config
 # file (the unit directory)
@@ -113,5 +114,16 @@ kpkgs=(golang-go dpkg-dev golang-github-modern-go-reflect2-dev golang-github-jso
        etcd-server curl openssl)
 command -v kubectl >/dev/null 2>&1 || kpkgs+=(kubernetes-client)
 install "${kpkgs[@]}"
+# Debian's kubectl as well when the one on PATH is another: test_kube_deploy
+# runs docs/kubernetes.md's install steps with both (Debian's 1.20 resolves
+# short names from a cache newer ones refresh). Unpacked into the kube cache,
+# not installed over the other.
+kcache=${MCGIT_KUBE_CACHE:-/var/cache/mcgit-kube}
+if ! dpkg -s kubernetes-client >/dev/null 2>&1 && [ ! -x "$kcache/debian-kubectl/usr/bin/kubectl" ]; then
+  kdl=$(mktemp -d) && chmod 755 "$kdl" && mkdir -p "$kcache"
+  (cd "$kdl" && apt-get download -qq kubernetes-client 2>/dev/null &&
+    dpkg-deb -x kubernetes-client_*.deb "$kcache/debian-kubectl")
+  rm -rf "$kdl"
+fi
 # The packaged etcd is disabled (quiet_services); the tests start their own.
 "$(dirname "$0")"/kube/build-apiserver.sh >/dev/null

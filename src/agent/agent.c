@@ -343,8 +343,11 @@ int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig
             if (rc == MCG_ENOTFOUND && first)
                 return mcg_err_set(err, rc, "%s", e.msg);
         } else if (first || res.state != last) {
-            mcg_agent_log(a, 1, "%s%s%s", mcg_agent_state_name(res.state),
-                          res.reason[0] ? ": " : "", res.reason);
+            if (res.state == MCG_AGENT_DONE && !res.config[0]) /* nothing applied: not "Done" */
+                mcg_agent_log(a, 1, "no config on this node yet: waiting for its desiredConfig");
+            else
+                mcg_agent_log(a, 1, "%s%s%s", mcg_agent_state_name(res.state),
+                              res.reason[0] ? ": " : "", res.reason);
             last = res.state;
         }
         first = false;

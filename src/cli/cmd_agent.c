@@ -116,7 +116,8 @@ static int check_args(agent_args *args, bool extra_args)
     const mcg_agent_opts *o = &args->o;
     args->cluster = mcg_cli_cluster(args->cluster);
     if (!o->node || !args->cluster || extra_args)
-        return mcg_cli_usage_error(&mcg_cmd_agent, "--node and --cluster are required");
+        return mcg_cli_usage_error(
+            &mcg_cmd_agent, "--node and --cluster are required (--cluster: or $MCGIT_CLUSTER)");
     if (o->root && !*o->root)
         return mcg_cli_usage_error(&mcg_cmd_agent, "--root: empty path");
     if (args->once && args->metrics_bind)
@@ -228,6 +229,24 @@ out:
     return status;
 }
 
+/*
+ * Whether cluster c has node (the root it keeps for the node exists only
+ * then); a node it does not have is named as such, not as a missing
+ * directory. A cluster that cannot answer now is left to the passes.
+ */
+static bool node_known(mcg_cluster *c, const char *node, const char *cluster)
+{
+    mcg_node n = {0};
+    mcg_err err = {0};
+    int rc = mcg_cluster_get_node(c, node, &n, &err);
+    mcg_node_clear(&n);
+    if (rc != MCG_ENOTFOUND)
+        return true;
+    mcg_cli_error("agent", "cluster %s has no node '%s' (add it: mcgit node add --cluster %s %s)",
+                  cluster, node, cluster, node);
+    return false;
+}
+
 static int run(int argc, char **argv)
 {
     agent_args args;
@@ -254,6 +273,8 @@ static int run(int argc, char **argv)
     if (!o.root) {
         root = mcg_cluster_node_root(c, o.node);
         o.root = root ? root : "/";
+        if (root && !node_known(c, o.node, args.cluster))
+            goto out;
     }
     if (args.metrics_bind) {
         o.metrics = mx = mcg_metrics_new();

@@ -292,9 +292,10 @@ static void print_imported(const mcg_bundle_report *rep, mcg_repo *r)
             printf("%zu commit%s verified)\n", br->verify.n, br->verify.n == 1 ? "" : "s");
     }
     print_plan(rep);
+    fflush(stdout); /* the render's line after the refs it is about, on a shared terminal too */
     if (rep->rendered && rep->render.created)
-        mcg_cli_info("rendered %.12s as %s %.12s", rep->render.source, mcg_repo_rendered_branch(r),
-                     rep->render.rendered);
+        mcg_cli_info("rendered source commit %.12s: branch %s is now %.12s", rep->render.source,
+                     mcg_repo_rendered_branch(r), rep->render.rendered);
 }
 
 static int do_check(int argc, char **argv, bool import)

@@ -111,8 +111,9 @@ static int check_usage(const mcg_controller_opts *o, const char *cluster, const 
                        const char *metrics_bind, const char *webhook_token, bool extra_args)
 {
     if (!o->repo || !o->trust || !cluster || extra_args)
-        return mcg_cli_usage_error(&mcg_cmd_controller,
-                                   "--repo, --trust and --cluster are required");
+        return mcg_cli_usage_error(
+            &mcg_cmd_controller,
+            "--repo, --trust and --cluster are required (--cluster: or $MCGIT_CLUSTER)");
     if (webhook_token && !metrics_bind)
         return mcg_cli_usage_error(
             &mcg_cmd_controller,

@@ -27,21 +27,23 @@ static const mcg_opt demo_opts[] = {
 const mcg_cmd mcg_cmd_demo = {
     .name = "demo",
     .summary = "run the whole loop on one machine, narrated",
-    .usage = "usage: mcgit demo [--dir DIR] [--keep]\n"
-             "\n"
-             "Create, in DIR (default: a new directory under /tmp), a config repo with\n"
-             "pools master, worker and infra, a throwaway ed25519 signing key, and a\n"
-             "local cluster of 3 master, 3 worker and 1 infra node; start the controller\n"
-             "and one agent per node; then show: the first rollout; a signed config\n"
-             "change rolling across the workers at most maxUnavailable at a time; a\n"
-             "hand-edited file reported as drift (the agent reports it, the operator\n"
-             "puts the file back, and the node returns to Done); an unsigned commit\n"
-             "refused; and `mcgit rollback` to the first render (a signed commit on\n"
-             "main restoring its configs). Finally print where the\n"
-             "repo and the cluster are, to explore with `git log -p rendered` and\n"
-             "`mcgit status`. The controller and agents are stopped at the end, or when\n"
-             "the demo is interrupted, unless --keep is given (then their PIDs are\n"
-             "printed).\n",
+    .usage =
+        "usage: mcgit demo [--dir DIR] [--keep]\n"
+        "\n"
+        "Create, in DIR (default: a new directory under /tmp), a config repo with\n"
+        "pools master, worker and infra, a throwaway ed25519 signing key, and a\n"
+        "local cluster of 3 master, 3 worker and 1 infra node; start the controller\n"
+        "and one agent per node; then show: the first rollout; a signed config\n"
+        "change rolling across the workers at most maxUnavailable at a time; a\n"
+        "hand-edited file reported as drift (the agent reports it and never\n"
+        "overwrites it; the demo has it re-applied through the force file, as\n"
+        "`mcgit agent --force` does, and the node returns to Done); an unsigned\n"
+        "commit refused by every pool; and `mcgit rollback` to the first render (a\n"
+        "signed commit on main restoring its configs). Finally print where the\n"
+        "repo and the cluster are, to explore with `git log -p rendered` (git\n"
+        "needed) and `mcgit status`. The controller and agents are stopped at the end, or when\n"
+        "the demo is interrupted, unless --keep is given (then their PIDs are\n"
+        "printed).\n",
     .run = run,
     .opts = demo_opts,
 };

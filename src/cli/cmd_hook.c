@@ -53,14 +53,17 @@ const mcg_cmd mcg_cmd_hook = {
              "              at the source branch. The hooks run `mcgit` from PATH, or\n"
              "              git config mcgit.binary when set; when they cannot run it,\n"
              "              they say so in one line, and pre-receive refuses the push\n"
-             "              (install warns when it finds no mcgit there). With\n"
-             "              --revoked, the revocation list K too (mcgit.revoked, made\n"
-             "              absolute). Without it a recorded mcgit.revoked is kept\n"
+             "              (install warns when it finds no mcgit there, and notes when\n"
+             "              the one on your PATH is not on the PATH sshd gives a push\n"
+             "              over ssh). With --revoked, the revocation list K too\n"
+             "              (mcgit.revoked, made absolute; it must exist: an empty file\n"
+             "              revokes nothing). Without it a recorded mcgit.revoked is kept\n"
              "              (`git config --unset mcgit.revoked` removes it). The hooks\n"
              "              pass it to mcgit, and a recorded K that cannot be read\n"
              "              refuses every push.\n"
              "pre-receive   read `<old> <new> <ref>` lines on stdin; refuse (exit 1) a push\n"
-             "              to the source branch if any new commit is unsigned or untrusted\n"
+             "              to the source branch if any new commit is unsigned (with a\n"
+             "              hint: `git commit --amend -S --no-edit`) or untrusted\n"
              "              (also against this host's clock), the update is not a\n"
              "              fast-forward, or the new tree does not validate; refuse any\n"
              "              push to refs/mcgit/* or the rendered branch, a moved tag, and\n"
@@ -85,14 +88,16 @@ const mcg_cmd mcg_cmd_hook = {
     .opts = hook_opts,
 };
 
-/* Whether name (a path when it holds a '/', else looked up in PATH) is an
+/* The PATH Debian's sshd gives the commands it runs: a push over ssh runs the hooks with it. */
+#define SSHD_PATH "/usr/local/bin:/usr/bin:/bin:/usr/games"
+
+/* Whether name (a path when it holds a '/', else looked up in path) is an
  * executable file: what the hooks check before they run it. */
-static bool runnable(const char *name)
+static bool runnable_in(const char *name, const char *path)
 {
     struct stat st;
     if (strchr(name, '/'))
         return stat(name, &st) == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0;
-    const char *path = getenv("PATH");
     char *dirs = mcg_strdup(path && *path ? path : "/usr/bin:/bin"), *save = NULL;
     bool found = false;
     for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
@@ -104,11 +109,22 @@ static bool runnable(const char *name)
     return found;
 }
 
+static bool runnable(const char *name)
+{
+    return runnable_in(name, getenv("PATH"));
+}
+
 /* Say which mcgit the hooks will run, and warn when they cannot run it. */
-static void check_binary(const char *binary)
+static void check_binary(const char *binary, const char *repo)
 {
     if (binary)
         mcg_cli_info("the hooks run %s (git config mcgit.binary)", binary);
+    if (!binary && runnable("mcgit") && !runnable_in("mcgit", SSHD_PATH))
+        fprintf(stderr,
+                "mcgit hook: note: mcgit is on your PATH but not on the PATH sshd gives a push "
+                "over ssh (%s): for pushes over ssh, install it there or `git -C %s config "
+                "mcgit.binary /absolute/path/to/mcgit`\n",
+                SSHD_PATH, repo);
     if (!runnable(binary ? binary : "mcgit"))
         fprintf(stderr,
                 "mcgit hook: warning: the hooks cannot run %s (not found or not executable), so "
@@ -136,7 +152,10 @@ static int install(const char *repo, const char *trust, const char *revoked,
         return MCG_EXIT_FAIL;
     }
     if (revoked && !realpath(revoked, revoked_abs)) {
-        mcg_cli_error("hook", "%s: %s", revoked, strerror(errno));
+        mcg_cli_error("hook",
+                      "revocation list (--revoked: a KRL or public keys) %s: %s (an empty file "
+                      "revokes nothing; without --revoked none is used)",
+                      revoked, strerror(errno));
         return MCG_EXIT_FAIL;
     }
     /* record nothing the hooks would then refuse every push over */
@@ -161,7 +180,7 @@ static int install(const char *repo, const char *trust, const char *revoked,
     else if (!changed)
         printf("hooks of %s already installed with these settings; nothing changed\n", repo);
     if (!rc)
-        check_binary(binary);
+        check_binary(binary, repo);
     free(binary);
     mcg_strv_free(&installed);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;

@@ -296,8 +296,10 @@ static int run(int argc, char **argv)
     if (ex >= 0)
         return ex;
     cluster = mcg_cli_cluster(cluster);
-    if (!cluster || optind >= argc)
-        return mcg_cli_usage_error(&mcg_cmd_node, "expected a subcommand and --cluster");
+    if (!cluster)
+        return mcg_cli_usage_error(&mcg_cmd_node, "--cluster C is required (or $MCGIT_CLUSTER)");
+    if (optind >= argc)
+        return mcg_cli_usage_error(&mcg_cmd_node, "expected a subcommand");
     const char *sub = argv[optind];
     int nargs = argc - optind - 1;
     char **args = argv + optind + 1;

@@ -444,8 +444,12 @@ static int run(int argc, char **argv)
     if (optind < argc)
         what = argv[optind++];
     cluster = mcg_cli_cluster(cluster);
-    if (!cluster || optind != argc || (strcmp(what, "pools") && strcmp(what, "nodes")))
-        return mcg_cli_usage_error(&mcg_cmd_status, "expected --cluster C [pools|nodes]");
+    if (!cluster)
+        return mcg_cli_usage_error(&mcg_cmd_status,
+                                   "--cluster C is required (or $MCGIT_CLUSTER: `export "
+                                   "MCGIT_CLUSTER=local:DIR` once for every command)");
+    if (optind != argc || (strcmp(what, "pools") && strcmp(what, "nodes")))
+        return mcg_cli_usage_error(&mcg_cmd_status, "expected [pools|nodes]");
     if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "wide"))
         return mcg_cli_usage_error(&mcg_cmd_status, "unknown output format '%s'", format);
     mcg_err err = {0};

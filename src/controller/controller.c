@@ -24,6 +24,7 @@
 #include "render/render.h"
 #include "rollout/rollout.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +304,17 @@ static bool pool_same(const json_t *prev, const json_t *obj)
     return true;
 }
 
+/* Whether the URL scheme ending at sep ("://") is ssh's (ssh, git+ssh, ssh+git). */
+static bool ssh_scheme(const char *start, const char *sep)
+{
+    const char *s = sep;
+    while (s > start && (isalnum((unsigned char)s[-1]) || s[-1] == '+'))
+        s--;
+    size_t l = (size_t)(sep - s);
+    return (l == 3 && !strncmp(s, "ssh", 3)) || (l == 7 && !strncmp(s, "git+ssh", 7)) ||
+           (l == 7 && !strncmp(s, "ssh+git", 7));
+}
+
 void mcg_redact_urls(char *out, size_t n, const char *src)
 {
     mcg_buf b = MCG_BUF_INIT;
@@ -313,6 +325,9 @@ void mcg_redact_urls(char *out, size_t n, const char *src)
             mcg_buf_puts(&b, p);
             break;
         }
+        /* an ssh user name is no secret (git@, the deploy key is): kept, unless a password follows
+         */
+        bool keep_user = ssh_scheme(p, sep);
         sep += 3;
         mcg_buf_put(&b, p, (size_t)(sep - p));
         size_t auth = strcspn(sep, "/?# \t'\"");
@@ -321,7 +336,11 @@ void mcg_redact_urls(char *out, size_t n, const char *src)
             const char *last = at; /* the last '@' of the authority ends the user info */
             while ((at = memchr(last + 1, '@', auth - (size_t)(last + 1 - sep))))
                 last = at;
-            mcg_buf_puts(&b, "***");
+            if (keep_user && !memchr(sep, ':', (size_t)(last - sep)) &&
+                !memchr(sep, '@', (size_t)(last - sep)))
+                mcg_buf_put(&b, sep, (size_t)(last - sep));
+            else
+                mcg_buf_puts(&b, "***");
             p = last;
         } else {
             p = sep;
@@ -646,7 +665,7 @@ static mcg_pool_view *pool_views(pass *p)
                                     .operator_paused = mcg_pool_object_operator_paused(pp),
                                     .untrusted = p->untrusted.v[i][0] ? p->untrusted.v[i] : NULL};
     }
-    mcg_safe_in in = {prev, p->nodes, p->nnodes, &p->log, p->src, p->o->repo, p->now};
+    mcg_safe_in in = {prev, p->nodes, p->nnodes, &p->log, p->src, p->now};
     p->safe = mcg_safe_pools(pviews, m->npools, &in);
     free(prev);
     for (size_t i = 0; m->settings.max_disruptions > 0 && i < m->npools; i++)

@@ -114,7 +114,8 @@ void mcg_controller_default_identity(char *out, size_t n);
 /*
  * Copy src to out (size n), replacing the user-information part of any URL
  * ("user:token" in https://user:token@host becomes "***"), so error messages from
- * fetches never publish credentials into pool status.
+ * fetches never publish credentials into pool status. An ssh:// URL's user
+ * name alone (ssh://git@host) is no secret and stays.
  */
 void mcg_redact_urls(char *out, size_t n, const char *src);
 

@@ -29,7 +29,6 @@ typedef struct mcg_safe_in {
     size_t nnodes;
     const mcg_rendered_log *log; /* the rendered branch, newest first */
     const char *source;          /* the source commit of the targets */
-    const char *repo;            /* --repo, for the rollback the halt message names */
     int64_t now;
 } mcg_safe_in;
 

@@ -115,9 +115,10 @@ static void halt_of(mcg_safe_pool *sp, const mcg_safe_in *in, const json_t *prev
     const char *good =
         last_good_source(in->log, sget(json_object_get(prev, "metadata"), "name"), cfg);
     const char *pool = sget(json_object_get(prev, "metadata"), "name");
-    char *next = good ? mcg_sprintf("`mcgit rollback --repo %s %.12s` restores the last good "
-                                    "source, or push a fix",
-                                    in->repo, good)
+    char *next = good ? mcg_sprintf("in a clone of the config repo, `mcgit rollback --repo . "
+                                    "%.12s` and a push restore the last good source, or push "
+                                    "a fix",
+                                    good)
                       : mcg_strdup("push a fix");
     sp->halted_msg = mcg_sprintf("node %s: health check %s failed on source commit %.12s (%s); "
                                  "no further node gets it. Next: %s; `mcgit pool resume %s` "
@@ -202,8 +203,13 @@ static int64_t rolling_since(const json_t *prev, const mcg_pool_view *pv, int64_
     const json_t *rs = json_object_get(json_object_get(prev, "status"), "rolloutSince");
     const char *t = sget(rs, "target");
     json_t *at = json_object_get(rs, "since");
-    return t && !strcmp(t, pv->target) && json_is_integer(at) ? (int64_t)json_integer_value(at)
-                                                              : now;
+    int64_t since = 0;
+    if (!t || strcmp(t, pv->target))
+        return now;
+    /* a timestamp, as kubectl describe shows it; seconds from an older controller */
+    if (json_is_string(at) && mcg_time_parse(json_string_value(at), &since))
+        return since;
+    return json_is_integer(at) ? (int64_t)json_integer_value(at) : now;
 }
 
 mcg_safe_pool *mcg_safe_pools(mcg_pool_view *pv, size_t np, const mcg_safe_in *in)
@@ -250,10 +256,12 @@ void mcg_safe_status(json_t *status, const mcg_safe_pool *sp, const mcg_pool_sta
                             json_pack("{s:s,s:s,s:s,s:s,s:s}", "target", sp->target, "node",
                                       sp->node, "check", sp->check, "source", sp->source, "since",
                                       sp->since));
-    if (sp->rolling_since && st->target) /* with a disruption budget, the longest waiting first */
-        json_object_set_new(
-            status, "rolloutSince",
-            json_pack("{s:s,s:I}", "target", st->target, "since", (json_int_t)sp->rolling_since));
+    if (sp->rolling_since && st->target) { /* with a disruption budget, the longest waiting first */
+        char ts[32];
+        mcg_time_iso(ts, sp->rolling_since);
+        json_object_set_new(status, "rolloutSince",
+                            json_pack("{s:s,s:s}", "target", st->target, "since", ts));
+    }
     if (sp->healthy_at && st->target)
         json_object_set_new(status, "canary",
                             json_pack("{s:s,s:s,s:I}", "target", st->target, "healthyAt",

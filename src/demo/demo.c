@@ -5,7 +5,8 @@
  * signing key, a local cluster of 3 master, 3 worker and 1 infra node; starts
  * the controller and one agent process per node (the mcgit binary), and
  * walks through: first rollout, a config change rolling across the workers
- * at most maxUnavailable at a time, drift reported (and repaired by hand), an
+ * at most maxUnavailable at a time, drift reported (and re-applied with the
+ * force file, as `mcgit agent --force` does), an
  * unsigned commit refused, and a rollback to the first render (a signed
  * source commit). The story is printed on standard output as it happens;
  * what ends it early is one error, returned.
@@ -525,7 +526,7 @@ static int story_chrony(demo *d, const char *first_worker)
     return 0;
 }
 
-/* Chapter 3: a file edited by hand is drift; put back, the node is Done again. */
+/* Chapter 3: a file edited by hand is drift; re-applied on request, the node is Done again. */
 static int story_drift(demo *d)
 {
     say("Someone edits /etc/chrony.conf on worker-1 by hand: drift");
@@ -548,45 +549,72 @@ static int story_drift(demo *d)
         return -1;
     }
     print_nodes(d);
-    say("The file is put back; the node returns to Done by itself");
-    FILE *g = fopen(path, "w");
-    if (g) {
-        fwrite(orig, 1, olen, g);
-        fclose(g);
+    say("The agent never overwrites drift (it may be someone's fix in progress): the operator "
+        "asks worker-1's agent to re-apply its config, as `mcgit agent --force` does");
+    printf("    touch %s/cluster/roots/worker-1/run/machine-config-daemon-force   "
+           "(MCO's force file: a running agent takes it at its next pass)\n",
+           d->dir);
+    char *force = mcg_sprintf("%s/cluster/roots/worker-1/run", d->dir);
+    int rc = mcg_mkdirs(force, 0755, d->err) == 0 ? 0 : -1;
+    char *ff = mcg_sprintf("%s/machine-config-daemon-force", force);
+    rc = rc ? rc : write_text(d, ff, "");
+    free(ff);
+    free(force);
+    if (!rc)
+        rc = wait_node_state(d, "worker-1", "Done", 20, NULL, 0);
+    char *now = NULL;
+    size_t nlen = 0;
+    if (!rc && mcg_read_file(path, 1 << 20, &now, &nlen, d->err) == 0) {
+        if (nlen == olen && !memcmp(now, orig, olen))
+            printf("    the agent put /etc/chrony.conf back; worker-1 is Done again\n");
+        else
+            rc = mcg_err_set(d->err, MCG_EIO, "worker-1's /etc/chrony.conf was not put back");
     }
+    free(now);
     free(orig);
     free(path);
-    if (wait_node_state(d, "worker-1", "Done", 20, NULL, 0))
+    if (rc)
         return -1;
     print_nodes(d);
     return 0;
 }
 
-/* Whether a pool says RenderDegraded (its message printed, once). */
+/* The message of pool pl's RenderDegraded condition when it is True, else NULL. */
+static const char *render_degraded_msg(json_t *pl)
+{
+    size_t j;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pl, "status"), "conditions"), j, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (t && st && !strcmp(t, "RenderDegraded") && !strcmp(st, "True"))
+            return json_string_value(json_object_get(c, "message"));
+    }
+    return NULL;
+}
+
+/* Whether every pool says RenderDegraded (then each pool's message is printed). */
 static bool render_degraded(demo *d)
 {
     mcg_err err = {0};
-    json_t *items = NULL;
-    bool refused = false;
-    if (mcg_cluster_list_pools(d->cl, &items, &err) == 0) {
-        size_t i;
-        json_t *pl;
-        json_array_foreach(items, i, pl) {
-            size_t j;
-            json_t *c;
-            json_array_foreach(json_object_get(json_object_get(pl, "status"), "conditions"), j, c) {
-                const char *t = json_string_value(json_object_get(c, "type"));
-                const char *s = json_string_value(json_object_get(c, "status"));
-                if (!refused && t && s && !strcmp(t, "RenderDegraded") && !strcmp(s, "True")) {
-                    printf("    RenderDegraded: %s\n",
-                           json_string_value(json_object_get(c, "message")));
-                    refused = true;
-                }
-            }
-        }
+    json_t *items = NULL, *pl;
+    size_t i, n = 0;
+    if (mcg_cluster_list_pools(d->cl, &items, &err) != 0)
+        return false;
+    json_array_foreach(items, i, pl)
+        n += render_degraded_msg(pl) != NULL;
+    bool all = n && n == json_array_size(items);
+    json_array_foreach(items, i, pl) {
+        const char *m = render_degraded_msg(pl);
+        if (all)
+            printf("    %s: RenderDegraded: %s\n",
+                   json_string_value(json_object_get(json_object_get(pl, "metadata"), "name")),
+                   m ? m : "");
     }
+    if (all)
+        printf("    every pool (%zu) is RenderDegraded: each keeps its last good config\n", n);
     json_decref(items);
-    return refused;
+    return all;
 }
 
 /* Chapter 4: an unsigned commit is refused, then dropped by the operator. */
@@ -653,6 +681,9 @@ static int story_rollback(demo *d, const char *first_render, const char *first_w
         return mcg_err_set(d->err, err.code ? err.code : MCG_EIO, "rollback: %s", err.msg);
     }
     mcg_repo_free(r);
+    printf("    %.12s is the first render's commit on the rendered branch; it was rendered from "
+           "source commit %.12s on main, which the rollback names: two ids, one point\n",
+           first_render, rb.target);
     printf("    committed %.12s (signed) \"Rollback to %.12s\" (Rollback-To: %.12s)\n", rb.commit,
            rb.target, rb.target);
     for (size_t i = 0; i < rb.pools.n; i++) {
@@ -667,6 +698,22 @@ static int story_rollback(demo *d, const char *first_render, const char *first_w
     printf("    the nodes after the rollback: every worker back on %s\n", first_worker);
     print_nodes(d);
     return 0;
+}
+
+/* Whether prog is an executable file in a directory of $PATH. */
+static bool on_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    bool found = false;
+    char *copy = mcg_strdup(path ? path : "");
+    for (char *save = NULL, *dir = strtok_r(copy, ":", &save); dir && !found;
+         dir = strtok_r(NULL, ":", &save)) {
+        char *f = mcg_sprintf("%s/%s", *dir ? dir : ".", prog);
+        found = access(f, X_OK) == 0;
+        free(f);
+    }
+    free(copy);
+    return found;
 }
 
 static int story(demo *d)
@@ -699,6 +746,8 @@ int mcg_demo_run(const mcg_demo_opts *o, mcg_err *err)
     if (rc)
         return err && err->code ? err->code : MCG_EIO;
     say("Done in %ld s. Explore:", (long)(time(NULL) - t0));
+    if (!on_path("git"))
+        printf("    (the git lines need git, which is not installed: apt-get install git)\n");
     printf("    git -C %s log --oneline --graph --all\n", d.repo);
     printf("    git -C %s log -p rendered -- worker/files/etc/chrony.conf\n", d.repo);
     printf("    git -C %s -c gpg.ssh.allowedSignersFile=%s verify-commit main\n", d.repo, d.trust);

@@ -49,6 +49,13 @@ static int verify_range(mcg_repo *r, const mcg_signers *root, const char *ref, c
     }
     if (rep.nbad)
         rc = MCG_ETRUST;
+    for (size_t i = 0; i < rep.n; i++)
+        if (!rep.v[i].good && !strcmp(rep.v[i].reason, MCG_REASON_UNSIGNED)) {
+            mcg_diags_add(out, "hint: sign the tip with `git commit --amend -S --no-edit` (older "
+                               "commits: `git rebase --exec 'git commit --amend -S --no-edit' "
+                               "BASE`) and push again");
+            break;
+        }
     mcg_verify_report_free(&rep);
     return rc;
 }
@@ -340,8 +347,8 @@ int mcg_gitops_post_receive(bool *source_moved, mcg_repo *r, const mcg_signers *
     if (rc)
         mcg_diags_add(out, "render failed: %s", err.msg);
     else if (res.created)
-        mcg_diags_add(out, "rendered %.12s as %s %.12s", res.source, r->rendered_branch,
-                      res.rendered);
+        mcg_diags_add(out, "rendered source commit %.12s: branch %s is now %.12s", res.source,
+                      r->rendered_branch, res.rendered);
     mcg_diags_free(&d);
     return rc;
 }

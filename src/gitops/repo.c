@@ -84,8 +84,9 @@ int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err)
         struct stat st;
         if (stat(path, &st) != 0)
             mcg_err_set(err, MCG_ENOTFOUND,
-                        "%s: no such repository (`git init --bare %s` makes an empty one)", path,
-                        path);
+                        "%s: no such repository (`git clone --bare URL %s` makes a clone of "
+                        "the config repo to read, `git init --bare %s` an empty one to push to)",
+                        path, path, path);
         else
             mcg_git_err(err, path);
         mcg_repo_free(r);
@@ -715,7 +716,7 @@ static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
     if (!have_raw || git_odb_object_type(raw) != GIT_OBJECT_COMMIT ||
         mcg_commit_split_signature(&sig, &data, git_odb_object_data(raw),
                                    git_odb_object_size(raw)) != 0) {
-        snprintf(v->reason, sizeof(v->reason), "commit is not signed");
+        snprintf(v->reason, sizeof(v->reason), "%s", MCG_REASON_UNSIGNED);
         goto out;
     }
     git_odb_object_free(raw);

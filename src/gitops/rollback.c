@@ -135,12 +135,27 @@ static int take_armor(char **armored, mcg_buf *out, const char *program, mcg_err
     return 0;
 }
 
+/* The last non-empty line the signer wrote on its standard error (f), at most n-1 bytes. */
+static void last_line(FILE *f, char *out, size_t n)
+{
+    char line[512];
+    out[0] = '\0';
+    if (!f || fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0])
+            snprintf(out, n, "%s", line);
+    }
+}
+
 int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, mcg_err *err)
 {
     const mcg_ssh_signer *s = ctx;
     posix_spawn_file_actions_t fa;
     bool fa_init = false;
-    FILE *in = NULL;
+    FILE *in = NULL, *errf = NULL;
+    char why[256];
     int pfd[2] = {-1, -1};
     pid_t pid = -1;
     mcg_buf out = MCG_BUF_INIT;
@@ -152,13 +167,17 @@ int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, 
         rc = mcg_err_set(err, MCG_EIO, "signing: temp file: %s", strerror(errno));
         goto out;
     }
-    if (pipe2(pfd, O_CLOEXEC) != 0 || posix_spawn_file_actions_init(&fa) != 0) {
+    /* ssh-keygen's chatter ("Signing data on standard input") is kept out of
+     * mcgit's output, as git keeps it; its last line explains a failure */
+    if (!(errf = tmpfile()) || pipe2(pfd, O_CLOEXEC) != 0 ||
+        posix_spawn_file_actions_init(&fa) != 0) {
         rc = mcg_err_set(err, MCG_EIO, "signing: %s", strerror(errno));
         goto out;
     }
     fa_init = true;
     posix_spawn_file_actions_adddup2(&fa, fileno(in), 0);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fileno(errf), 2);
     char *argv[] = {s->program, "-Y",   "sign", "-n", (char *)(s->ns ? s->ns : "git"),
                     "-f",       s->key, NULL};
     int src = posix_spawnp(&pid, s->program, &fa, NULL, argv, environ);
@@ -175,8 +194,10 @@ int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, 
         ;
     pid = -1;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        rc = mcg_err_set(err, MCG_EINVAL, "signing with %s failed: %s -Y sign exited %d", s->key,
-                         s->program, WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+        last_line(errf, why, sizeof(why));
+        rc = mcg_err_set(err, MCG_EINVAL, "signing with %s failed: %s -Y sign exited %d%s%s",
+                         s->key, s->program, WIFEXITED(status) ? WEXITSTATUS(status) : 128,
+                         why[0] ? ": " : "", why);
         goto out;
     }
     rc = take_armor(armored, &out, s->program, err);
@@ -191,6 +212,8 @@ out:
         close(pfd[1]);
     if (in)
         fclose(in);
+    if (errf)
+        fclose(errf);
     mcg_buf_free(&out);
     return rc;
 }
@@ -418,8 +441,9 @@ static int checkout(git_repository *g, const git_tree *tree, bool dry, mcg_err *
     int g2 = git_checkout_tree(g, (const git_object *)tree, &co);
     if (cc.n)
         return mcg_err_set(err, MCG_ECONFLICT,
-                           "local changes to %s%s would be overwritten: commit or stash them "
-                           "first (nothing was changed)",
+                           "local changes to %s%s would be overwritten (nothing was changed): "
+                           "they are not part of the rollback; set them aside (git stash) or "
+                           "make the rollback in a clean clone",
                            cc.path, cc.n > 1 ? " and other files" : "");
     if (g2 != 0)
         return mcg_git_err(err, "checkout");
@@ -478,6 +502,64 @@ static int rollback_changes(mcg_rollback_result *res, mcg_repo *r, git_tree *tip
     return rc;
 }
 
+/* Whether the index holds exactly tree's content. */
+static bool index_is(git_repository *g, git_index *idx, git_tree *tree)
+{
+    git_diff *diff = NULL;
+    bool same =
+        git_diff_tree_to_index(&diff, g, tree, idx, NULL) == 0 && git_diff_num_deltas(diff) == 0;
+    git_diff_free(diff);
+    return same;
+}
+
+#define MOVED_DEPTH 200 /* first-parent ancestors searched for the work tree's commit */
+
+/*
+ * A branch that moved under its work tree: the index is not the tip's but an
+ * earlier commit's on the branch, as a fetch into a checked-out branch (a
+ * controller's clone) leaves it. That is no local change of anyone's, and
+ * checking out over it would look like one: refused, saying what it is.
+ */
+static int moved_under_worktree(mcg_repo *r, git_commit *tip, mcg_err *err)
+{
+    git_index *idx = NULL;
+    git_tree *t = NULL;
+    git_commit *c = NULL, *next = NULL;
+    int rc = 0;
+    if (git_repository_index(&idx, r->git) != 0 || git_index_read(idx, 0) != 0 ||
+        git_commit_tree(&t, tip) != 0 || index_is(r->git, idx, t))
+        goto out;
+    if (git_commit_dup(&c, tip) != 0)
+        goto out;
+    for (int i = 0; i < MOVED_DEPTH && git_commit_parent(&next, c, 0) == 0; i++) {
+        git_commit_free(c);
+        c = next;
+        git_tree_free(t);
+        t = NULL;
+        if (git_commit_tree(&t, c) == 0 && index_is(r->git, idx, t)) {
+            char at[MCG_SHA_HEX + 1], tipid[MCG_SHA_HEX + 1];
+            git_oid_tostr(at, sizeof(at), git_commit_id(c));
+            git_oid_tostr(tipid, sizeof(tipid), git_commit_id(tip));
+            const char *wd = git_repository_workdir(r->git);
+            int wl = wd ? (int)strlen(wd) - (wd[0] && wd[strlen(wd) - 1] == '/') : 1;
+            rc = mcg_err_set(err, MCG_ECONFLICT,
+                             "%.*s: the work tree is at %.12s but branch %s is at %.12s: the "
+                             "branch moved without its work tree (a fetch into a checked-out "
+                             "branch, as the controller's does), so git shows the difference "
+                             "as changes nobody made; nothing was changed. Make the rollback in "
+                             "your own clone of the config repo (mcgit rollback --repo . REV) "
+                             "and push it",
+                             wl, wd ? wd : ".", at, r->source_branch, tipid);
+            break;
+        }
+    }
+out:
+    git_commit_free(c);
+    git_tree_free(t);
+    git_index_free(idx);
+    return rc;
+}
+
 /* Whether the repository has a work tree whose HEAD is branch_ref (*head: the caller's). */
 static bool head_is(git_reference **head, mcg_repo *r, const char *branch_ref)
 {
@@ -522,7 +604,8 @@ int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
     branch_ref = mcg_sprintf("refs/heads/%s", r->source_branch);
     if (head_is(&head, r, branch_ref)) {
         worktree = true;
-        if ((rc = checkout(r->git, newtree, true, err)) != 0)
+        if ((rc = moved_under_worktree(r, tip, err)) != 0 ||
+            (rc = checkout(r->git, newtree, true, err)) != 0)
             goto out;
     }
     if ((rc = mcg_git_signature_for(&sig, r, o, "rolling back", err)) != 0)

@@ -9,6 +9,9 @@
 #include "trust/trust.h"
 #include "gitops/repo.h"
 
+/* A commit without a signature: its verdict's reason, exactly. */
+#define MCG_REASON_UNSIGNED "commit is not signed"
+
 typedef struct mcg_verdict {
     char sha[MCG_SHA_HEX + 1];
     bool good;

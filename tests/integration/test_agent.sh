@@ -17,6 +17,21 @@ printf 'root:x:0:\nwheel:x:10:core\ncore:x:1000:\n' >"$ROOT/etc/group"
 
 node_cfg_helpers "$CL"
 agent() { "$MCGIT" agent --node n1 --cluster "local:$CL" --once -q "$@"; }
+
+# ------------------------------------------------------------ before any config
+# a node the cluster does not have is named as such (not "No such file or directory")
+expect_rc 1 "an agent for a node the cluster does not have" -- "$MCGIT" agent --node nope --cluster "local:$CL" --once
+expect_grep "^mcgit agent: cluster local:$CL has no node 'nope' \(add it: mcgit node add --cluster local:$CL nope\)$" "$T/err" \
+  "says the node is unknown, and how to add it"
+grep -q "No such file" "$T/err" && bad "unknown node: 'No such file' in the error" || ok "and no 'No such file or directory'"
+# the loop's first line, with no desiredConfig yet, does not say Done
+"$MCGIT" agent --node n1 --cluster "local:$CL" --interval 1 -v >"$T/first.log" 2>&1 &
+fpid=$!
+for _ in $(seq 50); do [ -s "$T/first.log" ] && break; sleep 0.1; done
+kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null || true
+first=$(head -1 "$T/first.log")
+[ "$first" = "mcgit agent: node=n1: no config on this node yet: waiting for its desiredConfig" ] &&
+  ok "the loop's first line, before any config: waiting, not Done" || bad "first line: '$first'"
 IGN='"ignition":{"version":"3.4.0"}'
 
 # ------------------------------------------------------------ apply

@@ -89,7 +89,13 @@ expect_grep "^refs/tags/v1 .*\(verified with refs/heads/main\)" "$T/out" "import
 expect_rc 0 "import: rendered branch exists" -- git -C "$T/dst" rev-parse --verify rendered
 git -C "$T/dst" log -1 --format=%B rendered >"$T/msg"
 expect_grep "Source-Commit: $BASE" "$T/msg" "import: the new tip was rendered"
-expect_rc 0 "import the incremental bundle" -- "$MCGIT" bundle import --repo "$T/dst" "$T/inc.bundle" --trust "$T/trust"
+# stdout and stderr in one stream, as on a terminal: the render's line comes
+# after the ref it rendered, and says which branch holds what
+"$MCGIT" bundle import --repo "$T/dst" "$T/inc.bundle" --trust "$T/trust" >"$T/both" 2>&1 &&
+  ok "import the incremental bundle" || { bad "import the incremental bundle"; cat "$T/both"; }
+awk -v mid="$MID" '/^refs\/heads\/main .* -> /{r=NR} /rendered source commit [0-9a-f]+: branch rendered is now [0-9a-f]+$/{if (r && NR > r && index($0, substr(mid, 1, 12))) f=1} END{exit !f}' "$T/both" &&
+  ok "import: 'rendered source commit <tip>: branch rendered is now <id>' after the main line" ||
+  { bad "import: the render line's order or wording"; sed 's/^/    /' "$T/both"; }
 [ "$(git -C "$T/dst" rev-parse main)" = "$MID" ] && ok "import: main fast-forwarded" || bad "import: fast-forward"
 expect_rc 0 "imported repo passes git fsck" -- git -C "$T/dst" fsck --strict
 snap "$T/dst" >"$T/before"
@@ -184,7 +190,7 @@ refused "sha256 object format" "capability 'object-format=sha256'" "$T/dst" "$T/
 refused "unknown version" 'unsupported bundle version' "$T/dst" "$T/v4.bundle"
 expect_rc 1 "import into a repository that does not exist" -- \
   "$MCGIT" bundle import --repo "$T/nowhere" "$T/next.bundle" --trust "$T/trust"
-expect_grep "nowhere: no such repository \(\`git init --bare .*nowhere\` makes an empty one\)" "$T/err" \
+expect_grep "nowhere: no such repository \(.*\`git init --bare .*nowhere\` an empty one to push to\)" "$T/err" \
   "missing repository: the reason says how to make one"
 [ ! -e "$T/nowhere" ] && ok "missing repository: nothing created" || bad "missing repository: something created"
 # Damage anywhere in the pack, as the indexer and the scan thread reading

@@ -22,4 +22,12 @@ done
 # a good value is taken (the status then fails only on the unreachable server)
 expect_rc 1 "MCGIT_KUBE_RETRIES=1 accepted" -- env MCGIT_KUBE_RETRIES=1 MCGIT_KUBE_TIMEOUT=1 "$MCGIT" status --cluster "kube:$T/kc"
 ! grep -q "not a whole number" "$T/err" && ok "no refusal of a good value" || bad "good value refused: $(cat "$T/err")"
+# Without --cluster and $MCGIT_CLUSTER, every command that needs a cluster says
+# where else it can come from
+unset MCGIT_CLUSTER
+for c in "status" "status nodes" "node add w0" "agent --node w0" "controller --repo r --trust t" "pool pause worker" "sync"; do
+  # shellcheck disable=SC2086
+  expect_rc 2 "mcgit $c without a cluster: a usage error" -- "$MCGIT" $c
+  expect_grep 'MCGIT_CLUSTER' "$T/err" "mcgit $c: the error names \$MCGIT_CLUSTER"
+done
 finish

@@ -24,6 +24,18 @@ done
 ! git -C "$S" config mcgit.binary >/dev/null && ok "no binary pinned: the hooks run mcgit from PATH" ||
   bad "mcgit.binary = $(git -C "$S" config mcgit.binary)"
 ! grep -q warning "$T/err" && ok "install finds mcgit on PATH" || { bad "install warned"; sed 's/^/    /' "$T/err"; }
+# the mcgit it found ($T/bin) is not where sshd's PATH looks: pushes over ssh
+# would not find it, and install says so (the caller's PATH is not the server's)
+if [ -x /usr/local/bin/mcgit ] || [ -x /usr/bin/mcgit ] || [ -x /bin/mcgit ]; then
+  skip_part "an mcgit is installed on sshd's PATH here: the note cannot be shown"
+else
+  expect_grep "^mcgit hook: note: mcgit is on your PATH but not on the PATH sshd gives a push over ssh \(/usr/local/bin:/usr/bin:/bin:/usr/games\): .*git -C $S config mcgit.binary" \
+    "$T/err" "install notes that sshd's PATH has no mcgit, and how to name one"
+  git -C "$S" config mcgit.binary "$(readlink -f "$MCGIT")"
+  "$MCGIT" hook install --repo "$S" --trust "$TR" >/dev/null 2>"$T/err2" || true
+  ! grep -q "note: mcgit is on your PATH" "$T/err2" && ok "with git config mcgit.binary set, no note" || bad "note despite mcgit.binary"
+  git -C "$S" config --unset mcgit.binary
+fi
 expect_rc 1 "hook install with a missing trust file" -- "$MCGIT" hook install --repo "$S" --trust "$T/nope"
 expect_rc 2 "hook with an unknown subcommand" -- "$MCGIT" hook frobnicate --repo "$S" --trust "$TR"
 
@@ -60,10 +72,16 @@ expect_grep "^remote: mcgit: rendered " "$T/push.out" "the pusher sees the rende
 
 echo "change" >"$C/NOTES"; scommit "$C" - "unsigned change"
 refused "unsigned commit" "commit [0-9a-f]{12}: commit is not signed" -- push origin main
+expect_grep "^remote: mcgit: hint: sign the tip with \`git commit --amend -S --no-edit\`" "$T/push.out" \
+  "the refusal of an unsigned commit says how to sign it"
+# the hint, followed as written, makes the push go through
+git -C "$C" -c user.signingkey="$T/keys/alice" commit -q --amend -S --no-edit
+expect_rc 0 "after git commit --amend -S --no-edit the push is accepted" -- git -C "$C" push -q origin main
 reset_client
 
 echo "bob" >"$C/NOTES"; scommit "$C" bob "bob is not trusted"
 refused "untrusted key" "is not in allowed signers" -- push origin main
+grep -q "hint: sign" "$T/push.out" && bad "a signed (untrusted) commit gets the signing hint" || ok "a signed commit gets no signing hint"
 reset_client
 
 echo "a" >"$C/NOTES"; scommit "$C" alice "signed one"
@@ -92,8 +110,9 @@ refused "signed commit whose tree does not validate" "machineconfigs/99-bad.yaml
 reset_client
 
 echo "good" >"$C/NOTES"; scommit "$C" alice "second config"
+nrendered=$(git -C "$S" rev-list --count rendered)
 expect_rc 0 "push of a second signed commit is accepted" -- push origin main
-[ "$(git -C "$S" rev-list --count rendered)" = 2 ] &&
+[ "$(git -C "$S" rev-list --count rendered)" = $((nrendered + 1)) ] &&
   [ "$(git -C "$S" log -1 --format='%(trailers:key=Source-Commit,valueonly)' rendered | head -1)" = \
     "$(git -C "$C" rev-parse main)" ] && ok "post-receive appended a second render" || bad "second render"
 

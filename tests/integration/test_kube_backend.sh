@@ -487,6 +487,10 @@ case $want in rendered-worker-*) ok "controller published pool worker → $want"
 kubectl get mc "$want" >/dev/null 2>&1 && ok "its rendered config is a MachineConfig" || bad "rendered config not published"
 d=$(kt "$CTL" get w1 | cut -d' ' -f2)$(kt "$CTL" get w2 | cut -d' ' -f2)
 case $d in *"$want"*) ok "a worker node was given desiredConfig" ;; *) bad "desired: $d" ;; esac
+# the pool is rolling out: kubectl describe shows when it began as a time, not seconds since the epoch
+kubectl describe mcp worker | grep -A2 '^  Rollout Since:' >"$T/since" || true
+expect_grep '^    Since: +20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]Z$' "$T/since" \
+  "kubectl describe mcp: Rollout Since is a timestamp"
 for n in w1 w2; do
   mkdir -p "$T/root-$n"
   kt "$CTL" get $n | grep -q "$want" || continue

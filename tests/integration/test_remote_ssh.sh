@@ -212,6 +212,8 @@ expect_rc 1 "controller with a changed host key: exit 1" -- "${CTL[@]}"
 expect_grep "fetch from origin failed: .*host key refused: \[127\.0\.0\.1\]:$PORT offers ssh-ed25519 $HOSTFP" "$T/err" "the controller names the host key refusal"
 "$MCGIT" status --cluster "$CL" -o json | jq -r '.items[] | select(.metadata.name == "worker") | .status.conditions[] | select(.type == "RenderDegraded") | "\(.reason) \(.message)"' >"$T/cond"
 expect_grep "^FetchFailed fetch from origin failed: .*host key refused: .*$HOSTFP.*$OTHERFP" "$T/cond" "the pool condition carries the same line"
+grep -qF "ssh://$USER_@127.0.0.1:$PORT" "$T/cond" && ! grep -qF '***' "$T/cond" &&
+  ok "and names the ssh URL with its user (an ssh user name is no secret: not masked)" || bad "ssh user in the condition: $(cat "$T/cond")"
 [ "$(git -C "$T/ctl-mirror" for-each-ref --format='%(refname) %(objectname)')" = "$before" ] \
   && ok "controller: mirror refs unchanged" || bad "controller: mirror refs moved"
 

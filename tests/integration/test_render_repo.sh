@@ -239,7 +239,9 @@ g config gpg.format ssh
 # local changes in the way: refused, nothing changed
 echo "# local edit" >>"$R/machineconfigs/50-worker.yaml"
 expect_rc 1 "rollback with a local change to a file it restores" -- "$MCGIT" rollback --repo "$R" "$R1"
-expect_grep "local changes to machineconfigs/50-worker.yaml would be overwritten" "$T/err" "names the file"
+expect_grep "local changes to machineconfigs/50-worker.yaml would be overwritten \(nothing was changed\): they are not part of the rollback; set them aside \(git stash\)" "$T/err" "names the file"
+grep -qi "commit or stash\|commit them" "$T/err" && bad "the refusal advises committing local changes into a signed rollback" ||
+  ok "and never advises committing them"
 [ "$(refs)" = "$before" ] && grep -q "# local edit" "$R/machineconfigs/50-worker.yaml" && ok "and changes nothing" || bad "conflicting rollback changed something"
 g checkout -q -- machineconfigs/50-worker.yaml
 

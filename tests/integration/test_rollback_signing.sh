@@ -34,6 +34,9 @@ rollback_with() {
   else bad "$desc: signature not accepted"; fi
 }
 rollback_with "with --key (ed25519)" --key "$T/keys/alice"
+# ssh-keygen's "Signing data on standard input" stays out of the output, as git keeps it
+grep -q "Signing data" "$T/err" "$T/out" && bad "ssh-keygen's chatter in rollback's output: $(cat "$T/err")" ||
+  ok "no 'Signing data on standard input' between rollback's lines"
 rollback_with "with --key (ecdsa p256)" --key "$T/keys/ec"
 rollback_with "with --key (rsa 3072)" --key "$T/keys/rsa"
 g config user.signingkey "$T/keys/ec"
@@ -64,7 +67,7 @@ expect_grep "^-Y sign -n git -f $T/keys/alice$" "$T/signer.log" "run as PROGRAM 
 printf '#!/bin/sh\necho "no card present" >&2\nexit 3\n' >"$T/signer"
 before=$(refs)
 expect_rc 1 "a failing signing program is refused" -- "$MCGIT" rollback --repo "$R" "$S2" --key "$T/keys/alice"
-expect_grep "signing with .* failed: .*signer -Y sign exited 3" "$T/err" "with the program's exit status"
+expect_grep "signing with .* failed: .*signer -Y sign exited 3: no card present$" "$T/err" "with the program's exit status and its last line"
 [ "$(refs)" = "$before" ] && [ -z "$(g status --porcelain)" ] && ok "and nothing is written (refs, work tree)" || bad "failed signing wrote something"
 g config --unset gpg.ssh.program
 expect_rc 1 "a key file that does not exist is refused" -- "$MCGIT" rollback --repo "$R" "$S2" --key "$T/keys/nope"

@@ -97,13 +97,43 @@ agent w1
 ctl
 expect_grep "^True HealthCheckFailed node w1: health check api failed on source commit ${SRC2:0:12}" <(cond RolloutHalted) \
   "RolloutHalted names the node, the check and the source commit"
-expect_grep "Next: \`mcgit rollback --repo $R [0-9a-f]{12}\` restores the last good source" <(cond RolloutHalted) \
-  "and the rollback that restores the last good source"
+expect_grep "Next: in a clone of the config repo, \`mcgit rollback --repo \. [0-9a-f]{12}\` and a push restore the last good source" \
+  <(cond RolloutHalted) "and the rollback that restores the last good source"
+# That command works from an operator's clone. In the controller's own clone,
+# whose pass fetched main without its work tree, a rollback is refused saying
+# so, never advising to commit what git shows there as local changes.
+NEXT=$(cond RolloutHalted | sed -n 's/.*Next: in a clone of the config repo, `\(mcgit rollback --repo \. [0-9a-f]*\)`.*/\1/p')
+SV=$T/server.git
+git clone -q --bare "$R" "$SV"
+git clone -q "$SV" "$T/ctlclone" && git -C "$T/ctlclone" reset -q --hard HEAD~1
+"$MCGIT" controller --repo "$T/ctlclone" --trust "$T/trust" --cluster "local:$T/cl-ctlclone" --once >/dev/null 2>&1 || true
+[ "$(git -C "$T/ctlclone" rev-parse main)" = "$SRC2" ] && [ -n "$(git -C "$T/ctlclone" status --porcelain)" ] &&
+  ok "the controller's pass moved its clone's main, not its work tree (git shows changes)" || bad "controller clone: $(git -C "$T/ctlclone" rev-parse main)"
+before=$(git -C "$T/ctlclone" for-each-ref; git -C "$T/ctlclone" status --porcelain)
+expect_rc 1 "the Next: command in the controller's clone is refused" -- bash -c "cd '$T/ctlclone' && $NEXT --key '$T/keys/op'"
+expect_grep "the work tree is at [0-9a-f]{12} but branch main is at ${SRC2:0:12}: the branch moved without its work tree .*nothing was changed. Make the rollback in your own clone" \
+  "$T/err" "saying the branch moved under the work tree, and where to make it"
+grep -qi "commit or stash\|commit them" "$T/err" && bad "the refusal advises committing changes mcgit did not make" ||
+  ok "and it does not advise committing anything"
+[ "$before" = "$(git -C "$T/ctlclone" for-each-ref; git -C "$T/ctlclone" status --porcelain)" ] && ok "nothing changed there" || bad "the refused rollback changed the clone"
+git clone -q "$SV" "$T/opclone" && sign_setup "$T/opclone" "$T/trust"
+expect_rc 0 "the Next: command works in an operator's clone" -- bash -c "cd '$T/opclone' && $NEXT --key '$T/keys/op'"
+expect_rc 0 "and its push is a fast-forward" -- git -C "$T/opclone" push -q origin main
+[ "$(git -C "$SV" rev-parse main:machineconfigs)" = "$(git -C "$R" rev-parse "$SRC2~1:machineconfigs")" ] &&
+  ok "the server now holds the last good source's configs" || bad "the rollback did not restore v1's configs"
 jq -r 'select(.reason == "RolloutHalted") | "\(.name) \(.type) \(.message)"' "$T/cl/events.jsonl" >"$T/halt-events" 2>/dev/null || true
 [ "$(wc -l <"$T/halt-events")" = 1 ] && grep -q "^worker Warning node w1: health check api failed" "$T/halt-events" &&
   ok "one RolloutHalted event about the pool" || { bad "events"; sed 's/^/    /' "$T/halt-events"; tail -3 "$T/cl/events.jsonl"; }
 ctl
 [ "$(ann w2 desiredConfig)" = "$V1" ] && ok "the third node never gets the config" || bad "w2 moved: $(ann w2 desiredConfig)"
+# status.rolloutSince.since is a timestamp (kubectl describe mcp shows it as
+# it is), kept from pass to pass while the pool rolls out the same target
+since() { jq -r '.status.rolloutSince.since // ""' "$T/cl/pools/worker.json"; }
+SINCE=$(since)
+[[ $SINCE =~ ^20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]Z$ ]] &&
+  ok "rolloutSince.since is a timestamp ($SINCE), not seconds since the epoch" || bad "rolloutSince.since: '$SINCE'"
+sleep 1.1; ctl
+[ "$(since)" = "$SINCE" ] && ok "and it is kept by the next pass" || bad "rolloutSince moved: $SINCE -> $(since)"
 "$MCGIT" status --cluster "$CL" >"$T/status.txt" 2>&1 || true
 expect_grep "^worker: RolloutHalted: node w1: health check api failed" "$T/status.txt" "mcgit status says the pool is halted"
 "$MCGIT" status --cluster "$CL" nodes -o wide >"$T/nodes.txt" 2>&1 || true

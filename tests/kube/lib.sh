@@ -26,8 +26,17 @@ kube_deploy() {
     crd/machineconfigpools.machineconfiguration.mcgit.io \
     crd/machineconfigurations.machineconfiguration.mcgit.io >/dev/null
   # kubectl 1.20 (Debian's) keeps the API discovery it read before the CRDs
-  # existed and would answer "doesn't have a resource type" for minutes
+  # existed and answers the first `get mcp` "doesn't have a resource type"
+  # (docs/kubernetes.md step 2 refreshes it with kubectl api-resources)
   rm -rf "$HOME/.kube/cache"
+}
+# debian_kubectl: the path of Debian 12's kubectl (1.20): the installed
+# kubernetes-client's, else the one tests/setup.sh unpacked into the kube
+# cache when another kubectl is on PATH; nothing when there is neither.
+debian_kubectl() {
+  local c=${MCGIT_KUBE_CACHE:-/var/cache/mcgit-kube}/debian-kubectl/usr/bin/kubectl
+  if dpkg -s kubernetes-client >/dev/null 2>&1; then echo /usr/bin/kubectl
+  elif [ -x "$c" ]; then echo "$c"; fi
 }
 # kube_node NAME [k=v ...]: create a Node object with labels, Ready=True.
 kube_node() {

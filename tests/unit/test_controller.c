@@ -333,6 +333,23 @@ static void test_run_once(void **state)
     assert_non_null(strstr(id, suffix));
 }
 
+/* Fetch errors name URLs without their secrets; an ssh user name is none. */
+static void test_redact_urls(void **state)
+{
+    (void)state;
+    char out[256];
+    mcg_redact_urls(out, sizeof(out), "https://user:tok@git.example/cfg.git: 401");
+    assert_string_equal(out, "https://***@git.example/cfg.git: 401");
+    mcg_redact_urls(out, sizeof(out), "https://tok@git.example/cfg.git");
+    assert_string_equal(out, "https://***@git.example/cfg.git");
+    mcg_redact_urls(out, sizeof(out), "ssh://git@git.example:2222/ops/cfg.git: host key refused");
+    assert_string_equal(out, "ssh://git@git.example:2222/ops/cfg.git: host key refused");
+    mcg_redact_urls(out, sizeof(out), "git+ssh://deploy@h/x and ssh://u:pw@h/y");
+    assert_string_equal(out, "git+ssh://deploy@h/x and ssh://***@h/y");
+    mcg_redact_urls(out, sizeof(out), "ssh://a@b@h/x");
+    assert_string_equal(out, "ssh://***@h/x");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +358,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unsigned_commit_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_collect_on_quiet_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_once, setup, teardown),
+        cmocka_unit_test(test_redact_urls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
