@@ -64,19 +64,16 @@ static int run(int argc, char **argv)
      * commit it names is the REV (found once, however it was named) */
     if (!rc)
         rc = mcg_gitops_rollback_target(target, r, argv[optind], &err);
-    /* what it builds on (the branch) and what it restores (the target) */
-    if (!rc)
-        rc = mcg_cli_signer_check(r, &a, mcg_repo_source_branch(r), false, &err);
-    char tip[MCG_SHA_HEX + 1];
-    if (!rc && mcg_repo_resolve(r, mcg_repo_source_branch(r), tip, NULL) == 0 &&
-        !mcg_repo_descends(r, tip, target))
-        rc = mcg_cli_signer_check(r, &a, target, false, &err);
     if (!rc)
         rc = mcg_ssh_signer_init(&signer, r, a.key, &err);
     if (!rc) {
         mcg_rollback_opts o = {0};
         o.sign = mcg_ssh_signer_sign;
         o.sign_ctx = &signer;
+        /* what it builds on (the branch) and what it restores (the target) */
+        o.verify = true;
+        o.trust = a.trust;
+        o.revoked = a.revoked;
         rc = mcg_gitops_rollback(&res, r, target, &o, &err);
     }
     if (rc) {

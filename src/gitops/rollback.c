@@ -568,6 +568,24 @@ static bool head_is(git_reference **head, mcg_repo *r, const char *branch_ref)
            !strcmp(git_reference_symbolic_target(*head), branch_ref);
 }
 
+/* o->verify: the history under the tip, and the target's, verify under the trust root. */
+static int verify_before_signing(mcg_repo *r, const mcg_rollback_opts *o, const git_oid *tip,
+                                 const char *target, mcg_err *err)
+{
+    char tip_sha[MCG_SHA_HEX + 1];
+    mcg_signers *root = NULL;
+    if (!o->verify)
+        return 0;
+    git_oid_tostr(tip_sha, sizeof(tip_sha), tip);
+    int rc = mcg_gitops_signing_trust(&root, r, o->trust, o->revoked, err);
+    if (!rc)
+        rc = mcg_gitops_verify_base(r, tip_sha, false, root, err);
+    if (!rc && !mcg_repo_descends(r, tip_sha, target))
+        rc = mcg_gitops_verify_base(r, target, false, root, err);
+    mcg_signers_free(root);
+    return rc;
+}
+
 int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
                         const mcg_rollback_opts *o, mcg_err *err)
 {
@@ -608,7 +626,8 @@ int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
             (rc = checkout(r->git, newtree, true, err)) != 0)
             goto out;
     }
-    if ((rc = mcg_git_signature_for(&sig, r, o, "rolling back", err)) != 0)
+    if ((rc = verify_before_signing(r, o, &tip_oid, res->target, err)) != 0 ||
+        (rc = mcg_git_signature_for(&sig, r, o, "rolling back", err)) != 0)
         goto out;
     const char *summary = git_commit_summary(tc);
     msg = mcg_sprintf("Rollback to %.12s (%s)\n\nRollback-To: %s\n", res->target,

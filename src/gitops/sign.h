@@ -73,6 +73,12 @@ typedef struct mcg_rollback_opts {
     const char *name, *email; /* author and committer; NULL: git config user.name/email */
     int64_t when;             /* 0: now (then the offset is the local zone's) */
     int offset;               /* minutes east of UTC, with when */
+    /* Before signing, verify what it builds on (the source tip, and the
+     * target when the tip does not descend from it) under the trust root
+     * mcg_gitops_signing_trust finds for trust and revoked (each NULL: the
+     * repository's git config). false: no check (the demo's own repo). */
+    bool verify;
+    const char *trust, *revoked;
 } mcg_rollback_opts;
 
 typedef struct mcg_rollback_result {
