@@ -190,8 +190,25 @@ mcg_knownhosts_verdict mcg_knownhosts_check(mcg_knownhosts_result *res, const ch
  */
 typedef struct mcg_deadline mcg_deadline;
 int mcg_deadline_start(mcg_deadline **out, unsigned seconds, mcg_err *err);
+/* Whether d's deadline has passed (then marked expired); NULL: false. */
+bool mcg_deadline_passed(mcg_deadline *d);
 /* Stop the watchdog and free d; true when the deadline passed. NULL: false. */
 bool mcg_deadline_finish(mcg_deadline *d);
+
+/* ------------------------------------------------------------ remote_pack.c */
+
+/*
+ * Every pack a fetch brings is checked before libgit2's indexer resolves
+ * it (pack/graph.c), and indexed within the fetch's deadline: an object
+ * database backend that takes libgit2's "write this pack" (it outranks the
+ * packed backend) keeps a copy for the graph check and runs the indexer
+ * itself, its progress callback watching the deadline. Installed once per
+ * repository; mcg_remote_pack_begin arms it for a fetch on this thread
+ * (url for messages, dl its deadline), mcg_remote_pack_end disarms it and
+ * returns why it refused a pack ("" none; valid until the next begin).
+ */
+int mcg_remote_pack_begin(git_repository *repo, const char *url, mcg_deadline *dl, mcg_err *err);
+const char *mcg_remote_pack_end(void);
 
 /* ------------------------------------------------------------ transport.c */
 

@@ -312,6 +312,14 @@ int mcg_deadline_start(mcg_deadline **out, unsigned seconds, mcg_err *err)
     return 0;
 }
 
+bool mcg_deadline_passed(mcg_deadline *d)
+{
+    if (!d || remaining_ms(d) != 0)
+        return false;
+    expire(d);
+    return true;
+}
+
 bool mcg_deadline_finish(mcg_deadline *d)
 {
     if (!d)

@@ -113,9 +113,14 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
     int rc = mcg_transport_open(&t, git_remote_url(remote), &fo, err);
     if (!rc)
         rc = mcg_deadline_start(&dl, secs, err);
+    if (!rc && (rc = mcg_remote_pack_begin(r->git, mcg_transport_url(t), dl, err)) != 0)
+        mcg_deadline_finish(dl);
     if (!rc) {
         int g = git_remote_fetch(remote, &specs, &fo, "mcgit fetch");
-        if (g != 0)
+        const char *refused = mcg_remote_pack_end(); /* the pack's graph check */
+        if (g != 0 && *refused)
+            rc = mcg_err_set(err, MCG_EINVAL, "%s: %s", mcg_transport_url(t), refused);
+        else if (g != 0)
             rc = mcg_transport_error(t, false, secs, err); /* before anything resets it */
         else if (!advertised(remote, r->source_branch))
             rc =

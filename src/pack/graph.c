@@ -348,6 +348,17 @@ static int parse_entry(mcg_pack_graph *g, uint32_t i, uint64_t *pos, uint64_t *t
     return sizes_ok(g, e, declared, total, err);
 }
 
+/* Whether the pack ends in the SHA-1 of what comes before (a damaged pack is named so). */
+static bool checksum_ok(mcg_pack_graph *g)
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    return EVP_DigestInit_ex(g->md, EVP_sha1(), NULL) == 1 &&
+           EVP_DigestUpdate(g->md, g->map, g->len - GIT_OID_RAWSZ) == 1 &&
+           EVP_DigestFinal_ex(g->md, d, &len) == 1 && len == GIT_OID_RAWSZ &&
+           memcmp(d, g->map + g->len - GIT_OID_RAWSZ, GIT_OID_RAWSZ) == 0;
+}
+
 /* Every entry parsed (pass 1). */
 static int parse_all(mcg_pack_graph *g, mcg_err *err)
 {
@@ -355,6 +366,11 @@ static int parse_all(mcg_pack_graph *g, mcg_err *err)
     if (g->len < 12 + GIT_OID_RAWSZ || memcmp(p, "PACK", 4) != 0 ||
         (mcg_pack_be32(p + 4) != 2 && mcg_pack_be32(p + 4) != 3))
         return mcg_err_set(err, MCG_EINVAL, "refused before indexing: %s is not a git pack",
+                           g->what);
+    if (!checksum_ok(g))
+        return mcg_err_set(err, MCG_EINVAL,
+                           "refused before indexing: %s is damaged or truncated (its checksum "
+                           "does not match its contents)",
                            g->what);
     uint32_t n = mcg_pack_be32(p + 8);
     if (n > (g->len - 12 - GIT_OID_RAWSZ) / 3) /* an entry takes 3 bytes at least */
@@ -374,8 +390,8 @@ static int parse_all(mcg_pack_graph *g, mcg_err *err)
         if (rc)
             return rc;
     }
-    if (g->len - pos < GIT_OID_RAWSZ)
-        return refuse(g, err, "%s", pos, "truncated pack (no checksum)");
+    if (g->len - pos != GIT_OID_RAWSZ)
+        return refuse(g, err, "%s", pos, "data after the last entry");
     return 0;
 }
 
