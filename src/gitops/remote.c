@@ -117,7 +117,8 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
         mcg_deadline_finish(dl);
     if (!rc) {
         int g = git_remote_fetch(remote, &specs, &fo, "mcgit fetch");
-        const char *refused = mcg_remote_pack_end(); /* the pack's graph check */
+        bool indexing = false;
+        const char *refused = mcg_remote_pack_end(&indexing); /* the pack's graph check */
         if (g != 0 && *refused)
             rc = mcg_err_set(err, MCG_EINVAL, "%s: %s", mcg_transport_url(t), refused);
         else if (g != 0)
@@ -128,7 +129,12 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
                             mcg_transport_url(t), r->source_branch);
         git_remote_disconnect(remote); /* within the deadline too */
         if (mcg_deadline_finish(dl) && g != 0)
-            rc = mcg_transport_error(t, true, secs, err);
+            rc = indexing ? mcg_err_set(err, MCG_EIO,
+                                        "%s: timed out: the pack was still arriving or being "
+                                        "checked and indexed after %u s; nothing fetched (a "
+                                        "longer --timeout lets a large pack finish)",
+                                        mcg_transport_url(t), secs)
+                          : mcg_transport_error(t, true, secs, err);
     }
     mcg_transport_free(t);
     free(spec);

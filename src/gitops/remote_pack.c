@@ -29,6 +29,7 @@
 
 typedef struct armed {
     bool on;
+    bool indexing; /* the pack began to arrive: receiving, checking, indexing it */
     const char *url;
     mcg_deadline *dl;
     char refusal[MCG_ERR_MSG];
@@ -72,6 +73,8 @@ static int rp_append(git_odb_writepack *wp, const void *data, size_t size,
                      git_indexer_progress *stats)
 {
     rp_writepack *w = (rp_writepack *)wp;
+    if (cur.on)
+        cur.indexing = true;
     if (mcg_deadline_passed(w->dl)) {
         git_error_set_str(GIT_ERROR_NET, "timed out");
         return -1;
@@ -189,8 +192,9 @@ int mcg_remote_pack_begin(git_repository *repo, const char *url, mcg_deadline *d
     return rc;
 }
 
-const char *mcg_remote_pack_end(void)
+const char *mcg_remote_pack_end(bool *indexing)
 {
+    *indexing = cur.indexing;
     cur.on = false;
     cur.dl = NULL;
     return cur.refusal;

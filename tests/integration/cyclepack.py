@@ -3,10 +3,17 @@
 
     cyclepack.py SHAPE pack OUT          the bare pack
     cyclepack.py SHAPE bundle OUT        a v2 bundle of it (ref refs/heads/main)
-    cyclepack.py SHAPE serve PORTFILE [LOG]
+    cyclepack.py SHAPE[,SHAPE...] serve PORTFILE LOG
                                          a smart-HTTP git server on 127.0.0.1 (a free
-                                         port, written to PORTFILE) whose one branch,
-                                         main, is served with this pack, whatever is asked
+                                         port, written to PORTFILE once every pack is
+                                         made): /SHAPE.git has one branch, main, served
+                                         with SHAPE's pack whatever is asked; LOG gets a
+                                         line per request and "sent SHAPE" once a pack
+                                         is written
+    cyclepack.py SHAPE upload-pack       git-upload-pack's side of the protocol on stdin
+                                         and stdout (for an ssh server's command=)
+    cyclepack.py SHAPE push GITDIR       push the pack to refs/heads/main of GITDIR through
+                                         `git receive-pack` (its hooks run); prints its report
     cyclepack.py SHAPE ids               the pack's commit id, then its first blob's id
 
 Shapes (each pack also holds a tree naming blob "a" and a commit on it, so a
@@ -19,6 +26,8 @@ bundle or a fetch has a ref to update):
   missing-ref  a REF_DELTA on an object neither the pack nor any repository has
   deep         a chain of 3,000 OFS_DELTAs, each on the one before
   honest       a blob and an OFS_DELTA on it (accepted: the control)
+  many         48 blobs of 15 MiB (mostly zeros), whole: honest, 700 KiB that take
+               seconds to check and index
 """
 import hashlib
 import struct
@@ -113,6 +122,10 @@ def entries_for(shape):
             e.append((OFS, copy_delta(n, b"y"), len(e) - 1))
             n += 1
         e.append((BLOB, a, None))
+    elif shape == "many":
+        e.append((BLOB, a, None))
+        for i in range(48):
+            e.append((BLOB, b"%d\n" % i + bytes(15 * 1024 * 1024 - 8), None))
     elif shape == "honest":
         e.append((BLOB, a, None))
         e.append((OFS, copy_delta(len(a), b"more\n"), 0))
@@ -148,8 +161,14 @@ def pkt(s):
     return b"%04x" % (len(s) + 4) + s
 
 
-def serve(pack, commit, portfile, log):
+def serve(shapes, portfile, log):
+    import os
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    packs = {sh: build(sh) for sh in shapes}
+
+    def note(line):
+        with open(log, "a") as f:
+            f.write(line + "\n")
 
     class H(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -163,11 +182,20 @@ def serve(pack, commit, portfile, log):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+            self.wfile.flush()
+
+        def shape(self):
+            name = self.path.lstrip("/").split("/")[0]
+            return name[:-4] if name.endswith(".git") else name
 
         def do_GET(self):
-            if log:
-                with open(log, "a") as f:
-                    f.write("GET %s\n" % self.path)
+            note("GET %s" % self.path)
+            if self.shape() not in packs:
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            commit = packs[self.shape()][1]
             adv = pkt(b"# service=git-upload-pack\n") + b"0000"
             adv += pkt(commit.hex().encode() + b" refs/heads/main\0ofs-delta\n") + b"0000"
             self.reply("application/x-git-upload-pack-advertisement", adv)
@@ -175,32 +203,73 @@ def serve(pack, commit, portfile, log):
         def do_POST(self):
             n = int(self.headers.get("Content-Length") or 0)
             self.rfile.read(n)
-            if log:
-                with open(log, "a") as f:
-                    f.write("POST %s\n" % self.path)
-            self.reply("application/x-git-upload-pack-result", pkt(b"NAK\n") + pack)
+            note("POST %s" % self.path)
+            self.reply("application/x-git-upload-pack-result", pkt(b"NAK\n") + packs[self.shape()][0])
+            note("sent %s" % self.shape())
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
     with open(portfile + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))
-    import os
     os.rename(portfile + ".tmp", portfile)
     srv.serve_forever()
 
 
+def read_pkt(f):
+    """The next pkt-line's payload, b"" for a flush, None at the end of the stream."""
+    n = f.read(4)
+    if len(n) < 4:
+        return None
+    n = int(n, 16)
+    return f.read(n - 4) if n > 4 else b""
+
+
+def upload_pack(pack, commit):
+    out, inp = sys.stdout.buffer, sys.stdin.buffer
+    out.write(pkt(commit.hex().encode() + b" refs/heads/main\0ofs-delta\n") + b"0000")
+    out.flush()
+    while True:
+        line = read_pkt(inp)
+        if line is None:
+            return
+        if line.startswith(b"done"):
+            break
+    out.write(pkt(b"NAK\n") + pack)
+    out.flush()
+
+
+def push(pack, commit, gitdir):
+    import subprocess
+    p = subprocess.Popen(["git", "receive-pack", gitdir], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE)
+    while True:
+        line = read_pkt(p.stdout)
+        if not line:
+            break
+    cmd = b"0" * 40 + b" " + commit.hex().encode() + b" refs/heads/main\0report-status\n"
+    p.stdin.write(pkt(cmd) + b"0000" + pack)
+    p.stdin.close()
+    sys.stdout.buffer.write(p.stdout.read())
+    return p.wait()
+
+
 def main():
     shape, mode = sys.argv[1], sys.argv[2]
+    if mode == "serve":
+        serve(shape.split(","), sys.argv[3], sys.argv[4])
+        return
     pack, commit, blob = build(shape)
     if mode == "pack":
         open(sys.argv[3], "wb").write(pack)
     elif mode == "bundle":
         head = b"# v2 git bundle\n%s refs/heads/main\n\n" % commit.hex().encode()
         open(sys.argv[3], "wb").write(head + pack)
+    elif mode == "upload-pack":
+        upload_pack(pack, commit)
+    elif mode == "push":
+        sys.exit(push(pack, commit, sys.argv[3]))
     elif mode == "ids":
         print(commit.hex())
         print(blob.hex())
-    elif mode == "serve":
-        serve(pack, commit, sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
     else:
         sys.exit("unknown mode " + mode)
 
