@@ -115,6 +115,8 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
         rc = mcg_deadline_start(&dl, secs, err);
     if (!rc && (rc = mcg_remote_pack_begin(r->git, mcg_transport_url(t), dl, err)) != 0)
         mcg_deadline_finish(dl);
+    if (!rc)
+        mcg_transport_pin(t, &fo, r->git, dl);
     if (!rc) {
         int g = git_remote_fetch(remote, &specs, &fo, "mcgit fetch");
         bool indexing = false;

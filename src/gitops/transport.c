@@ -375,6 +375,58 @@ static int load_known_hosts(mcg_transport *t, mcg_err *err)
     return rc;
 }
 
+/* The host of a proxy setting ("[scheme://][user[:pass]@]host[:port][/]"), or NULL. */
+static char *proxy_host(const char *v)
+{
+    if (!v || !*v)
+        return NULL;
+    const char *h = strstr(v, "://");
+    h = h ? h + 3 : v;
+    size_t n = strcspn(h, "/?#");
+    const char *at = NULL;
+    for (const char *p = h; p < h + n; p++)
+        if (*p == '@')
+            at = p;
+    if (at) {
+        n -= (size_t)(at + 1 - h);
+        h = at + 1;
+    }
+    if (*h == '[')
+        return mcg_strndup(h + 1, strcspn(h + 1, "]"));
+    size_t hn = strcspn(h, ":/?#");
+    return hn ? mcg_strndup(h, hn < n ? hn : n) : NULL;
+}
+
+void mcg_transport_pin(mcg_transport *t, git_fetch_options *fo, git_repository *repo,
+                       mcg_deadline *d)
+{
+    static const char *const vars[] = {"http_proxy",  "HTTP_PROXY", "https_proxy",
+                                       "HTTPS_PROXY", "all_proxy",  "ALL_PROXY"};
+    bool proxied = false;
+    git_config *cfg = NULL;
+    git_buf b = {0};
+    if (!t->host || !strcmp(t->scheme, "file"))
+        return;
+    mcg_deadline_allow_host(d, t->host);
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        char *h = proxy_host(getenv(vars[i]));
+        proxied |= h != NULL;
+        mcg_deadline_allow_host(d, h);
+        free(h);
+    }
+    if (repo && git_repository_config_snapshot(&cfg, repo) == 0 &&
+        git_config_get_string_buf(&b, cfg, "http.proxy") == 0) {
+        char *h = proxy_host(b.ptr);
+        proxied |= h != NULL;
+        mcg_deadline_allow_host(d, h);
+        free(h);
+    }
+    git_buf_dispose(&b);
+    git_config_free(cfg);
+    if (proxied) /* the stream goes to the proxy: a redirect's host is not seen there */
+        fo->follow_redirects = GIT_REMOTE_REDIRECT_NONE;
+}
+
 int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *fo, mcg_err *err)
 {
     mcg_transport *t = calloc(1, sizeof(*t));
@@ -395,6 +447,15 @@ int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *
         mcg_transport_free(t);
         return rc;
     }
+    /*
+     * A redirect is followed only on the first request, and only within the
+     * remote's host: mcg_transport_pin lists the hosts the fetch's streams
+     * may reach (libgit2 without Debian's deb12u2 update tells the
+     * credential callback the original URL, so same_host alone cannot see
+     * a redirect). A bearer token, a header on every request, follows none.
+     */
+    if (!t->header)
+        fo->follow_redirects = GIT_REMOTE_REDIRECT_INITIAL;
     fo->callbacks.credentials = cred_cb;
     fo->callbacks.certificate_check = cert_cb;
     fo->callbacks.payload = t;
@@ -425,6 +486,8 @@ static void one_line(char *out, size_t n, const char *m)
 /* The cause a user acts on, from libgit2's message m and what happened here. */
 static const char *cause_of(const mcg_transport *t, const git_error *e, const char *m)
 {
+    if (strstr(m, "redirects to another host") || strstr(m, "unexpected http status code: 30"))
+        return "redirect refused";
     if (strstr(m, "failed to resolve address"))
         return "cannot resolve host";
     if (strstr(m, "timed out"))
@@ -503,6 +566,19 @@ int mcg_transport_error(mcg_transport *t, bool expired, unsigned seconds, mcg_er
     const char *cause = cause_of(t, e, m);
     if (!strcmp(cause, "authentication failed"))
         return auth_error(t, m, err);
+    if (strstr(m, "redirects to another host"))
+        return mcg_err_set(err, MCG_EIO,
+                           "%s: redirect refused: %s; no request and no credential went there "
+                           "(if the repository has moved, set the remote's URL to its new place)",
+                           t->shown, m);
+    if (!strcmp(cause, "redirect refused"))
+        return mcg_err_set(err, MCG_EIO,
+                           "%s: redirect refused: the server answers with a redirect (%s), which "
+                           "mcgit does not follow %s; set the remote's URL to where it points",
+                           t->shown, m,
+                           t->header ? "with a bearer token"
+                                     : "through a proxy or after the "
+                                       "first request");
     if (!strcmp(cause, "TLS certificate refused"))
         return mcg_err_set(err, MCG_EIO, "%s: %s: %s (%s)", t->shown, cause, m,
                            t->ca ? "checked against ca.crt of the credentials directory"
