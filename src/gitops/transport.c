@@ -24,6 +24,7 @@
 #include "fsio/fsio.h"
 #include "gitops/gitops_int.h"
 
+#include <arpa/inet.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,6 +509,13 @@ static const char *cause_of(const mcg_transport *t, const git_error *e, const ch
     return "fetch failed";
 }
 
+/* Whether host is an IPv4 or IPv6 address rather than a name. */
+static bool is_ip(const char *host)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return host && (inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1);
+}
+
 /* Why authentication failed, in words a user acts on. */
 static int auth_error(mcg_transport *t, const char *m, mcg_err *err)
 {
@@ -579,6 +587,13 @@ int mcg_transport_error(mcg_transport *t, bool expired, unsigned seconds, mcg_er
                            t->header ? "with a bearer token"
                                      : "through a proxy or after the "
                                        "first request");
+    if (!strcmp(cause, "TLS certificate refused") && is_ip(t->host) &&
+        (strstr(m, "Common Name") || strstr(m, "CN")))
+        return mcg_err_set(err, MCG_EIO,
+                           "%s: %s: %s (Debian's libgit2, built on mbedTLS, cannot match an IP "
+                           "address in a certificate: use a host name the certificate names, "
+                           "through /etc/hosts if need be)",
+                           t->shown, cause, m);
     if (!strcmp(cause, "TLS certificate refused"))
         return mcg_err_set(err, MCG_EIO, "%s: %s: %s (%s)", t->shown, cause, m,
                            t->ca ? "checked against ca.crt of the credentials directory"

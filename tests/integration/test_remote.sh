@@ -52,4 +52,13 @@ git -C "$T/mirror2" config url."http://127.0.0.1:$(cat "$T/port")/config".instea
 expect_rc 0 "fetch through url.*.insteadOf" -- "$MCGIT" fetch --repo "$T/mirror2" --trust "$T/trust"
 [ "$(git -C "$T/mirror2" rev-parse -q --verify main)" = "$(git -C "$T/src" rev-parse main)" ] \
   && ok "insteadOf: source branch fetched from the rewritten URL" || bad "insteadOf: not fetched"
+
+# a new mirror whose first fetch fails: the fetch's one line, no trailing
+# "unknown revision 'main'" (there is nothing to render yet)
+"$MCGIT" node add --cluster "local:$T/cl" w0 --labels node-role.kubernetes.io/worker= >/dev/null
+expect_rc 1 "controller: a new mirror of a dead remote" -- timeout 60 "$MCGIT" controller --once \
+  --repo "http://127.0.0.1:1/config.git" --mirror "$T/newmirror" --trust "$T/trust" --cluster "local:$T/cl"
+expect_grep 'fetch from origin failed: http://127\.0\.0\.1:1/config\.git: connection refused' "$T/err" "the fetch's failure named"
+grep -q "unknown revision" "$T/err" && bad "trailing: $(cat "$T/err")" || ok "no trailing unknown revision"
+[ "$(grep -c . "$T/err")" = 1 ] && ok "one line" || bad "$(grep -c . "$T/err") lines"
 finish

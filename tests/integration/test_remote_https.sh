@@ -181,6 +181,10 @@ no_request expired "an expired certificate"
 URL="https://localhost:$P_NAME/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
 refused "a certificate for another host name" "TLS certificate refused: .*(CN|name).*(not match|match)"
 no_request wrongname "a wrong host name"
+# an IP address in the URL: Debian's libgit2 (mbedTLS) matches no IP address in a
+# certificate; the line says so and suggests a name
+URL="https://127.0.0.1:$P_GOOD/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
+refused "https:// to an IP address" "TLS certificate refused: .*cannot match an IP address in a certificate: use a host name"
 # a server that accepts and never answers (the TLS handshake waits): the deadline
 HPORT=$(freeport)
 python3 -c '
