@@ -25,11 +25,14 @@
 #include "gitops/gitops_int.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define SYSTEM_CA_FILE "/etc/ssl/certs/ca-certificates.crt" /* libgit2's in Debian */
@@ -428,6 +431,65 @@ void mcg_transport_pin(mcg_transport *t, git_fetch_options *fo, git_repository *
         fo->follow_redirects = GIT_REMOTE_REDIRECT_NONE;
 }
 
+/*
+ * The credentials directory and its files, judged as OpenSSH judges a
+ * private key and its known_hosts: owned by this user or root; writable by
+ * no one else (a directory that is, on a read-only mount — Kubernetes'
+ * Secret volumes are 1777 tmpfs mounted read-only — can gain no file);
+ * a secret readable by no one else: not by others at all, and not by the
+ * group either when it is this user's own file (a root-owned 0440 file of
+ * the pod's fsGroup, as the kubelet mounts a Secret, is fine).
+ */
+static int check_perm(const char *dir, const char *name, bool secret, mcg_err *err)
+{
+    char *path = name ? mcg_sprintf("%s/%s", dir, name) : mcg_strdup(dir);
+    struct stat st;
+    struct statvfs vfs;
+    int rc = 0;
+    unsigned mode = 0;
+    if (stat(path, &st) != 0) {
+        if (!name)
+            rc = mcg_err_set(err, MCG_EINVAL, "$MCGIT_GIT_CREDENTIALS: %s: %s", path,
+                             strerror(errno));
+        free(path);
+        return rc;
+    }
+    mode = st.st_mode & 07777;
+    bool ro = statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+    if (st.st_uid != geteuid() && st.st_uid != 0)
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "$MCGIT_GIT_CREDENTIALS: %s: owned by uid %u, not by this user (%u) or "
+                         "root: refused, as ssh refuses such a key",
+                         path, (unsigned)st.st_uid, (unsigned)geteuid());
+    else if ((mode & 022) && !ro)
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "$MCGIT_GIT_CREDENTIALS: %s: writable by group or others (mode %04o): "
+                         "anyone could change it; `chmod go-w %s`",
+                         path, mode, path);
+    else if (secret && ((mode & 004) || (st.st_uid == geteuid() && (mode & 077))))
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "$MCGIT_GIT_CREDENTIALS: %s: readable by %s (mode %04o): a secret "
+                         "must be 0600 or stricter, as ssh insists for a private key; "
+                         "`chmod 600 %s`",
+                         path, (mode & 004) ? "others" : "group or others", mode, path);
+    free(path);
+    return rc;
+}
+
+/* The credentials directory, and every file of it mcgit reads. */
+static int check_creds(const char *dir, mcg_err *err)
+{
+    static const char *const secrets[] = {"identity", "ssh-privatekey", "password", "token",
+                                          "bearerToken"};
+    static const char *const others[] = {"known_hosts", "username", "ca.crt"};
+    int rc = check_perm(dir, NULL, false, err);
+    for (size_t i = 0; !rc && i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        rc = check_perm(dir, secrets[i], true, err);
+    for (size_t i = 0; !rc && i < sizeof(others) / sizeof(others[0]); i++)
+        rc = check_perm(dir, others[i], false, err);
+    return rc;
+}
+
 int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *fo, mcg_err *err)
 {
     mcg_transport *t = calloc(1, sizeof(*t));
@@ -438,7 +500,9 @@ int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *
     const char *dir = getenv("MCGIT_GIT_CREDENTIALS");
     t->dir = dir && *dir ? dir : NULL;
     parse_url(t, url);
-    if (!strcmp(t->scheme, "ssh"))
+    if (t->dir && strcmp(t->scheme, "file") != 0 && (rc = check_creds(t->dir, err)) != 0)
+        mcg_err_prefix(err, "%s: credentials refused", t->shown);
+    if (!rc && !strcmp(t->scheme, "ssh"))
         rc = load_known_hosts(t, err);
     if (!rc)
         rc = set_ca(t, err);

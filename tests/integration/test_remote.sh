@@ -25,6 +25,8 @@ expect_grep 'fetch: .*(auth|401|credential)' "$T/err" "the reason names the auth
 # (LeakSanitizer's suppression summary, in ASan builds, is not ours)
 n=$(sed '/^-----/,/^-----/d' "$T/err" | grep -c . || true)
 [ "$n" = 1 ] && ok "one-line reason" || bad "reason is $n lines"
+# credentials are private, as mcgit requires (0600 files, a 0700 directory)
+umask 077
 mkdir -p "$T/creds"
 printf 'mcgit\n' >"$T/creds/username"
 printf 'wrong\n' >"$T/creds/password"
@@ -38,6 +40,32 @@ fi
 git -C "$T/mirror" rev-parse -q --verify refs/heads/main >/dev/null \
   && bad "branch created by a failed fetch" || ok "failed fetch leaves no branch"
 printf 's3cret\n' >"$T/creds/password"
+# the directory and its files are judged as OpenSSH judges a key: each
+# loose permission is refused in one line naming the file, before any
+# connection; the server logs nothing
+perm_refused() { # DESC PATTERN
+  expect_rc 1 "$1: refused" -- "$MCGIT" fetch --repo "$T/mirror" --trust "$T/trust"
+  expect_grep "$2" "$T/err" "$1: the file and the fix named"
+  [ "$(grep -c . "$T/err")" = 1 ] && ok "$1: one line" || bad "$1: $(grep -c . "$T/err") lines"
+}
+chmod 644 "$T/creds/password"
+perm_refused "a world-readable password" "creds/password: readable by others \(mode 0644\): a secret must be 0600 or stricter.*chmod 600"
+chmod 640 "$T/creds/password"
+perm_refused "a group-readable password of this user's" "creds/password: readable by group or others \(mode 0640\)"
+chmod 600 "$T/creds/password"
+chmod 666 "$T/creds/username"
+perm_refused "a world-writable username" "creds/username: writable by group or others \(mode 0666\).*chmod go-w"
+chmod 600 "$T/creds/username"
+chmod 770 "$T/creds"
+perm_refused "a group-writable directory" "creds: writable by group or others \(mode 0770\)"
+chmod 700 "$T/creds"
+if [ "$(id -u)" = 0 ]; then
+  chown 4242 "$T/creds/password"
+  perm_refused "a password owned by another user" "creds/password: owned by uid 4242, not by this user \(0\) or root"
+  chown 0 "$T/creds/password"
+else
+  skip_part "a file owned by another user: needs root to chown"
+fi
 expect_rc 0 "fetch with the right credentials" -- "$MCGIT" fetch --repo "$T/mirror" --trust "$T/trust"
 [ "$(git -C "$T/mirror" rev-parse main)" = "$(git -C "$T/src" rev-parse main)" ] \
   && ok "source branch fetched" || bad "source branch not fetched"

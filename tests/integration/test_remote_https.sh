@@ -145,6 +145,8 @@ wait_port "$P_GOOD" && wait_port "$P_EXP" && wait_port "$P_NAME" \
 ok "nginx listens on 127.0.0.1:$P_GOOD, $P_EXP, $P_NAME"
 
 URL="https://localhost:$P_GOOD/config.git"
+# credentials are private, as mcgit requires (0600 files, a 0700 directory)
+umask 077
 mkdir -p "$T/creds"
 export MCGIT_GIT_CREDENTIALS="$T/creds"
 git init -q --bare "$T/mirror"
