@@ -81,6 +81,14 @@ expect_rc 0 "fetch through url.*.insteadOf" -- "$MCGIT" fetch --repo "$T/mirror2
 [ "$(git -C "$T/mirror2" rev-parse -q --verify main)" = "$(git -C "$T/src" rev-parse main)" ] \
   && ok "insteadOf: source branch fetched from the rewritten URL" || bad "insteadOf: not fetched"
 
+# a password in the controller's --repo URL would land in the mirror's
+# config (0644): refused, the password never shown, no mirror made
+expect_rc 1 "controller --repo with a password in the URL: refused" -- timeout 60 "$MCGIT" controller --once \
+  --repo "http://mcgit:s3cret@127.0.0.1:$(cat "$T/port")/config.git" --mirror "$T/pwmirror" --trust "$T/trust" --cluster "local:$T/cl0"
+expect_grep 'http://mcgit:\*\*\*@127\.0\.0\.1:[0-9]+/config\.git: a password in the URL would be stored in the mirror.s config.*MCGIT_GIT_CREDENTIALS' "$T/err" "refused with the hint"
+grep -q s3cret "$T/err" "$T/out" && bad "the password is shown" || ok "the password is not shown"
+[ ! -e "$T/pwmirror" ] && ok "no mirror made" || { bad "a mirror was made"; grep -r s3cret "$T/pwmirror/config" && bad "with the password in its config"; }
+
 # a new mirror whose first fetch fails: the fetch's one line, no trailing
 # "unknown revision 'main'" (there is nothing to render yet)
 "$MCGIT" node add --cluster "local:$T/cl" w0 --labels node-role.kubernetes.io/worker= >/dev/null
