@@ -211,14 +211,14 @@ bool mcg_deadline_finish(mcg_deadline *d);
  * database backend that takes libgit2's "write this pack" (it outranks the
  * packed backend) keeps a copy for the graph check and runs the indexer
  * itself, its progress callback watching the deadline. Installed once per
- * repository; mcg_remote_pack_begin arms it for a fetch on this thread
- * (url for messages, dl its deadline), mcg_remote_pack_end disarms it and
+ * repository; mcg_transport_pack_begin arms it for a fetch on this thread
+ * (url for messages, dl its deadline), mcg_transport_pack_end disarms it and
  * returns why it refused a pack ("" none; valid until the next begin), and
  * in *indexing whether a pack had begun to arrive (then it was being
  * received, checked or indexed).
  */
-int mcg_remote_pack_begin(git_repository *repo, const char *url, mcg_deadline *dl, mcg_err *err);
-const char *mcg_remote_pack_end(bool *indexing);
+int mcg_transport_pack_begin(git_repository *repo, const char *url, mcg_deadline *dl, mcg_err *err);
+const char *mcg_transport_pack_end(bool *indexing);
 
 /* ------------------------------------------------------------ transport.c */
 

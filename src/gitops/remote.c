@@ -113,14 +113,14 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
     int rc = mcg_transport_open(&t, git_remote_url(remote), &fo, err);
     if (!rc)
         rc = mcg_deadline_start(&dl, secs, err);
-    if (!rc && (rc = mcg_remote_pack_begin(r->git, mcg_transport_url(t), dl, err)) != 0)
+    if (!rc && (rc = mcg_transport_pack_begin(r->git, mcg_transport_url(t), dl, err)) != 0)
         mcg_deadline_finish(dl);
     if (!rc)
         mcg_transport_pin(t, &fo, r->git, dl);
     if (!rc) {
         int g = git_remote_fetch(remote, &specs, &fo, "mcgit fetch");
         bool indexing = false;
-        const char *refused = mcg_remote_pack_end(&indexing); /* the pack's graph check */
+        const char *refused = mcg_transport_pack_end(&indexing); /* the pack's graph check */
         if (g != 0 && *refused)
             rc = mcg_err_set(err, MCG_EINVAL, "%s: %s", mcg_transport_url(t), refused);
         else if (g != 0)

@@ -185,14 +185,14 @@ out:
     return rc;
 }
 
-int mcg_remote_pack_begin(git_repository *repo, const char *url, mcg_deadline *dl, mcg_err *err)
+int mcg_transport_pack_begin(git_repository *repo, const char *url, mcg_deadline *dl, mcg_err *err)
 {
     int rc = rp_install(repo, err);
     cur = (armed){.on = rc == 0, .url = url, .dl = dl};
     return rc;
 }
 
-const char *mcg_remote_pack_end(bool *indexing)
+const char *mcg_transport_pack_end(bool *indexing)
 {
     *indexing = cur.indexing;
     cur.on = false;
