@@ -3,13 +3,13 @@
 
     cyclepack.py SHAPE pack OUT          the bare pack
     cyclepack.py SHAPE bundle OUT        a v2 bundle of it (ref refs/heads/main)
-    cyclepack.py SHAPE[,SHAPE...] serve PORTFILE LOG
+    cyclepack.py SHAPE[,SHAPE...] serve PORTFILE LOG [CERT KEY]
                                          a smart-HTTP git server on 127.0.0.1 (a free
                                          port, written to PORTFILE once every pack is
                                          made): /SHAPE.git has one branch, main, served
                                          with SHAPE's pack whatever is asked; LOG gets a
                                          line per request and "sent SHAPE" once a pack
-                                         is written
+                                         is written; with CERT and KEY (PEM), over TLS
     cyclepack.py SHAPE upload-pack       git-upload-pack's side of the protocol on stdin
                                          and stdout (for an ssh server's command=)
     cyclepack.py SHAPE push GITDIR       push the pack to refs/heads/main of GITDIR through
@@ -161,7 +161,7 @@ def pkt(s):
     return b"%04x" % (len(s) + 4) + s
 
 
-def serve(shapes, portfile, log):
+def serve(shapes, portfile, log, tls=None):
     import os
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     packs = {sh: build(sh) for sh in shapes}
@@ -208,6 +208,11 @@ def serve(shapes, portfile, log):
             note("sent %s" % self.shape())
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    if tls:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(tls[0], tls[1])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     with open(portfile + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))
     os.rename(portfile + ".tmp", portfile)
@@ -255,7 +260,7 @@ def push(pack, commit, gitdir):
 def main():
     shape, mode = sys.argv[1], sys.argv[2]
     if mode == "serve":
-        serve(shape.split(","), sys.argv[3], sys.argv[4])
+        serve(shape.split(","), sys.argv[3], sys.argv[4], sys.argv[5:7] if len(sys.argv) > 6 else None)
         return
     pack, commit, blob = build(shape)
     if mode == "pack":

@@ -13,8 +13,8 @@
 #   self-ofs     an OFS_DELTA on itself
 # Each is refused in one line, exit 1, within seconds, under `ulimit -v`
 # (a regression fails instead of eating the machine): by `bundle verify`,
-# `bundle import`, `mcgit fetch` over http (a hostile smart-HTTP server) and
-# over ssh (a real sshd whose command speaks upload-pack with the pack),
+# `bundle import`, `mcgit fetch` over http and https (a hostile smart-HTTP
+# server) and over ssh (a real sshd whose command speaks upload-pack),
 # and the controller's mirror fetch. A push meets git's own receive-pack
 # first, which resolves the pack itself (a cycle is refused there; the small
 # self-ref pack is unpacked into loose objects, one blob written twice), so
@@ -116,6 +116,25 @@ grep -q '^sent many' "$T/http.log" && ok "the server had sent the whole pack" \
 awk -v s="$(tail -1 "$T/time" | cut -d' ' -f1)" 'BEGIN { exit !(s < 3) }' \
   && ok "stopped within 3 s of starting" || bad "took $(tail -1 "$T/time") s"
 [ -z "$(ls "$T/m.git/objects/pack")" ] && ok "nothing left in objects/pack" || bad "left: $(ls "$T/m.git/objects/pack")"
+
+# --- fetch over https (a test certificate for localhost, its ca.crt) --------------
+if command -v openssl >/dev/null; then
+  mkdir -p "$T/tls" "$T/tlscreds"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/tls/key.pem" -out "$T/tls/cert.pem" -days 2 \
+    -subj /CN=localhost -addext subjectAltName=DNS:localhost >"$T/tls/log" 2>&1
+  cp "$T/tls/cert.pem" "$T/tlscreds/ca.crt"
+  chmod 700 "$T/tlscreds"
+  python3 "$GEN" self-ref,ref-cycle serve "$T/tlsport" "$T/https.log" "$T/tls/cert.pem" "$T/tls/key.pem" &
+  PIDS+=($!)
+  for _ in $(seq 100); do [ -s "$T/tlsport" ] && break; sleep 0.1; done
+  for s in self-ref ref-cycle; do
+    mirror "https://localhost:$(cat "$T/tlsport")/$s.git"
+    MCGIT_GIT_CREDENTIALS=$T/tlscreds capped "fetch https $s" "$(want "$s")" \
+      "$MCGIT" fetch --repo "$T/m.git" --trust "$T/trust" --timeout 30
+  done
+else
+  skip_part "fetch over https: openssl not found"
+fi
 
 # --- fetch over ssh -------------------------------------------------------------
 if [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null; then
