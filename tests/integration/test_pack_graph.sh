@@ -108,16 +108,16 @@ capped "controller mirror fetch self-ref" 'made a second time' \
   "$MCGIT" controller --once --repo "$HTTP/self-ref.git" --mirror "$T/ctl-mirror" \
   --trust "$T/trust" --cluster "$CL" --fetch-timeout 30
 # --timeout covers checking and indexing: 48 blobs of 15 MiB (700 KiB on the
-# wire) take seconds after they arrive
+# wire, sent in milliseconds) take 7 s and more to check and index
 mirror "$HTTP/many.git"
 : >"$T/http.log"
-capped "fetch --timeout 1 of a pack slow to index" \
-  'timed out: the pack was still arriving or being checked and indexed after 1 s' \
-  "$MCGIT" fetch --repo "$T/m.git" --trust "$T/trust" --timeout 1
+capped "fetch --timeout 3 of a pack slow to index" \
+  'timed out: the pack was still arriving or being checked and indexed after 3 s' \
+  "$MCGIT" fetch --repo "$T/m.git" --trust "$T/trust" --timeout 3
 grep -q '^sent many' "$T/http.log" && ok "the server had sent the whole pack" \
   || bad "the server had not sent the pack: the deadline ran out in the transfer"
-awk -v s="$(tail -1 "$T/time" | cut -d' ' -f1)" 'BEGIN { exit !(s < 3) }' \
-  && ok "stopped within 3 s of starting" || bad "took $(tail -1 "$T/time") s"
+awk -v s="$(tail -1 "$T/time" | cut -d' ' -f1)" 'BEGIN { exit !(s < 6) }' \
+  && ok "stopped within 6 s of starting" || bad "took $(tail -1 "$T/time") s"
 [ -z "$(ls "$T/m.git/objects/pack")" ] && ok "nothing left in objects/pack" || bad "left: $(ls "$T/m.git/objects/pack")"
 
 # --- fetch over https (a test certificate for localhost, its ca.crt) --------------
