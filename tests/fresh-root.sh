@@ -5,10 +5,17 @@
 #
 #   tests/fresh-root.sh [COMMAND]     (as root)
 #
-# 1. A bare Debian 12 root from `debootstrap --variant=minbase bookworm`.
-#    Only that bare base system is cached, as a tarball keyed by the date
-#    (MCGIT_FRESH_CACHE, default /var/cache/mcgit-fresh-root); each run
-#    unpacks a new copy (MCGIT_FRESH_DIR, default a new directory in /var/tmp).
+# 1. A Debian 12 root as the installer leaves one: `debootstrap bookworm`
+#    (the default variant: priorities required and important, not minbase)
+#    plus every package of priority standard (what tasksel's "standard
+#    system utilities" task installs), apt's sources as an installed system
+#    has them (bookworm, bookworm-updates, bookworm-security) and upgraded
+#    from them (so libgit2 and the rest are the security builds), and
+#    Debian's own /etc/hosts (127.0.0.1 localhost, 127.0.1.1 the host name,
+#    ::1 localhost ip6-localhost ip6-loopback, ...). That root is cached as
+#    a tarball keyed by the date (MCGIT_FRESH_CACHE, default
+#    /var/cache/mcgit-fresh-root); each run unpacks a new copy
+#    (MCGIT_FRESH_DIR, default a new directory in /var/tmp).
 # 2. /proc, /sys, /dev and /dev/pts bind-mounted; the host's resolv.conf.
 # 3. The commit under test (HEAD of this clone, uncommitted changes are not
 #    part of it) cloned into /root/mcgit in the root.
@@ -75,6 +82,14 @@ cleanup_mounts() {
   if [ "${MCGIT_FRESH_KEEP:-}" != 1 ] && ! grep -q " $root/" /proc/mounts; then rm -rf "$root"; fi
   return 0
 }
+# cleanup_mounts_of DIR: undo the mounts under DIR (preparing the cached root)
+cleanup_mounts_of() {
+  local m
+  for m in dev/pts dev sys proc; do
+    mountpoint -q "$1/$m" && { umount "$1/$m" 2>/dev/null || umount -l "$1/$m"; }
+  done
+  return 0
+}
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
@@ -85,30 +100,62 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# 1. the bare base system, cached as a tarball of debootstrap's own making
-tarball="$cache/bookworm-minbase-$(date +%Y%m%d).tgz"
-mkdir -p "$cache"
-if [ ! -s "$tarball" ]; then
-  log "debootstrap: making the base system's tarball ($mirror)"
-  find "$cache" -name 'bookworm-minbase-*.tgz' -delete
-  tmp=$(mktemp -d /var/tmp/mcgit-debootstrap.XXXXXX)
-  debootstrap --variant=minbase --make-tarball="$tarball.part" bookworm "$tmp" "$mirror" >"$tmp.log" 2>&1 ||
-    { tail -5 "$tmp.log" >&2; rm -rf "$tmp" "$tmp.log" "$tarball.part"; in_place "debootstrap --make-tarball failed"; }
-  rm -f "$tmp.log"
-  rm -rf "$tmp"
-  mv "$tarball.part" "$tarball"
-fi
-mkdir -p "$root"
-log "debootstrap: a fresh root in $root"
-debootstrap --variant=minbase --unpack-tarball="$tarball" bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
-  { tail -20 "$root.debootstrap.log" >&2; rm -f "$root.debootstrap.log"; in_place "debootstrap failed"; }
-rm -f "$root.debootstrap.log"
-# the sources a Debian 12 installation has
-cat >"$root/etc/apt/sources.list" <<SRC
+# Debian's /etc/hosts, as the installer writes it, for root $1
+debian_hosts() {
+  printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n\n' "$(hostname)"
+  printf '# The following lines are desirable for IPv6 capable hosts\n'
+  printf '::1     localhost ip6-localhost ip6-loopback\nff02::1 ip6-allnodes\nff02::2 ip6-allrouters\n'
+}
+# prepare DIR: the installed system in DIR (debootstrap, sources, upgrade,
+# the standard task's packages); the kernel's file systems mounted meanwhile
+prepare() {
+  local dir=$1 m
+  debootstrap bookworm "$dir" "$mirror" >"$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; return 1; }
+  cat >"$dir/etc/apt/sources.list" <<SRC
 deb $mirror bookworm main
 deb $mirror bookworm-updates main
 deb ${mirror%/debian}/debian-security bookworm-security main
 SRC
+  debian_hosts >"$dir/etc/hosts"
+  cp -L /etc/resolv.conf "$dir/etc/resolv.conf"
+  for m in proc sys dev dev/pts; do
+    mount --bind "/$m" "$dir/$m" || return 1
+    mounts+=("$dir/$m")
+  done
+  printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d" && chmod 755 "$dir/usr/sbin/policy-rc.d"
+  # the standard task: every package of priority standard in bookworm's main
+  chroot "$dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+    /bin/sh -ec 'apt-get update -qq
+      apt-get -y -qq upgrade
+      std=$(for f in /var/lib/apt/lists/*_dists_bookworm_main_binary-*_Packages*; do
+        /usr/lib/apt/apt-helper cat-file "$f"; done |
+        awk "/^Package:/ { p = \$2 } /^Priority: standard/ { print p }" | sort -u)
+      [ -n "$std" ]
+      apt-get install -y -qq $std
+      apt-get clean' >>"$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; return 1; }
+  rm -f "$dir/usr/sbin/policy-rc.d"
+}
+
+# 1. the installed system, cached as a tarball of the prepared root
+tarball="$cache/bookworm-standard-$(date +%Y%m%d).tgz"
+mkdir -p "$cache"
+if [ ! -s "$tarball" ]; then
+  log "debootstrap: preparing a Debian 12 as installed, standard task, upgraded ($mirror)"
+  find "$cache" -name 'bookworm-*.tgz' -delete
+  tmp=$(mktemp -d /var/tmp/mcgit-debootstrap.XXXXXX)
+  prepared=0
+  prepare "$tmp" && prepared=1
+  cleanup_mounts_of "$tmp"
+  # never remove a tree with the host's /dev or /proc still mounted in it
+  grep -q " $tmp/" /proc/mounts && { log "mounts left under $tmp"; exit 1; }
+  [ "$prepared" = 1 ] && tar -C "$tmp" -czf "$tarball.part" . && mv "$tarball.part" "$tarball"
+  rm -rf "$tmp" "$tmp.log"
+  [ -s "$tarball" ] || in_place "preparing the root failed"
+fi
+mkdir -p "$root"
+log "a fresh root in $root"
+tar -C "$root" -xzf "$tarball" || in_place "cannot unpack $tarball"
+debian_hosts >"$root/etc/hosts" # this host's name
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 
 # 2. the kernel's file systems

@@ -2,6 +2,11 @@
 # Builds mcgit several ways and runs the whole test suite on each, phase by
 # phase:
 #   debug     the Debug build and its whole ctest suite
+#   libgit2-old  the Debug build's tests labelled libgit2 (fetch, redirects,
+#             credentials, packs) again, against Debian's libgit2 WITHOUT
+#             the security update (1.5.1+ds-1+deb12u1, unpacked by
+#             tests/setup.sh into MCGIT_OLD_LIBGIT2) through LD_LIBRARY_PATH;
+#             it fails unless ldd shows that build loaded
 #   asan      AddressSanitizer + UBSan build, whole suite (LeakSanitizer on)
 #   valgrind  Valgrind over the unit tests of the Debug build
 #   clang     a clang build (-Werror) and its unit tests
@@ -90,6 +95,36 @@ if build debug build -DCMAKE_BUILD_TYPE=Debug -DMCGIT_TESTS=ON; then
   run_ctest debug build "$start"
 else
   phase_end debug FAILED 0 0 0 "$start"
+fi
+
+# -------------------------------------------------------------- libgit2-old
+# The libgit2-labelled tests against Debian's libgit2 without the security
+# update: what a root debootstrapped without bookworm-security runs. The
+# phase fails when that build is not the one mcgit loads (ldd), and each
+# test checks it again (MCGIT_EXPECT_LIBGIT2, tests/integration/lib.sh).
+start=$(date +%s)
+oldlib=${MCGIT_OLD_LIBGIT2:-/var/cache/mcgit-libgit2-deb12u1}/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+echo "== libgit2-old: the libgit2 tests against $oldlib/libgit2.so.1.5"
+if [ "$debug_built" != 1 ]; then
+  phase_end libgit2-old FAILED 0 0 0 "$start"
+elif [ ! -e "$oldlib/libgit2.so.1.5" ]; then
+  echo "libgit2-old: $oldlib/libgit2.so.1.5 not found (tests/setup.sh unpacks it)"
+  st=ok
+  [ "$require_all" = 1 ] && st=FAILED && echo "MCGIT_REQUIRE_ALL=1: the libgit2-old phase is required"
+  phase_end libgit2-old "$st" 0 0 1 "$start"
+else
+  want=$(readlink -f "$oldlib/libgit2.so.1.5")
+  loaded=$(LD_LIBRARY_PATH=$oldlib ldd build/mcgit | awk '$1 ~ /^libgit2\.so/ { print $3 }')
+  installed=$(ldd build/mcgit | awk '$1 ~ /^libgit2\.so/ { print $3 }')
+  echo "libgit2-old: mcgit loads $(readlink -f "$loaded") (installed: $(readlink -f "$installed"))"
+  if [ "$(readlink -f "$loaded")" != "$want" ]; then
+    echo "libgit2-old: FAILED: mcgit does not load $want"
+    phase_end libgit2-old FAILED 0 1 0 "$start"
+  else
+    cmp -s "$want" "$(readlink -f "$installed")" &&
+      echo "libgit2-old: note: the installed libgit2 is this same build (no security update here)"
+    LD_LIBRARY_PATH=$oldlib MCGIT_EXPECT_LIBGIT2=$want run_ctest libgit2-old build "$start" -L libgit2
+  fi
 fi
 
 # --------------------------------------------------------------------- asan

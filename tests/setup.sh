@@ -100,6 +100,37 @@ install git openssh-client valgrind python3 jq procps gzip coreutils util-linux 
 # tinyproxy as the https_proxy. Their packaged services stay disabled.
 install openssh-server nginx fcgiwrap tinyproxy
 
+# Debian's libgit2 without the security update, beside the installed one:
+# tests/run-all.sh's libgit2-old phase runs the tests whose outcome depends
+# on libgit2's behaviour (fetch, redirects, credentials, packs) again with
+# LD_LIBRARY_PATH at it, so mcgit is proven safe on either build (a root
+# debootstrapped without bookworm-security gets this one). The exact .deb
+# (1.5.1+ds-1+deb12u1, its SHA-256 pinned) from bookworm's archive, else
+# from snapshot.debian.org, unpacked into MCGIT_OLD_LIBGIT2 (default
+# /var/cache/mcgit-libgit2-deb12u1), never installed.
+old_libgit2() {
+  local ver=1.5.1+ds-1+deb12u1 arch dir=${MCGIT_OLD_LIBGIT2:-/var/cache/mcgit-libgit2-deb12u1}
+  local sum=1fa025157c73990eb3024a4356d15d3625ea9a23dfa88bca9bca05f8a8d4b3af tmp deb
+  arch=$(dpkg --print-architecture)
+  [ -s "$dir/version" ] && [ "$(cat "$dir/version")" = "$ver" ] && return 0
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp" # apt-get download writes as _apt
+  deb="libgit2-1.5_${ver}_${arch}.deb"
+  (cd "$tmp" && { apt-get download -qq "libgit2-1.5=$ver" 2>/dev/null ||
+    { apt-get update -qq && apt-get download -qq "libgit2-1.5=$ver" 2>/dev/null; } ||
+    curl -fsSLo "$deb" "https://snapshot.debian.org/archive/debian/20240301T000000Z/pool/main/libg/libgit2/libgit2-1.5_${ver//+/%2B}_${arch}.deb"; }) ||
+    { echo "tests/setup.sh: cannot download libgit2-1.5=$ver" >&2; rm -rf "$tmp"; return 1; }
+  deb=$(ls "$tmp"/libgit2-1.5_*.deb)
+  if [ "$arch" = amd64 ] && [ "$(sha256sum <"$deb" | cut -d' ' -f1)" != "$sum" ]; then
+    echo "tests/setup.sh: $deb: not the deb12u1 build (SHA-256 differs)" >&2; rm -rf "$tmp"; return 1
+  fi
+  [ "$(dpkg-deb -f "$deb" Version)" = "$ver" ] || { echo "tests/setup.sh: $deb is not $ver" >&2; rm -rf "$tmp"; return 1; }
+  rm -rf "$dir.part" && dpkg-deb -x "$deb" "$dir.part" && echo "$ver" >"$dir.part/version" &&
+    rm -rf "$dir" && mv "$dir.part" "$dir"
+  rm -rf "$tmp"
+}
+old_libgit2
+
 # The VM test bed (tests/vm/vm.sh): QEMU (under TCG where KVM does not work;
 # its virtiofsd shares the cluster directory), qemu-img, debootstrap for the
 # guest's root, mkfs.ext4 -d and e2fsck for its disk.

@@ -254,4 +254,15 @@ int mcg_bundle_verify_all(mcg_repo *q, mcg_repo *q2, mcg_bundle_report *rep,
                           const mcg_verify_opts *hints, const mcg_bundle_progress *prog,
                           mcg_err *err);
 
+/* ------------------------------------------------------------ packrefs.c */
+
+/* More refs than this move by one write of packed-refs, not a transaction of lock files. */
+#define MCG_BUNDLE_PACKED_REFS 256
+/*
+ * Move the report's accepted refs (created or forwarded) at once through
+ * packed-refs: each compared with its checked value under packed-refs.lock.
+ * 0, or an error in err (MCG_ECONFLICT when one changed: nothing moved).
+ */
+int mcg_bundle_move_packed(mcg_repo *r, const mcg_bundle_report *rep, mcg_err *err);
+
 #endif

@@ -459,12 +459,22 @@ out:
     return rc;
 }
 
-/* Move every accepted ref: lock all, compare with what was checked, then set. */
+/*
+ * Move every accepted ref: lock all, compare with what was checked, then
+ * set. Many refs go through packed-refs instead (packrefs.c): a
+ * transaction holds one open lock file per ref.
+ */
 static int move_refs(mcg_repo *r, const mcg_bundle_report *rep, mcg_err *err)
 {
     git_transaction *tx = NULL;
     git_signature *sig = NULL;
+    size_t moving = 0;
     int rc = 0;
+    for (size_t i = 0; i < rep->nrefs; i++)
+        moving +=
+            rep->refs[i].action == MCG_BUNDLE_CREATE || rep->refs[i].action == MCG_BUNDLE_FORWARD;
+    if (moving > MCG_BUNDLE_PACKED_REFS)
+        return mcg_bundle_move_packed(r, rep, err);
     if (git_transaction_new(&tx, mcg_repo_git(r)) != 0 ||
         git_signature_now(&sig, "mcgit", "mcgit@localhost") != 0) {
         rc = mcg_git_err(err, "refs");

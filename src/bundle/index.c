@@ -4,7 +4,9 @@
  * pack scan (pack/scan*.c) on a second thread, which reads every commit,
  * tree and tag as it goes by and checks the commits' signatures meanwhile.
  * Before the indexer resolves a delta, the scan's declared sizes bound what
- * that will take (check_sizes).
+ * that will take (check_sizes), and the pack's delta graph is resolved
+ * (pack/graph.c: libgit2 1.5.1 loops for ever on a delta whose result is
+ * its own base, or on any cycle).
  */
 #include "bundle/bundle_int.h"
 
@@ -105,6 +107,34 @@ static int check_sizes(mcg_pack_scanner *pre, uint64_t pack_bytes, mcg_err *err)
     return 0;
 }
 
+/*
+ * The delta graph, resolved before the indexer resolves anything: a delta
+ * on itself, a cycle, a chain deeper than MCG_PACK_MAX_CHAIN or an object
+ * made twice is refused; a base nobody has keeps the thin-pack message.
+ */
+static int check_graph(mcg_pack_graph *g, git_odb *odb, mcg_err *err)
+{
+    mcg_pack_limits lim = {.max_object = MAX_OBJECT,
+                           .ratio = INFLATE_RATIO,
+                           .floor = INFLATE_FLOOR,
+                           .max_depth = MCG_PACK_MAX_CHAIN};
+    git_oid base;
+    mcg_err e = {0};
+    int rc = mcg_pack_graph_check(g, odb, &lim, "the bundle's pack", &base, &e);
+    if (rc == MCG_ENOTFOUND) {
+        char sha[GIT_OID_HEXSZ + 1];
+        git_oid_tostr(sha, sizeof(sha), &base);
+        return mcg_err_set(err, MCG_ENOTFOUND,
+                           "missing delta base %s: the bundle's pack is thin and this "
+                           "repository lacks an object it builds on (import the bundles "
+                           "before it first), or its deltas build on each other in a cycle",
+                           sha);
+    }
+    if (rc)
+        mcg_err_set(err, rc, "%s", e.msg);
+    return rc;
+}
+
 /* The indexer's progress: objects received, then deltas resolved. */
 static int indexer_progress_cb(const git_indexer_progress *s, void *payload)
 {
@@ -121,6 +151,7 @@ int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *r
                           mcg_bundle_report *rep, mcg_err *err)
 {
     git_indexer *idx = NULL;
+    mcg_pack_graph *graph = NULL;
     mcg_pack_scanner *pre = mcg_pack_scan_start();
     git_indexer_options o;
     git_indexer_progress stats = {0};
@@ -144,6 +175,8 @@ int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *r
         o.progress_cb = indexer_progress_cb;
         o.progress_cb_payload = (void *)prog;
     }
+    if ((rc = mcg_pack_graph_new(&graph, q, err)) != 0)
+        goto out;
     if (git_indexer_new(&idx, packdir, 0444, odb, &o) != 0) {
         rc = mcg_git_err(err, "indexer");
         goto out;
@@ -155,6 +188,7 @@ int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *r
             break;
         size_t n = rd->len - rd->pos;
         mcg_pack_scan_feed(pre, rd->buf + rd->pos, n);
+        mcg_pack_graph_feed(graph, rd->buf + rd->pos, n);
         pack_sum_feed(&sum, (const unsigned char *)rd->buf + rd->pos, n);
         if (git_indexer_append(idx, rd->buf + rd->pos, n, &stats) != 0) {
             const git_error *e = git_error_last();
@@ -169,7 +203,8 @@ int mcg_bundle_index_pack(char **name, mcg_packscan **scan, mcg_bundle_reader *r
         rc = mcg_err_set(err, MCG_EINVAL, "truncated bundle: no pack data");
         goto out;
     }
-    if ((rc = check_sizes(pre, rep->pack_bytes, err)) != 0)
+    if ((rc = check_sizes(pre, rep->pack_bytes, err)) != 0 ||
+        (rc = check_graph(graph, odb, err)) != 0)
         goto out;
     if (git_indexer_commit(idx, &stats) != 0) {
         const git_error *e = git_error_last();
@@ -201,6 +236,7 @@ out:
     mcg_pack_scan_abort(pre);
     mcg_bundle_tick(prog, NULL, 0, 0);
     git_indexer_free(idx);
+    mcg_pack_graph_free(graph);
     EVP_MD_CTX_free(sum.md);
     free(packdir);
     return rc;

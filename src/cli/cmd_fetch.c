@@ -20,7 +20,8 @@ static const mcg_opt fetch_opts[] = {
     MCG_OPT_TRUST,
     MCG_OPT_REVOKED,
     MCG_OPT_VALUE('R', "remote", "NAME", "the remote to fetch from (default: origin)"),
-    MCG_OPT_VALUE('T', "timeout", "SECONDS", "bound the whole transfer (default: 300)"),
+    MCG_OPT_VALUE('T', "timeout", "SECONDS",
+                  "bound the whole fetch: transfer, pack check, indexing (default: 300)"),
     MCG_OPT_END,
 };
 
@@ -38,7 +39,11 @@ const mcg_cmd mcg_cmd_fetch = {
              "refused (exit 1) and the local branch stays where it was. Prints the new\n"
              "tip, or one line saying the branch was already up to date. --revoked K (a\n"
              "KRL or a list of public keys) refuses commits by those keys. --timeout bounds\n"
-             "the whole transfer, however the server behaves (default 300).\n"
+             "the whole fetch, however the server behaves: the transfer, then checking\n"
+             "and indexing the pack (default 300). The pack's delta graph is resolved\n"
+             "before libgit2 indexes it: a delta whose result is its own base, a cycle,\n"
+             "a base nobody has, a chain over 1000 deep or an object over 16 MiB is\n"
+             "refused.\n"
              "\n"
              "Credentials and pins are files in the directory $MCGIT_GIT_CREDENTIALS (the\n"
              "key names of Flux's Git Secrets and Kubernetes' SSH and basic auth Secrets):\n"
@@ -51,10 +56,20 @@ const mcg_cmd mcg_cmd_fetch = {
              "  bearerToken         https: an Authorization: Bearer header\n"
              "  ca.crt              https: the CA certificates trusted for the server,\n"
              "                      in place of the system's\n"
+             "The directory and its files must be private, as ssh requires of ~/.ssh:\n"
+             "owned by this user or root, writable by no one else (unless on a read-only\n"
+             "mount, as Kubernetes mounts a Secret), a secret (key, password, token,\n"
+             "bearerToken) readable by no one else (0600 or 0400; a root-owned 0440 file\n"
+             "of a pod's fsGroup is fine); anything else is refused naming the file.\n"
              "A proxy comes from https_proxy, http_proxy and no_proxy (or git's\n"
-             "http.proxy). A failure is one line naming the URL and the cause (cannot\n"
-             "resolve host, connection refused, timed out, authentication failed, host key\n"
-             "refused, TLS certificate refused, not a git repository); an unknown or\n"
+             "http.proxy). An HTTP redirect is followed only on the first request and\n"
+             "only within the remote's host (none through a proxy or with a bearer\n"
+             "token): a redirect to another host is refused before any request or\n"
+             "credential goes there. A failure is one line naming the URL and the cause\n"
+             "(cannot resolve host, connection refused, timed out, authentication\n"
+             "failed, host key refused, TLS certificate refused, redirect refused, not a\n"
+             "git repository); https:// to an IP address fails, as Debian's libgit2\n"
+             "matches no IP address in a certificate (use a host name); an unknown or\n"
              "changed host key, or a certificate that does not verify, is never accepted,\n"
              "and nothing moves.\n",
     .run = run,

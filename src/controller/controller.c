@@ -892,7 +892,13 @@ int mcg_controller_pass(mcg_pass_result *res, const mcg_controller_opts *o, mcg_
     if ((rc = pass_open(&p, err)) != 0)
         goto out;
     fetch(res, o, p.r, p.root, now);
-    render(res, p.r, p.root, o->metrics);
+    /* a new mirror whose first fetch failed has no source branch yet:
+     * nothing to render, and nothing to refuse beyond the fetch's failure */
+    char held[MCG_SHA_HEX + 1];
+    mcg_err herr = {0};
+    if (!res->fetch_failed ||
+        mcg_repo_resolve(p.r, mcg_repo_source_branch(p.r), held, &herr) != MCG_ENOTFOUND)
+        render(res, p.r, p.root, o->metrics);
     if ((rc = pass_last_good(&p, err)) != 0 || !p.src[0])
         goto out;
     if ((rc = pass_publish(&p, err)) != 0 || (rc = pass_plan(&p, err)) != 0 ||

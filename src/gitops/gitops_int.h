@@ -184,8 +184,35 @@ mcg_knownhosts_verdict mcg_knownhosts_check(mcg_knownhosts_result *res, const ch
  */
 typedef struct mcg_deadline mcg_deadline;
 int mcg_deadline_start(mcg_deadline **out, unsigned seconds, mcg_err *err);
+/*
+ * Let d's streams connect to host (before the fetch). Once a host is
+ * listed, a stream to any other is refused ("the remote redirects to
+ * another host, HOST"): libgit2 follows an HTTP redirect by connecting
+ * there, and before Debian's deb12u2 build hands the credential callback
+ * the original URL, so this is where a redirect to another host is seen.
+ */
+void mcg_deadline_allow_host(mcg_deadline *d, const char *host);
+/* Whether d's deadline has passed (then marked expired); NULL: false. */
+bool mcg_deadline_passed(mcg_deadline *d);
 /* Stop the watchdog and free d; true when the deadline passed. NULL: false. */
 bool mcg_deadline_finish(mcg_deadline *d);
+
+/* ------------------------------------------------------------ remote_pack.c */
+
+/*
+ * Every pack a fetch brings is checked before libgit2's indexer resolves
+ * it (pack/graph.c), and indexed within the fetch's deadline: an object
+ * database backend that takes libgit2's "write this pack" (it outranks the
+ * packed backend) keeps a copy for the graph check and runs the indexer
+ * itself, its progress callback watching the deadline. Installed once per
+ * repository; mcg_transport_pack_begin arms it for a fetch on this thread
+ * (url for messages, dl its deadline), mcg_transport_pack_end disarms it and
+ * returns why it refused a pack ("" none; valid until the next begin), and
+ * in *indexing whether a pack had begun to arrive (then it was being
+ * received, checked or indexed).
+ */
+int mcg_transport_pack_begin(git_repository *repo, const char *url, mcg_deadline *dl, mcg_err *err);
+const char *mcg_transport_pack_end(bool *indexing);
 
 /* ------------------------------------------------------------ transport.c */
 
@@ -204,6 +231,14 @@ int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *
  * refused, not a git repository, or the transport's own message.
  */
 int mcg_transport_error(mcg_transport *t, bool expired, unsigned seconds, mcg_err *err);
+/*
+ * Before the fetch: d's streams may connect only to the remote's host and
+ * the proxies' (the environment's, repo's http.proxy). Through a proxy no
+ * redirect is followed at all (fo->follow_redirects NONE): the stream then
+ * goes to the proxy, whatever host a redirect names.
+ */
+void mcg_transport_pin(mcg_transport *t, git_fetch_options *fo, git_repository *repo,
+                       mcg_deadline *d);
 /* The remote's URL as messages show it (no password). */
 const char *mcg_transport_url(const mcg_transport *t);
 void mcg_transport_free(mcg_transport *t);

@@ -27,11 +27,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_SOCKETS 16 /* one fetch opens one or two */
+#define MAX_HOSTS 8    /* the remote's host and the proxies' */
 
 struct mcg_deadline {
     pthread_mutex_t mu;
@@ -40,6 +42,9 @@ struct mcg_deadline {
     struct timespec at; /* CLOCK_MONOTONIC */
     int fds[MAX_SOCKETS];
     bool done, expired;
+    /* hosts a stream may connect to (none listed: any): a redirect elsewhere is refused */
+    char *hosts[MAX_HOSTS];
+    int nhosts;
     /* The fetch and each stream made under it hold a reference: libgit2
      * may close and free a stream after the fetch (git_remote_free). */
     atomic_int refs;
@@ -61,6 +66,8 @@ typedef struct net_stream {
 static void unref(mcg_deadline *d)
 {
     if (d && atomic_fetch_sub(&d->refs, 1) == 1) {
+        for (int i = 0; i < d->nhosts; i++)
+            free(d->hosts[i]);
         pthread_cond_destroy(&d->cv);
         pthread_mutex_destroy(&d->mu);
         free(d);
@@ -154,11 +161,28 @@ static int connect_one(net_stream *st, const struct addrinfo *a)
     return fd;
 }
 
+/* Whether d lets a stream connect to host: listed, or nothing listed. */
+static bool host_allowed(const mcg_deadline *d, const char *host)
+{
+    if (!d || d->nhosts == 0)
+        return true;
+    for (int i = 0; i < d->nhosts; i++)
+        if (strcasecmp(d->hosts[i], host) == 0)
+            return true;
+    return false;
+}
+
 static int ns_connect(git_stream *stream)
 {
     net_stream *st = (net_stream *)stream;
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC}, *info = NULL;
     char msg[512];
+    if (!host_allowed(st->dl, st->host)) {
+        /* libgit2 followed a redirect: nothing, not even a request, goes there */
+        mcg_bfmt(msg, sizeof(msg), "the remote redirects to another host, %s", st->host);
+        git_error_set_str(GIT_ERROR_NET, msg);
+        return -1;
+    }
     int rc = getaddrinfo(st->host, st->port, &hints, &info);
     if (rc != 0) {
         mcg_bfmt(msg, sizeof(msg), "failed to resolve address for %s: %s", st->host,
@@ -310,6 +334,24 @@ int mcg_deadline_start(mcg_deadline **out, unsigned seconds, mcg_err *err)
     current = d;
     *out = d;
     return 0;
+}
+
+void mcg_deadline_allow_host(mcg_deadline *d, const char *host)
+{
+    if (!d || !host || !*host || d->nhosts == MAX_HOSTS)
+        return;
+    for (int i = 0; i < d->nhosts; i++)
+        if (strcasecmp(d->hosts[i], host) == 0)
+            return;
+    d->hosts[d->nhosts++] = mcg_strdup(host);
+}
+
+bool mcg_deadline_passed(mcg_deadline *d)
+{
+    if (!d || remaining_ms(d) != 0)
+        return false;
+    expire(d);
+    return true;
 }
 
 bool mcg_deadline_finish(mcg_deadline *d)

@@ -140,9 +140,17 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
     int rc = mcg_transport_open(&t, git_remote_url(remote), &fo, err);
     if (!rc)
         rc = mcg_deadline_start(&dl, secs, err);
+    if (!rc && (rc = mcg_transport_pack_begin(r->git, mcg_transport_url(t), dl, err)) != 0)
+        mcg_deadline_finish(dl);
+    if (!rc)
+        mcg_transport_pin(t, &fo, r->git, dl);
     if (!rc) {
         int g = git_remote_fetch(remote, &specs, &fo, "mcgit fetch");
-        if (g != 0)
+        bool indexing = false;
+        const char *refused = mcg_transport_pack_end(&indexing); /* the pack's graph check */
+        if (g != 0 && *refused)
+            rc = mcg_err_set(err, MCG_EINVAL, "%s: %s", mcg_transport_url(t), refused);
+        else if (g != 0)
             rc = mcg_transport_error(t, false, secs, err); /* before anything resets it */
         else if (!advertised(remote, r->source_branch))
             rc =
@@ -150,7 +158,12 @@ static int transfer(mcg_repo *r, git_remote *remote, const mcg_fetch_opts *o, mc
                             mcg_transport_url(t), r->source_branch);
         git_remote_disconnect(remote); /* within the deadline too */
         if (mcg_deadline_finish(dl) && g != 0)
-            rc = mcg_transport_error(t, true, secs, err);
+            rc = indexing ? mcg_err_set(err, MCG_EIO,
+                                        "%s: timed out: the pack was still arriving or being "
+                                        "checked and indexed after %u s; nothing fetched (a "
+                                        "longer --timeout lets a large pack finish)",
+                                        mcg_transport_url(t), secs)
+                          : mcg_transport_error(t, true, secs, err);
     }
     mcg_transport_free(t);
     free(spec);
@@ -317,12 +330,43 @@ static int origin_add(git_repository *repo, const char *url)
     return rc;
 }
 
+/*
+ * Where url's password starts and ends ("scheme://user:PASSWORD@host"),
+ * when it has one.
+ */
+static bool url_password(const char *url, size_t *from, size_t *to)
+{
+    const char *h = strstr(url, "://"), *at = NULL;
+    if (!h)
+        return false;
+    h += 3;
+    size_t n = strcspn(h, "/?#");
+    for (const char *p = h; p < h + n; p++)
+        if (*p == '@')
+            at = p;
+    const char *colon = at ? memchr(h, ':', (size_t)(at - h)) : NULL;
+    if (!colon)
+        return false;
+    *from = (size_t)(colon + 1 - url);
+    *to = (size_t)(at - url);
+    return true;
+}
+
 int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err)
 {
     git_repository *repo = NULL;
     int rc = 0;
     struct stat st;
+    size_t pw_from, pw_to;
     mcg_gitops_lib_init(); /* like every gitops entry point */
+    if (url_password(url, &pw_from, &pw_to))
+        /* the mirror's config is readable by all: a password never goes there */
+        return mcg_err_set(err, MCG_EINVAL,
+                           "%.*s***%s: a password in the URL would be stored in the mirror's "
+                           "config, readable by all: give the URL without it, and the password "
+                           "(or a token) in $MCGIT_GIT_CREDENTIALS (files username and password, "
+                           "or token)",
+                           (int)pw_from, url, url + pw_to);
     if (stat(dir, &st) == 0) {
         if (git_repository_open_ext(&repo, dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0)
             return mcg_err_set(err, MCG_EINVAL, "%s: exists and is not a git repository", dir);

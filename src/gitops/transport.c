@@ -24,11 +24,15 @@
 #include "fsio/fsio.h"
 #include "gitops/gitops_int.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define SYSTEM_CA_FILE "/etc/ssl/certs/ca-certificates.crt" /* libgit2's in Debian */
@@ -375,6 +379,117 @@ static int load_known_hosts(mcg_transport *t, mcg_err *err)
     return rc;
 }
 
+/* The host of a proxy setting ("[scheme://][user[:pass]@]host[:port][/]"), or NULL. */
+static char *proxy_host(const char *v)
+{
+    if (!v || !*v)
+        return NULL;
+    const char *h = strstr(v, "://");
+    h = h ? h + 3 : v;
+    size_t n = strcspn(h, "/?#");
+    const char *at = NULL;
+    for (const char *p = h; p < h + n; p++)
+        if (*p == '@')
+            at = p;
+    if (at) {
+        n -= (size_t)(at + 1 - h);
+        h = at + 1;
+    }
+    if (*h == '[')
+        return mcg_strndup(h + 1, strcspn(h + 1, "]"));
+    size_t hn = strcspn(h, ":/?#");
+    return hn ? mcg_strndup(h, hn < n ? hn : n) : NULL;
+}
+
+void mcg_transport_pin(mcg_transport *t, git_fetch_options *fo, git_repository *repo,
+                       mcg_deadline *d)
+{
+    static const char *const vars[] = {"http_proxy",  "HTTP_PROXY", "https_proxy",
+                                       "HTTPS_PROXY", "all_proxy",  "ALL_PROXY"};
+    bool proxied = false;
+    git_config *cfg = NULL;
+    git_buf b = {0};
+    if (!t->host || !strcmp(t->scheme, "file"))
+        return;
+    mcg_deadline_allow_host(d, t->host);
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        char *h = proxy_host(getenv(vars[i]));
+        proxied |= h != NULL;
+        mcg_deadline_allow_host(d, h);
+        free(h);
+    }
+    if (repo && git_repository_config_snapshot(&cfg, repo) == 0 &&
+        git_config_get_string_buf(&b, cfg, "http.proxy") == 0) {
+        char *h = proxy_host(b.ptr);
+        proxied |= h != NULL;
+        mcg_deadline_allow_host(d, h);
+        free(h);
+    }
+    git_buf_dispose(&b);
+    git_config_free(cfg);
+    if (proxied) /* the stream goes to the proxy: a redirect's host is not seen there */
+        fo->follow_redirects = GIT_REMOTE_REDIRECT_NONE;
+}
+
+/*
+ * The credentials directory and its files, judged as OpenSSH judges a
+ * private key and its known_hosts: owned by this user or root; writable by
+ * no one else (a directory that is, on a read-only mount — Kubernetes'
+ * Secret volumes are 1777 tmpfs mounted read-only — can gain no file);
+ * a secret readable by no one else: not by others at all, and not by the
+ * group either when it is this user's own file (a root-owned 0440 file of
+ * the pod's fsGroup, as the kubelet mounts a Secret, is fine).
+ */
+static int check_perm(const char *dir, const char *name, bool secret, mcg_err *err)
+{
+    char *path = name ? mcg_sprintf("%s/%s", dir, name) : mcg_strdup(dir);
+    struct stat st;
+    struct statvfs vfs;
+    int rc = 0;
+    unsigned mode = 0;
+    if (stat(path, &st) != 0) {
+        if (!name)
+            rc = mcg_err_set(err, MCG_EINVAL, "$MCGIT_GIT_CREDENTIALS: %s: %s", path,
+                             strerror(errno));
+        free(path);
+        return rc;
+    }
+    mode = st.st_mode & 07777;
+    bool ro = statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+    if (st.st_uid != geteuid() && st.st_uid != 0)
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "$MCGIT_GIT_CREDENTIALS: %s: owned by uid %u, not by this user (%u) or "
+                         "root: refused, as ssh refuses such a key",
+                         path, (unsigned)st.st_uid, (unsigned)geteuid());
+    else if ((mode & 022) && !ro)
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "$MCGIT_GIT_CREDENTIALS: %s: writable by group or others (mode %04o): "
+                         "anyone could change it; `chmod go-w %s`",
+                         path, mode, path);
+    else if (secret && ((mode & 004) || (st.st_uid == geteuid() && (mode & 077))))
+        rc = mcg_err_set(err, MCG_EINVAL,
+                         "$MCGIT_GIT_CREDENTIALS: %s: readable by %s (mode %04o): a secret "
+                         "must be 0600 or stricter, as ssh insists for a private key; "
+                         "`chmod 600 %s`",
+                         path, (mode & 004) ? "others" : "group or others", mode, path);
+    free(path);
+    return rc;
+}
+
+/* The credentials directory, and every file of it mcgit reads. */
+static int check_creds(const char *dir, mcg_err *err)
+{
+    static const char *const secrets[] = {"identity", "ssh-privatekey", "password", "token",
+                                          "bearerToken"};
+    static const char *const others[] = {"known_hosts", "username", "ca.crt"};
+    int rc = check_perm(dir, NULL, false, err);
+    for (size_t i = 0; !rc && i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        rc = check_perm(dir, secrets[i], true, err);
+    for (size_t i = 0; !rc && i < sizeof(others) / sizeof(others[0]); i++)
+        rc = check_perm(dir, others[i], false, err);
+    return rc;
+}
+
 int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *fo, mcg_err *err)
 {
     mcg_transport *t = calloc(1, sizeof(*t));
@@ -385,7 +500,9 @@ int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *
     const char *dir = getenv("MCGIT_GIT_CREDENTIALS");
     t->dir = dir && *dir ? dir : NULL;
     parse_url(t, url);
-    if (!strcmp(t->scheme, "ssh"))
+    if (t->dir && strcmp(t->scheme, "file") != 0 && (rc = check_creds(t->dir, err)) != 0)
+        mcg_err_prefix(err, "%s: credentials refused", t->shown);
+    if (!rc && !strcmp(t->scheme, "ssh"))
         rc = load_known_hosts(t, err);
     if (!rc)
         rc = set_ca(t, err);
@@ -395,6 +512,15 @@ int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *
         mcg_transport_free(t);
         return rc;
     }
+    /*
+     * A redirect is followed only on the first request, and only within the
+     * remote's host: mcg_transport_pin lists the hosts the fetch's streams
+     * may reach (libgit2 without Debian's deb12u2 update tells the
+     * credential callback the original URL, so same_host alone cannot see
+     * a redirect). A bearer token, a header on every request, follows none.
+     */
+    if (!t->header)
+        fo->follow_redirects = GIT_REMOTE_REDIRECT_INITIAL;
     fo->callbacks.credentials = cred_cb;
     fo->callbacks.certificate_check = cert_cb;
     fo->callbacks.payload = t;
@@ -425,6 +551,8 @@ static void one_line(char *out, size_t n, const char *m)
 /* The cause a user acts on, from libgit2's message m and what happened here. */
 static const char *cause_of(const mcg_transport *t, const git_error *e, const char *m)
 {
+    if (strstr(m, "redirects to another host") || strstr(m, "unexpected http status code: 30"))
+        return "redirect refused";
     if (strstr(m, "failed to resolve address"))
         return "cannot resolve host";
     if (strstr(m, "timed out"))
@@ -443,6 +571,13 @@ static const char *cause_of(const mcg_transport *t, const git_error *e, const ch
     if (strstr(m, "EOF") || strstr(m, "closed") || strstr(m, "reset by peer"))
         return "connection closed by the server";
     return "fetch failed";
+}
+
+/* Whether host is an IPv4 or IPv6 address rather than a name. */
+static bool is_ip(const char *host)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return host && (inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1);
 }
 
 /* Why authentication failed, in words a user acts on. */
@@ -503,6 +638,26 @@ int mcg_transport_error(mcg_transport *t, bool expired, unsigned seconds, mcg_er
     const char *cause = cause_of(t, e, m);
     if (!strcmp(cause, "authentication failed"))
         return auth_error(t, m, err);
+    if (strstr(m, "redirects to another host"))
+        return mcg_err_set(err, MCG_EIO,
+                           "%s: redirect refused: %s; no request and no credential went there "
+                           "(if the repository has moved, set the remote's URL to its new place)",
+                           t->shown, m);
+    if (!strcmp(cause, "redirect refused"))
+        return mcg_err_set(err, MCG_EIO,
+                           "%s: redirect refused: the server answers with a redirect (%s), which "
+                           "mcgit does not follow %s; set the remote's URL to where it points",
+                           t->shown, m,
+                           t->header ? "with a bearer token"
+                                     : "through a proxy or after the "
+                                       "first request");
+    if (!strcmp(cause, "TLS certificate refused") && is_ip(t->host) &&
+        (strstr(m, "Common Name") || strstr(m, "CN")))
+        return mcg_err_set(err, MCG_EIO,
+                           "%s: %s: %s (Debian's libgit2, built on mbedTLS, cannot match an IP "
+                           "address in a certificate: use a host name the certificate names, "
+                           "through /etc/hosts if need be)",
+                           t->shown, cause, m);
     if (!strcmp(cause, "TLS certificate refused"))
         return mcg_err_set(err, MCG_EIO, "%s: %s: %s (%s)", t->shown, cause, m,
                            t->ca ? "checked against ca.crt of the credentials directory"

@@ -14,6 +14,9 @@
  *   store.c      objects held in memory stored as a pack with its index
  *   scan*.c      reading a pack as it is indexed (a thread, its result, an
  *                object database backend serving its commits)
+ *   graph.c      a pack's delta graph resolved before libgit2 indexes it
+ *                (no delta on itself, no cycle, no base missing, chains
+ *                and sizes bounded)
  *
  * Everything that parses takes its input as untrusted: lengths and offsets
  * are checked before use, and every function returns "malformed" rather
@@ -334,5 +337,51 @@ bool mcg_packscan_signers(const mcg_packscan *s, const git_oid *root, bool *pres
  * refuses the backend.
  */
 int mcg_packscan_backend(git_odb_backend **out, const mcg_packscan *s);
+
+/* ------------------------------------------------------------ graph */
+
+/*
+ * What a pack of untrusted origin may ask for before libgit2's indexer
+ * sees it. libgit2 1.5.1 follows a delta whose result is its own base (or
+ * any cycle) without end, its memory growing; every pack mcgit indexes is
+ * first resolved by mcg_pack_graph_check.
+ */
+typedef struct mcg_pack_limits {
+    uint64_t max_object;        /* one object's inflated size (a delta's declared result) */
+    uint64_t ratio;             /* all objects together: at most ratio times the pack's size ... */
+    uint64_t floor;             /* ... plus floor bytes */
+    unsigned max_depth;         /* the longest chain of deltas */
+    bool (*expired)(void *ctx); /* the caller's deadline has passed (NULL: none) */
+    void *ctx;
+} mcg_pack_limits;
+
+/* Chains deeper than this are refused: git writes 50 by default, 4095 at most. */
+#define MCG_PACK_MAX_CHAIN 1000
+
+typedef struct mcg_pack_graph mcg_pack_graph;
+
+/*
+ * A check of a pack that arrives in pieces: its bytes are kept in an
+ * unlinked temporary file in dir (the same file system as the pack being
+ * indexed), not in memory. 0, or an error in err.
+ */
+int mcg_pack_graph_new(mcg_pack_graph **out, const char *dir, mcg_err *err);
+/* The next n bytes of the pack (a write error is reported by the check). */
+void mcg_pack_graph_feed(mcg_pack_graph *g, const void *p, size_t n);
+/*
+ * After the last feed, before the indexer resolves anything: parse every
+ * entry and resolve every delta (a REF_DELTA on an object of the pack, or
+ * of have, the repository's objects, may be NULL), hashing each result.
+ * Refused, one line naming what (e.g. "the bundle's pack") and the
+ * entry's offset: an entry that does not parse or inflate to its size; a
+ * size over lim; an OFS_DELTA on itself or not on an earlier entry; a chain
+ * deeper than lim->max_depth; an object made twice (a delta whose result
+ * is its own base); a delta that cannot be built (a cycle, or a base
+ * neither the pack nor have holds: MCG_ENOTFOUND, that base in *missing
+ * when not NULL). 0 when every object resolves once.
+ */
+int mcg_pack_graph_check(mcg_pack_graph *g, git_odb *have, const mcg_pack_limits *lim,
+                         const char *what, git_oid *missing, mcg_err *err);
+void mcg_pack_graph_free(mcg_pack_graph *g);
 
 #endif

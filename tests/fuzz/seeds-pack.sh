@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# seeds-pack.sh — (re)make the seed corpora of fuzz_rawobj, fuzz_packscan and
-# fuzz_bundle_header in tests/fuzz/corpus/ from a small throwaway repository
+# seeds-pack.sh — (re)make the seed corpora of fuzz_rawobj, fuzz_packscan,
+# fuzz_packgraph and fuzz_bundle_header in tests/fuzz/corpus/ from a small
+# throwaway repository
 # made with real git and ssh-keygen: SSH-signed commits (one a merge),
 # trees with .mcgit/allowed_signers, an annotated tag, deltas; packs whole,
-# thin (REF_DELTA to a base outside) and as git bundles (v2 and v3).
+# thin (REF_DELTA to a base outside) and as git bundles (v2 and v3); and the
+# hostile delta graphs of tests/integration/cyclepack.py (a delta on its own
+# result, cycles, a missing base, a chain of 3,000).
 # Run once by hand when the formats the targets read change; the corpora
 # are committed. Files are named by content hash, so reruns only add.
 set -euo pipefail
@@ -13,7 +16,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export HOME=$T/home GIT_CONFIG_NOSYSTEM=1 LC_ALL=C TZ=UTC
 export GIT_AUTHOR_DATE="2026-01-01T00:00:00Z" GIT_COMMITTER_DATE="2026-01-01T00:00:00Z"
-mkdir -p "$HOME" "$OUT/fuzz_rawobj" "$OUT/fuzz_packscan" "$OUT/fuzz_bundle_header"
+mkdir -p "$HOME" "$OUT/fuzz_rawobj" "$OUT/fuzz_packscan" "$OUT/fuzz_packgraph" "$OUT/fuzz_bundle_header"
 ssh-keygen -q -t ed25519 -N '' -C seed -f "$T/key"
 git config --global user.name Seed
 git config --global user.email seed@example.com
@@ -64,6 +67,13 @@ printf '%s\n^%s\n' HEAD HEAD~2 | git pack-objects -q --revs --thin --stdout >"$T
 put "$OUT/fuzz_packscan" "$T/p"
 git rev-list --objects HEAD~1..HEAD | git pack-objects -q --stdout --no-reuse-delta >"$T/p"
 put "$OUT/fuzz_packscan" "$T/p"
+# the pack targets share their packs
+cp "$OUT"/fuzz_packscan/* "$OUT/fuzz_packgraph/"
+for shape in self-ofs self-ref ref-cycle mixed-cycle missing-ref deep honest; do
+  python3 "$OUT/../../integration/cyclepack.py" "$shape" pack "$T/p"
+  put "$OUT/fuzz_packscan" "$T/p"
+  put "$OUT/fuzz_packgraph" "$T/p"
+done
 
 # bundles: v2 whole and incremental, v3; and hand-made headers
 git bundle create -q "$T/b" --all 2>/dev/null && put "$OUT/fuzz_bundle_header" "$T/b"
@@ -74,4 +84,4 @@ printf '# v3 git bundle\n@object-format=sha1\n-%s parent\n%s refs/heads/main\n%s
   "$H" "$H" "$H" >"$T/b" && put "$OUT/fuzz_bundle_header" "$T/b"
 printf '# v2 git bundle\n%s refs/tags/v1\n%s refs/tags/v1\n\n' "$H" "$H" >"$T/b" &&
   put "$OUT/fuzz_bundle_header" "$T/b"
-find "$OUT"/fuzz_rawobj "$OUT"/fuzz_packscan "$OUT"/fuzz_bundle_header -type f | wc -l
+find "$OUT"/fuzz_rawobj "$OUT"/fuzz_packscan "$OUT"/fuzz_packgraph "$OUT"/fuzz_bundle_header -type f | wc -l

@@ -13,6 +13,15 @@ git config --global init.defaultBranch main
 export GIT_AUTHOR_DATE="2026-01-01T00:00:00Z" GIT_COMMITTER_DATE="2026-01-01T00:00:00Z"
 PASS=0
 FAIL=0
+# tests/run-all.sh's libgit2-old phase: the libgit2 mcgit loads must be that one
+if [ -n "${MCGIT_EXPECT_LIBGIT2:-}" ]; then
+  _lg=$(ldd "$MCGIT" | awk '$1 ~ /^libgit2\.so/ { print $3 }')
+  if [ "$(readlink -f "$_lg")" != "$MCGIT_EXPECT_LIBGIT2" ]; then
+    echo "not ok - mcgit loads libgit2 $_lg, not $MCGIT_EXPECT_LIBGIT2"
+    exit 1
+  fi
+  echo "# libgit2: $MCGIT_EXPECT_LIBGIT2"
+fi
 # Background processes a test starts: PIDS+=($!); stop_all (also on exit)
 # kills them and waits. A test that sets its own EXIT trap calls stop_all in it.
 PIDS=()

@@ -7,7 +7,9 @@
 # server logs no request), and the mirror's refs stay as they were. A token
 # as forges hand it out (token: basic auth as x-access-token; bearerToken:
 # Authorization: Bearer) is read from the directory and never shown, even
-# with -v, and never sent to another host after a redirect. A server that
+# with -v, and never sent to another host after a redirect (the other host's
+# access log is checked for an Authorization header; a redirect within the
+# host is followed). A server that
 # never answers is stopped by the deadline. Proxies come from https_proxy and
 # no_proxy (tinyproxy).
 . "$(dirname "$0")/lib.sh"
@@ -61,6 +63,7 @@ cert wrongname git.example.test 30
 TOKEN=ghs_0123456789abcdefTOKENvalue
 BASIC=$(printf 'x-access-token:%s' "$TOKEN" | base64 -w0)
 P_GOOD=$(freeport); P_EXP=$(freeport); P_NAME=$(freeport); P_HOP=$(freeport); P_HOP2=$(freeport)
+P_HOP3=$(freeport)
 server() { # server PORT CERT
   cat <<EOF
   server {
@@ -95,6 +98,8 @@ http {
   uwsgi_temp_path $T/nginx/tmp/uwsgi;
   scgi_temp_path $T/nginx/tmp/scgi;
   map_hash_bucket_size 256;
+  # what a credential looks like in a log: any Authorization header is logged
+  log_format withauth '\$remote_addr "\$request" \$status auth="\$http_authorization"';
   map \$http_authorization \$auth_ok {
     default 0;
     "Basic $BASIC" 1;
@@ -109,9 +114,15 @@ $(server "$P_NAME" wrongname)
     access_log $T/nginx/access-hop.log;
     location / { return 302 http://localhost:$P_HOP2\$request_uri; }
   }
+  # and one within the host (another port of 127.0.0.1)
+  server {
+    listen 127.0.0.1:$P_HOP3;
+    access_log $T/nginx/access-hop3.log;
+    location / { return 302 http://127.0.0.1:$P_HOP2\$request_uri; }
+  }
   server {
     listen 127.0.0.1:$P_HOP2;
-    access_log $T/nginx/access-hop2.log;
+    access_log $T/nginx/access-hop2.log withauth;
     location / {
       if (\$auth_ok = 0) { add_header WWW-Authenticate 'Basic realm="git"' always; return 401; }
       include /etc/nginx/fastcgi_params;
@@ -134,6 +145,8 @@ wait_port "$P_GOOD" && wait_port "$P_EXP" && wait_port "$P_NAME" \
 ok "nginx listens on 127.0.0.1:$P_GOOD, $P_EXP, $P_NAME"
 
 URL="https://localhost:$P_GOOD/config.git"
+# credentials are private, as mcgit requires (0600 files, a 0700 directory)
+umask 077
 mkdir -p "$T/creds"
 export MCGIT_GIT_CREDENTIALS="$T/creds"
 git init -q --bare "$T/mirror"
@@ -170,6 +183,10 @@ no_request expired "an expired certificate"
 URL="https://localhost:$P_NAME/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
 refused "a certificate for another host name" "TLS certificate refused: .*(CN|name).*(not match|match)"
 no_request wrongname "a wrong host name"
+# an IP address in the URL: Debian's libgit2 (mbedTLS) matches no IP address in a
+# certificate; the line says so and suggests a name
+URL="https://127.0.0.1:$P_GOOD/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
+refused "https:// to an IP address" "TLS certificate refused: .*cannot match an IP address in a certificate: use a host name"
 # a server that accepts and never answers (the TLS handshake waits): the deadline
 HPORT=$(freeport)
 python3 -c '
@@ -201,11 +218,32 @@ printf '%s\n' "$TOKEN" >"$T/creds/token"
 expect_rc 0 "token as basic auth (x-access-token) with ca.crt" -- "${FETCH[@]}"
 [ "$(git -C "$T/mirror" rev-parse main)" = "$(git -C "$T/src" rev-parse main)" ] \
   && ok "source branch fetched" || bad "source branch not fetched"
-# a redirect to another host gets no credential, though that host would take it
+# a redirect to another host gets no credential, though that host would take
+# it: whatever mcgit prints, the other host's log must show no Authorization
+# header (libgit2 without Debian's deb12u2 update hands the credential
+# callback the original URL after a redirect: mcgit refuses the hop itself)
 URL="http://127.0.0.1:$P_HOP/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
-refused "a redirect to another host" "authentication failed: the remote redirected to another host, which asks for credentials; they are sent to 127\.0\.0\.1 only"
+: >"$T/nginx/access-hop2.log"
+refused "a redirect to another host" "redirect refused: the remote redirects to another host, localhost; no request and no credential went there"
+expect_grep 'GET /config.git/info/refs' "$T/nginx/access-hop.log" "the first server was asked (and answered 302)"
+if grep -v 'auth="-"' "$T/nginx/access-hop2.log" | grep -q .; then
+  bad "a credential reached the other host: $(grep -v 'auth="-"' "$T/nginx/access-hop2.log" | head -2)"
+else
+  ok "the other host received no credential ($(grep -c . "$T/nginx/access-hop2.log") requests, none with Authorization)"
+fi
+for b in token password; do # the same with a password as with a token
+  [ "$b" = password ] && { mv "$T/creds/token" "$T/token.saved"; printf 'x-access-token\n' >"$T/creds/username"; printf '%s\n' "$TOKEN" >"$T/creds/password"; }
+  expect_rc 1 "a redirect to another host with a $b: refused" -- "${FETCH[@]}"
+  grep -v 'auth="-"' "$T/nginx/access-hop2.log" | grep -q . && bad "$b reached the other host" || ok "$b: the other host received no credential"
+done
+rm "$T/creds/username" "$T/creds/password"; mv "$T/token.saved" "$T/creds/token"
+# a redirect within the host is followed, with the credential
+URL="http://127.0.0.1:$P_HOP3/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
+expect_rc 0 "a redirect within the host (another port) is followed" -- "${FETCH[@]}"
 URL="http://localhost:$P_HOP2/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
 expect_rc 0 "the same server asked directly takes the token" -- "${FETCH[@]}"
+grep -q 'auth="Basic ' "$T/nginx/access-hop2.log" && ok "the log shows a credential when one is sent (the check can fail)" \
+  || bad "no credential logged even when asked directly: the log check cannot see one"
 URL="https://localhost:$P_GOOD/config.git"; git -C "$T/mirror" remote set-url origin "$URL"
 rm "$T/creds/token"
 printf '%s\n' "$TOKEN" >"$T/creds/bearerToken"

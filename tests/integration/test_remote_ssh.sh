@@ -74,6 +74,8 @@ ok "sshd listens on 127.0.0.1:$PORT"
 USER_=$(id -un)
 URL="ssh://$USER_@127.0.0.1:$PORT$T/srv/config.git"
 hostline() { echo "[127.0.0.1]:$PORT $(cut -d' ' -f1,2 "$1")"; }
+# credentials are private, as mcgit requires (0600 files, a 0700 directory)
+umask 077
 mkdir -p "$T/creds"
 cp "$T/keys/deploy" "$T/creds/identity"
 hostline "$T/sshd/host_ed25519.pub" >"$T/creds/known_hosts"
@@ -193,6 +195,14 @@ expect_rc 0 "the next fetch recovers" -- "${FETCH[@]}"
 [ "$(git -C "$T/mirror" rev-parse main)" = "$(git -C "$T/src" rev-parse main)" ] \
   && ok "and brings the whole history" || bad "mirror behind after recovery"
 git -C "$T/mirror" fsck --connectivity-only >"$T/fsck" 2>&1 && ok "mirror intact (git fsck)" || bad "fsck: $(head -3 "$T/fsck")"
+
+# --- the credentials directory is judged as OpenSSH judges ~/.ssh ----------------
+chmod 644 "$T/creds/identity"
+refused "a world-readable private key" "credentials refused: .*creds/identity: readable by others \(mode 0644\).*chmod 600"
+chmod 600 "$T/creds/identity"
+chmod 666 "$T/creds/known_hosts"
+refused "a world-writable known_hosts" "credentials refused: .*creds/known_hosts: writable by group or others \(mode 0666\)"
+chmod 644 "$T/creds/known_hosts"
 
 # --- the controller mirrors over ssh; bundle create from its mirror --------------
 CL=local:$T/cl

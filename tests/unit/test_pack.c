@@ -7,7 +7,9 @@
  * truncated), the pack writer (REF_DELTA -> OFS_DELTA, re-indexed by
  * libgit2), stored-entry reuse, entry headers against git's encoding, and
  * the store of in-memory objects (git verify-pack reads it, git index-pack
- * makes the same index).
+ * makes the same index), and the delta graph check (the packbuilder's
+ * REF_DELTA chains pass; a delta on its own result, a cycle, a missing
+ * base, a delta on itself, a deep chain, oversize and damage are refused).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1134,6 +1136,158 @@ static void test_store(void **state)
     free(l.v);
 }
 
+/* ------------------------------------------------------------ delta graph */
+
+/* One entry of a hand-made pack: whole (type 1-4), or a delta on entry base (OFS) or id ref. */
+typedef struct gentry {
+    int type;
+    const char *data; /* a delta's instructions, or the object */
+    size_t len;
+    int base;        /* OFS: the base's entry number */
+    const char *ref; /* REF: the base's content as a blob ("a\n"), hashed here */
+} gentry;
+
+/* The id of blob content c. */
+static git_oid blob_id(const char *c)
+{
+    git_oid id;
+    assert_int_equal(git_odb_hash(&id, c, strlen(c), GIT_OBJECT_BLOB), 0);
+    return id;
+}
+
+/* A pack of the n entries, its SHA-1 trailer included. */
+static void mkpack(mcg_buf *out, const gentry *e, size_t n)
+{
+    unsigned char h[64], z[1024], sum[32];
+    uint64_t offs[16];
+    unsigned int slen = 0;
+    memcpy(h, "PACK\0\0\0\2\0\0\0", 11);
+    h[11] = (unsigned char)n;
+    mcg_buf_put(out, h, 12);
+    for (size_t i = 0; i < n; i++) {
+        offs[i] = out->len;
+        git_oid ref;
+        if (e[i].ref)
+            ref = blob_id(e[i].ref);
+        uint64_t dist =
+            e[i].type == MCG_PACK_OFS ? (e[i].base < 0 ? 0 : offs[i] - offs[e[i].base]) : 0;
+        size_t hl = mcg_pack_entry_header(h, e[i].type, e[i].len, dist, e[i].ref ? &ref : NULL);
+        if (e[i].type == MCG_PACK_OFS && dist == 0)
+            h[hl++] = 0; /* distance 0: the delta itself */
+        mcg_buf_put(out, h, hl);
+        uLongf zl = sizeof(z);
+        assert_int_equal(compress(z, &zl, (const Bytef *)e[i].data, e[i].len), Z_OK);
+        mcg_buf_put(out, z, zl);
+    }
+    EVP_Digest(out->ptr, out->len, sum, &slen, EVP_sha1(), NULL);
+    mcg_buf_put(out, sum, 20);
+}
+
+/* The graph check of data; its message in err. */
+static int graph_check(const void *data, size_t len, git_odb *have, unsigned depth, mcg_err *err)
+{
+    char dir[256];
+    mcg_pack_graph *g = NULL;
+    mcg_pack_limits lim = {
+        .max_object = 1 << 20, .ratio = 1024, .floor = 64 << 20, .max_depth = depth};
+    mcg_test_tmpdir(dir, "graph");
+    assert_int_equal(mcg_pack_graph_new(&g, dir, err), 0);
+    for (size_t off = 0; off < len; off += 7)
+        mcg_pack_graph_feed(g, (const char *)data + off, len - off < 7 ? len - off : 7);
+    int rc = mcg_pack_graph_check(g, have, &lim, "the pack", NULL, err);
+    mcg_pack_graph_free(g);
+    mcg_test_rm_rf(dir);
+    return rc;
+}
+
+static void test_graph_packbuilder(void **state)
+{
+    fixture *f = *state;
+    mcg_err err = {0};
+    /* libgit2's packbuilder writes REF_DELTA chains: every one resolves */
+    assert_int_equal(graph_check(f->pack.ptr, f->pack.len, NULL, 1000, &err), 0);
+    /* its chains are deeper than 0 */
+    assert_int_equal(graph_check(f->pack.ptr, f->pack.len, NULL, 0, &err), MCG_EINVAL);
+    assert_contains(err.msg, "a chain of deltas deeper than 0");
+    /* a byte flipped: damaged, by its checksum */
+    mcg_buf copy = {0};
+    mcg_buf_put(&copy, f->pack.ptr, f->pack.len);
+    copy.ptr[copy.len / 2] ^= 0x55;
+    assert_int_equal(graph_check(copy.ptr, copy.len, NULL, 1000, &err), MCG_EINVAL);
+    assert_contains(err.msg, "damaged or truncated");
+    mcg_buf_free(&copy);
+}
+
+static void test_graph_shapes(void **state)
+{
+    (void)state;
+    /* copy the whole 2-byte base; insert 2 bytes over a 2-byte base */
+    static const char copy2[] = "\x02\x02\x90\x02",
+                      ins_a[] = "\x02\x02\x02"
+                                "a\n",
+                      ins_b[] = "\x02\x02\x02"
+                                "b\n",
+                      grow[] = "\x02\x03\x90\x02\x01y";
+    static const struct {
+        const char *name;
+        gentry e[4];
+        size_t n;
+        int rc;
+        const char *msg;
+    } cases[] = {
+        {"honest",
+         {{MCG_PACK_BLOB, "a\n", 2, 0, NULL}, {MCG_PACK_OFS, grow, 6, 0, NULL}},
+         2,
+         0,
+         ""},
+        {"a REF_DELTA chain in any order",
+         {{MCG_PACK_REF, ins_b, 5, 0, "a\n"}, {MCG_PACK_BLOB, "a\n", 2, 0, NULL}},
+         2,
+         0,
+         ""},
+        {"a delta whose result is its own base",
+         {{MCG_PACK_BLOB, "a\n", 2, 0, NULL}, {MCG_PACK_REF, copy2, 4, 0, "a\n"}},
+         2,
+         MCG_EINVAL,
+         "made a second time"},
+        {"two REF_DELTAs on each other's result",
+         {{MCG_PACK_REF, ins_a, 5, 0, "b\n"}, {MCG_PACK_REF, ins_b, 5, 0, "a\n"}},
+         2,
+         MCG_ENOTFOUND,
+         "neither the pack builds nor the repository has"},
+        {"an OFS_DELTA on a REF_DELTA on its result",
+         {{MCG_PACK_REF, ins_a, 5, 0, "b\n"}, {MCG_PACK_OFS, ins_b, 5, 0, NULL}},
+         2,
+         MCG_ENOTFOUND,
+         "neither the pack builds"},
+        {"an OFS_DELTA on itself",
+         {{MCG_PACK_BLOB, "a\n", 2, 0, NULL}, {MCG_PACK_OFS, copy2, 4, -1, NULL}},
+         2,
+         MCG_EINVAL,
+         "a delta whose base is itself"},
+        {"a delta that copies past its base",
+         {{MCG_PACK_BLOB, "a\n", 2, 0, NULL}, {MCG_PACK_OFS, "\x02\x04\x90\x04", 4, 0, NULL}},
+         2,
+         MCG_EINVAL,
+         "does not apply to its base"},
+        {"a delta declaring 2 MiB",
+         {{MCG_PACK_BLOB, "a\n", 2, 0, NULL},
+          {MCG_PACK_OFS, "\x02\x80\x80\x80\x01\x90\x02", 7, 0, NULL}},
+         2,
+         MCG_EINVAL,
+         "over the limit of 1048576 for one object"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        mcg_buf p = {0};
+        mcg_err err = {0};
+        mkpack(&p, cases[i].e, cases[i].n);
+        int rc = graph_check(p.ptr, p.len, NULL, 1000, &err);
+        if (rc != cases[i].rc || !strstr(err.msg, cases[i].msg))
+            fail_msg("%s: rc %d (want %d): %s", cases[i].name, rc, cases[i].rc, err.msg);
+        mcg_buf_free(&p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1154,6 +1308,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_thin_reuse, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_reuse, setup_repo, teardown_repo),
         cmocka_unit_test_setup_teardown(test_store, setup_repo, teardown_repo),
+        cmocka_unit_test_setup_teardown(test_graph_packbuilder, setup_repo, teardown_repo),
+        cmocka_unit_test(test_graph_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
