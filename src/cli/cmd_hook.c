@@ -114,12 +114,13 @@ static bool runnable(const char *name)
     return runnable_in(name, getenv("PATH"));
 }
 
-/* Say which mcgit the hooks will run, and warn when they cannot run it. */
-static void check_binary(const char *binary, const char *repo)
+/* Say which mcgit the hooks will run, and warn when they cannot run it (the
+ * note on sshd's PATH only when something was installed: a no-op is one line). */
+static void check_binary(const char *binary, const char *repo, bool changed)
 {
     if (binary)
         mcg_cli_info("the hooks run %s (git config mcgit.binary)", binary);
-    if (!binary && runnable("mcgit") && !runnable_in("mcgit", SSHD_PATH))
+    if (changed && !binary && runnable("mcgit") && !runnable_in("mcgit", SSHD_PATH))
         fprintf(stderr,
                 "mcgit hook: note: mcgit is on your PATH but not on the PATH sshd gives a push "
                 "over ssh (%s): for pushes over ssh, install it there or `git -C %s config "
@@ -180,7 +181,7 @@ static int install(const char *repo, const char *trust, const char *revoked,
     else if (!changed)
         printf("hooks of %s already installed with these settings; nothing changed\n", repo);
     if (!rc)
-        check_binary(binary, repo);
+        check_binary(binary, repo, changed);
     free(binary);
     mcg_strv_free(&installed);
     return rc ? MCG_EXIT_FAIL : MCG_EXIT_OK;

@@ -83,11 +83,11 @@ static int run(int argc, char **argv)
                mcg_repo_source_branch(r), res.target);
     } else {
         printf("%s\n", res.commit);
-        for (size_t i = 0; i < res.pools.n; i++) {
-            char pool[256], from[256], to[256];
-            if (sscanf(res.pools.v[i], "%255s %255s %255s", pool, from, to) == 3)
-                printf("    %s: %s -> %s%s\n", pool, from, to,
-                       strcmp(from, to) ? "" : " (unchanged)");
+        for (size_t i = 0; i < res.npools; i++) {
+            const mcg_rollback_pool *p = &res.pools[i];
+            const char *from = p->from ? p->from : "-", *to = p->to ? p->to : "-";
+            printf("    %s: %s -> %s%s\n", p->pool, from, to,
+                   strcmp(from, to) ? "" : " (unchanged)");
         }
         fprintf(stderr,
                 "mcgit rollback: committed on %s%s; push it to the repository the "

@@ -203,8 +203,111 @@ static void nap(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* The rollout's waves as the cluster shows them: when each worker was first
+ * seen Working towards the target, and when Done at it (sampled through the
+ * cluster interface while the demo waits, every 100 ms). */
+typedef struct timeline {
+    double t0; /* the first sample */
+    struct {
+        char node[64];
+        double working, done; /* seconds since t0; < 0: not seen */
+    } n[16];
+    size_t count;
+} timeline;
+
+/* One sample: a worker is Working once its desiredConfig leaves `old`, Done once it runs it. */
+static void timeline_sample(timeline *tl, const mcg_node *ns, size_t n, const char *old)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    if (tl->t0 == 0)
+        tl->t0 = now;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(ns[i].name, "worker-", 7))
+            continue;
+        size_t k = 0;
+        while (k < tl->count && strcmp(tl->n[k].node, ns[i].name))
+            k++;
+        if (k == tl->count && tl->count < sizeof(tl->n) / sizeof(tl->n[0])) {
+            snprintf(tl->n[k].node, sizeof(tl->n[k].node), "%s", ns[i].name);
+            tl->n[k].working = tl->n[k].done = -1;
+            tl->count++;
+        }
+        if (k == tl->count)
+            continue;
+        bool desired = ns[i].desired && strcmp(ns[i].desired, old);
+        bool done = desired && ns[i].current && !strcmp(ns[i].current, ns[i].desired) &&
+                    ns[i].state && !strcmp(ns[i].state, "Done");
+        if (desired && tl->n[k].working < 0) /* done between two samples: both now */
+            tl->n[k].working = now - tl->t0;
+        if (done && tl->n[k].done < 0)
+            tl->n[k].done = now - tl->t0;
+    }
+}
+
+/* A sample of the nodes now, through the cluster interface. */
+static void sample_nodes(demo *d, timeline *tl, const char *old)
+{
+    mcg_node *ns = NULL;
+    size_t n = 0;
+    if (mcg_cluster_list_nodes(d->cl, &ns, &n, NULL) == 0)
+        timeline_sample(tl, ns, n, old);
+    mcg_nodes_free(ns, n);
+}
+
+static void timeline_print(const timeline *tl, const char *target)
+{
+    printf("    the rollout, as the cluster showed it (sampled every 100 ms):\n");
+    /* every Working and Done in the order they were seen */
+    double last = -1;
+    for (;;) {
+        double best = -1;
+        for (size_t k = 0; k < tl->count; k++)
+            for (int w = 0; w < 2; w++) {
+                double t = w ? tl->n[k].done : tl->n[k].working;
+                if (t > last && (best < 0 || t < best))
+                    best = t;
+            }
+        if (best < 0)
+            break;
+        /* in one sample: those done that were working before, then each new one */
+        for (size_t k = 0; k < tl->count; k++)
+            if (tl->n[k].done == best && tl->n[k].working < best)
+                printf("      +%.2f s  %-9s Done\n", best, tl->n[k].node);
+        for (size_t k = 0; k < tl->count; k++) {
+            if (tl->n[k].working == best)
+                printf("      +%.2f s  %-9s Working  (targeted %s)\n", best, tl->n[k].node, target);
+            if (tl->n[k].working == best && tl->n[k].done == best)
+                printf("      +%.2f s  %-9s Done\n", best, tl->n[k].node);
+        }
+        last = best;
+    }
+}
+
+/* While waiting: the most worker nodes updating at once, and the timeline. */
+static void sample_rollout(demo *d, size_t *max_updating, timeline *tl, const char *old)
+{
+    mcg_node *ns = NULL;
+    size_t n = 0;
+    if ((!max_updating && !tl) || mcg_cluster_list_nodes(d->cl, &ns, &n, NULL) != 0)
+        return;
+    if (tl)
+        timeline_sample(tl, ns, n, old);
+    size_t updating = 0;
+    for (size_t i = 0; max_updating && i < n; i++)
+        if (!strncmp(ns[i].name, "worker-", 7) &&
+            (!ns[i].current || !ns[i].desired || strcmp(ns[i].current, ns[i].desired) ||
+             !ns[i].state || strcmp(ns[i].state, "Done")))
+            updating++;
+    if (max_updating && updating > *max_updating)
+        *max_updating = updating;
+    mcg_nodes_free(ns, n);
+}
+
 /* Wait (printing the pool table whenever it changes) until pools are Updated. */
-static int wait_updated(demo *d, const char *want_worker, int timeout_s, size_t *max_updating)
+static int wait_updated(demo *d, const char *want_worker, int timeout_s, size_t *max_updating,
+                        timeline *tl, const char *old)
 {
     mcg_buf last = MCG_BUF_INIT;
     time_t end = time(NULL) + timeout_s;
@@ -243,21 +346,7 @@ static int wait_updated(demo *d, const char *want_worker, int timeout_s, size_t 
         }
         mcg_buf_free(&last);
         last = b;
-        if (max_updating) {
-            mcg_node *ns = NULL;
-            size_t n = 0;
-            if (mcg_cluster_list_nodes(d->cl, &ns, &n, &err) == 0) {
-                size_t updating = 0;
-                for (size_t i = 0; i < n; i++)
-                    if (!strncmp(ns[i].name, "worker-", 7) &&
-                        (!ns[i].current || !ns[i].desired || strcmp(ns[i].current, ns[i].desired) ||
-                         !ns[i].state || strcmp(ns[i].state, "Done")))
-                        updating++;
-                if (updating > *max_updating)
-                    *max_updating = updating;
-            }
-            mcg_nodes_free(ns, n);
-        }
+        sample_rollout(d, max_updating, tl, old);
         if (all_updated(d, want_worker)) {
             mcg_buf_free(&last);
             return 0;
@@ -288,51 +377,6 @@ static int wait_node_state(demo *d, const char *node, const char *state, int tim
     }
     return mcg_err_set(d->err, MCG_EIO, "node %s did not reach %s within %d s", node, state,
                        timeout_s);
-}
-
-/* Prints, from the events the controller and the agents recorded
- * (DIR/events.jsonl of the local cluster) since `since`, when each node whose
- * name starts with `prefix` started Working (the controller targeted it) and
- * when it was Done: the rollout's waves, one line each. */
-static void print_timeline(demo *d, double since, const char *prefix)
-{
-    char *path = mcg_sprintf("%s/cluster/events.jsonl", d->dir);
-    FILE *f = fopen(path, "r");
-    free(path);
-    if (!f)
-        return;
-    char *line = NULL;
-    size_t cap = 0, plen = strlen(prefix);
-    double t0 = -1;
-    while (getline(&line, &cap, f) > 0) {
-        json_t *ev = json_loads(line, 0, NULL);
-        double t = json_real_value(json_object_get(ev, "time"));
-        const char *reason = json_string_value(json_object_get(ev, "reason"));
-        const char *msg = json_string_value(json_object_get(ev, "message"));
-        const char *name = json_string_value(json_object_get(ev, "name"));
-        char node[64] = "", cfg[128] = "";
-        const char *state = NULL;
-        if (t >= since && reason && msg && name) {
-            if (!strcmp(reason, "SetDesiredConfig") &&
-                sscanf(msg, "Targeted node %63s to config %127s", node, cfg) == 2)
-                state = "Working";
-            else if (!strcmp(reason, "NodeDone") && snprintf(node, sizeof(node), "%s", name) > 0)
-                state = "Done";
-        }
-        if (state && !strncmp(node, prefix, plen)) {
-            if (t0 < 0) {
-                t0 = t;
-                printf("    the rollout, from the controller's and the agents' events:\n");
-            }
-            if (*cfg)
-                printf("      +%.2f s  %-9s %-8s (targeted %s)\n", t - t0, node, state, cfg);
-            else
-                printf("      +%.2f s  %-9s %s\n", t - t0, node, state);
-        }
-        json_decref(ev);
-    }
-    free(line);
-    fclose(f);
 }
 
 static const char chrony_mc[] =
@@ -483,7 +527,7 @@ static int story_first(demo *d, char first_render[MCG_SHA_HEX + 1], char *first_
     term("rendered config", "a pool's MachineConfigs merged into one, named "
                             "rendered-<pool>-<hash of its content>; the CONFIG column");
     start_processes(d);
-    if (wait_updated(d, NULL, 30, NULL))
+    if (wait_updated(d, NULL, 30, NULL, NULL, NULL))
         return -1;
     mcg_repo *r = NULL;
     mcg_err err = {0};
@@ -507,19 +551,19 @@ static int story_chrony(demo *d, const char *first_worker)
     char *p = mcg_sprintf("%s/machineconfigs/50-worker-chrony.yaml", d->repo);
     int rc = write_text(d, p, chrony_mc);
     free(p);
-    struct timespec before;
-    clock_gettime(CLOCK_REALTIME, &before);
     if (rc || commit(d, "Configure chrony on workers", true, sha))
         return -1;
     size_t max_updating = 0;
-    nap(500);
     char target[128];
     time_t end = time(NULL) + 20;
-    while (!strcmp(worker_target(d, target, sizeof(target)), first_worker) && time(NULL) < end)
+    timeline tl = {0};
+    while (!strcmp(worker_target(d, target, sizeof(target)), first_worker) && time(NULL) < end) {
+        sample_nodes(d, &tl, first_worker);
         nap(100);
-    if (wait_updated(d, target, 60, &max_updating))
+    }
+    if (wait_updated(d, target, 60, &max_updating, &tl, first_worker))
         return -1;
-    print_timeline(d, (double)before.tv_sec + (double)before.tv_nsec / 1e9, "worker-");
+    timeline_print(&tl, target);
     if (max_updating)
         printf("    at most %zu worker node%s updating at any sample (maxUnavailable: 1)\n",
                max_updating, max_updating == 1 ? " was" : "s were");
@@ -686,14 +730,13 @@ static int story_rollback(demo *d, const char *first_render, const char *first_w
            first_render, rb.target);
     printf("    committed %.12s (signed) \"Rollback to %.12s\" (Rollback-To: %.12s)\n", rb.commit,
            rb.target, rb.target);
-    for (size_t i = 0; i < rb.pools.n; i++) {
-        char pool[256], from[256], to[256];
-        if (sscanf(rb.pools.v[i], "%255s %255s %255s", pool, from, to) == 3)
-            printf("    %s: %s -> %s\n", pool, from, to);
+    for (size_t i = 0; i < rb.npools; i++) {
+        const mcg_rollback_pool *p = &rb.pools[i];
+        printf("    %s: %s -> %s\n", p->pool, p->from ? p->from : "-", p->to ? p->to : "-");
     }
     mcg_rollback_result_free(&rb);
     printf("    the pools while the rollback rolls out (a table each time they change):\n");
-    if (wait_updated(d, first_worker, 60, NULL))
+    if (wait_updated(d, first_worker, 60, NULL, NULL, NULL))
         return -1;
     printf("    the nodes after the rollback: every worker back on %s\n", first_worker);
     print_nodes(d);

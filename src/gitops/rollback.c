@@ -365,11 +365,23 @@ int mcg_gitops_rollback_target(char target[MCG_SHA_HEX + 1], mcg_repo *r, const 
 
 /* ------------------------------------------------------------ rollback */
 
+static void rollback_pools_free(mcg_rollback_result *res)
+{
+    for (size_t i = 0; i < res->npools; i++) {
+        free(res->pools[i].pool);
+        free(res->pools[i].from);
+        free(res->pools[i].to);
+    }
+    free(res->pools);
+    res->pools = NULL;
+    res->npools = 0;
+}
+
 void mcg_rollback_result_free(mcg_rollback_result *res)
 {
     if (!res)
         return;
-    mcg_strv_free(&res->pools);
+    rollback_pools_free(res);
     memset(res, 0, sizeof(*res));
 }
 
@@ -390,7 +402,7 @@ static mcg_render *render_tree(mcg_repo *r, const git_tree *tree, const char *la
 }
 
 /* "pool old new" for every pool of either render, sorted. */
-static void pool_changes(mcg_strv *out, const mcg_render *old, const mcg_render *new)
+static void pool_changes(mcg_rollback_result *res, const mcg_render *old, const mcg_render *new)
 {
     mcg_strv names = {0};
     for (size_t i = 0; old && i < old->n; i++)
@@ -402,9 +414,9 @@ static void pool_changes(mcg_strv *out, const mcg_render *old, const mcg_render 
     for (size_t i = 0; i < names.n; i++) {
         const mcg_rendered_pool *a = old ? mcg_render_pool(old, names.v[i]) : NULL;
         const mcg_rendered_pool *b = new ? mcg_render_pool(new, names.v[i]) : NULL;
-        char *line = mcg_sprintf("%s %s %s", names.v[i], a ? a->name : "-", b ? b->name : "-");
-        mcg_strv_push(out, line);
-        free(line);
+        res->pools = mcg_realloc(res->pools, (res->npools + 1) * sizeof(*res->pools));
+        res->pools[res->npools++] = (mcg_rollback_pool){
+            mcg_strdup(names.v[i]), a ? mcg_strdup(a->name) : NULL, b ? mcg_strdup(b->name) : NULL};
     }
     mcg_strv_free(&names);
 }
@@ -495,7 +507,7 @@ static int rollback_changes(mcg_rollback_result *res, mcg_repo *r, git_tree *tip
         rc = mcg_err_set(err, MCG_EINVAL, "the rollback to %.12s does not render: %s", res->target,
                          diags.count ? diags.msgs[0] : "invalid");
     else
-        pool_changes(&res->pools, oldr, newr);
+        pool_changes(res, oldr, newr);
     mcg_render_free(oldr);
     mcg_render_free(newr);
     mcg_diags_free(&diags);
@@ -650,7 +662,7 @@ int mcg_gitops_rollback(mcg_rollback_result *res, mcg_repo *r, const char *rev,
     git_oid_tostr(res->commit, sizeof(res->commit), &commit_oid);
 out:
     if (rc) {
-        mcg_strv_free(&res->pools);
+        rollback_pools_free(res);
         res->commit[0] = '\0';
     }
     free(branch_ref);

@@ -81,13 +81,20 @@ typedef struct mcg_rollback_opts {
     const char *trust, *revoked;
 } mcg_rollback_opts;
 
+/* What a rollback does to one pool: its rendered config before and after
+ * (NULL where the pool has none). */
+typedef struct mcg_rollback_pool {
+    char *pool, *from, *to;
+} mcg_rollback_pool;
+
 typedef struct mcg_rollback_result {
     char commit[MCG_SHA_HEX + 1]; /* the new source commit */
     char target[MCG_SHA_HEX + 1]; /* the source commit whose configs it restores */
-    mcg_strv pools;               /* "pool old new" per pool, "-" where it has none */
-    bool checked_out;             /* the work tree was updated */
-    bool unchanged;               /* the tip already holds REV's configs: nothing written,
-                                     commit is "" (mcg_gitops_rollback returned 0) */
+    mcg_rollback_pool *pools;     /* per pool, sorted by name */
+    size_t npools;
+    bool checked_out; /* the work tree was updated */
+    bool unchanged;   /* the tip already holds REV's configs: nothing written,
+                         commit is "" (mcg_gitops_rollback returned 0) */
 } mcg_rollback_result;
 
 void mcg_rollback_result_free(mcg_rollback_result *res);

@@ -4,9 +4,9 @@
 . "$(dirname "$0")/lib.sh"
 expect_rc 0 "mcgit demo completes" -- timeout 120 "$MCGIT" demo --dir "$T/demo"
 cp "$T/out" "$T/demo.out"
-# The rollout's timeline, from the events the controller and agents
-# recorded: each worker Working then Done, and never two Working at once.
-sed -n '/the rollout, from the/,/^$/p' "$T/demo.out" | grep -E '^ +\+[0-9.]+ s +worker-[0-9]' >"$T/timeline"
+# The rollout's timeline, as the demo saw the nodes through the cluster interface
+# (not another module's events file): each worker Working then Done, never two at once.
+sed -n '/the rollout, as the cluster showed it/,/^$/p' "$T/demo.out" | grep -E '^ +\+[0-9.]+ s +worker-[0-9]' >"$T/timeline"
 [ "$(grep -c ' Working ' "$T/timeline")" = 3 ] && [ "$(grep -c ' Done$' "$T/timeline")" = 3 ] &&
   ok "the timeline shows each of the 3 workers Working, then Done" || { bad "timeline"; cat "$T/timeline"; }
 awk '/ Working /{n++; if (n > m) m = n} / Done$/{n--} END{exit !(m == 1)}' "$T/timeline" &&

@@ -166,7 +166,7 @@ expect_rc 0 "controller pass" -- "${CTL[@]}"
 mv "$S" "$T/server.down"
 KMAIN=$(git -C "$K" rev-parse main)
 expect_rc 0 "emergency: rollback signed on the controller's clone (bare)" -- \
-  "$MCGIT" rollback --repo "$K" "$SV2" --key "$T/keys/alice"
+  "$MCGIT" rollback --repo "$K" "$SV2" --key "$T/keys/alice" --trust "$T/trust"
 RBK=$(git -C "$K" rev-parse main)
 [ "$(git -C "$K" rev-parse "$RBK^")" = "$KMAIN" ] && ok "a commit on the clone's main" || bad "emergency commit placement"
 "${CTL[@]}" >/dev/null 2>&1 || true
