@@ -61,7 +61,7 @@ git -C "$P" config user.signingkey "$T/site"
 git -C "$SITE" show refs/mcgit/status/a:status.json >"$T/status.json"
 STATUS_BYTES=$(stat -c %s "$T/status.json")
 
-peer_record() { cp "$T/status.json" "$P/status.json" && echo >>"$P/status.json" &&
+peer_record() { cp "$T/status.json" "$P/status.json" && date +%s%N >>"$P/status.json" &&
   git -C "$P" add status.json && git -C "$P" commit -q -S -m "status"; }
 for round in $(seq "$ROUNDS"); do
   prev=$(git -C "$SITE" rev-parse refs/mcgit/status/a)
