@@ -145,7 +145,7 @@ static void last_line(FILE *f, char *out, size_t n)
     while (fgets(line, sizeof(line), f)) {
         line[strcspn(line, "\r\n")] = '\0';
         if (line[0])
-            snprintf(out, n, "%s", line);
+            mcg_bfmt(out, n, "%s", line);
     }
 }
 
