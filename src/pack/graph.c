@@ -387,7 +387,7 @@ static int parse_all(mcg_pack_graph *g, mcg_err *err)
     mcg_oidmap_reserve(&g->ids, n);
     uint64_t pos = 12, total = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if ((i & 1023) == 0 && expired(g))
+        if (expired(g))
             return timed_out(g, err);
         int rc = parse_entry(g, i, &pos, &total, err);
         if (rc)
@@ -595,7 +595,7 @@ static int walk(mcg_pack_graph *g, frame root, mcg_err *err)
     int rc = 0;
     char lim[32];
     st[0] = root;
-    for (uint64_t steps = 1; sp && !rc; steps++) {
+    while (sp && !rc) {
         frame *f = &st[sp - 1];
         uint32_t c = next_kid(g, f, true);
         if (c == NONE) {
@@ -604,7 +604,7 @@ static int walk(mcg_pack_graph *g, frame root, mcg_err *err)
             sp--;
             continue;
         }
-        if ((steps & 255) == 0 && expired(g)) {
+        if (expired(g)) {
             rc = timed_out(g, err);
         } else if (f->depth + 1 > g->lim->max_depth) {
             snprintf(lim, sizeof(lim), "%u", g->lim->max_depth);
