@@ -17,14 +17,16 @@
  *   2. resolve: from each whole object, and then from each object of the
  *      repository a REF_DELTA names, its deltas are applied depth first
  *      (the bases along the path kept only while a sibling still needs
- *      them), each result hashed. An id made twice (a delta that rebuilds
+ *      them, and past 128 MiB of them the oldest dropped and rebuilt from
+ *      their chain when needed), each result hashed. An id made twice (a delta that rebuilds
  *      its own base, or any copy) is refused; so is a chain deeper than the
  *      limit. A delta never reached has no base it can be built from: its
  *      base is itself, or in a cycle, or nowhere.
  *
  * The pack's bytes are kept in an unlinked temporary file, not in memory;
  * the check maps it. Memory is the entries' table (about 100 bytes each),
- * one delta's data and the bases along one path of the graph.
+ * one delta's data and at most 128 MiB of bases along one path of the graph
+ * (each object itself bounded by the limits).
  */
 #include "pack/pack_int.h"
 
@@ -38,7 +40,8 @@
 #include <unistd.h>
 
 #define NONE UINT32_MAX
-#define EXTERNAL UINT64_MAX /* in ids: an object of the repository used as a base */
+#define EXTERNAL UINT64_MAX      /* in ids: an object of the repository used as a base */
+#define HOLD ((size_t)128 << 20) /* bases kept along the walk's path (lim->hold 0) */
 
 typedef struct gent {
     uint64_t off, zoff; /* where the entry starts, where its zlib data starts */
@@ -384,7 +387,7 @@ static int parse_all(mcg_pack_graph *g, mcg_err *err)
     mcg_oidmap_reserve(&g->ids, n);
     uint64_t pos = 12, total = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if ((i & 1023) == 0 && expired(g))
+        if (expired(g))
             return timed_out(g, err);
         int rc = parse_entry(g, i, &pos, &total, err);
         if (rc)
@@ -475,17 +478,24 @@ static uint32_t next_kid(const mcg_pack_graph *g, frame *f, bool take)
     return NONE;
 }
 
-/* Build delta c on f: its result in *out (*outlen bytes), id recorded. */
-static int build(mcg_pack_graph *g, const frame *f, uint32_t c, unsigned char **out, size_t *outlen,
-                 mcg_err *err)
+/* Delta c applied to base (blen bytes): the result in *out, or NULL when it does not apply. */
+static void apply_one(mcg_pack_graph *g, uint32_t c, const unsigned char *base, size_t blen,
+                      unsigned char **out, size_t *outlen)
 {
     gent *e = &g->e[c];
     uint64_t end;
     unsigned char *d = mcg_malloc(e->size + 1);
     bool ok = inflate_entry(g, e, d, &end, NULL);
-    *out =
-        ok ? mcg_pack_delta_apply(outlen, f->data, f->len, d, e->size, g->lim->max_object) : NULL;
+    *out = ok ? mcg_pack_delta_apply(outlen, base, blen, d, e->size, g->lim->max_object) : NULL;
     free(d);
+}
+
+/* Build delta c on f: its result in *out (*outlen bytes), id recorded. */
+static int build(mcg_pack_graph *g, const frame *f, uint32_t c, unsigned char **out, size_t *outlen,
+                 mcg_err *err)
+{
+    gent *e = &g->e[c];
+    apply_one(g, c, f->data, f->len, out, outlen);
     if (!*out)
         return refuse(g, err, "%s", e->off, "a delta that does not apply to its base");
     unsigned int olen = 0;
@@ -503,27 +513,107 @@ static int build(mcg_pack_graph *g, const frame *f, uint32_t c, unsigned char **
     return rc;
 }
 
-/* Every delta built on root (its data taken over), depth first. */
+/* The content of the repository's object id, or NULL. */
+static unsigned char *repo_object(mcg_pack_graph *g, const git_oid *id, size_t *len)
+{
+    git_odb_object *o = NULL;
+    if (!g->have || git_odb_read(&o, g->have, id) != 0)
+        return NULL;
+    *len = git_odb_object_size(o);
+    unsigned char *d = mcg_malloc(*len + 1);
+    memcpy(d, git_odb_object_data(o), *len);
+    git_odb_object_free(o);
+    return d;
+}
+
+/*
+ * f's content again, its data having been dropped to bound memory: rebuilt
+ * from the whole object (or the repository's) its chain starts at. False
+ * when that fails (it built before: the pack file changed under us).
+ */
+static bool rebuild(mcg_pack_graph *g, frame *f)
+{
+    uint32_t *chain = mcg_malloc(((size_t)f->depth + 1) * sizeof(*chain)), n = 0;
+    const git_oid *ext = f->entry == NONE ? &f->id : NULL;
+    for (uint32_t c = f->entry; c != NONE && n <= f->depth;) {
+        chain[n++] = c;
+        uint64_t v = 0;
+        if (g->e[c].type == MCG_PACK_OFS)
+            c = g->e[c].base;
+        else if (g->e[c].type != MCG_PACK_REF)
+            c = NONE;
+        else if (mcg_oidmap_get(&g->ids, &g->e[c].ref, &v) && v != EXTERNAL)
+            c = (uint32_t)v;
+        else
+            ext = &g->e[c].ref, c = NONE;
+    }
+    size_t len = 0;
+    unsigned char *d = NULL;
+    uint64_t end;
+    if (ext) {
+        d = repo_object(g, ext, &len);
+    } else if (n) { /* the chain's whole object */
+        const gent *w = &g->e[chain[--n]];
+        d = mcg_malloc(w->size + 1);
+        len = w->size;
+        if (!inflate_entry(g, w, d, &end, NULL))
+            free(d), d = NULL;
+    }
+    while (d && n) {
+        unsigned char *next = NULL;
+        size_t nlen = 0;
+        apply_one(g, chain[--n], d, len, &next, &nlen);
+        free(d);
+        d = next, len = nlen;
+    }
+    free(chain);
+    f->data = d;
+    f->len = len;
+    return d != NULL;
+}
+
+/* Drop the data of frames below the top (the oldest first) while more than hold is held. */
+static void drop_held(frame *st, size_t sp, size_t *held, size_t hold)
+{
+    for (size_t i = 0; i + 1 < sp && *held > hold; i++)
+        if (st[i].data) {
+            *held -= st[i].len;
+            free(st[i].data);
+            st[i].data = NULL;
+        }
+}
+
+/*
+ * Every delta built on root (its data taken over), depth first. The bases
+ * kept along the path are bounded: past lim->hold bytes (0: HOLD) the oldest are dropped
+ * and rebuilt from their chain when their next delta is built.
+ */
 static int walk(mcg_pack_graph *g, frame root, mcg_err *err)
 {
-    size_t sp = 1, cap = 64;
+    size_t sp = 1, cap = 64, held = root.len;
     frame *st = mcg_malloc(cap * sizeof(*st));
     int rc = 0;
     char lim[32];
     st[0] = root;
-    for (uint64_t steps = 1; sp && !rc; steps++) {
+    while (sp && !rc) {
         frame *f = &st[sp - 1];
         uint32_t c = next_kid(g, f, true);
         if (c == NONE) {
+            held -= f->data ? f->len : 0;
             free(f->data);
             sp--;
             continue;
         }
-        if ((steps & 255) == 0 && expired(g)) {
+        if (expired(g)) {
             rc = timed_out(g, err);
         } else if (f->depth + 1 > g->lim->max_depth) {
             snprintf(lim, sizeof(lim), "%u", g->lim->max_depth);
             rc = refuse(g, err, "a chain of deltas deeper than %s", g->e[c].off, lim);
+        } else if (!f->data) {
+            if (rebuild(g, f))
+                held += f->len;
+            else
+                rc = refuse(g, err, "%s", g->e[c].off, "a base that cannot be built again");
         }
         frame k = {.depth = f->depth + 1, .otype = f->otype};
         if (!rc)
@@ -532,12 +622,15 @@ static int walk(mcg_pack_graph *g, frame root, mcg_err *err)
             break;
         frame_init(g, &k, c, &g->e[c].id);
         if (next_kid(g, f, false) == NONE) { /* the base is done with: drop it */
+            held -= f->len;
             free(f->data);
             sp--;
         }
         if (sp == cap)
             st = mcg_realloc(st, (cap *= 2) * sizeof(*st));
         st[sp++] = k;
+        held += k.len;
+        drop_held(st, sp, &held, g->lim->hold ? g->lim->hold : HOLD);
     }
     while (sp)
         free(st[--sp].data);
@@ -579,7 +672,6 @@ static int walk_repo(mcg_pack_graph *g, mcg_err *err)
         const gref *r = &g->refs[k];
         size_t len;
         git_object_t t;
-        git_odb_object *o = NULL;
         if (g->e[r->entry].done || mcg_oidmap_get(&g->ids, &r->base, NULL) ||
             git_odb_read_header(&len, &t, g->have, &r->base) != 0 || t < GIT_OBJECT_COMMIT ||
             t > GIT_OBJECT_TAG)
@@ -587,12 +679,9 @@ static int walk_repo(mcg_pack_graph *g, mcg_err *err)
         if (len > g->lim->max_object)
             return refuse(g, err, "a delta on an object of the repository over the limit%s",
                           g->e[r->entry].off, "");
-        if (git_odb_read(&o, g->have, &r->base) != 0)
+        frame f = {.entry = NONE, .otype = types[t]};
+        if (!(f.data = repo_object(g, &r->base, &f.len)))
             continue;
-        frame f = {.entry = NONE, .otype = types[t], .len = git_odb_object_size(o)};
-        f.data = mcg_malloc(f.len + 1);
-        memcpy(f.data, git_odb_object_data(o), f.len);
-        git_odb_object_free(o);
         frame_init(g, &f, NONE, &r->base);
         int rc = id_put(g, &r->base, EXTERNAL, g->e[r->entry].off, err);
         if (rc) {

@@ -351,6 +351,7 @@ typedef struct mcg_pack_limits {
     uint64_t ratio;             /* all objects together: at most ratio times the pack's size ... */
     uint64_t floor;             /* ... plus floor bytes */
     unsigned max_depth;         /* the longest chain of deltas */
+    size_t hold;                /* bases kept at once while resolving (0: 128 MiB), then rebuilt */
     bool (*expired)(void *ctx); /* the caller's deadline has passed (NULL: none) */
     void *ctx;
 } mcg_pack_limits;

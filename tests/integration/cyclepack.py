@@ -26,8 +26,9 @@ bundle or a fetch has a ref to update):
   missing-ref  a REF_DELTA on an object neither the pack nor any repository has
   deep         a chain of 3,000 OFS_DELTAs, each on the one before
   honest       a blob and an OFS_DELTA on it (accepted: the control)
-  many         48 blobs of 15 MiB (mostly zeros), whole: honest, 700 KiB that take
-               seconds to check and index
+  many         a blob of 15 MiB (random bytes) and 96 deltas on it, each the blob
+               and a line more: honest, 15 MiB that arrive in a moment and take
+               seconds to resolve after the last byte (checking, then indexing)
 """
 import hashlib
 import struct
@@ -124,8 +125,13 @@ def entries_for(shape):
         e.append((BLOB, a, None))
     elif shape == "many":
         e.append((BLOB, a, None))
-        for i in range(48):
-            e.append((BLOB, b"%d\n" % i + bytes(15 * 1024 * 1024 - 8), None))
+        import random
+        n = 15 * 1024 * 1024
+        e.append((BLOB, random.Random(1).randbytes(n), None))
+        for i in range(96):
+            copy = bytes([0x80 | 0x70, n & 0xFF, (n >> 8) & 0xFF, n >> 16])
+            line = b"%d\n" % i
+            e.append((OFS, varint(n) + varint(n + len(line)) + copy + bytes([len(line)]) + line, 1))
     elif shape == "honest":
         e.append((BLOB, a, None))
         e.append((OFS, copy_delta(len(a), b"more\n"), 0))

@@ -107,8 +107,9 @@ CL=local:$T/cl
 capped "controller mirror fetch self-ref" 'made a second time' \
   "$MCGIT" controller --once --repo "$HTTP/self-ref.git" --mirror "$T/ctl-mirror" \
   --trust "$T/trust" --cluster "$CL" --fetch-timeout 30
-# --timeout covers checking and indexing: 48 blobs of 15 MiB (700 KiB on the
-# wire, sent in milliseconds) take 7 s and more to check and index
+# --timeout covers checking and indexing: 96 deltas of 15 MiB each on one
+# blob (15 MiB on the wire, sent in a moment) take seconds to resolve after
+# the last byte arrived, when no socket is left to time out
 mirror "$HTTP/many.git"
 : >"$T/http.log"
 capped "fetch --timeout 3 of a pack slow to index" \
