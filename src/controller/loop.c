@@ -151,10 +151,6 @@ typedef struct loop_state {
 } loop_state;
 
 /*
- * One turn's work: lead, and pass when leading. Returns the pass's rc (or
- * the lease's); *leader says whether this replica leads.
- */
-/*
  * The wall clock a pass decides by (maintenance windows, canary pauses):
  * time(), or MCGIT_TEST_NOW (unix seconds) for tests that must stand at a
  * given hour. Only the decisions read it; timestamps written are its too.
@@ -167,6 +163,11 @@ static int64_t pass_clock(void)
     return (int64_t)v;
 }
 
+/*
+ * One turn's work: lead, and pass when leading. Returns the pass's rc, the
+ * lease's, or MCG_ECONFLICT when another replica leads; *leader says whether
+ * this replica leads.
+ */
 static int lead_and_pass(mcg_pass_result *res, const mcg_controller_opts *po, mcg_cluster *cl,
                          const char *identity, bool *leader, mcg_err *err)
 {

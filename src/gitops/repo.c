@@ -620,22 +620,6 @@ static bool times_ok(mcg_verdict *v, const verify_ctx *vc, git_commit *const *pa
 }
 
 /*
- * The rule (docs/concepts.md, "Which keys may sign a commit"): a commit is
- * good when its signature verifies under the signers of EVERY parent — the
- * trust root plus .mcgit/allowed_signers as it stands in that parent — at
- * the commit's committer time; a parentless commit, under the root alone.
- * A parent that failed verification contributes the root alone. So a
- * signer removed on any line of history the commit extends cannot sign it,
- * whatever the merge's shape or parent order. The committer time may not
- * fall more than MCG_CLOCK_SKEW before the first parent's. When history is
- * arriving (o->now), the key must also be valid at o->now and the time may
- * not lie more than MCG_CLOCK_SKEW past it, so a backdated commit by an
- * expired key is refused where it first enters.
- *
- * The commit's object is read once (its raw text, then parsed from the
- * object cache) and each parent looked up once.
- */
-/*
  * One check of verify_one, against parent i of c (of np; none: the root
  * alone): the signature sig over data under the signers that parent puts in
  * force, at the committer time when (pass 0) or at o->now (pass 1, history
@@ -696,6 +680,22 @@ static bool verify_parent(mcg_verdict *v, const verify_ctx *vc, git_commit *c, g
     return true;
 }
 
+/*
+ * The rule (docs/concepts.md, "Which keys may sign a commit"): a commit is
+ * good when its signature verifies under the signers of EVERY parent — the
+ * trust root plus .mcgit/allowed_signers as it stands in that parent — at
+ * the commit's committer time; a parentless commit, under the root alone.
+ * A parent that failed verification contributes the root alone. So a
+ * signer removed on any line of history the commit extends cannot sign it,
+ * whatever the merge's shape or parent order. The committer time may not
+ * fall more than MCG_CLOCK_SKEW before the first parent's. When history is
+ * arriving (o->now), the key must also be valid at o->now and the time may
+ * not lie more than MCG_CLOCK_SKEW past it, so a backdated commit by an
+ * expired key is refused where it first enters.
+ *
+ * The commit's object is read once (its raw text, then parsed from the
+ * object cache) and each parent looked up once.
+ */
 static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
 {
     mcg_buf sig = MCG_BUF_INIT, data = MCG_BUF_INIT;

@@ -200,7 +200,6 @@ bool mcg_path_is_clean_abs(const char *p);
 
 /* ------------------------------------------------------------- misc */
 
-/* Parse a decimal non-negative integer fully; false on junk or overflow. */
 /*
  * The one keyed hash, for hash tables whose keys may come from outside (ref
  * names, YAML keys, object ids): SipHash-2-4 (libsodium's crypto_shorthash)
@@ -218,6 +217,7 @@ void mcg_wipe(void *p, size_t n);
  * Returns seconds, or -1 when malformed or above ten years.
  */
 int64_t mcg_parse_duration(const char *s);
+/* Parse a decimal non-negative integer fully; false on junk or overflow. */
 bool mcg_parse_u64(const char *s, uint64_t *out);
 
 /*
