@@ -8,6 +8,10 @@ made here, in review, not by accident. A word belongs to one module; the few
 words two modules share today are listed in SHARED, each with the reason,
 and no other may be shared.
 
+An exported symbol is also used by another object of the build (another
+file of src/, a test, a benchmark, a fuzz target): one that nothing else
+calls is static, or dead (main aside).
+
 Prints one line per problem ("src/agent/x.c: mcg_foo: ..."); exit 1 if any.
 """
 import os
@@ -58,11 +62,28 @@ def exported(obj):
             yield parts[2]
 
 
+def referenced(build):
+    """Every symbol some object of the build tree leaves undefined, with the objects."""
+    refs = {}
+    for top, _dirs, files in os.walk(build):
+        for f in files:
+            if not f.endswith(".o"):
+                continue
+            path = os.path.join(top, f)
+            out = subprocess.run(["nm", "-u", path], capture_output=True, text=True)
+            for line in out.stdout.splitlines():
+                parts = line.split()
+                if parts and parts[0] == "U":
+                    refs.setdefault(parts[-1], set()).add(path)
+    return refs
+
+
 def objects(build):
     for top, _dirs, files in os.walk(build):
         for f in files:
             path = os.path.join(top, f)
-            if f.endswith(".c.o") and "/src/" in path and ("mcgio.dir" in path or "mcgcore.dir" in path):
+            if f.endswith(".c.o") and "/src/" in path and ("mcgio.dir" in path or "mcgcore.dir" in path or
+                                                           "mcgit.dir" in path):
                 rel = path.split("/src/", 1)[1]
                 yield path, rel
 
@@ -79,10 +100,16 @@ def main():
             problems.append("tests/naming.py: word '%s' belongs to %s: a word is one module's" %
                             (w, " and ".join(mods)))
     seen = 0
+    refs = referenced(build)
     for path, rel in sorted(objects(build), key=lambda x: x[1]):
         mod = rel.split("/", 1)[0]
         words = set(WORDS.get(mod, "").split())
         for sym in exported(path):
+            if sym != "main" and not refs.get(sym, set()) - {path}:
+                problems.append("src/%s: %s: exported but no other file uses it: make it static, "
+                                "or remove it" % (rel[:-2], sym))
+            if "mcgit.dir" in path:
+                continue  # cli and main.c: named by their command table, not by a module word
             seen += 1
             if not sym.startswith("mcg_"):
                 problems.append("src/%s: %s: an exported name starts with mcg_" % (rel[:-2], sym))

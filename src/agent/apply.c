@@ -92,7 +92,8 @@ static int cmp_str(const void *key, const void *elem)
     return strcmp(key, *(char *const *)elem);
 }
 
-bool mcg_sorted_has(const mcg_strv *v, const char *s)
+/* True when the sorted list v holds s (binary search). */
+static bool mcg_sorted_has(const mcg_strv *v, const char *s)
 {
     return v->n && bsearch(s, v->v, v->n, sizeof(*v->v), cmp_str) != NULL;
 }

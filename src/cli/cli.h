@@ -156,8 +156,6 @@ int mcg_cli_status_sites(const char *repo, const char *format, int64_t now, mcg_
  * (as "mcgit CMD: ...") that the pass failed or nobody answered, and return 1.
  */
 int mcg_cli_sync_wait(const char *cmd, struct mcg_cluster *cl, uint64_t gen, double timeout);
-/* Parse --timeout SECONDS (0..86400); -1 when arg is not one. */
-int mcg_cli_parse_timeout(const char *arg, double *out);
 /*
  * Options of the commands that ask the controller for a pass (sync, pool):
  * --cluster C (default $MCGIT_CLUSTER; NULL when neither: the caller says

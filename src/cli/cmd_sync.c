@@ -77,7 +77,8 @@ int mcg_cli_sync_wait(const char *cmd, mcg_cluster *cl, uint64_t gen, double tim
     }
 }
 
-int mcg_cli_parse_timeout(const char *arg, double *out)
+/* Parse --timeout SECONDS (0..86400); -1 when arg is not one. */
+static int mcg_cli_parse_timeout(const char *arg, double *out)
 {
     char *end = NULL;
     double v = strtod(arg, &end);

@@ -60,14 +60,14 @@ bool mcg_kube_str_eq(const char *a, const char *b)
     return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-char *mcg_kube_op_node_root(mcg_cluster *c, const char *name)
+static char *mcg_kube_op_node_root(mcg_cluster *c, const char *name)
 {
     (void)c;
     (void)name;
     return NULL; /* the agent's --root says where the host is */
 }
 
-void mcg_kube_op_free(mcg_cluster *c)
+static void mcg_kube_op_free(mcg_cluster *c)
 {
     mcg_kube *k = (mcg_kube *)c;
     if (k->kc) {

@@ -230,11 +230,6 @@ struct mcg_kube_client {
     volatile sig_atomic_t *stop;
 };
 
-const mcg_kube_config *mcg_kube_client_config(const mcg_kube_client *kc)
-{
-    return &kc->cfg;
-}
-
 void mcg_kube_client_stats(const mcg_kube_client *kc, uint64_t *requests, uint64_t *bytes)
 {
     *requests = kc->requests;

@@ -300,7 +300,12 @@ static bool pool_same(const json_t *prev, const json_t *obj)
     return true;
 }
 
-void mcg_redact_urls(char *out, size_t n, const char *src)
+/*
+ * Copy src to out (size n), replacing the user-information part of any URL
+ * ("user:token" in https://user:token@host becomes "***"), so error messages from
+ * fetches never publish credentials into pool status.
+ */
+static void mcg_redact_urls(char *out, size_t n, const char *src)
 {
     mcg_buf b = MCG_BUF_INIT;
     const char *p = src;

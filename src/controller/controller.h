@@ -95,13 +95,6 @@ typedef struct mcg_controller_run_opts {
 int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_err *err);
 
 /*
- * Start a pass now: the running loop's wait ends at once (a pass in
- * progress is followed by another). Safe from any thread and from a signal
- * handler; a no-op when no loop runs. The webhook calls it.
- */
-void mcg_controller_wake(void);
-
-/*
  * Declare the controller's metric families in m (docs/operations.md,
  * "Metrics"): pools, nodes, rollouts, fetch, verify and render.
  */
@@ -110,12 +103,5 @@ int mcg_controller_metrics_declare(mcg_metrics *m, mcg_err *err);
 /* The default leader election identity: $MCGIT_IDENTITY, else HOST_PID
  * (two replicas on one host never share one). */
 void mcg_controller_default_identity(char *out, size_t n);
-
-/*
- * Copy src to out (size n), replacing the user-information part of any URL
- * ("user:token" in https://user:token@host becomes "***"), so error messages from
- * fetches never publish credentials into pool status.
- */
-void mcg_redact_urls(char *out, size_t n, const char *src);
 
 #endif

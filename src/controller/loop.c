@@ -70,7 +70,12 @@ static void on_signal(int sig)
     interrupted = 1;
 }
 
-void mcg_controller_wake(void)
+/*
+ * Start a pass now: the running loop's wait ends at once (a pass in
+ * progress is followed by another). Safe from any thread and from a signal
+ * handler; a no-op when no loop runs. The webhook calls it.
+ */
+static void mcg_controller_wake(void)
 {
     atomic_store(&wake_requested, 1);
     if (atomic_load(&loop_running))

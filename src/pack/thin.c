@@ -47,7 +47,8 @@ static int emit_entry(mcg_pack_writer *w, const unsigned char *h, size_t hn, con
     return 0;
 }
 
-int mcg_pack_write_whole(mcg_pack_writer *w, git_odb *odb, const git_oid *id, mcg_err *err)
+/* Write the object id whole: read through odb, deflated. */
+static int mcg_pack_write_whole(mcg_pack_writer *w, git_odb *odb, const git_oid *id, mcg_err *err)
 {
     git_odb_object *obj = NULL;
     if (git_odb_read(&obj, odb, id) != 0)

@@ -184,9 +184,6 @@ int mcg_dataurl_decode(const char *url, mcg_buf *out, mcg_err *err);
 /* Encode bytes as "data:,<percent-encoded>" (used by tests and tools). */
 void mcg_dataurl_encode(const unsigned char *in, size_t len, mcg_buf *out);
 
-/* mcg_dataurl_decode of the len bytes at url (no NUL needed). */
-int mcg_dataurl_decode_n(const char *url, size_t len, mcg_buf *out, mcg_err *err);
-
 /* Gunzip in into out, refusing outputs larger than limit bytes. */
 int mcg_gunzip(const unsigned char *in, size_t len, size_t limit, mcg_buf *out, mcg_err *err);
 
