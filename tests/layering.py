@@ -35,21 +35,24 @@ MAY_USE = {
     "render": ["util", "model"],
     "rollout": ["util", "model"],
     "trust": ["util", "model", "render", "rollout"],
-    "fsio": CORE,
+    "fsio": CORE + ["osenv"],  # transitional (fsio.h includes osenv.h for its old callers)
+    # the process's environment: clock, environment variables, logger, time zones
+    "osenv": ["util"],
     "pack": ["util", "fsio", "trust"],
-    "gitops": CORE + ["fsio", "pack"],
-    "bundle": CORE + ["fsio", "pack", "gitops"],
-    "cluster": CORE + ["fsio"],
-    "metrics": ["util", "fsio"],
-    "agent": CORE + ["fsio", "cluster", "metrics"],
+    "gitops": CORE + ["fsio", "osenv", "pack"],
+    "bundle": CORE + ["fsio", "osenv", "pack", "gitops"],
+    "cluster": CORE + ["fsio", "osenv"],
+    "metrics": ["util", "fsio", "osenv"],
+    "agent": CORE + ["fsio", "osenv", "cluster", "metrics"],
     # a site's status as signed records, and the fleet view at HQ
-    "site": CORE + ["fsio", "pack", "gitops", "bundle", "cluster"],
-    "controller": CORE + ["fsio", "pack", "gitops", "bundle", "cluster", "metrics", "site"],
+    "site": CORE + ["fsio", "osenv", "pack", "gitops", "bundle", "cluster"],
+    "controller": CORE
+    + ["fsio", "osenv", "pack", "gitops", "bundle", "cluster", "metrics", "site"],
     # `mcgit demo`'s story: it drives gitops and a local cluster, as an operator would
-    "demo": CORE + ["fsio", "gitops", "cluster"],
+    "demo": CORE + ["fsio", "osenv", "gitops", "cluster"],
     "cli": CORE
-    + ["fsio", "pack", "gitops", "bundle", "cluster", "agent", "controller", "metrics", "demo",
-       "site"],
+    + ["fsio", "osenv", "pack", "gitops", "bundle", "cluster", "agent", "controller", "metrics",
+       "demo", "site"],
     "main": ["cli"],  # src/main.c: the command table
 }
 # Modules split by concern, as libgit2 splits git2/*.h: besides the umbrella

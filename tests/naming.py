@@ -28,7 +28,8 @@ WORDS = {
     "rollout": "rollout",
     "trust": "commit revoked sigmemo signers sigval ssh sshkey sshsig trust wire",
     "pack": "oidmap oidv pack packscan scan",
-    "fsio": "env fsync log mkdirs mono read remove tz write",
+    "fsio": "fsync mkdirs read remove write",
+    "osenv": "env log mono tz wall",
     "gitops": "approvals chain commit deadline git gitops kh knownhosts policy rendered repo rollback "
               "source ssh transport verify vrange",
     "bundle": "bundle",
