@@ -10,6 +10,7 @@
 #include "gitops/verify.h"
 #include "gitops/receive.h"
 #include "metrics/metrics.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -92,7 +93,7 @@ static bool runnable(const char *name)
     struct stat st;
     if (strchr(name, '/'))
         return stat(name, &st) == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0;
-    const char *path = getenv("PATH");
+    const char *path = mcg_env_get("PATH");
     char *dirs = mcg_strdup(path && *path ? path : "/usr/bin:/bin"), *save = NULL;
     bool found = false;
     for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
@@ -110,13 +111,14 @@ static void check_binary(const char *binary)
     if (binary)
         mcg_cli_info("the hooks run %s (git config mcgit.binary)", binary);
     if (!runnable(binary ? binary : "mcgit"))
-        fprintf(stderr,
-                "mcgit hook: warning: the hooks cannot run %s (not found or not executable), so "
-                "every push is refused until %s\n",
-                binary ? binary : "mcgit from PATH",
-                binary ? "it is there, or `git config --unset mcgit.binary` lets them use mcgit "
-                         "from PATH"
-                       : "mcgit is on the PATH the hooks get, or git config mcgit.binary names it");
+        mcg_log_line(
+            "hook",
+            "warning: the hooks cannot run %s (not found or not executable), so "
+            "every push is refused until %s",
+            binary ? binary : "mcgit from PATH",
+            binary ? "it is there, or `git config --unset mcgit.binary` lets them use mcgit "
+                     "from PATH"
+                   : "mcgit is on the PATH the hooks get, or git config mcgit.binary names it");
 }
 
 static int install(const char *repo, const char *trust, const char *revoked,
@@ -173,9 +175,9 @@ static void notify(const char *url, const char *token)
 {
     mcg_err err = {0};
     if (mcg_metrics_notify(url, token, "{\"event\":\"push\"}", 2000, &err) != 0)
-        fprintf(stderr, "mcgit: warning: the controller was not told of this push: %s\n", err.msg);
+        mcg_log_line(NULL, "mcgit: warning: the controller was not told of this push: %s", err.msg);
     else
-        fprintf(stderr, "mcgit: told the controller at %s\n", url);
+        mcg_log_line(NULL, "mcgit: told the controller at %s", url);
 }
 
 /* All of stdin (the hooks' update lines) into buf; false on a read error. */
@@ -202,14 +204,14 @@ static int receive(const char *which, const char *repo, const char *trust, const
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (rc) {
-        fprintf(stderr, "mcgit: refusing push: %s\n", err.msg);
+        mcg_log_line(NULL, "mcgit: refusing push: %s", err.msg);
         goto out;
     }
     bool pre = !strcmp(which, "pre-receive");
     if (!read_stdin(&in)) {
         /* fail closed: updates not read are not let through */
-        fprintf(stderr, "mcgit: %s push: cannot read the update lines: %s\n",
-                pre ? "refusing" : "ignoring", strerror(errno));
+        mcg_log_line(NULL, "mcgit: %s push: cannot read the update lines: %s",
+                     pre ? "refusing" : "ignoring", strerror(errno));
         rc = MCG_EIO;
         goto out;
     }
@@ -218,7 +220,7 @@ static int receive(const char *which, const char *repo, const char *trust, const
     else
         rc = mcg_gitops_post_receive(&source_moved, r, root, in.ptr, in.len, &d);
     for (size_t i = 0; i < d.count; i++)
-        fprintf(stderr, "mcgit: %s\n", d.msgs[i]);
+        mcg_log_line(NULL, "mcgit: %s", d.msgs[i]);
     if (source_moved && url && *url)
         notify(url, token);
 out:
