@@ -23,6 +23,7 @@
  */
 #include "cluster/kube_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -32,6 +32,7 @@
  */
 #include "cluster/cluster_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -320,7 +321,7 @@ static int l_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_
     local *l = (local *)c;
     (void)err;
     struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    mcg_mono_now(&start);
     if (l->ifd < 0) {
         char *d = mcg_sprintf("%s/nodes", l->dir);
         l->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -365,7 +366,7 @@ static int l_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_
                 return 1;
         }
         struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
+        mcg_mono_now(&now);
         long gone =
             (long)((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
         long left = timeout_ms - gone;
@@ -1147,7 +1148,7 @@ static int l_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err)
     if (rc)
         return rc;
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    mcg_wall_now(&ts);
     char when[32];
     mcg_time_iso(when, (int64_t)ts.tv_sec);
     json_t *o = json_pack("{s:s,s:f,s:s,s:s,s:s,s:s,s:s,s:s}", "lastTimestamp", when, "time",
