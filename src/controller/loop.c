@@ -32,6 +32,7 @@
  */
 #include "controller/controller_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -134,7 +135,7 @@ static void say(const char *fmt, ...)
 
 void mcg_controller_default_identity(char *out, size_t n)
 {
-    const char *id = getenv("MCGIT_IDENTITY");
+    const char *id = mcg_env_get("MCGIT_IDENTITY");
     if (id && *id) {
         snprintf(out, n, "%s", id);
         return;
@@ -306,7 +307,7 @@ static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, con
 static void wait_sleeping(double interval, const loop_signals *sg)
 {
     struct timespec end;
-    clock_gettime(CLOCK_MONOTONIC, &end);
+    mcg_mono_now(&end);
     end.tv_sec += (time_t)interval;
     end.tv_nsec += (long)((interval - (double)(time_t)interval) * 1e9);
     if (end.tv_nsec >= 1000000000L) {
@@ -315,7 +316,7 @@ static void wait_sleeping(double interval, const loop_signals *sg)
     }
     while (!stop && !woken()) {
         struct timespec now, left;
-        clock_gettime(CLOCK_MONOTONIC, &now);
+        mcg_mono_now(&now);
         left.tv_sec = end.tv_sec - now.tv_sec;
         left.tv_nsec = end.tv_nsec - now.tv_nsec;
         if (left.tv_nsec < 0) {
