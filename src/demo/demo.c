@@ -12,6 +12,7 @@
  */
 #include "demo/demo.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "gitops/gitops.h"
 
 #include <errno.h>
@@ -507,7 +508,7 @@ static int story_chrony(demo *d, const char *first_worker)
     int rc = write_text(d, p, chrony_mc);
     free(p);
     struct timespec before;
-    clock_gettime(CLOCK_REALTIME, &before);
+    mcg_wall_now(&before);
     if (rc || commit(d, "Configure chrony on workers", true, sha))
         return -1;
     size_t max_updating = 0;
