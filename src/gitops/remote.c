@@ -3,6 +3,7 @@
  * credentials for private remotes, and the controller's mirror of a URL.
  */
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "gitops/gitops_int.h"
 
 #include <errno.h>

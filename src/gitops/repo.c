@@ -9,6 +9,7 @@
  * signer is added or removed only by a commit an already-trusted key signed.
  */
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "gitops/gitops_int.h"
 
 #include <git2/sys/repository.h>
@@ -92,7 +93,7 @@ int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err)
         return MCG_EIO;
     }
     /* Inside a pre-receive hook, pushed objects wait in a quarantine. */
-    const char *q = getenv("GIT_QUARANTINE_PATH");
+    const char *q = mcg_env_get("GIT_QUARANTINE_PATH");
     if (q && *q) {
         git_odb *odb = NULL;
         if (git_repository_odb(&odb, r->git) != 0 || git_odb_add_disk_alternate(odb, q) != 0) {

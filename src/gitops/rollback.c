@@ -15,6 +15,7 @@
  * keys and ssh-agent work.
  */
 #include "gitops/gitops_int.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,7 +91,7 @@ int mcg_ssh_signer_init(mcg_ssh_signer *out, mcg_repo *r, const char *key_file, 
         goto out;
     }
     if (key[0] == '~' && key[1] == '/') {
-        const char *home = getenv("HOME");
+        const char *home = mcg_env_get("HOME");
         if (!home || !*home) {
             rc = mcg_err_set(err, MCG_EINVAL, "user.signingkey %s: HOME is not set", key);
             goto out;

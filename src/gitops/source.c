@@ -3,6 +3,7 @@
  * creating a new config repo from the compiled-in template.
  */
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "gitops/gitops.h"
 
 #include <dirent.h>
