@@ -25,6 +25,7 @@
  * for seconds at most.
  */
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "metrics/metrics_int.h"
 
 #include <errno.h>
