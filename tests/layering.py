@@ -35,7 +35,7 @@ MAY_USE = {
     "render": ["util", "model"],
     "rollout": ["util", "model"],
     "trust": ["util", "model", "render", "rollout"],
-    "fsio": CORE + ["osenv"],  # transitional (fsio.h includes osenv.h for its old callers)
+    "fsio": CORE,
     # the process's environment: clock, environment variables, logger, time zones
     "osenv": ["util"],
     "pack": ["util", "fsio", "trust"],

@@ -23,8 +23,4 @@ int mcg_remove_tree(const char *path);
 /* mkdir -p with mode for each created directory. */
 int mcg_mkdirs(const char *path, int mode, mcg_err *err);
 
-/* Transitional: the logger, clock, environment and time zones moved to osenv;
- * their callers include it themselves from the next commits on. */
-#include "osenv/osenv.h"
-
 #endif
