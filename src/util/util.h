@@ -43,6 +43,14 @@ typedef struct mcg_err {
  * reads naturally. err may be NULL (the message is dropped).
  */
 int mcg_err_set(mcg_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/*
+ * mcg_err_set with the operating system's reason appended once, as
+ * "message: strerror(errnum)" (libgit2's GIT_ERROR_OS): the one way a
+ * message carries an errno. Pass errno as errnum right at the failing call
+ * (the argument is read before anything else can change errno).
+ */
+int mcg_err_set_os(mcg_err *err, int code, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Prefix the current message with "fmt: ", keep the code, return it.
  * err may be NULL: nothing is recorded and MCG_EIO is returned (the code is
  * not known), so where the code matters write
