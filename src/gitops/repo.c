@@ -815,7 +815,7 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
     trust_digest_hex(root, digest);
     char *line = mcg_sprintf("%s %s %s\n", tip, r->source_branch, digest);
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", dir);
     else
         rc = mcg_write_file_atomic(path, line, strlen(line), 0644, err);
     free(line);
