@@ -43,7 +43,7 @@ static int emit_entry(mcg_pack_writer *w, const unsigned char *h, size_t hn, con
                       size_t zn, mcg_err *err)
 {
     if (mcg_pack_writer_emit(w, h, hn, true) != 0 || mcg_pack_writer_emit(w, z, zn, true) != 0)
-        return mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+        return mcg_err_set_os(err, MCG_EIO, w->err_no, "write");
     return 0;
 }
 
