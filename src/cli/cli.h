@@ -86,6 +86,9 @@ extern int mcg_verbosity;
 
 /* "mcgit CMD: message" on stderr. */
 void mcg_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with the operating system's reason for errnum appended (mcg_err_set_os). */
+void mcg_cli_error_os(const char *cmd, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void mcg_cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* After a bad option or argument: the reason (fmt, when given) and a hint
  * "see 'mcgit help CMD'" on stderr, one line each; returns 2. */

@@ -129,16 +129,15 @@ static int install(const char *repo, const char *trust, const char *revoked,
     mcg_signers *check = NULL;
     char trust_abs[PATH_MAX], revoked_abs[PATH_MAX], token_abs[PATH_MAX];
     if (token && !realpath(token, token_abs)) {
-        mcg_cli_error("hook", "%s: %s", token, strerror(errno));
+        mcg_cli_error_os("hook", errno, "%s", token);
         return MCG_EXIT_FAIL;
     }
     if (!realpath(trust, trust_abs)) {
-        mcg_cli_error("hook", "trust root (an allowed_signers file): %s: %s", trust,
-                      strerror(errno));
+        mcg_cli_error_os("hook", errno, "trust root (an allowed_signers file): %s", trust);
         return MCG_EXIT_FAIL;
     }
     if (revoked && !realpath(revoked, revoked_abs)) {
-        mcg_cli_error("hook", "%s: %s", revoked, strerror(errno));
+        mcg_cli_error_os("hook", errno, "%s", revoked);
         return MCG_EXIT_FAIL;
     }
     /* record nothing the hooks would then refuse every push over */
@@ -210,8 +209,8 @@ static int receive(const char *which, const char *repo, const char *trust, const
     bool pre = !strcmp(which, "pre-receive");
     if (!read_stdin(&in)) {
         /* fail closed: updates not read are not let through */
-        mcg_log_line(NULL, "mcgit: %s push: cannot read the update lines: %s",
-                     pre ? "refusing" : "ignoring", strerror(errno));
+        mcg_cli_error_os(NULL, errno, "mcgit: %s push: cannot read the update lines",
+                         pre ? "refusing" : "ignoring");
         rc = MCG_EIO;
         goto out;
     }

@@ -36,6 +36,18 @@ void mcg_cli_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
 }
 
+void mcg_cli_error_os(const char *cmd, int errnum, const char *fmt, ...)
+{
+    char msg[MCG_ERR_MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    mcg_vbfmt(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    mcg_err err = {0};
+    mcg_err_set_os(&err, MCG_EIO, errnum, "%s", msg);
+    mcg_log_line(cmd, "%s", err.msg);
+}
+
 void mcg_cli_info(const char *fmt, ...)
 {
     if (mcg_verbosity < 1)
