@@ -12,6 +12,7 @@
  */
 #include "agent/agent_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -298,20 +298,6 @@ typedef struct mcg_health_spec {
     bool halt;       /* onFailure: Halt (default Revert) */
 } mcg_health_spec;
 
-/* Read a rendered spec's mcgitHealth (NULL: no checks) into *out. */
-void mcg_health_spec_read(mcg_health_spec *out, const json_t *health);
-void mcg_health_spec_free(mcg_health_spec *s);
-
-/*
- * The command line of one check: for a unit `systemctl is-active --quiet
- * UNIT` (failed_probe: `is-failed --quiet`, whose exit 0 means the unit
- * failed for good), for a command the command (NULL for failed_probe); NULL
- * when this node cannot run it. Caller frees.
- */
-char *mcg_health_cmd(const mcg_health_check *check, const mcg_health_env *env, bool failed_probe);
-/* Why this node cannot run check (mcg_health_cmd gave NULL): one phrase. */
-const char *mcg_health_cannot_run(const mcg_health_check *check);
-
 #define MCG_HEALTH_OUTPUT_MAX 4096
 
 /* One run of a check. */
@@ -323,21 +309,8 @@ typedef struct mcg_health_run {
     size_t kept, dropped;                /* bytes kept in out, and counted past it */
 } mcg_health_run;
 
-/*
- * Run `sh -c cmd` in a process group of its own until it exits, the
- * monotonic deadline_ms (mcg_mono_ms) or *stop (may be NULL); at either of
- * the last two the group gets SIGTERM, then SIGKILL after a grace period.
- * What the check leaves running in its group is killed when it exits. Its
- * output is bounded (r->out). 0, or -1 (errno) when it could not be started.
- */
-int mcg_health_exec(const char *cmd, int64_t deadline_ms, volatile sig_atomic_t *stop,
-                    mcg_health_run *r);
-
 /* Carry out one file step (write, remove, shadow) under the root. */
 int mcg_osstep_file(mcg_sroot *root, const mcg_osstep *step, mcg_err *err);
-
-/* True when the sorted list v holds s (binary search). */
-bool mcg_sorted_has(const mcg_strv *v, const char *s);
 
 /* With MCGIT_TEST_PAUSE_AT=name set: say "mcgit: paused at name" on stderr
  * and sleep for ever (the power-cut tests, tests/vm). Otherwise nothing. */
@@ -468,7 +441,6 @@ int mcg_agent_journal_read(mcg_agent *a, mcg_journal *out, mcg_err *err);
 int mcg_agent_journal_write(mcg_agent *a, const mcg_journal *j, mcg_err *err);
 /* Drop the journal (the update is over). */
 void mcg_agent_journal_drop(mcg_agent *a);
-const char *mcg_agent_phase_name(mcg_phase p);
 
 /* ------------------------------------------------------------ report.c */
 

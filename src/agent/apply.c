@@ -92,7 +92,8 @@ static int cmp_str(const void *key, const void *elem)
     return strcmp(key, *(char *const *)elem);
 }
 
-bool mcg_sorted_has(const mcg_strv *v, const char *s)
+/* True when the sorted list v holds s (binary search). */
+static bool mcg_sorted_has(const mcg_strv *v, const char *s)
 {
     return v->n && bsearch(s, v->v, v->n, sizeof(*v->v), cmp_str) != NULL;
 }
@@ -164,7 +165,7 @@ static int copy_to(int src, const struct stat *st, int dfd, const char *name, bo
 {
     int out = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0)
-        return mcg_err_set(err, MCG_EIO, "%s: %s", what, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "%s", what);
     int rc = 0;
     char buf[65536];
     for (;;) {
@@ -172,7 +173,7 @@ static int copy_to(int src, const struct stat *st, int dfd, const char *name, bo
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 || (n > 0 && mcg_write_all(out, buf, (size_t)n) != 0)) {
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", what, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", what);
             break;
         }
         if (n == 0)
@@ -180,9 +181,9 @@ static int copy_to(int src, const struct stat *st, int dfd, const char *name, bo
     }
     if (!rc && (fchmod(out, st->st_mode & 07777) != 0 ||
                 (geteuid() == 0 && fchown(out, st->st_uid, st->st_gid) != 0)))
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", what, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", what);
     if (!rc && sync && fsync(out) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "%s: fsync: %s", what, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s: fsync", what);
     close(out);
     return rc;
 }
@@ -207,11 +208,11 @@ static int take_backup(mcg_sroot *r, int statefd, const char *path, mcg_err *err
         char target[4096];
         ssize_t n = readlinkat(dfd, base, target, sizeof(target) - 1);
         if (n < 0 || symlinkat((target[n] = '\0', target), statefd, tmp) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "backup of /%s: %s", path, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "backup of /%s", path);
     } else if (S_ISREG(st.st_mode)) {
         int src = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (src < 0)
-            rc = mcg_err_set(err, MCG_EIO, "backup of /%s: %s", path, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "backup of /%s", path);
         else {
             char *what = mcg_sprintf("backup of /%s", path);
             rc = copy_to(src, &st, statefd, tmp, true, err, what);
@@ -222,7 +223,7 @@ static int take_backup(mcg_sroot *r, int statefd, const char *path, mcg_err *err
         goto out; /* directories and specials are never replaced by a file silently */
     }
     if (!rc && renameat(statefd, tmp, statefd, bname) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "backup of /%s: %s", path, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "backup of /%s", path);
     if (rc)
         unlinkat(statefd, tmp, 0);
 out:
@@ -249,14 +250,14 @@ static int restore_backup(mcg_sroot *r, int statefd, const char *path, mcg_err *
         char target[4096];
         ssize_t n = readlinkat(statefd, bname, target, sizeof(target) - 1);
         if (n < 0 || symlinkat((target[n] = '\0', target), dfd, tmp) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "restore /%s: %s", path, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "restore /%s", path);
         else if (geteuid() == 0 &&
                  fchownat(dfd, tmp, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "restore /%s: %s", path, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "restore /%s", path);
     } else {
         int src = openat(statefd, bname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (src < 0)
-            rc = mcg_err_set(err, MCG_EIO, "restore /%s: %s", path, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "restore /%s", path);
         else {
             char *what = mcg_sprintf("restore /%s", path);
             rc = copy_to(src, &st, dfd, tmp, true, err, what);
@@ -265,14 +266,14 @@ static int restore_backup(mcg_sroot *r, int statefd, const char *path, mcg_err *
         }
     }
     if (!rc && renameat(dfd, tmp, dfd, base) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "restore /%s: %s", path, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "restore /%s", path);
     if (rc) {
         unlinkat(dfd, tmp, 0);
         goto out;
     }
     fsync(dfd);
     if (unlinkat(statefd, bname, 0) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", bname, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", bname);
 out:
     free(bname);
     return rc;
@@ -454,7 +455,7 @@ static int batch_flush(batch *b, mcg_err *err)
         for (int j = 0; j < i; j++)
             seen |= b->devs[j] == b->devs[i];
         if (!seen && syncfs(b->fds[i]) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "/%s: syncfs: %s", b->paths[i], strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "/%s: syncfs", b->paths[i]);
     }
     /* 2. the renames */
     mcg_agent_testpoint("temps-synced");
@@ -462,7 +463,7 @@ static int batch_flush(batch *b, mcg_err *err)
     for (; done < b->n && !rc; done++) {
         const pending *p = &b->p[done];
         if (renameat(b->fds[p->slot], p->tmp, b->fds[p->slot], base_of(p->e->path)) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "/%s: %s", p->e->path, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "/%s", p->e->path);
         mcg_agent_testpoint(done == 0 ? "renamed-one" : "renamed-more");
     }
     if (rc) {
@@ -500,7 +501,7 @@ static int batch_slot(batch *b, int dfd, const mcg_ent *e, const char *base, int
         if (fd < 0 || fstat(fd, &st) != 0) {
             if (fd >= 0)
                 close(fd);
-            return mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+            return mcg_err_set_os(err, MCG_EIO, errno, "/%s", e->path);
         }
         slot = b->ndirs++;
         b->fds[slot] = fd;
@@ -534,14 +535,14 @@ static int batch_add(batch *b, mcg_sroot *r, const mcg_ent *e, mcg_err *err)
     if (fd < 0 && errno == EEXIST)
         fd = openat(b->fds[slot], p->tmp, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "/%s", e->path);
     b->n++; /* from here on the temp file is ours to remove on failure */
     bool set_mode = !fresh || (mode & b->umask) != 0;
     bool set_owner =
         b->as_root && (!fresh || e->uid != b->euid || e->gid != b->egid || e->gid != b->gids[slot]);
     if (mcg_write_all(fd, e->data, e->len) != 0 || (set_mode && fchmod(fd, mode) != 0) ||
         (set_owner && fchown(fd, e->uid, e->gid) != 0))
-        rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "/%s", e->path);
     close(fd);
     if (!rc && b->n == BATCH_FILES)
         rc = batch_flush(b, err);
@@ -559,7 +560,7 @@ static int write_dir(mcg_sroot *r, const mcg_ent *e, bool as_root, mcg_err *err)
         ((st.st_mode & 07777) != (mode_t)e->mode && fchmod(fd, (mode_t)e->mode) != 0) ||
         (as_root && (st.st_uid != e->uid || st.st_gid != e->gid) &&
          fchown(fd, e->uid, e->gid) != 0))
-        rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "/%s", e->path);
     close(fd);
     return rc;
 }
@@ -580,7 +581,7 @@ static int write_link(mcg_sroot *r, const mcg_ent *e, bool as_root, mcg_err *err
             mcg_agent_tmpname(base, tmp);
             unlinkat(dfd, tmp, 0);
             if (linkat(keep, tbase, dfd, tmp, 0) != 0 || renameat(dfd, tmp, dfd, base) != 0) {
-                rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+                rc = mcg_err_set_os(err, MCG_EIO, errno, "/%s", e->path);
                 unlinkat(dfd, tmp, 0);
             }
         }
@@ -599,7 +600,7 @@ static int write_link(mcg_sroot *r, const mcg_ent *e, bool as_root, mcg_err *err
     if (symlinkat(e->target, dfd, tmp) != 0 ||
         (as_root && fchownat(dfd, tmp, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) != 0) ||
         renameat(dfd, tmp, dfd, base) != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "/%s", e->path);
         unlinkat(dfd, tmp, 0);
     }
     return rc;
@@ -620,7 +621,7 @@ static int remove_path(mcg_sroot *r, const mcg_ent *e, bool only_symlink, mcg_er
     if (only_symlink && !S_ISLNK(st.st_mode))
         return 0;
     if (unlinkat(dfd, base, 0) != 0 && errno != ENOENT)
-        return mcg_err_set(err, MCG_EIO, "/%s: %s", e->path, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "/%s", e->path);
     return 0;
 }
 
@@ -677,7 +678,7 @@ static int exec_backups(mcg_sroot *r, int statefd, const mcg_plan_disk *disk, mc
         any_backup = true;
     }
     if (any_backup && fsync(statefd) != 0)
-        return mcg_err_set(err, MCG_EIO, "state directory: fsync: %s", strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "state directory: fsync");
     mcg_agent_testpoint("backups-taken");
     return 0;
 }

@@ -81,8 +81,8 @@ static int read_small(mcg_sroot *r, const char *rel, char **data, size_t *len, m
     if (fd < 0) {
         if (errno == ENOENT)
             return mcg_err_set(err, MCG_ENOTFOUND, "/%s: missing", rel);
-        return mcg_err_set(err, MCG_EIO, "/%s: %s", rel,
-                           errno == ELOOP ? "is a symbolic link" : strerror(errno));
+        return errno == ELOOP ? mcg_err_set(err, MCG_EIO, "/%s: is a symbolic link", rel)
+                              : mcg_err_set_os(err, MCG_EIO, errno, "/%s", rel);
     }
     struct stat st;
     mcg_buf b = MCG_BUF_INIT;

@@ -17,6 +17,7 @@
  */
 #include "agent/agent_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +36,7 @@ extern char **environ;
 #define HEALTH_GRACE_MS 2000 /* from SIGTERM to SIGKILL */
 #define HEALTH_TICK_MS 50    /* how often a running check is looked at */
 
-void mcg_health_spec_read(mcg_health_spec *out, const json_t *health)
+static void mcg_health_spec_read(mcg_health_spec *out, const json_t *health)
 {
     memset(out, 0, sizeof(*out));
     const json_t *checks = json_object_get(health, "checks");
@@ -59,7 +60,7 @@ void mcg_health_spec_read(mcg_health_spec *out, const json_t *health)
     }
 }
 
-void mcg_health_spec_free(mcg_health_spec *s)
+static void mcg_health_spec_free(mcg_health_spec *s)
 {
     for (size_t i = 0; i < s->n; i++) {
         free(s->checks[i].name);
@@ -70,7 +71,14 @@ void mcg_health_spec_free(mcg_health_spec *s)
     memset(s, 0, sizeof(*s));
 }
 
-char *mcg_health_cmd(const mcg_health_check *check, const mcg_health_env *env, bool failed_probe)
+/*
+ * The command line of one check: for a unit `systemctl is-active --quiet
+ * UNIT` (failed_probe: `is-failed --quiet`, whose exit 0 means the unit
+ * failed for good), for a command the command (NULL for failed_probe); NULL
+ * when this node cannot run it. Caller frees.
+ */
+static char *mcg_health_cmd(const mcg_health_check *check, const mcg_health_env *env,
+                            bool failed_probe)
 {
     mcg_buf b = MCG_BUF_INIT;
     if (check->unit) {
@@ -96,7 +104,8 @@ char *mcg_health_cmd(const mcg_health_check *check, const mcg_health_env *env, b
     return mcg_buf_detach(&b, &n);
 }
 
-const char *mcg_health_cannot_run(const mcg_health_check *check)
+/* Why this node cannot run check (mcg_health_cmd gave NULL): one phrase. */
+static const char *mcg_health_cannot_run(const mcg_health_check *check)
 {
     if (check->unit)
         return "a unit check needs a live agent or --systemctl, and this agent has neither";
@@ -219,8 +228,15 @@ static void watch_check(pid_t pid, int fd, int64_t deadline_ms, volatile sig_ato
         take_output(fd, r);
 }
 
-int mcg_health_exec(const char *cmd, int64_t deadline_ms, volatile sig_atomic_t *stop,
-                    mcg_health_run *r)
+/*
+ * Run `sh -c cmd` in a process group of its own until it exits, the
+ * monotonic deadline_ms (mcg_mono_ms) or *stop (may be NULL); at either of
+ * the last two the group gets SIGTERM, then SIGKILL after a grace period.
+ * What the check leaves running in its group is killed when it exits. Its
+ * output is bounded (r->out). 0, or -1 (errno) when it could not be started.
+ */
+static int mcg_health_exec(const char *cmd, int64_t deadline_ms, volatile sig_atomic_t *stop,
+                           mcg_health_run *r)
 {
     memset(r, 0, sizeof(*r));
     r->status = -1;

@@ -73,8 +73,8 @@ int mcg_agent_machine_id(const char *root, char out[MCG_MACHINE_ID_SIZE], mcg_er
     const char *slash = root[strlen(root) - 1] == '/' ? "" : "/";
     char buf[128];
     if (fd < 0) {
-        rc = mcg_err_set(err, MCG_EIO, "cannot read this host's machine-id %s%setc/machine-id: %s",
-                         root, slash, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno,
+                            "cannot read this host's machine-id %s%setc/machine-id", root, slash);
         goto out;
     }
     if (!read_line_fd(fd, buf, sizeof(buf)) || !machine_id_ok(buf)) {

@@ -28,7 +28,7 @@
 static const char *const phase_names[MCG_PHASE_COUNT] = {"apply",  "os",     "actions",
                                                          "reboot", "health", "finish"};
 
-const char *mcg_agent_phase_name(mcg_phase p)
+static const char *mcg_agent_phase_name(mcg_phase p)
 {
     return p < MCG_PHASE_COUNT ? phase_names[p] : "?";
 }

@@ -735,18 +735,18 @@ static int write_rel(mcg_sroot *r, const char *rel, const char *data, size_t len
     mcg_agent_tmpname(base, tmp);
     int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "/%s", rel);
     if (mcg_write_all(fd, data, len) != 0 ||
         fchmod(fd, had ? (st.st_mode & 07777) : (mode_t)mode) ||
         (had && geteuid() == 0 && fchown(fd, st.st_uid, st.st_gid) != 0) || fsync(fd) != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "/%s", rel);
         close(fd);
         unlinkat(dfd, tmp, 0);
         return rc;
     }
     close(fd);
     if (renameat(dfd, tmp, dfd, base) != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "/%s", rel);
         unlinkat(dfd, tmp, 0);
         return rc;
     }
@@ -797,7 +797,7 @@ int mcg_osstep_file(mcg_sroot *r, const mcg_osstep *step, mcg_err *err)
         if (rc == MCG_ENOTFOUND)
             return 0;
         if (!rc && unlinkat(dfd, base, 0) != 0 && errno != ENOENT)
-            rc = mcg_err_set(err, MCG_EIO, "/%s: %s", step->arg, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "/%s", step->arg);
     } else if (step->kind == MCG_OSSTEP_SHADOW) {
         rc = set_shadow(r, step->arg, err);
     } else {

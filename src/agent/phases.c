@@ -16,6 +16,7 @@
  */
 #include "agent/agent_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,7 +72,7 @@ static int run_cmd(mcg_agent *a, const char *cmd)
 
 static void read_boot_id(char out[64])
 {
-    const char *p = getenv("MCGIT_BOOT_ID_FILE"); /* tests: a fake host's boot id */
+    const char *p = mcg_env_get("MCGIT_BOOT_ID_FILE"); /* tests: a fake host's boot id */
     FILE *f = fopen(p && *p ? p : "/proc/sys/kernel/random/boot_id", "re");
     out[0] = '\0';
     if (f) {

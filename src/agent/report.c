@@ -5,6 +5,7 @@
  */
 #include "agent/agent_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <stdarg.h>
 #include <stdio.h>

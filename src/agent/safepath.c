@@ -55,7 +55,7 @@ int mcg_sroot_open(mcg_sroot *r, const char *root, mcg_err *err)
      * symlinks; everything below it may not. */
     r->fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (r->fd < 0)
-        return mcg_err_set(err, MCG_EIO, "root %s: %s", root, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "root %s", root);
     return 0;
 }
 
@@ -115,10 +115,10 @@ int mcg_sroot_sync(mcg_sroot *r, mcg_err *err)
     for (size_t i = 0; i < r->ndevs && !rc; i++) {
         root_seen |= have_root && r->devs[i].dev == st.st_dev;
         if (syncfs(r->devs[i].fd) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "syncfs: %s", strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "syncfs");
     }
     if (!rc && !root_seen && syncfs(r->fd) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "syncfs: %s", strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "syncfs");
     drop_devs(r);
     return rc;
 }
@@ -134,7 +134,7 @@ static int way_error(int dirfd, const char *comp, const char *upto, int e, mcg_e
         if (!S_ISDIR(st.st_mode))
             return mcg_err_set(err, MCG_ETRUST, "/%s: is not a directory", upto);
     }
-    return mcg_err_set(err, MCG_EIO, "/%s: %s", upto, strerror(e));
+    return mcg_err_set_os(err, MCG_EIO, e, "/%s", upto);
 }
 
 /* Walk dir (a path relative to the root) component by component. */
@@ -143,7 +143,7 @@ static int walk(mcg_sroot *r, const char *dir, bool create, int *out, mcg_err *e
     char *p = mcg_strdup(dir);
     int cur = dup(r->fd), rc = 0;
     if (cur < 0) {
-        rc = mcg_err_set(err, MCG_EIO, "dup: %s", strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "dup");
         goto out;
     }
     char *s = p;
@@ -157,7 +157,7 @@ static int walk(mcg_sroot *r, const char *dir, bool create, int *out, mcg_err *e
                 if (r->made)
                     mcg_strv_push(r->made, p); /* p ends at this component */
             } else if (errno != EEXIST) {
-                rc = mcg_err_set(err, MCG_EIO, "/%s: %s", p, strerror(errno));
+                rc = mcg_err_set_os(err, MCG_EIO, errno, "/%s", p);
                 goto out;
             }
             fd = openat(cur, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -257,7 +257,7 @@ int mcg_sroot_opendir(mcg_sroot *r, const char *rel, bool create, int mode, int 
             if (r->made)
                 mcg_strv_push(r->made, rel);
         } else if (errno != EEXIST) {
-            return mcg_err_set(err, MCG_EIO, "/%s: %s", rel, strerror(errno));
+            return mcg_err_set_os(err, MCG_EIO, errno, "/%s", rel);
         }
         free(r->missing_path); /* it may have been this one */
         r->missing_path = NULL;

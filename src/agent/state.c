@@ -53,12 +53,12 @@ int mcg_agent_state_start(mcg_agent *a, const char *name, const void *data, size
                    : mcg_sprintf(".%s.tmp", name);
     p->fd = openat(a->statefd, p->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (p->fd < 0) {
-        int rc = mcg_err_set(err, MCG_EIO, "state %s: %s", p->tmp, strerror(errno));
+        int rc = mcg_err_set_os(err, MCG_EIO, errno, "state %s", p->tmp);
         mcg_agent_state_abort(a, p);
         return rc;
     }
     if (mcg_write_all(p->fd, data, len) != 0) {
-        int rc = mcg_err_set(err, MCG_EIO, "state %s: %s", p->tmp, strerror(errno));
+        int rc = mcg_err_set_os(err, MCG_EIO, errno, "state %s", p->tmp);
         mcg_agent_state_abort(a, p);
         return rc;
     }
@@ -71,9 +71,9 @@ int mcg_agent_state_finish(mcg_agent *a, mcg_agent_pending *p, mcg_err *err)
 {
     int rc = 0;
     if (fsync(p->fd) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "state %s: %s", p->tmp, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "state %s", p->tmp);
     else if (renameat(a->statefd, p->tmp, a->statefd, p->name) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "state %s: %s", p->name, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "state %s", p->name);
     if (rc) {
         mcg_agent_state_abort(a, p);
         return rc;
@@ -104,8 +104,8 @@ int mcg_agent_state_read(mcg_agent *a, const char *name, char **data, size_t *le
     *len = 0;
     int fd = openat(a->statefd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "state %s: %s", name,
-                           strerror(errno));
+        return mcg_err_set_os(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, errno, "state %s",
+                              name);
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > MAX_STATE_FILE) {
@@ -289,10 +289,10 @@ static int take_lock(mcg_agent *a, mcg_err *err)
 {
     a->lockfd = openat(a->statefd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (a->lockfd < 0)
-        return mcg_err_set(err, MCG_EIO, "state directory: lock: %s", strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "state directory: lock");
     if (flock(a->lockfd, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK)
-            return mcg_err_set(err, MCG_EIO, "state directory: lock: %s", strerror(errno));
+            return mcg_err_set_os(err, MCG_EIO, errno, "state directory: lock");
         char buf[32] = "";
         ssize_t n = pread(a->lockfd, buf, sizeof(buf) - 1, 0);
         long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
@@ -309,7 +309,7 @@ static int take_lock(mcg_agent *a, mcg_err *err)
     char pidline[32];
     int len = snprintf(pidline, sizeof(pidline), "%ld\n", (long)getpid());
     if (ftruncate(a->lockfd, 0) != 0 || pwrite(a->lockfd, pidline, (size_t)len, 0) != len)
-        return mcg_err_set(err, MCG_EIO, "state directory: lock: %s", strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "state directory: lock");
     return 0;
 }
 
@@ -322,8 +322,7 @@ static int open_state_dir(mcg_agent *a, const mcg_agent_opts *o, mcg_err *err)
             return rc;
         a->statefd = open(o->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (a->statefd < 0)
-            return mcg_err_set(err, MCG_EIO, "state directory %s: %s", o->state_dir,
-                               strerror(errno));
+            return mcg_err_set_os(err, MCG_EIO, errno, "state directory %s", o->state_dir);
     } else {
         a->state_rel = STATE_DEFAULT;
         if ((rc = mcg_sroot_opendir(&a->root, STATE_DEFAULT, true, 0700, &a->statefd, err)) != 0) {
@@ -334,7 +333,7 @@ static int open_state_dir(mcg_agent *a, const mcg_agent_opts *o, mcg_err *err)
     }
     if ((mkdirat(a->statefd, "configs", 0700) != 0 && errno != EEXIST) ||
         (mkdirat(a->statefd, "backups", 0700) != 0 && errno != EEXIST))
-        return mcg_err_set(err, MCG_EIO, "state directory: %s", strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "state directory");
     return 0;
 }
 

@@ -3,9 +3,10 @@
  * MCGIT_TEST_PAUSE_AT=NAME in its environment the agent stops for good at
  * the point NAME, after saying so on stderr (the journal and the console of
  * a systemd host), so that a test can cut the power exactly there. Unset,
- * as always outside those tests, a point costs one getenv().
+ * as always outside those tests, a point costs one mcg_env_get().
  */
 #include "agent/agent_int.h"
+#include "osenv/osenv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +15,10 @@
 
 void mcg_agent_testpoint(const char *name)
 {
-    const char *want = getenv("MCGIT_TEST_PAUSE_AT");
+    const char *want = mcg_env_get("MCGIT_TEST_PAUSE_AT");
     if (!want || strcmp(want, name) != 0)
         return;
-    fprintf(stderr, "mcgit: paused at %s\n", name);
-    fflush(stderr);
+    mcg_log_line(NULL, "mcgit: paused at %s", name);
     for (;;)
         pause();
 }

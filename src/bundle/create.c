@@ -77,7 +77,7 @@ static int insert_tags(git_packbuilder *pb, git_repository *repo, const mcg_bund
 static int writer_err(mcg_err *err, const mcg_pack_writer *pw, const char *where)
 {
     if (mcg_pack_writer_errno(pw))
-        return mcg_err_set(err, MCG_EIO, "%s: %s", where, strerror(mcg_pack_writer_errno(pw)));
+        return mcg_err_set_os(err, MCG_EIO, mcg_pack_writer_errno(pw), "%s", where);
     if (mcg_pack_writer_failure(pw))
         return mcg_err_set(err, MCG_EIO, "pack: %s", mcg_pack_writer_failure(pw));
     return 0;
@@ -347,7 +347,7 @@ int mcg_bundle_create(mcg_bundle_info *info, mcg_repo *r, const char *path,
     w.pb = pb;
     w.prog = prog;
     if (mcg_write_all(out.fd, hdr.ptr, hdr.len) != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
         goto out;
     }
     if (since)

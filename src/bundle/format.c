@@ -43,7 +43,7 @@ int mcg_bundle_reader_fill(mcg_bundle_reader *rd, mcg_err *err)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return mcg_err_set(err, MCG_EIO, "%s: %s", rd->name, strerror(errno));
+            return mcg_err_set_os(err, MCG_EIO, errno, "%s", rd->name);
         rd->pos = 0;
         rd->len = (size_t)n;
         rd->eof = n == 0;

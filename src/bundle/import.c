@@ -95,8 +95,7 @@ static int open_input(int *fd, const char *path, mcg_err *err)
     }
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     if (*fd < 0)
-        return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "%s: %s", path,
-                           strerror(errno));
+        return mcg_err_set_os(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, errno, "%s", path);
     struct stat st;
     if (fstat(*fd, &st) != 0 || S_ISDIR(st.st_mode)) {
         close(*fd);
@@ -449,7 +448,7 @@ static int move_pack(session *s, mcg_err *err)
         char *from = mcg_sprintf("%s/pack/pack-%s.%s", s->qdir, s->pack_name, ext[i]);
         char *to = mcg_sprintf("%s/pack-%s.%s", dest_dir, s->pack_name, ext[i]);
         if (fsync_path(from) != 0 || rename(from, to) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", to, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", to);
         free(from);
         free(to);
     }

@@ -253,7 +253,7 @@ int mcg_bundle_read_idx_oids(mcg_oidmap *out, const char *idx, mcg_err *err)
     int rc = 0;
     FILE *f = fopen(idx, "rbe");
     if (!f)
-        return mcg_err_set(err, MCG_EIO, "%s: %s", idx, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "%s", idx);
     if (fread(head, 1, sizeof(head), f) != sizeof(head) || memcmp(head, "\377tOc", 4) ||
         be32(head + 4) != 2) {
         rc = mcg_err_set(err, MCG_EIO, "%s: not a version 2 pack index", idx);

@@ -48,7 +48,7 @@ int mcg_bundle_out_open(mcg_bundle_out *o, const char *path, mcg_err *err)
         int e = errno;
         free(o->tmp);
         o->tmp = NULL;
-        return mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(e));
+        return mcg_err_set_os(err, MCG_EIO, e, "%s", path);
     }
     mcg_bundle_pending_set(NULL, o->tmp);
     if (fchmod(o->fd, 0666 & ~mask) != 0) {
@@ -90,11 +90,11 @@ int mcg_bundle_out_commit(mcg_bundle_out *o, mcg_err *err)
     if (o->to_stdout)
         return 0;
     if (fsync(o->fd) != 0)
-        return mcg_err_set(err, MCG_EIO, "%s: fsync: %s", o->path, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "%s: fsync", o->path);
     if (o->anon && out_link_anon(o) != 0)
-        return mcg_err_set(err, MCG_EIO, "%s: %s", o->path, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "%s", o->path);
     if (rename(o->tmp, o->path) != 0)
-        return mcg_err_set(err, MCG_EIO, "%s: %s", o->path, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "%s", o->path);
     mcg_bundle_pending_set(NULL, NULL);
     free(o->tmp);
     o->tmp = NULL; /* renamed: nothing to remove */

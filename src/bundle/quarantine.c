@@ -159,7 +159,7 @@ int mcg_bundle_quarantine_create(char **qdir, const char *objects, mcg_err *err)
     if (!mkdtemp(dir)) {
         int e = errno;
         free(dir);
-        return mcg_err_set(err, MCG_EIO, "quarantine in %s: %s", objects, strerror(e));
+        return mcg_err_set_os(err, MCG_EIO, e, "quarantine in %s", objects);
     }
     *qdir = dir;
     mcg_bundle_pending_set(dir, NULL);
@@ -167,7 +167,7 @@ int mcg_bundle_quarantine_create(char **qdir, const char *objects, mcg_err *err)
     int mk = mkdir(packdir, 0700);
     free(packdir);
     if (mk != 0)
-        return mcg_err_set(err, MCG_EIO, "quarantine: %s", strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "quarantine");
     return 0;
 }
 

@@ -86,6 +86,9 @@ extern int mcg_verbosity;
 
 /* "mcgit CMD: message" on stderr. */
 void mcg_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with the operating system's reason for errnum appended (mcg_err_set_os). */
+void mcg_cli_error_os(const char *cmd, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void mcg_cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* After a bad option or argument: the reason (fmt, when given) and a hint
  * "see 'mcgit help CMD'" on stderr, one line each; returns 2. */
@@ -156,8 +159,6 @@ int mcg_cli_status_sites(const char *repo, const char *format, int64_t now, mcg_
  * (as "mcgit CMD: ...") that the pass failed or nobody answered, and return 1.
  */
 int mcg_cli_sync_wait(const char *cmd, struct mcg_cluster *cl, uint64_t gen, double timeout);
-/* Parse --timeout SECONDS (0..86400); -1 when arg is not one. */
-int mcg_cli_parse_timeout(const char *arg, double *out);
 /*
  * Options of the commands that ask the controller for a pass (sync, pool):
  * --cluster C (default $MCGIT_CLUSTER; NULL when neither: the caller says

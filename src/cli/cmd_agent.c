@@ -5,6 +5,7 @@
  */
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "osenv/osenv.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -210,8 +211,8 @@ static int run_loop(mcg_agent *a, mcg_cluster *c, const agent_args *args, mcg_me
             goto out;
         }
         if (args->o.verbosity > 0)
-            fprintf(stderr, "mcgit agent: node=%s: serving metrics on %s (port %u)\n", args->o.node,
-                    args->metrics_bind, mcg_metrics_server_port(srv));
+            mcg_log_line("agent", "node=%s: serving metrics on %s (port %u)", args->o.node,
+                         args->metrics_bind, mcg_metrics_server_port(srv));
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

@@ -6,6 +6,7 @@
 #include "gitops/verify.h"
 #include "bundle/bundle.h"
 #include "trust/trust.h"
+#include "osenv/osenv.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -133,7 +134,7 @@ static void progress_draw(void *ctx, const char *what, uint64_t cur, uint64_t to
     progress_bar *p = ctx;
     if (!what) {
         if (p->what && p->last >= 0)
-            fputc('\n', stderr);
+            mcg_log_partial("\n");
         p->what = NULL;
         p->last = -1;
         return;
@@ -143,7 +144,7 @@ static void progress_draw(void *ctx, const char *what, uint64_t cur, uint64_t to
     int pct = (int)(cur * 100 / total);
     if (what != p->what) {
         if (p->what && p->last >= 0)
-            fputc('\n', stderr);
+            mcg_log_partial("\n");
         p->what = what;
         p->last = -1;
     }
@@ -155,9 +156,8 @@ static void progress_draw(void *ctx, const char *what, uint64_t cur, uint64_t to
     for (int i = 0; i < 30; i++)
         bar[i] = i < fill ? '#' : '.';
     bar[30] = '\0';
-    fprintf(stderr, "\r%-20s [%s] %3d%% (%llu/%llu)", what, bar, pct, (unsigned long long)cur,
-            (unsigned long long)total);
-    fflush(stderr);
+    mcg_log_partial("\r%-20s [%s] %3d%% (%llu/%llu)", what, bar, pct, (unsigned long long)cur,
+                    (unsigned long long)total);
 }
 
 /* The progress display: a bar when stderr is a terminal and not -q, else none. */

@@ -54,7 +54,7 @@ static int demo_dir(char out[PATH_MAX], const char *dir)
     if (!dir) {
         snprintf(out, PATH_MAX, "/tmp/mcgit-demo.XXXXXX");
         if (!mkdtemp(out)) {
-            mcg_cli_error("demo", "mkdtemp: %s", strerror(errno));
+            mcg_cli_error_os("demo", errno, "mkdtemp");
             return -1;
         }
         return 0;

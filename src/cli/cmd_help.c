@@ -2,6 +2,7 @@
  * cmd_help.c — `mcgit help [CMD]` and `mcgit version`.
  */
 #include "cli/cli.h"
+#include "osenv/osenv.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -36,7 +37,7 @@ static int run_help(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
         const mcg_cmd *c = mcg_cmd_find(argv[1]);
         if (!c) {
-            fprintf(stderr, "mcgit help: '%s' is not a command\n", argv[1]);
+            mcg_log_line("help", "'%s' is not a command", argv[1]);
             return MCG_EXIT_USAGE;
         }
         return mcg_cli_help(c);

@@ -10,6 +10,7 @@
 #include "gitops/verify.h"
 #include "gitops/receive.h"
 #include "metrics/metrics.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,7 +112,7 @@ static bool runnable_in(const char *name, const char *path)
 
 static bool runnable(const char *name)
 {
-    return runnable_in(name, getenv("PATH"));
+    return runnable_in(name, mcg_env_get("PATH"));
 }
 
 /* Say which mcgit the hooks will run, and warn when they cannot run it (the
@@ -121,19 +122,20 @@ static void check_binary(const char *binary, const char *repo, bool changed)
     if (binary)
         mcg_cli_info("the hooks run %s (git config mcgit.binary)", binary);
     if (changed && !binary && runnable("mcgit") && !runnable_in("mcgit", SSHD_PATH))
-        fprintf(stderr,
-                "mcgit hook: note: mcgit is on your PATH but not on the PATH sshd gives a push "
-                "over ssh (%s): for pushes over ssh, install it there or `git -C %s config "
-                "mcgit.binary /absolute/path/to/mcgit`\n",
-                SSHD_PATH, repo);
+        mcg_log_line("hook",
+                     "note: mcgit is on your PATH but not on the PATH sshd gives a push over ssh "
+                     "(%s): for pushes over ssh, install it there or `git -C %s config "
+                     "mcgit.binary /absolute/path/to/mcgit`",
+                     SSHD_PATH, repo);
     if (!runnable(binary ? binary : "mcgit"))
-        fprintf(stderr,
-                "mcgit hook: warning: the hooks cannot run %s (not found or not executable), so "
-                "every push is refused until %s\n",
-                binary ? binary : "mcgit from PATH",
-                binary ? "it is there, or `git config --unset mcgit.binary` lets them use mcgit "
-                         "from PATH"
-                       : "mcgit is on the PATH the hooks get, or git config mcgit.binary names it");
+        mcg_log_line(
+            "hook",
+            "warning: the hooks cannot run %s (not found or not executable), so "
+            "every push is refused until %s",
+            binary ? binary : "mcgit from PATH",
+            binary ? "it is there, or `git config --unset mcgit.binary` lets them use mcgit "
+                     "from PATH"
+                   : "mcgit is on the PATH the hooks get, or git config mcgit.binary names it");
 }
 
 static int install(const char *repo, const char *trust, const char *revoked,
@@ -144,19 +146,19 @@ static int install(const char *repo, const char *trust, const char *revoked,
     mcg_signers *check = NULL;
     char trust_abs[PATH_MAX], revoked_abs[PATH_MAX], token_abs[PATH_MAX];
     if (token && !realpath(token, token_abs)) {
-        mcg_cli_error("hook", "%s: %s", token, strerror(errno));
+        mcg_cli_error_os("hook", errno, "%s", token);
         return MCG_EXIT_FAIL;
     }
     if (!realpath(trust, trust_abs)) {
-        mcg_cli_error("hook", "trust root (an allowed_signers file): %s: %s", trust,
-                      strerror(errno));
+        mcg_cli_error_os("hook", errno, "trust root (an allowed_signers file): %s", trust);
         return MCG_EXIT_FAIL;
     }
     if (revoked && !realpath(revoked, revoked_abs)) {
-        mcg_cli_error("hook",
-                      "revocation list (--revoked: a KRL or public keys) %s: %s (an empty file "
-                      "revokes nothing; without --revoked none is used)",
-                      revoked, strerror(errno));
+        mcg_err e = {0};
+        mcg_err_set_os(&e, MCG_EIO, errno, "revocation list (--revoked: a KRL or public keys) %s",
+                       revoked);
+        mcg_cli_error("hook", "%s (an empty file revokes nothing; without --revoked none is used)",
+                      e.msg);
         return MCG_EXIT_FAIL;
     }
     /* record nothing the hooks would then refuse every push over */
@@ -193,9 +195,9 @@ static void notify(const char *url, const char *token)
 {
     mcg_err err = {0};
     if (mcg_metrics_notify(url, token, "{\"event\":\"push\"}", 2000, &err) != 0)
-        fprintf(stderr, "mcgit: warning: the controller was not told of this push: %s\n", err.msg);
+        mcg_log_line(NULL, "mcgit: warning: the controller was not told of this push: %s", err.msg);
     else
-        fprintf(stderr, "mcgit: told the controller at %s\n", url);
+        mcg_log_line(NULL, "mcgit: told the controller at %s", url);
 }
 
 /* All of stdin (the hooks' update lines) into buf; false on a read error. */
@@ -222,14 +224,14 @@ static int receive(const char *which, const char *repo, const char *trust, const
     if (!rc)
         rc = mcg_repo_open(&r, repo, &err);
     if (rc) {
-        fprintf(stderr, "mcgit: refusing push: %s\n", err.msg);
+        mcg_log_line(NULL, "mcgit: refusing push: %s", err.msg);
         goto out;
     }
     bool pre = !strcmp(which, "pre-receive");
     if (!read_stdin(&in)) {
         /* fail closed: updates not read are not let through */
-        fprintf(stderr, "mcgit: %s push: cannot read the update lines: %s\n",
-                pre ? "refusing" : "ignoring", strerror(errno));
+        mcg_cli_error_os(NULL, errno, "mcgit: %s push: cannot read the update lines",
+                         pre ? "refusing" : "ignoring");
         rc = MCG_EIO;
         goto out;
     }
@@ -238,7 +240,7 @@ static int receive(const char *which, const char *repo, const char *trust, const
     else
         rc = mcg_gitops_post_receive(&source_moved, r, root, in.ptr, in.len, &d);
     for (size_t i = 0; i < d.count; i++)
-        fprintf(stderr, "mcgit: %s\n", d.msgs[i]);
+        mcg_log_line(NULL, "mcgit: %s", d.msgs[i]);
     if (source_moved && url && *url)
         notify(url, token);
 out:

@@ -4,6 +4,7 @@
  */
 #include "cli/cli.h"
 #include "gitops/gitops.h"
+#include "osenv/osenv.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -89,11 +90,11 @@ static int run(int argc, char **argv)
             printf("    %s: %s -> %s%s\n", p->pool, from, to,
                    strcmp(from, to) ? "" : " (unchanged)");
         }
-        fprintf(stderr,
-                "mcgit rollback: committed on %s%s; push it to the repository the "
-                "controller reads (unless this is it), or bundle it for an air-gapped "
-                "site\n",
-                mcg_repo_source_branch(r), res.checked_out ? " (work tree updated)" : "");
+        mcg_log_line("rollback",
+                     "committed on %s%s; push it to the repository the "
+                     "controller reads (unless this is it), or bundle it for an air-gapped "
+                     "site",
+                     mcg_repo_source_branch(r), res.checked_out ? " (work tree updated)" : "");
     }
     mcg_rollback_result_free(&res);
     mcg_ssh_signer_free(&signer);

@@ -5,6 +5,7 @@
 #include "cluster/cluster.h"
 #include "controller/controller.h"
 #include "rollout/rollout.h"
+#include "osenv/osenv.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -406,7 +407,7 @@ static void show(const mcg_buf *out, const mcg_buf *last, const char *format, bo
     else if (out->len)
         fwrite(out->ptr, 1, out->len, stdout);
     else
-        fprintf(stderr, "No resources found\n");
+        mcg_log_line(NULL, "No resources found");
     if (watch && !strcmp(format, "json"))
         putchar('\n');
     fflush(stdout);

@@ -5,6 +5,7 @@
  */
 #include "cli/cli.h"
 #include "cluster/cluster.h"
+#include "osenv/osenv.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -41,7 +42,7 @@ const mcg_cmd mcg_cmd_sync = {
 int mcg_cli_sync_wait(const char *cmd, mcg_cluster *cl, uint64_t gen, double timeout)
 {
     struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    mcg_mono_now(&start);
     bool local = !strncmp(mcg_cluster_spec(cl), "local:", 6);
     for (;;) {
         mcg_sync_state st;
@@ -60,7 +61,7 @@ int mcg_cli_sync_wait(const char *cmd, mcg_cluster *cl, uint64_t gen, double tim
                    st.result);
             return MCG_EXIT_OK;
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
+        mcg_mono_now(&now);
         double gone = (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
         if (gone >= timeout) {
             mcg_cli_error(cmd,
@@ -77,7 +78,8 @@ int mcg_cli_sync_wait(const char *cmd, mcg_cluster *cl, uint64_t gen, double tim
     }
 }
 
-int mcg_cli_parse_timeout(const char *arg, double *out)
+/* Parse --timeout SECONDS (0..86400); -1 when arg is not one. */
+static int mcg_cli_parse_timeout(const char *arg, double *out)
 {
     char *end = NULL;
     double v = strtod(arg, &end);

@@ -3,6 +3,7 @@
  */
 #include "cli/cli.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "cluster/cluster.h"
 #include "gitops/gitops.h"
 
@@ -33,6 +34,18 @@ void mcg_cli_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     mcg_log_vline(cmd, fmt, ap);
     va_end(ap);
+}
+
+void mcg_cli_error_os(const char *cmd, int errnum, const char *fmt, ...)
+{
+    char msg[MCG_ERR_MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    mcg_vbfmt(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    mcg_err err = {0};
+    mcg_err_set_os(&err, MCG_EIO, errnum, "%s", msg);
+    mcg_log_line(cmd, "%s", err.msg);
 }
 
 void mcg_cli_info(const char *fmt, ...)
@@ -76,12 +89,11 @@ static void bad_long(const mcg_cmd *cmd, const struct option *opts, const char *
     names[n] = NULL;
     const char *near = mcg_did_you_mean(name, names);
     if (prefixed > 1)
-        fprintf(stderr, "mcgit %s: option '--%s' is ambiguous: %s\n", cmd->name, name, which.ptr);
+        mcg_log_line(cmd->name, "option '--%s' is ambiguous: %s", name, which.ptr);
     else if (near)
-        fprintf(stderr, "mcgit %s: unrecognized option '--%s' (did you mean '--%s'?)\n", cmd->name,
-                name, near);
+        mcg_log_line(cmd->name, "unrecognized option '--%s' (did you mean '--%s'?)", name, near);
     else
-        fprintf(stderr, "mcgit %s: unrecognized option '--%s'\n", cmd->name, name);
+        mcg_log_line(cmd->name, "unrecognized option '--%s'", name);
     mcg_buf_free(&which);
     free(name);
 }
@@ -102,17 +114,17 @@ static int next_opt(const mcg_cmd *cmd, int argc, char **argv, const char *short
     const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
     const struct option *o = !strncmp(arg, "--", 2) ? long_named(longopts, arg) : NULL;
     if (c == ':' && o)
-        fprintf(stderr, "mcgit %s: option '--%s' requires an argument\n", cmd->name, o->name);
+        mcg_log_line(cmd->name, "option '--%s' requires an argument", o->name);
     else if (c == ':')
-        fprintf(stderr, "mcgit %s: option '-%c' requires an argument\n", cmd->name, optopt);
+        mcg_log_line(cmd->name, "option '-%c' requires an argument", optopt);
     else if (optopt && o && o->has_arg == no_argument && strchr(arg, '='))
-        fprintf(stderr, "mcgit %s: option '--%s' takes no argument\n", cmd->name, o->name);
+        mcg_log_line(cmd->name, "option '--%s' takes no argument", o->name);
     else if (optopt)
-        fprintf(stderr, "mcgit %s: unrecognized option '-%c'\n", cmd->name, optopt);
+        mcg_log_line(cmd->name, "unrecognized option '-%c'", optopt);
     else if (!strncmp(arg, "--", 2))
         bad_long(cmd, longopts, arg);
     else
-        fprintf(stderr, "mcgit %s: unrecognized option '%s'\n", cmd->name, arg);
+        mcg_log_line(cmd->name, "unrecognized option '%s'", arg);
     return '?';
 }
 
@@ -190,10 +202,10 @@ int mcg_cli_unknown_command(const char *name)
     names[n] = NULL;
     const char *near = mcg_did_you_mean(name, names);
     if (near)
-        fprintf(stderr, "mcgit: '%s' is not a command (did you mean '%s'?); see 'mcgit help'\n",
-                name, near);
+        mcg_log_line(NULL, "mcgit: '%s' is not a command (did you mean '%s'?); see 'mcgit help'",
+                     name, near);
     else
-        fprintf(stderr, "mcgit: '%s' is not a command; see 'mcgit help'\n", name);
+        mcg_log_line(NULL, "mcgit: '%s' is not a command; see 'mcgit help'", name);
     return MCG_EXIT_USAGE;
 }
 
@@ -206,7 +218,7 @@ int mcg_cli_usage_error(const mcg_cmd *cmd, const char *fmt, ...)
         va_end(ap);
     }
     /* mcg_cli_parse_next has already named a bad option on its own line */
-    fprintf(stderr, "see 'mcgit help %s'\n", cmd->name);
+    mcg_log_line(NULL, "see 'mcgit help %s'", cmd->name);
     return MCG_EXIT_USAGE;
 }
 
@@ -214,7 +226,7 @@ const char *mcg_cli_cluster(const char *opt)
 {
     if (opt)
         return opt;
-    const char *env = getenv("MCGIT_CLUSTER");
+    const char *env = mcg_env_get("MCGIT_CLUSTER");
     return env && *env ? env : NULL;
 }
 
@@ -283,7 +295,7 @@ void mcg_cli_diags(const char *cmd, const mcg_diags *d)
         mcg_diags_add(&sorted, "%s", d->msgs[i]);
     mcg_diags_sort(&sorted);
     for (size_t i = 0; i < sorted.count; i++)
-        fprintf(stderr, "mcgit %s: %s\n", cmd, sorted.msgs[i]);
+        mcg_log_line(cmd, "%s", sorted.msgs[i]);
     mcg_diags_free(&sorted);
 }
 
@@ -341,7 +353,7 @@ int mcg_cli_signer_check(mcg_repo *r, const mcg_cli_signer *a, const char *rev, 
 int mcg_cli_init_libraries(void)
 {
     if (mcg_gitops_lib_init() < 0 || sodium_init() < 0 || mcg_cluster_lib_init() != 0) {
-        fprintf(stderr, "mcgit: a library (libgit2, libsodium or libcurl) failed to initialise\n");
+        mcg_log_line(NULL, "mcgit: a library (libgit2, libsodium or libcurl) failed to initialise");
         return MCG_EXIT_FAIL;
     }
     return 0;

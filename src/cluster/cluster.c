@@ -11,6 +11,7 @@
  * defaults here too.
  */
 #include "cluster/cluster_int.h"
+#include "osenv/osenv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,7 +357,7 @@ bool mcg_cluster_watches(const mcg_cluster *c)
 static void sleep_ms(mcg_cluster *c, long timeout_ms)
 {
     struct timespec end, now;
-    clock_gettime(CLOCK_MONOTONIC, &end);
+    mcg_mono_now(&end);
     end.tv_sec += timeout_ms / 1000;
     end.tv_nsec += (timeout_ms % 1000) * 1000000L;
     if (end.tv_nsec >= 1000000000L) {
@@ -366,7 +367,7 @@ static void sleep_ms(mcg_cluster *c, long timeout_ms)
     for (;;) {
         if (c->stop && *c->stop)
             return;
-        clock_gettime(CLOCK_MONOTONIC, &now);
+        mcg_mono_now(&now);
         int64_t left =
             (int64_t)(end.tv_sec - now.tv_sec) * 1000 + (end.tv_nsec - now.tv_nsec) / 1000000;
         if (left <= 0)

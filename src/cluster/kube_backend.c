@@ -22,6 +22,7 @@
  */
 #include "cluster/kube_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@
 int64_t mcg_kube_wall_ms(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    mcg_wall_now(&ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -60,14 +61,14 @@ bool mcg_kube_str_eq(const char *a, const char *b)
     return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-char *mcg_kube_op_node_root(mcg_cluster *c, const char *name)
+static char *mcg_kube_op_node_root(mcg_cluster *c, const char *name)
 {
     (void)c;
     (void)name;
     return NULL; /* the agent's --root says where the host is */
 }
 
-void mcg_kube_op_free(mcg_cluster *c)
+static void mcg_kube_op_free(mcg_cluster *c)
 {
     mcg_kube *k = (mcg_kube *)c;
     if (k->kc) {
@@ -140,14 +141,14 @@ int mcg_cluster_kube_open(mcg_cluster **out, const char *spec, const char *kubec
             return mcg_err_set(err, MCG_EINVAL, "cluster '%s': expected kube:KUBECONFIG", spec);
         rc = mcg_kube_config_from_file(&cfg, kubeconfig, err);
     } else {
-        const char *sa = getenv("MCGIT_KUBE_SA_DIR");
+        const char *sa = mcg_env_get("MCGIT_KUBE_SA_DIR");
         rc = mcg_kube_config_in_cluster(&cfg, sa && *sa ? sa : MCG_KUBE_SA_DIR,
-                                        getenv("KUBERNETES_SERVICE_HOST"),
-                                        getenv("KUBERNETES_SERVICE_PORT"), err);
+                                        mcg_env_get("KUBERNETES_SERVICE_HOST"),
+                                        mcg_env_get("KUBERNETES_SERVICE_PORT"), err);
     }
     if (rc)
         return rc;
-    const char *ens = getenv("MCGIT_NAMESPACE");
+    const char *ens = mcg_env_get("MCGIT_NAMESPACE");
     char *ns = mcg_strdup(ens && *ens ? ens : (!kubeconfig && cfg.ns) ? cfg.ns : "mcgit");
     if (!mcg_name_is_dns_label(ns)) {
         rc = mcg_err_set(err, MCG_EINVAL, "namespace '%s' is not a DNS label", ns);

@@ -64,12 +64,11 @@ int mcg_kube_read_file(const char *path, size_t limit, mcg_buf *out, mcg_err *er
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
-        return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "%s: %s", path,
-                           strerror(errno));
+        return mcg_err_set_os(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, errno, "%s", path);
     int rc = 0;
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -93,7 +92,7 @@ int mcg_kube_read_file(const char *path, size_t limit, mcg_buf *out, mcg_err *er
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
             goto out;
         }
         if (r == 0)

@@ -10,6 +10,7 @@
  */
 #include "cluster/kube_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <stdio.h>
 #include <stdlib.h>

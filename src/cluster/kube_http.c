@@ -23,6 +23,7 @@
  */
 #include "cluster/kube_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -230,11 +231,6 @@ struct mcg_kube_client {
     volatile sig_atomic_t *stop;
 };
 
-const mcg_kube_config *mcg_kube_client_config(const mcg_kube_client *kc)
-{
-    return &kc->cfg;
-}
-
 void mcg_kube_client_stats(const mcg_kube_client *kc, uint64_t *requests, uint64_t *bytes)
 {
     *requests = kc->requests;
@@ -280,9 +276,8 @@ static int refresh_token(mcg_kube_client *kc, bool force, mcg_err *err)
         return 0;
     struct stat st;
     if (stat(kc->cfg.token_file, &st) != 0)
-        return kc->cfg.token
-                   ? 0 /* keep the last good one */
-                   : mcg_err_set(err, MCG_EIO, "%s: %s", kc->cfg.token_file, strerror(errno));
+        return kc->cfg.token ? 0 /* keep the last good one */
+                             : mcg_err_set_os(err, MCG_EIO, errno, "%s", kc->cfg.token_file);
     if (!force && kc->cfg.token && st.st_ino == kc->token_st.st_ino &&
         st.st_dev == kc->token_st.st_dev && st.st_size == kc->token_st.st_size &&
         st.st_mtim.tv_sec == kc->token_st.st_mtim.tv_sec &&

@@ -236,7 +236,6 @@ typedef struct mcg_kube_client mcg_kube_client;
 /* A client over cfg (transferred: freed with the client, also on failure). */
 int mcg_kube_client_new(mcg_kube_client **out, mcg_kube_config *cfg, mcg_err *err);
 void mcg_kube_client_free(mcg_kube_client *kc);
-const mcg_kube_config *mcg_kube_client_config(const mcg_kube_client *kc);
 /* Number of HTTP requests and response bytes so far (for benchmarks). */
 void mcg_kube_client_stats(const mcg_kube_client *kc, uint64_t *requests, uint64_t *bytes);
 /* Where long waits (backoff, drain) look for a stop request; may be NULL. */
@@ -412,11 +411,7 @@ bool mcg_kube_str_eq(const char *a, const char *b);
 
 /* kube_nodes.c: the node cache. */
 bool mcg_kube_node_differs(const mcg_node *a, const mcg_node *b);
-size_t mcg_kube_cache_pos(const mcg_kube *k, const char *name, bool *found);
 void mcg_kube_cache_clear(mcg_kube *k);
-/* Take n over into the cache unless it holds a newer version; returns
- * whether what mcgit reads changed. */
-bool mcg_kube_cache_put(mcg_kube *k, mcg_node *n, const char *rv);
 bool mcg_kube_cache_del(mcg_kube *k, const char *name);
 /* Cache a Node object as the API returned it; returns whether it changed. */
 bool mcg_kube_cache_obj(mcg_kube *k, const json_t *o);
@@ -424,14 +419,9 @@ bool mcg_kube_cache_obj(mcg_kube *k, const json_t *o);
  * *rv (if rv) gets the list's resourceVersion. */
 int mcg_kube_list_node_ents(mcg_kube *k, const char *path, mcg_kube_node_ent **v, size_t *n,
                             size_t *cap, char **rv, mcg_err *err);
-void mcg_kube_node_ents_free(mcg_kube_node_ent *v, size_t n);
 
 /* kube_watch.c: keeping the cache current. */
 void mcg_kube_drop_watch(mcg_kube *k);
-/* Forget the watch and mark the cache incomplete. */
-void mcg_kube_unsync(mcg_kube *k);
-/* The watch/list path of the node scope (caller frees). */
-char *mcg_kube_scope_path(const mcg_kube *k);
 /* Deliver what the watch has, without waiting; whether the cache is
  * complete and current (else read from the API). */
 bool mcg_kube_pump(mcg_kube *k);
@@ -464,8 +454,6 @@ int mcg_kube_op_delete_pool(mcg_cluster *c, const char *name, mcg_err *err);
 int mcg_kube_op_put_policy(mcg_cluster *c, const json_t *spec, mcg_err *err);
 int mcg_kube_op_get_policy(mcg_cluster *c, json_t **spec, mcg_err *err);
 int mcg_kube_op_drain(mcg_cluster *c, const char *name, mcg_err *err);
-char *mcg_kube_op_node_root(mcg_cluster *c, const char *name);
-void mcg_kube_op_free(mcg_cluster *c);
 /*
  * Once a caller takes part in leader election (has called lead), it may
  * write only while its Lease is surely still its own: renewed, by our own

@@ -9,6 +9,7 @@
  */
 #include "cluster/kube_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <stdio.h>
 #include <stdlib.h>

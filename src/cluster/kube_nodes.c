@@ -64,7 +64,7 @@ bool mcg_kube_node_differs(const mcg_node *a, const mcg_node *b)
     return false;
 }
 
-size_t mcg_kube_cache_pos(const mcg_kube *k, const char *name, bool *found)
+static size_t mcg_kube_cache_pos(const mcg_kube *k, const char *name, bool *found)
 {
     return mcg_bsearch_str(k->nodes, k->nnodes, sizeof(*k->nodes),
                            offsetof(mcg_kube_node_ent, n.name), name, found);
@@ -83,7 +83,7 @@ void mcg_kube_cache_clear(mcg_kube *k)
  * Put a node (taken over) into the cache unless the cache already holds a
  * newer version. Returns whether what mcgit reads changed.
  */
-bool mcg_kube_cache_put(mcg_kube *k, mcg_node *n, const char *rv)
+static bool mcg_kube_cache_put(mcg_kube *k, mcg_node *n, const char *rv)
 {
     bool found;
     size_t i = mcg_kube_cache_pos(k, n->name, &found);
@@ -193,7 +193,7 @@ int mcg_kube_list_node_ents(mcg_kube *k, const char *path, mcg_kube_node_ent **v
     return 0;
 }
 
-void mcg_kube_node_ents_free(mcg_kube_node_ent *v, size_t n)
+static void mcg_kube_node_ents_free(mcg_kube_node_ent *v, size_t n)
 {
     list_acc a = {v, n, n};
     acc_reset(&a);

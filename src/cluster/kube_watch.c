@@ -9,6 +9,7 @@
  */
 #include "cluster/kube_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +97,8 @@ void mcg_kube_drop_watch(mcg_kube *k)
     k->w = NULL;
 }
 
-void mcg_kube_unsync(mcg_kube *k)
+/* Forget the watch and mark the cache incomplete. */
+static void mcg_kube_unsync(mcg_kube *k)
 {
     mcg_kube_drop_watch(k);
     k->synced = false;
@@ -122,7 +124,7 @@ static void on_node_event(const char *type, json_t *obj, void *arg)
 }
 
 /* The watch/list path of the node scope: every node, or one by name. */
-char *mcg_kube_scope_path(const mcg_kube *k)
+static char *mcg_kube_scope_path(const mcg_kube *k)
 {
     if (!k->scope)
         return mcg_strdup(MCG_KUBE_NODES_PATH);

@@ -32,6 +32,7 @@
  */
 #include "cluster/cluster_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -125,12 +126,12 @@ static int lock_dir(local *l, int how, int *fd, mcg_err *err)
     if (f < 0 && how == LOCK_SH && errno == ENOENT)
         return 0;
     if (f < 0)
-        return mcg_err_set(err, MCG_EIO, "%s/.lock: %s", l->dir, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "%s/.lock", l->dir);
     while (flock(f, how) != 0) {
         if (errno != EINTR) {
             int e = errno;
             close(f);
-            return mcg_err_set(err, MCG_EIO, "%s/.lock: %s", l->dir, strerror(e));
+            return mcg_err_set_os(err, MCG_EIO, e, "%s/.lock", l->dir);
         }
     }
     *fd = f;
@@ -320,7 +321,7 @@ static int l_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_
     local *l = (local *)c;
     (void)err;
     struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    mcg_mono_now(&start);
     if (l->ifd < 0) {
         char *d = mcg_sprintf("%s/nodes", l->dir);
         l->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -365,7 +366,7 @@ static int l_wait_change(mcg_cluster *c, const char *node, long timeout_ms, mcg_
                 return 1;
         }
         struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
+        mcg_mono_now(&now);
         long gone =
             (long)((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
         long left = timeout_ms - gone;
@@ -414,7 +415,7 @@ static int l_list_nodes(mcg_cluster *c, mcg_node **out, size_t *n, mcg_err *err)
     if (!dh) {
         int e = errno;
         unlock_dir(lk);
-        return e == ENOENT ? 0 : mcg_err_set(err, MCG_EIO, "%s/nodes: %s", l->dir, strerror(e));
+        return e == ENOENT ? 0 : mcg_err_set_os(err, MCG_EIO, e, "%s/nodes", l->dir);
     }
     mcg_strv names = {0};
     struct dirent *de;
@@ -562,12 +563,11 @@ static int seed_file(int dfd, const char *dir, const char *name, const char *dat
 {
     int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
-        return errno == EEXIST ? 0
-                               : mcg_err_set(err, MCG_EIO, "%s/%s: %s", dir, name, strerror(errno));
+        return errno == EEXIST ? 0 : mcg_err_set_os(err, MCG_EIO, errno, "%s/%s", dir, name);
     size_t len = strlen(data);
     int rc = write(fd, data, len) == (ssize_t)len && fsync(fd) == 0 ? 0 : -1;
     if (rc)
-        rc = mcg_err_set(err, MCG_EIO, "%s/%s: %s", dir, name, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s/%s", dir, name);
     close(fd);
     return rc;
 }
@@ -585,10 +585,10 @@ static int seed_root(local *l, const char *name, mcg_err *err)
     char *etc = mcg_sprintf("%s/etc", root);
     int fd = -1, rc = mcg_mkdirs(root, 0755, err);
     if (!rc && mkdir(etc, 0755) != 0 && errno != EEXIST)
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", etc, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", etc);
     if (!rc && (fd = open(etc, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 &&
         errno != ELOOP && errno != ENOTDIR) /* not a directory of its own: left alone */
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", etc, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", etc);
     if (!rc && fd >= 0)
         rc = seed_file(fd, etc, "passwd",
                        "root:x:0:0:root:/root:/bin/bash\n"
@@ -737,9 +737,7 @@ static int list_dir_json(local *l, const char *sub, mcg_strv *names, mcg_err *er
     DIR *dh = opendir(d);
     free(d);
     if (!dh)
-        return errno == ENOENT
-                   ? 0
-                   : mcg_err_set(err, MCG_EIO, "%s/%s: %s", l->dir, sub, strerror(errno));
+        return errno == ENOENT ? 0 : mcg_err_set_os(err, MCG_EIO, errno, "%s/%s", l->dir, sub);
     struct dirent *de;
     while ((de = readdir(dh))) {
         size_t len = strlen(de->d_name);
@@ -763,9 +761,8 @@ static int l_list_configs(mcg_cluster *c, mcg_strv *names, mcg_err *err)
 static int remove_object(local *l, const char *sub, const char *name, mcg_err *err)
 {
     char *path = mcg_sprintf("%s/%s/%s.json", l->dir, sub, name);
-    int rc = unlink(path) == 0 || errno == ENOENT
-                 ? 0
-                 : mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+    int rc =
+        unlink(path) == 0 || errno == ENOENT ? 0 : mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
     free(path);
     return rc;
 }
@@ -1147,7 +1144,7 @@ static int l_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err)
     if (rc)
         return rc;
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    mcg_wall_now(&ts);
     char when[32];
     mcg_time_iso(when, (int64_t)ts.tv_sec);
     json_t *o = json_pack("{s:s,s:f,s:s,s:s,s:s,s:s,s:s,s:s}", "lastTimestamp", when, "time",
@@ -1226,7 +1223,7 @@ static int l_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_nod
                 tmps[i] = mcg_sprintf("%s.tmp.%ld", path, (long)getpid());
                 int fd = open(tmps[i], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
                 if (fd < 0 || mcg_write_all(fd, b.ptr, b.len) != 0) {
-                    rc = mcg_err_set(err, MCG_EIO, "%s: %s", tmps[i], strerror(errno));
+                    rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", tmps[i]);
                 }
                 if (fd >= 0)
                     close(fd);
@@ -1243,7 +1240,7 @@ static int l_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_nod
     if (!rc) {
         int dfd = open(nodes_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0 || syncfs(dfd) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "%s: syncfs: %s", nodes_dir, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "%s: syncfs", nodes_dir);
         if (dfd >= 0)
             close(dfd);
     }
@@ -1253,7 +1250,7 @@ static int l_patch_nodes(mcg_cluster *c, const char *const *names, const mcg_nod
         if (!rc) {
             char *path = node_path(l, names[i]);
             if (rename(tmps[i], path) != 0)
-                rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+                rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
             else
                 seen_own_write(l, names[i]);
             free(path);

@@ -21,6 +21,7 @@
 #include "controller/controller_int.h"
 #include "site/site.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "render/render.h"
 #include "rollout/rollout.h"
 

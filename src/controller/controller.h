@@ -95,13 +95,6 @@ typedef struct mcg_controller_run_opts {
 int mcg_controller_run(const mcg_controller_run_opts *o, bool *pass_failed, mcg_err *err);
 
 /*
- * Start a pass now: the running loop's wait ends at once (a pass in
- * progress is followed by another). Safe from any thread and from a signal
- * handler; a no-op when no loop runs. The webhook calls it.
- */
-void mcg_controller_wake(void);
-
-/*
  * Declare the controller's metric families in m (docs/operations.md,
  * "Metrics"): pools, nodes, rollouts, fetch, verify and render.
  */

@@ -56,12 +56,6 @@ void mcg_ctl_record_render(mcg_metrics *m, const mcg_verify_report *rep, double 
                            bool created, bool refused, bool failed);
 
 /*
- * After a pass: every pool's machine counts, every node's state and pool,
- * and rollout durations (a pool's rollout starts when the pass first sees
- * it not Updated at its target, and ends when it is; observed then). Series
- * of pools and nodes that are gone are dropped. now: unix seconds.
- */
-/*
  * The accepted bundle imports recorded in the repository at path repo
  * (mcg_gitops_import_stats):
  * mcgit_bundle_imports_total follows the record, the newest import's time
@@ -69,6 +63,12 @@ void mcg_ctl_record_render(mcg_metrics *m, const mcg_verify_report *rep, double 
  */
 void mcg_ctl_record_imports(mcg_metrics *m, const char *repo);
 
+/*
+ * After a pass: every pool's machine counts, every node's state and pool,
+ * and rollout durations (a pool's rollout starts when the pass first sees
+ * it not Updated at its target, and ends when it is; observed then). Series
+ * of pools and nodes that are gone are dropped. now: unix seconds.
+ */
 void mcg_ctl_record_status(mcg_metrics *m, const mcg_rollout_plan *plan, const mcg_node *nodes,
                            size_t nnodes, int64_t now);
 /* Safe rollouts: mcgit_rollout_halted per pool, a halt raised in this pass

@@ -32,6 +32,7 @@
  */
 #include "controller/controller_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -70,7 +71,12 @@ static void on_signal(int sig)
     interrupted = 1;
 }
 
-void mcg_controller_wake(void)
+/*
+ * Start a pass now: the running loop's wait ends at once (a pass in
+ * progress is followed by another). Safe from any thread and from a signal
+ * handler; a no-op when no loop runs. The webhook calls it.
+ */
+static void mcg_controller_wake(void)
 {
     atomic_store(&wake_requested, 1);
     if (atomic_load(&loop_running))
@@ -129,7 +135,7 @@ static void say(const char *fmt, ...)
 
 void mcg_controller_default_identity(char *out, size_t n)
 {
-    const char *id = getenv("MCGIT_IDENTITY");
+    const char *id = mcg_env_get("MCGIT_IDENTITY");
     if (id && *id) {
         snprintf(out, n, "%s", id);
         return;
@@ -151,10 +157,6 @@ typedef struct loop_state {
 } loop_state;
 
 /*
- * One turn's work: lead, and pass when leading. Returns the pass's rc (or
- * the lease's); *leader says whether this replica leads.
- */
-/*
  * The wall clock a pass decides by (maintenance windows, canary pauses):
  * time(), or MCGIT_TEST_NOW (unix seconds) for tests that must stand at a
  * given hour. Only the decisions read it; timestamps written are its too.
@@ -167,6 +169,11 @@ static int64_t pass_clock(void)
     return (int64_t)v;
 }
 
+/*
+ * One turn's work: lead, and pass when leading. Returns the pass's rc, the
+ * lease's, or MCG_ECONFLICT when another replica leads; *leader says whether
+ * this replica leads.
+ */
 static int lead_and_pass(mcg_pass_result *res, const mcg_controller_opts *po, mcg_cluster *cl,
                          const char *identity, bool *leader, mcg_err *err)
 {
@@ -300,7 +307,7 @@ static void wait_watching(const mcg_controller_run_opts *o, mcg_cluster *cl, con
 static void wait_sleeping(double interval, const loop_signals *sg)
 {
     struct timespec end;
-    clock_gettime(CLOCK_MONOTONIC, &end);
+    mcg_mono_now(&end);
     end.tv_sec += (time_t)interval;
     end.tv_nsec += (long)((interval - (double)(time_t)interval) * 1e9);
     if (end.tv_nsec >= 1000000000L) {
@@ -309,7 +316,7 @@ static void wait_sleeping(double interval, const loop_signals *sg)
     }
     while (!stop && !woken()) {
         struct timespec now, left;
-        clock_gettime(CLOCK_MONOTONIC, &now);
+        mcg_mono_now(&now);
         left.tv_sec = end.tv_sec - now.tv_sec;
         left.tv_nsec = end.tv_nsec - now.tv_nsec;
         if (left.tv_nsec < 0) {

@@ -20,6 +20,7 @@
  */
 #include "controller/controller_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,6 +13,7 @@
  */
 #include "demo/demo.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "gitops/gitops.h"
 
 #include <errno.h>
@@ -218,9 +219,7 @@ typedef struct timeline {
 /* One sample: a worker is Working once its desiredConfig leaves `old`, Done once it runs it. */
 static void timeline_sample(timeline *tl, const mcg_node *ns, size_t n, const char *old)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    double now = mcg_mono_seconds();
     if (tl->t0 == 0)
         tl->t0 = now;
     for (size_t i = 0; i < n; i++) {
@@ -746,7 +745,7 @@ static int story_rollback(demo *d, const char *first_render, const char *first_w
 /* Whether prog is an executable file in a directory of $PATH. */
 static bool on_path(const char *prog)
 {
-    const char *path = getenv("PATH");
+    const char *path = mcg_env_get("PATH");
     bool found = false;
     char *copy = mcg_strdup(path ? path : "");
     for (char *save = NULL, *dir = strtok_r(copy, ":", &save); dir && !found;

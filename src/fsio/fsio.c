@@ -21,8 +21,9 @@ int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_
      * refused below as not a regular file; regular files ignore the flag) */
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "%s: %s", path,
-                           errno == ELOOP ? "is a symbolic link" : strerror(errno));
+        return errno == ELOOP ? mcg_err_set(err, MCG_EIO, "%s: is a symbolic link", path)
+                              : mcg_err_set_os(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO,
+                                               errno, "%s", path);
     struct stat st;
     int rc = 0;
     mcg_buf b = MCG_BUF_INIT;
@@ -36,7 +37,7 @@ int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
             goto out;
         }
         if (n == 0)
@@ -61,16 +62,16 @@ int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mo
     char *tmp = mcg_sprintf("%s.tmp.%ld", path, (long)getpid());
     int rc = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0) {
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", tmp, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", tmp);
         goto out;
     }
     if (mcg_write_all(fd, data, len) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", tmp, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", tmp);
     if (!rc && fsync(fd) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "%s: fsync: %s", tmp, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s: fsync", tmp);
     close(fd);
     if (!rc && rename(tmp, path) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
     if (rc) {
         unlink(tmp);
         goto out;
@@ -115,7 +116,7 @@ int mcg_mkdirs(const char *path, int mode, mcg_err *err)
             char c = *s;
             *s = '\0';
             if (mkdir(p, (mode_t)mode) != 0 && errno != EEXIST) {
-                rc = mcg_err_set(err, MCG_EIO, "%s: %s", p, strerror(errno));
+                rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", p);
                 break;
             }
             *s = c;

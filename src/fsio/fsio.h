@@ -23,29 +23,4 @@ int mcg_remove_tree(const char *path);
 /* mkdir -p with mode for each created directory. */
 int mcg_mkdirs(const char *path, int mode, mcg_err *err);
 
-/* Whether tz names a zone of the host's time zone database ("UTC" always does). */
-bool mcg_tz_known(const char *tz);
-/* UTC time t as local time in zone tz into *out; MCG_ENOTFOUND for an unknown zone. */
-struct tm;
-int mcg_tz_local(const char *tz, int64_t t, struct tm *out);
-
-/*
- * The environment variable name as a whole number from min to max into
- * *out: def when unset or empty; MCG_EINVAL, naming the variable, the value
- * and the range, when it is anything else (junk is refused, never taken as
- * the default). The one reader of numeric settings from the environment.
- */
-int mcg_env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint64_t *out,
-                mcg_err *err);
-
-/* The one logger: "mcgit WHO: message" (WHO NULL or "": the message alone) on stderr,
- * one write per line. */
-#include <stdarg.h>
-void mcg_log_line(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void mcg_log_vline(const char *who, const char *fmt, va_list ap);
-
-/* The monotonic clock: seconds (durations), milliseconds (deadlines). */
-double mcg_mono_seconds(void);
-int64_t mcg_mono_ms(void);
-
 #endif

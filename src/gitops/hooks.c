@@ -46,7 +46,7 @@ static int write_hooks(const char *hooks, bool bare, mcg_strv *installed, bool *
         if (!hook_same(path, (const char *)f->data, f->len)) {
             rc = mcg_write_file_atomic(path, f->data, f->len, 0755, err);
             if (!rc && chmod(path, 0755) != 0)
-                rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+                rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
             if (!rc && installed)
                 mcg_strv_push(installed, path);
             *ch = true;
@@ -91,7 +91,7 @@ int mcg_gitops_hook_install(const mcg_hook_install_opts *o, mcg_strv *installed,
     }
     hooks = mcg_sprintf("%shooks", git_repository_path(g));
     if (mkdir(hooks, 0755) != 0 && errno != EEXIST) {
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", hooks, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", hooks);
         goto out;
     }
     if ((rc = write_hooks(hooks, git_repository_is_bare(g), installed, &ch, err)) != 0)

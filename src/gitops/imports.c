@@ -55,12 +55,12 @@ int mcg_gitops_note_import(mcg_repo *r, int64_t now, mcg_err *err)
     char *path = mcg_sprintf("%s/bundle-imports", dir);
     int fd = -1, rc = 0;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", dir);
         goto out;
     }
     fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0 || flock(fd, LOCK_EX) != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", lock, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", lock);
         goto out;
     }
     mcg_import_stats st;

@@ -16,6 +16,7 @@
  * alive, and past it.
  */
 #include "gitops/gitops_int.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,7 +80,7 @@ static int remaining_ms(mcg_deadline *d)
     if (!d)
         return -1;
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    mcg_mono_now(&now);
     long long ms =
         (long long)(d->at.tv_sec - now.tv_sec) * 1000 + (d->at.tv_nsec - now.tv_nsec) / 1000000;
     return ms <= 0 ? 0 : ms > 3600000 ? 3600000 : (int)ms;
@@ -317,7 +318,7 @@ int mcg_deadline_start(mcg_deadline **out, unsigned seconds, mcg_err *err)
         return mcg_err_set(err, MCG_ENOMEM, "out of memory");
     for (int i = 0; i < MAX_SOCKETS; i++)
         d->fds[i] = -1;
-    clock_gettime(CLOCK_MONOTONIC, &d->at);
+    mcg_mono_now(&d->at);
     d->at.tv_sec += seconds;
     atomic_init(&d->refs, 1);
     pthread_mutex_init(&d->mu, NULL);

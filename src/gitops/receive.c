@@ -197,8 +197,28 @@ static int check_tag(mcg_repo *r, const mcg_signers *root, const char *old, cons
     return verify_range(r, root, ref, sha, NULL, held ? now : 0, 0, approvals, out);
 }
 
-int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old, const char *new,
-                             const char *ref, int64_t now, const char *approvals, mcg_diags *out)
+/*
+ * Check one ref update of a push ("<old> <new> <ref>" as git's pre-receive
+ * hook reads them; all-zero ids for a create or delete) at time now. Returns
+ * 0 when it may go ahead, else the first refusal's code with one line per
+ * reason ("refusing <ref>: ...") added to out:
+ *   - refs under refs/mcgit/ and the rendered branch: never by a push;
+ *   - the source branch: not deleted, fast-forward only, every new commit
+ *     verified (arrival checks at now unless the branch is new), and the
+ *     new tree loads and renders; when accepted, its plan (mcg_commit_plan_lines)
+ *     follows as "plan: ..." lines;
+ *   - tags (under refs/tags/): created only, their history verified likewise;
+ *   - refs/notes/mcgit-approvals: only grows (mcg_gitops_approvals_grow);
+ *   - anything else: accepted and read by nothing; another branch (not
+ *     deleted) gets one "note: <branch> is not the source branch (<source>):
+ *     ..." line.
+ * approvals: the value the same push gives refs/notes/mcgit-approvals
+ * (approvals for the two-person rule pushed with the branch), or NULL for
+ * the ref's current value.
+ */
+static int mcg_gitops_receive_check(mcg_repo *r, const mcg_signers *root, const char *old,
+                                    const char *new, const char *ref, int64_t now,
+                                    const char *approvals, mcg_diags *out)
 {
     char *src = mcg_sprintf("refs/heads/%s", r->source_branch);
     char *ren = mcg_sprintf("refs/heads/%s", r->rendered_branch);

@@ -3,6 +3,7 @@
  * credentials for private remotes, and the controller's mirror of a URL.
  */
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "gitops/gitops_int.h"
 
 #include <errno.h>
@@ -393,7 +394,7 @@ int mcg_gitops_mirror(const char *url, const char *dir, mcg_err *err)
     }
     git_repository_free(repo);
     if (!rc && rename(tmp, dir) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", dir);
     if (rc) {
         /* Remove what we made: a bare repo skeleton only. */
         (void)mcg_remove_tree(tmp);

@@ -34,6 +34,7 @@
  */
 #include "gitops/gitops_int.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include <git2/sys/commit.h>
 #include <stdio.h>

@@ -9,6 +9,7 @@
  * signer is added or removed only by a commit an already-trusted key signed.
  */
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "gitops/gitops_int.h"
 
 #include <git2/sys/repository.h>
@@ -93,7 +94,7 @@ int mcg_repo_open(mcg_repo **out, const char *path, mcg_err *err)
         return MCG_EIO;
     }
     /* Inside a pre-receive hook, pushed objects wait in a quarantine. */
-    const char *q = getenv("GIT_QUARANTINE_PATH");
+    const char *q = mcg_env_get("GIT_QUARANTINE_PATH");
     if (q && *q) {
         git_odb *odb = NULL;
         if (git_repository_odb(&odb, r->git) != 0 || git_odb_add_disk_alternate(odb, q) != 0) {
@@ -621,22 +622,6 @@ static bool times_ok(mcg_verdict *v, const verify_ctx *vc, git_commit *const *pa
 }
 
 /*
- * The rule (docs/concepts.md, "Which keys may sign a commit"): a commit is
- * good when its signature verifies under the signers of EVERY parent — the
- * trust root plus .mcgit/allowed_signers as it stands in that parent — at
- * the commit's committer time; a parentless commit, under the root alone.
- * A parent that failed verification contributes the root alone. So a
- * signer removed on any line of history the commit extends cannot sign it,
- * whatever the merge's shape or parent order. The committer time may not
- * fall more than MCG_CLOCK_SKEW before the first parent's. When history is
- * arriving (o->now), the key must also be valid at o->now and the time may
- * not lie more than MCG_CLOCK_SKEW past it, so a backdated commit by an
- * expired key is refused where it first enters.
- *
- * The commit's object is read once (its raw text, then parsed from the
- * object cache) and each parent looked up once.
- */
-/*
  * One check of verify_one, against parent i of c (of np; none: the root
  * alone): the signature sig over data under the signers that parent puts in
  * force, at the committer time when (pass 0) or at o->now (pass 1, history
@@ -697,6 +682,22 @@ static bool verify_parent(mcg_verdict *v, const verify_ctx *vc, git_commit *c, g
     return true;
 }
 
+/*
+ * The rule (docs/concepts.md, "Which keys may sign a commit"): a commit is
+ * good when its signature verifies under the signers of EVERY parent — the
+ * trust root plus .mcgit/allowed_signers as it stands in that parent — at
+ * the commit's committer time; a parentless commit, under the root alone.
+ * A parent that failed verification contributes the root alone. So a
+ * signer removed on any line of history the commit extends cannot sign it,
+ * whatever the merge's shape or parent order. The committer time may not
+ * fall more than MCG_CLOCK_SKEW before the first parent's. When history is
+ * arriving (o->now), the key must also be valid at o->now and the time may
+ * not lie more than MCG_CLOCK_SKEW past it, so a backdated commit by an
+ * expired key is refused where it first enters.
+ *
+ * The commit's object is read once (its raw text, then parsed from the
+ * object cache) and each parent looked up once.
+ */
 static void verify_one(mcg_verdict *v, const verify_ctx *vc, const git_oid *id)
 {
     mcg_buf sig = MCG_BUF_INIT, data = MCG_BUF_INIT;
@@ -815,7 +816,7 @@ int mcg_gitops_mark_verified(mcg_repo *r, const char *tip, const mcg_signers *ro
     trust_digest_hex(root, digest);
     char *line = mcg_sprintf("%s %s %s\n", tip, r->source_branch, digest);
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", dir);
     else
         rc = mcg_write_file_atomic(path, line, strlen(line), 0644, err);
     free(line);

@@ -15,6 +15,7 @@
  * keys and ssh-agent work.
  */
 #include "gitops/gitops_int.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,7 +91,7 @@ int mcg_ssh_signer_init(mcg_ssh_signer *out, mcg_repo *r, const char *key_file, 
         goto out;
     }
     if (key[0] == '~' && key[1] == '/') {
-        const char *home = getenv("HOME");
+        const char *home = mcg_env_get("HOME");
         if (!home || !*home) {
             rc = mcg_err_set(err, MCG_EINVAL, "user.signingkey %s: HOME is not set", key);
             goto out;
@@ -164,14 +165,14 @@ int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, 
     /* the buffer in an unnamed temp file as standard input: no pipe to deadlock on */
     if (!(in = tmpfile()) || fwrite(buf, 1, len, in) != len || fflush(in) != 0 ||
         lseek(fileno(in), 0, SEEK_SET) != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "signing: temp file: %s", strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "signing: temp file");
         goto out;
     }
     /* ssh-keygen's chatter ("Signing data on standard input") is kept out of
      * mcgit's output, as git keeps it; its last line explains a failure */
     if (!(errf = tmpfile()) || pipe2(pfd, O_CLOEXEC) != 0 ||
         posix_spawn_file_actions_init(&fa) != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "signing: %s", strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "signing");
         goto out;
     }
     fa_init = true;
@@ -185,7 +186,7 @@ int mcg_ssh_signer_sign(char **armored, const char *buf, size_t len, void *ctx, 
     pfd[1] = -1;
     if (src != 0) {
         pid = -1;
-        rc = mcg_err_set(err, MCG_EIO, "signing: cannot run %s: %s", s->program, strerror(src));
+        rc = mcg_err_set_os(err, MCG_EIO, src, "signing: cannot run %s", s->program);
         goto out;
     }
     read_signature(pfd[0], &out);

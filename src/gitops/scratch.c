@@ -31,6 +31,7 @@
  * not thousands of loose files.
  */
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "gitops/gitops_int.h"
 
 #include <git2/sys/repository.h>
@@ -187,7 +188,7 @@ static disk_backend *disk_new(const char *objects)
     }
     free(alt);
     free(alt_path);
-    const char *q = getenv("GIT_QUARANTINE_PATH");
+    const char *q = mcg_env_get("GIT_QUARANTINE_PATH");
     if (q && *q)
         disk_add_dir(d, q);
     return d;

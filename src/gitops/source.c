@@ -3,6 +3,7 @@
  * creating a new config repo from the compiled-in template.
  */
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "gitops/gitops.h"
 
 #include <dirent.h>
@@ -90,7 +91,7 @@ int mcg_source_load_dir(mcg_model **out, const char *dir, mcg_diags *diags, mcg_
     *out = mcg_model_new();
     int rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0)
-        return mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "%s", dir);
     size_t before = diags->count;
     char *data = NULL;
     size_t len = 0;
@@ -120,7 +121,7 @@ static int make_parents(const char *root, const char *rel, mcg_err *err)
     for (char *s = p + strlen(root) + 1; (s = strchr(s, '/')); s++) {
         *s = '\0';
         if (mkdir(p, 0755) != 0 && errno != EEXIST)
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", p, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", p);
         *s = '/';
         if (rc)
             break;
@@ -155,7 +156,7 @@ int mcg_gitops_init(const char *dir, mcg_err *err)
         if (!empty)
             return mcg_err_set(err, MCG_EINVAL, "%s exists and is not empty", dir);
     } else if (mkdir(dir, 0755) != 0) {
-        return mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
+        return mcg_err_set_os(err, MCG_EIO, errno, "%s", dir);
     } else {
         made = true;
     }
@@ -168,7 +169,7 @@ int mcg_gitops_init(const char *dir, mcg_err *err)
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         int rc = 0;
         if (fd < 0 || write(fd, f->data, f->len) != (ssize_t)f->len || fsync(fd) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
         if (fd >= 0)
             close(fd);
         free(path);

@@ -22,6 +22,7 @@
  * no secret enters a message or a log.
  */
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "gitops/gitops_int.h"
 
 #include <arpa/inet.h>
@@ -413,7 +414,7 @@ void mcg_transport_pin(mcg_transport *t, git_fetch_options *fo, git_repository *
         return;
     mcg_deadline_allow_host(d, t->host);
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        char *h = proxy_host(getenv(vars[i]));
+        char *h = proxy_host(mcg_env_get(vars[i]));
         proxied |= h != NULL;
         mcg_deadline_allow_host(d, h);
         free(h);
@@ -497,7 +498,7 @@ int mcg_transport_open(mcg_transport **out, const char *url, git_fetch_options *
     *out = NULL;
     if (!t)
         return mcg_err_set(err, MCG_ENOMEM, "out of memory");
-    const char *dir = getenv("MCGIT_GIT_CREDENTIALS");
+    const char *dir = mcg_env_get("MCGIT_GIT_CREDENTIALS");
     t->dir = dir && *dir ? dir : NULL;
     parse_url(t, url);
     if (t->dir && strcmp(t->scheme, "file") != 0 && (rc = check_creds(t->dir, err)) != 0)
@@ -617,7 +618,7 @@ static const char *proxy_note(const mcg_transport *t, const char *m)
     if (!t->host || strstr(m, t->host))
         return "";
     for (int i = first; i < first + 2; i++)
-        if (getenv(vars[i]) && *getenv(vars[i]))
+        if (mcg_env_get(vars[i]) && *mcg_env_get(vars[i]))
             return i % 2 ? " (the proxy in HTTPS_PROXY or HTTP_PROXY)"
                          : " (the proxy in https_proxy or http_proxy)";
     return "";

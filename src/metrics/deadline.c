@@ -22,6 +22,7 @@
  * burst of new connections); the slot limit still bounds them.
  */
 #include "metrics/metrics_int.h"
+#include "osenv/osenv.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -66,7 +67,7 @@ static void *reap(void *arg)
     pthread_mutex_lock(&g->mu);
     while (!g->stop) {
         struct timespec now, until;
-        clock_gettime(CLOCK_MONOTONIC, &now);
+        mcg_mono_now(&now);
         for (unsigned i = 0; i < g->n; i++) {
             slot *s = &g->s[i];
             if (s->used && !s->cut && ms_since(&s->t0, &now) > (long)g->deadline_ms) {
@@ -173,7 +174,7 @@ static void make_room(mcg_conn_guard *g, const slot *fresh)
             any = s;
     }
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    mcg_mono_now(&now);
     slot *cut =
         g->per_address && same > g->per_address && mine && ms_since(&mine->t0, &now) >= YOUNG_MS
             ? mine
@@ -202,7 +203,7 @@ void mcg_conn_guard_notify(void *cls, struct MHD_Connection *conn, void **socket
             if (!g->s[i].used) {
                 g->s[i] = (slot){.used = true, .fd = ci->connect_fd};
                 memcpy(g->s[i].addr, key, sizeof(key));
-                clock_gettime(CLOCK_MONOTONIC, &g->s[i].t0);
+                mcg_mono_now(&g->s[i].t0);
                 *socket_context = &g->s[i];
                 make_room(g, &g->s[i]);
                 break;
@@ -240,7 +241,7 @@ void mcg_conn_guard_request_done(mcg_conn_guard *g, struct MHD_Connection *conn)
         return;
     pthread_mutex_lock(&g->mu);
     if (s->used) {
-        clock_gettime(CLOCK_MONOTONIC, &s->t0); /* the next request's deadline starts now */
+        mcg_mono_now(&s->t0); /* the next request's deadline starts now */
         s->answering = false;
     }
     pthread_mutex_unlock(&g->mu);

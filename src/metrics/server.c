@@ -25,6 +25,7 @@
  * for seconds at most.
  */
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 #include "metrics/metrics_int.h"
 
 #include <errno.h>
@@ -360,7 +361,7 @@ static int listen_on(const char *addr, bool *v6, mcg_err *err)
     }
     freeaddrinfo(res);
     if (fd < 0)
-        mcg_err_set(err, MCG_EIO, "cannot listen on %s: %s", addr, strerror(saved));
+        mcg_err_set_os(err, MCG_EIO, saved, "cannot listen on %s", addr);
     return fd;
 }
 

@@ -197,11 +197,6 @@ void mcg_disruption_finish(mcg_disruption *a)
     }
 }
 
-bool mcg_disruption_is_none(const mcg_disruption *a)
-{
-    return !a->reboot && !a->drain && !a->daemon_reload && !a->reload.n && !a->restart.n;
-}
-
 char *mcg_disruption_str(const mcg_disruption *a)
 {
     mcg_buf b = MCG_BUF_INIT;

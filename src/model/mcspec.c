@@ -47,7 +47,7 @@ void mcg_pctx_warn(mcg_pctx *c, const json_t *at, const char *fmt, ...)
     va_end(ap);
 }
 
-void mcg_pctx_warn_line(mcg_pctx *c, int line, const char *fmt, ...)
+static void mcg_pctx_warn_line(mcg_pctx *c, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -303,7 +303,6 @@ void mcg_disruption_add(mcg_disruption *out, const mcg_disruption_policy *policy
 void mcg_disruption_merge(mcg_disruption *dst, const mcg_disruption *src);
 /* Any Reboot makes the whole result one Reboot (MCO): call once, at the end. */
 void mcg_disruption_finish(mcg_disruption *a);
-bool mcg_disruption_is_none(const mcg_disruption *a);
 /* "Reboot", "Drain, Restart crio.service", "None", ... (caller frees). */
 char *mcg_disruption_str(const mcg_disruption *a);
 /* [{"type": "Restart", "service": "crio.service"}, ...] ([{"type": "None"}]

@@ -20,8 +20,6 @@ typedef struct mcg_linemap {
 } mcg_linemap;
 
 void mcg_linemap_put(mcg_linemap *lm, const void *key, int line);
-int mcg_linemap_get(const mcg_linemap *lm, const void *key);
-void mcg_linemap_free(mcg_linemap *lm);
 
 /* Context for reporting: file name, line table, fallback line, sink. */
 typedef struct mcg_pctx {
@@ -44,8 +42,6 @@ void mcg_pctx_warn(mcg_pctx *c, const json_t *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The same two at a line (0: the file only). */
 void mcg_pctx_err_line(mcg_pctx *c, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void mcg_pctx_warn_line(mcg_pctx *c, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The line of a key of a mapping read from YAML (key as json_object_foreach
  * gives it), or else the line of its value v. */
@@ -126,6 +122,5 @@ void mcg_osspec_free(mcg_osspec *o);
  * it cannot be translated.
  */
 json_t *mcg_ignition_translate_v2(mcg_pctx *c, const json_t *cfg);
-int mcg_policy_from_json(mcg_pctx *c, const json_t *spec, mcg_disruption_policy *out);
 
 #endif

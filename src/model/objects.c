@@ -466,7 +466,7 @@ static void parse_rules(mcg_pctx *c, const json_t *ndp, const char *list, const 
     }
 }
 
-int mcg_policy_from_json(mcg_pctx *c, const json_t *spec, mcg_disruption_policy *out)
+static int mcg_policy_from_json(mcg_pctx *c, const json_t *spec, mcg_disruption_policy *out)
 {
     int before = c->errors;
     memset(out, 0, sizeof(*out));

@@ -60,7 +60,7 @@ void mcg_linemap_put(mcg_linemap *lm, const void *key, int line)
     lm->lines[j] = line;
 }
 
-int mcg_linemap_get(const mcg_linemap *lm, const void *key)
+static int mcg_linemap_get(const mcg_linemap *lm, const void *key)
 {
     if (!lm || !lm->cap || !key)
         return 0;
@@ -73,7 +73,7 @@ int mcg_linemap_get(const mcg_linemap *lm, const void *key)
     return 0;
 }
 
-void mcg_linemap_free(mcg_linemap *lm)
+static void mcg_linemap_free(mcg_linemap *lm)
 {
     if (!lm)
         return;

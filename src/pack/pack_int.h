@@ -116,8 +116,6 @@ int mcg_pack_type_of(git_object_t t);
 
 #define MCG_PACK_MAX_DEPTH 50 /* delta chains made for thin packs, as git's default */
 
-/* Write the object id whole: read through odb, deflated. */
-int mcg_pack_write_whole(mcg_pack_writer *w, git_odb *odb, const git_oid *id, mcg_err *err);
 /*
  * Thin packs: write o as a delta on o->base when that is allowed (written
  * here, chain not too deep, or one the reader has) and smaller than the

@@ -220,7 +220,7 @@ static int emit_ofs_delta(mcg_pack_writer *w, const git_oid *id, const git_oid *
     w->type = MCG_PACK_OFS;
     w->size = size;
     if (mcg_pack_writer_header(w) != 0 || mcg_pack_writer_emit(w, d, n, true) != 0)
-        return mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+        return mcg_err_set_os(err, MCG_EIO, w->err_no, "write");
     if (w->thin)
         mcg_oidmap_put(&w->depth, id, mcg_pack_thin_depth(w, base) + 1);
     return 0;
@@ -266,7 +266,7 @@ static int emit_ref_delta(mcg_pack_writer *w, const git_oid *id, const git_oid *
     unsigned char hd[48];
     size_t nd = mcg_pack_entry_header(hd, MCG_PACK_REF, size, 0, base);
     if (mcg_pack_writer_emit(w, hd, nd, true) != 0 || mcg_pack_writer_emit(w, d, n, true) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+        rc = mcg_err_set_os(err, MCG_EIO, w->err_no, "write");
     mcg_oidmap_put(&w->depth, id, 1);
     w->refs++;
     return rc;
@@ -319,7 +319,7 @@ int mcg_pack_reuse_copy(mcg_pack_writer *w, const mcg_pack_reuse *r, const mcg_p
         if (o->has_base && (rc = mcg_pack_thin_entry(w, odb, o, len, &wrote, err)) != 0)
             return rc;
         if (!wrote && mcg_pack_writer_emit(w, e, len, true) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+            rc = mcg_err_set_os(err, MCG_EIO, w->err_no, "write");
     } else if (have_base) {
         rc = emit_ofs_delta(w, &o->id, &base, at, base_out, size, e + h, len - h, err);
     } else if (w->thin && mcg_oidmap_get(w->thin, &base, NULL)) {

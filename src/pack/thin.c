@@ -43,11 +43,12 @@ static int emit_entry(mcg_pack_writer *w, const unsigned char *h, size_t hn, con
                       size_t zn, mcg_err *err)
 {
     if (mcg_pack_writer_emit(w, h, hn, true) != 0 || mcg_pack_writer_emit(w, z, zn, true) != 0)
-        return mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+        return mcg_err_set_os(err, MCG_EIO, w->err_no, "write");
     return 0;
 }
 
-int mcg_pack_write_whole(mcg_pack_writer *w, git_odb *odb, const git_oid *id, mcg_err *err)
+/* Write the object id whole: read through odb, deflated. */
+static int mcg_pack_write_whole(mcg_pack_writer *w, git_odb *odb, const git_oid *id, mcg_err *err)
 {
     git_odb_object *obj = NULL;
     if (git_odb_read(&obj, odb, id) != 0)

@@ -505,7 +505,7 @@ int mcg_pack_writer_add(mcg_pack_writer *w, git_object_t type, const void *data,
     if (crc)
         *crc = (uint32_t)crc32(crc32(0L, h, (uInt)hn), z, (uInt)zlen);
     if (mcg_pack_writer_emit(w, h, hn, true) != 0 || mcg_pack_writer_emit(w, z, zlen, true) != 0)
-        return mcg_err_set(err, MCG_EIO, "write: %s", strerror(w->err_no));
+        return mcg_err_set_os(err, MCG_EIO, w->err_no, "write");
     return 0;
 }
 

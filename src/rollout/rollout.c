@@ -357,11 +357,6 @@ static int64_t pool_capacity(const mcg_pool *p, const mcg_node_view *nodes, cons
 }
 
 /*
- * Plan one pool's writes (steps 1–6 above). members[0..nm) are indices into
- * nodes; eff[] holds each node's desiredConfig as it will be, and is updated
- * for every write. scratch has room for nm cands.
- */
-/*
  * How many settled nodes may start an update now, from the capacity: none
  * while held; for a canary (spec.rollout.canary), the first wave is that
  * many nodes and the next starts only once they are done at the target and
@@ -393,6 +388,11 @@ static int64_t start_limit(const mcg_pool_view *pv, const mcg_node_view *nodes,
     return capacity;
 }
 
+/*
+ * Plan one pool's writes (steps 1–6 above). members[0..nm) are indices into
+ * nodes; eff[] holds each node's desiredConfig as it will be, and is updated
+ * for every write. scratch has room for nm cands.
+ */
 static void plan_pool(const mcg_pool_view *pv, const mcg_node_view *nodes, const size_t *members,
                       size_t nm, const char **eff, cand *scratch, updates *u, int64_t *budget)
 {
@@ -443,11 +443,6 @@ static void plan_pool(const mcg_pool_view *pv, const mcg_node_view *nodes, const
     }
 }
 
-/*
- * What is left of maxConcurrentDisruptions (0: no limit): the nodes of
- * pools whose updates disrupt that are updating now (desiredConfig not
- * applied yet, and not failing) use it.
- */
 /* The order pools are planned in: input order, or with a disruption budget
  * the pool waiting longest first (unknown last; ties keep input order). */
 typedef struct {
@@ -479,6 +474,11 @@ static size_t *budget_order(const mcg_pool_view *pools, size_t npools, bool budg
     return order;
 }
 
+/*
+ * What is left of maxConcurrentDisruptions (0: no limit): the nodes of
+ * pools whose updates disrupt that are updating now (desiredConfig not
+ * applied yet, and not failing) use it.
+ */
 static int64_t disruption_budget(int64_t max, const mcg_pool_view *pools, size_t npools,
                                  const size_t *start, const size_t *bucket,
                                  const mcg_node_view *nodes)

@@ -307,8 +307,21 @@ static bool line_of_records(mcg_repo *q, const char *old, const char *new, git_o
     return true;
 }
 
-int mcg_site_check_records(mcg_repo *q, const char *site, const char *old, const char *new,
-                           const mcg_signers *root, int64_t now, mcg_err *err)
+/*
+ * The checks HQ makes of the records (old, new] of refs/mcgit/status/<site>
+ * in q (old "" for a first import): a line of records, each parent the one
+ * before; the site declared at r's verified source commit; each record
+ * signed in namespace mcgit-site by the site's statusKey as declared at the
+ * source commit the record reports (so a rotated key counts for records
+ * after the change), under root's revocations; status.json well formed,
+ * naming this site, its time not before the previous record's nor more
+ * than an hour ahead of now; its source commit in r's verified history and
+ * not older than the previous record's; every pool's config one r's
+ * rendered branch holds for that pool. MCG_ETRUST or MCG_EINVAL with one
+ * line naming the record otherwise.
+ */
+static int mcg_site_check_records(mcg_repo *q, const char *site, const char *old, const char *new,
+                                  const mcg_signers *root, int64_t now, mcg_err *err)
 {
     checker ck = {.q = q, .site = site, .root = root, .now = now};
     git_oid *ids = NULL;

@@ -117,15 +117,6 @@ static json_t *status_obj(mcg_repo *r, mcg_cluster *cl, const char *site, int64_
                      pools, "nodes", nodes);
 }
 
-int mcg_site_status_doc(mcg_buf *out, mcg_repo *r, mcg_cluster *cl, const char *site, int64_t now,
-                        mcg_err *err)
-{
-    json_t *o = status_obj(r, cl, site, now, err);
-    int rc = o ? mcg_json_canonical(o, out, err) : (err && err->code ? err->code : MCG_EIO);
-    json_decref(o);
-    return rc;
-}
-
 /* The status.json of record commit c (a new reference), or NULL. */
 static json_t *record_status(git_repository *g, const git_oid *c)
 {

@@ -27,18 +27,6 @@
 /* Whether s is a site name: what a pool name may be (DNS label-ish). */
 bool mcg_site_name_ok(const char *s);
 
-/*
- * The status document of cluster cl for site `site` at time now, as
- * canonical JSON in out: {"apiVersion": "mcgit.io/v1", "kind": "SiteStatus",
- * "site", "time" (unix seconds), "reportedAt", "source" (r's verified source
- * commit, "" none), "rendered" (r's rendered branch tip, "" none), "pools":
- * [{"name", "config", "source", "machineCount", "updatedMachineCount",
- * "degradedMachineCount", "attestedMachineCount"}], "nodes": [{"name",
- * "desired", "current", "state"}]}, sorted by name.
- */
-int mcg_site_status_doc(mcg_buf *out, mcg_repo *r, mcg_cluster *cl, const char *site, int64_t now,
-                        mcg_err *err);
-
 /* What mcg_site_record did. */
 typedef struct mcg_site_record_result {
     char commit[MCG_SHA_HEX + 1]; /* the new record; "" when unchanged */
@@ -47,13 +35,18 @@ typedef struct mcg_site_record_result {
 
 /*
  * Record cl's status for site on refs/mcgit/status/<site> in r: a commit
- * whose tree holds status.json (mcg_site_status_doc), parent the previous
- * record, signed by key_file (an OpenSSH private key, `ssh-keygen -Y sign
- * -n mcgit-site`, as git signs). With force false, a status equal to the
- * previous record's (its time aside) writes nothing (res->unchanged). The
- * ref moves by compare-and-swap. The site must be declared (sites/NAME.yaml)
- * at r's verified source commit, and key_file's public key (key_file.pub)
- * must be its statusKey there.
+ * whose tree holds status.json, parent the previous
+ * record. status.json is canonical JSON: {"apiVersion": "mcgit.io/v1",
+ * "kind": "SiteStatus", "site", "time" (unix seconds), "reportedAt",
+ * "source" (r's verified source commit, "" none), "rendered" (r's rendered
+ * branch tip, "" none), "pools": [{"name", "config", "source",
+ * "machineCount", "updatedMachineCount", "degradedMachineCount",
+ * "attestedMachineCount"}], "nodes": [{"name", "desired", "current",
+ * "state"}]}, sorted by name. The record is signed by key_file (an OpenSSH private key, `ssh-keygen
+ * -Y sign -n mcgit-site`, as git signs). With force false, a status equal to the previous record's
+ * (its time aside) writes nothing (res->unchanged). The ref moves by compare-and-swap. The site
+ * must be declared (sites/NAME.yaml) at r's verified source commit, and key_file's public key
+ * (key_file.pub) must be its statusKey there.
  */
 int mcg_site_record(mcg_site_record_result *res, mcg_repo *r, mcg_cluster *cl, const char *site,
                     const char *key_file, int64_t now, bool force, mcg_err *err);
@@ -68,22 +61,6 @@ int mcg_site_record(mcg_site_record_result *res, mcg_repo *r, mcg_cluster *cl, c
 struct mcg_bundle_report;
 int mcg_site_import(struct mcg_bundle_report *rep, mcg_repo *r, const char *path,
                     const mcg_signers *root, int64_t now, mcg_err *err);
-
-/*
- * The checks HQ makes of the records (old, new] of refs/mcgit/status/<site>
- * in q (old "" for a first import): a line of records, each parent the one
- * before; the site declared at r's verified source commit; each record
- * signed in namespace mcgit-site by the site's statusKey as declared at the
- * source commit the record reports (so a rotated key counts for records
- * after the change), under root's revocations; status.json well formed,
- * naming this site, its time not before the previous record's nor more
- * than an hour ahead of now; its source commit in r's verified history and
- * not older than the previous record's; every pool's config one r's
- * rendered branch holds for that pool. MCG_ETRUST or MCG_EINVAL with one
- * line naming the record otherwise.
- */
-int mcg_site_check_records(mcg_repo *q, const char *site, const char *old, const char *new,
-                           const mcg_signers *root, int64_t now, mcg_err *err);
 
 /* One row of the fleet view: a site and one of its pools (pool "" when the
  * site never reported, or its report names no pool). */

@@ -62,13 +62,6 @@ bool mcg_wire_string(mcg_wire *w, const unsigned char **s, size_t *n)
     return true;
 }
 
-bool mcg_wire_string_is(mcg_wire *w, const char *want)
-{
-    const unsigned char *s;
-    size_t n;
-    return mcg_wire_string(w, &s, &n) && n == strlen(want) && memcmp(s, want, n) == 0;
-}
-
 void mcg_trust_printable(const unsigned char *s, size_t n, char *out, size_t outlen)
 {
     size_t o = 0;
@@ -118,12 +111,6 @@ const mcg_keytype *mcg_sshkey_type(const unsigned char *s, size_t n, bool *is_ce
     return NULL;
 }
 
-const char *mcg_sshkey_type_name(const unsigned char *s, size_t n)
-{
-    const mcg_keytype *t = mcg_sshkey_type(s, n, NULL);
-    return t ? t->name : NULL;
-}
-
 void mcg_wire_put_string(mcg_buf *b, const void *s, size_t n)
 {
     unsigned char l[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
@@ -167,6 +154,8 @@ static size_t bit_length(const unsigned char *m, size_t n)
         bits++;
     return bits;
 }
+
+static EVP_PKEY *mcg_sshkey_to_evp(const mcg_sshpub *k);
 
 /* Check a key with OpenSSL's own public-key validation (point on the curve, order). */
 static bool evp_key_ok(const mcg_sshpub *k)
@@ -413,7 +402,11 @@ static const char *ossl_group(int bits)
     return bits == 256 ? "prime256v1" : bits == 384 ? "secp384r1" : "secp521r1";
 }
 
-EVP_PKEY *mcg_sshkey_to_evp(const mcg_sshpub *k)
+/*
+ * An OpenSSL key for an ecdsa, sk-ecdsa or rsa key (the caller frees it with
+ * EVP_PKEY_free), or NULL with the OpenSSL error queue cleared.
+ */
+static EVP_PKEY *mcg_sshkey_to_evp(const mcg_sshpub *k)
 {
     OSSL_PARAM_BLD *bld = NULL;
     OSSL_PARAM *params = NULL;

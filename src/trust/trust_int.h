@@ -24,8 +24,6 @@ bool mcg_wire_u32(mcg_wire *w, uint32_t *v);
 bool mcg_wire_u64(mcg_wire *w, uint64_t *v);
 /* Read a uint32-length-prefixed string; *s points into the input. */
 bool mcg_wire_string(mcg_wire *w, const unsigned char **s, size_t *n);
-/* Read a string and check it equals the NUL-terminated `want`. */
-bool mcg_wire_string_is(mcg_wire *w, const char *want);
 
 /* ------------------------------------------------------ public keys */
 
@@ -102,17 +100,8 @@ bool mcg_sshkey_parse(mcg_sshpub *k, const unsigned char *blob, size_t len, char
 /* The key type named by s[0..n) (plain or certificate name), or NULL. */
 const mcg_keytype *mcg_sshkey_type(const unsigned char *s, size_t n, bool *is_cert);
 
-/* The static plain name of a key type from a string, or NULL if unknown. */
-const char *mcg_sshkey_type_name(const unsigned char *s, size_t n);
-
 /* The wire blob of k without its certificate (k itself when plain), appended to out. */
 void mcg_sshkey_plain_blob(const mcg_sshpub *k, mcg_buf *out);
-
-/*
- * An OpenSSL key for an ecdsa, sk-ecdsa or rsa key (the caller frees it with
- * EVP_PKEY_free), or NULL with the OpenSSL error queue cleared.
- */
-EVP_PKEY *mcg_sshkey_to_evp(const mcg_sshpub *k);
 
 /* A signature value (string sigtype, string bytes [, byte flags, uint32 counter]). */
 typedef struct mcg_sigval {

@@ -684,7 +684,8 @@ static int payload_find(payload *pl, const char *url, size_t len, mcg_err *err)
     return 0;
 }
 
-int mcg_dataurl_decode_n(const char *url, size_t len, mcg_buf *out, mcg_err *err)
+/* mcg_dataurl_decode of the len bytes at url (no NUL needed). */
+static int mcg_dataurl_decode_n(const char *url, size_t len, mcg_buf *out, mcg_err *err)
 {
     payload ref = {NULL, 0, false};
     int rc = payload_find(&ref, url, len, err);

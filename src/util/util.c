@@ -45,6 +45,20 @@ int mcg_err_set(mcg_err *err, int code, const char *fmt, ...)
     return code;
 }
 
+int mcg_err_set_os(mcg_err *err, int code, int errnum, const char *fmt, ...)
+{
+    if (err) {
+        char msg[MCG_ERR_MSG];
+        va_list ap;
+        va_start(ap, fmt);
+        mcg_vbfmt(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        mcg_bfmt(err->msg, sizeof(err->msg), "%s: %s", msg, strerror(errnum));
+        err->code = code;
+    }
+    return code;
+}
+
 int mcg_err_prefix(mcg_err *err, const char *fmt, ...)
 {
     if (!err)

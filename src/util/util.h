@@ -43,6 +43,14 @@ typedef struct mcg_err {
  * reads naturally. err may be NULL (the message is dropped).
  */
 int mcg_err_set(mcg_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/*
+ * mcg_err_set with the operating system's reason appended once, as
+ * "message: strerror(errnum)" (libgit2's GIT_ERROR_OS): the one way a
+ * message carries an errno. Pass errno as errnum right at the failing call
+ * (the argument is read before anything else can change errno).
+ */
+int mcg_err_set_os(mcg_err *err, int code, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Prefix the current message with "fmt: ", keep the code, return it.
  * err may be NULL: nothing is recorded and MCG_EIO is returned (the code is
  * not known), so where the code matters write
@@ -184,9 +192,6 @@ int mcg_dataurl_decode(const char *url, mcg_buf *out, mcg_err *err);
 /* Encode bytes as "data:,<percent-encoded>" (used by tests and tools). */
 void mcg_dataurl_encode(const unsigned char *in, size_t len, mcg_buf *out);
 
-/* mcg_dataurl_decode of the len bytes at url (no NUL needed). */
-int mcg_dataurl_decode_n(const char *url, size_t len, mcg_buf *out, mcg_err *err);
-
 /* Gunzip in into out, refusing outputs larger than limit bytes. */
 int mcg_gunzip(const unsigned char *in, size_t len, size_t limit, mcg_buf *out, mcg_err *err);
 
@@ -200,7 +205,6 @@ bool mcg_path_is_clean_abs(const char *p);
 
 /* ------------------------------------------------------------- misc */
 
-/* Parse a decimal non-negative integer fully; false on junk or overflow. */
 /*
  * The one keyed hash, for hash tables whose keys may come from outside (ref
  * names, YAML keys, object ids): SipHash-2-4 (libsodium's crypto_shorthash)
@@ -218,6 +222,7 @@ void mcg_wipe(void *p, size_t n);
  * Returns seconds, or -1 when malformed or above ten years.
  */
 int64_t mcg_parse_duration(const char *s);
+/* Parse a decimal non-negative integer fully; false on junk or overflow. */
 bool mcg_parse_u64(const char *s, uint64_t *out);
 
 /*

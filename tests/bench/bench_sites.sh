@@ -61,7 +61,9 @@ git -C "$P" config user.signingkey "$T/site"
 git -C "$SITE" show refs/mcgit/status/a:status.json >"$T/status.json"
 STATUS_BYTES=$(stat -c %s "$T/status.json")
 
-peer_record() { cp "$T/status.json" "$P/status.json" && date +%s%N >>"$P/status.json" &&
+# each round's document differs (its round number appended), as each record's
+# does: the same bytes twice would leave git nothing to commit (exit 1)
+peer_record() { cp "$T/status.json" "$P/status.json" && echo "$N_ROUND" >>"$P/status.json" &&
   git -C "$P" add status.json && git -C "$P" commit -q -S -m "status"; }
 for round in $(seq "$ROUNDS"); do
   prev=$(git -C "$SITE" rev-parse refs/mcgit/status/a)
@@ -70,7 +72,7 @@ for round in $(seq "$ROUNDS"); do
     if [ "$side" = 0 ]; then
       bench_run "$T/rec.m" "$M" site record --repo "$SITE" --cluster "$CL" --site a --site-key "$T/site" --force
     else
-      bench_run "$T/rec.g" bash -c "$(declare -f peer_record); T=$T P=$P peer_record"
+      bench_run "$T/rec.g" bash -c "$(declare -f peer_record); T=$T P=$P N_ROUND=$round peer_record"
     fi
   done
   for side in $first $((1 - first)); do

@@ -133,6 +133,13 @@ awk '/kubectl apply -f deploy\/crds\//{a=NR} /kubectl wait --for condition=estab
 grep -q 'still building' "$SRC/tests/kube/build-apiserver.sh" && ok "the apiserver build prints progress" ||
   bad "the apiserver build is silent for minutes"
 
+# docs/architecture.md names every source file of src/ (commands: cmd_<name>.c)
+missing=$(cd "$SRC" && for f in src/*/*.c src/*/*.h; do
+  b=${f##*/}; case $b in cmd_*.c) continue ;; esac
+  grep -qF -e "\`$b\`" -e "\`${f#src/}\`" docs/architecture.md || echo "$f"; done)
+[ -z "$missing" ] && ok "architecture.md names every file of src/" ||
+  bad "architecture.md does not name: $(echo $missing)"
+
 expect_rc 2 "unknown command is a usage error" -- "$MCGIT" no-such-command
 expect_rc 0 "version" -- "$MCGIT" version
 finish

@@ -35,6 +35,21 @@ plant metrics/server.c '#include <git2.h>' 'metrics may not include <git2.h>'
 # a module split by concern: its listed headers are public, no other one is
 plant cli/cmd_node.c '#include "cluster/local.h"' '"cluster/local.h" is not a public header of cluster'
 plant cli/cmd_log.c '#include "gitops/scratch.h"' '"gitops/scratch.h" is not a public header of gitops'
+# one way for each thing: the clock, the environment, stderr, errno's reason
+plant cluster/local.c 'static const char *planted(void) { return getenv("HOME"); }' \
+  'getenv: read the environment with mcg_env_get'
+plant controller/loop.c 'static void planted(struct timespec *t) { clock_gettime(CLOCK_MONOTONIC, t); }' \
+  'clock_gettime: read the clock with osenv'
+plant osenv/tz.c 'static void planted(void) { setenv("TZ", ":UTC", 1); }' \
+  'setenv: never change the environment'
+plant cli/cmd_node.c 'static void planted(void) { fputs("x", stderr); }' \
+  "stderr: write to stderr with osenv's logger"
+plant agent/apply.c 'static const char *p(int e) { return e ? strerror(e) : e > 1 ? strerror(1) : strerror(2); }' \
+  '[0-9]+ strerror\(\) sites, at most 15'
+rm -rf "$T/src"; cp -r "$SRC/src" "$T/src"
+{ echo '/* getenv("X"), clock_gettime(, stderr, strerror( in a comment */'
+  echo 'static const char *planted = "setenv(\"TZ\") in a string";'; cat "$SRC/src/agent/apply.c"; } >"$T/src/agent/apply.c"
+expect_rc 0 "the calls named in a comment or a string are not calls" -- python3 "$check" "$T/src"
 rm -rf "$T/src"; cp -r "$SRC/src" "$T/src"
 { echo '#include "gitops/verify.h"'; cat "$SRC/src/bundle/bundle.h"; } >"$T/src/bundle/bundle.h"
 expect_rc 0 "a concern header of gitops is public to the modules above it" -- python3 "$check" "$T/src"

@@ -1218,7 +1218,7 @@ static void test_drift_owner(void **state)
 {
     fx *f = *state;
     if (geteuid() != 0)
-        skip(); /* an agent that is not root does not chown, nor check owners */
+        mcg_test_skip("not root: an agent that is not root does not chown, nor check owners");
     char *n1 =
         deploy(f, "{\"ignition\":{\"version\":\"3.4.0\"},\"storage\":{"
                   "\"files\":["

@@ -31,6 +31,7 @@
 
 #include "testlib.h"
 #include "fsio/fsio.h"
+#include "osenv/osenv.h"
 
 #include "cluster/kube_int.h"
 

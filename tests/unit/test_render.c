@@ -2,7 +2,9 @@
  * test_render.c — selection, merge, canonical spec and content names.
  *
  * Each test builds a small config repo from YAML strings (through the real
- * parser), renders it, and checks one rule of docs/concepts.md
+ * parser) — most on a cmocka fixture of the standard pools (std_pools,
+ * std_master), freed by its teardown even when the test fails — renders it,
+ * and checks one rule of docs/concepts.md
  * ("Rendering") or docs/config-repo.md: keyed merges
  * field by field, drop-ins per unit, SSH keys united in order, custom pools
  * inheriting worker, order by name, defaults normalised before hashing, the
@@ -118,6 +120,47 @@ static void repo_free(repo *rp)
     memset(rp, 0, sizeof(*rp));
 }
 
+/* master + worker pools and an empty 00-master. */
+static void add_std_master(repo *rp)
+{
+    add_std_pools(rp);
+    add_mc(rp, "00-master", "master", NULL);
+}
+
+/* The same and an empty 00-worker. */
+static void add_std_mcs(repo *rp)
+{
+    add_std_master(rp);
+    add_mc(rp, "00-worker", "worker", NULL);
+}
+
+/*
+ * The fixtures most tests start from (cmocka setups; the teardown frees the
+ * repo even when the test fails): the master and worker pools, and with
+ * std_master an empty 00-master too.
+ */
+static int std_pools(void **state)
+{
+    repo *rp = mcg_calloc(1, sizeof(*rp));
+    add_std_pools(rp);
+    *state = rp;
+    return 0;
+}
+
+static int std_master(void **state)
+{
+    std_pools(state);
+    add_mc(*state, "00-master", "master", NULL);
+    return 0;
+}
+
+static int repo_teardown(void **state)
+{
+    repo_free(*state);
+    free(*state);
+    return 0;
+}
+
 static const mcg_rendered_pool *pool(const repo *rp, const char *name)
 {
     const mcg_rendered_pool *p = mcg_render_pool(rp->r, name);
@@ -184,28 +227,26 @@ static json_t *spec_of(const mcg_rendered_pool *p)
 
 static void test_file_field_by_field(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "10-a", "worker",
+    repo *rp = *state;
+    add_mc(rp, "10-a", "worker",
            "    storage:\n      files:\n"
            "      - path: /etc/a\n"
            "        mode: 0600\n"
            "        overwrite: false\n"
            "        user: {name: root}\n"
            "        contents: {source: \"data:,one\"}\n");
-    add_mc(&rp, "20-b", "worker",
+    add_mc(rp, "20-b", "worker",
            "    storage:\n      files:\n"
            "      - path: /etc/a\n"
            "        mode: 0640\n"
            "        group: {name: wheel}\n");
-    add_mc(&rp, "30-c", "worker",
+    add_mc(rp, "30-c", "worker",
            "    storage:\n      files:\n"
            "      - path: /etc/a\n"
            "        user: {id: 1000}\n");
-    add_mc(&rp, "00-master", "master", NULL);
-    render_ok(&rp);
-    const mcg_rendered_pool *w = pool(&rp, "worker");
+    add_mc(rp, "00-master", "master", NULL);
+    render_ok(rp);
+    const mcg_rendered_pool *w = pool(rp, "worker");
     assert_mcs(w, "10-a,20-b,30-c");
     const mcg_storage *s = entry(w, "/etc/a");
     assert_int_equal(s->kind, MCG_NODE_FILE);
@@ -232,24 +273,20 @@ static void test_file_field_by_field(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(f, "group"), "name")),
                         "wheel");
     json_decref(j);
-    repo_free(&rp);
 }
 
 static void test_file_later_contents_win(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master", NULL);
+    repo *rp = *state;
     /* gzip'ed "hello gzip\n" first, then plain contents: the later contents
      * replace source and compression together. */
-    add_mc(&rp, "10-a", "worker",
+    add_mc(rp, "10-a", "worker",
            "    storage:\n      files:\n"
            "      - path: /etc/a\n"
            "        contents:\n"
            "          compression: gzip\n"
            "          source: data:;base64,H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA==\n");
-    add_mc(&rp, "20-b", "worker",
+    add_mc(rp, "20-b", "worker",
            "    storage:\n      files:\n"
            "      - path: /etc/a\n"
            "        contents: {source: \"data:,two\"}\n"
@@ -257,12 +294,12 @@ static void test_file_later_contents_win(void **state)
            "        contents:\n"
            "          compression: gzip\n"
            "          source: data:;base64,H4sIAAAAAAACA8tIzcnJV0ivyizgAgA5fGNWCwAAAA==\n");
-    add_mc(&rp, "30-c", "worker",
+    add_mc(rp, "30-c", "worker",
            "    storage:\n      files:\n"
            "      - path: /etc/b\n"
            "        contents: {source: \"data:,\"}\n");
-    render_ok(&rp);
-    const mcg_rendered_pool *w = pool(&rp, "worker");
+    render_ok(rp);
+    const mcg_rendered_pool *w = pool(rp, "worker");
     const mcg_storage *a = entry(w, "/etc/a");
     assert_string_equal(a->source, "data:,two");
     assert_null(a->compression);
@@ -273,16 +310,12 @@ static void test_file_later_contents_win(void **state)
     assert_string_equal(b->source, "data:,");
     assert_null(b->compression);
     assert_int_equal(b->data_len, 0);
-    repo_free(&rp);
 }
 
 static void test_file_replaced_by_directory(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master", NULL);
-    add_mc(&rp, "10-a", "worker",
+    repo *rp = *state;
+    add_mc(rp, "10-a", "worker",
            "    storage:\n"
            "      files:\n"
            "      - path: /etc/x\n"
@@ -295,7 +328,7 @@ static void test_file_replaced_by_directory(void **state)
            "      links:\n"
            "      - path: /etc/z\n"
            "        target: /etc/x\n");
-    add_mc(&rp, "20-b", "worker",
+    add_mc(rp, "20-b", "worker",
            "    storage:\n"
            "      directories:\n"
            "      - path: /etc/x\n"
@@ -305,8 +338,8 @@ static void test_file_replaced_by_directory(void **state)
            "        hard: false\n"
            "      files:\n"
            "      - path: /etc/z\n");
-    render_ok(&rp);
-    const mcg_rendered_pool *w = pool(&rp, "worker");
+    render_ok(rp);
+    const mcg_rendered_pool *w = pool(rp, "worker");
     assert_int_equal(w->merged.nstorage, 3);
     const mcg_storage *x = entry(w, "/etc/x");
     assert_int_equal(x->kind, MCG_NODE_DIR); /* replaced whole: nothing of the file left */
@@ -332,18 +365,14 @@ static void test_file_replaced_by_directory(void **state)
     assert_null(json_object_get(d, "contents"));
     assert_null(json_object_get(d, "user"));
     json_decref(j);
-    repo_free(&rp);
 }
 
 /* ------------------------------------------------------------ merge: units */
 
 static void test_dropins_per_unit(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master", NULL);
-    add_mc(&rp, "10-a", "worker",
+    repo *rp = *state;
+    add_mc(rp, "10-a", "worker",
            "    systemd:\n      units:\n"
            "      - name: a.service\n"
            "        contents: \"[Service]\\nExecStart=/bin/a\\n\"\n"
@@ -353,15 +382,15 @@ static void test_dropins_per_unit(void **state)
            "      - name: b.service\n"
            "        dropins:\n"
            "        - {name: 10-first.conf, contents: '# b-one'}\n");
-    add_mc(&rp, "20-b", "worker",
+    add_mc(rp, "20-b", "worker",
            "    systemd:\n      units:\n"
            "      - name: a.service\n"
            "        dropins:\n"
            "        - {name: 20-second.conf, contents: '# two-b'}\n"
            "        - {name: 30-third.conf, contents: '# three'}\n"
            "        - {name: 10-first.conf}\n");
-    render_ok(&rp);
-    const mcg_rendered_pool *w = pool(&rp, "worker");
+    render_ok(rp);
+    const mcg_rendered_pool *w = pool(rp, "worker");
     const mcg_unit *a = unit(w, "a.service");
     assert_string_equal(a->contents, "[Service]\nExecStart=/bin/a\n"); /* kept */
     assert_int_equal(a->ndropins, 3);
@@ -376,31 +405,27 @@ static void test_dropins_per_unit(void **state)
     assert_int_equal(b->ndropins, 1);
     assert_string_equal(b->dropins[0].contents, "# b-one");
     assert_null(b->contents);
-    repo_free(&rp);
 }
 
 static void test_unit_enabled_mask_field_by_field(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master", NULL);
-    add_mc(&rp, "10-a", "worker",
+    repo *rp = *state;
+    add_mc(rp, "10-a", "worker",
            "    systemd:\n      units:\n"
            "      - {name: a.service, enabled: true, contents: '# a'}\n"
            "      - {name: b.service, mask: true}\n"
            "      - {name: c.service, enabled: true}\n");
-    add_mc(&rp, "20-b", "worker",
+    add_mc(rp, "20-b", "worker",
            "    systemd:\n      units:\n"
            "      - {name: a.service, mask: true}\n"
            "      - {name: b.service, enabled: false}\n"
            "      - {name: c.service, contents: '# c'}\n");
-    add_mc(&rp, "30-c", "worker",
+    add_mc(rp, "30-c", "worker",
            "    systemd:\n      units:\n"
            "      - {name: a.service, enabled: false}\n"
            "      - {name: b.service, mask: false}\n");
-    render_ok(&rp);
-    const mcg_rendered_pool *w = pool(&rp, "worker");
+    render_ok(rp);
+    const mcg_rendered_pool *w = pool(rp, "worker");
     const mcg_unit *a = unit(w, "a.service");
     assert_int_equal(a->enabled, MCG_FALSE);
     assert_int_equal(a->mask, MCG_TRUE);
@@ -422,29 +447,25 @@ static void test_unit_enabled_mask_field_by_field(void **state)
     assert_true(json_is_true(json_object_get(cj, "enabled")));
     assert_null(json_object_get(cj, "mask"));
     json_decref(j);
-    repo_free(&rp);
 }
 
 /* ------------------------------------------------------------ merge: SSH keys */
 
 static void test_ssh_keys_united(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master", NULL);
-    add_mc(&rp, "10-a", "worker",
+    repo *rp = *state;
+    add_mc(rp, "10-a", "worker",
            "    passwd:\n      users:\n      - name: core\n"
            "        sshAuthorizedKeys: [\"ssh-ed25519 K1\", \"ssh-ed25519 K2\"]\n");
-    add_mc(&rp, "20-b", "worker",
+    add_mc(rp, "20-b", "worker",
            "    passwd:\n      users:\n      - name: core\n"
            "        sshAuthorizedKeys: [\"ssh-ed25519 K2\", \"ssh-ed25519 K3\", "
            "\"ssh-ed25519 K1\"]\n");
-    add_mc(&rp, "30-c", "worker",
+    add_mc(rp, "30-c", "worker",
            "    passwd:\n      users:\n      - name: core\n"
            "        sshAuthorizedKeys: [\"ssh-ed25519 K0\", \"ssh-ed25519 K3\"]\n");
-    render_ok(&rp);
-    const mcg_rendered_pool *w = pool(&rp, "worker");
+    render_ok(rp);
+    const mcg_rendered_pool *w = pool(rp, "worker");
     assert_int_equal(w->merged.ssh_keys.n, 4);
     assert_string_equal(w->merged.ssh_keys.v[0], "ssh-ed25519 K1");
     assert_string_equal(w->merged.ssh_keys.v[1], "ssh-ed25519 K2");
@@ -459,37 +480,34 @@ static void test_ssh_keys_united(void **state)
     assert_string_equal(json_string_value(json_array_get(keys, 3)), "ssh-ed25519 K0");
     json_decref(j);
     /* master has no keys: no passwd section at all */
-    j = spec_of(pool(&rp, "master"));
+    j = spec_of(pool(rp, "master"));
     assert_null(json_object_get(json_object_get(j, "config"), "passwd"));
     json_decref(j);
-    repo_free(&rp);
 }
 
 /* ------------------------------------------------------------ selection */
 
 static void test_custom_pool_inherits_worker(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_pool(&rp, "infra", NULL); /* selects role infra only */
-    add_mc(&rp, "00-master", "master",
+    repo *rp = *state;
+    add_pool(rp, "infra", NULL); /* selects role infra only */
+    add_mc(rp, "00-master", "master",
            "    storage:\n      files:\n      - {path: /etc/role, contents: {source: "
            "\"data:,master\"}}\n");
-    add_mc(&rp, "00-worker", "worker",
+    add_mc(rp, "00-worker", "worker",
            "    storage:\n      files:\n      - {path: /etc/role, contents: {source: "
            "\"data:,worker\"}}\n"
            "      - {path: /etc/worker-only, mode: 0600}\n");
-    add_mc(&rp, "50-worker", "worker",
+    add_mc(rp, "50-worker", "worker",
            "    storage:\n      files:\n      - {path: /etc/late, contents: {source: "
            "\"data:,worker\"}}\n");
     /* sorts before worker's MCs, yet merges after them: the pool's own win */
-    add_mc(&rp, "05-infra", "infra",
+    add_mc(rp, "05-infra", "infra",
            "    storage:\n      files:\n      - {path: /etc/role, contents: {source: "
            "\"data:,infra\"}}\n"
            "      - {path: /etc/late, mode: 0640}\n");
-    render_ok(&rp);
-    const mcg_rendered_pool *infra = pool(&rp, "infra");
+    render_ok(rp);
+    const mcg_rendered_pool *infra = pool(rp, "infra");
     assert_mcs(infra, "00-worker,50-worker,05-infra");
     assert_string_equal(entry(infra, "/etc/role")->source, "data:,infra");
     assert_int_equal(entry(infra, "/etc/worker-only")->mode, 0600);
@@ -498,16 +516,15 @@ static void test_custom_pool_inherits_worker(void **state)
     assert_string_equal(late->source, "data:,worker");
 
     /* master does not inherit worker */
-    const mcg_rendered_pool *master = pool(&rp, "master");
+    const mcg_rendered_pool *master = pool(rp, "master");
     assert_mcs(master, "00-master");
     assert_int_equal(master->merged.nstorage, 1);
     assert_string_equal(entry(master, "/etc/role")->source, "data:,master");
     /* worker does not see the custom pool's MCs */
-    const mcg_rendered_pool *worker = pool(&rp, "worker");
+    const mcg_rendered_pool *worker = pool(rp, "worker");
     assert_mcs(worker, "00-worker,50-worker");
     assert_string_equal(entry(worker, "/etc/role")->source, "data:,worker");
     assert_int_equal(worker->merged.nstorage, 3);
-    repo_free(&rp);
 }
 
 static void test_custom_pool_selecting_worker_too(void **state)
@@ -560,25 +577,22 @@ static void test_order_by_name(void **state)
 
 static void test_render_select_api(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_pool(&rp, "gpu", NULL);
-    add_mc(&rp, "b", "worker", NULL);
-    add_mc(&rp, "a", "gpu", NULL);
-    add_mc(&rp, "c", "master", NULL);
-    render_ok(&rp);
+    repo *rp = *state;
+    add_pool(rp, "gpu", NULL);
+    add_mc(rp, "b", "worker", NULL);
+    add_mc(rp, "a", "gpu", NULL);
+    add_mc(rp, "c", "master", NULL);
+    render_ok(rp);
     mcg_strv v = {0};
-    mcg_render_select(&v, rp.m, mcg_model_pool(rp.m, "gpu"));
+    mcg_render_select(&v, rp->m, mcg_model_pool(rp->m, "gpu"));
     assert_int_equal(v.n, 2);
     assert_string_equal(v.v[0], "b");
     assert_string_equal(v.v[1], "a");
     mcg_strv_free(&v);
-    mcg_render_select(&v, rp.m, mcg_model_pool(rp.m, "master"));
+    mcg_render_select(&v, rp->m, mcg_model_pool(rp->m, "master"));
     assert_int_equal(v.n, 1);
     assert_string_equal(v.v[0], "c");
     mcg_strv_free(&v);
-    repo_free(&rp);
 }
 
 /* ------------------------------------------------------------ refusals */
@@ -627,31 +641,28 @@ static void test_pool_selecting_nothing(void **state)
 
 static void test_path_below_file(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master",
+    repo *rp = *state;
+    add_mc(rp, "00-master", "master",
            "    storage:\n"
            "      links:\n"
            "      - {path: /etc/l, target: /tmp}\n"
            "      files:\n"
            "      - path: /etc/l/x/y\n");
-    add_mc(&rp, "10-a", "worker", "    storage:\n      files:\n      - path: /etc/a\n");
-    add_mc(&rp, "20-b", "worker",
+    add_mc(rp, "10-a", "worker", "    storage:\n      files:\n      - path: /etc/a\n");
+    add_mc(rp, "20-b", "worker",
            "    storage:\n"
            "      directories:\n"
            "      - path: /etc/d\n"
            "      files:\n"
            "      - path: /etc/d/ok\n"
            "      - path: /etc/a/b\n");
-    render(&rp);
-    assert_int_equal(rp.rc, MCG_EINVAL);
-    assert_int_equal(rp.diags.count, 2);
-    assert_string_equal(rp.diags.msgs[0], "machineconfigs/00-master.yaml:15: path '/etc/l/x/y' "
-                                          "lies below '/etc/l', which is a link");
-    assert_string_equal(rp.diags.msgs[1], "machineconfigs/20-b.yaml:16: path '/etc/a/b' lies "
-                                          "below '/etc/a', which is a file");
-    repo_free(&rp);
+    render(rp);
+    assert_int_equal(rp->rc, MCG_EINVAL);
+    assert_int_equal(rp->diags.count, 2);
+    assert_string_equal(rp->diags.msgs[0], "machineconfigs/00-master.yaml:15: path '/etc/l/x/y' "
+                                           "lies below '/etc/l', which is a link");
+    assert_string_equal(rp->diags.msgs[1], "machineconfigs/20-b.yaml:16: path '/etc/a/b' lies "
+                                           "below '/etc/a', which is a file");
 }
 
 static void test_link_needs_target(void **state)
@@ -679,8 +690,7 @@ static void test_link_needs_target(void **state)
     repo_free(&rp);
 
     /* completed by the later MC: fine */
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master", NULL);
+    add_std_master(&rp);
     add_mc(&rp, "10-a", "worker", "    storage:\n      links:\n      - {path: /etc/l}\n");
     add_mc(&rp, "20-b", "worker",
            "    storage:\n      links:\n      - {path: /etc/l, target: /x, hard: true}\n");
@@ -706,8 +716,7 @@ static void test_too_large(void **state)
         mcg_buf_puts(&big, "\n");
     }
     repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master", NULL);
+    add_std_master(&rp);
     add_mc(&rp, "10-big", "worker", big.ptr);
     render(&rp);
     assert_int_equal(rp.rc, MCG_EINVAL);
@@ -723,17 +732,15 @@ static void test_too_large(void **state)
 
 static void test_hash_excludes_pool_name(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_pool(&rp, "infra", NULL);
+    repo *rp = *state;
+    add_pool(rp, "infra", NULL);
     const char *body = "    storage:\n      files:\n      - {path: /etc/a, contents: {source: "
                        "\"data:,same\"}}\n";
-    add_mc(&rp, "00-master", "master", body);
-    add_mc(&rp, "00-worker", "worker", body);
-    render_ok(&rp);
-    const mcg_rendered_pool *m = pool(&rp, "master"), *w = pool(&rp, "worker"),
-                            *i = pool(&rp, "infra");
+    add_mc(rp, "00-master", "master", body);
+    add_mc(rp, "00-worker", "worker", body);
+    render_ok(rp);
+    const mcg_rendered_pool *m = pool(rp, "master"), *w = pool(rp, "worker"),
+                            *i = pool(rp, "infra");
     assert_string_equal(m->hash, w->hash);
     assert_string_equal(m->hash, i->hash); /* infra = worker's MCs, nothing of its own */
     assert_int_equal(m->spec_len, w->spec_len);
@@ -754,18 +761,14 @@ static void test_hash_excludes_pool_name(void **state)
     assert_memory_equal(w->hash, hex, MCG_HASH_HEX);
     assert_true(mcg_render_name_matches(w->name, w->spec, w->spec_len));
     assert_true(mcg_render_name_matches(m->name, w->spec, w->spec_len));
-    repo_free(&rp);
 }
 
 static void test_name_matches(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master", NULL);
-    add_mc(&rp, "00-worker", "worker", NULL);
-    render_ok(&rp);
-    const mcg_rendered_pool *w = pool(&rp, "worker");
+    repo *rp = *state;
+    add_mc(rp, "00-worker", "worker", NULL);
+    render_ok(rp);
+    const mcg_rendered_pool *w = pool(rp, "worker");
     assert_true(mcg_render_name_matches(w->name, w->spec, w->spec_len));
     char *tampered = mcg_strndup(w->spec, w->spec_len);
     tampered[w->spec_len - 3] ^= 1;
@@ -781,7 +784,6 @@ static void test_name_matches(void **state)
     char *noprefix = mcg_sprintf("worker-x-%s", w->hash);
     assert_false(mcg_render_name_matches(noprefix, w->spec, w->spec_len));
     free(noprefix);
-    repo_free(&rp);
 }
 
 static void test_defaults_normalised(void **state)
@@ -865,8 +867,7 @@ static void test_different_content_different_hash(void **state)
     size_t n = 0;
     for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
         repo rp = {0};
-        add_std_pools(&rp);
-        add_mc(&rp, "00-master", "master", NULL);
+        add_std_master(&rp);
         add_mc(&rp, "00-worker", "worker", variants[v]);
         render_ok(&rp);
         memcpy(hashes[n], pool(&rp, "worker")->hash, sizeof(hashes[n]));
@@ -963,11 +964,8 @@ static void test_merge_api(void **state)
 /* A rendered spec parses back to a config that renders to the same bytes. */
 static void test_spec_round_trip(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master", NULL);
-    add_mc(&rp, "00-worker", "worker",
+    repo *rp = *state;
+    add_mc(rp, "00-worker", "worker",
            "    storage:\n"
            "      files:\n"
            "      - path: /etc/gz\n"
@@ -989,8 +987,8 @@ static void test_spec_round_trip(void **state)
            "  kernelArguments: [nosmt, 'a=\"b c\"']\n  extensions: [usbguard]\n  fips: true\n"
            "  kernelType: realtime\n  osImageURL: quay.io/os:1\n"
            "  baseOSExtensionsContainerImage: quay.io/ext:1\n");
-    render_ok(&rp);
-    const mcg_rendered_pool *w = pool(&rp, "worker");
+    render_ok(rp);
+    const mcg_rendered_pool *w = pool(rp, "worker");
     mcg_ignition back;
     mcg_err err = {0};
     if (mcg_ignition_parse_json(&back, "spec.json", w->spec, w->spec_len, &err) != 0)
@@ -1013,7 +1011,6 @@ static void test_spec_round_trip(void **state)
     free(spec);
     free(name);
     mcg_ignition_free(&back);
-    repo_free(&rp);
 }
 
 /* ------------------------------------------------------------ canonical bytes */
@@ -1233,9 +1230,7 @@ static void test_mc_fields_merge(void **state)
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         repo rp = {0};
-        add_std_pools(&rp);
-        add_mc(&rp, "00-master", "master", NULL);
-        add_mc(&rp, "00-worker", "worker", NULL);
+        add_std_mcs(&rp);
         for (size_t k = 0; k < 3 && t[i].mc[k][0]; k++)
             add_mc(&rp, t[i].mc[k][0], "worker", t[i].mc[k][1]);
         render(&rp);
@@ -1268,23 +1263,20 @@ static void test_mc_fields_merge(void **state)
 /* A custom pool: worker's kernel arguments first, then its own; its own image wins. */
 static void test_mc_fields_custom_pool(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_pool(&rp, "infra", NULL);
-    add_mc(&rp, "00-master", "master", NULL);
-    add_mc(&rp, "99-worker-args", "worker",
+    repo *rp = *state;
+    add_pool(rp, "infra", NULL);
+    add_mc(rp, "00-master", "master", NULL);
+    add_mc(rp, "99-worker-args", "worker",
            "  kernelArguments: [w]\n  osImageURL: quay.io/w/os:1\n");
-    add_mc(&rp, "10-infra-args", "infra",
+    add_mc(rp, "10-infra-args", "infra",
            "  kernelArguments: [i, w]\n  osImageURL: quay.io/i/os:1\n");
-    render_ok(&rp);
-    json_t *j = spec_of(pool(&rp, "infra"));
+    render_ok(rp);
+    json_t *j = spec_of(pool(rp, "infra"));
     json_t *want = json_loads("[\"w\", \"i\", \"w\"]", 0, NULL);
     assert_true(json_equal(json_object_get(j, "kernelArguments"), want));
     assert_string_equal(json_string_value(json_object_get(j, "osImageURL")), "quay.io/i/os:1");
     json_decref(want);
     json_decref(j);
-    repo_free(&rp);
 }
 
 /* The fields are part of the hash: a kernel argument renames the config. */
@@ -1292,11 +1284,8 @@ static void test_mc_fields_hashed(void **state)
 {
     (void)state;
     repo a = {0}, b = {0};
-    add_std_pools(&a);
-    add_mc(&a, "00-master", "master", NULL);
-    add_mc(&a, "00-worker", "worker", NULL);
-    add_std_pools(&b);
-    add_mc(&b, "00-master", "master", NULL);
+    add_std_mcs(&a);
+    add_std_master(&b);
     add_mc(&b, "00-worker", "worker", "  kernelArguments: [nosmt]\n");
     render_ok(&a);
     render_ok(&b);
@@ -1310,22 +1299,19 @@ static void test_mc_fields_hashed(void **state)
 /* Unreconcilable sections merge entry by entry; core's password hash: the later wins. */
 static void test_unreconcilable_merge(void **state)
 {
-    (void)state;
-    repo rp = {0};
-    add_std_pools(&rp);
-    add_mc(&rp, "00-master", "master", NULL);
+    repo *rp = *state;
     add_mc(
-        &rp, "10-a", "worker",
+        rp, "10-a", "worker",
         "    storage:\n      disks:\n      - {device: /dev/sdb, wipeTable: true}\n"
         "      - {device: /dev/sda}\n"
         "    passwd:\n      users:\n      - {name: zed}\n      - {name: core, passwordHash: one}\n"
         "      - {name: admin, shell: /bin/sh}\n");
-    add_mc(&rp, "20-b", "worker",
+    add_mc(rp, "20-b", "worker",
            "    storage:\n      disks:\n      - {device: /dev/sdb, partitions: [{label: var}]}\n"
            "    passwd:\n      users:\n      - {name: admin, uid: 1001}\n"
            "      - {name: core, passwordHash: two}\n");
-    render_ok(&rp);
-    json_t *j = spec_of(pool(&rp, "worker"));
+    render_ok(rp);
+    json_t *j = spec_of(pool(rp, "worker"));
     json_t *cfg = json_object_get(j, "config");
     json_t *want = json_loads(
         "{\"disks\": [{\"device\": \"/dev/sda\"}, {\"device\": \"/dev/sdb\", \"wipeTable\": true,"
@@ -1341,7 +1327,6 @@ static void test_unreconcilable_merge(void **state)
         fail_msg("passwd: %s", json_dumps(json_object_get(cfg, "passwd"), JSON_SORT_KEYS));
     json_decref(want);
     json_decref(j);
-    repo_free(&rp);
 }
 
 /*
@@ -1517,9 +1502,7 @@ static const diff_case diff_cases[] = {
 /* The worker pool's parsed spec with 10-x's body (and the policy when asked). */
 static void diff_side(repo *rp, mcg_ignition *out, const char *body, bool policy)
 {
-    add_std_pools(rp);
-    add_mc(rp, "00-master", "master", NULL);
-    add_mc(rp, "00-worker", "worker", NULL);
+    add_std_mcs(rp);
     if (body)
         add_mc(rp, "10-x", "worker", body);
     if (policy)
@@ -1578,32 +1561,33 @@ static void test_diff(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file_field_by_field),
-        cmocka_unit_test(test_file_later_contents_win),
-        cmocka_unit_test(test_file_replaced_by_directory),
-        cmocka_unit_test(test_dropins_per_unit),
-        cmocka_unit_test(test_unit_enabled_mask_field_by_field),
-        cmocka_unit_test(test_ssh_keys_united),
-        cmocka_unit_test(test_custom_pool_inherits_worker),
+        cmocka_unit_test_setup_teardown(test_file_field_by_field, std_pools, repo_teardown),
+        cmocka_unit_test_setup_teardown(test_file_later_contents_win, std_master, repo_teardown),
+        cmocka_unit_test_setup_teardown(test_file_replaced_by_directory, std_master, repo_teardown),
+        cmocka_unit_test_setup_teardown(test_dropins_per_unit, std_master, repo_teardown),
+        cmocka_unit_test_setup_teardown(test_unit_enabled_mask_field_by_field, std_master,
+                                        repo_teardown),
+        cmocka_unit_test_setup_teardown(test_ssh_keys_united, std_master, repo_teardown),
+        cmocka_unit_test_setup_teardown(test_custom_pool_inherits_worker, std_pools, repo_teardown),
         cmocka_unit_test(test_custom_pool_selecting_worker_too),
         cmocka_unit_test(test_order_by_name),
-        cmocka_unit_test(test_render_select_api),
+        cmocka_unit_test_setup_teardown(test_render_select_api, std_pools, repo_teardown),
         cmocka_unit_test(test_pool_selecting_nothing),
-        cmocka_unit_test(test_path_below_file),
+        cmocka_unit_test_setup_teardown(test_path_below_file, std_pools, repo_teardown),
         cmocka_unit_test(test_link_needs_target),
         cmocka_unit_test(test_too_large),
-        cmocka_unit_test(test_hash_excludes_pool_name),
-        cmocka_unit_test(test_name_matches),
+        cmocka_unit_test_setup_teardown(test_hash_excludes_pool_name, std_pools, repo_teardown),
+        cmocka_unit_test_setup_teardown(test_name_matches, std_master, repo_teardown),
         cmocka_unit_test(test_defaults_normalised),
         cmocka_unit_test(test_different_content_different_hash),
         cmocka_unit_test(test_creation_order_irrelevant),
         cmocka_unit_test(test_merge_api),
-        cmocka_unit_test(test_spec_round_trip),
+        cmocka_unit_test_setup_teardown(test_spec_round_trip, std_master, repo_teardown),
         cmocka_unit_test(test_canonical_matches_jansson),
         cmocka_unit_test(test_mc_fields_merge),
-        cmocka_unit_test(test_mc_fields_custom_pool),
+        cmocka_unit_test_setup_teardown(test_mc_fields_custom_pool, std_pools, repo_teardown),
         cmocka_unit_test(test_mc_fields_hashed),
-        cmocka_unit_test(test_unreconcilable_merge),
+        cmocka_unit_test_setup_teardown(test_unreconcilable_merge, std_master, repo_teardown),
         cmocka_unit_test(test_many_dropins_merge),
         cmocka_unit_test(test_many_users_merge),
         cmocka_unit_test(test_diff),

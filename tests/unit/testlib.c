@@ -11,6 +11,44 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#undef _cmocka_run_group_tests
+int _cmocka_run_group_tests(const char *group_name, const struct CMUnitTest *const tests,
+                            const size_t num_tests, CMFixtureFunction group_setup,
+                            CMFixtureFunction group_teardown);
+
+static int skipped;
+
+void mcg_test_skipped(const char *file, int line, const char *why)
+{
+    const char *req = getenv("MCGIT_REQUIRE_ALL");
+    if (req && strcmp(req, "1") == 0) {
+        print_error("MCGIT_REQUIRE_ALL=1: a required case cannot run: %s\n", why);
+        _fail(file, line);
+    }
+    extern char *program_invocation_short_name;
+    print_message("skipped: %s: %s\n", program_invocation_short_name, why);
+    const char *dir = getenv("MCGIT_SKIP_DIR");
+    char path[512];
+    if (dir && *dir &&
+        snprintf(path, sizeof(path), "%s/%s", dir, program_invocation_short_name) <
+            (int)sizeof(path)) {
+        FILE *f = fopen(path, "a");
+        if (f) {
+            fprintf(f, "%s\n", why);
+            fclose(f);
+        }
+    }
+    skipped++;
+    _skip(file, line);
+}
+
+int mcg_test_run_group(const char *name, const struct CMUnitTest *tests, size_t n,
+                       CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+    int rc = _cmocka_run_group_tests(name, tests, n, setup, teardown);
+    return rc == 0 && skipped ? 77 : rc;
+}
+
 void mcg_test_tmpdir(char out[256], const char *tag)
 {
     const char *tmp = getenv("TMPDIR");
