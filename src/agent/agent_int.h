@@ -341,8 +341,6 @@ struct mcg_agent {
 
 /* ------------------------------------------------------------ attest.c */
 
-/* The node key: <state>/node.key, made at the first call (0600). */
-int mcg_agent_node_key(mcg_sshkey *key, mcg_agent *a, mcg_err *err);
 /* When the node is Done on config: make sure n carries this node's signed
  * statement of it (MCG_ANN_ATTESTATION). Best effort: a failure is logged. */
 void mcg_agent_attest(mcg_agent *a, mcg_cluster *c, const mcg_node *n, const char *config);

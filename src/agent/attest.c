@@ -21,7 +21,8 @@
 #define NODE_KEY "node.key"
 #define BOOT_ID "/proc/sys/kernel/random/boot_id"
 
-int mcg_agent_node_key(mcg_sshkey *key, mcg_agent *a, mcg_err *err)
+/* The node key: <state>/node.key, made at the first call (0600). */
+static int node_key(mcg_sshkey *key, mcg_agent *a, mcg_err *err)
 {
     char *data = NULL;
     size_t len = 0;
@@ -50,7 +51,7 @@ int mcg_agent_node_key_line(char **line, mcg_agent *a, mcg_err *err)
 {
     mcg_sshkey key;
     *line = NULL;
-    int rc = mcg_agent_node_key(&key, a, err);
+    int rc = node_key(&key, a, err);
     if (!rc) {
         char *comment = mcg_sprintf("mcgit-node-%s", a->o.node ? a->o.node : "unnamed");
         *line = mcg_sshkey_public_line(&key, comment);
@@ -103,7 +104,7 @@ void mcg_agent_attest(mcg_agent *a, mcg_cluster *c, const mcg_node *n, const cha
         return;
     }
     free(mine);
-    if (mcg_agent_node_key(&key, a, &e) != 0) {
+    if (node_key(&key, a, &e) != 0) {
         mcg_agent_log(a, 1, "no attestation: %s", e.msg);
         return;
     }

@@ -203,12 +203,12 @@ int mcg_bundle_move_packed(mcg_repo *r, const mcg_bundle_report *rep, mcg_err *e
         goto unlock;
     if (write_packed(fd, v, n) != 0 || close(fd) != 0) {
         fd = -1;
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", lock, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", lock);
         goto unlock;
     }
     fd = -1;
     if (rename(lock, packed) != 0) {
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", packed, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", packed);
         goto unlock;
     }
     mcg_fsync_dir(common);

@@ -1169,11 +1169,12 @@ static int l_event(mcg_cluster *c, const mcg_event *ev, mcg_err *err)
     }
     size_t len = strlen(line);
     line[len++] = '\n'; /* over the NUL: written by length */
-    if (fd < 0 || write(fd, line, len) != (ssize_t)len)
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path,
-                         fd == -2 ? "not a regular file"
-                         : fd < 0 ? strerror(errno)
-                                  : "short write");
+    if (fd == -2)
+        rc = mcg_err_set(err, MCG_EIO, "%s: not a regular file", path);
+    else if (fd < 0)
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
+    else if (write(fd, line, len) != (ssize_t)len)
+        rc = mcg_err_set(err, MCG_EIO, "%s: short write", path);
     if (fd >= 0)
         close(fd);
     free(path);

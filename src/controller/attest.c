@@ -34,7 +34,13 @@ static const char *config_digest(mcg_cluster *c, const char *config, mcg_strv *d
     return digests->v[digests->n - 1] + nl + 1;
 }
 
-bool mcg_ctl_node_attested(mcg_cluster *c, const mcg_node *n, mcg_strv *digests)
+/*
+ * Whether node n is attested: Done on its desired config, and its
+ * attestation verifies against its pinned key (MCG_ANN_NODE_KEY) and names
+ * that node, its machine and boot ids where the cluster knows them, that
+ * config and the SHA-256 of the config as published (digests caches them).
+ */
+static bool node_attested(mcg_cluster *c, const mcg_node *n, mcg_strv *digests)
 {
     mcg_attestation at;
     if (!n->attestation || !n->node_key || !*n->node_key || !n->current || !n->desired ||
@@ -56,7 +62,7 @@ size_t mcg_ctl_attested_count(mcg_cluster *c, const mcg_node *nodes, size_t n,
     size_t count = 0;
     for (size_t i = 0; i < n && i < plan->nmembers; i++)
         if (plan->members[i].pool && !strcmp(plan->members[i].pool, pool) &&
-            mcg_ctl_node_attested(c, &nodes[i], digests))
+            node_attested(c, &nodes[i], digests))
             count++;
     return count;
 }

@@ -316,7 +316,7 @@ static bool ssh_scheme(const char *start, const char *sep)
            (l == 7 && !strncmp(s, "ssh+git", 7));
 }
 
-void mcg_redact_urls(char *out, size_t n, const char *src)
+void mcg_controller_redact_urls(char *out, size_t n, const char *src)
 {
     mcg_buf b = MCG_BUF_INIT;
     const char *p = src;
@@ -385,7 +385,7 @@ static void fetch(mcg_pass_result *res, const mcg_controller_opts *o, mcg_repo *
     if (!frc)
         return;
     char msg[MCG_ERR_MSG];
-    mcg_redact_urls(msg, sizeof(msg), ferr.msg);
+    mcg_controller_redact_urls(msg, sizeof(msg), ferr.msg);
     if (frc == MCG_ETRUST) {
         /* Fetched, but a new commit failed verification: nothing moved,
          * and the pools name the refused commit as for a local push. */

@@ -110,6 +110,6 @@ void mcg_controller_default_identity(char *out, size_t n);
  * fetches never publish credentials into pool status. An ssh:// URL's user
  * name alone (ssh://git@host) is no secret and stays.
  */
-void mcg_redact_urls(char *out, size_t n, const char *src);
+void mcg_controller_redact_urls(char *out, size_t n, const char *src);
 
 #endif

@@ -106,14 +106,6 @@ bool mcg_controller_sync_wanted(mcg_cluster *cl, uint64_t answered);
 
 /* ------------------------------------------------------------ attest.c */
 
-/*
- * Whether node n is attested: Done on its desired config, and its
- * attestation verifies against its pinned key (MCG_ANN_NODE_KEY) and names
- * that node, its machine and boot ids where the cluster knows them, that
- * config and the SHA-256 of the config as published (digests caches them:
- * "name sha256:hex").
- */
-bool mcg_ctl_node_attested(mcg_cluster *c, const mcg_node *n, mcg_strv *digests);
 /* How many of pool's nodes (by the plan's membership) are attested. */
 size_t mcg_ctl_attested_count(mcg_cluster *c, const mcg_node *nodes, size_t n,
                               const mcg_rollout_plan *plan, const char *pool, mcg_strv *digests);

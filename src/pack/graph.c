@@ -87,7 +87,7 @@ int mcg_pack_graph_new(mcg_pack_graph **out, const char *dir, mcg_err *err)
     if (g->fd < 0) {
         int e = errno;
         free(g);
-        int rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(e));
+        int rc = mcg_err_set_os(err, MCG_EIO, e, "%s", path);
         free(path);
         return rc;
     }
@@ -720,8 +720,7 @@ int mcg_pack_graph_check(mcg_pack_graph *g, git_odb *have, const mcg_pack_limits
                          const char *what, git_oid *missing, mcg_err *err)
 {
     if (g->err_no)
-        return mcg_err_set(err, MCG_EIO, "%s: keeping a copy to check: %s", what,
-                           strerror(g->err_no));
+        return mcg_err_set_os(err, MCG_EIO, g->err_no, "%s: keeping a copy to check", what);
     g->lim = lim;
     g->what = what;
     g->have = have;

@@ -338,15 +338,16 @@ static void test_redact_urls(void **state)
 {
     (void)state;
     char out[256];
-    mcg_redact_urls(out, sizeof(out), "https://user:tok@git.example/cfg.git: 401");
+    mcg_controller_redact_urls(out, sizeof(out), "https://user:tok@git.example/cfg.git: 401");
     assert_string_equal(out, "https://***@git.example/cfg.git: 401");
-    mcg_redact_urls(out, sizeof(out), "https://tok@git.example/cfg.git");
+    mcg_controller_redact_urls(out, sizeof(out), "https://tok@git.example/cfg.git");
     assert_string_equal(out, "https://***@git.example/cfg.git");
-    mcg_redact_urls(out, sizeof(out), "ssh://git@git.example:2222/ops/cfg.git: host key refused");
+    mcg_controller_redact_urls(out, sizeof(out),
+                               "ssh://git@git.example:2222/ops/cfg.git: host key refused");
     assert_string_equal(out, "ssh://git@git.example:2222/ops/cfg.git: host key refused");
-    mcg_redact_urls(out, sizeof(out), "git+ssh://deploy@h/x and ssh://u:pw@h/y");
+    mcg_controller_redact_urls(out, sizeof(out), "git+ssh://deploy@h/x and ssh://u:pw@h/y");
     assert_string_equal(out, "git+ssh://deploy@h/x and ssh://***@h/y");
-    mcg_redact_urls(out, sizeof(out), "ssh://a@b@h/x");
+    mcg_controller_redact_urls(out, sizeof(out), "ssh://a@b@h/x");
     assert_string_equal(out, "ssh://***@h/x");
 }
 
