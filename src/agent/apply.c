@@ -339,7 +339,8 @@ static int prepare_restores(mcg_plan_disk *out, mcg_sroot *r, int statefd, const
 {
     for (size_t i = 0; old && i < old->n; i++) {
         const mcg_ent *o = &old->ents[i];
-        if (mcg_acfg_find(new_cfg, o->path) || o->kind == MCG_ENT_DIR)
+        /* core's keys files: never what was there before mcgit (mcg_acfg_keep_ssh) */
+        if (mcg_acfg_find(new_cfg, o->path) || o->kind == MCG_ENT_DIR || o->origin == MCG_ORIG_SSH)
             continue;
         int dfd;
         const char *base;

@@ -496,6 +496,7 @@ static void update_open(mcg_agent *a, mcg_cluster *c, mcg_update *u, mcg_agent_r
     }
     if (!u->old && u->j.from && mcg_agent_config_load(a, u->j.from, false, &u->old, &e) != 0)
         mcg_agent_log(a, 1, "previous config %s: %s (treating as none)", u->j.from, e.msg);
+    mcg_acfg_keep_ssh(u->new_cfg, u->old); /* as planned */
     snprintf(res->config, sizeof(res->config), "%s", u->j.from ? u->j.from : "");
 }
 

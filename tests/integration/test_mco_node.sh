@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# test_mco_node.sh — a simulated node where MCO's daemon and mcgit's agent
+# must agree: an update over drift is refused (MCO's preflight drift check),
+# Degraded naming the drift, until the file is put back or a re-apply is
+# forced; MCO's force file re-applies and always reboots, and a
+# MachineConfig that writes it is refused at validation with its file and
+# line.
+. "$(dirname "$0")/lib.sh"
+need python3
+
+CL=$T/cl
+"$MCGIT" node add --cluster "local:$CL" n1 >/dev/null
+ROOT=$CL/roots/n1
+mkdir -p "$ROOT/etc" "$ROOT/run"
+printf 'root:x:0:0::/root:/bin/sh\ncore:x:1000:1000::/home/core:/bin/sh\n' >"$ROOT/etc/passwd"
+printf 'root:x:0:\ncore:x:1000:\n' >"$ROOT/etc/group"
+node_cfg_helpers "$CL"
+cat >"$T/reboot" <<EOF
+#!/bin/sh
+echo reboot >>"$T/reboots"
+EOF
+chmod +x "$T/reboot"
+agent() { "$MCGIT" agent --node n1 --cluster "local:$CL" --once -q --reboot-command "$T/reboot" "$@"; }
+reboots() { [ -f "$T/reboots" ] && grep -c . "$T/reboots" || echo 0; }
+IGN='"ignition":{"version":"3.4.0"}'
+file() { printf '{"path":"%s","mode":420,"contents":{"source":"data:,%s"}}' "$1" "$2"; }
+
+# ------------------------------------------------------------ preflight drift
+# a file under /etc/nmstate/openshift: the built-in rule is None, so neither
+# update reboots by itself
+C1=$(publish '{'"$IGN"',"storage":{"files":['"$(file /etc/app.conf one)"','"$(file /etc/nmstate/openshift/a.yml a)"']}}')
+C2=$(publish '{'"$IGN"',"storage":{"files":['"$(file /etc/app.conf one)"','"$(file /etc/nmstate/openshift/a.yml b)"']}}')
+desire "$C1"
+expect_rc 0 "n1 takes its first config" -- agent
+rm -f "$T/reboots" # a first config's new file reboots: count from here
+echo tampered >"$ROOT/etc/app.conf"
+desire "$C2"
+expect_rc 1 "an update over a tampered file is refused" -- agent
+expect_grep "^n1 Degraded $C1 not updating to $C2: the disk no longer holds $C1: drift: /etc/app.conf: content differs" "$T/out" \
+  "Degraded, at the current config, naming the drift"
+[ "$(field state)" = Degraded ] && [ "$(field currentConfig)" = "$C1" ] && ok "the node reports Degraded at $C1" ||
+  bad "node: $(field state) $(field currentConfig)"
+[ "$(cat "$ROOT/etc/nmstate/openshift/a.yml")" = a ] && [ "$(cat "$ROOT/etc/app.conf")" = tampered ] &&
+  ok "nothing of the update written, the drifted file left as found" || bad "written over drift"
+case "$(field reason)" in *"/etc/app.conf: content differs"*) ok "the node's reason names the drifted path" ;;
+  *) bad "reason: $(field reason)" ;; esac
+printf one >"$ROOT/etc/app.conf"
+expect_rc 0 "the file put back: the update goes ahead" -- agent
+expect_grep "^n1 Done $C2\$" "$T/out" "Done at $C2"
+[ "$(cat "$ROOT/etc/nmstate/openshift/a.yml")" = b ] && ok "the update is on disk" || bad "update not applied"
+[ "$(reboots)" = 0 ] && ok "no reboot so far (the /etc/nmstate/openshift rule is None)" || bad "reboots: $(reboots)"
+
+# --force clears it: the update is applied over drift (mcgit's --force: no reboot)
+echo tampered >"$ROOT/etc/app.conf"
+desire "$C1"
+expect_rc 1 "drift again: refused" -- agent
+expect_rc 0 "--force applies the update over drift" -- agent --force
+[ "$(cat "$ROOT/etc/app.conf")" = one ] && [ "$(cat "$ROOT/etc/nmstate/openshift/a.yml")" = a ] && [ "$(field state)" = Done ] &&
+  ok "--force: the whole config re-applied, Done" || bad "--force: $(field state) $(cat "$ROOT/etc/app.conf")"
+[ "$(reboots)" = 0 ] && ok "--force does not reboot" || bad "reboots after --force: $(reboots)"
+
+# ------------------------------------------------------------ the force file
+echo tampered >"$ROOT/etc/app.conf"
+desire "$C2"
+expect_rc 1 "drift again: refused" -- agent
+: >"$ROOT/run/machine-config-daemon-force"
+expect_rc 0 "the force file: the update is applied over drift" -- agent
+expect_grep "^n1 Done $C2\$" "$T/out" "Done at $C2"
+[ "$(cat "$ROOT/etc/app.conf")" = one ] && [ "$(cat "$ROOT/etc/nmstate/openshift/a.yml")" = b ] &&
+  ok "the whole config written" || bad "force file: not applied"
+[ "$(reboots)" = 1 ] && ok "and the node rebooted, as MCO's daemon does with the force file" || bad "reboots: $(reboots)"
+[ ! -e "$ROOT/run/machine-config-daemon-force" ] && ok "the force file is removed" || bad "force file left"
+expect_rc 0 "the next pass: nothing to do" -- agent
+[ "$(reboots)" = 1 ] && ok "no second reboot" || bad "reboots: $(reboots)"
+# the force file with the config current: re-applied, and a reboot
+echo tampered >"$ROOT/etc/app.conf"
+: >"$ROOT/run/machine-config-daemon-force"
+expect_rc 0 "the force file at the current config: re-applied" -- agent
+[ "$(cat "$ROOT/etc/app.conf")" = one ] && [ "$(reboots)" = 2 ] && ok "drift repaired, and a reboot" ||
+  bad "current + force file: $(cat "$ROOT/etc/app.conf"), reboots $(reboots)"
+
+# ------------------------------------------------------------ a MachineConfig writing the force file
+R=$T/repo
+"$MCGIT" init "$R" >/dev/null 2>&1
+cat >"$R/machineconfigs/50-worker-force.yaml" <<'EOF'
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 50-worker-force
+  labels: {machineconfiguration.openshift.io/role: worker}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+      - path: /etc/harmless.conf
+        contents: {source: "data:,x"}
+      - path: /run/machine-config-daemon-force
+        contents: {source: "data:,"}
+EOF
+expect_rc 1 "mcgit validate refuses a MachineConfig that writes the force file" -- "$MCGIT" validate "$R"
+expect_grep "machineconfigs/50-worker-force.yaml:13:.*/run/machine-config-daemon-force cannot be written by a MachineConfig" "$T/err" \
+  "with its file and line"
+expect_rc 1 "and so does mcgit render" -- "$MCGIT" render "$R"
+expect_grep "50-worker-force.yaml:13:" "$T/err" "render names the file and line too"
+# the agent's second line: a rendered config holding it is refused, nothing written
+CF=$(publish '{'"$IGN"',"storage":{"files":['"$(file /etc/app.conf one)"','"$(file /run/machine-config-daemon-force x)"']}}')
+desire "$CF"
+expect_rc 1 "the agent refuses a rendered config that writes the force file" -- agent
+expect_grep "^n1 Degraded .*/run/machine-config-daemon-force cannot be written by a MachineConfig" "$T/out" "Degraded, naming it"
+[ ! -e "$ROOT/run/machine-config-daemon-force" ] && [ "$(reboots)" = 2 ] && ok "nothing written, no reboot" ||
+  bad "force file written by a config"
+
+finish
