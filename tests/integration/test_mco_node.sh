@@ -4,7 +4,8 @@
 # Degraded naming the drift, until the file is put back or a re-apply is
 # forced; MCO's force file re-applies and always reboots, and a
 # MachineConfig that writes it is refused at validation with its file and
-# line.
+# line. A node MCO's daemon managed is taken over with its orig/ backups and
+# noorig/ stamps honoured.
 . "$(dirname "$0")/lib.sh"
 need python3
 
@@ -110,5 +111,38 @@ expect_rc 1 "the agent refuses a rendered config that writes the force file" -- 
 expect_grep "^n1 Degraded .*/run/machine-config-daemon-force cannot be written by a MachineConfig" "$T/out" "Degraded, naming it"
 [ ! -e "$ROOT/run/machine-config-daemon-force" ] && [ "$(reboots)" = 2 ] && ok "nothing written, no reboot" ||
   bad "force file written by a config"
+
+# ------------------------------------------------------------ taking over a node MCO managed
+# MCO's daemon left its records: orig/<path>.mcdorig (what was there before
+# it) and noorig/<path>.mcdnoorig (a file it created). Deleting the
+# MachineConfig under mcgit puts MCO's original back, or removes MCO's file.
+CL2=$T/cl2
+"$MCGIT" node add --cluster "local:$CL2" n1 >/dev/null
+N=$CL2/roots/n1
+mkdir -p "$N/etc/systemd/system" "$N/etc/machine-config-daemon/orig/etc/systemd/system" \
+  "$N/etc/machine-config-daemon/noorig/etc/systemd/system"
+printf 'root:x:0:0::/root:/bin/sh\n' >"$N/etc/passwd"; printf 'root:x:0:\n' >"$N/etc/group"
+printf 'from MCO\n' >"$N/etc/chrony.conf"
+printf 'os default\n' >"$N/etc/machine-config-daemon/orig/etc/chrony.conf.mcdorig"
+printf 'made by MCO\n' >"$N/etc/mco-made.conf"
+: >"$N/etc/machine-config-daemon/noorig/etc/mco-made.conf.mcdnoorig"
+printf '[Service]\nExecStart=/bin/mco\n' >"$N/etc/systemd/system/mco.service"
+: >"$N/etc/machine-config-daemon/noorig/etc/systemd/system/mco.service.mcdnoorig"
+printf 'before mcgit\n' >"$N/etc/plain.conf"
+node_cfg_helpers "$CL2"
+a2() { "$MCGIT" agent --node n1 --cluster "local:$CL2" --once -q "$@"; }
+unit='{"name":"mco.service","contents":"[Service]\nExecStart=/bin/mco\n"}'
+T1=$(publish '{'"$IGN"',"storage":{"files":['"$(file /etc/chrony.conf from%20MCO%0A)"','"$(file /etc/mco-made.conf made%20by%20MCO%0A)"','"$(file /etc/plain.conf mcgit%0A)"']},"systemd":{"units":['"$unit"']}}')
+T0=$(publish '{'"$IGN"'}')
+desire "$T1"
+expect_rc 0 "mcgit takes over the node with MCO's MachineConfigs" -- a2
+desire "$T0"
+expect_rc 0 "the MachineConfigs deleted" -- a2
+[ "$(cat "$N/etc/chrony.conf")" = "os default" ] && ok "a file MCO had replaced: MCO's orig/ backup is put back" ||
+  bad "chrony.conf: $(cat "$N/etc/chrony.conf" 2>&1)"
+[ ! -e "$N/etc/mco-made.conf" ] && ok "a file MCO created (its noorig/ stamp): removed" || bad "mco-made.conf left: $(cat "$N/etc/mco-made.conf")"
+[ ! -e "$N/etc/systemd/system/mco.service" ] && ok "a unit MCO created: removed" || bad "mco.service left"
+[ "$(cat "$N/etc/plain.conf")" = "before mcgit" ] && ok "a file with no MCO record: what was there before mcgit is back" ||
+  bad "plain.conf: $(cat "$N/etc/plain.conf" 2>&1)"
 
 finish
