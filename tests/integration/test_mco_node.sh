@@ -145,4 +145,32 @@ expect_rc 0 "the MachineConfigs deleted" -- a2
 [ "$(cat "$N/etc/plain.conf")" = "before mcgit" ] && ok "a file with no MCO record: what was there before mcgit is back" ||
   bad "plain.conf: $(cat "$N/etc/plain.conf" 2>&1)"
 
+# ------------------------------------------------------------ presets
+# MCO's writeUnits: a unit whose `enabled` is unset gets `systemctl preset`
+# (on a live host: a fake root bound to the node, systemctl recorded)
+CL3=$T/cl3
+H=$T/host
+mkdir -p "$H/etc"
+echo 0123456789abcdef0123456789abcdef >"$H/etc/machine-id"
+printf 'root:x:0:0::/root:/bin/sh\n' >"$H/etc/passwd"; printf 'root:x:0:\n' >"$H/etc/group"
+"$MCGIT" node add --cluster "local:$CL3" n1 >/dev/null
+"$MCGIT" node bind --cluster "local:$CL3" n1 --root "$H" >/dev/null
+node_cfg_helpers "$CL3"
+U='"[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"'
+P1=$(publish '{'"$IGN"',"systemd":{"units":[{"name":"unset.service","contents":'"$U"'},{"name":"on.service","enabled":true,"contents":'"$U"'},{"name":"off.service","enabled":false,"contents":'"$U"'},{"name":"masked.service","mask":true},{"name":"crio.service","dropins":[{"name":"10-x.conf","contents":"[Service]\nEnvironment=X=1\n"}]}]}}')
+desire "$P1"
+"$MCGIT" agent --node n1 --cluster "local:$CL3" --root "$H" --live --once -q \
+  --systemctl "echo >>$T/systemctl.log" --reboot-command true >"$T/out" 2>&1 || true
+presets=$(grep '^preset ' "$T/systemctl.log" 2>/dev/null | sort | paste -sd' ' -)
+[ "$presets" = "preset crio.service preset unset.service" ] &&
+  ok "systemctl preset for each unit whose enabled is unset (a drop-in's unit too), none for enabled, disabled or masked" ||
+  bad "presets: '$presets' ($(cat "$T/systemctl.log" 2>&1))"
+# a simulated node runs nothing, and says so
+node_cfg_helpers "$CL2"
+T2=$(publish '{'"$IGN"',"systemd":{"units":[{"name":"unset.service","contents":'"$U"'}]}}')
+desire "$T2"
+"$MCGIT" agent --node n1 --cluster "local:$CL2" --once -v >"$T/out" 2>&1 || true
+grep -q "skipped (not live): systemctl preset 'unset.service'" "$T/out" && ok "a simulated node logs the preset as skipped" ||
+  bad "no skipped preset logged: $(grep -i preset "$T/out")"
+
 finish
