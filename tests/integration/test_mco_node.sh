@@ -8,6 +8,7 @@
 # noorig/ stamps honoured.
 . "$(dirname "$0")/lib.sh"
 need python3
+need jq
 
 CL=$T/cl
 "$MCGIT" node add --cluster "local:$CL" n1 >/dev/null
@@ -172,5 +173,53 @@ desire "$T2"
 "$MCGIT" agent --node n1 --cluster "local:$CL2" --once -v >"$T/out" 2>&1 || true
 grep -q "skipped (not live): systemctl preset 'unset.service'" "$T/out" && ok "a simulated node logs the preset as skipped" ||
   bad "no skipped preset logged: $(grep -i preset "$T/out")"
+
+# ------------------------------------------------------------ one refused MachineConfig, every pool
+# MCO renders each pool alone: a bad worker MachineConfig leaves master's
+# render alone. In mcgit a commit is one verified unit: a commit holding a
+# refused worker MachineConfig is refused whole, so master's change in the
+# same commit waits too (docs/mco-migration.md says why).
+fixture_signed_repo "$T/pr"
+PR=$T/pr
+mc() { # NAME ROLE PATH DATA
+  cat >"$PR/machineconfigs/$1.yaml" <<EOF
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: $1
+  labels: {machineconfiguration.openshift.io/role: $2}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+      - path: $3
+        contents: {source: "data:,$4"}
+EOF
+}
+PCL=local:$T/pcl
+"$MCGIT" node add --cluster "$PCL" m0 --labels node-role.kubernetes.io/master= >/dev/null
+pctl() { "$MCGIT" controller --repo "$PR" --trust "$T/trust" --cluster "$PCL" --once >"$T/pctl.out" 2>&1 || true; }
+pstatus() { "$MCGIT" status --cluster "$PCL" -o json | jq --arg p "$1" '.items[] | select(.metadata.name == $p)'; }
+ptarget() { pstatus "$1" | jq -r '.spec.configuration.name // empty'; }
+mc 50-master-a master /etc/a one
+scommit "$PR" op "master a=one"
+pctl
+M1=$(ptarget master)
+[ -n "$M1" ] && ok "master renders ($M1)" || bad "master did not render: $(tail -3 "$T/pctl.out")"
+mc 50-master-a master /etc/a two
+mc 60-worker-force worker /run/machine-config-daemon-force x
+scommit "$PR" op "master a=two, and a refused worker MachineConfig"
+pctl
+[ "$(ptarget master)" = "$M1" ] && ok "the commit with a refused worker MachineConfig moves no pool, master included" ||
+  bad "master moved to $(ptarget master)"
+pstatus master | jq -r '.status.conditions[] | select(.type == "RenderDegraded") | "\(.status) \(.message)"' >"$T/cond"
+expect_grep "^True .*60-worker-force.yaml:[0-9]+:.*machine-config-daemon-force" "$T/cond" \
+  "master's RenderDegraded names the worker MachineConfig, file and line"
+git -C "$PR" rm -q machineconfigs/60-worker-force.yaml
+scommit "$PR" op "the refused MachineConfig removed"
+pctl
+[ -n "$(ptarget master)" ] && [ "$(ptarget master)" != "$M1" ] && ok "once it is removed, master's change renders" ||
+  bad "master: $(ptarget master)"
 
 finish
