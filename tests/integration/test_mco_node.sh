@@ -46,6 +46,8 @@ expect_grep "^n1 Degraded $C1 not updating to $C2: the disk no longer holds $C1:
   ok "nothing of the update written, the drifted file left as found" || bad "written over drift"
 case "$(field reason)" in *"/etc/app.conf: content differs"*) ok "the node's reason names the drifted path" ;;
   *) bad "reason: $(field reason)" ;; esac
+jq -r 'select(.name == "n1") | .reason' "$CL/events.jsonl" | grep -qx PreflightConfigDriftCheckFailed &&
+  ok "a Warning event PreflightConfigDriftCheckFailed, as MCO's daemon records" || bad "events: $(jq -r .reason "$CL/events.jsonl" | sort -u | paste -sd, -)"
 printf one >"$ROOT/etc/app.conf"
 expect_rc 0 "the file put back: the update goes ahead" -- agent
 expect_grep "^n1 Done $C2\$" "$T/out" "Done at $C2"
