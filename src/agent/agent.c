@@ -28,6 +28,7 @@
 
 static int update_to(mcg_agent *a, mcg_cluster *c, const char *name, const char *spec, size_t len,
                      const char *revert, mcg_agent_result *res, mcg_err *err);
+static bool preflight_drift(mcg_agent *a, mcg_cluster *c, const char *name, mcg_agent_result *res);
 
 /*
  * Carry out u (its journal written), and the revert a failed health check
@@ -54,6 +55,8 @@ static int update_to(mcg_agent *a, mcg_cluster *c, const char *name, const char 
 {
     mcg_err e = {0};
     mcg_update u;
+    if (!revert && preflight_drift(a, c, name, res))
+        return 0;
     if (mcg_agent_plan(a, c, name, spec, len, revert, &u, res)) {
         if (mcg_agent_journal_write(a, &u.j, &e) == 0)
             return update_carry_out(a, c, &u, res, err);
@@ -71,6 +74,24 @@ static int update_to(mcg_agent *a, mcg_cluster *c, const char *name, const char 
 
 /* ------------------------------------------------------------- drift */
 
+/* "drift: ..." for cur into b (ten paths at most); false when nothing drifted. */
+static bool drift_reason(mcg_agent *a, const mcg_acfg *cur, mcg_buf *b)
+{
+    mcg_strv diffs = {0};
+    mcg_err e = {0};
+    mcg_drift_check(&a->root, cur, &diffs, &e);
+    if (diffs.n) {
+        mcg_buf_puts(b, "drift: ");
+        for (size_t i = 0; i < diffs.n && i < DRIFT_LIST_MAX; i++)
+            mcg_buf_printf(b, "%s%s", i ? "; " : "", diffs.v[i]);
+        if (diffs.n > DRIFT_LIST_MAX)
+            mcg_buf_printf(b, "; and %zu more", diffs.n - DRIFT_LIST_MAX);
+    }
+    bool found = diffs.n > 0;
+    mcg_strv_free(&diffs);
+    return found;
+}
+
 static void drift_pass(mcg_agent *a, mcg_cluster *c, const mcg_node *n, mcg_agent_result *res)
 {
     mcg_acfg *cur = mcg_agent_current(a);
@@ -79,18 +100,9 @@ static void drift_pass(mcg_agent *a, mcg_cluster *c, const mcg_node *n, mcg_agen
         return;
     }
     snprintf(res->config, sizeof(res->config), "%s", cur->name);
-    mcg_strv diffs = {0};
-    mcg_err e = {0};
-    mcg_drift_check(&a->root, cur, &diffs, &e);
-    if (diffs.n) {
-        mcg_buf b = MCG_BUF_INIT;
-        mcg_buf_puts(&b, "drift: ");
-        for (size_t i = 0; i < diffs.n && i < DRIFT_LIST_MAX; i++)
-            mcg_buf_printf(&b, "%s%s", i ? "; " : "", diffs.v[i]);
-        if (diffs.n > DRIFT_LIST_MAX)
-            mcg_buf_printf(&b, "; and %zu more", diffs.n - DRIFT_LIST_MAX);
+    mcg_buf b = MCG_BUF_INIT;
+    if (drift_reason(a, cur, &b)) {
         mcg_agent_reason(res, MCG_AGENT_DEGRADED, "%s", b.ptr);
-        mcg_buf_free(&b);
         if (c && n &&
             (!n->state || strcmp(n->state, "Degraded") || !n->reason ||
              strcmp(n->reason, res->reason)))
@@ -112,7 +124,31 @@ static void drift_pass(mcg_agent *a, mcg_cluster *c, const mcg_node *n, mcg_agen
         }
         mcg_agent_attest(a, c, n, cur->name);
     }
-    mcg_strv_free(&diffs);
+    mcg_buf_free(&b);
+}
+
+/*
+ * MCO's preflight drift check: before an update the disk must still hold
+ * the current config. A drifted node is not updated: Degraded naming the
+ * drift and the update refused, until the files are put back or a re-apply
+ * is forced (--force, the force file). True when the update is refused.
+ */
+static bool preflight_drift(mcg_agent *a, mcg_cluster *c, const char *name, mcg_agent_result *res)
+{
+    mcg_acfg *cur = a->force ? NULL : mcg_agent_current(a);
+    mcg_buf b = MCG_BUF_INIT;
+    if (!cur || !drift_reason(a, cur, &b)) {
+        mcg_buf_free(&b);
+        return false;
+    }
+    mcg_agent_reason(res, MCG_AGENT_DEGRADED,
+                     "not updating to %s: the disk no longer holds %s: %s (put it back, or force a "
+                     "re-apply: touch /run/machine-config-daemon-force)",
+                     name, cur->name, b.ptr);
+    snprintf(res->config, sizeof(res->config), "%s", cur->name);
+    mcg_agent_report_degraded(a, c, res);
+    mcg_buf_free(&b);
+    return true;
 }
 
 int mcg_agent_check_drift(mcg_agent_result *res, mcg_agent *a, mcg_err *err)
@@ -190,9 +226,10 @@ static bool held_failed(mcg_agent *a, mcg_cluster *c, const char *desired, const
 }
 
 /* MCO's way to make its daemon apply its config again, whatever the disk holds. */
-#define FORCE_FILE "run/machine-config-daemon-force"
+#define FORCE_FILE (MCG_FORCE_FILE + 1) /* relative to the root */
 
-/* Whether the root holds FORCE_FILE; it is removed, and the pass applies with force. */
+/* Whether the root holds FORCE_FILE; it is removed, and the pass applies with force and
+ * reboots, as MCO's daemon does. */
 static bool take_force_file(mcg_agent *a)
 {
     int dfd;
@@ -205,6 +242,7 @@ static bool take_force_file(mcg_agent *a)
     if (unlinkat(dfd, base, 0) != 0)
         mcg_agent_log(a, 1, "/%s: cannot remove it: %s", FORCE_FILE, strerror(errno));
     a->force = true;
+    a->force_reboot = true; /* as MCO's daemon: re-applied, then a reboot */
     return true;
 }
 
@@ -316,7 +354,7 @@ int mcg_agent_run_once(mcg_agent_result *res, mcg_agent *a, mcg_cluster *c, mcg_
     }
     rc = update_to(a, c, n.desired, spec, len, NULL, res, err);
     if (!rc && res->state == MCG_AGENT_DONE)
-        a->force = false;
+        a->force = a->force_reboot = false;
 out:
     free(spec);
     free(cur);
@@ -352,7 +390,7 @@ int mcg_agent_loop(mcg_agent *a, mcg_cluster *c, unsigned interval, volatile sig
             last = res.state;
         }
         first = false;
-        a->force = false;
+        a->force = a->force_reboot = false;
         /* Until the interval has passed or our node changed (a backend that
          * watches, kube, wakes at once on a new desiredConfig; local sleeps).
          * The stop flag is lent to the backend only while waiting, so a pass

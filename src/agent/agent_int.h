@@ -74,7 +74,7 @@ typedef enum {
     MCG_ENT_HARDLINK,
     MCG_ENT_ABSENT,  /* a symlink that must not exist (a disabled unit's link) */
     MCG_ENT_REMOVED, /* a file or link that must not exist (keys sshd would read for core);
-                        what was there first is backed up, and restored when it leaves */
+                        what was there first is backed up, never restored for core's keys */
 } mcg_ent_kind;
 
 typedef enum { MCG_ORIG_STORAGE, MCG_ORIG_UNIT, MCG_ORIG_SSH } mcg_ent_origin;
@@ -118,6 +118,9 @@ typedef struct mcg_acfg {
 int mcg_acfg_load(mcg_acfg **out, mcg_sroot *root, const char *name, const char *spec, size_t len,
                   bool strict, mcg_err *err);
 void mcg_acfg_free(mcg_acfg *c);
+/* core's keys leaving the config (in old, not in new_cfg): new_cfg keeps its keys file,
+ * empty, and the other keys files absent, as MCO's daemon leaves them. Idempotent. */
+void mcg_acfg_keep_ssh(mcg_acfg *new_cfg, const mcg_acfg *old);
 /* Binary search by path; NULL when absent. */
 const mcg_ent *mcg_acfg_find(const mcg_acfg *c, const char *path);
 /* True when two entries would put the same thing on disk. */
@@ -332,6 +335,7 @@ struct mcg_agent {
     const char *state_rel; /* the default state dir's path inside the root, NULL: elsewhere */
     bool live;
     bool force;
+    bool force_reboot;           /* the force file was found: MCO re-applies and reboots */
     bool reboot_issued;          /* this process already ran the reboot command */
     volatile sig_atomic_t *stop; /* mcg_agent_loop's: set, a health phase ends the pass */
     mcg_acfg *cur;               /* parsed current config, cached for drift checks */

@@ -188,19 +188,61 @@ static int copy_to(int src, const struct stat *st, int dfd, const char *name, bo
     return rc;
 }
 
-/* Keep a copy of root/path (a file or symlink) as the state dir's backup. */
-static int take_backup(mcg_sroot *r, int statefd, const char *path, mcg_err *err)
+/* MCO's daemon's own record of a path it wrote, on a node it managed. */
+enum { MCO_NONE, MCO_CREATED, MCO_ORIG };
+#define MCO_DIR "etc/machine-config-daemon"
+
+/*
+ * What MCO's daemon kept about root/path: a noorig stamp (MCO_CREATED: it
+ * created the file, so nothing was there before it) or an orig backup
+ * (MCO_ORIG: what was there before MCO, whose path inside the root is
+ * returned, to be freed). *kind: MCO_NONE when neither.
+ */
+static char *mco_record(mcg_sroot *r, const char *path, int *kind)
 {
     int dfd;
     const char *base;
-    int rc = mcg_sroot_parent(r, path, false, &dfd, &base, err);
-    if (rc == MCG_ENOTFOUND)
-        return 0;
-    if (rc)
-        return rc;
     struct stat st;
-    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return 0; /* nothing there (any more) */
+    mcg_err e = {0};
+    char *p = mcg_sprintf(MCO_DIR "/noorig/%s.mcdnoorig", path);
+    *kind = MCO_NONE;
+    if (mcg_sroot_parent(r, p, false, &dfd, &base, &e) == 0 &&
+        fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        *kind = MCO_CREATED;
+        free(p);
+        return NULL;
+    }
+    free(p);
+    p = mcg_sprintf(MCO_DIR "/orig/%s.mcdorig", path);
+    if (mcg_sroot_parent(r, p, false, &dfd, &base, &e) == 0 &&
+        fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+        *kind = MCO_ORIG;
+        return p;
+    }
+    free(p);
+    return NULL;
+}
+
+/*
+ * Keep a copy of root/path (a file or symlink) as the state dir's backup.
+ * On a node MCO's daemon managed, its record wins: a file it created has
+ * no backup (it is removed when it leaves), and the original it kept is
+ * the backup rather than its own content.
+ */
+static int take_backup(mcg_sroot *r, int statefd, const char *path, mcg_err *err)
+{
+    int dfd, kind;
+    const char *base;
+    char *orig = mco_record(r, path, &kind);
+    if (kind == MCO_CREATED)
+        return 0;
+    int rc = mcg_sroot_parent(r, orig ? orig : path, false, &dfd, &base, err);
+    struct stat st;
+    if (rc || fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        free(orig);                          /* base points into it */
+        return rc == MCG_ENOTFOUND ? 0 : rc; /* nothing there (any more): nothing to keep */
+    }
     char *bname = mcg_backup_name(path);
     char *tmp = mcg_sprintf("backups/.tmp-%s", bname + 8);
     unlinkat(statefd, tmp, 0);
@@ -229,6 +271,7 @@ static int take_backup(mcg_sroot *r, int statefd, const char *path, mcg_err *err
 out:
     free(tmp);
     free(bname);
+    free(orig);
     return rc;
 }
 
@@ -340,7 +383,8 @@ static int prepare_restores(mcg_plan_disk *out, mcg_sroot *r, int statefd, const
 {
     for (size_t i = 0; old && i < old->n; i++) {
         const mcg_ent *o = &old->ents[i];
-        if (mcg_acfg_find(new_cfg, o->path) || o->kind == MCG_ENT_DIR)
+        /* core's keys files: never what was there before mcgit (mcg_acfg_keep_ssh) */
+        if (mcg_acfg_find(new_cfg, o->path) || o->kind == MCG_ENT_DIR || o->origin == MCG_ORIG_SSH)
             continue;
         int dfd;
         const char *base;

@@ -17,8 +17,9 @@
  * (backed up on the first write, like any file found at a path). The other
  * files sshd reads keys for core from — .ssh/authorized_keys, which MCO
  * removes too, and authorized_keys.d/mcgit, where mcgit kept them before —
- * must be absent (what was there is backed up and comes back when core's
- * keys leave the config). Owners given by name are looked up in the
+ * must be absent. When core's keys leave the config the keys file is left
+ * empty and the others absent (mcg_acfg_keep_ssh): nothing kept from
+ * before mcgit comes back. Owners given by name are looked up in the
  * root's etc/passwd and etc/group, never the host's.
  *
  * Once expanded, old and new configs are compared entry by entry, so the
@@ -631,6 +632,37 @@ out:
     }
     *out = c;
     return 0;
+}
+
+/*
+ * core's keys leaving the config (old had them, new_cfg has none): the keys
+ * file stays, empty, and the other files sshd reads stay absent, as MCO's
+ * daemon writes an empty authorized_keys.d/ignition. A key the config
+ * dropped never logs in again, so what was there before mcgit (the install
+ * key among it) is not put back.
+ */
+void mcg_acfg_keep_ssh(mcg_acfg *new_cfg, const mcg_acfg *old)
+{
+    if (!new_cfg || !old || mcg_acfg_find(new_cfg, SSH_FILE) || !mcg_acfg_find(old, SSH_FILE))
+        return;
+    entv ev = {new_cfg->ents, new_cfg->n, new_cfg->n, {0}};
+    for (size_t i = 0; i < old->n; i++) {
+        const mcg_ent *o = &old->ents[i];
+        if (o->origin != MCG_ORIG_SSH || mcg_acfg_find(new_cfg, o->path))
+            continue;
+        mcg_ent *e = push(&ev);
+        e->kind = o->kind;
+        e->origin = MCG_ORIG_SSH;
+        e->path = mcg_strdup(o->path);
+        e->key = "sshkey";
+        e->mode = o->mode;
+        e->uid = o->uid;
+        e->gid = o->gid;
+    }
+    if (ev.n > 1)
+        qsort(ev.v, ev.n, sizeof(*ev.v), ent_cmp);
+    new_cfg->ents = ev.v;
+    new_cfg->n = ev.n;
 }
 
 const mcg_ent *mcg_acfg_find(const mcg_acfg *c, const char *path)

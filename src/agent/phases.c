@@ -319,6 +319,31 @@ static bool run_actions(mcg_agent *a, const mcg_journal *j, mcg_agent_result *re
     return !failed;
 }
 
+/*
+ * MCO's writeUnits: a unit of the config whose `enabled` is unset, and not
+ * masked, gets `systemctl preset` on every update (live only). A failure is
+ * logged, not fatal, as MCO's daemon logs it: a drop-in may name a unit the
+ * OS does not have.
+ */
+static void run_presets(mcg_agent *a, const mcg_acfg *cfg)
+{
+    const char *sc = a->o.systemctl ? a->o.systemctl : "systemctl";
+    for (size_t i = 0; cfg && i < cfg->ign.nunits; i++) {
+        const mcg_unit *un = &cfg->ign.units[i];
+        if (un->enabled != MCG_UNSET || un->mask == MCG_TRUE)
+            continue;
+        if (!a->live) {
+            mcg_agent_log(a, 1, "skipped (not live): systemctl preset '%s'", un->name);
+            continue;
+        }
+        char *cmd = mcg_sprintf("%s preset '%s'", sc, un->name);
+        int st = run_cmd(a, cmd);
+        if (st != 0)
+            mcg_agent_log(a, 1, "%s failed (exit %d): the unit's preset not applied", cmd, st);
+        free(cmd);
+    }
+}
+
 /* After the actions or the reboot: the pool's health checks, if it has any
  * (a revert runs none: it goes back to the config that was healthy). */
 static mcg_phase after_disruption(const mcg_update *u)
@@ -327,12 +352,14 @@ static mcg_phase after_disruption(const mcg_update *u)
 }
 
 /*
- * Disruption: a reboot is recorded with the boot id it must change, for
- * phase_reboot; otherwise daemon-reload, reload and restart run.
+ * Disruption: presets run (run_presets); a reboot is recorded with the boot
+ * id it must change, for phase_reboot; otherwise daemon-reload, reload and
+ * restart run.
  */
 static int phase_disruption(mcg_agent *a, mcg_cluster *c, mcg_update *u, mcg_agent_result *res,
                             mcg_err *err)
 {
+    run_presets(a, u->new_cfg); /* before the reboot or the actions, as MCO writes units */
     if (u->j.reboot) {
         char bid[64];
         read_boot_id(bid);
@@ -497,6 +524,7 @@ static void update_open(mcg_agent *a, mcg_cluster *c, mcg_update *u, mcg_agent_r
     }
     if (!u->old && u->j.from && mcg_agent_config_load(a, u->j.from, false, &u->old, &e) != 0)
         mcg_agent_log(a, 1, "previous config %s: %s (treating as none)", u->j.from, e.msg);
+    mcg_acfg_keep_ssh(u->new_cfg, u->old); /* as planned */
     snprintf(res->config, sizeof(res->config), "%s", u->j.from ? u->j.from : "");
 }
 

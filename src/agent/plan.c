@@ -69,6 +69,7 @@ static bool plan_load(mcg_agent *a, mcg_update *u, plan_work *w, const char *nam
         mcg_agent_reason(res, MCG_AGENT_DEGRADED, "rendered config %s: %s", name, e.msg);
         return false;
     }
+    mcg_acfg_keep_ssh(u->new_cfg, u->old);           /* keys leaving: an empty keys file, as MCO */
     for (size_t i = 0; i < u->new_cfg->notes.n; i++) /* skipped, as MCO's daemon skips it */
         mcg_agent_log(a, 1, "%s", u->new_cfg->notes.v[i]);
     if (mcg_agent_state_finish(a, &w->copy, &e) != 0) {
@@ -119,6 +120,8 @@ static bool plan_changes(mcg_agent *a, mcg_cluster *c, mcg_update *u, plan_work 
     else /* a first apply: what the node already holds needs nothing */
         mcg_plan_decide_first(&w->act, &a->root, u->new_cfg, c ? &w->pol : NULL);
     if (os_reboot) /* MCO: kernel arguments, OS image, extensions, kernel type need one */
+        w->act.reboot = true;
+    if (a->force_reboot) /* MCO's force file: the re-apply always reboots */
         w->act.reboot = true;
     char *acts = mcg_disruption_str(&w->act);
     mcg_agent_log(a, 1, "update %s -> %s: actions %s", u->j.from ? u->j.from : "nothing", name,

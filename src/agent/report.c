@@ -71,13 +71,21 @@ void mcg_agent_event(mcg_agent *a, mcg_cluster *c, bool warning, const char *rea
         mcg_agent_log(a, 2, "event %s not recorded: %s", reason, e.msg);
 }
 
+/* The Event's reason for a Degraded reason: MCO's for drift and for an update refused over it. */
+static const char *degraded_event_reason(const char *reason)
+{
+    if (!strncmp(reason, "drift: ", 7))
+        return "ConfigDriftDetected";
+    if (!strncmp(reason, "not updating to ", 16) && strstr(reason, ": drift: "))
+        return "PreflightConfigDriftCheckFailed";
+    return "NodeDegraded";
+}
+
 void mcg_agent_report_degraded(mcg_agent *a, mcg_cluster *c, mcg_agent_result *res)
 {
     mcg_agent_log(a, 1, "Degraded: %s", res->reason);
     if (c && strcmp(a->degraded_evented, res->reason) != 0) { /* once per reason */
-        mcg_agent_event(a, c, true,
-                        strncmp(res->reason, "drift: ", 7) ? "NodeDegraded" : "ConfigDriftDetected",
-                        "%s", res->reason);
+        mcg_agent_event(a, c, true, degraded_event_reason(res->reason), "%s", res->reason);
         snprintf(a->degraded_evented, sizeof(a->degraded_evented), "%s", res->reason);
     }
     mcg_node_patch p = MCG_NODE_PATCH_INIT;

@@ -35,7 +35,7 @@ static const mcg_opt agent_opts[] = {
                  "start, <state>/node.key) and exit: pin it with `mcgit\n"
                  "node bind --node-key`"),
     MCG_OPT_VALUE('i', "interval", "SECONDS", "time between passes (default 30)"),
-    MCG_OPT_FLAG('f', "force", "re-apply the whole config once, clearing drift"),
+    MCG_OPT_FLAG('f', "force", "re-apply the whole config once, over drift (no reboot of its own)"),
     MCG_OPT_VALUE('R', "reboot-command", "CMD",
                   "how to reboot (default `systemctl reboot` when\n"
                   "live; not live: run only when given, a Reboot\n"
@@ -77,7 +77,10 @@ const mcg_cmd mcg_cmd_agent = {
         "boot loader (a reboot),\n"
         "run the actions, uncordon and report Done.\n"
         "Otherwise compare every managed path with the config and report Degraded on\n"
-        "drift, overwriting nothing.\n"
+        "drift, overwriting nothing; an update is not applied over drift either (the\n"
+        "node stays Degraded naming it) until the path is put back or a re-apply is\n"
+        "forced: --force re-applies once; ROOT/run/machine-config-daemon-force (MCO's\n"
+        "force file, removed when found) re-applies and reboots, as MCO's daemon does.\n"
         "A live host (--root /, --live) is managed only once this host is proven to be\n"
         "node N: its machine-id (ROOT/etc/machine-id) and boot id must match the Node's\n"
         "status.nodeInfo from its kubelet, or the machine-id bound with `mcgit node bind`;\n"

@@ -6,7 +6,7 @@
  * the controller and one agent process per node (the mcgit binary), and
  * walks through: first rollout, a config change rolling across the workers
  * at most maxUnavailable at a time, drift reported (and re-applied with the
- * force file, as `mcgit agent --force` does), an
+ * force file, and the reboot it brings, as MCO's daemon does), an
  * unsigned commit refused, and a rollback to the first render (a signed
  * source commit). The story is printed on standard output as it happens;
  * what ends it early is one error, returned.

@@ -98,6 +98,14 @@ static const mcg_action act_reload_crio[] = {{MCG_ACT_RELOAD, (char *)"crio.serv
 static const mcg_action act_special[] = {{MCG_ACT_SPECIAL, NULL}};
 static const mcg_action act_ca[] = {{MCG_ACT_RESTART, (char *)"coreos-update-ca-trust.service"},
                                     {MCG_ACT_RESTART, (char *)"crio.service"}};
+static const mcg_action act_restart_kubelet[] = {{MCG_ACT_RESTART, (char *)"kubelet.service"}};
+static const mcg_action act_kubelet_dropin[] = {{MCG_ACT_DAEMON_RELOAD, NULL},
+                                                {MCG_ACT_RESTART, (char *)"kubelet.service"}};
+static const mcg_action act_restart_iri[] = {{MCG_ACT_RESTART, (char *)"iri-registry.service"}};
+static const mcg_action act_restart_ca[] = {
+    {MCG_ACT_RESTART, (char *)"coreos-update-ca-trust.service"}};
+static const mcg_action act_unit_iri[] = {{MCG_ACT_DAEMON_RELOAD, NULL},
+                                          {MCG_ACT_RESTART, (char *)"iri-registry.service"}};
 static const struct {
     const char *path;
     const mcg_action *acts;
@@ -110,6 +118,23 @@ static const struct {
     {"/etc/containers/registries.conf", act_special, 1},
     {"/etc/containers/registries.d", act_reload_crio, 1},
     {"/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", act_ca, 2},
+    {"/etc/crio/policies", act_reload_crio, 1},
+    {"/etc/nmstate/openshift", act_none, 1},
+    {"/etc/kubernetes/credential-providers", act_restart_kubelet, 1},
+    {"/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf",
+     act_kubelet_dropin, 2},
+    {"/etc/iri-registry", act_restart_iri, 1},
+    {"/usr/local/bin/load-registry-image.sh", act_restart_iri, 1},
+    {"/etc/pki/ca-trust/source/anchors/iri-root-ca.crt", act_restart_ca, 1},
+};
+
+/* MCO's built-in unit rules: the internal release image registry's service. */
+static const struct {
+    const char *unit;
+    const mcg_action *acts;
+    size_t n;
+} builtin_units[] = {
+    {"iri-registry.service", act_unit_iri, 2},
 };
 
 /* Whether the policy has a rule for exactly this key. */
@@ -170,10 +195,16 @@ void mcg_disruption_add(mcg_disruption *out, const mcg_disruption_policy *policy
         out->reboot = true;
         return;
     }
-    if (r)
+    if (r) {
         add_actions(out, r->actions, r->nactions);
-    else
-        out->reboot = true;
+        return;
+    }
+    for (size_t i = 0; i < sizeof(builtin_units) / sizeof(builtin_units[0]); i++)
+        if (!strcmp(builtin_units[i].unit, key)) {
+            add_actions(out, builtin_units[i].acts, builtin_units[i].n);
+            return;
+        }
+    out->reboot = true;
 }
 
 void mcg_disruption_merge(mcg_disruption *dst, const mcg_disruption *src)

@@ -215,6 +215,11 @@ static void parse_common(mcg_pctx *c, const json_t *e, const char *name, mcg_sto
     else if (!mcg_path_is_clean_abs(st->path))
         mcg_pctx_err(c, pv, "field '%s.path' must be an absolute clean path (got '%s')", name,
                      st->path);
+    else if (!strcmp(st->path, MCG_FORCE_FILE)) /* MCO refuses it too */
+        mcg_pctx_err(c, pv,
+                     "field '%s.path': %s cannot be written by a MachineConfig (it makes the "
+                     "node agent re-apply its config and reboot)",
+                     name, st->path);
     mcg_get_bool(c, e, "overwrite", name, &st->overwrite);
     char sub[300];
     snprintf(sub, sizeof(sub), "%s.user", name);

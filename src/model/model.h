@@ -18,6 +18,9 @@
 
 #define MCG_API_OPENSHIFT "machineconfiguration.openshift.io/v1"
 #define MCG_API_MCGIT "machineconfiguration.mcgit.io/v1"
+/* MCO's force file: present, the node agent re-applies its config and reboots; no
+ * MachineConfig may write it (refused at parse, as MCO's isConfigReconcilable does). */
+#define MCG_FORCE_FILE "/run/machine-config-daemon-force"
 
 /* Where something came from. file points into the model's file table. */
 typedef struct mcg_loc {

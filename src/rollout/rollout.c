@@ -637,8 +637,13 @@ static void status_degraded(mcg_pool_status *st, const mcg_pool_view *pv,
         : strcmp(rreason, "FetchFailed")
             ? mcg_sprintf("Failed to render configuration for pool %s: %s", pv->pool->name, why)
             : mcg_strdup(why);
+    /* MCO's reason for NodeDegraded (not CamelCase, but what scripts match on) */
+    char *nreason =
+        nodedeg ? mcg_sprintf("%zu nodes are reporting degraded status on sync", st->degraded_count)
+                : NULL;
     cond_set(&st->conds[MCG_COND_NODE_DEGRADED], MCG_COND_NODE_DEGRADED, nodedeg,
-             nodedeg ? "NodesDegraded" : "", nodemsg ? mcg_strdup(nodemsg) : NULL);
+             nreason ? nreason : "", nodemsg ? mcg_strdup(nodemsg) : NULL);
+    free(nreason);
     cond_set(&st->conds[MCG_COND_RENDER_DEGRADED], MCG_COND_RENDER_DEGRADED, renderdeg,
              renderdeg ? rreason : "", rendermsg ? mcg_strdup(rendermsg) : NULL);
     if (nodedeg || renderdeg) {

@@ -126,7 +126,7 @@ typedef enum {
 typedef struct mcg_condition {
     const char *type; /* static string: "Updated", "NodeDegraded", ... */
     bool status;      /* True / False */
-    char *reason;     /* CamelCase, "" when none; never NULL */
+    char *reason;     /* CamelCase (NodeDegraded: MCO's sentence), "" when none; never NULL */
     char *message;    /* "" when none; never NULL */
 } mcg_condition;
 

@@ -18,10 +18,10 @@ expect_grep "^    the pools while the rollback rolls out" "$T/demo.out" "the tab
 expect_grep "^    the nodes after the rollback: every worker back on rendered-worker-" "$T/demo.out" "and so has the node table"
 "$MCGIT" help demo >"$T/help"
 # The agent only reports drift, never overwriting it; the demo has it
-# re-applied as `mcgit agent --force` does (help text lines joined, so a
+# re-applied through MCO's force file (help text lines joined, so a
 # rewrap does not matter).
-tr '\n' ' ' <"$T/help" | grep -q "reported as drift (the agent reports it and never overwrites it; the demo has it re-applied through the force file, as .mcgit agent --force. does" &&
-  ok "help demo: the agent reports drift, the demo has it re-applied (--force)" || bad "help demo: who repairs drift"
+tr '\n' ' ' <"$T/help" | grep -q "reported as drift (the agent reports it and never overwrites it; the demo has it re-applied through MCO's force file, with the reboot it brings" &&
+  ok "help demo: the agent reports drift, the demo has it re-applied (the force file)" || bad "help demo: who repairs drift"
 expect_grep "^==> The agent never overwrites drift .*as \`mcgit agent --force\` does" "$T/demo.out" "the demo says who puts drift back, and how"
 expect_grep "^    touch $T/demo/cluster/roots/worker-1/run/machine-config-daemon-force " "$T/demo.out" "with the command"
 expect_grep "^    the agent put /etc/chrony.conf back; worker-1 is Done again" "$T/demo.out" "and the agent put the file back"

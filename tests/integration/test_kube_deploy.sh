@@ -28,7 +28,7 @@ HOME=$T/kc/stale2 kc kubectl get namespaces >/dev/null 2>&1
 if (cd "$SRC" && HOME=$T/kc/home kc bash -euo pipefail "$T/step2.sh") >"$T/step2.out" 2>&1; then
   ok "kubernetes.md step 2 runs as written, kubectl get mcp included ($("$KC" version --client 2>/dev/null | grep -o 'GitVersion:"[^"]*"\|v1\.[0-9.]*' | head -1))"
 else bad "kubernetes.md step 2 fails as written"; sed 's/^/    /' "$T/step2.out" | tail -5; fi
-expect_grep '^machineconfigpools +mcp +machineconfiguration.mcgit.io/v1 ' "$T/step2.out" "its api-resources line lists mcp"
+expect_grep '^machineconfigpools +mcp,mcgitmcp +machineconfiguration.mcgit.io/v1 ' "$T/step2.out" "its api-resources line lists mcp and mcgitmcp"
 # the cache the refresh is for: without it, Debian's kubectl does not know mcp
 if HOME=$T/kc/stale kc kubectl get mcp >"$T/stale.out" 2>&1; then
   case $KC in /usr/bin/kubectl|*/debian-kubectl/*) bad "a stale discovery cache did not fail kubectl 1.20's get mcp (the docs' reason is wrong)" ;;
@@ -89,6 +89,14 @@ spec: {config: {ignition: {version: 3.4.0}}}
 MC
 kubectl get mc >"$T/out"
 expect_grep '^rendered-worker-0123456789abcdef0123456789abcdef ' "$T/out" "kubectl get mc lists rendered configs"
+# the names that stay unambiguous beside MCO's own mc and mcp
+kubectl get mcgitmc -o name >"$T/out3" 2>&1 && kubectl get mc -o name >"$T/out4" && cmp -s "$T/out3" "$T/out4" &&
+  ok "kubectl get mcgitmc: the same list" || bad "kubectl get mcgitmc: $(head -3 "$T/out3")"
+kubectl get mcgitmcp >/dev/null && ok "kubectl get mcgitmcp works" || bad "kubectl get mcgitmcp"
+kubectl get mcgit -o name >"$T/cat" 2>&1
+grep -q '^machineconfig.machineconfiguration.mcgit.io/rendered-worker-' "$T/cat" &&
+  grep -q '^machineconfigpool.machineconfiguration.mcgit.io/worker$' "$T/cat" &&
+  ok "kubectl get mcgit (the category) lists mcgit's MachineConfigs and pools" || bad "category: $(head -3 "$T/cat")"
 
 # RBAC: what each service account may and may not do.
 can() { # KUBECONFIG-NAME VERB RESOURCE [NS] -> yes/no

@@ -413,6 +413,9 @@ static void test_capacity_degraded(void **state)
     assert_string_equal(st->conds[MCG_COND_NODE_DEGRADED].message,
                         "Node failing is reporting: \"write /etc/x: read-only file system\"");
     assert_string_equal(st->conds[MCG_COND_DEGRADED].reason, "NodesDegraded");
+    /* NodeDegraded keeps MCO's reason */
+    assert_string_equal(st->conds[MCG_COND_NODE_DEGRADED].reason,
+                        "1 nodes are reporting degraded status on sync");
 
     /* with maxUnavailable 1 the failing node blocks the rollout */
     set_max(v, 1, false);
