@@ -131,7 +131,7 @@ static bool plain_ok(const char *s, size_t n)
          * follows: the reader's integers and strtod's floats have none. */
         bool word = false;
         for (size_t i = 0; i < n && !word; i++)
-            word = strchr("ghijklmnopqrstuvwyzGHIJKLMNOPQRSTUVWYZ", s[i]) != NULL;
+            word = strchr("ghijklmnqrstuvwyzGHIJKLMNQRSTUVWYZ", s[i]) != NULL;
         if (!word)
             return false;
     } else if (!isalpha((unsigned char)s[0]) && s[0] != '/') {
@@ -178,6 +178,20 @@ static const char *literal_style(const char *s, size_t n)
     return s[n - 1] == '\n' ? "|" : "|-";
 }
 
+/* Double-quoted, JSON's escapes (YAML's are a superset); the characters
+ * YAML takes for line breaks (NEL, U+2028, U+2029) and the BOM escaped. */
+static void emit_quoted(mcg_buf *b, const json_t *v)
+{
+    const char *s = json_string_value(v);
+    size_t flags = JSON_ENCODE_ANY;
+    if (strstr(s, "\xc2\x85") || strstr(s, "\xe2\x80\xa8") || strstr(s, "\xe2\x80\xa9") ||
+        strstr(s, "\xef\xbb\xbf"))
+        flags |= JSON_ENSURE_ASCII;
+    char *q = json_dumps(v, flags);
+    mcg_buf_puts(b, q);
+    free(q);
+}
+
 static void emit_string(mcg_buf *b, const json_t *v, int indent)
 {
     const char *s = json_string_value(v);
@@ -200,9 +214,7 @@ static void emit_string(mcg_buf *b, const json_t *v, int indent)
         mcg_buf_put(b, s, n);
         return;
     }
-    char *q = json_dumps(v, JSON_ENCODE_ANY);
-    mcg_buf_puts(b, q);
-    free(q);
+    emit_quoted(b, v);
 }
 
 static void emit_value(mcg_buf *b, const json_t *v, int indent, bool in_seq);
@@ -236,9 +248,7 @@ static void emit_object(mcg_buf *b, const json_t *v, int indent, bool in_seq)
             mcg_buf_puts(b, k);
         } else {
             json_t *key = json_string(k);
-            char *q = json_dumps(key, JSON_ENCODE_ANY);
-            mcg_buf_puts(b, q);
-            free(q);
+            emit_quoted(b, key);
             json_decref(key);
         }
         mcg_buf_putc(b, ':');
