@@ -164,4 +164,33 @@ mkdir "$T/nonempty" && : >"$T/nonempty/keep"
 expect_rc 1 "a DIR that is not empty is refused" -- "$MCGIT" import-mco --from "$EXPORT" "$T/nonempty"
 [ "$(ls -A "$T/nonempty")" = keep ] && ok "the non-empty DIR is untouched" || bad "non-empty DIR changed"
 expect_rc 2 "--from is required" -- "$MCGIT" import-mco "$T/x"
+# ---------------------------------------------------------------- docs/mco-migration.md's walk-through, as written
+python3 - "$SRC/docs/mco-migration.md" >"$T/walk.sh" <<'PY'
+import re, sys
+part = open(sys.argv[1]).read().split("## Moving in from a running cluster", 1)[1]
+print(re.search(r"```sh\n(.*?)```", part, re.S).group(1))
+PY
+grep -q '^mcgit import-mco --from cluster.yaml cfg' "$T/walk.sh" && ok "the migration doc has the walk-through block" || bad "no walk-through block in docs/mco-migration.md"
+mkdir -p "$T/walk/bin" "$T/walk/home/.ssh" "$T/walk/dir"
+# oc: a stand-in that prints the fixture cluster's export for exactly that command
+cat >"$T/walk/bin/oc" <<SHIM
+#!/bin/sh
+[ "\$*" = "get machineconfigs,machineconfigpools -o yaml" ] || { echo "oc stand-in: unexpected: \$*" >&2; exit 1; }
+cat "$EXPORT"
+SHIM
+chmod +x "$T/walk/bin/oc"
+WH=$T/walk/home
+ssh-keygen -q -t ed25519 -N '' -C me -f "$WH/.ssh/id_ed25519"
+echo "me@example.com namespaces=\"git,mcgit-approval\" $(cat "$WH/.ssh/id_ed25519.pub")" >"$WH/allowed_signers"
+HOME=$WH git config --global user.name "Me"
+HOME=$WH git config --global user.email me@example.com
+HOME=$WH git config --global gpg.format ssh
+HOME=$WH git config --global user.signingkey "$WH/.ssh/id_ed25519.pub"
+(cd "$T/walk/dir" && HOME=$WH PATH="$T/walk/bin:$PATH" timeout 120 bash -euo pipefail "$T/walk.sh") >"$T/walk/out" 2>&1 &&
+  ok "the walk-through runs as written" || { bad "the walk-through fails"; tail -5 "$T/walk/out" | sed 's/^/    /'; }
+expect_grep "^imported cluster.yaml into cfg: 2 pools, 12 MachineConfigs" "$T/walk/out" "walk-through: the import's report"
+expect_grep "^compare worker: mcgit's rendered-worker-[0-9a-f]{32} against the cluster's" "$T/walk/out" "walk-through: the report's comparison"
+n=$(grep -c "^pool \(master\|worker\): rendered-.* (unchanged)$" "$T/walk/out" || true)
+[ "$n" = 2 ] && ok "walk-through: mcgit plan shows both pools unchanged" || bad "walk-through: plan shows $n pools unchanged"
+if ls -A "$T/walk/dir" "$T" | grep -q 'import-'; then bad "a temporary directory was left behind"; else ok "no temporary directory left behind"; fi
 finish
