@@ -165,12 +165,37 @@ static char *object_text(imp *im, const mcg_export_obj *o, const char *by, size_
 }
 
 /* Check one file alone as the model reads it: true when it is accepted. */
+/* What a carried-over MC does differently under mcgit, as notes. */
+static void note_mc(imp *im, const char *rel, const mcg_machineconfig *mc)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(mc->config.extra, k, v) {
+        pushf(&im->notes,
+              "%s: %s is install-time: taken as installed on a node's first config, as MCO "
+              "does; a later change is refused at push and render (Unreconcilable)",
+              rel, k);
+    }
+    if (mc->config.os.os_image_url)
+        pushf(&im->notes,
+              "%s: osImageURL %s: the agent rebases nodes to it (rpm-ostree or bootc); MCO's "
+              "on-cluster layering (MachineOSConfig) is not in this export",
+              rel, mc->config.os.os_image_url);
+    if (mc->config.os.ext_image)
+        pushf(&im->notes,
+              "%s: baseOSExtensionsContainerImage: nodes report Degraded with it (mcgit "
+              "installs extensions from the host's repositories): remove it",
+              rel);
+}
+
 static bool check_alone(imp *im, const char *rel, const char *text, size_t len, mcg_diags *problems)
 {
     mcg_model *m = mcg_model_new();
     mcg_model_add_file(m, rel, text, len, problems);
     for (size_t i = 0; i < m->warnings.count; i++)
         pushf(&im->notes, "warning: %s", m->warnings.msgs[i]);
+    for (size_t i = 0; !problems->count && i < m->nmcs; i++)
+        note_mc(im, rel, &m->mcs[i]);
     mcg_model_free(m);
     return problems->count == 0;
 }

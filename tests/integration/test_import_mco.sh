@@ -98,7 +98,7 @@ n=$(grep -c "^pool \(master\|worker\): rendered-.* (unchanged)$" "$T/out" || tru
 [ "$n" = 2 ] && ok "mcgit plan: both pools unchanged" || { bad "plan: $n pools unchanged"; sed 's/^/    /' "$T/out" | head; }
 
 # ---------------------------------------------------------------- what mcgit refuses
-python3 - "$EXPORT" >"$T/refused.yaml" <<'PY'
+python3 - "$EXPORT" "$FIXTURES/mco/machineconfigs/98-master-var-partition.yaml" >"$T/refused.yaml" <<'PY'
 import copy, sys, yaml
 doc = yaml.safe_load(open(sys.argv[1]))
 items = doc["items"]
@@ -111,6 +111,13 @@ for i in items:
     if i["kind"] == "MachineConfigPool" and i["metadata"]["name"] == "worker":
         i["spec"]["pinnedImageSets"] = [{"name": "worker-pinned"}]
         i["spec"]["paused"] = True
+varpart = yaml.safe_load(open(sys.argv[2]))
+varpart["metadata"]["labels"]["machineconfiguration.openshift.io/role"] = "master"
+items.append(varpart)
+layered = copy.deepcopy(chrony)
+layered["metadata"]["name"] = "70-worker-layered"
+layered["spec"] = {"osImageURL": "quay.io/example/custom-rhcos@sha256:" + "ab" * 32}
+items.append(layered)
 print(yaml.safe_dump(doc))
 PY
 expect_rc 0 "import an export holding what mcgit refuses" -- "$MCGIT" import-mco --from "$T/refused.yaml" "$T/cfg3"
@@ -119,6 +126,9 @@ expect_grep "^not carried over: MachineConfig 60-worker-remote \(.*refused.yaml:
 [ -f "$T/cfg3/not-imported/machineconfig-60-worker-remote.yaml" ] && [ ! -e "$T/cfg3/machineconfigs/60-worker-remote.yaml" ] && ok "the refused MachineConfig is kept aside, not in machineconfigs/" || bad "refused MC placement"
 expect_grep "^not carried over: MachineConfigPool worker \(.*refused.yaml:[0-9]+\): spec.pinnedImageSets dropped" "$T/report3" "a pool field mcgit has no use for is reported"
 expect_grep "^pools/worker.yaml: the pool is paused on the cluster; kept as paused: true" "$T/report3" "a paused pool stays paused, and the report says so"
+expect_grep "^machineconfigs/98-master-var-partition.yaml: disks is install-time: .*\(Unreconcilable\)$" "$T/report3" "install-time sections (disks) are noted as Unreconcilable later"
+expect_grep "^machineconfigs/98-master-var-partition.yaml: filesystems is install-time" "$T/report3" "install-time sections (filesystems) are noted"
+expect_grep "^machineconfigs/70-worker-layered.yaml: osImageURL quay.io/example/custom-rhcos@sha256:abab.*: the agent rebases nodes to it" "$T/report3" "an osImageURL (layering) is noted with what mcgit does with it"
 expect_rc 0 "the repo without the refused objects validates" -- "$MCGIT" validate "$T/cfg3"
 
 # ---------------------------------------------------------------- other forms of the export

@@ -13,6 +13,28 @@ need ssh-keygen
 
 R=$T/cfg
 "$MCGIT" import-mco --from "$FIXTURES/mco-export/cluster.yaml" "$R" >/dev/null
+# beside the export: a directory, a link, a file owned by core, a masked unit
+cat >"$R/machineconfigs/61-worker-dirs.yaml" <<'MC'
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata: {name: 61-worker-dirs, labels: {machineconfiguration.openshift.io/role: worker}}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      directories:
+      - {path: /var/lib/example, mode: 0750}
+      links:
+      - {path: /etc/example-link, target: /var/lib/example}
+      files:
+      - path: /etc/example/owned.conf
+        contents: {source: "data:,x"}
+        user: {name: core}
+        group: {name: core}
+    systemd:
+      units:
+      - {name: bluetooth.service, mask: true}
+MC
 mkkey op ed25519
 signer_line "op@example.com" op >"$T/trust"
 sign_setup "$R" "$T/trust"
@@ -98,11 +120,17 @@ for u in spec["systemd"]["units"]:
 keys = wf.get("/home/core/.ssh/authorized_keys.d/ignition", (b"",))[0].decode().split("\n")
 if keys[:-1] != spec["passwd"]["users"][0]["sshAuthorizedKeys"]:
     print("keys differ"); bad += 1
+for c in (["install", "-d", "-m", "0750", "--", "/var/lib/example"],
+          ["ln", "-sfn", "--", "/var/lib/example", "/etc/example-link"],
+          ["chown", "-h", "--", "core:core", "/etc/example/owned.conf"],
+          ["systemctl", "mask", "--", "bluetooth.service"], ["systemctl", "daemon-reload"]):
+    if c not in cc["runcmd"]:
+        print("missing runcmd:", c); bad += 1
 if cc["runcmd"][-1] != ["systemctl", "enable", "--now", "mcgit-agent.service"]:
     print("agent not started last"); bad += 1
 print("bad", bad)
 PY
-expect_grep "^bad 0$" "$T/cc.check" "cloud-init writes every file (mode), unit, drop-in and core's keys, enables the units, starts the agent"
+expect_grep "^bad 0$" "$T/cc.check" "cloud-init writes every file (mode), unit, drop-in and core's keys; makes the directory, the link, the owner; enables and masks units; starts the agent"
 expect_grep "^# mcgit: $WORKER \(rendered commit [0-9a-f]{40}, source [0-9a-f]{40}\)$" "$T/cc.body" "the user-data names the config and its commits"
 
 # An unsigned commit changes nothing served; a signed one does
