@@ -379,6 +379,12 @@ static void check_repo(imp *im)
         mcg_render_model(&r, m, &diags);
     for (size_t i = 0; i < diags.count; i++)
         pushf(&im->refused, "the new repo does not validate: %s", diags.msgs[i]);
+    for (size_t i = 0; m && i < m->warnings.count; i++) {
+        char *w = mcg_sprintf("warning: %s", m->warnings.msgs[i]);
+        if (!mcg_strv_contains(&im->notes, w))
+            mcg_strv_push(&im->notes, w); /* across files: a MachineConfig no pool selects */
+        free(w);
+    }
     for (size_t i = 0; r && i < r->n; i++) {
         if (!r->pools[i].error)
             compare_pool(im, &r->pools[i], pool_current(im, r->pools[i].pool));

@@ -118,6 +118,10 @@ layered = copy.deepcopy(chrony)
 layered["metadata"]["name"] = "70-worker-layered"
 layered["spec"] = {"osImageURL": "quay.io/example/custom-rhcos@sha256:" + "ab" * 32}
 items.append(layered)
+infra = copy.deepcopy(chrony)
+infra["metadata"]["name"] = "50-infra-orphan"
+infra["metadata"]["labels"]["machineconfiguration.openshift.io/role"] = "infra"
+items.append(infra)
 print(yaml.safe_dump(doc))
 PY
 expect_rc 0 "import an export holding what mcgit refuses" -- "$MCGIT" import-mco --from "$T/refused.yaml" "$T/cfg3"
@@ -129,6 +133,9 @@ expect_grep "^pools/worker.yaml: the pool is paused on the cluster; kept as paus
 expect_grep "^machineconfigs/98-master-var-partition.yaml: disks is install-time: .*\(Unreconcilable\)$" "$T/report3" "install-time sections (disks) are noted as Unreconcilable later"
 expect_grep "^machineconfigs/98-master-var-partition.yaml: filesystems is install-time" "$T/report3" "install-time sections (filesystems) are noted"
 expect_grep "^machineconfigs/70-worker-layered.yaml: osImageURL quay.io/example/custom-rhcos@sha256:abab.*: the agent rebases nodes to it" "$T/report3" "an osImageURL (layering) is noted with what mcgit does with it"
+expect_grep "^warning: machineconfigs/50-infra-orphan.yaml:[0-9]+: .*" "$T/report3" "a MachineConfig no pool selects is a warning in the report"
+n=$(grep -c "^warning: machineconfigs/50-infra-orphan.yaml" "$T/report3" || true)
+[ "$n" = 1 ] && ok "... once" || bad "the orphan warning appears $n times"
 expect_rc 0 "the repo without the refused objects validates" -- "$MCGIT" validate "$T/cfg3"
 
 # ---------------------------------------------------------------- other forms of the export
