@@ -13,6 +13,7 @@
 #include "render/render.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -207,8 +208,13 @@ static int write_rel(imp *im, const char *rel, const char *text, size_t len, mcg
     *slash = '\0';
     int rc = mcg_mkdirs(path, 0755, err);
     *slash = '/';
-    if (!rc)
-        rc = mcg_write_file_atomic(path, text, len, 0644, err);
+    /* A new file in the new directory: made durable by one syncfs before
+     * the directory is renamed into place (write_all), not one by one. */
+    int fd = rc ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (!rc && (fd < 0 || mcg_write_all(fd, text, len) != 0))
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+    if (fd >= 0 && close(fd) != 0 && !rc)
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
     free(path);
     return rc;
 }
@@ -441,6 +447,11 @@ static int write_all(imp *im, const char *dir, mcg_err *err)
         mcg_buf_printf(&b, "%s\n", im->report->v[i]);
     rc = write_rel(im, REPORT_FILE, b.ptr ? b.ptr : "", b.len, err);
     mcg_buf_free(&b);
+    int fd = rc ? -1 : open(im->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!rc && (fd < 0 || syncfs(fd) != 0))
+        rc = mcg_err_set(err, MCG_EIO, "%s: %s", im->tmp, strerror(errno));
+    if (fd >= 0)
+        close(fd);
     return rc;
 }
 
@@ -486,6 +497,14 @@ int mcg_source_import_mco(const char *dir, const char *from, const char *data, s
         rc = write_all(&im, dir, err);
     if (!rc && rename(tmp, dir) != 0)
         rc = mcg_err_set(err, MCG_EIO, "rename %s to %s: %s", tmp, dir, strerror(errno));
+    if (!rc) {
+        char *parent = mcg_strdup(dir);
+        char *slash = strrchr(parent, '/');
+        if (slash)
+            slash[slash == parent ? 1 : 0] = '\0'; /* "/x": "/" */
+        mcg_fsync_dir(slash ? parent : ".");
+        free(parent);
+    }
     if (rc && im.tmp)
         mcg_remove_tree(tmp);
     free(tmp);
