@@ -146,6 +146,9 @@ print(yaml.safe_dump_all(doc["items"]))
 PY
 expect_rc 0 "a multi-document YAML stream on standard input" -- sh -c "'$MCGIT' import-mco --from - '$T/cfg4' <'$T/stream.yaml'"
 if diff -r -x .git -x import-mco-report.txt -I '^#' "$R" "$T/cfg4" >/dev/null; then ok "the stream gives the same repo as the List"; else bad "stream and List repos differ"; fi
+python3 -c 'import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1])), indent=4))' "$EXPORT" >"$T/export.json"
+expect_rc 0 "the export as oc -o json prints it" -- "$MCGIT" import-mco --from "$T/export.json" "$T/cfg5"
+if diff -r -x .git -x import-mco-report.txt -I '^#' "$R" "$T/cfg5" >/dev/null; then ok "JSON gives the same repo as YAML"; else bad "JSON and YAML repos differ"; fi
 mkdir "$T/empty"
 expect_rc 0 "an empty DIR is filled" -- "$MCGIT" import-mco --from "$EXPORT" "$T/empty"
 
