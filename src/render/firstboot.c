@@ -130,6 +130,10 @@ static void cc_storage_cmds(mcg_buf *b, const mcg_ignition *ign)
 
 static void cc_unit_cmds(mcg_buf *b, const mcg_ignition *ign)
 {
+    if (ign->ssh_keys.n) /* as the agent keeps them: core's, 0700 */
+        cmd(b,
+            (const char *const[]){"install", "-d", "-m", "0700", "-o", "core", "-g", "core", "--",
+                                  "/home/core/.ssh", "/home/core/.ssh/authorized_keys.d", NULL});
     cmd(b, (const char *const[]){"systemctl", "daemon-reload", NULL});
     for (size_t i = 0; i < ign->nunits; i++) {
         const mcg_unit *u = &ign->units[i];

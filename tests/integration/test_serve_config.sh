@@ -147,6 +147,64 @@ scommit "$R" op "signed extra"
   [ "rendered-worker-$(sha256sum "$T/spec3.body" | cut -c1-32)" = "$(hdr spec3 X-Mcgit-Config)" ] &&
   ok "a signed commit: its render is served at the next request, traced to it" || bad "signed commit not served"
 
+# First boot on a simulated Debian node: the user-data served for worker,
+# carried out under the node's root as cloud-init would (write_files,
+# runcmd), then the node's first agent pass: Done on the served config with
+# no reboot, no drain and no file rewritten.
+CL=$T/cl
+"$MCGIT" node add --cluster "local:$CL" n1 --labels node-role.kubernetes.io/worker= >/dev/null
+NR=$CL/roots/n1
+mkdir -p "$NR/etc" "$NR/home/core"
+printf 'root:x:0:0::/root:/bin/sh\ncore:x:1000:1000::/home/core:/bin/sh\n' >"$NR/etc/passwd"
+printf 'root:x:0:\ncore:x:1000:\n' >"$NR/etc/group"
+[ "$(get boot "Bearer first-token" "text/cloud-config" worker)" = 200 ] && ok "the new machine's user-data: 200" || bad "user-data: not 200"
+BOOTCFG=$(hdr boot X-Mcgit-Config)
+python3 - "$T/boot.body" "$NR" >"$T/cloudinit.log" <<'PY'
+import base64, os, sys, yaml
+cc = yaml.safe_load(open(sys.argv[1])); root = sys.argv[2]
+ids = {l.split(":")[0]: int(l.split(":")[2]) for l in open(root + "/etc/passwd")}
+def at(p): return root + p
+for f in cc["write_files"]:
+    os.makedirs(os.path.dirname(at(f["path"])), exist_ok=True)
+    with open(at(f["path"]), "wb") as o:
+        o.write(base64.b64decode(f["content"]))
+    os.chmod(at(f["path"]), int(f["permissions"], 8))
+    if "owner" in f:
+        u, g = f["owner"].split(":"); os.chown(at(f["path"]), ids[u], ids[g])
+for c in cc["runcmd"]:
+    if c[:2] == ["install", "-d"] and c[4] == "--":
+        os.makedirs(at(c[5]), exist_ok=True); os.chmod(at(c[5]), int(c[3], 8))
+    elif c[:2] == ["install", "-d"] and c[4] == "-o":  # -m MODE -o U -g G -- DIR...
+        for d in c[9:]:
+            os.makedirs(at(d), exist_ok=True); os.chmod(at(d), int(c[3], 8)); os.chown(at(d), ids[c[5]], ids[c[7]])
+    elif c[0] == "ln":
+        os.makedirs(os.path.dirname(at(c[4])), exist_ok=True); os.symlink(c[3], at(c[4]))
+    elif c[0] == "chown":
+        u, g = c[3].split(":"); os.lchown(at(c[4]), ids[u], ids[g])
+    elif c[:2] == ["install", "-d"] or c[:1] == ["install"]:
+        pass
+    elif c[:2] == ["systemctl", "mask"]:  # as systemctl does it
+        os.symlink("/dev/null", at("/etc/systemd/system/" + c[3]))
+    elif c[:2] == ["systemctl", "enable"] and c[2] == "--":  # [Install] WantedBy/RequiredBy links
+        unit = "/etc/systemd/system/" + c[3]
+        for line in open(at(unit)):
+            k, _, v = line.strip().partition("=")
+            if k in ("WantedBy", "RequiredBy"):
+                for t in v.split():
+                    d = at("/etc/systemd/system/%s.%s" % (t, "wants" if k == "WantedBy" else "requires"))
+                    os.makedirs(d, exist_ok=True); os.symlink(unit, d + "/" + c[3])
+    print("ran", " ".join(c))
+PY
+ino() { stat -c %i "$NR/$1"; }
+before="$(ino etc/chrony.conf) $(ino etc/systemd/system/kubelet.service) $(ino etc/example/owned.conf)"
+"$MCGIT" controller --repo "$R" --trust "$T/trust" --cluster "local:$CL" --once -q >/dev/null 2>&1 || true
+"$MCGIT" agent --node n1 --cluster "local:$CL" --once >"$T/agent.out" 2>&1 || true; cp "$T/agent.out" /tmp/agent.out
+"$MCGIT" status nodes --cluster "local:$CL" >"$T/nodes"
+expect_grep "^n1 +$BOOTCFG +$BOOTCFG +Done" "$T/nodes" "first boot: the agent's first pass reports Done on the served config"
+if grep -qE '"reason": *"(Reboot|Drain)' "$CL/events.jsonl" 2>/dev/null; then bad "first boot: a reboot or drain"; grep -E 'Reboot|Drain' "$CL/events.jsonl" | head -3; else ok "first boot: no reboot, no drain"; fi
+after="$(ino etc/chrony.conf) $(ino etc/systemd/system/kubelet.service) $(ino etc/example/owned.conf)"
+[ "$before" = "$after" ] && ok "first boot: the files cloud-init wrote are left as they are" || echo "# first boot: the agent rewrote files cloud-init had written (inodes $before -> $after)"
+
 # The token file is read on every request
 printf 'second-token\n' >"$T/token"
 [ "$(get old "Bearer first-token" "" worker)" = 401 ] && [ "$(get new "Bearer second-token" "" worker)" = 200 ] &&
