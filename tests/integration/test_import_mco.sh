@@ -164,12 +164,16 @@ want=("traversal.yaml:4: MachineConfig '../../etc': the name is not a DNS-1123 s
       "twice.yaml:5: MachineConfig '10-a' appears twice \\(first at line 4\\)"
       "syntax.yaml:[0-9]+: invalid YAML"
       "late.yaml:[0-9]+:")
+# memory capped while reading hostile input; ASan reserves terabytes of
+# address space, so its build runs them uncapped
+VLIMIT=1048576
+ldd "$MCGIT" | grep -q libasan && VLIMIT=unlimited
 i=0
 : >"$T/o"; : >"$T/e"
 for f in traversal secret twice syntax late; do
   before=$(ls -A "$T" | sort)
   rc=0
-  (ulimit -v 1048576; "$MCGIT" import-mco --from "$T/bad/$f.yaml" "$T/out-$f") >"$T/o" 2>"$T/e" || rc=$?
+  (ulimit -v "$VLIMIT"; "$MCGIT" import-mco --from "$T/bad/$f.yaml" "$T/out-$f") >"$T/o" 2>"$T/e" || rc=$?
   after=$(ls -A "$T" | sort)
   lines=$(wc -l <"$T/e")
   if [ "$rc" = 1 ] && [ "$lines" = 1 ] && grep -qE -- "${want[$i]}" "$T/e" && [ "$before" = "$after" ] && [ ! -s "$T/o" ]; then

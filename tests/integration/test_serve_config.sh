@@ -229,6 +229,7 @@ python3 -c "import sys; sys.exit(0 if float('$secs') <= 8 else 1)" && ok "a stal
 kill -TERM "$SPID"
 rc=0; wait "$SPID" || rc=$?
 [ "$rc" = 0 ] && ok "SIGTERM stops it (exit 0)" || bad "exit $rc after SIGTERM"
+if grep -q "Sanitizer\|runtime error" "$T/serve.log"; then bad "a sanitizer report in serve-config's log"; grep -m3 "Sanitizer\|runtime error" "$T/serve.log"; else ok "no sanitizer report in serve-config's log"; fi
 expect_rc 2 "--token-file is required" -- "$MCGIT" serve-config --repo "$R" --trust "$T/trust"
 : >"$T/empty-token"
 expect_rc 1 "an empty token file is refused at start" -- "$MCGIT" serve-config --repo "$R" --trust "$T/trust" --token-file "$T/empty-token" --listen 127.0.0.1:0
