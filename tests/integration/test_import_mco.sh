@@ -86,6 +86,20 @@ expect_grep "^compare worker: sshAuthorizedKeys core differs \(" "$T/report2" "d
 n=$(grep -cE "^compare master: $KINDS " "$T/report2" || true)
 [ "$n" = 2 ] && ok "the master pool's comparison is untouched" || bad "master: $n compare lines"
 
+# Without the release payload's images, the rendered configs are the same: "no change"
+python3 - "$EXPORT" >"$T/noimages.yaml" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+for it in doc["items"]:
+    if it["metadata"]["name"].startswith("rendered-"):
+        it["spec"]["osImageURL"] = ""; del it["spec"]["baseOSExtensionsContainerImage"]
+print(yaml.safe_dump(doc))
+PY
+expect_rc 0 "import an export whose rendered configs carry no OS image" -- "$MCGIT" import-mco --from "$T/noimages.yaml" "$T/cfg6"
+n=$(grep -cE "^compare (master|worker): mcgit's rendered-[a-z]+-[0-9a-f]{32} against the cluster's rendered-[a-z]+-[0-9a-f]{32}: no change \(" "$T/out" || true)
+m=$(grep -cE "^compare [a-z]+: $KINDS " "$T/out" || true)
+[ "$n" = 2 ] && [ "$m" = 0 ] && ok "both pools: no change from the cluster's rendered configs" || bad "no-image export: $n no-change lines, $m differences"
+
 # ---------------------------------------------------------------- commit, render, plan
 mkkey op ed25519
 signer_line "op@example.com" op >"$T/trust"
