@@ -76,4 +76,26 @@ void mcg_rendered_log_free(mcg_rendered_log *l);
 int mcg_gitops_read_rendered(char **data, size_t *len, mcg_repo *r, const char *path,
                              char tip_out[MCG_SHA_HEX + 1], mcg_err *err);
 
+/* A pool's current rendered config, as `mcgit serve-config` serves it. */
+typedef struct mcg_served_config {
+    char *name; /* rendered-<pool>-<hash>: the spec's bytes hash to it */
+    char *spec; /* spec.json, canonical */
+    size_t spec_len;
+    char rendered[MCG_SHA_HEX + 1]; /* the rendered branch's tip it was read from */
+    char source[MCG_SHA_HEX + 1];   /* that commit's Source-Commit: the signed source */
+} mcg_served_config;
+
+/*
+ * Verify and render the source branch of repo under the trust root (as
+ * `mcgit render --repo`), then read pool's name and spec.json from the
+ * rendered branch's tip. A source that does not verify or render moves
+ * nothing and is no failure: the last good render is read, and
+ * *render_problem (else NULL; the caller frees it) says why. MCG_ENOTFOUND:
+ * no such pool (or not a pool name); free *out with mcg_gitops_served_free.
+ */
+int mcg_gitops_served_config(mcg_served_config *out, const char *repo, const char *trust,
+                             const char *revoked, const char *pool, char **render_problem,
+                             mcg_err *err);
+void mcg_gitops_served_free(mcg_served_config *c);
+
 #endif

@@ -42,6 +42,22 @@ int mcg_source_load_dir(mcg_model **out, const char *dir, mcg_diags *diags, mcg_
  */
 int mcg_source_check_policy_dir(const char *dir, mcg_diags *diags, mcg_strv *warnings);
 
+/*
+ * `mcgit import-mco`: write a new config repo at dir (which must not exist,
+ * or be empty) from data, what `oc get machineconfigs,machineconfigpools -o
+ * yaml` printed (from names it in messages). MachineConfigs the cluster's
+ * controllers or installer generated are marked (a comment and the
+ * annotation machineconfiguration.mcgit.io/imported-generated-by),
+ * MCO's rendered ones skipped, pools' status dropped; an object mcgit
+ * refuses goes to not-imported/. When the export holds a pool's current
+ * rendered config, mcgit's render is compared with it. The report's lines go
+ * to report and to dir/import-mco-report.txt. Everything is written beside
+ * dir and renamed into place at the end: on failure (MCG_EINVAL: the export
+ * is refused, err names the object; MCG_EIO) nothing is left behind.
+ */
+int mcg_source_import_mco(const char *dir, const char *from, const char *data, size_t len,
+                          mcg_strv *report, mcg_err *err);
+
 /* Load the config files of a commit's tree into a finished model. */
 int mcg_gitops_load_commit(mcg_model **out, mcg_repo *r, const char *sha, mcg_diags *diags,
                            mcg_err *err);

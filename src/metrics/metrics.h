@@ -110,6 +110,14 @@ void mcg_metrics_process_update(mcg_metrics *m);
 
 typedef struct mcg_metrics_server mcg_metrics_server;
 
+/* What a route (below) answers: status, Content-Type, body, extra headers. */
+typedef struct mcg_route_answer {
+    unsigned status;
+    char type[96];
+    mcg_buf body;
+    mcg_strv headers; /* "Name: value" */
+} mcg_route_answer;
+
 typedef struct mcg_metrics_server_opts {
     const char *bind;        /* "HOST:PORT", "[V6]:PORT" or ":PORT" (all addresses); port 0: any */
     mcg_metrics *metrics;    /* served at GET /metrics (borrowed, outlives the server) */
@@ -117,6 +125,17 @@ typedef struct mcg_metrics_server_opts {
     void (*wake)(void *ctx); /* called on an authenticated webhook call, from the server's thread */
     void *wake_ctx;
     const char *who; /* "controller" or "agent": the log prefix */
+    /*
+     * A route (NULL: none): GET or HEAD of a path starting with route_prefix,
+     * authenticated by "Authorization: Bearer TOKEN" against route_token_file
+     * (read on every request, compared in constant time; 401 otherwise), is
+     * answered by route(route_ctx, the rest of the path, the Accept header or
+     * "", ans) on the listener's thread, one request at a time.
+     */
+    const char *route_prefix;
+    const char *route_token_file;
+    void (*route)(void *ctx, const char *rest, const char *accept, mcg_route_answer *ans);
+    void *route_ctx;
 } mcg_metrics_server_opts;
 
 /*

@@ -64,6 +64,9 @@ struct mcg_metrics_server {
     void (*wake)(void *ctx);
     void *wake_ctx;
     char who[32];
+    char *route_prefix, *route_token_file;
+    void (*route)(void *ctx, const char *rest, const char *accept, mcg_route_answer *ans);
+    void *route_ctx;
 };
 
 /* One request's state, between libmicrohttpd's calls. */
@@ -196,6 +199,70 @@ static auth_verdict authenticate(struct MHD_Connection *conn, const mcg_buf *tok
     return AUTH_NONE;
 }
 
+/* Is the request's bearer token the one in the route's token file? */
+static auth_verdict route_auth(mcg_metrics_server *s, struct MHD_Connection *conn, bool *unreadable)
+{
+    const char *bearer =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!bearer)
+        return AUTH_NONE;
+    mcg_buf tok = MCG_BUF_INIT;
+    mcg_err e = {0};
+    if (read_token(s->route_token_file, &tok, &e) != 0) {
+        logf_(s, "cannot read the token: %s", e.msg);
+        *unreadable = true;
+        return AUTH_BAD;
+    }
+    const char *t = bearer + 7;
+    bool ok = !strncasecmp(bearer, "Bearer ", 7) && secret_eq(t, strlen(t), tok.ptr, tok.len);
+    mcg_wipe(tok.ptr, tok.len);
+    mcg_buf_free(&tok);
+    return ok ? AUTH_OK : AUTH_BAD;
+}
+
+/* GET PREFIX...: authenticate, then the route answers. */
+static enum MHD_Result route_request(mcg_metrics_server *s, struct MHD_Connection *conn,
+                                     const char *url, const char *method)
+{
+    char peer[64];
+    peer_of(conn, peer, sizeof(peer));
+    if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+        return answer_text(conn, MHD_HTTP_BAD_REQUEST, "GET only\n");
+    bool unreadable = false;
+    auth_verdict v = route_auth(s, conn, &unreadable);
+    if (unreadable)
+        return answer_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "token unavailable\n");
+    if (v != AUTH_OK) {
+        logf_(s, "refused %s from %s: %s", url, peer, v == AUTH_NONE ? "no token" : "wrong token");
+        return answer_text(conn, MHD_HTTP_UNAUTHORIZED, "unauthorized\n");
+    }
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    mcg_route_answer ans = {.status = 500};
+    snprintf(ans.type, sizeof(ans.type), "text/plain; charset=utf-8");
+    s->route(s->route_ctx, url + strlen(s->route_prefix), accept ? accept : "", &ans);
+    logf_(s, "%s from %s: %u", url, peer, ans.status);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        ans.body.len, (void *)(ans.body.ptr ? ans.body.ptr : ""), MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result ret = MHD_NO;
+    if (r) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ans.type);
+        for (size_t i = 0; i < ans.headers.n; i++) {
+            char *h = mcg_strdup(ans.headers.v[i]);
+            char *colon = strchr(h, ':');
+            if (colon) {
+                *colon = '\0';
+                MHD_add_response_header(r, h, colon + 1 + strspn(colon + 1, " "));
+            }
+            free(h);
+        }
+        ret = MHD_queue_response(conn, ans.status, r);
+        MHD_destroy_response(r);
+    }
+    mcg_buf_free(&ans.body);
+    mcg_strv_free(&ans.headers);
+    return ret;
+}
+
 /* The end of a POST /hooks/git: authenticate, wake, answer. */
 static enum MHD_Result hook_done(mcg_metrics_server *s, struct MHD_Connection *conn, request *rq)
 {
@@ -241,6 +308,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     mcg_metrics_server *s = cls;
     mcg_conn_guard_request_started(s->guard, conn);
+    if (s->route && !strncmp(url, s->route_prefix, strlen(s->route_prefix)))
+        return route_request(s, conn, url, method);
     if (!strcmp(url, "/metrics")) {
         if (strcmp(method, "GET") && strcmp(method, "HEAD"))
             return answer_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only\n");
@@ -403,6 +472,22 @@ int mcg_metrics_serve(mcg_metrics_server **out, const mcg_metrics_server_opts *o
     }
     s->wake = o->wake;
     s->wake_ctx = o->wake_ctx;
+    if (o->route) {
+        mcg_buf tok = MCG_BUF_INIT;
+        if (!o->route_prefix || !o->route_token_file) {
+            rc = mcg_err_set(err, MCG_EINVAL, "a route needs a prefix and a token file");
+            goto out;
+        }
+        rc = read_token(o->route_token_file, &tok, err);
+        mcg_wipe(tok.ptr, tok.len);
+        mcg_buf_free(&tok);
+        if (rc)
+            goto out;
+        s->route = o->route;
+        s->route_ctx = o->route_ctx;
+        s->route_prefix = mcg_strdup(o->route_prefix);
+        s->route_token_file = mcg_strdup(o->route_token_file);
+    }
     snprintf(s->who, sizeof(s->who), "%s", o->who ? o->who : "mcgit");
     bool v6 = false;
     if ((s->fd = listen_on(o->bind, &v6, err)) < 0) {
@@ -456,5 +541,7 @@ void mcg_metrics_server_free(mcg_metrics_server *s)
     if (s->fd >= 0)
         close(s->fd);
     free(s->token_file);
+    free(s->route_prefix);
+    free(s->route_token_file);
     free(s);
 }

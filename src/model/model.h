@@ -478,4 +478,38 @@ void mcg_signpolicy_unmatched(const mcg_signpolicy *p, const mcg_strv *files, mc
 int mcg_yaml_to_json(json_t **out, const char *file, const char *data, size_t len, unsigned flags,
                      mcg_diags *diags);
 
+/* ------------------------------------------------------------ MCO export (export.c) */
+
+/* One MachineConfig or MachineConfigPool of an export. */
+typedef struct mcg_export_obj {
+    bool is_pool;
+    char *name;  /* metadata.name: a DNS-1123 subdomain (pools: label) */
+    int line;    /* where the object starts in the export */
+    json_t *obj; /* the object as exported (one reference) */
+} mcg_export_obj;
+
+typedef struct mcg_export {
+    mcg_export_obj *v;
+    size_t n;
+} mcg_export;
+
+/*
+ * What `oc get machineconfigs,machineconfigpools -o yaml` prints: a List (any
+ * kind ending in "List" with items), or a YAML stream of objects and lists.
+ * Every object must be a MachineConfig or MachineConfigPool of
+ * machineconfiguration.openshift.io/v1 with a valid name, each name once per
+ * kind. 0, or MCG_EINVAL with every problem as "file:line: ..." in diags.
+ * *out is set either way (free with mcg_model_export_free).
+ */
+int mcg_model_read_export(mcg_export *out, const char *file, const char *data, size_t len,
+                          mcg_diags *diags);
+void mcg_model_export_free(mcg_export *e);
+
+/*
+ * v as block YAML ending in a newline, appended to out: strings plain only
+ * where mcgit's YAML reader takes them back as the same string, multi-line
+ * text as literal blocks; reading the bytes back gives a value equal to v.
+ */
+void mcg_yaml_emit(mcg_buf *out, const json_t *v);
+
 #endif

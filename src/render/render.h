@@ -60,6 +60,20 @@ int mcg_render_name(const mcg_ignition *ign, const char *pool, char **spec, size
  */
 bool mcg_render_name_matches(const char *name, const char *spec, size_t spec_len);
 
+/* ------------------------------------------------------------ first boot (firstboot.c) */
+
+/* The Ignition config of a rendered spec (its "config"), as canonical JSON. */
+int mcg_render_ignition_doc(const char *spec, size_t len, mcg_buf *out, mcg_err *err);
+/*
+ * A rendered spec as cloud-init user-data (#cloud-config): write_files for
+ * every file (mode kept), unit and drop-in (/etc/systemd/system) and core's
+ * keys (/home/core/.ssh/authorized_keys.d/ignition, deferred), then runcmd:
+ * directories and links made, owners set, units enabled, disabled or masked,
+ * and mcgit-agent.service enabled and started. provenance goes in a comment.
+ */
+int mcg_render_cloud_config(const char *spec, size_t len, const char *name, const char *provenance,
+                            mcg_buf *out, mcg_err *err);
+
 /* ------------------------------------------------------------ diff */
 
 typedef enum { MCG_DIFF_ADDED, MCG_DIFF_CHANGED, MCG_DIFF_REMOVED } mcg_diff_op;

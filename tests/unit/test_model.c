@@ -2145,6 +2145,131 @@ static void test_labels_build(void **state)
     mcg_labels_free(&b);
 }
 
+/* mcg_yaml_emit: what it writes reads back (mcg_yaml_to_json) as the same value. */
+static void emit_roundtrip(const json_t *v)
+{
+    mcg_buf b = MCG_BUF_INIT;
+    mcg_yaml_emit(&b, v);
+    mcg_diags d = {0};
+    json_t *back = NULL;
+    int rc = mcg_yaml_to_json(&back, "emit.yaml", b.ptr, b.len, 0, &d);
+    if (rc || !json_equal(back, v)) {
+        char *want = json_dumps(v, JSON_ENCODE_ANY);
+        fail_msg("emitted:\n%s\nread back %s (%s), want %s", b.ptr,
+                 back ? json_dumps(back, JSON_ENCODE_ANY) : "nothing", d.count ? d.msgs[0] : "",
+                 want);
+    }
+    json_decref(back);
+    mcg_diags_free(&d);
+    mcg_buf_free(&b);
+}
+
+static void test_yaml_emit(void **state)
+{
+    (void)state;
+    static const char *const strs[] = {"",
+                                       "true",
+                                       "yes",
+                                       "No",
+                                       "null",
+                                       "~",
+                                       "1",
+                                       "0644",
+                                       "0x1f",
+                                       "1e5",
+                                       "1e-5",
+                                       "3.2.0",
+                                       "98-worker-generated-kubelet",
+                                       "0x1p3",
+                                       "1.5g",
+                                       "1_000",
+                                       "12:30",
+                                       "-1",
+                                       "+1",
+                                       ".5",
+                                       ".inf",
+                                       ".nan",
+                                       "on",
+                                       "Off",
+                                       "y",
+                                       "N",
+                                       "a: b",
+                                       "a #b",
+                                       "a#b",
+                                       "- x",
+                                       "key:",
+                                       "/etc/x",
+                                       "ssh-ed25519 AAAA x@y",
+                                       "line1\nline2\n",
+                                       "line1\n\nline3",
+                                       "x\n",
+                                       "x\n\n",
+                                       "  lead",
+                                       "trail ",
+                                       "tab\there",
+                                       "\tx\ny",
+                                       "a\n\tb\n",
+                                       "a \nb",
+                                       "\xc3\xbcmlaut\nzwei",
+                                       "a\xe2\x80\xa8"
+                                       "b\nc",
+                                       "'quote",
+                                       "\"dq",
+                                       "@at",
+                                       "`tick",
+                                       "%pct",
+                                       "!tag",
+                                       "&anchor",
+                                       "*alias",
+                                       "|pipe",
+                                       ">gt",
+                                       "[x",
+                                       "{x",
+                                       "?q",
+                                       ",c",
+                                       "#c",
+                                       "a  b",
+                                       "e5",
+                                       "0o17",
+                                       "08",
+                                       "data:,a%20b",
+                                       "a\r\nb\n",
+                                       "\n",
+                                       "\nx",
+                                       "0x1.8p3",
+                                       "1p5",
+                                       "0o7x",
+                                       "1.0e+5"};
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+        json_t *v =
+            json_pack("{s:s, s:[s], s:[{s:s}]}", "k", strs[i], "l", strs[i], "m", "n", strs[i]);
+        json_object_set_new(v, strs[i], json_string("as a key"));
+        emit_roundtrip(v);
+        json_decref(v);
+    }
+    json_t *v = json_loads("{\"a\": [{\"b\": []}, [1, [2, {}]], {}, \"x\\ny\", null, true, 1.5,"
+                           " -7], \"e\": {}, \"n\": null, \"deep\": {\"x\": {\"y\": [[[]]]}}}",
+                           0, NULL);
+    assert_non_null(v);
+    emit_roundtrip(v);
+    json_decref(v);
+    /* Random printable text with newlines and tabs: every one reads back. */
+    uint32_t seed = 12345;
+    for (int n = 0; n < 3000; n++) {
+        char buf[24];
+        size_t len = (size_t)(n % 23);
+        for (size_t i = 0; i < len; i++) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned r = (seed >> 16) % 100;
+            buf[i] = r < 8 ? '\n' : r < 12 ? '\t' : r < 24 ? ' ' : (char)(33 + (seed >> 8) % 94);
+        }
+        buf[len] = '\0';
+        json_t *o = json_pack("{s:s, s:[s]}", "k", buf, "l", buf);
+        emit_roundtrip(o);
+        json_decref(o);
+    }
+}
+
 int main(void)
 {
     size_t ncases = sizeof(cases) / sizeof(cases[0]);
@@ -2166,6 +2291,7 @@ int main(void)
         cmocka_unit_test(test_one_problem_per_mistake),
         cmocka_unit_test(test_disruption_rules),
         cmocka_unit_test(test_near_miss),
+        cmocka_unit_test(test_yaml_emit),
     };
     size_t nextra = sizeof(extra) / sizeof(extra[0]);
     struct CMUnitTest *tests = mcg_calloc(ncases + nextra, sizeof(*tests));
