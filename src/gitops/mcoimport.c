@@ -212,9 +212,9 @@ static int write_rel(imp *im, const char *rel, const char *text, size_t len, mcg
      * the directory is renamed into place (write_all), not one by one. */
     int fd = rc ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (!rc && (fd < 0 || mcg_write_all(fd, text, len) != 0))
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
     if (fd >= 0 && close(fd) != 0 && !rc)
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", path, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", path);
     free(path);
     return rc;
 }
@@ -408,7 +408,7 @@ static int remove_template_objects(const char *tmp, mcg_err *err)
         if (strncmp(f->path, "pools/", 6) && strncmp(f->path, "machineconfigs/", 15))
             continue;
         char *p = mcg_sprintf("%s/%s", tmp, f->path);
-        int rc = unlink(p) ? mcg_err_set(err, MCG_EIO, "%s: %s", p, strerror(errno)) : 0;
+        int rc = unlink(p) ? mcg_err_set_os(err, MCG_EIO, errno, "%s", p) : 0;
         free(p);
         if (rc)
             return rc;
@@ -449,7 +449,7 @@ static int write_all(imp *im, const char *dir, mcg_err *err)
     mcg_buf_free(&b);
     int fd = rc ? -1 : open(im->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (!rc && (fd < 0 || syncfs(fd) != 0))
-        rc = mcg_err_set(err, MCG_EIO, "%s: %s", im->tmp, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", im->tmp);
     if (fd >= 0)
         close(fd);
     return rc;
@@ -460,7 +460,7 @@ static int check_target(const char *dir, mcg_err *err)
 {
     struct stat st;
     if (lstat(dir, &st) != 0)
-        return errno == ENOENT ? 0 : mcg_err_set(err, MCG_EIO, "%s: %s", dir, strerror(errno));
+        return errno == ENOENT ? 0 : mcg_err_set_os(err, MCG_EIO, errno, "%s", dir);
     if (!S_ISDIR(st.st_mode))
         return mcg_err_set(err, MCG_EINVAL, "%s exists and is not a directory", dir);
     DIR *d = opendir(dir);
@@ -490,13 +490,13 @@ int mcg_source_import_mco(const char *dir, const char *from, const char *data, s
     if (!rc) {
         tmp = mcg_sprintf("%s.import-XXXXXX", dir);
         if (!mkdtemp(tmp) || chmod(tmp, 0755) != 0)
-            rc = mcg_err_set(err, MCG_EIO, "%s: %s", tmp, strerror(errno));
+            rc = mcg_err_set_os(err, MCG_EIO, errno, "%s", tmp);
         im.tmp = tmp;
     }
     if (!rc)
         rc = write_all(&im, dir, err);
     if (!rc && rename(tmp, dir) != 0)
-        rc = mcg_err_set(err, MCG_EIO, "rename %s to %s: %s", tmp, dir, strerror(errno));
+        rc = mcg_err_set_os(err, MCG_EIO, errno, "rename %s to %s", tmp, dir);
     if (!rc) {
         char *parent = mcg_strdup(dir);
         char *slash = strrchr(parent, '/');

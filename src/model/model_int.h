@@ -20,6 +20,8 @@ typedef struct mcg_linemap {
 } mcg_linemap;
 
 void mcg_linemap_put(mcg_linemap *lm, const void *key, int line);
+/* The line recorded for key (a JSON value read from YAML), 0 when none. */
+int mcg_linemap_get(const mcg_linemap *lm, const void *key);
 
 /* Context for reporting: file name, line table, fallback line, sink. */
 typedef struct mcg_pctx {

@@ -60,7 +60,7 @@ void mcg_linemap_put(mcg_linemap *lm, const void *key, int line)
     lm->lines[j] = line;
 }
 
-static int mcg_linemap_get(const mcg_linemap *lm, const void *key)
+int mcg_linemap_get(const mcg_linemap *lm, const void *key)
 {
     if (!lm || !lm->cap || !key)
         return 0;
