@@ -6,6 +6,9 @@
 #     no escalate, bind or impersonate; nodes patched, never replaced or
 #     created; the agent writes no MachineConfig nor pool, the controller
 #     evicts no pod; every binding names only mcgit's two accounts.
+#   Images: every container of deploy/'s Deployments and DaemonSets has
+#     imagePullPolicy IfNotPresent, so an image loaded without a registry is
+#     used (with :latest the default policy is Always, and the pull fails).
 #   Pod Security: agent.yaml's privileged pods run in a namespace that
 #     namespace.yaml labels pod-security.kubernetes.io/enforce=privileged, and
 #     docs/kubernetes.md tells the user so.
@@ -64,6 +67,15 @@ if priv and labels.get("pod-security.kubernetes.io/enforce") != "privileged":
                "pod-security.kubernetes.io/enforce=privileged" % (ns, nsdoc["metadata"]["name"]))
 if a["metadata"].get("namespace") != nsdoc["metadata"]["name"]:
     bad.append("%s: the agent is not in namespace %s" % (agent, nsdoc["metadata"]["name"]))
+import glob, os
+for f in sorted(glob.glob(os.path.join(os.path.dirname(rbac), "*.yaml"))):
+    for d in yaml.safe_load_all(open(f)):
+        if not d or d.get("kind") not in ("Deployment", "DaemonSet"):
+            continue
+        for c in d["spec"]["template"]["spec"]["containers"]:
+            if c.get("imagePullPolicy") != "IfNotPresent":
+                bad.append("%s: container %s pulls %s with policy %s, not IfNotPresent (no registry: "
+                           "the loaded image must do)" % (f, c["name"], c["image"], c.get("imagePullPolicy", "the default")))
 for b in bad:
     print(b)
 sys.exit(1 if bad else 0)
@@ -82,6 +94,10 @@ expect_rc 1 "refuses replacing nodes" -- chk "$T/upd.yaml" "$D/namespace.yaml" "
 sed '/pod-security.kubernetes.io\/enforce/d' "$D/namespace.yaml" >"$T/ns.yaml"
 expect_rc 1 "refuses a privileged agent in a namespace not labelled privileged" -- chk "$D/rbac.yaml" "$T/ns.yaml" "$D/agent.yaml"
 expect_grep 'not labelled pod-security.kubernetes.io/enforce=privileged' "$T/out" "names the missing label"
+mkdir -p "$T/pull"; cp "$D"/*.yaml "$T/pull/"
+sed -i '/imagePullPolicy/d' "$T/pull/agent.yaml"
+expect_rc 1 "refuses a DaemonSet pulling :latest every time" -- chk "$T/pull/rbac.yaml" "$T/pull/namespace.yaml" "$T/pull/agent.yaml"
+expect_grep 'container agent pulls mcgit:latest with policy the default' "$T/out" "names the container and the image"
 # deploy/ as it is
 expect_rc 0 "deploy/rbac.yaml: least privilege; namespace.yaml: Pod Security privileged" -- chk "$D/rbac.yaml" "$D/namespace.yaml" "$D/agent.yaml"
 sed 's/^/    /' "$T/out"

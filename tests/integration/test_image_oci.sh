@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# mcgit's image without a registry (deploy/image/build-image.sh): an OCI
+# archive built from Debian's packages and this tree's .deb, which
+#   skopeo inspects as an OCI archive with the Containerfile's configuration
+#     (entrypoint /usr/bin/mcgit, user 65532:65532);
+#   a containerd (Debian's, started here with a private root, state and
+#     socket) imports with `ctr images import` under the name
+#     docker.io/library/mcgit:latest, that deploy/*.yaml's `mcgit:latest`
+#     means;
+#   runs under runc (`ctr run`): `mcgit version` as the image's user, and the
+#     time zone data the maintenance windows read is there.
+# The .deb: MCGIT_IMAGE_DEB, else built (deploy/debian/build-deb.sh, a few
+# minutes). The debootstrapped root is cached (/var/cache/mcgit-image).
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || skip "building the image needs root (debootstrap, chroot)"
+need debootstrap umoci skopeo containerd ctr runc python3
+A=$T/mcgit.tar
+t0=$(date +%s)
+rc=0
+"$SRC/deploy/image/build-image.sh" "$A" >"$T/build.out" 2>"$T/build.err" || rc=$?
+[ "$rc" = 0 ] && ok "build-image.sh: built in $(($(date +%s) - t0)) s ($(du -h "$A" | cut -f1))" ||
+  { bad "build-image.sh (exit $rc)"; tail -20 "$T/build.err" | sed 's/^/    /'; finish; }
+expect_grep '^image: docker.io/library/mcgit:latest$' "$T/build.out" "it names the image it built"
+
+skopeo inspect --config "oci-archive:$A" >"$T/config.json" 2>"$T/err" || true
+python3 - "$T/config.json" >"$T/cfg" <<'PY' || true
+import json, sys
+c = json.load(open(sys.argv[1]))["config"]
+print("entrypoint", " ".join(c.get("Entrypoint") or []))
+print("user", c.get("User"))
+PY
+expect_grep '^entrypoint /usr/bin/mcgit$' "$T/cfg" "skopeo: entrypoint /usr/bin/mcgit"
+expect_grep '^user 65532:65532$' "$T/cfg" "skopeo: user 65532:65532, as the Containerfile"
+
+# a private containerd: its own root, state, socket; no CRI
+C=$T/containerd
+mkdir -p "$C"
+cat >"$C/config.toml" <<TOML
+version = 2
+root = "$C/root"
+state = "$C/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$C/sock"
+[ttrpc]
+  address = "$C/sock.ttrpc"
+[debug]
+  address = ""
+TOML
+containerd --config "$C/config.toml" >"$C/log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do ctr --address "$C/sock" version >/dev/null 2>&1 && break; sleep 0.1; done
+ctrc() { ctr --address "$C/sock" -n mcgit-test "$@"; }
+expect_rc 0 "ctr images import accepts the archive" -- ctrc images import "$A"
+ctrc images ls -q >"$T/images" 2>&1 || true
+expect_grep '^docker.io/library/mcgit:latest$' "$T/images" "imported as docker.io/library/mcgit:latest"
+snap=overlayfs
+ctrc run --rm docker.io/library/mcgit:latest probe /bin/true >/dev/null 2>&1 || snap=native
+[ "$snap" = overlayfs ] || { echo "# overlayfs unusable here: the native snapshotter"; ctrc images import --snapshotter native "$A" >/dev/null; }
+ctrc run --rm --snapshotter "$snap" docker.io/library/mcgit:latest v1 >"$T/version" 2>"$T/err" || true
+expect_grep '^mcgit [0-9]' "$T/version" "ctr run (runc): the image's entrypoint, as user 65532, prints mcgit's version"
+ctrc run --rm --snapshotter "$snap" docker.io/library/mcgit:latest v2 id -u >"$T/uid" 2>&1 || true
+expect_grep '^65532$' "$T/uid" "the container runs as 65532"
+ctrc run --rm --snapshotter "$snap" docker.io/library/mcgit:latest v3 \
+  sh -c 'test -s /usr/share/zoneinfo/Europe/Berlin && test -s /etc/ssl/certs/ca-certificates.crt && echo tz-ok' >"$T/tz" 2>&1 || true
+expect_grep '^tz-ok$' "$T/tz" "the time zone data and the CA bundle are in the image"
+finish
