@@ -57,8 +57,10 @@ expect_grep '^docker.io/library/mcgit:latest$' "$T/images" "imported as docker.i
 snap=overlayfs
 ctrc run --rm docker.io/library/mcgit:latest probe /bin/true >/dev/null 2>&1 || snap=native
 [ "$snap" = overlayfs ] || { echo "# overlayfs unusable here: the native snapshotter"; ctrc images import --snapshotter native "$A" >/dev/null; }
-ctrc run --rm --snapshotter "$snap" docker.io/library/mcgit:latest v1 >"$T/version" 2>"$T/err" || true
-expect_grep '^mcgit [0-9]' "$T/version" "ctr run (runc): the image's entrypoint, as user 65532, prints mcgit's version"
+ctrc run --rm --snapshotter "$snap" docker.io/library/mcgit:latest v0 >"$T/usage" 2>&1 || true
+expect_grep '^usage: mcgit CMD' "$T/usage" "ctr run (runc): the entrypoint is mcgit (its usage, given no command)"
+ctrc run --rm --snapshotter "$snap" docker.io/library/mcgit:latest v1 /usr/bin/mcgit --version >"$T/version" 2>"$T/err" || true
+expect_grep '^mcgit [0-9]' "$T/version" "ctr run (runc): mcgit --version runs in the image, every library found"
 ctrc run --rm --snapshotter "$snap" docker.io/library/mcgit:latest v2 id -u >"$T/uid" 2>&1 || true
 expect_grep '^65532$' "$T/uid" "the container runs as 65532"
 ctrc run --rm --snapshotter "$snap" docker.io/library/mcgit:latest v3 \
