@@ -493,7 +493,7 @@ static int pass_open(pass *p, mcg_err *err)
     char *data = NULL;
     size_t len = 0;
     int rc;
-    if ((rc = mcg_read_file(o->trust, MCG_SIGNERS_MAX_TEXT, &data, &len, err)) != 0 ||
+    if ((rc = mcg_read_file_named(o->trust, MCG_SIGNERS_MAX_TEXT, &data, &len, err)) != 0 ||
         (rc = mcg_signers_parse(&p->root, o->trust, data, len, err)) != 0) {
         mcg_err_prefix(err, "trust root (an allowed_signers file)");
         goto out;
@@ -501,7 +501,7 @@ static int pass_open(pass *p, mcg_err *err)
     if (o->revoked) { /* re-read each pass, like the trust root */
         free(data);
         data = NULL;
-        if ((rc = mcg_read_file(o->revoked, MCG_REVOKED_MAX_SIZE, &data, &len, err)) != 0 ||
+        if ((rc = mcg_read_file_named(o->revoked, MCG_REVOKED_MAX_SIZE, &data, &len, err)) != 0 ||
             (rc = mcg_signers_revoke(p->root, o->revoked, data, len, err)) != 0)
             goto out;
     }

@@ -13,14 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_err *err)
+/* Read all of fd (a regular file) into *data, at most limit bytes; closes fd. */
+static int read_fd(int fd, const char *path, size_t limit, char **data, size_t *len, mcg_err *err)
 {
-    *data = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "%s: %s", path,
-                           errno == ELOOP ? "is a symbolic link" : strerror(errno));
     struct stat st;
     int rc = 0;
     mcg_buf b = MCG_BUF_INIT;
@@ -50,6 +45,30 @@ out:
     mcg_buf_free(&b);
     close(fd);
     return rc;
+}
+
+int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_err *err)
+{
+    *data = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "%s: %s", path,
+                           errno == ELOOP ? "is a symbolic link" : strerror(errno));
+    return read_fd(fd, path, limit, data, len, err);
+}
+
+int mcg_read_file_named(const char *path, size_t limit, char **data, size_t *len, mcg_err *err)
+{
+    *data = NULL;
+    *len = 0;
+    /* O_NONBLOCK: a FIFO (a link may lead anywhere) is opened without
+     * waiting for a writer, then refused as not a regular file */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return mcg_err_set(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, "%s: %s", path,
+                           strerror(errno));
+    return read_fd(fd, path, limit, data, len, err);
 }
 
 int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mode, mcg_err *err)

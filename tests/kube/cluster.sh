@@ -237,8 +237,11 @@ cmd_up() {
   done
   for i in "${pids[@]}"; do wait "$i" || rc=1; done
   [ "$rc" = 0 ] || die "a node did not come up (its log: $D/vm-NODE.log)"
+  local end=$(($(date +%s) + 900))
   for n in "$@"; do
-    kubectl wait --for condition=Ready --timeout=900s "node/$n" >/dev/null ||
+    # registered first (kubectl wait fails at once on a missing object)
+    until kubectl get node "$n" >/dev/null 2>&1 || [ "$(date +%s)" -gt "$end" ]; do sleep 2; done
+    kubectl wait --for condition=Ready --timeout=$((end - $(date +%s)))s "node/$n" >/dev/null 2>&1 ||
       die "node $n not Ready ($(kubectl get node "$n" --no-headers 2>&1))"
   done
   log "nodes booted and Ready in $(($(date +%s) - tb)) s; up in $(($(date +%s) - t0)) s"

@@ -90,7 +90,10 @@ cp "$share/pki/ca.crt" /etc/kubernetes/ca.crt
 cp "$share/pki/node-$node.crt" /etc/kubernetes/kubelet.crt
 cp "$share/pki/node-$node.key" /etc/kubernetes/kubelet.key
 chmod 0600 /etc/kubernetes/kubelet.key
+# no DNS on this network: pods get an empty resolv.conf (containerd copies
+# the host's /etc/resolv.conf into each sandbox: it must exist)
 : >/etc/kubernetes/resolv.conf
+[ -e /etc/resolv.conf ] || echo '# no DNS: tests/kube/cluster.sh' >/etc/resolv.conf
 cat >/etc/kubernetes/kubelet.kubeconfig <<KC
 apiVersion: v1
 kind: Config
