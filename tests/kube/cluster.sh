@@ -23,6 +23,8 @@
 #       workers.
 #   tests/kube/cluster.sh exec NODE -- CMD...    CMD as root on NODE's host
 #   tests/kube/cluster.sh down DIR               guests and servers stopped
+#   tests/kube/cluster.sh load DIR               mcgit's image rebuilt from this
+#       tree and imported into every node (pods created after use it)
 #
 # MCGIT_VM_MEM: each guest's memory in MiB (default 1536). Guests run under
 # TCG here (one vCPU each); `up` reports how long it took. Caches:
@@ -193,6 +195,32 @@ node_up() {
     sh "$n" "$i" "$API_PORT" >>"$D/vm-$n.log" 2>&1 || { tail -5 "$D/vm-$n.log" >&2; return 1; }
 }
 
+# mcgit_image DEB: mcgit's OCI archive of this tree in the cache (build-image.sh)
+mcgit_image() {
+  local key
+  key=$(tree_key)
+  if [ ! -s "$cache/mcgit-$key.tar" ]; then
+    find "$cache" -maxdepth 1 -name 'mcgit-*.tar' -delete
+    "$src/deploy/image/build-image.sh" "$cache/mcgit-$key.tar" --deb "$1" >"$D/build-image.log" 2>&1 ||
+      { tail -10 "$D/build-image.log" >&2; die "build-image.sh failed"; }
+  fi
+}
+
+# load DIR: mcgit's image rebuilt from this tree and imported into every node
+# (the pods pick it up when they are next created)
+cmd_load() {
+  D=${1:?usage: cluster.sh load DIR}
+  D=$(cd "$D" && pwd)
+  local n
+  mcgit_image "$(deb_path)"
+  cp "$cache/mcgit-$(tree_key).tar" "$D/share/images/mcgit.tar"
+  while read -r n; do
+    "$VM" exec "$n" -t 600 -- sh -c 'mkdir -p /run/mcgit-share && { mountpoint -q /run/mcgit-share ||
+      mount -t virtiofs mcgitshare /run/mcgit-share; } && ctr -n k8s.io images import /run/mcgit-share/images/mcgit.tar' >&2 ||
+      die "$n: import failed"
+  done <"$D/nodes"
+}
+
 cmd_up() {
   D=${1:?usage: cluster.sh up DIR NODE...}
   shift
@@ -207,12 +235,7 @@ cmd_up() {
   [ "${#bins[@]}" = 4 ] || die "could not build the Kubernetes binaries"
   deb=$(deb_path)
   MCGIT_VM_DEB=$deb "$VM" image "$IMG" >"$D/image.log" 2>&1 || { tail -10 "$D/image.log" >&2; die "vm.sh image failed"; }
-  key=$(tree_key)
-  if [ ! -s "$cache/mcgit-$key.tar" ]; then
-    find "$cache" -maxdepth 1 -name 'mcgit-*.tar' -delete
-    "$src/deploy/image/build-image.sh" "$cache/mcgit-$key.tar" --deb "$deb" >"$D/build-image.log" 2>&1 ||
-      { tail -10 "$D/build-image.log" >&2; die "build-image.sh failed"; }
-  fi
+  mcgit_image "$deb"
   key=$(sha256sum <"$here/pause.c" | cut -c1-16)
   [ -s "$cache/pause-$key.tar" ] || pause_image "$cache/pause-$key.tar"
   mkdir -p "$D/share/images" "$D/share/pki"
@@ -307,5 +330,6 @@ case ${1:-} in
   deploy) shift; cmd_deploy "$@" ;;
   exec) shift; cmd_exec "$@" ;;
   down) shift; cmd_down "$@" ;;
+  load) shift; cmd_load "$@" ;;
   *) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac
