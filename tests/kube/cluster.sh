@@ -317,9 +317,16 @@ cmd_down() {
   if [ -f "$D/nodes" ]; then
     while read -r n; do "$VM" cut "$n" >/dev/null 2>&1 || true; "$VM" stop "$n" >/dev/null 2>&1 || true; done <"$D/nodes"
   fi
+  local pid i
   for p in scheduler controller-manager apiserver git-daemon etcd; do
     [ -f "$D/$p.pid" ] || continue
-    kill "$(cat "$D/$p.pid")" 2>/dev/null || true
+    pid=$(cat "$D/$p.pid")
+    kill "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do  # gone, or a zombie no one reaps
+      kill -0 "$pid" 2>/dev/null && [ "$(cut -d" " -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ] || break
+      sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null || true
     rm -f "$D/$p.pid"
   done
   rm -f "$D/nodes"
