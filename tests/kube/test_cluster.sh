@@ -13,6 +13,11 @@
 #      the node evicted), the real reboot, the kubelet back, the node
 #      uncordoned; one node at a time (sampled throughout); `kubectl get mcp`
 #      Updated
+#   2  a pod under a PodDisruptionBudget (its status computed by the real
+#      disruption controller) holds its node's drain: cordoned, the pod
+#      running, the other node untouched; after the drain timeout (90 s
+#      here) the node and the pool say why; the budget relaxed, the rollout
+#      completes
 #   6  the agent pod writes the host through its hostPath mount (/rootfs):
 #      the file is on the host's root, the pod's own root holds nothing of it
 #
@@ -23,7 +28,7 @@
 C=$SRC/tests/kube/cluster.sh
 scen=(1)
 case ${1:-} in
-  --all) scen=(1 6) ;;
+  --all) scen=(1 2 6) ;;
   "") ;;
   *) scen=("$@") ;;
 esac
@@ -146,20 +151,98 @@ s1() {
 
 # ------------------------------------------------------------ scenario 6
 s6() {
-  local s=$(date +%s) pod
-  pod=$(kubectl -n mcgit get pods -l app.kubernetes.io/name=mcgit-agent --field-selector spec.nodeName=n1 -o jsonpath='{.items[0].metadata.name}')
-  [ -n "$pod" ] || { bad "6: no agent pod on n1"; return; }
-  # the pod's own root (its overlay) seen from the host: /proc/PID/root of its mcgit
-  ex n1 sh -c 'for p in $(pgrep -f "^/usr/bin/mcgit agent"); do r=$(readlink /proc/$p/root); [ "$r" = / ] && continue; echo "$p"; done' >"$T/agentpid" 2>/dev/null || true
-  local p
-  p=$(head -1 "$T/agentpid")
-  if [ -n "$p" ] && ex n1 test -f /etc/mcgit-bed/f && ! ex n1 test -e "/proc/$p/root/etc/mcgit-bed/f"; then
-    ok "6: the agent pod wrote the host's /etc/mcgit-bed/f through /rootfs; its own root holds no such file"
-  else
-    bad "6: pid '$p': host file or pod root check failed"
-  fi
+  local s=$(date +%s) p
+  # the agent's process on n1, seen from the host: /proc/PID/root is the
+  # pod's own root file system, /proc/PID/root/rootfs the host's, mounted
+  p=$(ex n1 pgrep -f -o '^/usr/bin/mcgit agent' 2>/dev/null | head -1)
+  [ -n "$p" ] || { bad "6: no agent process on n1"; return; }
+  ex n1 test -f "/proc/$p/root/usr/bin/mcgit" && ex n1 test -f "/proc/$p/root/rootfs/etc/mcgit-bed/f" &&
+    ok "6: the agent (pid $p) runs in its image and sees the host's file at /rootfs/etc/mcgit-bed/f" ||
+    bad "6: the agent's root or its /rootfs mount is not as expected"
+  ex n1 test -e "/proc/$p/root/etc/mcgit-bed/f" && bad "6: the agent wrote into its own root" ||
+    ok "6: the pod's own root holds no /etc/mcgit-bed/f: the host's root is what it wrote"
+  ex n1 test -f /etc/mcgit-bed/f && ok "6: the file is on the host's root" || bad "6: not on the host"
   ex n1 test -d /var/lib/mcgit && ok "6: its journal and backups are on the host (/var/lib/mcgit)" || bad "6: no /var/lib/mcgit on the host"
   timed 6 "$s"
+}
+
+# ------------------------------------------------------------ scenario 2
+# A pod under a PodDisruptionBudget that the real disruption controller
+# computes (disruptionsAllowed 0) holds its node's drain: the node stays
+# cordoned with the pod running, the other node waits (maxUnavailable 1);
+# after the drain timeout the node and the pool say why (the pod, the
+# budget); once the budget allows, the rollout completes.
+s2() {
+  local s=$(date +%s) old t end held=0 other_busy=0 m
+  kubectl create namespace apps >/dev/null 2>&1 || true
+  kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: db, namespace: apps}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: n1}
+      terminationGracePeriodSeconds: 5
+      containers: [{name: db, image: mcgit.test/pause:1, imagePullPolicy: IfNotPresent}]
+---
+apiVersion: policy/v1beta1
+kind: PodDisruptionBudget
+metadata: {name: db, namespace: apps}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: db}}
+YAML
+  end=$(($(date +%s) + 300))
+  until [ "$(kubectl -n apps get pdb db -o jsonpath='{.status.currentHealthy}/{.status.disruptionsAllowed}' 2>/dev/null)" = 1/0 ]; do
+    [ "$(date +%s)" -lt "$end" ] || break
+    sleep 3
+  done
+  [ "$(kubectl -n apps get pdb db -o jsonpath='{.status.currentHealthy}/{.status.disruptionsAllowed}')" = 1/0 ] &&
+    ok "2: the disruption controller computes the budget: 1 healthy, 0 disruptions allowed" ||
+    bad "2: budget status: $(kubectl -n apps get pdb db -o jsonpath='{.status}')"
+  # a short drain timeout for the test (the default is 600 s)
+  kubectl -n mcgit set env daemonset/mcgit-agent MCGIT_KUBE_DRAIN_TIMEOUT=90 >/dev/null
+  kubectl -n mcgit rollout status daemonset/mcgit-agent --timeout=900s >/dev/null 2>&1 ||
+    bad "2: the agent DaemonSet did not roll out its new setting"
+  old=$(target)
+  write_mc "$R" 10-bed worker /etc/mcgit-bed/f v3
+  scommit "$R" op "bed: /etc/mcgit-bed/f v3 (a reboot)"
+  git -C "$R" push -q "$PUSH" main 2>"$T/push.err" || bad "2: push"
+  end=$(($(date +%s) + 1500))
+  while [ "$(date +%s)" -lt "$end" ]; do
+    if [ "$(ann n1 state)" = Degraded ]; then break; fi
+    if [ "$(kubectl get node n1 -o jsonpath='{.spec.unschedulable}')" = true ]; then
+      held=$((held + 1))
+      [ "$(kubectl get node n2 -o jsonpath='{.spec.unschedulable}')" = true ] && other_busy=$((other_busy + 1))
+    fi
+    sleep 3
+  done
+  [ "$(ann n1 state)" = Degraded ] && ok "2: n1's drain held by the budget until the drain timeout: Degraded" ||
+    bad "2: n1 is $(ann n1 state), not Degraded"
+  ann n1 reason >"$T/reason"; echo >>"$T/reason"
+  expect_grep "pod apps/db-.*disruption budget" "$T/reason" "2: the node's reason names the pod and the budget"
+  [ "$(kubectl -n apps get pods -l app=db -o jsonpath='{.items[0].spec.nodeName} {.items[0].status.phase}')" = "n1 Running" ] &&
+    ok "2: the pod still runs on n1" || bad "2: the db pod moved or stopped"
+  [ "$held" -gt 0 ] && [ "$other_busy" = 0 ] && ok "2: while n1 was held ($held samples) n2 was never cordoned" ||
+    bad "2: n2 cordoned during n1's hold ($other_busy of $held samples)"
+  kubectl get mcp worker -o jsonpath='{range .status.conditions[?(@.type=="Degraded")]}{.status} {.message}{end}' >"$T/pool"; echo >>"$T/pool"
+  expect_grep "^True .*n1.*apps/db" "$T/pool" "2: the pool is Degraded and says why (the node, the pod)"
+  # the budget relaxed: the rollout completes
+  kubectl -n apps patch pdb db --type merge -p '{"spec":{"minAvailable":0}}' >/dev/null
+  end=$(($(date +%s) + 1500))
+  until t=$(target) && [ "$t" != "$old" ] && done_at n1 "$t" && done_at n2 "$t"; do
+    [ "$(date +%s)" -lt "$end" ] || break
+    sleep 5
+  done
+  t=$(target)
+  [ "$t" != "$old" ] && done_at n1 "$t" && done_at n2 "$t" &&
+    ok "2: once the budget allows, the rollout completes on both nodes" ||
+    { bad "2: not converged after the budget allowed: n1 $(ann n1 state) ($(ann n1 reason)) n2 $(ann n2 state)"; pod_logs; }
+  timed 2 "$s"
 }
 
 for sc in "${scen[@]}"; do "s$sc"; done
