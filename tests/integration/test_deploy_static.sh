@@ -9,6 +9,7 @@
 #   Images: every container of deploy/'s Deployments and DaemonSets has
 #     imagePullPolicy IfNotPresent, so an image loaded without a registry is
 #     used (with :latest the default policy is Always, and the pull fails).
+#   The controller's replicas prefer different nodes (one drain evicts one).
 #   Pod Security: agent.yaml's privileged pods run in a namespace that
 #     namespace.yaml labels pod-security.kubernetes.io/enforce=privileged, and
 #     docs/kubernetes.md tells the user so.
@@ -76,6 +77,13 @@ for f in sorted(glob.glob(os.path.join(os.path.dirname(rbac), "*.yaml"))):
             if c.get("imagePullPolicy") != "IfNotPresent":
                 bad.append("%s: container %s pulls %s with policy %s, not IfNotPresent (no registry: "
                            "the loaded image must do)" % (f, c["name"], c["image"], c.get("imagePullPolicy", "the default")))
+for f in sorted(glob.glob(os.path.join(os.path.dirname(rbac), "controller.yaml"))):
+    d = yaml.safe_load(open(f))
+    aff = (d["spec"]["template"]["spec"].get("affinity") or {}).get("podAntiAffinity") or {}
+    terms = aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    if d["spec"].get("replicas", 1) > 1 and not any(
+            t["podAffinityTerm"].get("topologyKey") == "kubernetes.io/hostname" for t in terms):
+        bad.append("%s: %d replicas but no anti-affinity spreading them over nodes" % (f, d["spec"]["replicas"]))
 for b in bad:
     print(b)
 sys.exit(1 if bad else 0)
@@ -98,6 +106,14 @@ mkdir -p "$T/pull"; cp "$D"/*.yaml "$T/pull/"
 sed -i '/imagePullPolicy/d' "$T/pull/agent.yaml"
 expect_rc 1 "refuses a DaemonSet pulling :latest every time" -- chk "$T/pull/rbac.yaml" "$T/pull/namespace.yaml" "$T/pull/agent.yaml"
 expect_grep 'container agent pulls mcgit:latest with policy the default' "$T/out" "names the container and the image"
+cp "$D"/*.yaml "$T/pull/"
+python3 - "$T/pull/controller.yaml" <<'PY'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1])); del d["spec"]["template"]["spec"]["affinity"]
+yaml.safe_dump(d, open(sys.argv[1], "w"))
+PY
+expect_rc 1 "refuses two controller replicas free to share a node" -- chk "$T/pull/rbac.yaml" "$T/pull/namespace.yaml" "$T/pull/agent.yaml"
+expect_grep 'no anti-affinity' "$T/out" "names the missing anti-affinity"
 # deploy/ as it is
 expect_rc 0 "deploy/rbac.yaml: least privilege; namespace.yaml: Pod Security privileged" -- chk "$D/rbac.yaml" "$D/namespace.yaml" "$D/agent.yaml"
 sed 's/^/    /' "$T/out"

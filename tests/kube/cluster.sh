@@ -45,9 +45,11 @@ log() { printf 'cluster: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
-# tree_key: the inputs of the .deb and the image (sources, build, packaging)
+# tree_key: the inputs of the .deb and the image (sources, build, packaging;
+# not the manifests, which `deploy` applies as they are)
 tree_key() {
-  (cd "$src" && find src CMakeLists.txt deploy -type f -print0 | sort -z | xargs -0 sha256sum) |
+  (cd "$src" && find src CMakeLists.txt deploy/debian deploy/systemd deploy/install deploy/image \
+    deploy/Containerfile -type f -print0 | sort -z | xargs -0 sha256sum) |
     sha256sum | cut -c1-16
 }
 
