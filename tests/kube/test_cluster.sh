@@ -18,6 +18,9 @@
 #      running, the other node untouched; after the drain timeout (90 s
 #      here) the node and the pool say why; the budget relaxed, the rollout
 #      completes
+#   3  the controller pod holding the Lease deleted mid-rollout, and the
+#      agent pod of the node being updated: the rollout completes, each node
+#      rebooted into the new config once, none left cordoned
 #   6  the agent pod writes the host through its hostPath mount (/rootfs):
 #      the file is on the host's root, the pod's own root holds nothing of it
 #
@@ -28,7 +31,7 @@
 C=$SRC/tests/kube/cluster.sh
 scen=(1)
 case ${1:-} in
-  --all) scen=(1 2 6) ;;
+  --all) scen=(1 2 3 6) ;;
   "") ;;
   *) scen=("$@") ;;
 esac
@@ -243,6 +246,55 @@ YAML
     ok "2: once the budget allows, the rollout completes on both nodes" ||
     { bad "2: not converged after the budget allowed: n1 $(ann n1 state) ($(ann n1 reason)) n2 $(ann n2 state)"; pod_logs; }
   timed 2 "$s"
+}
+
+# ------------------------------------------------------------ scenario 3
+# The controller pod holding the Lease deleted mid-rollout, and the agent pod
+# of the node being updated deleted mid-update: the rollout completes, each
+# node rebooted into the new config once, none left cordoned, one at a time.
+s3() {
+  local s=$(date +%s) old t end leader n= max=0 b killed_agent=0 killed_ctl=0
+  old=$(target)
+  write_mc "$R" 10-bed worker /etc/mcgit-bed/f v4
+  scommit "$R" op "bed: /etc/mcgit-bed/f v4 (a reboot)"
+  git -C "$R" push -q "$PUSH" main 2>"$T/push.err" || bad "3: push"
+  : >"$T/samples3"
+  end=$(($(date +%s) + 1800))
+  while [ "$(date +%s)" -lt "$end" ]; do
+    b=$(busy)
+    [ "$b" -gt "$max" ] && max=$b
+    echo "$(date +%s) busy=$b n1=$(ann n1 state) n2=$(ann n2 state)" >>"$T/samples3"
+    if [ "$killed_ctl" = 0 ] && [ "$b" -gt 0 ]; then
+      leader=$(kubectl -n mcgit get lease mcgit-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null)
+      if [ -n "$leader" ] && kubectl -n mcgit delete pod "$leader" --wait=false >/dev/null 2>&1; then
+        killed_ctl=1
+        echo "# 3: deleted the leader $leader mid-rollout"
+      fi
+    fi
+    if [ "$killed_agent" = 0 ] && [ "$killed_ctl" = 1 ]; then
+      for n in n1 n2; do
+        [ "$(ann "$n" state)" = Working ] || continue
+        kubectl -n mcgit delete pod -l app.kubernetes.io/name=mcgit-agent --field-selector "spec.nodeName=$n" \
+          --wait=false >/dev/null 2>&1 && { killed_agent=1; echo "# 3: deleted the agent pod of $n mid-update"; break; }
+      done
+    fi
+    t=$(target)
+    [ -n "$t" ] && [ "$t" != "$old" ] && done_at n1 "$t" && done_at n2 "$t" && break
+    sleep 3
+  done
+  t=$(target)
+  [ "$killed_ctl" = 1 ] && [ "$killed_agent" = 1 ] && ok "3: the leader's pod and a working node's agent pod deleted mid-rollout" ||
+    bad "3: could not delete them mid-rollout (controller $killed_ctl, agent $killed_agent)"
+  [ "$t" != "$old" ] && done_at n1 "$t" && done_at n2 "$t" &&
+    ok "3: the rollout completes: both Done at $t, uncordoned, Ready ($(($(date +%s) - s)) s)" ||
+    { bad "3: not converged: n1 $(ann n1 state) n2 $(ann n2 state)"; pod_logs; }
+  [ "$max" -le 1 ] && ok "3: never more than one node busy" || bad "3: $max nodes busy at once"
+  kubectl get events -n default --field-selector reason=Reboot -o jsonpath='{range .items[*]}{.involvedObject.name} {.message}{"\n"}{end}' >"$T/reboots" 2>/dev/null || true
+  for n in n1 n2; do
+    [ "$(grep -c "^$n .*$t" "$T/reboots")" = 1 ] && ok "3: $n rebooted into $t once" ||
+      bad "3: $n rebooted into $t $(grep -c "^$n .*$t" "$T/reboots") times"
+  done
+  timed 3 "$s"
 }
 
 for sc in "${scen[@]}"; do "s$sc"; done
