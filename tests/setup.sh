@@ -136,6 +136,14 @@ old_libgit2
 # guest's root, mkfs.ext4 -d and e2fsck for its disk.
 install qemu-system-x86 qemu-utils debootstrap e2fsprogs
 
+# mcgit's image without a registry (deploy/image/build-image.sh, tested by
+# package/test_image: umoci packs it, skopeo inspects it, a containerd of the
+# test's own imports it and runc runs it) and the real-cluster test bed
+# (tests/kube/cluster.sh: socat carries the guests' connections to this
+# host's apiserver and git daemon; the guests' containerd, runc and CNI
+# plugins go into their own image). containerd's packaged service is disabled.
+install umoci skopeo containerd runc socat
+
 # The Kubernetes tests run a real kube-apiserver and etcd on 127.0.0.1:
 # etcd from Debian's etcd-server, kube-apiserver built from Debian's own
 # kubernetes source package with Debian's Go (cached by version, about 3

@@ -13,17 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_err *err)
+/* Read all of fd (a regular file) into *data, at most limit bytes; closes fd. */
+static int read_fd(int fd, const char *path, size_t limit, char **data, size_t *len, mcg_err *err)
 {
-    *data = NULL;
-    *len = 0;
-    /* O_NONBLOCK: a FIFO in the file's place must not hang the reader (it is
-     * refused below as not a regular file; regular files ignore the flag) */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return errno == ELOOP ? mcg_err_set(err, MCG_EIO, "%s: is a symbolic link", path)
-                              : mcg_err_set_os(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO,
-                                               errno, "%s", path);
     struct stat st;
     int rc = 0;
     mcg_buf b = MCG_BUF_INIT;
@@ -53,6 +45,32 @@ out:
     mcg_buf_free(&b);
     close(fd);
     return rc;
+}
+
+int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_err *err)
+{
+    *data = NULL;
+    *len = 0;
+    /* O_NONBLOCK: a FIFO in the file's place must not hang the reader (it is
+     * refused as not a regular file; regular files ignore the flag) */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ELOOP ? mcg_err_set(err, MCG_EIO, "%s: is a symbolic link", path)
+                              : mcg_err_set_os(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO,
+                                               errno, "%s", path);
+    return read_fd(fd, path, limit, data, len, err);
+}
+
+int mcg_read_file_named(const char *path, size_t limit, char **data, size_t *len, mcg_err *err)
+{
+    *data = NULL;
+    *len = 0;
+    /* O_NONBLOCK: a FIFO (a link may lead anywhere) is opened without
+     * waiting for a writer, then refused as not a regular file */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return mcg_err_set_os(err, errno == ENOENT ? MCG_ENOTFOUND : MCG_EIO, errno, "%s", path);
+    return read_fd(fd, path, limit, data, len, err);
 }
 
 int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mode, mcg_err *err)

@@ -12,6 +12,12 @@
 /* Read a whole regular file (the last component is never followed if it is
  * a symlink), refusing files over limit bytes. *data is NUL-terminated. */
 int mcg_read_file(const char *path, size_t limit, char **data, size_t *len, mcg_err *err);
+/* The same for a file the operator names on the command line or in the
+ * environment (a trust root, a revocation list, git credentials, a token):
+ * symbolic links are followed, as Kubernetes mounts every key of a ConfigMap
+ * or Secret volume as KEY -> ..data/KEY, but what they lead to must still be
+ * a regular file. */
+int mcg_read_file_named(const char *path, size_t limit, char **data, size_t *len, mcg_err *err);
 /* Replace path atomically with data, created with mode. */
 int mcg_write_file_atomic(const char *path, const void *data, size_t len, int mode, mcg_err *err);
 /* write(2) all of data, retrying on EINTR and short writes; -1 with errno set on failure. */

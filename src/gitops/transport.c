@@ -63,7 +63,7 @@ static char *cred_file(const char *dir, const char *name, size_t *lenp)
     char *path = mcg_sprintf("%s/%s", dir, name), *data = NULL;
     size_t len = 0;
     mcg_err e = {0};
-    if (mcg_read_file(path, SECRET_MAX, &data, &len, &e) != 0) {
+    if (mcg_read_file_named(path, SECRET_MAX, &data, &len, &e) != 0) {
         data = NULL;
     } else {
         while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
@@ -370,7 +370,7 @@ static int load_known_hosts(mcg_transport *t, mcg_err *err)
     if (t->port > 0 && t->port != 22)
         snprintf(scan, sizeof(scan), " -p %d", t->port);
     int rc = 0;
-    if (!path || mcg_read_file(path, 4 * 1024 * 1024, &t->known, &t->known_len, &e) != 0)
+    if (!path || mcg_read_file_named(path, 4 * 1024 * 1024, &t->known, &t->known_len, &e) != 0)
         rc = mcg_err_set(err, MCG_EINVAL,
                          "%s: host key: ssh remotes need the server's host key in %s "
                          "(`ssh-keyscan%s %s`, checked out of band); nothing fetched",

@@ -24,7 +24,7 @@ int mcg_gitops_load_trust(mcg_signers **out, const char *path, const char *revok
     size_t len = 0;
     mcg_signers *s = NULL;
     *out = NULL;
-    int rc = mcg_read_file(path, MCG_SIGNERS_MAX_TEXT, &data, &len, err);
+    int rc = mcg_read_file_named(path, MCG_SIGNERS_MAX_TEXT, &data, &len, err);
     if (rc == 0)
         rc = mcg_signers_parse(&s, path, data, len, err);
     if (rc == 0)
@@ -34,7 +34,7 @@ int mcg_gitops_load_trust(mcg_signers **out, const char *path, const char *revok
     free(data);
     data = NULL;
     if (rc == 0 && revoked && *revoked) {
-        rc = mcg_read_file(revoked, MCG_REVOKED_MAX_SIZE, &data, &len, err);
+        rc = mcg_read_file_named(revoked, MCG_REVOKED_MAX_SIZE, &data, &len, err);
         if (rc == 0)
             rc = mcg_signers_revoke(s, revoked, data, len, err);
         free(data);

@@ -129,7 +129,7 @@ static int read_token(const char *path, mcg_buf *tok, mcg_err *err)
 {
     char *data = NULL;
     size_t len = 0;
-    int rc = mcg_read_file(path, MCG_WEBHOOK_MAX_TOKEN, &data, &len, err);
+    int rc = mcg_read_file_named(path, MCG_WEBHOOK_MAX_TOKEN, &data, &len, err);
     if (rc)
         return rc;
     while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))

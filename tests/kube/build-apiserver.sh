@@ -4,6 +4,9 @@
 # outside the clone, keyed by the package version. Prints the binary's path.
 #
 #   tests/kube/build-apiserver.sh            # build or reuse the cached binary
+#   tests/kube/build-apiserver.sh NAME...    # kube-apiserver, kube-controller-manager,
+#                                            # kube-scheduler, kubelet: one path
+#                                            # a line, in order (tests/kube/cluster.sh)
 #   MCGIT_KUBE_CACHE=DIR                     # cache directory (default /var/cache/mcgit-kube)
 #
 # Needs: golang-go, dpkg-dev, golang-github-modern-go-reflect2-dev,
@@ -47,14 +50,21 @@ if [ -z "$version" ]; then
     [ -n "$version" ] || { log "no kubernetes source package found"; exit 1; }
     echo "$version" > "$apt_dir/version"
 fi
-bin="$cache/kube-apiserver-$version"
-if [ -x "$bin" ]; then
-    log "cached: $bin"
-    echo "$bin"
+[ $# -gt 0 ] || set -- kube-apiserver
+missing=""
+for name in "$@"; do
+    case $name in
+        kube-apiserver | kube-controller-manager | kube-scheduler | kubelet) ;;
+        *) log "unknown binary $name"; exit 1 ;;
+    esac
+    [ -x "$cache/$name-$version" ] || missing="$missing $name"
+done
+if [ -z "$missing" ]; then
+    for name in "$@"; do log "cached: $cache/$name-$version"; echo "$cache/$name-$version"; done
     exit 0
 fi
 
-log "building kube-apiserver from Debian's kubernetes $version (about 3 minutes, once: cached in $cache)"
+log "building$missing from Debian's kubernetes $version (about 3 minutes each, once: cached in $cache)"
 # progress while Go is silent: the elapsed time every 20 s
 started=$(date +%s)
 (while sleep 20; do log "still building ($(($(date +%s) - started)) s)"; done) &
@@ -98,8 +108,11 @@ log "step 2 of 3: generating OpenAPI definitions"
     --go-header-file hack/boilerplate/boilerplate.generatego.txt \
     --output-base "$gopath/src" --report-filename /dev/null >&2
 
-log "step 3 of 3: compiling kube-apiserver"
-go build -trimpath -ldflags '-s -w' -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-mv "$bin.tmp" "$bin"
-log "built in $(($(date +%s) - started)) s: $bin"
-echo "$bin"
+for name in $missing; do
+    bin="$cache/$name-$version"
+    log "step 3 of 3: compiling $name"
+    go build -trimpath -ldflags '-s -w' -o "$bin.tmp" "k8s.io/kubernetes/cmd/$name"
+    mv "$bin.tmp" "$bin"
+    log "built in $(($(date +%s) - started)) s: $bin"
+done
+for name in "$@"; do echo "$cache/$name-$version"; done

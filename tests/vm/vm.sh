@@ -14,6 +14,7 @@
 #       packages' candidate versions (MCGIT_VM_CACHE, default
 #       /var/cache/mcgit-vm), the disk by that and the .deb's SHA-256.
 #   tests/vm/vm.sh start DIR NAME [--cluster-dir HOSTDIR] [--uuid UUID]
+#                        [--share HOSTDIR] [--fwd IP:PORT=HOSTPORT]...
 #       Boot NAME from its copy-on-write overlay of DIR's image (made on the
 #       first start, kept across reboot and cut) and return once the guest
 #       has reached multi-user.target, printing `machine-id: ...`,
@@ -21,6 +22,12 @@
 #       (virtiofs) at /var/lib/mcgit/cluster, the guest's packaged
 #       mcgit-agent.service manages node NAME of local:HOSTDIR, bound to the
 #       guest's machine-id (`mcgit node add` or `bind`, run in the guest).
+#       --share HOSTDIR: shared (virtiofs, tag mcgitshare) for the guest to
+#       mount, nothing more (tests/kube/cluster.sh). --fwd: a network device
+#       on QEMU's user network with restrict=on (the guest reaches neither
+#       the host nor anything beyond), except that a TCP connection to
+#       IP:PORT (in 10.0.2.0/24, the guest being 10.0.2.15) is carried to
+#       127.0.0.1:HOSTPORT on this host (socat, one per connection).
 #   tests/vm/vm.sh exec NAME [-i] [-t SECONDS] -- CMD...   CMD as root in the
 #       guest (through qemu-guest-agent): its stdout, stderr and exit status
 #       (-i: this stdin is CMD's; -t: give up after SECONDS, exit 124)
@@ -34,13 +41,15 @@
 #   tests/vm/vm.sh stop NAME             power off, remove NAME's overlay
 #   tests/vm/vm.sh accel [DIR]           print the accelerator start would use
 #
-# No network: the guest has no network device at all. The cluster directory
+# No network: without --fwd the guest has no network device at all. The cluster directory
 # is shared by virtiofs, commands run through qemu-guest-agent on a virtio-serial
 # port, the console goes to a file (NAME.console). One vCPU, MCGIT_VM_MEM MiB
 # (default 512). KVM is used only when the image's kernel boots under it
 # within a deadline; otherwise TCG (MCGIT_VM_ACCEL=tcg|kvm forces one).
 # A guest's files live in MCGIT_VM_RUN (default /var/tmp/mcgit-vm), keyed by
 # NAME: NAME.qcow2, NAME.pid, NAME.qga, NAME.console, NAME.env, NAME.vfs.
+# MCGIT_VM_EXTRA_PKGS: more Debian packages in the image (its cache key
+# changes with them: give it its own MCGIT_VM_CACHE and image DIR).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -67,7 +76,8 @@ mirror() {
 # dependencies): systemd as init, the cloud kernel (virtio, virtiofs), GRUB's
 # BIOS modules and update-grub, sshd, the guest agent, git (scenario 6).
 PKGS="systemd systemd-sysv udev kmod dbus linux-image-cloud-amd64 initramfs-tools e2fsprogs
-      grub-pc-bin grub2-common openssh-server openssh-client qemu-guest-agent git procps"
+      grub-pc-bin grub2-common openssh-server openssh-client qemu-guest-agent git procps
+      ${MCGIT_VM_EXTRA_PKGS:-}"
 
 # ------------------------------------------------------------------ image
 # stage 1: the debootstrapped root as a tarball, keyed by the packages'
@@ -281,6 +291,24 @@ qemu_start() {
     args+=(-object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -numa node,memdev=mem
       -chardev socket,id=vfs,path="$run/$n.vfs" -device vhost-user-fs-pci,chardev=vfs,tag=mcgitcluster)
   fi
+  if [ -n "${VM_SHARE:-}" ]; then
+    rm -f "$run/$n.share"
+    setsid "$virtiofsd" -f --socket-path="$run/$n.share" -o source="$VM_SHARE" -o cache=none \
+      -o sandbox=chroot -o log_level=warn </dev/null >>"$run/$n.share.log" 2>&1 &
+    echo $! >"$run/$n.share.pid"
+    local j
+    for ((j = 0; j < 100; j++)); do [ -S "$run/$n.share" ] && break; sleep 0.1; done
+    [ -S "$run/$n.share" ] || { cat "$run/$n.share.log" >&2; die "$n: virtiofsd (share) did not start"; }
+    [ -n "$VM_CLUSTER" ] || args+=(-object "memory-backend-memfd,id=mem,size=${mem}M,share=on" -numa node,memdev=mem)
+    args+=(-chardev socket,id=share,path="$run/$n.share" -device vhost-user-fs-pci,chardev=share,tag=mcgitshare)
+  fi
+  if [ -n "${VM_FWD:-}" ]; then
+    local f nd="user,id=net0,restrict=on,net=10.0.2.0/24,host=10.0.2.2,dhcpstart=10.0.2.15"
+    for f in $VM_FWD; do
+      nd="$nd,guestfwd=tcp:${f%%=*}-cmd:socat STDIO TCP:127.0.0.1:${f#*=}"
+    done
+    args+=(-netdev "$nd" -device virtio-net-pci,netdev=net0)
+  fi
   rm -f "$run/$n.qga"
   echo "=== vm.sh: power on ($a) $(date -u +%FT%TZ)" >>"$run/$n.console"
   qemu-system-x86_64 "${args[@]}" 2>"$run/$n.qemu.log" ||
@@ -344,10 +372,13 @@ cmd_start() {
   local dir=${1:?usage: vm.sh start DIR NAME [--cluster-dir HOSTDIR] [--uuid UUID]}
   local n=${2:?usage: vm.sh start DIR NAME [--cluster-dir HOSTDIR] [--uuid UUID]}
   shift 2
-  local cl= uuid=
+  local cl= uuid= share= fwd=
   while [ $# -gt 0 ]; do
     case $1 in
       --cluster-dir) cl=$(cd "${2:?--cluster-dir HOSTDIR}" && pwd); shift 2 ;;
+      --share) share=$(cd "${2:?--share HOSTDIR}" && pwd); shift 2 ;;
+      --fwd) [[ ${2:-} =~ ^10\.0\.2\.[0-9]+:[0-9]+=[0-9]+$ ]] || die "start: --fwd IP:PORT=HOSTPORT (IP in 10.0.2.0/24)"
+        fwd="$fwd $2"; shift 2 ;;
       --uuid) uuid=${2:?--uuid UUID}; shift 2 ;;
       *) die "start: unknown option $1" ;;
     esac
@@ -363,9 +394,12 @@ cmd_start() {
     . "$run/$n.env"
     [ -n "$uuid" ] || uuid=$VM_UUID
     [ -n "$cl" ] || cl=$VM_CLUSTER
+    [ -n "$share" ] || share=${VM_SHARE:-}
+    [ -n "$fwd" ] || fwd=${VM_FWD:-}
   fi
   [ -n "$uuid" ] || uuid=$(cat /proc/sys/kernel/random/uuid)
-  printf 'VM_UUID=%q\nVM_CLUSTER=%q\nVM_DIR=%q\n' "$uuid" "$cl" "$(cd "$dir" && pwd)" >"$run/$n.env"
+  printf 'VM_UUID=%q\nVM_CLUSTER=%q\nVM_DIR=%q\nVM_SHARE=%q\nVM_FWD=%q\n' "$uuid" "$cl" \
+    "$(cd "$dir" && pwd)" "$share" "${fwd# }" >"$run/$n.env"
   qemu_start "$n"
   if [ "$(accel "$VM_DIR/vmlinuz")" = kvm ] && [ -z "${MCGIT_VM_ACCEL:-}" ] &&
      ! python3 "$qga" "$run/$n.qga" ping "${MCGIT_VM_KVM_DEADLINE:-90}" 2>/dev/null; then
@@ -406,10 +440,12 @@ cmd_wait_boot() {
 
 # stop_vfs NAME: NAME's virtiofsd, if it outlived its QEMU
 stop_vfs() {
-  local p
-  p=$(cat "$run/$1.vfs.pid" 2>/dev/null) || return 0
-  kill "$p" 2>/dev/null || true
-  rm -f "$run/$1.vfs.pid" "$run/$1.vfs"
+  local p s
+  for s in vfs share; do
+    p=$(cat "$run/$1.$s.pid" 2>/dev/null) || continue
+    kill "$p" 2>/dev/null || true
+    rm -f "$run/$1.$s.pid" "$run/$1.$s"
+  done
 }
 
 cmd_cut() {
@@ -456,7 +492,7 @@ cmd_stop() {
     kill -9 "$p" 2>/dev/null || true
   fi
   stop_vfs "$n"
-  rm -f "$run/$n".{qcow2,pid,qga,env,console,qemu.log,part,vfs.log}
+  rm -f "$run/$n".{qcow2,pid,qga,env,console,qemu.log,part,vfs.log,share.log}
 }
 
 case ${1:-} in
