@@ -79,6 +79,7 @@ git init -q --bare "$T/mirror"
 git -C "$T/mirror" remote add origin "$url"
 printf 'mcgit\n' >"$T/u"
 printf 's3cret\n' >"$T/p"
+chmod 400 "$T/u" "$T/p" # the Secret's defaultMode in deploy/controller.yaml: secrets are private
 volume "$T/secret" username="$T/u" password="$T/p"
 expect_rc 0 "fetch with username and password through a Secret volume's links" -- \
   env MCGIT_GIT_CREDENTIALS="$T/secret" timeout 60 "$MCGIT" fetch --repo "$T/mirror" --trust "$T/trust2"
