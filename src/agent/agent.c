@@ -226,7 +226,7 @@ static bool held_failed(mcg_agent *a, mcg_cluster *c, const char *desired, const
 }
 
 /* MCO's way to make its daemon apply its config again, whatever the disk holds. */
-#define FORCE_FILE (MCG_FORCE_FILE + 1) /* relative to the root */
+#define FORCE_FILE (&MCG_FORCE_FILE[1]) /* relative to the root */
 
 /* Whether the root holds FORCE_FILE; it is removed, and the pass applies with force and
  * reboots, as MCO's daemon does. */
