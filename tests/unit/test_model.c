@@ -2211,8 +2211,8 @@ static void test_yaml_emit(void **state)
                                        "a\n\tb\n",
                                        "a \nb",
                                        "\xc3\xbcmlaut\nzwei",
-                                       "a\xe2\x80\xa8"
-                                       "b\nc",
+                                       ("a\xe2\x80\xa8"
+                                        "b\nc"),
                                        "'quote",
                                        "\"dq",
                                        "@at",
