@@ -271,14 +271,7 @@ static const mcg_export_obj *find_mc(const imp *im, const char *name)
 /* The cluster's rendered config as the agent would read it. */
 static int parse_theirs(mcg_ignition *out, const mcg_export_obj *o, mcg_err *err)
 {
-    static const char *const keys[] = {"config",
-                                       "kernelArguments",
-                                       "extensions",
-                                       "osImageURL",
-                                       "kernelType",
-                                       "fips",
-                                       "baseOSExtensionsContainerImage",
-                                       NULL};
+    const char *const *keys = mcg_model_mc_spec_keys;
     json_t *spec = json_object_get(o->obj, "spec");
     json_t *s = json_object();
     for (size_t i = 0; keys[i]; i++)

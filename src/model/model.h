@@ -390,6 +390,8 @@ void mcg_model_finish(mcg_model *m, mcg_diags *diags);
 void mcg_model_check_zones(const mcg_model *m, bool (*known)(const char *tz), mcg_diags *diags);
 
 const mcg_pool *mcg_model_pool(const mcg_model *m, const char *name);
+/* The keys of a MachineConfig's spec mcgit reads (NULL-terminated). */
+extern const char *const mcg_model_mc_spec_keys[];
 /* The site called name, or NULL. */
 const mcg_site *mcg_model_find_site(const mcg_model *m, const char *name);
 

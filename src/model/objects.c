@@ -81,6 +81,15 @@ void mcg_model_free(mcg_model *m)
     free(m);
 }
 
+const char *const mcg_model_mc_spec_keys[] = {"config",
+                                              "kernelArguments",
+                                              "extensions",
+                                              "osImageURL",
+                                              "kernelType",
+                                              "fips",
+                                              "baseOSExtensionsContainerImage",
+                                              NULL};
+
 /* ------------------------------------------------------------ helpers */
 
 /* `spec:` with nothing after it is null in YAML: as good as absent. */
@@ -327,15 +336,7 @@ static void parse_mc(mcg_model *m, mcg_pctx *c, const json_t *root)
     json_t *spec = mcg_get_obj(c, root, "spec", "spec");
     if (!spec)
         goto done; /* MCO: a MachineConfig without a spec changes nothing */
-    static const char *const keys[] = {"config",
-                                       "kernelArguments",
-                                       "extensions",
-                                       "osImageURL",
-                                       "kernelType",
-                                       "fips",
-                                       "baseOSExtensionsContainerImage",
-                                       NULL};
-    mcg_check_keys(c, spec, "spec", keys);
+    mcg_check_keys(c, spec, "spec", mcg_model_mc_spec_keys);
     json_t *cfg = json_object_get(spec, "config");
     if (!cfg || json_is_null(cfg)) {
         /* valid: MCO skips the Ignition part of such an MC */

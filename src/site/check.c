@@ -6,7 +6,7 @@
  * but the check, and the first problem refuses the whole import.
  */
 #include "bundle/bundle.h"
-#include "site/site.h"
+#include "site/site_int.h"
 
 #include <git2.h>
 #include <stdlib.h>
@@ -250,28 +250,15 @@ out:
 static void previous(checker *ck, const char *old)
 {
     git_oid id;
-    git_commit *c = NULL;
-    git_tree *tree = NULL;
-    git_tree_entry *ent = NULL;
-    git_blob *blob = NULL;
-    json_t *doc = NULL;
-    if (!*old || git_oid_fromstr(&id, old) != 0 ||
-        git_commit_lookup(&c, mcg_repo_git(ck->q), &id) != 0 || git_commit_tree(&tree, c) != 0 ||
-        git_tree_entry_bypath(&ent, tree, "status.json") != 0 ||
-        git_blob_lookup(&blob, mcg_repo_git(ck->q), git_tree_entry_id(ent)) != 0 ||
-        git_blob_rawsize(blob) > MCG_SITE_MAX_STATUS ||
-        mcg_json_parse(&doc, "status.json", git_blob_rawcontent(blob),
-                       (size_t)git_blob_rawsize(blob), NULL) != 0)
-        goto out;
+    json_t *doc = *old && git_oid_fromstr(&id, old) == 0
+                      ? mcg_site_record_read(mcg_repo_git(ck->q), &id)
+                      : NULL;
+    if (!doc)
+        return;
     ck->prev_time = json_integer_value(json_object_get(doc, "time"));
     const char *s = json_string_value(json_object_get(doc, "source"));
     snprintf(ck->prev_source, sizeof(ck->prev_source), "%s", s ? s : "");
-out:
     json_decref(doc);
-    git_blob_free(blob);
-    git_tree_entry_free(ent);
-    git_tree_free(tree);
-    git_commit_free(c);
 }
 
 /* The new records (old, new], oldest first, into ids; false when not a line. */

@@ -9,7 +9,7 @@
  * source commit that rendered it found in the site's rendered history.
  */
 #include "fsio/fsio.h"
-#include "site/site.h"
+#include "site/site_int.h"
 
 #include <git2.h>
 #include <stdlib.h>
@@ -117,15 +117,14 @@ static json_t *status_obj(mcg_repo *r, mcg_cluster *cl, const char *site, int64_
                      pools, "nodes", nodes);
 }
 
-/* The status.json of record commit c (a new reference), or NULL. */
-static json_t *record_status(git_repository *g, const git_oid *c)
+json_t *mcg_site_record_read(git_repository *g, const git_oid *id)
 {
     git_commit *commit = NULL;
     git_tree *tree = NULL;
     git_tree_entry *ent = NULL;
     git_blob *blob = NULL;
     json_t *doc = NULL;
-    if (git_commit_lookup(&commit, g, c) == 0 && git_commit_tree(&tree, commit) == 0 &&
+    if (git_commit_lookup(&commit, g, id) == 0 && git_commit_tree(&tree, commit) == 0 &&
         git_tree_entry_bypath(&ent, tree, "status.json") == 0 &&
         git_blob_lookup(&blob, g, git_tree_entry_id(ent)) == 0 &&
         git_blob_rawsize(blob) <= MCG_SITE_MAX_STATUS)
@@ -258,7 +257,7 @@ int mcg_site_record(mcg_site_record_result *res, mcg_repo *r, mcg_cluster *cl, c
         rc = err && err->code ? err->code : MCG_EIO;
         goto out;
     }
-    if (have && !force && (old = record_status(g, &prev)) && same_status(old, doc)) {
+    if (have && !force && (old = mcg_site_record_read(g, &prev)) && same_status(old, doc)) {
         res->unchanged = true;
         goto out;
     }

@@ -5,7 +5,7 @@
  * maxReportAge is stale. Only records that passed mcg_site_import are in
  * refs/mcgit/status/, so what is shown here was checked there.
  */
-#include "site/site.h"
+#include "site/site_int.h"
 
 #include <git2.h>
 #include <stdlib.h>
@@ -16,22 +16,9 @@ static json_t *newest_record(mcg_repo *r, const char *site)
 {
     char *ref = mcg_sprintf(MCG_SITE_REF_PREFIX "%s", site);
     git_oid id;
-    git_commit *c = NULL;
-    git_tree *tree = NULL;
-    git_tree_entry *ent = NULL;
-    git_blob *blob = NULL;
-    json_t *doc = NULL;
-    git_repository *g = mcg_repo_git(r);
-    if (git_reference_name_to_id(&id, g, ref) == 0 && git_commit_lookup(&c, g, &id) == 0 &&
-        git_commit_tree(&tree, c) == 0 && git_tree_entry_bypath(&ent, tree, "status.json") == 0 &&
-        git_blob_lookup(&blob, g, git_tree_entry_id(ent)) == 0 &&
-        git_blob_rawsize(blob) <= MCG_SITE_MAX_STATUS)
-        mcg_json_parse(&doc, "status.json", git_blob_rawcontent(blob),
-                       (size_t)git_blob_rawsize(blob), NULL);
-    git_blob_free(blob);
-    git_tree_entry_free(ent);
-    git_tree_free(tree);
-    git_commit_free(c);
+    json_t *doc = git_reference_name_to_id(&id, mcg_repo_git(r), ref) == 0
+                      ? mcg_site_record_read(mcg_repo_git(r), &id)
+                      : NULL;
     free(ref);
     return doc;
 }
