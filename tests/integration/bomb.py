@@ -101,4 +101,5 @@ def main():
         f.write(head + pack)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -31,6 +31,7 @@ bundle or a fetch has a ref to update):
                seconds to resolve after the last byte (checking, then indexing)
 """
 import hashlib
+import os
 import struct
 import sys
 import zlib
@@ -38,38 +39,9 @@ import zlib
 COMMIT, TREE, BLOB, OFS, REF = 1, 2, 3, 6, 7
 
 
-def entry_header(kind, size):
-    b = bytearray()
-    c = (kind << 4) | (size & 15)
-    size >>= 4
-    while size:
-        b.append(c | 0x80)
-        c = size & 0x7F
-        size >>= 7
-    b.append(c)
-    return bytes(b)
-
-
-def ofs_encoding(dist):
-    b = bytearray([dist & 0x7F])
-    dist >>= 7
-    while dist:
-        dist -= 1
-        b.insert(0, 0x80 | (dist & 0x7F))
-        dist >>= 7
-    return bytes(b)
-
-
-def varint(v):
-    b = bytearray()
-    while True:
-        c = v & 0x7F
-        v >>= 7
-        if v:
-            b.append(c | 0x80)
-        else:
-            b.append(c)
-            return bytes(b)
+# pack entry headers, OFS_DELTA distances and delta varints: bomb.py's
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bomb import entry_header, ofs_encoding, varint  # noqa: E402
 
 
 def insert_delta(base_len, result):
