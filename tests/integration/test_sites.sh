@@ -178,34 +178,24 @@ cp -a "$HQ" "$T/hq-copy.git"
 expect_rc 0 "control: a hand-made record signed with north's key in mcgit-site is taken" -- \
   "$MCGIT" site import --repo "$T/hq-copy.git" "$T/forged.status" --trust "$T/trust"
 git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
-forge "$T/forge.git" north "$T/keys/site-south" mcgit-site "$T/now.json"
-"$MCGIT" site export --repo "$T/forge.git" --site north "$T/forged.status" --since "$R1" 2>/dev/null
-refused "a record signed with another site's key" "$T/forged.status" "not signed by site 'north''s statusKey"
-git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
-forge "$T/forge.git" north "$T/keys/site-north" git "$T/now.json"
-"$MCGIT" site export --repo "$T/forge.git" --site north "$T/forged.status" --since "$R1" 2>/dev/null
-refused "a record signed in namespace git, not mcgit-site" "$T/forged.status" "not signed by site 'north''s statusKey"
-git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
+# forged_north DESC KEYNAME NS JSON PATTERN: a record on top of north's R1 made
+# by hand, exported as a thin bundle; HQ must refuse it; the forge is reset
+forged_north() {
+  forge "$T/forge.git" north "$T/keys/$2" "$3" "$4"
+  "$MCGIT" site export --repo "$T/forge.git" --site north "$T/forged.status" --since "$R1" 2>/dev/null
+  refused "$1" "$T/forged.status" "$5"
+  git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
+}
+forged_north "a record signed with another site's key" site-south mcgit-site "$T/now.json" "not signed by site 'north''s statusKey"
+forged_north "a record signed in namespace git, not mcgit-site" site-north git "$T/now.json" "not signed by site 'north''s statusKey"
 jq -c '(.pools[] | select(.name == "worker") | .config) = "rendered-worker-00000000000000000000000000000bad"' "$T/now.json" >"$T/never.json"
-forge "$T/forge.git" north "$T/keys/site-north" mcgit-site "$T/never.json"
-"$MCGIT" site export --repo "$T/forge.git" --site north "$T/forged.status" --since "$R1" 2>/dev/null
-refused "a record naming a config HQ never rendered" "$T/forged.status" "a config this repository never rendered"
-git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
+forged_north "a record naming a config HQ never rendered" site-north mcgit-site "$T/never.json" "a config this repository never rendered"
 jq -c '.source = "0000000000000000000000000000000000000bad"' "$T/now.json" >"$T/nosrc.json"
-forge "$T/forge.git" north "$T/keys/site-north" mcgit-site "$T/nosrc.json"
-"$MCGIT" site export --repo "$T/forge.git" --site north "$T/forged.status" --since "$R1" 2>/dev/null
-refused "a record naming a source commit HQ does not hold" "$T/forged.status" "not in this repository's verified history"
-git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
+forged_north "a record naming a source commit HQ does not hold" site-north mcgit-site "$T/nosrc.json" "not in this repository's verified history"
 jq -c '(.pools[] | select(.name == "worker") | .attestedMachineCount) = 2 | del(.nodes[].attestation)' "$T/now.json" >"$T/claim.json"
-forge "$T/forge.git" north "$T/keys/site-north" mcgit-site "$T/claim.json"
-"$MCGIT" site export --repo "$T/forge.git" --site north "$T/forged.status" --since "$R1" 2>/dev/null
-refused "a record claiming attested machines without their attestations" "$T/forged.status" "claims 2 attested machines, 0 attestations in the record verify"
-git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
+forged_north "a record claiming attested machines without their attestations" site-north mcgit-site "$T/claim.json" "claims 2 attested machines, 0 attestations in the record verify"
 jq -c '(.nodes[] | select(.name == "north-w1") | .attestation) = ([.nodes[] | select(.name == "north-w0")][0].attestation)' "$T/now.json" >"$T/replay.json"
-forge "$T/forge.git" north "$T/keys/site-north" mcgit-site "$T/replay.json"
-"$MCGIT" site export --repo "$T/forge.git" --site north "$T/forged.status" --since "$R1" 2>/dev/null
-refused "a record where one node's attestation stands in for another's" "$T/forged.status" "claims 2 attested machines, 1 attestations"
-git -C "$T/forge.git" update-ref refs/mcgit/status/north "$R1"
+forged_north "a record where one node's attestation stands in for another's" site-north mcgit-site "$T/replay.json" "claims 2 attested machines, 1 attestations"
 jq -c '.site = "west"' "$T/now.json" >"$T/west.json"
 forge "$T/forge.git" west "$T/keys/site-north" mcgit-site "$T/west.json"
 "$MCGIT" site export --repo "$T/forge.git" --site west "$T/west.status" 2>/dev/null
