@@ -90,8 +90,10 @@ install build-essential debhelper lintian systemd
 # installed above with the packaging tools that package/test_deb uses);
 # strace: test_fsync counts the fsyncs of repository writes; GNU time:
 # test_bundle_bomb and test_kube_backend measure peak RSS (and the benchmarks
-# use it); tzdata: maintenance windows name IANA time zones.
-install git openssh-client valgrind python3 jq procps gzip coreutils util-linux libcmocka-dev strace time tzdata \
+# use it); tzdata: maintenance windows name IANA time zones; PyYAML: the
+# tests that read YAML back independently of libyaml's C API
+# (test_deploy_static, test_import_mco).
+install git openssh-client valgrind python3 python3-yaml jq procps gzip coreutils util-linux libcmocka-dev strace time tzdata \
         clang libclang-rt-14-dev clang-format \
         mandoc man-db groff-base zsh \
         prometheus  # promtool and a real Prometheus server: test_metrics.sh
