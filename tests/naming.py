@@ -69,7 +69,8 @@ def exported(obj):
     out = subprocess.run(["nm", "-g", "--defined-only", obj], capture_output=True, text=True)
     for line in out.stdout.splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[1] in "TDBRVW":
+        # names the compiler made (gcc's ASan ODR indicators __odr_asan.NAME)
+        if len(parts) == 3 and parts[1] in "TDBRVW" and not parts[2].startswith("__"):
             yield parts[2]
 
 

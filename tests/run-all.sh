@@ -8,7 +8,9 @@
 #             tests/setup.sh into MCGIT_OLD_LIBGIT2) through LD_LIBRARY_PATH;
 #             it fails unless ldd shows that build loaded
 #   asan      AddressSanitizer + UBSan build, whole suite (LeakSanitizer on)
-#   valgrind  Valgrind over the unit tests of the Debug build
+#   valgrind  Valgrind over the unit tests of the Debug build (nproc at a
+#             time; a case too slow under it says so and is left to the
+#             Debug and ASan phases)
 #   clang     a clang build (-Werror) and its unit tests
 #   fuzz      every tests/fuzz target, MCGIT_FUZZ_SECONDS each (default 10)
 #   vm        the agent on a real Debian 12 guest under QEMU
@@ -138,18 +140,29 @@ fi
 
 # ----------------------------------------------------------------- valgrind
 start=$(date +%s)
-echo "== valgrind: unit tests of the Debug build"
+echo "== valgrind: unit tests of the Debug build, $jobs at a time"
 vpass=0 vfail=0
+# valgrind_one TEST: TEST under Valgrind, its log in $work/valgrind-NAME.log;
+# prints "pass NAME" or "fail NAME". MCGIT_VALGRIND=1: a case too slow under
+# Valgrind returns early and prints "not under Valgrind: ...", or does less
+# and prints "under Valgrind: ..." (the Debug and ASan phases run it whole),
+# listed below so that nothing is silently left out.
+valgrind_one() {
+  local log="$work/valgrind-${1##*/}.log"
+  if MCGIT_VALGRIND=1 valgrind -q --error-exitcode=99 --leak-check=full \
+    --errors-for-leak-kinds=definite "$1" >"$log" 2>&1; then
+    echo "pass $1"
+  else echo "fail $1"; fi
+}
+export -f valgrind_one
+export work
 if [ "$debug_built" = 1 ]; then
-  for t in build/tests/test_*; do
-    [ -x "$t" ] || continue
-    if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-      "$t" >"$work/valgrind.log" 2>&1; then
-      vpass=$((vpass + 1))
-    else
-      echo "valgrind: $t failed"; tail -30 "$work/valgrind.log"; vfail=$((vfail + 1))
-    fi
-  done
+  while read -r verdict t; do
+    if [ "$verdict" = pass ]; then vpass=$((vpass + 1))
+    else echo "valgrind: $t failed"; tail -30 "$work/valgrind-${t##*/}.log"; vfail=$((vfail + 1)); fi
+  done < <(for t in build/tests/test_*; do [ -x "$t" ] && printf '%s\0' "$t"; done |
+    xargs -0 -r -n1 -P"$jobs" bash -c 'valgrind_one "$1"' _)
+  grep -h 'under Valgrind' "$work"/valgrind-*.log 2>/dev/null | sed 's/^/valgrind: /'
 fi
 vstatus=ok
 { [ "$vfail" = 0 ] && [ "$vpass" -gt 0 ]; } || vstatus=FAILED

@@ -11,7 +11,7 @@
  * is empty.
  *
  * fuzz-sources: src/cluster/[a-z]*.c src/model/[a-z]*.c src/util/[a-z]*.c
- * fuzz-sources: src/fsio/[a-z]*.c
+ * fuzz-sources: src/fsio/[a-z]*.c src/osenv/[a-z]*.c
  * fuzz-pkgs: libcurl yaml-0.1 jansson zlib libcrypto libsodium
  * fuzz-options: -max_len=262144
  */

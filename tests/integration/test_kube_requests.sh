@@ -102,7 +102,7 @@ G2=$(mcp .metadata.generation)
 expect_rc 0 "pool pause worker" -- "$MCGIT" pool pause worker --cluster "$ADMIN"
 expect_grep "^pool worker is already paused by an operator; nothing changed" "$T/out" "mcgit pool pause sees the kubectl pause"
 ctl_once & CP=$!
-if kubectl wait --help 2>/dev/null | grep -q -- '--for=jsonpath'; then
+if [[ $(kubectl wait --help 2>/dev/null) == *--for=jsonpath* ]]; then
   kubectl wait mcp.$A/worker --for=jsonpath='{.status.observedGeneration}'="$G2" --timeout=60s >/dev/null \
     && ok "kubectl wait --for=jsonpath observedGeneration=$G2" || bad "kubectl wait timed out: observed $(mcp .status.observedGeneration)"
 else # kubectl 1.20 has no --for=jsonpath: the same wait by hand
