@@ -51,8 +51,10 @@ static const mcg_opt controller_opts[] = {
                   "install --webhook-url` makes pushes call it"),
     MCG_OPT_VALUE('S', "site", "NAME",
                   "this controller runs site NAME (sites/NAME.yaml):\n"
-                  "after each pass whose status changed, record it as\n"
-                  "a signed record (as `mcgit site record`)"),
+                  "only the pools its spec.pools names, with its\n"
+                  "maxUnavailable and maintenanceWindows in place of\n"
+                  "each pool's; after each pass whose status changed,\n"
+                  "record it as a signed record (as `mcgit site record`)"),
     MCG_OPT_VALUE('Y', "site-key", "FILE", "with --site: the site's private key"),
     MCG_OPT_SHORT_FLAG('q', "quiet", "less logging on stderr"),
     MCG_OPT_SHORT_FLAG('v', "verbose", "more logging on stderr"),

@@ -534,8 +534,13 @@ static int pass_last_good(pass *p, mcg_err *err)
         memcpy(p->src, p->log.e[0].source, sizeof(p->src));
     if (!p->src[0])
         return 0; /* nothing was ever rendered: nothing to roll out */
-    if ((rc = mcg_gitops_load_commit(&p->m, p->r, p->src, &p->diags, err)) != 0 ||
-        (rc = read_tip(&p->tips, &p->ntips, p->r, p->m, err)) != 0)
+    if ((rc = mcg_gitops_load_commit(&p->m, p->r, p->src, &p->diags, err)) != 0)
+        return rc;
+    /* a site's controller runs the pools its site file names, by its policy
+     * (docs/sites.md); a site not declared is said by its record (9) */
+    if (p->o->site)
+        mcg_model_apply_site(p->m, p->o->site);
+    if ((rc = read_tip(&p->tips, &p->ntips, p->r, p->m, err)) != 0)
         return rc;
     /* freeze protection: the newest verified source against maxSourceAge */
     mcg_source_freshness fresh;

@@ -336,6 +336,15 @@ typedef struct mcg_site {
     char *status_key;       /* an OpenSSH public key line: the site signs its status with it */
     mcg_strv pools;         /* the pools it runs; empty: every pool */
     int64_t max_report_age; /* seconds; stale after this long without a report (default 24h) */
+    /* spec.maxUnavailable and spec.maintenanceWindows: at the site, in place
+     * of each pool's own (windows_set with none: any time) */
+    bool max_unavailable_set;
+    bool max_unavailable_is_percent;
+    int64_t max_unavailable;
+    bool windows_set;
+    mcg_window *windows;
+    size_t nwindows;
+    int64_t max_disruptions; /* spec.maxConcurrentDisruptions at the site; 0: mcgit.yaml's */
     mcg_loc loc;
 } mcg_site;
 void mcg_model_site_clear(mcg_site *s);
@@ -394,6 +403,14 @@ const mcg_pool *mcg_model_pool(const mcg_model *m, const char *name);
 extern const char *const mcg_model_mc_spec_keys[];
 /* The site called name, or NULL. */
 const mcg_site *mcg_model_find_site(const mcg_model *m, const char *name);
+/*
+ * m as site NAME runs it: only the pools its spec.pools names (every pool
+ * when it names none), each with the site's maxUnavailable and maintenance
+ * windows in place of its own, and its maxConcurrentDisruptions in place of
+ * mcgit.yaml's, where the site gives them. NULL, m unchanged, when no site
+ * has that name.
+ */
+const mcg_site *mcg_model_apply_site(mcg_model *m, const char *name);
 
 /*
  * Parse a rendered spec ({"config": <Ignition>, "kernelArguments": [...],

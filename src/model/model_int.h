@@ -88,6 +88,14 @@ void mcg_model_finish_sites(mcg_model *m, mcg_diags *diags);
 /* A pool's spec.rollout and spec.maintenanceWindows (rollout_spec.c), and their freeing. */
 void mcg_parse_pool_rollout(mcg_pctx *c, const json_t *spec, mcg_pool *p);
 void mcg_pool_rollout_free(mcg_pool *p);
+/* Everything a pool owns (objects.c), for the model and a site's view of it. */
+void mcg_pool_clear(mcg_pool *p);
+/* spec.maintenanceWindows of a pool or a site: how many, into *out (NULL for none). */
+size_t mcg_parse_windows(mcg_pctx *c, const json_t *spec, mcg_window **out);
+void mcg_model_windows_free(mcg_window *w, size_t n);
+/* spec.maxUnavailable of a pool or a site (objects.c): an integer, or "N%". */
+void mcg_parse_max_unavailable(mcg_pctx *c, const json_t *spec, bool *set, bool *is_percent,
+                               int64_t *value);
 /* The same for Ignition's part, where an unknown key is a warning, as in
  * Ignition — except a near miss, which is an error all the same (a misspelt
  * `contents` would otherwise write an empty file) unless c->near_miss_warns. */

@@ -53,16 +53,21 @@ void mcg_policy_free(mcg_disruption_policy *p)
     memset(p, 0, sizeof(*p));
 }
 
+void mcg_pool_clear(mcg_pool *p)
+{
+    free(p->name);
+    mcg_pool_rollout_free(p);
+    selector_free(&p->mc_selector);
+    selector_free(&p->node_selector);
+    memset(p, 0, sizeof(*p));
+}
+
 void mcg_model_free(mcg_model *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; i < m->npools; i++) {
-        free(m->pools[i].name);
-        mcg_pool_rollout_free(&m->pools[i]);
-        selector_free(&m->pools[i].mc_selector);
-        selector_free(&m->pools[i].node_selector);
-    }
+    for (size_t i = 0; i < m->npools; i++)
+        mcg_pool_clear(&m->pools[i]);
     free(m->pools);
     for (size_t i = 0; i < m->nmcs; i++) {
         free(m->mcs[i].name);
@@ -232,6 +237,37 @@ static char *parse_meta_name(mcg_pctx *c, const json_t *root, const char *kind, 
     return name;
 }
 
+void mcg_parse_max_unavailable(mcg_pctx *c, const json_t *spec, bool *set, bool *is_percent,
+                               int64_t *value)
+{
+    json_t *mu = json_object_get(spec, "maxUnavailable");
+    if (json_is_integer(mu)) {
+        *set = true;
+        *value = (int64_t)json_integer_value(mu);
+        if (*value < 0)
+            mcg_pctx_err(c, mu, "maxUnavailable must not be negative");
+    } else if (json_is_string(mu)) {
+        const char *s = json_string_value(mu);
+        size_t n = strlen(s);
+        uint64_t v = 0;
+        char *num = n ? mcg_strndup(s, n - 1) : mcg_strdup("");
+        if (n < 2 || s[n - 1] != '%' || !mcg_parse_u64(num, &v))
+            mcg_pctx_err(c, mu,
+                         "maxUnavailable '%s' must be an integer or a percentage like \"10%%\"", s);
+        else if (v > 100)
+            mcg_pctx_err(c, mu,
+                         "maxUnavailable '%s' is over 100%% (a percentage of the pool's nodes: 1%% "
+                         "to 100%%)",
+                         s);
+        free(num);
+        *set = true;
+        *is_percent = true;
+        *value = (int64_t)v;
+    } else if (mu && !json_is_null(mu)) {
+        mcg_pctx_err(c, mu, "maxUnavailable must be an integer or a percentage");
+    }
+}
+
 /* ------------------------------------------------------------ pools */
 
 static void parse_pool(mcg_model *m, mcg_pctx *c, const json_t *root)
@@ -252,34 +288,8 @@ static void parse_pool(mcg_model *m, mcg_pctx *c, const json_t *root)
         mcg_check_keys(c, spec, "spec", keys);
         parse_selector(c, spec, "machineConfigSelector", &p.mc_selector);
         parse_selector(c, spec, "nodeSelector", &p.node_selector);
-        json_t *mu = json_object_get(spec, "maxUnavailable");
-        if (json_is_integer(mu)) {
-            p.max_unavailable_set = true;
-            p.max_unavailable = (int64_t)json_integer_value(mu);
-            if (p.max_unavailable < 0)
-                mcg_pctx_err(c, mu, "maxUnavailable must not be negative");
-        } else if (json_is_string(mu)) {
-            const char *s = json_string_value(mu);
-            size_t n = strlen(s);
-            uint64_t v = 0;
-            char *num = n ? mcg_strndup(s, n - 1) : mcg_strdup("");
-            if (n < 2 || s[n - 1] != '%' || !mcg_parse_u64(num, &v))
-                mcg_pctx_err(c, mu,
-                             "maxUnavailable '%s' must be an integer or a percentage "
-                             "like \"10%%\"",
-                             s);
-            else if (v > 100)
-                mcg_pctx_err(c, mu,
-                             "maxUnavailable '%s' is over 100%% (a percentage of the "
-                             "pool's nodes: 1%% to 100%%)",
-                             s);
-            free(num);
-            p.max_unavailable_set = true;
-            p.max_unavailable_is_percent = true;
-            p.max_unavailable = (int64_t)v;
-        } else if (mu && !json_is_null(mu)) {
-            mcg_pctx_err(c, mu, "maxUnavailable must be an integer or a percentage");
-        }
+        mcg_parse_max_unavailable(c, spec, &p.max_unavailable_set, &p.max_unavailable_is_percent,
+                                  &p.max_unavailable);
         mcg_tri paused = MCG_UNSET;
         mcg_get_bool(c, spec, "paused", "spec.paused", &paused);
         p.paused = paused == MCG_TRUE;

@@ -25,9 +25,7 @@ void mcg_pool_rollout_free(mcg_pool *p)
         mcg_strv_free(&p->rollout.checks[i].command);
     }
     free(p->rollout.checks);
-    for (size_t i = 0; i < p->nwindows; i++)
-        free(p->windows[i].tz);
-    free(p->windows);
+    mcg_model_windows_free(p->windows, p->nwindows);
     memset(&p->rollout, 0, sizeof(p->rollout));
     p->windows = NULL;
     p->nwindows = 0;
@@ -208,28 +206,48 @@ static void parse_window(mcg_pctx *c, const json_t *v, size_t i, mcg_window *w)
                      name, w->tz);
 }
 
-void mcg_parse_pool_rollout(mcg_pctx *c, const json_t *spec, mcg_pool *p)
+void mcg_model_windows_free(mcg_window *w, size_t n)
 {
-    parse_rollout(c, spec, &p->rollout);
+    for (size_t i = 0; i < n; i++)
+        free(w[i].tz);
+    free(w);
+}
+
+size_t mcg_parse_windows(mcg_pctx *c, const json_t *spec, mcg_window **out)
+{
     json_t *arr = mcg_get_arr(c, spec, "maintenanceWindows", "spec");
+    *out = NULL;
     if (!arr || !json_array_size(arr))
-        return;
-    p->windows = mcg_calloc(json_array_size(arr), sizeof(*p->windows));
+        return 0;
+    *out = mcg_calloc(json_array_size(arr), sizeof(**out));
     size_t i;
     json_t *v;
     json_array_foreach(arr, i, v)
-        parse_window(c, v, i, &p->windows[p->nwindows++]);
+        parse_window(c, v, i, &(*out)[i]);
+    return json_array_size(arr);
+}
+
+void mcg_parse_pool_rollout(mcg_pctx *c, const json_t *spec, mcg_pool *p)
+{
+    parse_rollout(c, spec, &p->rollout);
+    p->nwindows = mcg_parse_windows(c, spec, &p->windows);
+}
+
+/* Each window's zone of file, known to the host's database. */
+static void check_zones(const mcg_window *w, size_t n, const char *file,
+                        bool (*known)(const char *tz), mcg_diags *diags)
+{
+    for (size_t k = 0; k < n; k++)
+        if (w[k].tz && !known(w[k].tz))
+            mcg_diags_add(diags,
+                          "%s:%d: spec.maintenanceWindows[%zu].timeZone: unknown time zone '%s'",
+                          file, w[k].line, k, w[k].tz);
 }
 
 void mcg_model_check_zones(const mcg_model *m, bool (*known)(const char *tz), mcg_diags *diags)
 {
     for (size_t i = 0; i < m->npools; i++)
-        for (size_t k = 0; k < m->pools[i].nwindows; k++) {
-            const mcg_window *w = &m->pools[i].windows[k];
-            if (w->tz && !known(w->tz))
-                mcg_diags_add(diags,
-                              "%s:%d: spec.maintenanceWindows[%zu].timeZone: unknown time "
-                              "zone '%s'",
-                              m->pools[i].loc.file, w->line, k, w->tz);
-        }
+        check_zones(m->pools[i].windows, m->pools[i].nwindows, m->pools[i].loc.file, known, diags);
+    for (size_t i = 0; i < m->nsites; i++)
+        check_zones(m->sites[i].windows, m->sites[i].nwindows, m->sites[i].loc.file, known, diags);
 }

@@ -9,6 +9,9 @@
  *     statusKey: ssh-ed25519 AAAA... c  the key the site signs its status with
  *     pools: [worker]                   optional: the pools it runs (default all)
  *     maxReportAge: 24h                 optional: stale after this long without a report
+ *     maxUnavailable: 1                 optional: in place of each pool's, at the site
+ *     maintenanceWindows: [...]         optional: in place of each pool's, at the site
+ *     maxConcurrentDisruptions: 2       optional: in place of mcgit.yaml's, at the site
  *
  * The key is checked here for its shape (a type and base64 that decodes to
  * a blob naming the same type); trust/ decides whether it verifies anything.
@@ -53,7 +56,13 @@ static char *name_of_file(const char *file)
 
 static void parse_site_spec(mcg_pctx *c, const json_t *spec, mcg_site *s)
 {
-    static const char *const keys[] = {"statusKey", "pools", "maxReportAge", NULL};
+    static const char *const keys[] = {"statusKey",
+                                       "pools",
+                                       "maxReportAge",
+                                       "maxUnavailable",
+                                       "maintenanceWindows",
+                                       "maxConcurrentDisruptions",
+                                       NULL};
     mcg_check_keys(c, spec, "spec", keys);
     if (mcg_get_str(c, spec, "statusKey", "spec.statusKey", &s->status_key) && !s->status_key)
         mcg_pctx_err(c, spec, "spec.statusKey is required (the site's OpenSSH public key line)");
@@ -80,6 +89,17 @@ static void parse_site_spec(mcg_pctx *c, const json_t *spec, mcg_site *s)
             s->max_report_age = v;
     }
     free(age);
+    mcg_parse_max_unavailable(c, spec, &s->max_unavailable_set, &s->max_unavailable_is_percent,
+                              &s->max_unavailable);
+    bool has = false;
+    if (mcg_get_int(c, spec, "maxConcurrentDisruptions", "spec.maxConcurrentDisruptions", &has,
+                    &s->max_disruptions) &&
+        has && s->max_disruptions < 1)
+        mcg_pctx_err(c, json_object_get(spec, "maxConcurrentDisruptions"),
+                     "spec.maxConcurrentDisruptions must be at least 1 (leave it out for "
+                     "mcgit.yaml's)");
+    s->windows_set = json_is_array(json_object_get(spec, "maintenanceWindows"));
+    s->nwindows = mcg_parse_windows(c, spec, &s->windows);
 }
 
 void mcg_parse_site(mcg_model *m, mcg_pctx *c, const json_t *root)
@@ -123,6 +143,7 @@ void mcg_model_site_clear(mcg_site *s)
     free(s->name);
     free(s->status_key);
     mcg_strv_free(&s->pools);
+    mcg_model_windows_free(s->windows, s->nwindows);
     memset(s, 0, sizeof(*s));
 }
 
@@ -153,4 +174,53 @@ const mcg_site *mcg_model_find_site(const mcg_model *m, const char *name)
         if (!strcmp(m->sites[i].name, name))
             return &m->sites[i];
     return NULL;
+}
+
+/* A copy of n windows (the zone names copied). */
+static mcg_window *windows_dup(const mcg_window *w, size_t n)
+{
+    mcg_window *out = n ? mcg_calloc(n, sizeof(*out)) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = w[i];
+        out[i].tz = w[i].tz ? mcg_strdup(w[i].tz) : NULL;
+    }
+    return out;
+}
+
+/* The site's maxUnavailable and windows in place of pool p's, where it gives them. */
+static void site_policy(mcg_pool *p, const mcg_site *s)
+{
+    if (s->max_unavailable_set) {
+        p->max_unavailable_set = true;
+        p->max_unavailable_is_percent = s->max_unavailable_is_percent;
+        p->max_unavailable = s->max_unavailable;
+    }
+    if (s->windows_set) {
+        mcg_model_windows_free(p->windows, p->nwindows);
+        p->windows = windows_dup(s->windows, s->nwindows);
+        p->nwindows = s->nwindows;
+    }
+}
+
+const mcg_site *mcg_model_apply_site(mcg_model *m, const char *name)
+{
+    const mcg_site *s = mcg_model_find_site(m, name);
+    if (!s)
+        return NULL;
+    size_t kept = 0;
+    for (size_t i = 0; i < m->npools; i++) {
+        bool runs = !s->pools.n;
+        for (size_t k = 0; k < s->pools.n && !runs; k++)
+            runs = !strcmp(s->pools.v[k], m->pools[i].name);
+        if (!runs) {
+            mcg_pool_clear(&m->pools[i]);
+            continue;
+        }
+        site_policy(&m->pools[i], s);
+        m->pools[kept++] = m->pools[i];
+    }
+    m->npools = kept;
+    if (s->max_disruptions > 0)
+        m->settings.max_disruptions = s->max_disruptions;
+    return s;
 }
