@@ -60,15 +60,36 @@ $agent_token,system:serviceaccount:mcgit:mcgit-agent,sa-agent,"system:serviceacc
 $nobody_token,nobody,nobody,"system:authenticated"
 TOK
 
-"$etcd" --name default --data-dir "$dir/etcd" \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" \
-    --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-cluster "default=http://127.0.0.1:$peer_port" \
-    > "$dir/etcd.log" 2>&1 &
-echo $! > "$dir/etcd.pid"
+# start_etcd: etcd on fresh ports, serving (its /health answers) before the
+# API server dials it; a port another test took meanwhile (freeport's race),
+# or an etcd that died, is tried again on new ports, three times in all
+start_etcd() {
+    local try j
+    for try in 1 2 3; do
+        [ "$try" = 1 ] || { etcd_port=$(freeport); peer_port=$(freeport); rm -rf "$dir/etcd"; }
+        "$etcd" --name default --data-dir "$dir/etcd" \
+            --listen-client-urls "http://127.0.0.1:$etcd_port" \
+            --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+            --listen-peer-urls "http://127.0.0.1:$peer_port" \
+            --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+            --initial-cluster "default=http://127.0.0.1:$peer_port" \
+            > "$dir/etcd.log" 2>&1 &
+        echo $! > "$dir/etcd.pid"
+        for j in $(seq 120); do
+            curl -fsS "http://127.0.0.1:$etcd_port/health" >/dev/null 2>&1 && return 0
+            kill -0 "$(cat "$dir/etcd.pid")" 2>/dev/null || break
+            sleep 0.5
+        done
+        kill "$(cat "$dir/etcd.pid")" 2>/dev/null; wait "$(cat "$dir/etcd.pid")" 2>/dev/null || true
+    done
+    echo "start.sh: etcd did not start; last log lines:" >&2
+    tail -5 "$dir/etcd.log" >&2
+    exit 1
+}
+start_etcd
 
+# start_apiserver: the API server on api_port (a new port on a retry)
+start_apiserver() {
 "$apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --tls-cert-file "$pki/server.crt" --tls-private-key-file "$pki/server.key" \
@@ -79,6 +100,7 @@ echo $! > "$dir/etcd.pid"
     --disable-admission-plugins ServiceAccount --allow-privileged=true --cert-dir "$dir/cert" \
     > "$dir/apiserver.log" 2>&1 &
 echo $! > "$dir/apiserver.pid"
+}
 
 server="https://127.0.0.1:$api_port"
 kc() { # name user-stanza
@@ -108,17 +130,32 @@ kc controller "    token: $ctl_token"
 kc agent "    token: $agent_token"
 kc nobody "    token: $nobody_token"
 
-i=0
-until curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
-        "$server/readyz" >/dev/null 2>&1; do
-    i=$((i + 1))
-    if [ $i -gt 120 ] || ! kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null; then
+# ready: the API server answers /readyz (1), or died or never did (0)
+ready() {
+    local i=0
+    until curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+            "$server/readyz" >/dev/null 2>&1; do
+        i=$((i + 1))
+        { [ $i -gt 120 ] || ! kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null; } && return 1
+        sleep 0.5
+    done
+}
+# an API server that exits at once (its port taken meanwhile) is started
+# again on another port, three times in all
+for try in 1 2 3; do
+    start_apiserver
+    ready && break
+    if [ "$try" = 3 ] || kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null; then
         echo "start.sh: kube-apiserver did not become ready; last log lines:" >&2
         tail -5 "$dir/apiserver.log" >&2
         "$here/stop.sh" "$dir" >/dev/null 2>&1 || true
         exit 1
     fi
-    sleep 0.5
+    api_port=$(freeport)
+    server="https://127.0.0.1:$api_port"
+    for u in admin controller agent nobody; do
+        sed -i "s|server: https://127.0.0.1:[0-9]*|server: $server|" "$dir/$u.kubeconfig"
+    done
 done
 # The default namespace exists once the bootstrap controllers ran.
 i=0

@@ -24,6 +24,10 @@
 #      served from the guest: git fsck --strict, refs, the next push renders
 #   7  identity: node bound to another machine-id: the agent refuses; bound
 #      back: it manages the node again
+#   9  a site: HQ's signed repository to the site in a bundle, the site's
+#      controller (--site) rolls it out to the guest, whose agent attests it
+#      with its pinned node key; the site's status back to HQ in a bundle,
+#      `mcgit status --sites` there: updated and attested
 #
 # The image is built (or reused) in MCGIT_VM_IMAGE (default
 # /var/cache/mcgit-vm/image) with `vm.sh image`. MCGIT, SRC as for the
@@ -34,7 +38,7 @@ IMG=${MCGIT_VM_IMAGE:-/var/cache/mcgit-vm/image}
 scen=(1 2 5)
 all=
 case ${1:-} in
-  --all) scen=(1 2 3 4 5 6 7 2b 8 8b); all=1 ;;
+  --all) scen=(1 2 3 4 5 6 7 9 2b 8 8b); all=1 ;;
   "") ;;
   *) scen=("$@") ;;
 esac
@@ -536,7 +540,7 @@ converged2() { # converged2 OLD NODE...: every node Done at one config, not OLD
 s2b() {
   local s=$(date +%s) R=$T/repo end b1 b2 cfg1 i max=0 busy=0 u
   : >"$T/samples"
-  mkkey op ed25519
+  [ -e "$T/keys/op" ] || mkkey op ed25519
   signer_line op@example.com op >"$T/trust"
   "$MCGIT" init "$R" >/dev/null 2>&1
   sign_setup "$R" "$T/trust"
@@ -579,6 +583,86 @@ s2b() {
   timed 2b "$s"
 }
 
+# ---------------------------------------------------------------- scenario 9
+# A site on the VM test bed (docs/sites.md): HQ's signed repository carried
+# to the site in a bundle; the site's controller (--site, on this host) rolls
+# it out to the guest, whose real agent attests what it applied with its own
+# node key (pinned with `mcgit node bind --node-key`); the site's signed
+# status comes back to HQ in a bundle, and `mcgit status --sites` at HQ
+# shows the guest updated and attested on the source commit HQ pushed.
+s9() {
+  local s=$(date +%s) W=$T/site-w HQ=$T/hq.git SITE=$T/site.git end src9 cfg9 pub
+  [ -e "$T/keys/op" ] || mkkey op ed25519
+  signer_line op@example.com op >"$T/trust"
+  ssh-keygen -q -t ed25519 -N '' -C site-vm -f "$T/site.key"
+  fixture_server "$HQ" "$T/trust"
+  "$MCGIT" init "$W" >/dev/null 2>&1
+  sign_setup "$W" "$T/trust"
+  git -C "$W" remote add origin "$HQ"
+  mkdir -p "$W/sites"
+  printf 'apiVersion: mcgit.io/v1\nkind: Site\nmetadata:\n  name: vmsite\nspec:\n  statusKey: %s\n  pools: [worker]\n' \
+    "$(cat "$T/site.key.pub")" >"$W/sites/vmsite.yaml"
+  cat >"$W/machineconfigs/cluster.yaml" <<'MCFG'
+apiVersion: machineconfiguration.mcgit.io/v1
+kind: MachineConfiguration
+metadata: {name: cluster}
+spec:
+  nodeDisruptionPolicy:
+    files:
+    - path: /etc/mcgit-site
+      actions: [{type: None}]
+MCFG
+  write_mc "$W" 10-site worker /etc/mcgit-site/f "site-v1"
+  scommit "$W" op "site v1"
+  git -C "$W" push -q origin main 2>"$T/push9.err" && ok "9: HQ accepts the signed push (its hooks render it)" ||
+    { bad "9: push to HQ"; cat "$T/push9.err"; }
+  src9=$(git -C "$W" rev-parse HEAD)
+  # to the site: a bundle, imported as a site does
+  git init -q --bare "$SITE"
+  "$MCGIT" bundle create --repo "$HQ" "$T/to-site.bundle" >/dev/null 2>&1
+  "$MCGIT" bundle import --repo "$SITE" "$T/to-site.bundle" --trust "$T/trust" -q >/dev/null 2>&1 &&
+    ok "9: the site imports HQ's bundle" || bad "9: bundle import at the site"
+  # the operator pins the guest agent's own node key
+  pub=$(gx $G sh -c '. /etc/default/mcgit; mcgit agent --node "$MCGIT_NODE" --cluster "$MCGIT_CLUSTER" --print-node-key')
+  case $pub in ssh-ed25519\ *) ok "9: the guest's agent prints its node key" ;; *) bad "9: node key: '$pub'" ;; esac
+  "$MCGIT" node bind --cluster "local:$CL" $G --machine-id "$mid" --node-key "$pub" >/dev/null 2>"$T/bind9.err" &&
+    ok "9: the node key pinned" || { bad "9: node bind --node-key"; cat "$T/bind9.err"; }
+  "$MCGIT" controller --repo "$SITE" --trust "$T/trust" --cluster "local:$CL" --interval 1 \
+    --site vmsite --site-key "$T/site.key" 2>"$T/controller9.log" &
+  CTRL=$!
+  end=$(($(date +%s) + 600))
+  until [ "$(gx $G cat /etc/mcgit-site/f 2>/dev/null)" = site-v1 ] && [ "$(field $G state)" = Done ] &&
+    [ "$(field $G desiredConfig)" = "$(field $G currentConfig)" ] &&
+    "$MCGIT" status --sites --repo "$SITE" -o json >/dev/null 2>&1 &&
+    git -C "$SITE" show refs/mcgit/status/vmsite:status.json 2>/dev/null |
+      jq -e '[.pools[] | select(.name == "worker")][0].attestedMachineCount == 1' >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || break
+    sleep 3
+  done
+  kill "$CTRL" 2>/dev/null || true
+  wait "$CTRL" 2>/dev/null || true
+  CTRL=
+  cfg9=$(field $G currentConfig)
+  [ "$(gx $G cat /etc/mcgit-site/f 2>/dev/null)" = site-v1 ] && [ "$(field $G state)" = Done ] &&
+    ok "9: the site's controller rolled HQ's config out to the guest: the file on its disk, Done" ||
+    { bad "9: not rolled out ($(field $G state) $(field $G reason))"; tail -5 "$T/controller9.log"; }
+  expect_grep "site status recorded: [0-9a-f]{40}" "$T/controller9.log" "9: the site's controller recorded its status"
+  # back to HQ
+  "$MCGIT" site export --repo "$SITE" --site vmsite "$T/vmsite.status" >/dev/null 2>&1 &&
+    git -C "$HQ" bundle verify "$T/vmsite.status" >/dev/null 2>&1 && ok "9: the status bundle (git bundle verify)" ||
+    bad "9: site export"
+  "$MCGIT" site import --repo "$HQ" "$T/vmsite.status" --trust "$T/trust" >"$T/import9.out" 2>&1 &&
+    ok "9: HQ imports the site's status" || { bad "9: site import"; cat "$T/import9.out"; }
+  "$MCGIT" status --sites --repo "$HQ" -o json >"$T/sites9.json" 2>&1 || true
+  jq -e --arg c "$cfg9" --arg s "$src9" '[.items[] | select(.site == "vmsite" and .pool == "worker")][0] |
+    .config == $c and .source == $s and .machineCount == 1 and .updatedMachineCount == 1 and
+    .attestedMachineCount == 1' "$T/sites9.json" >/dev/null &&
+    ok "9: mcgit status --sites at HQ: the guest updated and attested on HQ's source commit" ||
+    bad "9: status --sites: $(jq -c '.items' "$T/sites9.json" 2>/dev/null || cat "$T/sites9.json")"
+  cur=$cfg9
+  timed 9 "$s"
+}
+
 # ---------------------------------------------------------------- scenario 7
 s7() {
   local s=$(date +%s) other=fedcba9876543210fedcba9876543210 cfg
@@ -612,7 +696,7 @@ s7() {
 
 for n in "${scen[@]}"; do
   case $n in
-    1|2|2b|3|4|5|6|7|8|8b) "s$n" ;;
+    1|2|2b|3|4|5|6|7|8|8b|9) "s$n" ;;
     *) bad "no scenario $n" ;;
   esac
 done
