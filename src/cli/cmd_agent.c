@@ -33,7 +33,9 @@ static const mcg_opt agent_opts[] = {
     MCG_OPT_FLAG('P', "print-node-key",
                  "print the node key's public line (made at the first\n"
                  "start, <state>/node.key) and exit: pin it with `mcgit\n"
-                 "node bind --node-key`"),
+                 "node bind --node-key`. Give the agent's own --root\n"
+                 "(`/` for the service) and --state-dir: another state\n"
+                 "directory holds another key"),
     MCG_OPT_VALUE('i', "interval", "SECONDS", "time between passes (default 30)"),
     MCG_OPT_FLAG('f', "force", "re-apply the whole config once, over drift (no reboot of its own)"),
     MCG_OPT_VALUE('R', "reboot-command", "CMD",

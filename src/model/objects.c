@@ -120,6 +120,27 @@ static void parse_labels(mcg_pctx *c, const json_t *obj, const char *name, mcg_l
     mcg_labels_finish(out);
 }
 
+/*
+ * A pool's nodeSelector of no labels and no expressions ({}) selects every
+ * node: MCO's node controller updates no node of such a pool (a
+ * SelectingAll warning); mcgit refuses it where it is written.
+ */
+static void check_selects_some(mcg_pctx *c, const json_t *sel)
+{
+    if (!json_is_object(sel))
+        return;
+    const json_t *ml = json_object_get(sel, "matchLabels");
+    const json_t *me = json_object_get(sel, "matchExpressions");
+    if (json_object_size(sel) > (size_t)(ml != NULL) + (me != NULL))
+        return; /* an unknown field: said already */
+    if ((!ml || json_is_null(ml) || (json_is_object(ml) && !json_object_size(ml))) &&
+        (!me || json_is_null(me) || (json_is_array(me) && !json_array_size(me))))
+        mcg_pctx_err(c, sel,
+                     "spec.nodeSelector is empty: it would select every node, whose updates "
+                     "MCO's controller refuses (SelectingAll); select the pool's nodes by a "
+                     "label, such as node-role.kubernetes.io/worker: \"\"");
+}
+
 static void parse_selector(mcg_pctx *c, const json_t *spec, const char *key, mcg_selector *out)
 {
     json_t *s = json_object_get(spec, key);
@@ -288,6 +309,7 @@ static void parse_pool(mcg_model *m, mcg_pctx *c, const json_t *root)
         mcg_check_keys(c, spec, "spec", keys);
         parse_selector(c, spec, "machineConfigSelector", &p.mc_selector);
         parse_selector(c, spec, "nodeSelector", &p.node_selector);
+        check_selects_some(c, json_object_get(spec, "nodeSelector"));
         mcg_parse_max_unavailable(c, spec, &p.max_unavailable_set, &p.max_unavailable_is_percent,
                                   &p.max_unavailable);
         mcg_tri paused = MCG_UNSET;

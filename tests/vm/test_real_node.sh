@@ -623,7 +623,7 @@ MCFG
   "$MCGIT" bundle import --repo "$SITE" "$T/to-site.bundle" --trust "$T/trust" -q >/dev/null 2>&1 &&
     ok "9: the site imports HQ's bundle" || bad "9: bundle import at the site"
   # the operator pins the guest agent's own node key
-  pub=$(gx $G sh -c '. /etc/default/mcgit; mcgit agent --node "$MCGIT_NODE" --cluster "$MCGIT_CLUSTER" --print-node-key')
+  pub=$(gx $G sh -c '. /etc/default/mcgit; mcgit agent --node "$MCGIT_NODE" --cluster "$MCGIT_CLUSTER" --root / --print-node-key')
   case $pub in ssh-ed25519\ *) ok "9: the guest's agent prints its node key" ;; *) bad "9: node key: '$pub'" ;; esac
   "$MCGIT" node bind --cluster "local:$CL" $G --machine-id "$mid" --node-key "$pub" >/dev/null 2>"$T/bind9.err" &&
     ok "9: the node key pinned" || { bad "9: node bind --node-key"; cat "$T/bind9.err"; }
