@@ -33,11 +33,15 @@
 
 /* How an agent runs. Strings are borrowed for the agent's lifetime. */
 typedef struct mcg_agent_opts {
-    const char *node;           /* node name (required with a cluster) */
-    const char *root;           /* filesystem to manage; "/" is the host */
-    const char *state_dir;      /* NULL: <root>/var/lib/mcgit, resolved inside the root */
-    bool live;                  /* the root is the host's: run systemctl and reboots */
-    bool force;                 /* re-apply the whole config even when it is current */
+    const char *node;      /* node name (required with a cluster) */
+    const char *root;      /* filesystem to manage; "/" is the host */
+    const char *state_dir; /* NULL: <root>/var/lib/mcgit, resolved inside the root */
+    bool live;             /* the root is the host's: run systemctl and reboots */
+    bool force;            /* re-apply the whole config even when it is current */
+    /* only the node key is read (--print-node-key): the state directory is
+     * not locked, so that it works beside the running agent; the lock is
+     * taken only to make the key when there is none yet */
+    bool key_only;
     const char *reboot_command; /* NULL: "systemctl reboot" when live, nothing otherwise */
     const char *systemctl;      /* NULL: "systemctl" */
     /*

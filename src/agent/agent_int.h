@@ -372,6 +372,9 @@ int mcg_agent_state_write(mcg_agent *a, const char *name, const void *data, size
                           mcg_err *err);
 /* Read state file name (NUL-terminated); MCG_ENOTFOUND when it does not exist. */
 int mcg_agent_state_read(mcg_agent *a, const char *name, char **data, size_t *len, mcg_err *err);
+/* The state directory's lock (state.c), held until the agent is freed: one
+ * line naming the agent that holds it otherwise. */
+int mcg_agent_take_lock(mcg_agent *a, mcg_err *err);
 /* Remove state file name and sync the directory. */
 void mcg_agent_state_remove(mcg_agent *a, const char *name);
 /* The name in `current`, or NULL. Caller frees. */

@@ -27,7 +27,11 @@ static int node_key(mcg_sshkey *key, mcg_agent *a, mcg_err *err)
     char *data = NULL;
     size_t len = 0;
     int rc = mcg_agent_state_read(a, NODE_KEY, &data, &len, err);
-    if (rc == MCG_ENOTFOUND) { /* the first start: a new key */
+    /* the first start: a new key, made under the state directory's lock
+     * (--print-node-key reads without it: a running agent holds it) */
+    if (rc == MCG_ENOTFOUND && a->lockfd < 0 && (rc = mcg_agent_take_lock(a, err)) == 0)
+        rc = mcg_agent_state_read(a, NODE_KEY, &data, &len, err);
+    if (rc == MCG_ENOTFOUND) {
         mcg_sshkey_generate(key);
         rc = mcg_agent_state_write(a, NODE_KEY, key->sk, sizeof(key->sk), err);
         if (rc)

@@ -285,7 +285,7 @@ static void clean_state_temps(mcg_agent *a)
 /* Takes the state directory's lock, and writes this agent's pid into the
  * lock file for the next one to name. Held: one line naming the running
  * agent and what to do. */
-static int take_lock(mcg_agent *a, mcg_err *err)
+int mcg_agent_take_lock(mcg_agent *a, mcg_err *err)
 {
     a->lockfd = openat(a->statefd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (a->lockfd < 0)
@@ -355,9 +355,11 @@ int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_cluster *c, mcg
     /* before the state directory, the journal or any node write */
     if (a->live && (rc = mcg_agent_verify_host(root, o->node, c, err)) != 0)
         goto out;
-    if ((rc = open_state_dir(a, o, err)) != 0 || (rc = take_lock(a, err)) != 0)
+    if ((rc = open_state_dir(a, o, err)) != 0 ||
+        (!o->key_only && (rc = mcg_agent_take_lock(a, err)) != 0))
         goto out;
-    clean_state_temps(a);
+    if (!o->key_only)
+        clean_state_temps(a);
     *out = a;
     a = NULL;
 out:

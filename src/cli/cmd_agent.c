@@ -289,6 +289,7 @@ static int run(int argc, char **argv)
             goto out;
         }
     }
+    o.key_only = args.print_key;
     if (mcg_agent_open(&a, &o, c, &err) != 0) {
         mcg_cli_error("agent", "%s", err.msg);
         goto out;

@@ -28,6 +28,21 @@ expect_grep "^ssh-ed25519 [A-Za-z0-9+/=]+ mcgit-node-w0$" "$T/out" "(an ssh-ed25
 [ "$(stat -c %a "$T/cl/roots/w0/var/lib/mcgit/node.key")" = 600 ] && ok "node.key is 0600" || bad "node.key mode"
 "$MCGIT" agent --node w0 --cluster "$CL" --print-node-key >"$T/k0again"
 [ "$(cat "$T/k0again")" = "$K0" ] && ok "the key is kept: the same line again" || bad "the key changed"
+# beside the running agent (it holds the state directory's lock): the key is
+# read without the lock; with no key yet, the running agent is named
+"$MCGIT" agent --node w0 --cluster "$CL" --interval 1 -q >/dev/null 2>&1 &
+RUNNING=$!
+for _ in $(seq 100); do [ "$(cat "$T/cl/roots/w0/var/lib/mcgit/lock" 2>/dev/null)" = "$RUNNING" ] && break; sleep 0.1; done
+[ "$(cat "$T/cl/roots/w0/var/lib/mcgit/lock")" = "$RUNNING" ] || bad "the running agent did not take its lock"
+expect_rc 0 "--print-node-key beside the running agent" -- "$MCGIT" agent --node w0 --cluster "$CL" --print-node-key
+[ "$(cat "$T/out")" = "$K0" ] && ok "(the same key the running agent holds)" || bad "another key beside the running agent: $(cat "$T/out")"
+kill -STOP "$RUNNING" # it holds the lock, and makes no key of its own meanwhile
+mv "$T/cl/roots/w0/var/lib/mcgit/node.key" "$T/node.key.w0"
+expect_rc 1 "no key yet beside the running agent: refused" -- "$MCGIT" agent --node w0 --cluster "$CL" --print-node-key
+expect_grep "another agent \(pid $RUNNING\) is running" "$T/err" "(it names the running agent)"
+[ ! -e "$T/cl/roots/w0/var/lib/mcgit/node.key" ] && ok "(and makes no key)" || bad "a key was made beside the running agent"
+mv "$T/node.key.w0" "$T/cl/roots/w0/var/lib/mcgit/node.key"
+kill -CONT "$RUNNING"; kill "$RUNNING"; wait "$RUNNING" 2>/dev/null || true
 "$MCGIT" agent --node w1 --cluster "$CL" --print-node-key >"$T/w1.pub"
 [ "$(cat "$T/w1.pub")" != "$K0" ] && ok "each node has its own key" || bad "w0 and w1 share a key"
 
