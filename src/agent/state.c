@@ -358,8 +358,16 @@ int mcg_agent_open(mcg_agent **out, const mcg_agent_opts *o, mcg_cluster *c, mcg
     if ((rc = open_state_dir(a, o, err)) != 0 ||
         (!o->key_only && (rc = mcg_agent_take_lock(a, err)) != 0))
         goto out;
-    if (!o->key_only)
+    if (!o->key_only) {
         clean_state_temps(a);
+        /* the node key is made at the first start, for the operator to pin
+         * (--print-node-key) before the node's first attestation */
+        char *line = NULL;
+        mcg_err kerr = {0};
+        if (mcg_agent_node_key_line(&line, a, &kerr) != 0)
+            mcg_agent_log(a, 0, "node key: %s", kerr.msg);
+        free(line);
+    }
     *out = a;
     a = NULL;
 out:

@@ -27,9 +27,12 @@ grep -q "No such file" "$T/err" && bad "unknown node: 'No such file' in the erro
 # the loop's first line, with no desiredConfig yet, does not say Done
 "$MCGIT" agent --node n1 --cluster "local:$CL" --interval 1 -v >"$T/first.log" 2>&1 &
 fpid=$!
-for _ in $(seq 50); do [ -s "$T/first.log" ] && break; sleep 0.1; done
+# (at its first start the agent makes its node key, and says so first)
+for _ in $(seq 50); do grep -qv 'node key created' "$T/first.log" && break; sleep 0.1; done
 kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null || true
-first=$(head -1 "$T/first.log")
+head -1 "$T/first.log" | grep -qx 'mcgit agent: node=n1: node key created: node.key' &&
+  ok "the first start makes the node key, and says so" || bad "no node key at the first start: $(head -1 "$T/first.log")"
+first=$(grep -v 'node key created' "$T/first.log" | head -1)
 [ "$first" = "mcgit agent: node=n1: no config on this node yet: waiting for its desiredConfig" ] &&
   ok "the loop's first line, before any config: waiting, not Done" || bad "first line: '$first'"
 IGN='"ignition":{"version":"3.4.0"}'
