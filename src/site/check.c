@@ -281,10 +281,10 @@ static bool line_of_records(mcg_repo *q, const char *old, const char *new, git_o
         if (np == 1)
             cur = *git_commit_parent_id(c, 0);
         git_commit_free(c);
-        if (np == 0)
-            return !has_stop;
-        if (np > 1)
+        if (np > 1 || (np == 0 && has_stop))
             return false;
+        if (np == 0)
+            break; /* the first record: a first import holds none */
     }
     for (size_t a = 0, b = *n; a + 1 < b; a++, b--) { /* oldest first */
         git_oid t = (*ids)[a];

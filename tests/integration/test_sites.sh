@@ -107,10 +107,17 @@ expect_rc 2 "--site without --site-key is a usage error" -- \
 # ---------------------------------------------------------------- back to HQ
 expect_rc 0 "site export at north" -- "$MCGIT" site export --repo "$T/north.git" --site north "$T/north.status"
 git -C "$T/north.git" bundle verify "$T/north.status" >/dev/null 2>&1 && ok "git bundle verify reads the status bundle" || bad "git bundle verify"
+# south's first export carries two records, a second later: HQ checks a line
+# of records oldest first
+sleep 1
+expect_rc 0 "a forced second record at south" -- record south site-south --force
+S2=$(git -C "$T/south.git" rev-parse refs/mcgit/status/south)
+[ "$(git -C "$T/south.git" rev-parse "$S2^")" = "$S1" ] && ok "(on top of the controller's)" || bad "S2's parent"
 "$MCGIT" site export --repo "$T/south.git" --site south "$T/south.status" 2>/dev/null
 expect_rc 0 "HQ imports north's status" -- "$MCGIT" site import --repo "$HQ" "$T/north.status" --trust "$T/trust"
 expect_grep "^refs/mcgit/status/north \(none\) -> $R1 \(imported\)" "$T/out" "(it says what moved)"
-expect_rc 0 "HQ imports south's status" -- "$MCGIT" site import --repo "$HQ" "$T/south.status" --trust "$T/trust"
+expect_rc 0 "HQ imports south's status: a first import of two records" -- "$MCGIT" site import --repo "$HQ" "$T/south.status" --trust "$T/trust"
+expect_grep "^refs/mcgit/status/south \(none\) -> $S2 \(imported\)" "$T/out" "(both, to the newer)"
 expect_rc 0 "mcgit status --sites" -- "$MCGIT" status --sites --repo "$HQ"
 cp "$T/out" "$T/fleet"
 expect_grep "^SITE +POOL +CONFIG +SOURCE +MACHINES +UPDATED +ATTESTED +DEGRADED +REPORTED +STALE" "$T/fleet" "the table's header"
